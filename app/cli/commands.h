@@ -1,0 +1,26 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tb::cli {
+
+// Exit statuses shared by every subcommand.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;   // the work ran and failed (a run diverged, a rank died)
+inline constexpr int kExitUsage = 2;     // bad input or a feature not built: nothing was run
+
+using Args = std::vector<std::string>;
+
+// One function per subcommand, each in its own file. Those not built yet live
+// in not_built.cpp and say so.
+int runPlan(const Args& args);
+int runTrain(const Args& args);
+int runLaunch(const Args& args);
+int runMonitor(const Args& args);
+int runExport(const Args& args);
+int runTokenize(const Args& args);
+int runEval(const Args& args);
+int runGenerate(const Args& args);
+
+} // namespace tb::cli

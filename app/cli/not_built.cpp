@@ -1,0 +1,72 @@
+#include "commands.h"
+
+#include <iostream>
+
+// Subcommands whose feature has not been built yet. Each says so plainly,
+// with the issue that builds it, and exits with the usage status so scripts
+// never mistake it for a run that happened.
+namespace tb::cli {
+
+namespace {
+
+int notBuilt(const char* name, const char* summary, const char* issue, const Args& args)
+{
+    const bool help = !args.empty() && (args[0] == "--help" || args[0] == "-h");
+    (help ? std::cout : std::cerr)
+        << "usage: tunebench-cli " << name << " ...\n\n"
+        << summary << "\n\n"
+        << "Not built yet: this command arrives with " << issue << ".\n";
+    return kExitUsage;
+}
+
+} // namespace
+
+int runTrain(const Args& args)
+{
+    return notBuilt("train", "Fine-tune a model from a run config.", "issue 6 (trainer part 2)",
+                    args);
+}
+
+int runLaunch(const Args& args)
+{
+    return notBuilt("launch", "Start N local ranks of a run.", "issue 7 (distributed training)",
+                    args);
+}
+
+int runMonitor(const Args& args)
+{
+    return notBuilt("monitor", "Follow a run's event stream, locally or over SSH.",
+                    "the monitor issue", args);
+}
+
+int runExport(const Args& args)
+{
+    return notBuilt("export", "Write a plan as a torchrun, accelerate, Azure ML or Slurm job.",
+                    "issue 7 (exports)", args);
+}
+
+int runPlan(const Args& args)
+{
+    return notBuilt("plan", "Per-GPU memory, throughput, time and cost of a fine-tune.",
+                    "issue 3 (planner)", args);
+}
+
+int runTokenize(const Args& args)
+{
+    return notBuilt("tokenize", "Print token ids of stdin, or count the tokens of a dataset.",
+                    "issue 5 (trainer part 1)", args);
+}
+
+int runEval(const Args& args)
+{
+    return notBuilt("eval", "Mean loss and perplexity of a model on a text file.",
+                    "issue 5 (trainer part 1)", args);
+}
+
+int runGenerate(const Args& args)
+{
+    return notBuilt("generate", "Continue a prompt with a model.", "issue 5 (trainer part 1)",
+                    args);
+}
+
+} // namespace tb::cli

@@ -1,0 +1,81 @@
+#include "common/text.h"
+
+#include <algorithm>
+#include <cctype>
+#include <numeric>
+
+namespace tb::common {
+
+std::string toLower(std::string_view text)
+{
+    std::string lower(text);
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return lower;
+}
+
+std::string trim(std::string_view text)
+{
+    const auto isSpace = [](unsigned char c) { return std::isspace(c) != 0; };
+    size_t begin = 0;
+    size_t end = text.size();
+    while (begin < end && isSpace(static_cast<unsigned char>(text[begin])))
+        ++begin;
+    while (end > begin && isSpace(static_cast<unsigned char>(text[end - 1])))
+        --end;
+    return std::string(text.substr(begin, end - begin));
+}
+
+std::vector<std::string> split(std::string_view text, char separator)
+{
+    std::vector<std::string> parts;
+    size_t start = 0;
+    while (true) {
+        const size_t next = text.find(separator, start);
+        parts.emplace_back(text.substr(start, next - start));
+        if (next == std::string_view::npos)
+            break;
+        start = next + 1;
+    }
+    return parts;
+}
+
+size_t editDistance(std::string_view a, std::string_view b)
+{
+    std::vector<size_t> previous(b.size() + 1);
+    std::vector<size_t> current(b.size() + 1);
+    std::iota(previous.begin(), previous.end(), size_t{0});
+    for (size_t i = 1; i <= a.size(); ++i) {
+        current[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            const size_t substitution = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+            current[j] = std::min({previous[j] + 1, current[j - 1] + 1, substitution});
+        }
+        std::swap(previous, current);
+    }
+    return previous[b.size()];
+}
+
+std::vector<std::string> nearestNames(const std::vector<std::string>& candidates,
+                                      std::string_view query, size_t count)
+{
+    const std::string lowerQuery = toLower(query);
+    std::vector<std::pair<size_t, std::string>> scored;
+    scored.reserve(candidates.size());
+    for (const std::string& candidate : candidates) {
+        const std::string lower = toLower(candidate);
+        // A candidate that contains the query is a better guess than any typo.
+        const size_t distance = lower.find(lowerQuery) != std::string::npos
+            ? 0
+            : editDistance(lower, lowerQuery);
+        scored.emplace_back(distance, candidate);
+    }
+    std::stable_sort(scored.begin(), scored.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::vector<std::string> names;
+    for (size_t i = 0; i < scored.size() && i < count; ++i)
+        names.push_back(scored[i].second);
+    return names;
+}
+
+} // namespace tb::common

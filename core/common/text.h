@@ -1,0 +1,20 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tb::common {
+
+std::string toLower(std::string_view text);
+std::string trim(std::string_view text);
+std::vector<std::string> split(std::string_view text, char separator);
+
+// Levenshtein distance, for "did you mean" suggestions on unknown names.
+size_t editDistance(std::string_view a, std::string_view b);
+
+// The `count` candidates closest to `query` (case-insensitive), nearest first.
+std::vector<std::string> nearestNames(const std::vector<std::string>& candidates,
+                                      std::string_view query, size_t count = 3);
+
+} // namespace tb::common

@@ -1,0 +1,31 @@
+#pragma once
+
+#include "metrics/event_stream_parser.h"
+
+#include <string>
+
+namespace tb::metrics {
+
+// Follows an event file that a run may still be writing: each poll() reads
+// what was appended since the last one. Construct it with a saved offset and
+// line number to continue where an earlier reader stopped.
+class EventFileReader {
+public:
+    explicit EventFileReader(std::string path, uint64_t offset = 0, uint64_t firstLineNumber = 1);
+
+    // New complete lines since the last poll. Malformed lines come back as
+    // items whose error names the file and line. The file not existing yet
+    // is not an error (a run that has not started); a file that shrank is.
+    common::Result<std::vector<StreamItem>> poll();
+
+    uint64_t offset() const { return m_parser.offset(); }
+    uint64_t nextLineNumber() const { return m_parser.nextLineNumber(); }
+    const std::string& path() const { return m_path; }
+
+private:
+    std::string m_path;
+    EventStreamParser m_parser;
+    uint64_t m_readOffset; // bytes read from the file: offset() plus the pending partial line
+};
+
+} // namespace tb::metrics

@@ -1,0 +1,29 @@
+#pragma once
+
+#include "metrics/event.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace tb::metrics {
+
+// One optimizer step as the trainer reports it and the charts plot it.
+// Figures a rank does not know (memory on CPU, say) stay negative and are
+// left out of the event.
+struct StepRecord {
+    int64_t step = 0;
+    double loss = 0;
+    double learningRate = -1;
+    double gradNorm = -1;
+    int64_t tokens = -1;          // tokens in this step, all ranks on rank 0
+    int64_t samples = -1;
+    double stepSeconds = -1;
+    double tokensPerSecond = -1;
+    int64_t memAllocatedBytes = -1;
+    int64_t memPeakBytes = -1;
+
+    nlohmann::json toFields() const;
+    static StepRecord fromEvent(const Event& event); // event.type must be Step
+};
+
+} // namespace tb::metrics

@@ -1,0 +1,128 @@
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "common/text.h"
+#include "common/units.h"
+
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <filesystem>
+#include <sys/stat.h>
+
+using namespace tb::common;
+
+class TestCommon : public QObject {
+    Q_OBJECT
+
+private slots:
+    void formatBytes_data()
+    {
+        QTest::addColumn<double>("bytes");
+        QTest::addColumn<QString>("expected");
+        QTest::addRow("zero") << 0.0 << "0 B";
+        QTest::addRow("bytes") << 512.0 << "512 B";
+        QTest::addRow("kib") << 1536.0 << "1.5 KiB";
+        QTest::addRow("mib") << 312.0 * kMiB << "312.0 MiB";
+        QTest::addRow("gib") << 15.02 * kGiB << "15.02 GiB";
+        QTest::addRow("negative headroom") << -2.5 * kGiB << "-2.50 GiB";
+    }
+    void formatBytes()
+    {
+        QFETCH(double, bytes);
+        QFETCH(QString, expected);
+        QCOMPARE(QString::fromStdString(tb::common::formatBytes(bytes)), expected);
+    }
+
+    void formatDuration_data()
+    {
+        QTest::addColumn<double>("seconds");
+        QTest::addColumn<QString>("expected");
+        QTest::addRow("sub-second") << 0.126 << "0.13 s";
+        QTest::addRow("seconds") << 41.27 << "41.3 s";
+        QTest::addRow("minutes") << 125.0 << "2 min 05 s";
+        QTest::addRow("hours") << 7500.0 << "2 h 05 min";
+        QTest::addRow("days") << 3.0 * 86400 + 4 * 3600 << "3 d 4 h";
+        QTest::addRow("infinite") << std::numeric_limits<double>::infinity() << "never";
+    }
+    void formatDuration()
+    {
+        QFETCH(double, seconds);
+        QFETCH(QString, expected);
+        QCOMPARE(QString::fromStdString(tb::common::formatDuration(seconds)), expected);
+    }
+
+    void formatMoney_data()
+    {
+        QTest::addColumn<double>("usd");
+        QTest::addColumn<QString>("expected");
+        QTest::addRow("cents") << 0.5 << "$0.50";
+        QTest::addRow("thousands") << 1234.567 << "$1,234.57";
+        QTest::addRow("millions") << 2500000.0 << "$2,500,000.00";
+        QTest::addRow("unknown") << std::numeric_limits<double>::quiet_NaN() << "n/a";
+    }
+    void formatMoney()
+    {
+        QFETCH(double, usd);
+        QFETCH(QString, expected);
+        QCOMPARE(QString::fromStdString(tb::common::formatMoney(usd)), expected);
+    }
+
+    void errorNamesFileAndField()
+    {
+        const Error error = Error::at("plan.yaml", "field 'micro_batch'", "got -3, expected > 0",
+                                      "use 1 or more");
+        QCOMPARE(QString::fromStdString(error.toString()),
+                 "plan.yaml: field 'micro_batch': got -3, expected > 0 (use 1 or more)");
+        const Result<int> result(error);
+        QVERIFY(!result.ok());
+        QCOMPARE(Result<int>(7).value(), 7);
+    }
+
+    void nearestNamesPrefersContainedAndTypos()
+    {
+        const std::vector<std::string> names{"Llama-3-8B", "Llama-2-7B", "Mistral-7B-v0.1",
+                                             "Qwen2.5-7B"};
+        QCOMPARE(nearestNames(names, "mistral", 1).front(), std::string("Mistral-7B-v0.1"));
+        QCOMPARE(nearestNames(names, "llama-3-7b", 1).front(), std::string("Llama-3-8B"));
+        QCOMPARE(editDistance("kitten", "sitting"), size_t{3});
+    }
+
+    void atomicWriteReplacesWholeFile()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("config.yaml").toStdString();
+        QVERIFY(writeFileAtomic(path, "first version\n").ok());
+        QVERIFY(writeFileAtomic(path, "second\n").ok());
+        QCOMPARE(readFile(path).value(), std::string("second\n"));
+        // No temporary file is left beside it.
+        int entries = 0;
+        for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path().toStdString()))
+            ++entries;
+        QCOMPARE(entries, 1);
+    }
+
+    void atomicWriteFailureLeavesOldFile()
+    {
+        if (::geteuid() == 0)
+            QSKIP("root ignores directory permissions; cannot provoke the failure");
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("config.yaml").toStdString();
+        QVERIFY(writeFileAtomic(path, "kept\n").ok());
+        ::chmod(dir.path().toLocal8Bit().constData(), 0500);
+        const Status status = writeFileAtomic(path, "lost\n");
+        ::chmod(dir.path().toLocal8Bit().constData(), 0700);
+        QVERIFY(!status.ok());
+        QVERIFY(status.error().message.find(path) != std::string::npos);
+        QCOMPARE(readFile(path).value(), std::string("kept\n"));
+    }
+
+    void readMissingFileNamesIt()
+    {
+        const auto result = readFile("/nonexistent/tunebench.yaml");
+        QVERIFY(!result.ok());
+        QVERIFY(result.error().message.find("/nonexistent/tunebench.yaml") != std::string::npos);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCommon)
+#include "test_common.moc"

@@ -1,0 +1,297 @@
+#include "metrics/event.h"
+#include "metrics/event_file_reader.h"
+#include "metrics/event_stream_parser.h"
+#include "metrics/event_writer.h"
+#include "metrics/step_record.h"
+
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <csignal>
+#include <fstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace tb::metrics;
+using nlohmann::json;
+
+namespace {
+
+std::string stepLine(int step, double loss)
+{
+    StepRecord record;
+    record.step = step;
+    record.loss = loss;
+    return makeEvent(EventType::Step, 0, 1.0e9 + step, record.toFields()).dump();
+}
+
+void appendRaw(const std::string& path, const std::string& bytes)
+{
+    std::ofstream out(path, std::ios::binary | std::ios::app);
+    out << bytes;
+}
+
+std::vector<StreamItem> pollAll(EventFileReader& reader)
+{
+    auto result = reader.poll();
+    if (!result.ok())
+        qFatal("poll failed: %s", result.error().toString().c_str());
+    return std::move(result).value();
+}
+
+} // namespace
+
+class TestMetrics : public QObject {
+    Q_OBJECT
+
+private slots:
+    void parseRejects_data()
+    {
+        QTest::addColumn<QString>("line");
+        QTest::addColumn<QString>("mentions");
+        QTest::addRow("not json") << "{\"schema\":1,\"type\"" << "not valid JSON";
+        QTest::addRow("array") << "[1,2]" << "expected a JSON object";
+        QTest::addRow("no schema") << R"({"type":"log","time":1,"rank":0,"message":"x"})" << "'schema'";
+        QTest::addRow("newer schema") << R"({"schema":99,"type":"log","time":1,"rank":0,"message":"x"})"
+                                      << "understands 1 to 1";
+        QTest::addRow("negative rank") << R"({"schema":1,"type":"log","time":1,"rank":-1,"message":"x"})"
+                                       << "'rank'";
+        QTest::addRow("step without loss") << R"({"schema":1,"type":"step","time":1,"rank":0,"step":3})"
+                                           << "'loss' is missing";
+        QTest::addRow("step with string loss")
+            << R"({"schema":1,"type":"step","time":1,"rank":0,"step":3,"loss":"low"})"
+            << "expected a number or null";
+        QTest::addRow("run_start without config")
+            << R"({"schema":1,"type":"run_start","time":1,"rank":0,"run_id":"r","world_size":2})"
+            << "'config' is missing";
+    }
+    void parseRejects()
+    {
+        QFETCH(QString, line);
+        QFETCH(QString, mentions);
+        const auto result = parseEvent(line.toStdString());
+        QVERIFY(!result.ok());
+        QVERIFY2(QString::fromStdString(result.error().toString()).contains(mentions),
+                 result.error().toString().c_str());
+    }
+
+    void unknownTypeIsKeptNotRejected()
+    {
+        const auto result = parseEvent(R"({"schema":1,"type":"profile","time":2,"rank":1,"x":5})");
+        QVERIFY(result.ok());
+        QCOMPARE(result->type, EventType::Unknown);
+        QCOMPARE(QString::fromStdString(result->typeName), "profile");
+    }
+
+    void stepRecordRoundTrips()
+    {
+        StepRecord record;
+        record.step = 12;
+        record.loss = 2.5;
+        record.learningRate = 3e-4;
+        record.tokens = 4096;
+        record.tokensPerSecond = 1234.5;
+        record.memPeakBytes = 1LL << 33;
+        const json event = makeEvent(EventType::Step, 0, 10.0, record.toFields());
+        QVERIFY(!event.contains("grad_norm")); // unknown figures stay out
+        const auto parsed = parseEvent(event.dump());
+        QVERIFY(parsed.ok());
+        const StepRecord back = StepRecord::fromEvent(*parsed);
+        QCOMPARE(back.step, int64_t{12});
+        QCOMPARE(back.loss, 2.5);
+        QCOMPARE(back.learningRate, 3e-4);
+        QCOMPARE(back.tokens, int64_t{4096});
+        QCOMPARE(back.memPeakBytes, int64_t{1} << 33);
+        QCOMPARE(back.gradNorm, -1.0);
+    }
+
+    void divergedLossIsNull()
+    {
+        StepRecord record;
+        record.step = 1;
+        record.loss = std::nan("");
+        const json fields = record.toFields();
+        QVERIFY(fields["loss"].is_null());
+        QVERIFY(parseEvent(makeEvent(EventType::Step, 0, 1, fields).dump()).ok());
+    }
+
+    void writerWritesWholeLines()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("events.jsonl").toStdString();
+        auto writer = EventWriter::open(path, 3);
+        QVERIFY(writer.ok());
+        QVERIFY(writer.value()->write(EventType::Log, {{"message", "hello\nworld"}}).ok());
+        QVERIFY(writer.value()->write(EventType::Step, StepRecord{}.toFields()).ok());
+        EventFileReader reader(path);
+        const auto items = pollAll(reader);
+        QCOMPARE(items.size(), size_t{2});
+        QVERIFY(items[0].event);
+        QCOMPARE(items[0].event->rank, 3);
+        QCOMPARE(items[0].event->body["message"].get<std::string>(), std::string("hello\nworld"));
+        QCOMPARE(items[1].event->type, EventType::Step);
+    }
+
+    void readerWaitsForPartialLine()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("events.jsonl").toStdString();
+        const std::string line = stepLine(1, 3.0);
+        appendRaw(path, line.substr(0, 20));
+        EventFileReader reader(path);
+        QCOMPARE(pollAll(reader).size(), size_t{0});
+        QCOMPARE(reader.offset(), uint64_t{0});
+        appendRaw(path, line.substr(20) + "\n");
+        const auto items = pollAll(reader);
+        QCOMPARE(items.size(), size_t{1});
+        QVERIFY(items[0].event);
+        QCOMPARE(reader.offset(), uint64_t(line.size() + 1));
+    }
+
+    void readerResumesFromOffset()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("events.jsonl").toStdString();
+        appendRaw(path, stepLine(1, 3.0) + "\n" + stepLine(2, 2.0) + "\n");
+        EventFileReader first(path);
+        QCOMPARE(pollAll(first).size(), size_t{2});
+        appendRaw(path, stepLine(3, 1.0) + "\n");
+
+        // A reader that reconnects with the saved position sees only step 3.
+        EventFileReader resumed(path, first.offset(), first.nextLineNumber());
+        const auto items = pollAll(resumed);
+        QCOMPARE(items.size(), size_t{1});
+        QCOMPARE(items[0].lineNumber, uint64_t{3});
+        QCOMPARE(items[0].event->body["step"].get<int>(), 3);
+    }
+
+    void malformedLineReportedAndSkipped()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("events.jsonl").toStdString();
+        appendRaw(path, stepLine(1, 3.0) + "\n{oops\n" + stepLine(2, 2.0) + "\n");
+        EventFileReader reader(path);
+        const auto items = pollAll(reader);
+        QCOMPARE(items.size(), size_t{3});
+        QVERIFY(items[0].event);
+        QVERIFY(!items[1].event);
+        QCOMPARE(items[1].lineNumber, uint64_t{2});
+        QVERIFY2(QString::fromStdString(items[1].error).contains("events.jsonl:2:"),
+                 items[1].error.c_str());
+        QVERIFY(items[2].event);
+    }
+
+    void parserFedByteByByteMatchesWholeFeed()
+    {
+        const std::string stream = stepLine(1, 3.0) + "\n\n" + stepLine(2, 2.0) + "\nnot json\n";
+        EventStreamParser whole;
+        const auto expected = whole.feed(stream);
+        EventStreamParser bytewise;
+        std::vector<StreamItem> got;
+        for (char c : stream) {
+            for (auto& item : bytewise.feed(std::string_view(&c, 1)))
+                got.push_back(std::move(item));
+        }
+        QCOMPARE(got.size(), expected.size());
+        QCOMPARE(got.size(), size_t{3}); // the blank line is no event and no error
+        for (size_t i = 0; i < got.size(); ++i) {
+            QCOMPARE(got[i].lineNumber, expected[i].lineNumber);
+            QCOMPARE(got[i].byteOffset, expected[i].byteOffset);
+            QCOMPARE(bool(got[i].event), bool(expected[i].event));
+        }
+        QCOMPARE(got[2].lineNumber, uint64_t{4});
+        QCOMPARE(bytewise.offset(), uint64_t(stream.size()));
+    }
+
+    void overlongLineIsBounded()
+    {
+        EventStreamParser parser;
+        const std::string junk(EventStreamParser::kMaxLineBytes + 10, 'x');
+        auto items = parser.feed(junk);
+        QCOMPARE(items.size(), size_t{1});
+        QVERIFY(QString::fromStdString(items[0].error).contains("longer than"));
+        QVERIFY(parser.pendingBytes() == 0);
+        items = parser.feed("\n" + stepLine(5, 1.0) + "\n");
+        QCOMPARE(items.size(), size_t{1});
+        QVERIFY(items[0].event);
+        QCOMPARE(items[0].lineNumber, uint64_t{2});
+        QCOMPARE(items[0].byteOffset, uint64_t(junk.size() + 1));
+    }
+
+    // A writer process killed with SIGKILL while writing as fast as it can:
+    // every line the reader gets is whole and valid.
+    void writerKilledWhileWriting()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("events.jsonl").toStdString();
+        const pid_t child = ::fork();
+        QVERIFY(child >= 0);
+        if (child == 0) {
+            auto writer = EventWriter::open(path, 0);
+            StepRecord record;
+            for (int64_t step = 0;; ++step) {
+                record.step = step;
+                record.loss = 1.0 / double(step + 1);
+                json fields = record.toFields();
+                fields["padding"] = std::string(static_cast<size_t>(step % 997), 'p');
+                (void)writer.value()->write(EventType::Step, fields);
+            }
+        }
+        QTest::qWait(150);
+        ::kill(child, SIGKILL);
+        int status = 0;
+        ::waitpid(child, &status, 0);
+
+        EventFileReader reader(path);
+        const auto items = pollAll(reader);
+        QVERIFY(items.size() > 10);
+        for (const StreamItem& item : items)
+            QVERIFY2(item.event, item.error.c_str());
+        for (size_t i = 0; i < items.size(); ++i)
+            QCOMPARE(items[i].event->body["step"].get<size_t>(), i);
+    }
+
+    // A line torn by a crash mid-write: the next writer closes it, the reader
+    // reports that one line and carries on.
+    void tornLineClosedByNextWriter()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("events.jsonl").toStdString();
+        appendRaw(path, stepLine(1, 3.0) + "\n" + stepLine(2, 2.0).substr(0, 25));
+        auto writer = EventWriter::open(path, 0);
+        QVERIFY(writer.ok());
+        QVERIFY(writer.value()->write(EventType::RunEnd, {{"status", "completed"}}).ok());
+        EventFileReader reader(path);
+        const auto items = pollAll(reader);
+        QCOMPARE(items.size(), size_t{3});
+        QVERIFY(items[0].event);
+        QVERIFY(!items[1].event);
+        QCOMPARE(items[1].lineNumber, uint64_t{2});
+        QVERIFY(items[2].event);
+        QCOMPARE(items[2].event->type, EventType::RunEnd);
+    }
+
+    void shrunkFileIsAnError()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("events.jsonl").toStdString();
+        appendRaw(path, stepLine(1, 3.0) + "\n");
+        EventFileReader reader(path);
+        QCOMPARE(pollAll(reader).size(), size_t{1});
+        std::ofstream(path, std::ios::trunc) << "";
+        const auto result = reader.poll();
+        QVERIFY(!result.ok());
+        QVERIFY(QString::fromStdString(result.error().message).contains("shrank"));
+    }
+
+    void missingFileIsNotYetAnError()
+    {
+        EventFileReader reader("/nonexistent-dir/events.jsonl");
+        const auto result = reader.poll();
+        QVERIFY(result.ok());
+        QVERIFY(result->empty());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestMetrics)
+#include "test_metrics.moc"
