@@ -1,0 +1,95 @@
+#include "about_dialog.h"
+#include "main_window.h"
+
+#include <QApplication>
+#include <QDir>
+#include <QLabel>
+#include <QListWidget>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QTest>
+
+using tb::ui::MainWindow;
+
+// Opens the real main window (under Xvfb in CI), visits every page and saves
+// a screenshot of each into <build>/screenshots/ for a person to look at.
+class TestMainWindow : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase()
+    {
+        QStandardPaths::setTestModeEnabled(true);
+        QApplication::setOrganizationName(QStringLiteral("TunebenchTest"));
+        QApplication::setApplicationName(QStringLiteral("test_main_window"));
+        QSettings().clear();
+        m_screenshotDir = QStringLiteral(TB_BINARY_DIR "/screenshots");
+        QDir().mkpath(m_screenshotDir);
+    }
+
+    void visitsEveryPage()
+    {
+        MainWindow window;
+        window.resize(1280, 800);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QCOMPARE(window.pageIds(),
+                 (QStringList{"planner", "runs", "monitor", "hosts"}));
+        for (const QString& id : window.pageIds()) {
+            window.showPage(id);
+            QCOMPARE(window.currentPageId(), id);
+            QWidget* page = window.page(id);
+            QVERIFY(page);
+            QVERIFY(page->isVisible());
+            QTest::qWait(50);
+            const QString path = m_screenshotDir + QStringLiteral("/main_window_%1.png").arg(id);
+            QVERIFY2(window.grab().save(path), qPrintable(path));
+        }
+    }
+
+    void notBuiltPagesSaySo()
+    {
+        MainWindow window;
+        for (const QString& id : {QStringLiteral("runs"), QStringLiteral("monitor"),
+                                  QStringLiteral("hosts")}) {
+            auto* status = window.page(id)->findChild<QLabel*>(QStringLiteral("notBuiltStatus"));
+            QVERIFY2(status, qPrintable(id));
+            QVERIFY(status->text().contains(QStringLiteral("Not built yet")));
+        }
+    }
+
+    void remembersPageAcrossRestarts()
+    {
+        {
+            MainWindow window;
+            window.show();
+            window.showPage(QStringLiteral("monitor"));
+            window.close();
+        }
+        MainWindow reopened;
+        QCOMPARE(reopened.currentPageId(), QStringLiteral("monitor"));
+        reopened.showPage(QStringLiteral("planner"));
+        reopened.close();
+    }
+
+    void aboutListsEveryLibrary()
+    {
+        QStringList names;
+        for (const auto& row : tb::ui::AboutDialog::componentVersions()) {
+            names << row.first;
+            QVERIFY2(!row.second.isEmpty(), qPrintable(row.first));
+        }
+        for (const char* library : {"Qt", "LibTorch", "libssh", "yaml-cpp", "QCustomPlot"})
+            QVERIFY2(names.contains(QLatin1String(library)), library);
+        tb::ui::AboutDialog dialog;
+        dialog.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&dialog));
+        QVERIFY(dialog.grab().save(m_screenshotDir + QStringLiteral("/about.png")));
+    }
+
+private:
+    QString m_screenshotDir;
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "test_main_window.moc"
