@@ -1,0 +1,85 @@
+#pragma once
+
+#include "common/error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+// The architecture numbers of a decoder-only transformer, enough to count its
+// parameters exactly and to size its activations. Read from a preset YAML or a
+// Hugging Face config.json; plain value type, no Qt, no LibTorch.
+namespace tb::model {
+
+enum class NormKind {
+    RmsNorm, // weight only (Llama, Mistral, Qwen2, Gemma)
+    LayerNorm, // weight and bias
+};
+
+enum class MlpKind {
+    Gated, // SwiGLU / GeGLU: gate, up, down (three matrices)
+    Plain, // up, down (two matrices), GELU between
+};
+
+struct ModelSpec {
+    std::string name; // preset name, e.g. "Llama-3-8B"; for a config.json, its folder name
+    std::string hfRepoId; // "meta-llama/Meta-Llama-3-8B"; empty when unknown
+    std::vector<std::string> aliases; // other names a user may type
+    std::string modelType =
+        "llama"; // HF model_type: llama, mistral, qwen2, qwen3, phi3, gemma, gemma2
+
+    std::int64_t hiddenSize = 0;
+    std::int64_t intermediateSize = 0;
+    std::int64_t numLayers = 0;
+    std::int64_t numHeads = 0;
+    std::int64_t numKvHeads = 0;
+    std::int64_t headDim = 0; // hidden / heads unless the config says otherwise (Gemma: 256)
+    std::int64_t vocabSize = 0;
+    std::int64_t maxPositionEmbeddings = 0;
+
+    bool tieWordEmbeddings = false;
+    bool qkvBias = false; // Qwen2: q, k and v projections carry a bias
+    bool outputBias = false; // o_proj bias
+    bool mlpBias = false; // gate/up/down biases
+    bool lmHeadBias = false;
+    bool qkNorm = false; // Qwen3: RMSNorm over head_dim on q and k
+    bool fusedQkv = false; // Phi-3: one qkv_proj and one gate_up_proj (LoRA target names)
+    int normsPerLayer = 2; // Gemma-2: 4 (pre/post attention, pre/post feed-forward)
+    NormKind norm = NormKind::RmsNorm;
+    MlpKind mlp = MlpKind::Gated;
+
+    // The total the model's authors publish (model card or safetensors
+    // metadata); a test checks countParameters() equals it exactly.
+    std::optional<std::int64_t> publishedParams;
+    std::string publishedParamsSource;
+    std::string source; // where the architecture numbers come from (config.json URL, file path)
+
+    // Things the reader noticed but that do not stop a plan (an unknown
+    // model_type read as a Llama-style decoder, for instance).
+    std::vector<std::string> warnings;
+
+    std::int64_t queryDim() const { return numHeads * headDim; }
+    std::int64_t kvDim() const { return numKvHeads * headDim; }
+};
+
+// Every problem with the numbers, each naming its field (hidden_size must be
+// positive, heads must divide, ...). `origin` is the file the spec came from.
+common::Status validateModelSpec(const ModelSpec& spec, const std::string& origin);
+
+// One linear layer of a decoder block, under its Hugging Face module name
+// (the names PEFT's target_modules use).
+struct LinearLayer {
+    std::string name; // q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (Phi-3:
+                      // qkv_proj, gate_up_proj)
+    std::int64_t inFeatures = 0;
+    std::int64_t outFeatures = 0;
+    bool bias = false;
+
+    std::int64_t params() const { return inFeatures * outFeatures + (bias ? outFeatures : 0); }
+};
+
+// The linear layers of one decoder block, in forward order.
+std::vector<LinearLayer> blockLinearLayers(const ModelSpec& spec);
+
+} // namespace tb::model

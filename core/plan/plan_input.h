@@ -1,0 +1,155 @@
+#pragma once
+
+#include "common/error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+// Everything a plan is made of. The defaults describe Tunebench's own
+// trainer (docs/PLANNER.md, "Plan inputs and their defaults"): bf16 mixed
+// precision with fp32 master weights, AdamW, LoRA r=16 on every linear layer
+// of the blocks, SDPA attention, activation checkpointing on every layer,
+// chunked cross-entropy. The framework-behaviour inputs (attention, loss,
+// DDP bucket views) let the planner describe other trainers too.
+namespace tb::plan {
+
+enum class Method { Full, Lora, Qlora };
+
+enum class Precision {
+    Fp32, // fp32 weights, gradients and optimizer
+    Fp16Mixed, // 16-bit working weights and gradients, fp32 master + states, loss scaling
+    Bf16Mixed, // the same with bf16 (no loss scaling)
+    Bf16, // pure bf16: weights, gradients and optimizer states in bf16, no master copy
+};
+
+enum class Optimizer {
+    AdamW, // two fp32 moments
+    AdamW8bit, // bitsandbytes 8-bit blockwise moments
+    Sgd, // SGD with momentum (one moment)
+    Adafactor, // factored second moment, no first moment
+};
+
+enum class Sharding {
+    Ddp, // replicated (with one GPU: plain training); "none" parses to this
+    Zero1, // DeepSpeed ZeRO stage 1: optimizer states partitioned
+    Zero2, // + gradients partitioned
+    Zero3, // + parameters partitioned
+    FsdpFull, // PyTorch FSDP FULL_SHARD
+    FsdpGradOp, // SHARD_GRAD_OP
+    FsdpHybrid, // HYBRID_SHARD: FULL_SHARD inside a node, replicated across nodes
+};
+
+enum class Offload {
+    None,
+    Optimizer, // optimizer states (and the fp32 master) in CPU memory, step on CPU
+    OptimizerAndParams, // parameters too (ZeRO-3 / FSDP only)
+};
+
+enum class Attention {
+    Eager, // scores and softmax stored: memory grows with seq_len^2
+    Sdpa, // flash / memory-efficient SDPA: the score matrix is never stored
+};
+
+enum class LossMode {
+    FullFp32, // the whole batch's logits upcast to fp32 (Hugging Face Trainer)
+    Chunked, // fp32 only chunk by chunk (torchtune; Tunebench's trainer)
+    Fused, // linear + cross-entropy fused per chunk: full logits never exist (Liger)
+};
+
+struct LoraSettings {
+    int rank = 16;
+    double alpha = 32.0;
+    double dropout = 0.05;
+    // HF module names (q_proj, ..., down_proj); empty = every linear layer of the blocks.
+    std::vector<std::string> targetModules;
+};
+
+struct PlanInput {
+    // Model: a preset name, a Hugging Face repo id of a preset, or the path
+    // of a config.json (or of the folder holding one).
+    std::string model = "Llama-3.1-8B";
+
+    Method method = Method::Lora;
+    LoraSettings lora;
+    Precision precision = Precision::Bf16Mixed;
+    Optimizer optimizer = Optimizer::AdamW;
+    Sharding sharding = Sharding::Ddp;
+    Offload offload = Offload::None;
+
+    bool gradientCheckpointing = true; // recompute every decoder layer in backward
+    Attention attention = Attention::Sdpa;
+    LossMode loss = LossMode::Chunked;
+    int lossChunks = 8; // chunks of the chunked / fused loss (torchtune uses 8)
+    // DDP's gradient_as_bucket_view: when false (PyTorch's default) the
+    // all-reduce buckets are a second copy of the gradients.
+    bool ddpBucketView = true;
+
+    int microBatch = 4;
+    int seqLen = 2048;
+    int gradAccum = 4;
+    bool packing = true; // samples packed into full sequences (else one padded sample a row)
+
+    // Hardware: an Azure VM size sets the GPU kind and GPUs per node; without
+    // one, `gpu` names a GPU from presets/hardware/gpus.yaml.
+    std::string vmSize = "Standard_NC24ads_A100_v4";
+    std::string gpu; // empty: the VM's GPU
+    int gpusPerNode = 1; // 0: all of the VM's GPUs
+    int nodes = 1;
+
+    // Dataset: samples x mean tokens, unless datasetTokens is set.
+    std::int64_t datasetSamples = 50000;
+    double meanTokensPerSample = 1000.0;
+    std::int64_t datasetTokens = 0; // 0: samples x mean tokens
+    double epochs = 3.0;
+
+    // Calibration overrides (0: the GPU preset's documented value).
+    double utilisationOverride = 0.0; // achievable fraction of dense peak
+    double cudaContextGiB = 0.0; // CUDA context + library workspaces per GPU
+
+    std::int64_t trainingTokens() const; // dataset tokens x epochs
+};
+
+// Every problem with the input (ranges, combinations such as parameter
+// offload without ZeRO-3/FSDP), each naming its field; joined into one Error.
+common::Status validatePlanInput(const PlanInput& input);
+
+// Names used on the command line, in plan YAML and in JSON ("bf16-mixed",
+// "fsdp-full", ...). parse* accept the CLI spellings and common aliases
+// ("none" -> Ddp, "zero-3" -> Zero3, "adamw_8bit" -> AdamW8bit), any case.
+std::string_view toString(Method value);
+std::string_view toString(Precision value);
+std::string_view toString(Optimizer value);
+std::string_view toString(Sharding value);
+std::string_view toString(Offload value);
+std::string_view toString(Attention value);
+std::string_view toString(LossMode value);
+
+std::optional<Method> parseMethod(std::string_view text);
+std::optional<Precision> parsePrecision(std::string_view text);
+std::optional<Optimizer> parseOptimizer(std::string_view text);
+std::optional<Sharding> parseSharding(std::string_view text);
+std::optional<Offload> parseOffload(std::string_view text);
+std::optional<Attention> parseAttention(std::string_view text);
+std::optional<LossMode> parseLossMode(std::string_view text);
+
+// The accepted spellings, for help text and error messages.
+std::vector<std::string> methodNames();
+std::vector<std::string> precisionNames();
+std::vector<std::string> optimizerNames();
+std::vector<std::string> shardingNames();
+std::vector<std::string> offloadNames();
+std::vector<std::string> attentionNames();
+std::vector<std::string> lossModeNames();
+
+// Human labels for UI combos ("FSDP FULL_SHARD", "bf16 mixed (fp32 master)").
+std::string_view label(Sharding value);
+std::string_view label(Precision value);
+
+bool isZero(Sharding s); // ZeRO-1/2/3
+bool isFsdp(Sharding s); // FSDP full / grad-op / hybrid
+bool shardsParameters(Sharding s); // ZeRO-3, FSDP full, FSDP hybrid
+
+} // namespace tb::plan

@@ -1,0 +1,99 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tb::plan {
+
+// The chart's stacking groups. Every memory component belongs to one; the
+// order here is the stacking order and the colour order in the GUI.
+enum class MemoryCategory { Weights, Gradients, Optimizer, Activations, Logits, Buffers, Overhead };
+inline constexpr int kMemoryCategoryCount = 7;
+
+std::string_view categoryKey(MemoryCategory c); // "weights", ..., "overhead" (JSON keys)
+std::string_view categoryLabel(MemoryCategory c); // "Weights", ..., "CUDA context + allocator"
+
+// One term of the per-GPU peak. `key` is stable (JSON, YAML, tests, GUI
+// colours): weights, master_weights, quant_constants, lora_weights,
+// gradients, optimizer, activations, attention_scores, logits,
+// gather_buffers, comm_buckets, cuda_context, allocator_reserve.
+struct MemoryComponent {
+    std::string key;
+    MemoryCategory category = MemoryCategory::Weights;
+    std::string label; // "Master weights (fp32)"
+    double bytes = 0; // per GPU, at the step's peak
+    std::string explanation; // the formula with the numbers put in
+    std::string source; // where the formula comes from
+};
+
+// A throughput, time or cost figure with its explanation. Keys:
+// flops_per_token, peak_tflops, utilisation, compute_seconds,
+// comm_seconds, exposed_comm_seconds, offload_seconds, step_seconds,
+// tokens_per_second, samples_per_second, training_tokens,
+// optimizer_steps, hours, cost_usd.
+struct Figure {
+    std::string key;
+    std::string label;
+    double value = 0;
+    std::string unit; // "s", "tokens/s", "FLOP", "USD", ""
+    std::string explanation;
+    std::string source;
+};
+
+struct ScalingPoint {
+    int nodes = 1;
+    double tokensPerSecond = 0;
+    double efficiency = 1; // tokens/s over (nodes x the 1-node tokens/s)
+    bool fits = true;
+};
+
+struct PlanResult {
+    // Model
+    std::int64_t paramsTotal = 0;
+    std::int64_t paramsTrainable = 0;
+    std::string modelName;
+
+    // Resolved setup (after VM and precision are applied)
+    std::string gpuId;
+    std::string vmSize; // empty when planned for a bare GPU
+    int gpusPerNode = 1;
+    int nodes = 1;
+    int worldSize = 1;
+    std::string precision; // the precision actually planned (toString(Precision))
+
+    // Memory per GPU, component by component; the components sum to perGpuBytes.
+    std::vector<MemoryComponent> memory;
+    double perGpuBytes = 0;
+    double usableBytes = 0; // the GPU's usable memory
+    double headroomBytes = 0; // usable - perGpu (negative: short by that much)
+    bool fits = false;
+    double cpuBytesPerNode = 0; // CPU RAM for offloaded states, per node
+    std::string cpuExplanation;
+    double vmRamBytes = 0; // the VM's RAM, 0 when unknown
+    double modelStatesBytes =
+        0; // weights + gradients + optimizer + ZeRO-3 gather (DeepSpeed's "model states")
+
+    // Throughput, time and cost
+    std::vector<Figure> figures;
+    double flopsPerToken = 0;
+    double tokensPerSecond = 0; // whole job
+    double samplesPerSecond = 0;
+    double stepSeconds = 0; // one optimizer step (all micro-batches)
+    double trainingTokens = 0;
+    double optimizerSteps = 0;
+    double hours = 0;
+    bool costKnown = false;
+    double costUsd = 0;
+
+    // Things the user should know (precision fallback, missing price, a
+    // framework that does not support the combination).
+    std::vector<std::string> warnings;
+
+    double categoryBytes(MemoryCategory c) const;
+    const MemoryComponent* component(std::string_view key) const;
+    const Figure* figure(std::string_view key) const;
+};
+
+} // namespace tb::plan
