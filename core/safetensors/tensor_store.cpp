@@ -1,0 +1,164 @@
+#include "safetensors/tensor_store.h"
+
+#include "common/atomic_file.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <set>
+
+namespace tb::safetensors {
+
+using common::Error;
+using common::Result;
+using common::Status;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kIndexName = "model.safetensors.index.json";
+constexpr const char* kSingleName = "model.safetensors";
+
+// A shard name from an index is joined to the index's folder: it must stay
+// inside it.
+bool isPlainFileName(const std::string& name)
+{
+    return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos
+        && name.find('\\') == std::string::npos && name.find('\0') == std::string::npos;
+}
+
+Result<std::map<std::string, std::string>> readWeightMap(const std::string& indexPath)
+{
+    const Result<std::string> text = common::readFile(indexPath);
+    if (!text)
+        return text.error();
+    json root;
+    try {
+        root = json::parse(*text);
+    } catch (const json::exception& e) {
+        return Error::at(indexPath, "", std::string("invalid JSON: ") + e.what());
+    }
+    if (!root.is_object())
+        return Error::at(indexPath, "", "expected a JSON object");
+    const auto weightMap = root.find("weight_map");
+    if (weightMap == root.end() || !weightMap->is_object())
+        return Error::at(indexPath, "field 'weight_map'",
+            weightMap == root.end() ? "missing" : "expected an object",
+            "an index maps each tensor name to its shard file");
+    std::map<std::string, std::string> shardOf;
+    for (const auto& [name, file] : weightMap->items()) {
+        if (!file.is_string() || !isPlainFileName(file.get<std::string>()))
+            return Error::at(indexPath, "weight_map entry '" + name + "'",
+                "got " + file.dump() + ", expected a file name in the index's folder");
+        shardOf.emplace(name, file.get<std::string>());
+    }
+    if (shardOf.empty())
+        return Error::at(indexPath, "field 'weight_map'", "lists no tensors");
+    return shardOf;
+}
+
+} // namespace
+
+Status TensorStore::addFile(SafetensorsFile file)
+{
+    m_files.push_back(std::move(file));
+    const size_t fileIndex = m_files.size() - 1;
+    const std::vector<TensorInfo>& tensors = m_files.back().tensors();
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        const TensorInfo& tensor = tensors[i];
+        const auto [it, inserted] = m_index.emplace(tensor.name, Location{fileIndex, i});
+        if (!inserted)
+            return Error::at(m_files.back().path(), "tensor '" + tensor.name + "'",
+                "also in " + m_files[it->second.file].path());
+    }
+    return common::Ok{};
+}
+
+Result<TensorStore> TensorStore::open(const std::string& path)
+{
+    std::error_code ec;
+    std::string target = path;
+    if (fs::is_directory(path, ec)) {
+        const fs::path dir(path);
+        if (fs::exists(dir / kIndexName, ec))
+            target = (dir / kIndexName).string();
+        else if (fs::exists(dir / kSingleName, ec))
+            target = (dir / kSingleName).string();
+        else
+            return Error::at(path, "",
+                std::string("holds neither ") + kSingleName + " nor " + kIndexName,
+                "is this a Hugging Face model folder with safetensors weights?");
+    }
+
+    TensorStore store;
+    if (target.ends_with(".json")) {
+        auto shardOf = readWeightMap(target);
+        if (!shardOf)
+            return shardOf.error();
+        std::set<std::string> shardNames;
+        for (const auto& entry : *shardOf)
+            shardNames.insert(entry.second);
+        const fs::path dir = fs::path(target).parent_path();
+        for (const std::string& shard : shardNames) {
+            auto file = SafetensorsFile::open((dir / shard).string());
+            if (!file)
+                return file.error();
+            if (auto status = store.addFile(std::move(file).value()); !status)
+                return status.error();
+        }
+        for (const auto& [name, shard] : *shardOf) {
+            const auto it = store.m_index.find(name);
+            if (it == store.m_index.end()
+                || fs::path(store.m_files[it->second.file].path()).filename() != shard)
+                return Error::at(target, "weight_map entry '" + name + "'",
+                    "names shard " + shard + ", which does not hold this tensor");
+        }
+        for (const auto& [name, location] : store.m_index) {
+            if (!shardOf->contains(name))
+                return Error::at(store.m_files[location.file].path(), "tensor '" + name + "'",
+                    "is not listed in " + target);
+        }
+        return store;
+    }
+
+    auto file = SafetensorsFile::open(target);
+    if (!file)
+        return file.error();
+    if (auto status = store.addFile(std::move(file).value()); !status)
+        return status.error();
+    return store;
+}
+
+std::vector<std::string> TensorStore::names() const
+{
+    std::vector<std::string> names;
+    names.reserve(m_index.size());
+    for (const auto& entry : m_index)
+        names.push_back(entry.first);
+    return names;
+}
+
+const TensorInfo* TensorStore::find(std::string_view name) const
+{
+    const auto it = m_index.find(name);
+    return it == m_index.end() ? nullptr : &m_files[it->second.file].tensors()[it->second.tensor];
+}
+
+std::string TensorStore::fileOf(std::string_view name) const
+{
+    const auto it = m_index.find(name);
+    return it == m_index.end() ? std::string() : m_files[it->second.file].path();
+}
+
+Status TensorStore::read(std::string_view name, std::span<std::byte> out) const
+{
+    const auto it = m_index.find(name);
+    if (it == m_index.end())
+        return Error::at(m_files.empty() ? std::string() : m_files.front().path(),
+            "tensor '" + std::string(name) + "'", "not in this model's weights");
+    const SafetensorsFile& file = m_files[it->second.file];
+    return file.read(file.tensors()[it->second.tensor], out);
+}
+
+} // namespace tb::safetensors

@@ -1,0 +1,173 @@
+#include "safetensors/writer.h"
+
+#include "common/atomic_file.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <limits>
+#include <set>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace tb::safetensors {
+
+using common::Error;
+using common::Status;
+using nlohmann::json;
+
+namespace {
+
+Status checkTensors(const std::string& path, const std::vector<TensorToWrite>& tensors)
+{
+    std::set<std::string> seen;
+    for (const TensorToWrite& tensor : tensors) {
+        const std::string where = "tensor '" + tensor.name + "'";
+        if (tensor.name.empty() || tensor.name == "__metadata__")
+            return Error::at(path, where, "is not a valid tensor name");
+        if (!seen.insert(tensor.name).second)
+            return Error::at(path, where, "given twice");
+        uint64_t elements = 1;
+        for (const int64_t dim : tensor.shape) {
+            if (dim < 0)
+                return Error::at(path, where, "has a negative dimension");
+            const auto size = static_cast<uint64_t>(dim);
+            if (size != 0 && elements > std::numeric_limits<uint64_t>::max() / size)
+                return Error::at(path, where, "element count overflows");
+            elements *= size;
+        }
+        const uint64_t bytes = elements * static_cast<uint64_t>(dtypeBytes(tensor.dtype));
+        if (bytes != tensor.bytes.size())
+            return Error::at(path, where,
+                "has " + std::to_string(tensor.bytes.size()) + " bytes, its shape and "
+                    + std::string(dtypeName(tensor.dtype)) + " need " + std::to_string(bytes));
+    }
+    return common::Ok{};
+}
+
+class TempFile {
+public:
+    explicit TempFile(const std::string& target)
+        : m_target(target)
+        , m_tempPath(target + ".tmp.XXXXXX")
+    {
+        m_fd = ::mkstemp(m_tempPath.data());
+    }
+    ~TempFile()
+    {
+        if (m_fd >= 0)
+            ::close(m_fd);
+        if (!m_committed)
+            ::unlink(m_tempPath.c_str());
+    }
+    TempFile(const TempFile&) = delete;
+    TempFile& operator=(const TempFile&) = delete;
+
+    bool isOpen() const { return m_fd >= 0; }
+
+    bool write(const void* data, size_t size)
+    {
+        auto bytes = static_cast<const char*>(data);
+        while (size > 0) {
+            const ssize_t written = ::write(m_fd, bytes, size);
+            if (written < 0) {
+                if (errno == EINTR)
+                    continue;
+                return false;
+            }
+            bytes += written;
+            size -= static_cast<size_t>(written);
+        }
+        return true;
+    }
+
+    // Flushes, closes and renames over the target; false with errno set.
+    bool commit()
+    {
+        if (::fsync(m_fd) != 0)
+            return false;
+        const int fd = std::exchange(m_fd, -1);
+        if (::close(fd) != 0)
+            return false;
+        // mkstemp creates 0600; weights are shared like any other model file.
+        ::chmod(m_tempPath.c_str(), 0644);
+        if (::rename(m_tempPath.c_str(), m_target.c_str()) != 0)
+            return false;
+        m_committed = true;
+        std::string dir = std::filesystem::path(m_target).parent_path().string();
+        const int dirFd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
+        if (dirFd >= 0) {
+            ::fsync(dirFd);
+            ::close(dirFd);
+        }
+        return true;
+    }
+
+private:
+    std::string m_target;
+    std::string m_tempPath;
+    int m_fd = -1;
+    bool m_committed = false;
+};
+
+} // namespace
+
+Status writeSafetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+    const std::map<std::string, std::string>& metadata)
+{
+    if (auto status = checkTensors(path, tensors); !status)
+        return status;
+
+    std::vector<const TensorToWrite*> order;
+    for (const TensorToWrite& tensor : tensors)
+        order.push_back(&tensor);
+    std::stable_sort(
+        order.begin(), order.end(), [](const TensorToWrite* a, const TensorToWrite* b) {
+            const int sizeA = dtypeBytes(a->dtype);
+            const int sizeB = dtypeBytes(b->dtype);
+            return sizeA != sizeB ? sizeA > sizeB : a->name < b->name;
+        });
+
+    json header = json::object();
+    if (!metadata.empty())
+        header["__metadata__"] = metadata;
+    uint64_t offset = 0;
+    for (const TensorToWrite* tensor : order) {
+        const uint64_t end = offset + tensor->bytes.size();
+        header[tensor->name] = {{"dtype", std::string(dtypeName(tensor->dtype))},
+            {"shape", tensor->shape}, {"data_offsets", {offset, end}}};
+        offset = end;
+    }
+    std::string headerText = header.dump();
+    headerText.append((8 - headerText.size() % 8) % 8, ' ');
+    unsigned char length[8];
+    for (int i = 0; i < 8; ++i)
+        length[i] = static_cast<unsigned char>(static_cast<uint64_t>(headerText.size()) >> (8 * i));
+
+    TempFile file(path);
+    if (!file.isOpen())
+        return Error::at(
+            path, "", std::string("cannot create a temporary file: ") + std::strerror(errno));
+    bool ok = file.write(length, sizeof length) && file.write(headerText.data(), headerText.size());
+    for (const TensorToWrite* tensor : order) {
+        if (!ok)
+            break;
+        ok = file.write(tensor->bytes.data(), tensor->bytes.size());
+    }
+    if (!ok || !file.commit())
+        return Error::at(path, "", std::string("cannot write: ") + std::strerror(errno));
+    return common::Ok{};
+}
+
+Status writeShardIndex(const std::string& path,
+    const std::map<std::string, std::string>& shardOfTensor, uint64_t totalBytes)
+{
+    const json index = {{"metadata", {{"total_size", totalBytes}}}, {"weight_map", shardOfTensor}};
+    return common::writeFileAtomic(path, index.dump(2) + "\n");
+}
+
+} // namespace tb::safetensors
