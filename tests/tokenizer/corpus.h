@@ -1,0 +1,14 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tb::tokenizer::test {
+
+// Texts the tokenizers are compared on: hand-picked cases (prose, code,
+// other scripts, emoji with ZWJ sequences, whitespace runs, numbers,
+// special-token strings), seeded random mixes of those fragments, and
+// records from the shared datasets when `sharedDataDir` has them.
+std::vector<std::string> referenceCorpus(const std::string& sharedDataDir);
+
+} // namespace tb::tokenizer::test

