@@ -1,0 +1,206 @@
+#include "config/config_loader.h"
+
+#include "common/atomic_file.h"
+#include "config/section_readers.h"
+#include "config/yaml_fields.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace tb::config {
+
+namespace fs = std::filesystem;
+using detail::MapReader;
+using detail::ReadState;
+
+namespace {
+
+std::string defaultName(const std::string& sourceName)
+{
+    const fs::path path(sourceName);
+    const std::string extension = path.extension().string();
+    if ((extension == ".yaml" || extension == ".yml") && !path.stem().empty())
+        return path.stem().string();
+    return "run";
+}
+
+std::string resolvePath(const std::string& path, const fs::path& baseDir)
+{
+    fs::path resolved(path);
+    if (path == "~" || path.starts_with("~/")) {
+        if (const char* home = std::getenv("HOME"))
+            resolved = fs::path(home) / path.substr(std::min<size_t>(2, path.size()));
+    }
+    if (resolved.is_relative())
+        resolved = baseDir / resolved;
+    std::string text = resolved.lexically_normal().string();
+    while (text.size() > 1 && text.ends_with('/'))
+        text.pop_back();
+    return text;
+}
+
+void resolveDefaults(RunConfig& config, const ReadState& state, const std::string& sourceName)
+{
+    if (!state.has("name"))
+        config.name = defaultName(sourceName);
+    if (!state.has("tokenizer"))
+        config.tokenizer = config.model;
+    if (!state.has("training.learning_rate"))
+        config.training.learningRate = config.method == Method::Full ? 2e-5 : 2e-4;
+    if (!state.has("data.packing"))
+        config.data.packing = config.data.format == DataFormat::Text;
+    if (!state.has("output.export"))
+        config.output.exportKind =
+            config.method == Method::Full ? ExportKind::Merged : ExportKind::Adapter;
+    if (!state.has("output.dir"))
+        config.output.dir = "runs/" + config.name;
+}
+
+void resolvePaths(RunConfig& config, const fs::path& baseDir)
+{
+    config.model = resolvePath(config.model, baseDir);
+    config.tokenizer = resolvePath(config.tokenizer, baseDir);
+    for (std::string& file : config.data.trainFiles)
+        file = resolvePath(file, baseDir);
+    for (std::string& file : config.data.validationFiles)
+        file = resolvePath(file, baseDir);
+    config.output.dir = resolvePath(config.output.dir, baseDir);
+}
+
+void checkPathsExist(const RunConfig& config, ReadState& state)
+{
+    std::error_code error;
+    if (!fs::is_directory(config.model, error))
+        state.problem("model", "folder " + config.model + " does not exist");
+    else if (!fs::is_regular_file(fs::path(config.model) / "config.json", error))
+        state.problem("model",
+            "folder " + config.model + " has no config.json; expected a Hugging Face model folder");
+    const fs::path tokenizer(config.tokenizer);
+    const bool tokenizerFound = fs::is_regular_file(tokenizer, error)
+        || fs::is_regular_file(tokenizer / "tokenizer.json", error);
+    if (!tokenizerFound && state.has("tokenizer"))
+        state.problem("tokenizer",
+            config.tokenizer + " is neither a tokenizer.json nor a folder holding one");
+    else if (!tokenizerFound && fs::is_directory(config.model, error))
+        state.problem("model", "folder " + config.model + " has no tokenizer.json",
+            "set tokenizer to the folder or file that has one");
+    const auto checkFiles = [&](const std::vector<std::string>& files, const std::string& key) {
+        for (const std::string& file : files) {
+            if (!fs::is_regular_file(file, error))
+                state.problem(key, "file " + file + " does not exist");
+        }
+    };
+    checkFiles(config.data.trainFiles, "data.train");
+    checkFiles(config.data.validationFiles, "data.validation_file");
+}
+
+void readDocument(const YAML::Node& root, RunConfig& config, ReadState& state)
+{
+    MapReader top(root, "", state.problems);
+    top.recordNodes(state.nodes);
+    top.string("name", config.name, false, "a run name");
+    if (!top.has("model"))
+        state.problems.add(detail::problemAt(root, YAML::Node(), "model",
+            "missing; expected the path of a Hugging Face "
+            "model folder"));
+    top.string("model", config.model, false, "the path of a Hugging Face model folder");
+    top.string("tokenizer", config.tokenizer, false, "a tokenizer.json or its folder");
+    top.choice("method", config.method);
+    top.boolean("activation_checkpointing", config.activationCheckpointing);
+    top.choice("precision", config.precision);
+    top.choice("device", config.device);
+    detail::readLoraSection(top, config, state);
+    detail::readDataSection(top, config, state);
+    detail::readTrainingSection(top, config, state);
+    detail::readOutputSection(top, config, state);
+    if (!state.has("data.train"))
+        state.problems.add(detail::problemAt(state.has("data") ? state.nodes.at("data") : root,
+            YAML::Node(), "data.train", "missing; expected the training file(s)"));
+    top.checkKeys();
+}
+
+} // namespace
+
+LoadReport parseRunConfig(std::string_view yamlText, const LoadOptions& options)
+{
+    LoadReport report;
+    report.sourceName = options.sourceName;
+    ReadState state{report.problems, report.warnings, {}};
+    RunConfig config;
+    try {
+        const std::vector<YAML::Node> documents = YAML::LoadAll(std::string(yamlText));
+        if (documents.size() > 1) {
+            state.problems.add(detail::problemAt(documents[1], YAML::Node(), "",
+                "holds " + std::to_string(documents.size()) + " YAML documents; expected one"));
+            return report;
+        }
+        if (documents.empty() || documents.front().IsNull()) {
+            state.problems.add(ConfigProblem{"", 0, 0,
+                "is empty; expected a mapping with at least model "
+                "and data.train",
+                {}});
+            return report;
+        }
+        const YAML::Node& root = documents.front();
+        if (!root.IsMap()) {
+            state.problems.add(detail::problemAt(root, YAML::Node(), "",
+                "got " + detail::describe(root) + ", expected a mapping of keys"));
+            return report;
+        }
+        readDocument(root, config, state);
+        // Cross-key rules run even when a key was wrong, so one pass shows
+        // every problem; a wrong key keeps its default, which breaks no rule
+        // by itself.
+        resolveDefaults(config, state, options.sourceName);
+        detail::checkCombinations(config, state);
+        std::error_code error;
+        fs::path baseDir = options.baseDir;
+        if (baseDir.empty() && !options.sourceName.empty()
+            && fs::path(options.sourceName).has_parent_path())
+            baseDir = fs::path(options.sourceName).parent_path();
+        if (baseDir.empty() || baseDir.is_relative())
+            baseDir = fs::absolute(baseDir.empty() ? fs::path(".") : baseDir, error);
+        resolvePaths(config, baseDir);
+        if (options.checkPaths)
+            checkPathsExist(config, state);
+    } catch (const YAML::Exception& exception) {
+        ConfigProblem problem{"", 0, 0, "not valid YAML: " + exception.msg, {}};
+        if (!exception.mark.is_null()) {
+            problem.line = exception.mark.line + 1;
+            problem.column = exception.mark.column + 1;
+        }
+        state.problems.add(std::move(problem));
+    } catch (const std::exception& exception) {
+        state.problems.add(
+            ConfigProblem{"", 0, 0, std::string("cannot be read: ") + exception.what(), {}});
+    }
+    report.problems.sortByPosition();
+    report.warnings.sortByPosition();
+    if (report.problems.isEmpty())
+        report.config = std::move(config);
+    return report;
+}
+
+LoadReport readRunConfigFile(const std::string& path, LoadOptions options)
+{
+    if (options.sourceName.empty())
+        options.sourceName = path;
+    const common::Result<std::string> text = common::readFile(path);
+    if (!text.ok()) {
+        LoadReport report;
+        report.sourceName = options.sourceName;
+        report.problems.add(ConfigProblem{"", 0, 0, text.error().message, {}});
+        return report;
+    }
+    return parseRunConfig(text.value(), options);
+}
+
+common::Result<RunConfig> loadRunConfig(const std::string& path, LoadOptions options)
+{
+    LoadReport report = readRunConfigFile(path, std::move(options));
+    if (!report.ok())
+        return report.error();
+    return std::move(*report.config);
+}
+
+} // namespace tb::config

@@ -1,0 +1,138 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tb::config {
+
+// The typed run configuration: what `tunebench-cli train run.yaml` reads.
+// Every field has the documented default of docs/RUN_CONFIG.md; after
+// loading, every "depends on" default is resolved, so the trainer never sees
+// an unset value, and paths are absolute.
+
+enum class Method { Full, Lora, Qlora };
+enum class DataFormat { Alpaca, Chat, Csv, Text };
+// How records become text: a chat template, the Alpaca prompt, or none.
+// Auto picks the model's own chat format when tokenizer_config.json has one we
+// recognise, else Alpaca for instruction records.
+enum class PromptTemplate { Auto, Alpaca, Llama3, ChatMl, Mistral, None };
+enum class MalformedPolicy { Skip, Fail };
+enum class Schedule { Cosine, Linear, Constant };
+enum class Precision { Fp32, Bf16Mixed, Bf16 };
+enum class Device { Cpu, Cuda };
+enum class ExportKind { Adapter, Merged, Both };
+
+// YAML spellings ("bf16-mixed", "qlora"...), used by the reader, the writer
+// and error messages, so the three never disagree.
+std::string_view toString(Method value);
+std::string_view toString(DataFormat value);
+std::string_view toString(PromptTemplate value);
+std::string_view toString(MalformedPolicy value);
+std::string_view toString(Schedule value);
+std::string_view toString(Precision value);
+std::string_view toString(Device value);
+std::string_view toString(ExportKind value);
+
+// The value spelled `text` (exact, lower case), or nullopt; allNames() lists
+// the spellings in declaration order, for "expected one of" messages.
+template <typename Enum> std::optional<Enum> fromString(std::string_view text);
+template <typename Enum> std::vector<std::string> allNames();
+
+// Every linear layer of a Llama decoder block, PEFT's module names.
+const std::vector<std::string>& llamaLinearModules();
+
+struct LoraConfig {
+    int rank = 8;
+    double alpha = 16.0;
+    double dropout = 0.05;
+    std::vector<std::string> targetModules = llamaLinearModules();
+
+    bool operator==(const LoraConfig&) const = default;
+};
+
+// Which field of a JSON object or CSV header holds each part of a record.
+struct ColumnMap {
+    std::string prompt = "instruction";
+    std::string input = "input";
+    std::string response = "output";
+    std::string system = "system";
+    std::string messages = "messages";
+
+    bool operator==(const ColumnMap&) const = default;
+};
+
+struct DataConfig {
+    std::vector<std::string> trainFiles;
+    DataFormat format = DataFormat::Alpaca;
+    ColumnMap columns;
+    // When not empty, the instruction of every instruction record (e.g.
+    // "Summarize the dialogue." for SAMSum-style data); columns.prompt is
+    // then not read.
+    std::string instruction;
+    PromptTemplate promptTemplate = PromptTemplate::Auto;
+    int sequenceLength = 512;
+    bool packing = false; // default: true for text, false otherwise
+    double validationSplit = 0.0;
+    std::vector<std::string> validationFiles;
+    MalformedPolicy malformed = MalformedPolicy::Skip;
+    // Plain text: documents are separated by this string.
+    std::string textSeparator = "\n\n";
+
+    bool operator==(const DataConfig&) const = default;
+};
+
+struct TrainingConfig {
+    int epochs = 1;
+    long long maxSteps = 0; // > 0: stop after this many optimizer steps, epochs unused
+    int microBatch = 1;
+    int gradAccum = 1;
+    double learningRate = 2e-4; // default: 2e-5 for full, 2e-4 for (q)lora
+    Schedule schedule = Schedule::Cosine;
+    long long warmupSteps = 0;
+    double warmupRatio = 0.0; // at most one of warmupSteps / warmupRatio is non-zero
+    double weightDecay = 0.0;
+    double adamBeta1 = 0.9;
+    double adamBeta2 = 0.999;
+    double adamEpsilon = 1e-8;
+    double maxGradNorm = 1.0; // 0: no clipping
+    std::uint64_t seed = 42;
+    long long evalEvery = 0; // 0: evaluate only at the end (when there is validation data)
+    long long logEvery = 1;
+
+    bool operator==(const TrainingConfig&) const = default;
+};
+
+struct OutputConfig {
+    std::string dir;
+    long long checkpointEvery = 0; // 0: only at the end and on SIGINT/SIGTERM
+    int keepLast = 2;
+    ExportKind exportKind = ExportKind::Adapter; // default: merged for full, adapter otherwise
+
+    bool operator==(const OutputConfig&) const = default;
+};
+
+struct RunConfig {
+    std::string name;
+    std::string model; // Hugging Face model folder
+    std::string tokenizer; // default: the model folder
+    Method method = Method::Lora;
+    LoraConfig lora;
+    DataConfig data;
+    TrainingConfig training;
+    Precision precision = Precision::Fp32;
+    bool activationCheckpointing = false;
+    Device device = Device::Cpu;
+    OutputConfig output;
+
+    bool usesLora() const { return method != Method::Full; }
+    bool hasValidationData() const
+    {
+        return data.validationSplit > 0.0 || !data.validationFiles.empty();
+    }
+    bool operator==(const RunConfig&) const = default;
+};
+
+} // namespace tb::config

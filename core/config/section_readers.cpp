@@ -1,0 +1,200 @@
+#include "config/section_readers.h"
+
+#include "common/text.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+namespace tb::config::detail {
+
+namespace {
+
+constexpr long long kNoLimit = std::numeric_limits<long long>::max();
+constexpr int kIntLimit = std::numeric_limits<int>::max();
+
+void checkTargetModules(MapReader& lora, std::vector<std::string>& modules)
+{
+    const YAML::Node node = lora.value("target_modules");
+    if (node.IsScalar() && node.Scalar() == "all-linear") {
+        modules = llamaLinearModules();
+        return;
+    }
+    std::vector<std::string> read;
+    if (!lora.stringList("target_modules", read, false,
+            "a list of module names (e.g. [q_proj, v_proj]) or all-linear"))
+        return;
+    const std::vector<std::string>& known = llamaLinearModules();
+    std::set<std::string> seen;
+    bool ok = true;
+    for (const std::string& name : read) {
+        if (std::find(known.begin(), known.end(), name) == known.end()) {
+            const auto nearest = common::nearestNames(known, name, 1);
+            lora.report("target_modules",
+                "got \"" + name
+                    + "\", expected module names among q_proj, k_proj, "
+                      "v_proj, o_proj, gate_proj, up_proj, down_proj",
+                nearest.empty() ? std::string() : "did you mean " + nearest.front() + "?");
+            ok = false;
+        } else if (!seen.insert(name).second) {
+            lora.report("target_modules", "\"" + name + "\" is listed twice");
+            ok = false;
+        }
+    }
+    if (ok)
+        modules = std::move(read);
+}
+
+} // namespace
+
+void ReadState::problem(const std::string& path, std::string message, std::string hint)
+{
+    const auto it = nodes.find(path);
+    problems.add(problemAt(it != nodes.end() ? it->second : YAML::Node(), YAML::Node(), path,
+        std::move(message), std::move(hint)));
+}
+
+void ReadState::warning(const std::string& path, std::string message)
+{
+    const auto it = nodes.find(path);
+    warnings.add(problemAt(
+        it != nodes.end() ? it->second : YAML::Node(), YAML::Node(), path, std::move(message)));
+}
+
+void readLoraSection(MapReader& top, RunConfig& config, ReadState& state)
+{
+    const auto node = top.section("lora");
+    if (!node)
+        return;
+    MapReader lora(*node, "lora", state.problems);
+    lora.recordNodes(state.nodes);
+    LoraConfig& out = config.lora;
+    lora.integer("rank", out.rank, 1, 65536);
+    lora.number("alpha", out.alpha, 0.0, false, 1e9, true, "a positive number");
+    lora.number("dropout", out.dropout, 0.0, true, 1.0, false, "a number in [0, 1)");
+    if (lora.has("target_modules"))
+        checkTargetModules(lora, out.targetModules);
+    lora.checkKeys();
+}
+
+void readDataSection(MapReader& top, RunConfig& config, ReadState& state)
+{
+    const auto node = top.section("data");
+    if (!node)
+        return;
+    MapReader data(*node, "data", state.problems);
+    data.recordNodes(state.nodes);
+    DataConfig& out = config.data;
+    data.stringList("train", out.trainFiles, false, "a path or a list of paths");
+    data.choice("format", out.format);
+    if (const auto columnsNode = data.section("columns")) {
+        MapReader columns(*columnsNode, "data.columns", state.problems);
+        columns.recordNodes(state.nodes);
+        const char* expected = "a field or column name";
+        columns.string("prompt", out.columns.prompt, false, expected);
+        columns.string("input", out.columns.input, false, expected);
+        columns.string("response", out.columns.response, false, expected);
+        columns.string("system", out.columns.system, false, expected);
+        columns.string("messages", out.columns.messages, false, expected);
+        columns.checkKeys();
+    }
+    data.string("instruction", out.instruction, true, "a text");
+    data.choice("template", out.promptTemplate);
+    data.integer("sequence_length", out.sequenceLength, 2, 1 << 20);
+    data.boolean("packing", out.packing);
+    data.number(
+        "validation_split", out.validationSplit, 0.0, true, 1.0, false, "a number in [0, 1)");
+    data.stringList("validation_file", out.validationFiles, true, "a path or a list of paths");
+    data.choice("malformed", out.malformed);
+    data.string("text_separator", out.textSeparator, false, "a non-empty text");
+    data.checkKeys();
+}
+
+void readTrainingSection(MapReader& top, RunConfig& config, ReadState& state)
+{
+    const auto node = top.section("training");
+    if (!node)
+        return;
+    MapReader training(*node, "training", state.problems);
+    training.recordNodes(state.nodes);
+    TrainingConfig& out = config.training;
+    training.integer("epochs", out.epochs, 1, kIntLimit);
+    training.integer("max_steps", out.maxSteps, 0, kNoLimit);
+    training.integer("micro_batch", out.microBatch, 1, kIntLimit);
+    training.integer("grad_accum", out.gradAccum, 1, kIntLimit);
+    training.number("learning_rate", out.learningRate, 0.0, false, 1e6, true, "a positive number");
+    training.choice("schedule", out.schedule);
+    training.integer("warmup_steps", out.warmupSteps, 0, kNoLimit);
+    training.number("warmup_ratio", out.warmupRatio, 0.0, true, 1.0, false, "a number in [0, 1)");
+    training.number("weight_decay", out.weightDecay, 0.0, true, 1e6, true, "a number >= 0");
+    training.number("adam_beta1", out.adamBeta1, 0.0, true, 1.0, false, "a number in [0, 1)");
+    training.number("adam_beta2", out.adamBeta2, 0.0, true, 1.0, false, "a number in [0, 1)");
+    training.number(
+        "adam_epsilon", out.adamEpsilon, 0.0, false, 1.0, true, "a positive number up to 1");
+    training.number("max_grad_norm", out.maxGradNorm, 0.0, true, 1e12, true, "a number >= 0");
+    training.unsignedInteger("seed", out.seed);
+    training.integer("eval_every", out.evalEvery, 0, kNoLimit);
+    training.integer("log_every", out.logEvery, 1, kNoLimit);
+    training.checkKeys();
+}
+
+void readOutputSection(MapReader& top, RunConfig& config, ReadState& state)
+{
+    const auto node = top.section("output");
+    if (!node)
+        return;
+    MapReader output(*node, "output", state.problems);
+    output.recordNodes(state.nodes);
+    OutputConfig& out = config.output;
+    output.string("dir", out.dir, false, "a folder path");
+    output.integer("checkpoint_every", out.checkpointEvery, 0, kNoLimit);
+    output.integer("keep_last", out.keepLast, 1, kIntLimit);
+    output.choice("export", out.exportKind);
+    output.checkKeys();
+}
+
+void checkCombinations(const RunConfig& config, ReadState& state)
+{
+    if (config.method == Method::Full && state.has("lora"))
+        state.warning("lora", "ignored: method is full");
+    if (config.method == Method::Full && config.output.exportKind != ExportKind::Merged
+        && state.has("output.export"))
+        state.problem("output.export",
+            "got " + std::string(toString(config.output.exportKind))
+                + ", but method full has no adapter; expected merged");
+
+    const DataConfig& data = config.data;
+    const PromptTemplate tmpl = data.promptTemplate;
+    if (data.format == DataFormat::Text) {
+        if (tmpl != PromptTemplate::Auto && tmpl != PromptTemplate::None)
+            state.problem("data.template",
+                "got " + std::string(toString(tmpl))
+                    + ", but plain text has no prompts; expected auto "
+                      "or none");
+        if (state.has("data.columns"))
+            state.warning("data.columns", "ignored: format text has no columns");
+        if (state.has("data.instruction"))
+            state.warning("data.instruction", "ignored: format text has no instructions");
+    } else if (data.format == DataFormat::Chat) {
+        if (tmpl == PromptTemplate::Alpaca)
+            state.problem("data.template",
+                "got alpaca, but chat data needs a chat template; expected auto, "
+                "llama3, chatml, mistral or none");
+        if (state.has("data.instruction"))
+            state.warning("data.instruction", "ignored: chat records carry their own messages");
+    }
+    if (data.validationSplit > 0.0 && !data.validationFiles.empty())
+        state.problem("data.validation_split",
+            "given together with data.validation_file; expected one of the two");
+
+    const TrainingConfig& training = config.training;
+    if (training.warmupSteps > 0 && training.warmupRatio > 0.0)
+        state.problem("training.warmup_ratio",
+            "given together with training.warmup_steps; expected one of the two");
+    if (training.evalEvery > 0 && !config.hasValidationData())
+        state.problem("training.eval_every",
+            "got " + std::to_string(training.evalEvery) + ", but there is no validation data",
+            "set data.validation_split or data.validation_file");
+}
+
+} // namespace tb::config::detail
