@@ -93,28 +93,43 @@ std::pair<std::size_t, int> AddedVocabulary::Trie::longestAt(
 void AddedVocabulary::parse(const JsonNode& node, const VocabMap& modelVocab)
 {
     const std::size_t count = node.arraySize("a list of added tokens");
+    const auto modelSize = static_cast<long long>(modelVocab.size());
+    long long maxId = -1;
     for (std::size_t i = 0; i < count; ++i) {
         const JsonNode item = node.element(i);
         if (!item.isObject())
             item.fail(R"(an added token {"id": ..., "content": ...})");
         AddedToken token;
-        token.id = static_cast<Id>(item.member("id", "the token's id").integer(0, kMaxTokenId));
+        // Checked like HF checks it, though HF (and we) assign ids below.
+        item.member("id", "the token's id").integer(0, kMaxTokenId);
         token.content = item.member("content", "the token's text").string();
         token.special = item.boolean("special", false);
         token.singleWord = item.boolean("single_word", false);
         token.lstrip = item.boolean("lstrip", false);
         token.rstrip = item.boolean("rstrip", false);
         token.normalized = item.boolean("normalized", !token.special);
-        // HF ignores empty tokens and gives a token that the model already
-        // has the model's id.
         if (token.content.empty())
-            continue;
-        if (const auto it = modelVocab.find(token.content); it != modelVocab.end())
-            token.id = it->second;
-        if (m_idByContent.contains(token.content))
-            continue;
+            continue; // HF ignores empty tokens
         if (token.special)
             m_specialContents.insert(token.content);
+        if (const auto known = m_idByContent.find(token.content); known != m_idByContent.end()) {
+            // The same text again: its flags replace the earlier ones.
+            token.id = known->second;
+            m_tokens[static_cast<std::size_t>(m_indexById[static_cast<std::size_t>(token.id)])] =
+                std::move(token);
+            continue;
+        }
+        if (const auto it = modelVocab.find(token.content); it != modelVocab.end())
+            token.id = it->second;
+        else if (maxId < 0)
+            token.id = static_cast<Id>(modelSize);
+        else
+            token.id =
+                static_cast<Id>(maxId >= modelSize || modelSize == 0 ? maxId + 1 : modelSize);
+        if (token.id > kMaxTokenId)
+            item.fail(
+                "fewer tokens (ids above " + std::to_string(kMaxTokenId) + " are not supported)");
+        maxId = std::max<long long>(maxId, token.id);
         m_idByContent.emplace(token.content, token.id);
         const auto index = static_cast<std::size_t>(token.id);
         if (m_indexById.size() <= index)
@@ -131,18 +146,18 @@ void AddedVocabulary::prepare(const Normalizer* normalizer)
     // HF puts special tokens first, then the others, each in file order.
     for (int pass = 0; pass < 2; ++pass) {
         for (std::size_t i = 0; i < m_tokens.size(); ++i) {
-            const AddedToken& token = m_tokens[i];
+            AddedToken& token = m_tokens[i];
             if (token.special != (pass == 0))
                 continue;
+            token.decodeText = token.content;
             if (!token.normalized) {
                 m_raw.insert(token.content, static_cast<int>(i));
                 continue;
             }
-            std::string content = token.content;
             if (normalizer != nullptr)
-                normalizer->normalize(content);
-            if (!content.empty())
-                m_normalized.insert(content, static_cast<int>(i));
+                normalizer->normalize(token.decodeText);
+            if (!token.decodeText.empty())
+                m_normalized.insert(token.decodeText, static_cast<int>(i));
         }
     }
 }

@@ -21,6 +21,9 @@ struct AddedToken {
     bool rstrip = false;
     bool normalized = true;
     bool special = false;
+    // What decode() puts through the decoder: the normalized content for
+    // tokens matched on normalized text, as HF does.
+    std::string decodeText;
 };
 
 // A run of text, or one added token matched in it.
@@ -36,8 +39,9 @@ struct Segment {
 // text, with single_word, lstrip and rstrip applied.
 class AddedVocabulary {
 public:
-    // From tokenizer.json's "added_tokens" list; `modelVocab` gives the id a
-    // token already in the model's vocabulary has (HF uses that one).
+    // From tokenizer.json's "added_tokens" list. Ids are assigned as HF
+    // assigns them, not read from the file: a token the model has keeps the
+    // model's id, others count up from the model's vocabulary size.
     void parse(const JsonNode& node, const VocabMap& modelVocab);
     // Builds the matcher for normalized tokens (call after the normalizer is
     // known; tokens' contents are normalized like the text).

@@ -85,7 +85,7 @@ std::string Tokenizer::decode(std::span<const TokenId> ids, bool skipSpecialToke
     for (const TokenId id : ids) {
         std::string token;
         if (const detail::AddedToken* added = impl.added.byId(id)) {
-            token = added->content;
+            token = added->decodeText;
         } else if (id >= 0 && static_cast<std::size_t>(id) < impl.modelTokenById.size()
             && impl.modelTokenById[static_cast<std::size_t>(id)] != nullptr) {
             token = *impl.modelTokenById[static_cast<std::size_t>(id)];

@@ -163,6 +163,14 @@ const std::vector<std::string>& fragments()
         "->",
         "::",
         "#",
+        "<mask>",
+        "<tab>",
+        "hello",
+        " world",
+        "ab",
+        "Once upon",
+        "<pad>",
+        "<|endoftext|>",
     };
     return parts;
 }

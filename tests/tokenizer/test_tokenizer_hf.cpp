@@ -5,6 +5,7 @@
 #include "corpus.h"
 #include "npm_reference.h"
 #include "tokenizer/tokenizer.h"
+#include "variants.h"
 
 #include <QFile>
 #include <QTemporaryDir>
@@ -45,7 +46,7 @@ private slots:
 private:
     test::NpmReference m_reference;
     std::vector<std::string> m_corpus;
-    QStringList m_files;
+    QList<QPair<QString, QString>> m_files; // row name, tokenizer.json
     nlohmann::json m_results;
     QTemporaryDir m_work;
 };
@@ -61,15 +62,34 @@ void TestTokenizerHf::initTestCase()
     const bool haveShared = QFile::exists(QString::fromStdString(shared) + "/datasets");
     m_corpus = test::referenceCorpus(haveShared ? shared : std::string());
     for (const char* name : {"llama2", "llama3", "qwen3"})
-        m_files << test::npmTokenizerFile(m_reference, QString::fromLatin1(name));
+        m_files.append({QString::fromLatin1(name) + " (npm)",
+            test::npmTokenizerFile(m_reference, QString::fromLatin1(name))});
     const QString stories = QString::fromStdString(shared) + "/models/stories260K/tokenizer.json";
-    if (QFile::exists(stories))
-        m_files << stories;
+    if (QFile::exists(stories)) {
+        m_files.append({QStringLiteral("stories260K"), stories});
+        // Variants that exercise the components the real files do not use.
+        const auto readJson = [](const QString& path) {
+            QFile file(path);
+            return file.open(QIODevice::ReadOnly)
+                ? nlohmann::json::parse(file.readAll().toStdString(), nullptr, false)
+                : nlohmann::json();
+        };
+        const nlohmann::json storiesJson = readJson(stories);
+        const nlohmann::json llama3Json = readJson(m_files[1].second);
+        QVERIFY(storiesJson.is_object() && llama3Json.is_object());
+        for (const auto& variant : test::tokenizerVariants(storiesJson, &llama3Json)) {
+            const QString path = m_work.filePath(QString::fromStdString(variant.name) + ".json");
+            QFile out(path);
+            QVERIFY(out.open(QIODevice::WriteOnly));
+            out.write(QByteArray::fromStdString(variant.tokenizer.dump()));
+            m_files.append({QString::fromStdString(variant.name), path});
+        }
+    }
 
     nlohmann::json request;
     request["texts"] = m_corpus;
     request["tokenizers"] = nlohmann::json::array();
-    for (const QString& file : m_files)
+    for (const auto& [name, file] : m_files)
         request["tokenizers"].push_back(file.toStdString());
     const QString requestFile = m_work.filePath("request.json");
     const QString outFile = m_work.filePath("reference.json");
@@ -92,9 +112,10 @@ void TestTokenizerHf::matchesHuggingFace_data()
 {
     QTest::addColumn<QString>("file");
     QTest::addColumn<int>("index");
-    const char* names[] = {"llama2 (npm)", "llama3 (npm)", "qwen3 (npm)", "stories260K"};
-    for (int i = 0; i < 4; ++i)
-        QTest::addRow("%s", names[i]) << (i < m_files.size() ? m_files[i] : QString()) << i;
+    for (int i = 0; i < m_files.size(); ++i)
+        QTest::addRow("%s", qPrintable(m_files[i].first)) << m_files[i].second << i;
+    if (m_files.size() < 4)
+        QTest::addRow("stories260K") << QString() << -1;
 }
 
 void TestTokenizerHf::matchesHuggingFace()
