@@ -51,12 +51,6 @@ int runPlan(const Args& args)
                     "issue 3 (planner)", args);
 }
 
-int runTokenize(const Args& args)
-{
-    return notBuilt("tokenize", "Print token ids of stdin, or count the tokens of a dataset.",
-                    "issue 5 (trainer part 1)", args);
-}
-
 int runEval(const Args& args)
 {
     return notBuilt("eval", "Mean loss and perplexity of a model on a text file.",
