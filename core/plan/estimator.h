@@ -26,6 +26,17 @@ struct EstimateOptions {
 PlanResult estimatePlan(const PlanInput& input, const model::ModelSpec& model, const GpuSpec& gpu,
     const VmSize* vm = nullptr, const EstimateOptions& options = {});
 
+// Checks what needs the model: LoRA target names exist in its blocks.
+common::Status validateForModel(const PlanInput& input, const model::ModelSpec& model);
+
+// The GPU and VM a plan names, looked up in the catalog: vm_size sets the GPU
+// and caps gpus_per_node; gpu alone plans a bare GPU (no price, no links).
+struct ResolvedHardware {
+    const GpuSpec* gpu = nullptr;
+    const VmSize* vm = nullptr; // null for a bare GPU
+};
+common::Result<ResolvedHardware> resolveHardware(const PlanInput& input, const Catalog& catalog);
+
 // Validates the input, resolves the model (preset or config.json), the VM
 // and the GPU in the catalog, and estimates. Errors name the field.
 common::Result<PlanResult> planFromCatalog(

@@ -49,9 +49,11 @@ struct VmSize {
     std::string name; // "Standard_ND96amsr_A100_v4"
     std::string series; // "NDm A100 v4"
     std::string status; // "ga", "retired", "preview"
+    std::string statusNote; // Azure's wording
     std::string gpuId; // key into the GPU list
     int gpusPerVm = 0;
     bool fractionalGpu = false; // vGPU slices (NV A10 v5 small sizes): not for training
+    double gpuFraction = 1.0; // the slice of the GPU a fractional size gets
     int vcpus = 0;
     double ramGiB = 0;
     double intraLinkGBps = 0; // per GPU inside the VM, 0: the GPU's own figure

@@ -38,6 +38,7 @@ enum class RejectReason {
     Preview,
     Redundant, // a sharded strategy on one GPU is plain training
     InvalidCombination, // e.g. parameter offload with DDP
+    NoPeakFigures, // the GPU's peak rates are unknown: no speed, no time
 };
 
 std::string_view toString(RankBy value);

@@ -1,0 +1,38 @@
+#include "model/parameter_count.h"
+
+#include <algorithm>
+
+namespace tb::model {
+
+ParameterCount countParameters(const ModelSpec& spec)
+{
+    ParameterCount count;
+    const std::int64_t h = spec.hiddenSize;
+    const std::int64_t normParams = spec.norm == NormKind::LayerNorm ? 2 * h : h;
+
+    count.embedding = spec.vocabSize * h;
+    std::int64_t largestLinear = 0;
+    for (const LinearLayer& layer : blockLinearLayers(spec)) {
+        const bool attention = layer.name.find("_proj") != std::string::npos
+            && (layer.name[0] == 'q' || layer.name[0] == 'k' || layer.name[0] == 'v'
+                || layer.name[0] == 'o');
+        (attention ? count.attentionPerLayer : count.mlpPerLayer) += layer.params();
+        count.blockLinear += layer.params();
+        largestLinear = std::max(largestLinear, layer.params());
+    }
+    if (spec.qkNorm)
+        count.attentionPerLayer += 2 * (spec.norm == NormKind::LayerNorm ? 2 : 1) * spec.headDim;
+    count.normsPerLayer = spec.normsPerLayer * normParams;
+    count.perLayer = count.attentionPerLayer + count.mlpPerLayer + count.normsPerLayer;
+    count.layers = count.perLayer * spec.numLayers;
+    count.blockLinear *= spec.numLayers;
+    count.finalNorm = normParams;
+    const std::int64_t headParams = spec.vocabSize * h + (spec.lmHeadBias ? spec.vocabSize : 0);
+    count.lmHead = spec.tieWordEmbeddings ? 0 : headParams;
+    count.total = count.embedding + count.layers + count.finalNorm + count.lmHead;
+    count.matmul = count.blockLinear + headParams;
+    count.largestLayer = std::max({count.embedding, headParams, largestLinear});
+    return count;
+}
+
+} // namespace tb::model

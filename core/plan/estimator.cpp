@@ -1,0 +1,223 @@
+#include "plan/estimator.h"
+
+#include "plan/catalog.h"
+#include "plan/plan_context.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tb::plan {
+
+PlanResult estimatePlan(const PlanInput& input, const model::ModelSpec& model, const GpuSpec& gpu,
+    const VmSize* vm, const EstimateOptions& options)
+{
+    PlanResult r;
+    r.memory.reserve(16);
+    r.figures.reserve(16);
+    const detail::PlanContext ctx = detail::makeContext(input, model, gpu, vm, options.explain);
+    r.paramsTotal = ctx.counts.total;
+    r.paramsTrainable = std::llround(ctx.trainable);
+    r.modelName = model.name;
+    r.gpuId = gpu.id;
+    r.vmSize = vm ? vm->name : std::string();
+    r.gpusPerNode = ctx.gpusPerNode;
+    r.nodes = ctx.nodes;
+    r.worldSize = ctx.world;
+    r.precision = std::string(toString(ctx.precision));
+    if (options.explain) {
+        r.warnings = model.warnings;
+        for (const std::string& name : ctx.unknownTargets)
+            r.warnings.push_back(
+                "lora target '" + name + "' is not a linear layer of " + model.name);
+        if (vm && vm->fractionalGpu)
+            r.warnings.push_back(vm->name
+                + " is a vGPU slice for graphics; planned with its share of the GPU's memory");
+        if (vm && vm->status != "ga")
+            r.warnings.push_back(vm->name + " is " + vm->status + ": " + vm->statusNote);
+        if (input.gpusPerNode > 0 && vm && input.gpusPerNode > vm->gpusPerVm)
+            r.warnings.push_back("gpus_per_node " + std::to_string(input.gpusPerNode)
+                + " is more than " + vm->name + " has; planned with "
+                + std::to_string(vm->gpusPerVm));
+        if (ctx.world == 1 && input.sharding != Sharding::Ddp)
+            r.warnings.push_back(std::string(label(input.sharding)) + " on one GPU shards nothing");
+    }
+    detail::computeMemory(ctx, r);
+    detail::computeThroughput(ctx, r);
+    return r;
+}
+
+common::Status validateForModel(const PlanInput& input, const model::ModelSpec& model)
+{
+    if (input.method == Method::Full)
+        return common::Ok{};
+    std::vector<std::string> unknown;
+    detail::loraParamsPerLayer(model, input.lora, nullptr, &unknown);
+    if (unknown.empty())
+        return common::Ok{};
+    std::string valid;
+    for (const model::LinearLayer& layer : model::blockLinearLayers(model))
+        valid += (valid.empty() ? "" : ", ") + layer.name;
+    std::string names;
+    for (const std::string& name : unknown)
+        names += (names.empty() ? "'" : ", '") + name + "'";
+    return common::Error{"lora.target_modules: " + names + " not in " + model.name + "'s blocks",
+        "expected some of: " + valid + " (or all-linear)"};
+}
+
+common::Result<ResolvedHardware> resolveHardware(const PlanInput& input, const Catalog& catalog)
+{
+    ResolvedHardware hw;
+    if (!input.vmSize.empty()) {
+        hw.vm = catalog.findVm(input.vmSize);
+        if (!hw.vm) {
+            std::string hint;
+            for (const std::string& name : catalog.suggestVms(input.vmSize))
+                hint += (hint.empty() ? "did you mean " : ", ") + name;
+            return common::Error{"vm_size: unknown Azure VM size '" + input.vmSize + "'",
+                hint + (hint.empty() ? "" : "?")};
+        }
+        hw.gpu = catalog.findGpu(hw.vm->gpuId);
+    }
+    if (!input.gpu.empty()) {
+        const GpuSpec* gpu = catalog.findGpu(input.gpu);
+        if (!gpu) {
+            std::string hint;
+            for (const std::string& name : catalog.suggestGpus(input.gpu))
+                hint += (hint.empty() ? "did you mean " : ", ") + name;
+            return common::Error{
+                "gpu: unknown GPU '" + input.gpu + "'", hint + (hint.empty() ? "" : "?")};
+        }
+        if (hw.vm && gpu != hw.gpu)
+            return common::Error{
+                "gpu: '" + input.gpu + "' but " + hw.vm->name + " has " + hw.vm->gpuId,
+                "leave gpu empty when vm_size is given"};
+        hw.gpu = gpu;
+    }
+    if (!hw.gpu)
+        return common::Error{"plan: give vm_size or gpu", {}};
+    if (hw.vm && input.gpusPerNode > hw.vm->gpusPerVm)
+        return common::Error{"gpus_per_node: got " + std::to_string(input.gpusPerNode) + ", but "
+                + hw.vm->name + " has " + std::to_string(hw.vm->gpusPerVm) + " GPU(s)",
+            "use more nodes, or a larger VM size"};
+    return hw;
+}
+
+common::Result<PlanResult> planFromCatalog(
+    const PlanInput& input, const Catalog& catalog, const EstimateOptions& options)
+{
+    if (common::Status valid = validatePlanInput(input); !valid)
+        return valid.error();
+    common::Result<model::ModelSpec> model = catalog.resolveModel(input.model);
+    if (!model)
+        return model.error();
+    if (common::Status valid = validateForModel(input, *model); !valid)
+        return valid.error();
+    common::Result<ResolvedHardware> hw = resolveHardware(input, catalog);
+    if (!hw)
+        return hw.error();
+    return estimatePlan(input, *model, *hw->gpu, hw->vm, options);
+}
+
+namespace {
+
+bool applyAxis(PlanInput& in, const VmSize* vm, SweepAxis axis, long long value)
+{
+    if (value < 1 || value > (1 << 24))
+        return false;
+    switch (axis) {
+    case SweepAxis::MicroBatch:
+        in.microBatch = int(value);
+        return true;
+    case SweepAxis::SeqLen:
+        in.seqLen = int(value);
+        return true;
+    case SweepAxis::GpuCount: {
+        const int perVm = vm ? std::max(1, vm->gpusPerVm) : int(std::min<long long>(value, 1024));
+        if (value <= perVm) {
+            in.gpusPerNode = int(value);
+            in.nodes = 1;
+        } else if (value % perVm == 0 && value / perVm <= 4096) {
+            in.gpusPerNode = perVm;
+            in.nodes = int(value / perVm);
+        } else {
+            return false;
+        }
+        return true;
+    }
+    }
+    return false;
+}
+
+} // namespace
+
+std::vector<SweepPoint> sweepPlan(const PlanInput& input, const model::ModelSpec& model,
+    const GpuSpec& gpu, const VmSize* vm, SweepAxis axis, const std::vector<long long>& values)
+{
+    std::vector<SweepPoint> points;
+    points.reserve(values.size());
+    const EstimateOptions quiet{false};
+    for (long long value : values) {
+        PlanInput in = input;
+        if (!applyAxis(in, vm, axis, value))
+            continue;
+        const PlanResult r = estimatePlan(in, model, gpu, vm, quiet);
+        SweepPoint& p = points.emplace_back();
+        p.value = value;
+        p.perGpuBytes = r.perGpuBytes;
+        for (int c = 0; c < kMemoryCategoryCount; ++c)
+            p.categoryBytes[c] = r.categoryBytes(MemoryCategory(c));
+        p.usableBytes = r.usableBytes;
+        p.fits = r.fits;
+        p.tokensPerSecond = r.tokensPerSecond;
+        p.stepSeconds = r.stepSeconds;
+    }
+    return points;
+}
+
+std::optional<int> largestFittingMicroBatch(const PlanInput& input, const model::ModelSpec& model,
+    const GpuSpec& gpu, const VmSize* vm, int limit)
+{
+    const EstimateOptions quiet{false};
+    const auto fits = [&](int micro) {
+        PlanInput in = input;
+        in.microBatch = micro;
+        return estimatePlan(in, model, gpu, vm, quiet).fits;
+    };
+    limit = std::clamp(limit, 1, 65536);
+    if (!fits(1))
+        return std::nullopt;
+    // Memory grows with the micro-batch, so the fitting ones form a prefix.
+    int low = 1, high = limit;
+    while (low < high) {
+        const int mid = low + (high - low + 1) / 2;
+        if (fits(mid))
+            low = mid;
+        else
+            high = mid - 1;
+    }
+    return low;
+}
+
+std::vector<ScalingPoint> scalingCurve(const PlanInput& input, const model::ModelSpec& model,
+    const GpuSpec& gpu, const VmSize* vm, int maxNodes)
+{
+    std::vector<ScalingPoint> points;
+    const EstimateOptions quiet{false};
+    double single = 0;
+    maxNodes = std::clamp(maxNodes, 1, 4096);
+    for (int nodes = 1; nodes <= maxNodes; ++nodes) {
+        PlanInput in = input;
+        in.nodes = nodes;
+        const PlanResult r = estimatePlan(in, model, gpu, vm, quiet);
+        if (nodes == 1)
+            single = r.tokensPerSecond;
+        ScalingPoint& p = points.emplace_back();
+        p.nodes = nodes;
+        p.tokensPerSecond = r.tokensPerSecond;
+        p.efficiency = single > 0 ? r.tokensPerSecond / (nodes * single) : 0;
+        p.fits = r.fits;
+    }
+    return points;
+}
+
+} // namespace tb::plan

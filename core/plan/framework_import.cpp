@@ -1,0 +1,242 @@
+#include "plan/plan_file.h"
+
+#include "common/atomic_file.h"
+#include "common/text.h"
+#include "model/yaml_fields.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+// DeepSpeed JSON and accelerate YAML configs into a plan. Only what a plan
+// models is taken; the rest is listed as ignored so the user sees it.
+namespace tb::plan {
+
+namespace {
+
+using nlohmann::json;
+
+struct JsonImport {
+    const std::string& origin;
+    ImportResult result;
+    std::vector<std::string> problems;
+
+    void problem(const std::string& field, const std::string& what)
+    {
+        problems.push_back(origin + ": field '" + field + "': " + what);
+    }
+
+    static bool isAuto(const json& v) { return v.is_string() && v.get<std::string>() == "auto"; }
+
+    // A positive integer field; "auto" keeps the base value.
+    std::optional<int> positive(
+        const json& object, const char* key, const std::string& path, long long max)
+    {
+        const auto it = object.find(key);
+        if (it == object.end() || it->is_null() || isAuto(*it))
+            return std::nullopt;
+        if (it->is_number_integer() || it->is_number_unsigned()) {
+            const long long v = it->get<long long>();
+            if (v >= 1 && v <= max
+                && !(it->is_number_unsigned()
+                    && it->get<unsigned long long>() > (unsigned long long)max))
+                return int(v);
+        }
+        problem(path,
+            "got " + it->dump() + ", expected an integer from 1 to " + std::to_string(max)
+                + " or \"auto\"");
+        return std::nullopt;
+    }
+
+    std::optional<bool> flag(const json& object, const char* key, const std::string& path)
+    {
+        const auto it = object.find(key);
+        if (it == object.end() || it->is_null() || isAuto(*it))
+            return std::nullopt;
+        if (it->is_boolean())
+            return it->get<bool>();
+        problem(path, "got " + it->dump() + ", expected true, false or \"auto\"");
+        return std::nullopt;
+    }
+
+    std::optional<std::string> device(const json& object, const char* key, const std::string& path)
+    {
+        const auto section = object.find(key);
+        if (section == object.end() || section->is_null())
+            return std::nullopt;
+        if (!section->is_object()) {
+            problem(path, "got " + section->dump() + ", expected an object with \"device\"");
+            return std::nullopt;
+        }
+        const auto it = section->find("device");
+        if (it == section->end() || it->is_null())
+            return std::string("none");
+        if (!it->is_string()) {
+            problem(
+                path + ".device", "got " + it->dump() + ", expected \"cpu\", \"nvme\" or \"none\"");
+            return std::nullopt;
+        }
+        const std::string value = common::toLower(it->get<std::string>());
+        if (value != "cpu" && value != "nvme" && value != "none") {
+            problem(
+                path + ".device", "got \"" + value + "\", expected \"cpu\", \"nvme\" or \"none\"");
+            return std::nullopt;
+        }
+        return value;
+    }
+};
+
+void importDeepSpeedObject(const json& root, JsonImport& im)
+{
+    PlanInput& in = im.result.input;
+    if (!root.is_object()) {
+        im.problem("(top level)", "expected a JSON object");
+        return;
+    }
+    for (auto it = root.begin(); it != root.end(); ++it) {
+        static const char* known[] = {"zero_optimization", "fp16", "bf16",
+            "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "optimizer",
+            "train_batch_size"};
+        if (std::find_if(
+                std::begin(known), std::end(known), [&](const char* k) { return it.key() == k; })
+            == std::end(known))
+            im.result.ignored.push_back(it.key());
+    }
+    if (const auto micro = im.positive(
+            root, "train_micro_batch_size_per_gpu", "train_micro_batch_size_per_gpu", 65536)) {
+        in.microBatch = *micro;
+        im.result.applied.push_back(
+            "train_micro_batch_size_per_gpu = " + std::to_string(*micro) + " -> micro_batch");
+    }
+    if (const auto accum = im.positive(
+            root, "gradient_accumulation_steps", "gradient_accumulation_steps", 65536)) {
+        in.gradAccum = *accum;
+        im.result.applied.push_back(
+            "gradient_accumulation_steps = " + std::to_string(*accum) + " -> grad_accum");
+    }
+    if (const auto tbs = im.positive(root, "train_batch_size", "train_batch_size", 1 << 30))
+        im.result.applied.push_back("train_batch_size = " + std::to_string(*tbs)
+            + " (not applied: the plan's GPUs x micro_batch x grad_accum give it)");
+    bool fp16 = false, bf16 = false;
+    for (const char* key : {"fp16", "bf16"}) {
+        const auto it = root.find(key);
+        if (it == root.end() || it->is_null())
+            continue;
+        if (!it->is_object()) {
+            im.problem(key, "got " + it->dump() + ", expected an object with \"enabled\"");
+            continue;
+        }
+        const auto enabled = im.flag(*it, "enabled", std::string(key) + ".enabled");
+        (std::string(key) == "fp16" ? fp16 : bf16) = enabled.value_or(false);
+    }
+    if (fp16 && bf16)
+        im.problem("fp16.enabled", "fp16 and bf16 are both enabled; DeepSpeed allows one");
+    else if (fp16 || bf16) {
+        in.precision = fp16 ? Precision::Fp16Mixed : Precision::Bf16Mixed;
+        im.result.applied.push_back(std::string(fp16 ? "fp16" : "bf16")
+            + ".enabled = true -> precision " + std::string(toString(in.precision)));
+    } else if (root.contains("fp16") || root.contains("bf16")) {
+        in.precision = Precision::Fp32;
+        im.result.applied.push_back("fp16/bf16 not enabled -> precision fp32");
+    }
+    if (const auto opt = root.find("optimizer"); opt != root.end() && opt->is_object()) {
+        const auto type = opt->find("type");
+        if (type != opt->end() && type->is_string()) {
+            const std::string name = common::toLower(type->get<std::string>());
+            if (name == "adam" || name == "adamw") {
+                in.optimizer = Optimizer::AdamW;
+                im.result.applied.push_back(
+                    "optimizer.type = " + type->get<std::string>() + " -> adamw");
+            } else if (name == "sgd") {
+                in.optimizer = Optimizer::Sgd;
+                im.result.applied.push_back("optimizer.type = SGD -> sgd");
+            } else {
+                im.result.ignored.push_back("optimizer.type " + type->get<std::string>()
+                    + " (planned as " + std::string(toString(in.optimizer)) + ")");
+            }
+        } else if (type != opt->end()) {
+            im.problem("optimizer.type", "got " + type->dump() + ", expected text");
+        }
+    }
+    const auto zero = root.find("zero_optimization");
+    if (zero == root.end() || zero->is_null())
+        return;
+    if (!zero->is_object()) {
+        im.problem("zero_optimization", "got " + zero->dump() + ", expected an object");
+        return;
+    }
+    int stage = -1;
+    if (const auto it = zero->find("stage"); it != zero->end() && !it->is_null()) {
+        if (it->is_number_integer() && it->get<long long>() >= 0 && it->get<long long>() <= 3)
+            stage = int(it->get<long long>());
+        else
+            im.problem("zero_optimization.stage", "got " + it->dump() + ", expected 0, 1, 2 or 3");
+    }
+    if (stage >= 0) {
+        static const Sharding stages[] = {
+            Sharding::Ddp, Sharding::Zero1, Sharding::Zero2, Sharding::Zero3};
+        in.sharding = stages[stage];
+        im.result.applied.push_back("zero_optimization.stage = " + std::to_string(stage)
+            + " -> sharding " + std::string(toString(in.sharding)));
+    }
+    Offload offload = Offload::None;
+    const auto optimizerDevice =
+        im.device(*zero, "offload_optimizer", "zero_optimization.offload_optimizer");
+    const auto paramDevice = im.device(*zero, "offload_param", "zero_optimization.offload_param");
+    if (const auto legacy = im.flag(*zero, "cpu_offload", "zero_optimization.cpu_offload");
+        legacy && *legacy)
+        offload = Offload::Optimizer;
+    if (optimizerDevice && *optimizerDevice != "none")
+        offload = Offload::Optimizer;
+    if (paramDevice && *paramDevice != "none") {
+        if (stage != 3)
+            im.problem("zero_optimization.offload_param",
+                "parameter offload needs stage 3 (stage is " + std::to_string(stage) + ")");
+        offload = Offload::OptimizerAndParams;
+    }
+    if ((optimizerDevice && *optimizerDevice == "nvme") || (paramDevice && *paramDevice == "nvme"))
+        im.result.applied.push_back(
+            "NVMe offload planned as CPU offload (ZeRO-Infinity's NVMe tier is not modelled)");
+    in.offload = offload;
+    if (offload != Offload::None)
+        im.result.applied.push_back("offload devices -> offload " + std::string(toString(offload)));
+    for (auto it = zero->begin(); it != zero->end(); ++it)
+        if (it.key() != "stage" && it.key() != "offload_optimizer" && it.key() != "offload_param"
+            && it.key() != "cpu_offload")
+            im.result.ignored.push_back(
+                "zero_optimization." + it.key() + " (DeepSpeed defaults are planned)");
+}
+
+} // namespace
+
+common::Result<ImportResult> parseDeepSpeedJson(
+    std::string_view text, const std::string& origin, const PlanInput& base)
+{
+    json root;
+    try {
+        root = json::parse(text.begin(), text.end());
+    } catch (const json::parse_error& e) {
+        return common::Error::at(
+            origin, "byte " + std::to_string(e.byte), "not valid JSON: " + std::string(e.what()));
+    }
+    JsonImport im{origin, {base, {}, {}}, {}};
+    try {
+        importDeepSpeedObject(root, im);
+    } catch (const std::exception& e) {
+        im.problems.push_back(origin + ": unexpected content: " + e.what());
+    }
+    if (!im.problems.empty())
+        return common::Error{model::joinProblems(im.problems), {}};
+    if (common::Status valid = validatePlanInput(im.result.input); !valid)
+        return common::Error{origin + ": " + valid.error().message, {}};
+    return im.result;
+}
+
+common::Result<ImportResult> importDeepSpeedJson(const std::string& path, const PlanInput& base)
+{
+    const common::Result<std::string> text = common::readFile(path);
+    if (!text)
+        return text.error();
+    return parseDeepSpeedJson(*text, path, base);
+}
+
+} // namespace tb::plan

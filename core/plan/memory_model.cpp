@@ -1,0 +1,555 @@
+#include "plan/explain.h"
+#include "plan/plan_context.h"
+
+#include "common/units.h"
+
+#include <algorithm>
+
+// Per-GPU memory at the step's peak, component by component. The formulas
+// and their sources are in docs/PLANNER.md ("Memory"); each component's
+// explanation repeats its formula with the numbers put in.
+namespace tb::plan::detail {
+
+namespace {
+
+constexpr const char* kSrcZero =
+    "ZeRO (Rajbhandari et al. 2020) Sec. 3: mixed-precision Adam keeps 2+2+12 bytes/param";
+constexpr const char* kSrcDeepSpeed = "DeepSpeed estimate_zero2/zero3_model_states_mem_needs";
+constexpr const char* kSrcFsdp = "PyTorch FSDP docs: ShardingStrategy, MixedPrecision, CPUOffload";
+constexpr const char* kSrcDdp = "PyTorch DDP docs: gradient_as_bucket_view";
+constexpr const char* kSrcLora = "LoRA (Hu et al. 2021): r x (d_in + d_out) per adapted matrix";
+constexpr const char* kSrcQlora =
+    "QLoRA (Dettmers et al. 2023) Sec. 2: NF4, blocks of 64, double quantization";
+constexpr const char* kSrcAct =
+    "Korthikanti et al. 2022 Sec. 4, per tensor for Llama blocks (docs/PLANNER.md)";
+constexpr const char* kSrcEager =
+    "Korthikanti et al. 2022 Sec. 4: 5as^2b with dropout; here fp32 softmax + 16-bit probabilities";
+constexpr const char* kSrcLoss = "docs/PLANNER.md, Logits: HF ForCausalLMLoss / torchtune "
+                                 "CEWithChunkedOutputLoss / Liger fused CE";
+constexpr const char* kSrcContext =
+    "non-PyTorch memory in CUDA OOM reports (about 0.5 GiB, docs/PLANNER.md)";
+constexpr const char* kSrcAllocator =
+    "PyTorch caching allocator: reserved but unallocated (docs/PLANNER.md)";
+constexpr const char* kSrcOptimizer =
+    "docs/PLANNER.md, Optimizer states (Adam, bnb 8-bit, SGD, Adafactor)";
+
+constexpr double kDeepSpeedReduceBucket = 5e8; // reduce_bucket_size default (elements)
+constexpr double kDeepSpeedPrefetchBucket = 5e7; // stage3_prefetch_bucket_size default (elements)
+constexpr double kCudaContextGiB = 0.5;
+constexpr double kNcclGiB = 0.25;
+constexpr double kAllocatorFraction = 0.05;
+
+struct Builder {
+    const PlanContext& ctx;
+    PlanResult& result;
+
+    MemoryComponent* add(const char* key, MemoryCategory category, const char* label, double bytes,
+        const char* source)
+    {
+        if (bytes <= 0)
+            return nullptr;
+        MemoryComponent& c = result.memory.emplace_back();
+        c.key = key;
+        c.category = category;
+        c.label = label;
+        c.bytes = bytes;
+        if (ctx.explain) {
+            c.source = source;
+            c.explanation.reserve(160);
+        }
+        return &c;
+    }
+};
+
+const char* optimizerName(Optimizer o)
+{
+    switch (o) {
+    case Optimizer::AdamW:
+        return "AdamW (m, v)";
+    case Optimizer::AdamW8bit:
+        return "8-bit AdamW (m, v in 1 byte + absmax per 2048)";
+    case Optimizer::Sgd:
+        return "SGD momentum";
+    case Optimizer::Adafactor:
+        return "Adafactor (factored second moment)";
+    }
+    return "?";
+}
+
+// Bytes of activations one decoder layer keeps for backward, and its parts.
+struct LayerActivations {
+    double norms = 0, attention = 0, mlp = 0, lora = 0, scores = 0;
+    double total() const { return norms + attention + mlp + lora; }
+};
+
+LayerActivations layerActivations(const PlanContext& ctx)
+{
+    const model::ModelSpec& m = ctx.model;
+    const double t = ctx.tokensPerMicro;
+    const double a = ctx.act;
+    const double h = double(m.hiddenSize), f = double(m.intermediateSize);
+    const double qd = double(m.queryDim()), kvd = double(m.kvDim());
+    const bool full = ctx.full;
+    const bool dropout = ctx.lora && ctx.in.lora.dropout > 0;
+    const LoraTargets& tg = ctx.targets;
+    LayerActivations act;
+
+    // RMSNorm as transformers runs it: the fp32 upcast of its input and the
+    // rsqrt are saved; with a trainable weight also the normalised input.
+    const double norm = 4 * t * h + 4 * t + (full ? a * t * h : 0);
+    act.norms = norm * m.normsPerLayer;
+
+    // Attention: SDPA saves q, k, v (after RoPE) and its output (o_proj's
+    // input); flash kernels add a logsumexp per head and token.
+    act.attention = a * t * (qd + 2 * kvd) + a * t * qd;
+    if (ctx.in.attention == Attention::Sdpa)
+        act.attention += 4 * t * double(m.numHeads);
+    if (m.qkNorm)
+        act.attention += (4 + (full ? a : 0)) * t * (qd + kvd);
+    // The norm output feeds q/k/v: saved when their weights train, or when a
+    // LoRA A matrix reads it directly (no dropout).
+    if (full || (!dropout && (tg.q || tg.k || tg.v)))
+        act.attention += a * t * h;
+
+    if (m.mlp == model::MlpKind::Gated)
+        act.mlp = 3 * a * t * f; // gate out (SiLU input), SiLU out, up out (the product's inputs)
+    else
+        act.mlp = a * t * f; // up out (GELU input)
+    if (full || (!dropout && (tg.gate || tg.up)))
+        act.mlp += a * t * h; // second norm's output, read by gate/up
+    if (full || (!dropout && tg.down))
+        act.mlp += a * t * f; // down_proj's input
+
+    if (ctx.lora) {
+        for (const model::LinearLayer& l : model::blockLinearLayers(m)) {
+            LoraTargets one;
+            const std::string& n = l.name;
+            const bool targeted = ((n == "q_proj" || n == "qkv_proj") && tg.q)
+                || (n == "k_proj" && tg.k) || (n == "v_proj" && tg.v) || (n == "o_proj" && tg.o)
+                || ((n == "gate_proj" || n == "gate_up_proj") && tg.gate)
+                || (n == "up_proj" && tg.up) || (n == "down_proj" && tg.down);
+            if (!targeted)
+                continue;
+            act.lora += a * t * double(ctx.in.lora.rank); // A's output, read by B
+            if (dropout)
+                act.lora += (a + 1) * t * double(l.inFeatures); // dropped input + bool mask
+        }
+    }
+    if (ctx.in.attention == Attention::Eager) {
+        const double s = double(ctx.in.seqLen);
+        const double perElement = a == 4 ? 4 : 4 + a; // fp32 softmax output, 16-bit copy for P.V
+        act.scores = perElement * double(m.numHeads) * s * s * double(ctx.in.microBatch);
+    }
+    return act;
+}
+
+void addWeights(Builder& b, double frozenDiv, double trainableWork, const char* workName,
+    double trainableDiv, double masterBytes, double masterDiv, const char* layout)
+{
+    const PlanContext& ctx = b.ctx;
+    const char* srcLayout = isFsdp(ctx.in.sharding) ? kSrcFsdp
+        : isZero(ctx.in.sharding)                   ? kSrcDeepSpeed
+                                                    : kSrcZero;
+    if (ctx.full) {
+        if (auto* c = b.add("weights", MemoryCategory::Weights, "Weights",
+                ctx.total * trainableWork / trainableDiv, srcLayout);
+            c && ctx.explain)
+            Line(c->explanation) << Count{ctx.total} << " params x " << Fixed{trainableWork, 0}
+                                 << " B (" << workName << ")" << (trainableDiv > 1 ? " / " : "")
+                                 << (trainableDiv > 1 ? std::to_string(int(trainableDiv))
+                                                      : std::string())
+                                 << " = " << Bytes{c->bytes} << layout;
+    } else {
+        const double base = ctx.frozen16 * ctx.frozenBytes / frozenDiv;
+        if (auto* c = b.add("weights", MemoryCategory::Weights, "Frozen base weights",
+                base + ctx.quantized * kNf4BytesPerParam / frozenDiv, srcLayout);
+            c && ctx.explain) {
+            Line l(c->explanation);
+            if (ctx.qlora)
+                l << Count{ctx.quantized} << " block weights x 0.5 B (NF4) + "
+                  << Count{ctx.frozen16} << " embedding/norm params x " << Fixed{ctx.frozenBytes, 0}
+                  << " B";
+            else
+                l << Count{ctx.frozen16} << " params x " << Fixed{ctx.frozenBytes, 0} << " B ("
+                  << ctx.actName << ")";
+            if (frozenDiv > 1)
+                l << " / " << int(frozenDiv);
+            l << " = " << Bytes{c->bytes} << layout;
+        }
+        if (ctx.qlora) {
+            if (auto* c =
+                    b.add("quant_constants", MemoryCategory::Weights, "NF4 quantization constants",
+                        ctx.quantized * kQuantConstantsPerParam / frozenDiv, kSrcQlora);
+                c && ctx.explain)
+                Line(c->explanation)
+                    << Count{ctx.quantized}
+                    << " x (1/64 B 8-bit absmax + 4/(64x256) B fp32 second level) = "
+                    << Bytes{c->bytes} << " (double quantization: 0.127 bits/param)";
+        }
+        if (auto* c = b.add("lora_weights", MemoryCategory::Weights, "LoRA adapters",
+                ctx.trainable * trainableWork / trainableDiv, kSrcLora);
+            c && ctx.explain)
+            Line(c->explanation) << "r=" << ctx.in.lora.rank << ": " << Count{ctx.loraPerLayer}
+                                 << " per layer x " << int(ctx.model.numLayers)
+                                 << " layers = " << Count{ctx.trainable} << " params x "
+                                 << Fixed{trainableWork, 0} << " B (" << workName << ")"
+                                 << (trainableDiv > 1 ? " / " : "")
+                                 << (trainableDiv > 1 ? std::to_string(int(trainableDiv))
+                                                      : std::string())
+                                 << " = " << Bytes{c->bytes};
+    }
+    if (auto* c = b.add("master_weights", MemoryCategory::Weights, "Master weights (fp32)",
+            ctx.trainable * masterBytes / masterDiv, srcLayout);
+        c && ctx.explain)
+        Line(c->explanation) << Count{ctx.trainable} << " trainable x 4 B"
+                             << (masterDiv > 1 ? " / " : "")
+                             << (masterDiv > 1 ? std::to_string(int(masterDiv)) : std::string())
+                             << " = " << Bytes{c->bytes}
+                             << (masterDiv > 1
+                                        ? " (sharded)"
+                                        : " (mixed precision keeps an fp32 copy for the update)");
+}
+
+void addOptimizer(Builder& b, double div)
+{
+    const PlanContext& ctx = b.ctx;
+    if (auto* c = b.add("optimizer", MemoryCategory::Optimizer, "Optimizer states",
+            ctx.trainable * ctx.optimizerBytes / div, kSrcOptimizer);
+        c && ctx.explain)
+        Line(c->explanation)
+            << optimizerName(ctx.in.optimizer) << ": " << Count{ctx.trainable} << " x "
+            << Fixed{ctx.optimizerBytes,
+                   ctx.in.optimizer == Optimizer::AdamW || ctx.in.optimizer == Optimizer::Sgd ? 0
+                                                                                              : 3}
+            << " B" << (div > 1 ? " / " : "")
+            << (div > 1 ? std::to_string(int(div)) : std::string()) << " = " << Bytes{c->bytes};
+}
+
+void addGradients(
+    Builder& b, double fullBytes, double partitionBytes, double partitionDiv, const char* what)
+{
+    const PlanContext& ctx = b.ctx;
+    const double bytes = ctx.trainable * fullBytes + ctx.trainable * partitionBytes / partitionDiv;
+    if (auto* c = b.add("gradients", MemoryCategory::Gradients, "Gradients", bytes,
+            isZero(ctx.in.sharding) ? kSrcDeepSpeed : kSrcZero);
+        c && ctx.explain) {
+        Line l(c->explanation);
+        l << Count{ctx.trainable} << " trainable x ";
+        if (fullBytes > 0)
+            l << Fixed{fullBytes, 0} << " B";
+        if (fullBytes > 0 && partitionBytes > 0)
+            l << " + " << Count{ctx.trainable} << " x ";
+        if (partitionBytes > 0)
+            l << Fixed{partitionBytes, 0} << " B / " << int(partitionDiv);
+        l << " = " << Bytes{bytes} << what;
+    }
+}
+
+// Unsharded bytes of one decoder layer as FSDP gathers it, and of the root
+// unit (embedding, lm_head, final norm) that stays gathered all step.
+double layerGatherBytes(const PlanContext& ctx)
+{
+    const double perLayer = double(ctx.counts.perLayer) + ctx.loraPerLayer;
+    if (!ctx.qlora)
+        return perLayer * ctx.act;
+    const double quantizedPerLayer = ctx.quantized / double(ctx.model.numLayers);
+    return (perLayer - quantizedPerLayer) * ctx.act + quantizedPerLayer * kNf4BytesPerParam;
+}
+
+double rootParams(const PlanContext& ctx)
+{
+    return double(ctx.counts.embedding + ctx.counts.lmHead + ctx.counts.finalNorm);
+}
+
+} // namespace
+
+void computeMemory(const PlanContext& ctx, PlanResult& r)
+{
+    Builder b{ctx, r};
+    const Sharding s = ctx.in.sharding;
+    const Offload offload = ctx.in.offload;
+    const double W = ctx.world;
+    const double S = ctx.shardGroup;
+    const double a = ctx.act;
+    const bool fp32 = ctx.precision == Precision::Fp32;
+    const bool pureBf16 = ctx.precision == Precision::Bf16;
+    double cpuBytesPerGpu = 0;
+    std::string cpuWhat;
+
+    // Bytes per trainable parameter for the working copy, the master copy,
+    // the gradient and the fp32 gradient partition ZeRO keeps for the step.
+    const double work = fp32 ? 4 : 2;
+    const double master = ctx.mixed ? 4 : 0;
+
+    if (s == Sharding::Ddp) {
+        // Tunebench's trainer (and the ZeRO paper's baseline): 16-bit working
+        // weights and gradients plus fp32 master; LoRA adapters live in fp32.
+        const double trainWork = ctx.lora && ctx.mixed ? 4 : work;
+        const double trainMaster = ctx.lora ? 0 : master;
+        const double grad = ctx.lora && ctx.mixed ? 4 : work;
+        addWeights(b, 1, trainWork, trainWork == 4 ? "fp32" : ctx.actName, 1, trainMaster, 1,
+            ", replicated on every GPU");
+        addGradients(b, grad, 0, 1, ctx.lora && ctx.mixed ? " (fp32 adapter gradients)" : "");
+        addOptimizer(b, 1);
+        if (W > 1 && !ctx.in.ddpBucketView) {
+            if (auto* c = b.add("comm_buckets", MemoryCategory::Buffers, "DDP all-reduce buckets",
+                    ctx.trainable * grad, kSrcDdp);
+                c && ctx.explain)
+                Line(c->explanation)
+                    << "gradient_as_bucket_view=false: the buckets copy every gradient, "
+                    << Count{ctx.trainable} << " x " << Fixed{grad, 0}
+                    << " B = " << Bytes{c->bytes};
+        }
+    } else if (s == Sharding::Zero1 || s == Sharding::Zero2) {
+        const double gradPartition = ctx.mixed ? 4 : 0;
+        const bool offOpt = offload != Offload::None;
+        addWeights(b, 1, work, ctx.actName, 1, offOpt ? 0 : master, W,
+            ", replicated (ZeRO-1/2 shard only states)");
+        if (!offOpt) {
+            addGradients(b, work, gradPartition, W,
+                ctx.mixed ? " (16-bit buffers + fp32 partition, as DeepSpeed's estimator counts)"
+                          : "");
+            addOptimizer(b, W);
+        } else {
+            cpuBytesPerGpu = ctx.trainable * (master + gradPartition + ctx.optimizerBytes) / W;
+            cpuWhat = "ZeRO-Offload: fp32 master, fp32 gradient partition and optimizer states";
+        }
+        if (W > 1) {
+            if (auto* c = b.add("comm_buckets", MemoryCategory::Buffers, "Reduce bucket",
+                    std::min(kDeepSpeedReduceBucket, ctx.trainable) * work, kSrcDeepSpeed);
+                c && ctx.explain)
+                Line(c->explanation)
+                    << "reduce_bucket_size min(5e8, " << Count{ctx.trainable} << ") x "
+                    << Fixed{work, 0} << " B = " << Bytes{c->bytes} << " (DeepSpeed default)";
+        }
+    } else if (s == Sharding::Zero3) {
+        const double gradPartition = ctx.mixed ? 4 : work;
+        const bool offOpt = offload != Offload::None;
+        const bool offParams = offload == Offload::OptimizerAndParams;
+        if (!offParams)
+            addWeights(
+                b, W, work, ctx.actName, W, offOpt ? 0 : master, W, ", partitioned over all GPUs");
+        if (!offOpt) {
+            addGradients(b, 0, gradPartition, W, ctx.mixed ? " (fp32 partition)" : " (partition)");
+            addOptimizer(b, W);
+        }
+        if (offOpt) {
+            cpuBytesPerGpu = ctx.trainable * (master + gradPartition + ctx.optimizerBytes) / W;
+            cpuWhat = "fp32 master, gradient partition and optimizer states";
+            if (offParams) {
+                cpuBytesPerGpu +=
+                    (ctx.frozen16 * ctx.frozenBytes
+                        + ctx.quantized * (kNf4BytesPerParam + kQuantConstantsPerParam)
+                        + ctx.trainable * work)
+                    / W;
+                cpuWhat += ", plus the 16-bit parameter partition";
+            }
+        }
+        const double largest = double(ctx.counts.largestLayer);
+        if (auto* c = b.add("gather_buffers", MemoryCategory::Buffers, "ZeRO-3 gathered layer",
+                2 * work * largest, kSrcDeepSpeed);
+            c && ctx.explain)
+            Line(c->explanation) << "largest layer " << Count{largest} << " params x ("
+                                 << Fixed{work, 0} << " B params + " << Fixed{work, 0}
+                                 << " B grads) = " << Bytes{c->bytes}
+                                 << " (DeepSpeed's 4 x largest_layer_params)";
+        if (W > 1) {
+            const double bytes = std::min(kDeepSpeedPrefetchBucket, ctx.total) * work
+                + std::min(kDeepSpeedReduceBucket, ctx.trainable) * work;
+            if (auto* c = b.add("comm_buckets", MemoryCategory::Buffers,
+                    "Prefetch and reduce buckets", bytes, kSrcDeepSpeed);
+                c && ctx.explain)
+                Line(c->explanation)
+                    << "stage3_prefetch_bucket_size 5e7 + reduce_bucket_size min(5e8, trainable), "
+                       "x "
+                    << Fixed{work, 0} << " B = " << Bytes{bytes} << " (DeepSpeed defaults)";
+        }
+    } else {
+        // FSDP: the persistent copy is the sharded flat parameter in its
+        // original dtype (fp32 under mixed precision: it is the master);
+        // 16-bit copies exist only while a unit is gathered.
+        const bool gradOp = s == Sharding::FsdpGradOp;
+        const bool offAll = offload == Offload::OptimizerAndParams;
+        const double shardBytes = fp32 || ctx.mixed ? 4 : 2;
+        const double grad = pureBf16 ? 2 : 4;
+        const char* where =
+            s == Sharding::FsdpHybrid ? ", sharded inside the node" : ", sharded over all GPUs";
+        if (!offAll) {
+            addWeights(b, S, shardBytes, shardBytes == 4 ? "fp32" : "bf16", S, 0, S, where);
+            if (ctx.full && ctx.mixed)
+                r.memory.back().label = "Weights (fp32 shards = master)";
+            addGradients(b, 0, grad, S, " (sharded, parameter dtype)");
+            addOptimizer(b, S);
+        } else {
+            cpuBytesPerGpu = (ctx.trainable * (shardBytes + grad + ctx.optimizerBytes)
+                                 + ctx.frozen16 * ctx.frozenBytes
+                                 + ctx.quantized * (kNf4BytesPerParam + kQuantConstantsPerParam))
+                / S;
+            cpuWhat = "FSDP CPUOffload: parameter shards, gradients and optimizer states";
+        }
+        const double root = rootParams(ctx);
+        const double rootGrads = ctx.full ? root * a : 0;
+        const double layerParams = layerGatherBytes(ctx);
+        const double layerGrads = (ctx.full ? double(ctx.counts.perLayer) : ctx.loraPerLayer) * a;
+        if (gradOp) {
+            const double all = (ctx.total - ctx.quantized + (ctx.lora ? ctx.trainable : 0)) * a
+                + ctx.quantized * kNf4BytesPerParam;
+            if (auto* c = b.add("weights_unsharded", MemoryCategory::Weights,
+                    "Gathered 16-bit parameters (kept forward to backward)", all, kSrcFsdp);
+                c && ctx.explain)
+                Line(c->explanation)
+                    << "SHARD_GRAD_OP does not free gathered parameters after forward: every unit, "
+                    << Bytes{all} << " in " << ctx.actName;
+            if (auto* c = b.add("gather_buffers", MemoryCategory::Buffers,
+                    "Unsharded gradients of one unit", layerGrads + rootGrads, kSrcFsdp);
+                c && ctx.explain) {
+                Line l(c->explanation);
+                l << "one decoder layer's gradients before reduce-scatter " << Bytes{layerGrads};
+                if (rootGrads > 0)
+                    l << " + root unit gradients " << Bytes{rootGrads};
+                l << " = " << Bytes{c->bytes};
+            }
+        } else {
+            const double bytes = root * a + 2 * layerParams + layerGrads + rootGrads;
+            if (auto* c = b.add("gather_buffers", MemoryCategory::Buffers, "FSDP gathered units",
+                    bytes, kSrcFsdp);
+                c && ctx.explain)
+                Line(c->explanation)
+                    << "root unit (embeddings, lm_head) " << Bytes{root * a}
+                    << " stays gathered + 2 decoder layers (current + prefetched) x "
+                    << Bytes{layerParams} << " + one layer's unsharded gradients "
+                    << Bytes{layerGrads} << (rootGrads > 0 ? " + root unit gradients" : "") << " = "
+                    << Bytes{bytes};
+        }
+    }
+    r.modelStatesBytes = 0;
+    for (const MemoryComponent& c : r.memory)
+        if (c.category == MemoryCategory::Weights || c.category == MemoryCategory::Gradients
+            || c.category == MemoryCategory::Optimizer
+            || (s == Sharding::Zero3 && c.key == "gather_buffers"))
+            r.modelStatesBytes += c.bytes;
+
+    // Activations
+    const LayerActivations layer = layerActivations(ctx);
+    const double L = double(ctx.model.numLayers);
+    const double t = ctx.tokensPerMicro;
+    const double h = double(ctx.model.hiddenSize);
+    const double finalNorm = 4 * t * h + 4 * t + (ctx.full ? 2 * a * t * h : 0);
+    double activations = 0;
+    if (ctx.in.gradientCheckpointing)
+        activations = L * a * t * h + layer.total() + finalNorm;
+    else
+        activations = L * layer.total() + finalNorm;
+    if (auto* c =
+            b.add("activations", MemoryCategory::Activations, "Activations", activations, kSrcAct);
+        c && ctx.explain) {
+        Line l(c->explanation);
+        l << "per layer (b x s = " << Count{t} << " tokens): norms " << Bytes{layer.norms}
+          << " + attention " << Bytes{layer.attention} << " + MLP " << Bytes{layer.mlp};
+        if (layer.lora > 0)
+            l << " + LoRA " << Bytes{layer.lora};
+        l << " = " << Bytes{layer.total()};
+        if (ctx.in.gradientCheckpointing)
+            l << "; checkpointing: " << int(L) << " layer inputs x " << Bytes{a * t * h}
+              << " + 1 layer recomputed";
+        else
+            l << " x " << int(L) << " layers";
+        l << " + final norm " << Bytes{finalNorm} << " = " << Bytes{activations};
+    }
+    if (layer.scores > 0) {
+        const double scores = ctx.in.gradientCheckpointing ? layer.scores : L * layer.scores;
+        if (auto* c = b.add("attention_scores", MemoryCategory::Activations,
+                "Attention scores (eager)", scores, kSrcEager);
+            c && ctx.explain)
+            Line(c->explanation) << "eager attention stores softmax(QK^T): "
+                                 << int(ctx.model.numHeads) << " heads x " << ctx.in.seqLen
+                                 << "^2 x b=" << ctx.in.microBatch << " x "
+                                 << Fixed{a == 4 ? 4 : 4 + a, 0} << " B = " << Bytes{layer.scores}
+                                 << " per layer"
+                                 << (ctx.in.gradientCheckpointing ? " (one layer at a time)"
+                                                                  : " x all layers");
+    }
+
+    // Logits and loss
+    const double tv = t * double(ctx.model.vocabSize);
+    const double k = std::max(1, ctx.in.lossChunks);
+    double logits = 0;
+    switch (ctx.in.loss) {
+    case LossMode::FullFp32:
+        logits = 12 * tv;
+        break;
+    case LossMode::Chunked:
+        logits = (a + 4) * tv + 8 * tv / k;
+        break;
+    case LossMode::Fused:
+        logits = (a + 8) * tv / k;
+        break;
+    }
+    if (auto* c = b.add("logits", MemoryCategory::Logits, "Logits and loss", logits, kSrcLoss);
+        c && ctx.explain) {
+        Line l(c->explanation);
+        l << Count{t} << " tokens x " << Count{double(ctx.model.vocabSize)}
+          << " vocab = " << Count{tv} << " logits; ";
+        if (ctx.in.loss == LossMode::FullFp32)
+            l << "whole batch upcast: fp32 logits 4 B + fp32 log-softmax 4 B + fp32 gradient 4 B = "
+                 "12 B each";
+        else if (ctx.in.loss == LossMode::Chunked)
+            l << Fixed{a, 0} << " B " << ctx.actName
+              << " logits + 4 B fp32 log-probs kept for backward + 8 B fp32 work for 1 of "
+              << int(k) << " chunks";
+        else
+            l << "fused per chunk: (" << Fixed{a, 0} << " + 4 + 4) B for 1 of " << int(k)
+              << " chunks, full logits never exist";
+        l << " = " << Bytes{logits};
+    }
+
+    // Overhead
+    const double contextBytes =
+        (ctx.in.cudaContextGiB > 0 ? ctx.in.cudaContextGiB
+                                   : kCudaContextGiB + (W > 1 ? kNcclGiB : 0))
+        * common::kGiB;
+    if (auto* c = b.add("cuda_context", MemoryCategory::Overhead, "CUDA context and libraries",
+            contextBytes, kSrcContext);
+        c && ctx.explain)
+        Line(c->explanation)
+            << (ctx.in.cudaContextGiB > 0 ? "given: "
+                                          : "CUDA context + cuBLAS/cuDNN workspaces 0.5 GiB")
+            << (ctx.in.cudaContextGiB == 0 && W > 1 ? " + NCCL communicator buffers 0.25 GiB" : "")
+            << " = " << Bytes{contextBytes};
+    double dynamic = 0;
+    for (const MemoryComponent& c : r.memory)
+        if (c.category == MemoryCategory::Activations || c.category == MemoryCategory::Logits
+            || c.category == MemoryCategory::Buffers)
+            dynamic += c.bytes;
+    if (auto* c = b.add("allocator_reserve", MemoryCategory::Overhead, "Allocator fragmentation",
+            kAllocatorFraction * dynamic, kSrcAllocator);
+        c && ctx.explain)
+        Line(c->explanation) << "5% of the short-lived allocations (activations, logits, buffers: "
+                             << Bytes{dynamic} << ") reserved but unusable = " << Bytes{c->bytes};
+
+    double total = 0;
+    for (const MemoryComponent& c : r.memory)
+        total += c.bytes;
+    r.perGpuBytes = total;
+    r.usableBytes = ctx.gpu.usableBytes() * ctx.gpuFraction;
+    r.headroomBytes = r.usableBytes - total;
+    r.cpuBytesPerNode = cpuBytesPerGpu * ctx.gpusPerNode;
+    r.vmRamBytes = ctx.vm ? ctx.vm->ramGiB * common::kGiB : 0;
+    bool cpuFits = true;
+    if (r.cpuBytesPerNode > 0) {
+        // Pinned transfer buffers and the process itself need room too.
+        cpuFits = r.vmRamBytes <= 0 || r.cpuBytesPerNode <= 0.9 * r.vmRamBytes;
+        if (ctx.explain) {
+            Line l(r.cpuExplanation);
+            l << cpuWhat << ": " << Bytes{cpuBytesPerGpu} << " per GPU x " << ctx.gpusPerNode
+              << " GPUs per node = " << Bytes{r.cpuBytesPerNode};
+            if (r.vmRamBytes > 0)
+                l << " of " << Bytes{r.vmRamBytes} << " VM RAM (90% usable)";
+        }
+        if (!cpuFits)
+            r.warnings.push_back("offloaded states need more than 90% of the VM's RAM");
+    }
+    r.fits = total <= r.usableBytes && cpuFits;
+}
+
+} // namespace tb::plan::detail

@@ -1,0 +1,193 @@
+#include "plan/plan_context.h"
+
+#include "common/text.h"
+
+#include <algorithm>
+
+namespace tb::plan::detail {
+
+namespace {
+
+void markTarget(const std::string& name, LoraTargets& t)
+{
+    if (name == "q_proj")
+        t.q = true;
+    else if (name == "k_proj")
+        t.k = true;
+    else if (name == "v_proj")
+        t.v = true;
+    else if (name == "qkv_proj")
+        t.q = t.k = t.v = true;
+    else if (name == "o_proj")
+        t.o = true;
+    else if (name == "gate_proj")
+        t.gate = true;
+    else if (name == "up_proj")
+        t.up = true;
+    else if (name == "gate_up_proj")
+        t.gate = t.up = true;
+    else if (name == "down_proj")
+        t.down = true;
+}
+
+// Adafactor keeps a row and a column vector per matrix and a full second
+// moment for vectors (no first moment: HF's default beta1=None).
+double adafactorStateElements(const PlanContext& ctx)
+{
+    const model::ModelSpec& m = ctx.model;
+    double elements = 0;
+    if (ctx.full) {
+        const auto layers = model::blockLinearLayers(m);
+        double perLayer = 0;
+        for (const model::LinearLayer& l : layers)
+            perLayer += double(l.inFeatures + l.outFeatures) + (l.bias ? double(l.outFeatures) : 0);
+        perLayer += double(ctx.counts.normsPerLayer);
+        if (m.qkNorm)
+            perLayer += 2.0 * double(m.headDim);
+        elements = perLayer * double(m.numLayers) + double(m.vocabSize + m.hiddenSize)
+            + double(ctx.counts.finalNorm);
+        if (!m.tieWordEmbeddings)
+            elements += double(m.vocabSize + m.hiddenSize);
+        return elements;
+    }
+    const double r = ctx.in.lora.rank;
+    for (const model::LinearLayer& l : model::blockLinearLayers(m)) {
+        LoraTargets t;
+        markTarget(l.name, t);
+        const bool targeted = (t.q && ctx.targets.q) || (t.k && ctx.targets.k)
+            || (t.v && ctx.targets.v) || (t.o && ctx.targets.o) || (t.gate && ctx.targets.gate)
+            || (t.up && ctx.targets.up) || (t.down && ctx.targets.down);
+        if (targeted)
+            elements += (r + double(l.inFeatures)) + (double(l.outFeatures) + r);
+    }
+    return elements * double(m.numLayers);
+}
+
+} // namespace
+
+double loraParamsPerLayer(const model::ModelSpec& model, const LoraSettings& lora,
+    LoraTargets* targets, std::vector<std::string>* unknown)
+{
+    const std::vector<model::LinearLayer> layers = model::blockLinearLayers(model);
+    std::vector<std::string> wanted = lora.targetModules;
+    const bool all = wanted.empty()
+        || std::any_of(wanted.begin(), wanted.end(),
+            [](const std::string& name) { return name == "all-linear" || name == "all"; });
+    double perLayer = 0;
+    for (const model::LinearLayer& layer : layers) {
+        bool selected = all;
+        for (const std::string& name : wanted)
+            selected = selected || name == layer.name;
+        if (!selected)
+            continue;
+        perLayer += double(lora.rank) * double(layer.inFeatures + layer.outFeatures);
+        if (targets)
+            markTarget(layer.name, *targets);
+    }
+    if (unknown && !all) {
+        for (const std::string& name : wanted) {
+            const bool found = std::any_of(layers.begin(), layers.end(),
+                [&](const model::LinearLayer& l) { return l.name == name; });
+            if (!found)
+                unknown->push_back(name);
+        }
+    }
+    return perLayer;
+}
+
+PlanContext makeContext(const PlanInput& in, const model::ModelSpec& model, const GpuSpec& gpu,
+    const VmSize* vm, bool explain)
+{
+    PlanContext ctx(in, model, gpu, vm, explain);
+    ctx.counts = model::countParameters(model);
+    ctx.full = in.method == Method::Full;
+    ctx.lora = !ctx.full;
+    ctx.qlora = in.method == Method::Qlora;
+    ctx.total = double(ctx.counts.total);
+    if (ctx.full) {
+        ctx.trainable = ctx.total;
+    } else {
+        ctx.loraPerLayer = loraParamsPerLayer(model, in.lora, &ctx.targets, &ctx.unknownTargets);
+        ctx.trainable = ctx.loraPerLayer * double(model.numLayers);
+        if (ctx.qlora) {
+            double linearWeights = 0;
+            for (const model::LinearLayer& l : model::blockLinearLayers(model))
+                linearWeights += double(l.inFeatures) * double(l.outFeatures);
+            ctx.quantized = linearWeights * double(model.numLayers);
+        }
+        ctx.frozen16 = ctx.total - ctx.quantized;
+    }
+
+    const int vmGpus = vm ? std::max(1, vm->gpusPerVm) : 1;
+    ctx.gpusPerNode = in.gpusPerNode > 0 ? in.gpusPerNode : vmGpus;
+    if (vm)
+        ctx.gpusPerNode = std::min(ctx.gpusPerNode, vmGpus);
+    ctx.gpusPerNode = std::clamp(ctx.gpusPerNode, 1, 1024);
+    ctx.nodes = std::clamp(in.nodes, 1, 4096);
+    ctx.world = ctx.gpusPerNode * ctx.nodes;
+    if (in.sharding == Sharding::Ddp)
+        ctx.shardGroup = 1;
+    else if (in.sharding == Sharding::FsdpHybrid)
+        ctx.shardGroup = ctx.gpusPerNode;
+    else
+        ctx.shardGroup = ctx.world;
+    ctx.gpuFraction = vm ? vm->gpuFraction : 1.0;
+
+    ctx.precision = in.precision;
+    ctx.mixed = in.precision == Precision::Bf16Mixed || in.precision == Precision::Fp16Mixed;
+    const bool wantsBf16 = in.precision == Precision::Bf16Mixed || in.precision == Precision::Bf16;
+    ctx.bf16Emulated = wantsBf16 && !gpu.bf16Supported;
+    ctx.act = in.precision == Precision::Fp32 ? 4 : 2;
+    ctx.actName = in.precision == Precision::Fp32 ? "fp32"
+        : in.precision == Precision::Fp16Mixed    ? "fp16"
+                                                  : "bf16";
+    ctx.frozenBytes = in.precision == Precision::Fp32 ? 4 : 2;
+    ctx.tokensPerMicro = double(std::max(1, in.microBatch)) * double(std::max(1, in.seqLen));
+
+    const bool pureBf16 = in.precision == Precision::Bf16;
+    ctx.optimizerStateBytes = pureBf16 ? 2 : 4;
+    switch (in.optimizer) {
+    case Optimizer::AdamW:
+        ctx.optimizerBytes = 2 * ctx.optimizerStateBytes;
+        break;
+    case Optimizer::AdamW8bit:
+        // Two 1-byte states plus one fp32 absmax per 2048-element block each.
+        ctx.optimizerBytes = 2.0 + 2.0 * 4.0 / 2048.0;
+        ctx.optimizerStateBytes = 1;
+        break;
+    case Optimizer::Sgd:
+        ctx.optimizerBytes = ctx.optimizerStateBytes;
+        break;
+    case Optimizer::Adafactor:
+        ctx.optimizerBytes = ctx.trainable > 0
+            ? adafactorStateElements(ctx) * ctx.optimizerStateBytes / ctx.trainable
+            : 0;
+        break;
+    }
+
+    switch (in.precision) {
+    case Precision::Fp32:
+        ctx.peakTflops = gpu.fp32Tflops;
+        ctx.peakName = "fp32 (TF32 off, PyTorch's default for matmul)";
+        break;
+    case Precision::Fp16Mixed:
+        ctx.peakTflops = gpu.fp16Tflops;
+        ctx.peakName = "fp16 tensor-core dense";
+        break;
+    case Precision::Bf16Mixed:
+    case Precision::Bf16:
+        ctx.peakTflops = ctx.bf16Emulated ? gpu.fp32Tflops : gpu.bf16Tflops;
+        ctx.peakName = ctx.bf16Emulated ? "fp32 (bf16 emulated: no bf16 tensor cores)"
+                                        : "bf16 tensor-core dense";
+        break;
+    }
+    if (in.utilisationOverride > 0)
+        ctx.utilisation = in.utilisationOverride;
+    else
+        ctx.utilisation = ctx.full ? gpu.utilisation.full
+            : ctx.qlora            ? gpu.utilisation.qlora
+                                   : gpu.utilisation.lora;
+    return ctx;
+}
+
+} // namespace tb::plan::detail

@@ -1,0 +1,90 @@
+#pragma once
+
+#include "model/model_spec.h"
+#include "model/parameter_count.h"
+#include "plan/hardware.h"
+#include "plan/plan_input.h"
+#include "plan/plan_result.h"
+
+#include <string>
+#include <vector>
+
+// Quantities derived once from (input, model, GPU, VM) and shared by the
+// memory and throughput models. Internal to core/plan.
+namespace tb::plan::detail {
+
+// Which block matrices carry a LoRA adapter (fused Phi-3 names count for
+// their parts).
+struct LoraTargets {
+    bool q = false, k = false, v = false, o = false, gate = false, up = false, down = false;
+};
+
+struct PlanContext {
+    PlanContext(const PlanInput& input, const model::ModelSpec& spec, const GpuSpec& gpuSpec,
+        const VmSize* vmSize, bool withExplanations)
+        : in(input)
+        , model(spec)
+        , gpu(gpuSpec)
+        , vm(vmSize)
+        , explain(withExplanations)
+    {
+    }
+
+    const PlanInput& in;
+    const model::ModelSpec& model;
+    const GpuSpec& gpu;
+    const VmSize* vm;
+    bool explain;
+
+    model::ParameterCount counts;
+    bool lora = false; // LoRA or QLoRA
+    bool qlora = false;
+    bool full = false;
+    double total = 0; // N
+    double trainable = 0; // T (full: N; LoRA: adapter parameters)
+    double frozen16 = 0; // frozen parameters stored in 16-bit (or fp32) form
+    double quantized = 0; // QLoRA: block linear weights stored in NF4
+    double loraPerLayer = 0;
+    LoraTargets targets;
+    std::vector<std::string> unknownTargets;
+
+    int gpusPerNode = 1;
+    int nodes = 1;
+    int world = 1;
+    int shardGroup = 1; // GPUs a sharded copy is split over
+    double gpuFraction = 1;
+
+    Precision precision = Precision::Bf16Mixed;
+    bool mixed = true;
+    bool bf16Emulated = false; // bf16 asked on a GPU without it
+    double act = 2; // bytes per activation element
+    const char* actName = "bf16";
+    double frozenBytes = 2; // bytes per frozen 16-bit parameter
+    double tokensPerMicro = 0; // micro_batch x seq_len
+
+    // Optimizer state bytes per trainable parameter (Adafactor averaged over
+    // its factored shapes), and the state dtype's size.
+    double optimizerBytes = 8;
+    double optimizerStateBytes = 4;
+
+    double peakTflops = 0;
+    const char* peakName = "bf16";
+    double utilisation = 0.4;
+};
+
+PlanContext makeContext(const PlanInput& in, const model::ModelSpec& model, const GpuSpec& gpu,
+    const VmSize* vm, bool explain);
+
+// Appends the per-GPU memory components, the CPU offload figure and the verdict.
+void computeMemory(const PlanContext& ctx, PlanResult& result);
+// Appends throughput, time and cost figures.
+void computeThroughput(const PlanContext& ctx, PlanResult& result);
+
+// The model parameters a LoRA adapter set adds, per layer.
+double loraParamsPerLayer(const model::ModelSpec& model, const LoraSettings& lora,
+    LoraTargets* targets, std::vector<std::string>* unknown);
+
+inline constexpr double kQuantConstantsPerParam = 1.0 / 64 + 4.0 / (64.0 * 256.0);
+inline constexpr double kNf4BytesPerParam = 0.5;
+
+} // namespace tb::plan::detail

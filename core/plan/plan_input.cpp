@@ -1,0 +1,300 @@
+#include "plan/plan_input.h"
+
+#include "common/text.h"
+
+#include <array>
+#include <cmath>
+
+namespace tb::plan {
+
+namespace {
+
+template <typename Enum> struct Spelling {
+    Enum value;
+    std::string_view name;
+};
+
+// The first spelling of each value is canonical; the rest are aliases.
+constexpr std::array kMethods = {Spelling<Method>{Method::Full, "full"},
+    Spelling<Method>{Method::Lora, "lora"}, Spelling<Method>{Method::Qlora, "qlora"},
+    Spelling<Method>{Method::Full, "full-finetune"}};
+constexpr std::array kPrecisions = {Spelling<Precision>{Precision::Fp32, "fp32"},
+    Spelling<Precision>{Precision::Fp16Mixed, "fp16-mixed"},
+    Spelling<Precision>{Precision::Bf16Mixed, "bf16-mixed"},
+    Spelling<Precision>{Precision::Bf16, "bf16"}, Spelling<Precision>{Precision::Fp16Mixed, "fp16"},
+    Spelling<Precision>{Precision::Fp16Mixed, "fp16_mixed"},
+    Spelling<Precision>{Precision::Bf16Mixed, "bf16_mixed"},
+    Spelling<Precision>{Precision::Bf16, "pure-bf16"}, Spelling<Precision>{Precision::Fp32, "no"}};
+constexpr std::array kOptimizers = {Spelling<Optimizer>{Optimizer::AdamW, "adamw"},
+    Spelling<Optimizer>{Optimizer::AdamW8bit, "adamw8bit"},
+    Spelling<Optimizer>{Optimizer::Sgd, "sgd"},
+    Spelling<Optimizer>{Optimizer::Adafactor, "adafactor"},
+    Spelling<Optimizer>{Optimizer::AdamW, "adam"},
+    Spelling<Optimizer>{Optimizer::AdamW, "adamw_torch"},
+    Spelling<Optimizer>{Optimizer::AdamW8bit, "adamw_8bit"},
+    Spelling<Optimizer>{Optimizer::AdamW8bit, "adamw-8bit"},
+    Spelling<Optimizer>{Optimizer::AdamW8bit, "adamw_bnb_8bit"},
+    Spelling<Optimizer>{Optimizer::Sgd, "sgd-momentum"}};
+constexpr std::array kShardings = {Spelling<Sharding>{Sharding::Ddp, "ddp"},
+    Spelling<Sharding>{Sharding::Zero1, "zero1"}, Spelling<Sharding>{Sharding::Zero2, "zero2"},
+    Spelling<Sharding>{Sharding::Zero3, "zero3"},
+    Spelling<Sharding>{Sharding::FsdpFull, "fsdp-full"},
+    Spelling<Sharding>{Sharding::FsdpGradOp, "fsdp-grad-op"},
+    Spelling<Sharding>{Sharding::FsdpHybrid, "fsdp-hybrid"},
+    Spelling<Sharding>{Sharding::Ddp, "none"}, Spelling<Sharding>{Sharding::Zero1, "zero-1"},
+    Spelling<Sharding>{Sharding::Zero2, "zero-2"}, Spelling<Sharding>{Sharding::Zero3, "zero-3"},
+    Spelling<Sharding>{Sharding::FsdpFull, "fsdp"},
+    Spelling<Sharding>{Sharding::FsdpFull, "full_shard"},
+    Spelling<Sharding>{Sharding::FsdpGradOp, "shard_grad_op"},
+    Spelling<Sharding>{Sharding::FsdpHybrid, "hybrid_shard"}};
+constexpr std::array kOffloads = {Spelling<Offload>{Offload::None, "none"},
+    Spelling<Offload>{Offload::Optimizer, "optimizer"},
+    Spelling<Offload>{Offload::OptimizerAndParams, "optimizer+params"},
+    Spelling<Offload>{Offload::OptimizerAndParams, "params"},
+    Spelling<Offload>{Offload::OptimizerAndParams, "all"}};
+constexpr std::array kAttentions = {Spelling<Attention>{Attention::Eager, "eager"},
+    Spelling<Attention>{Attention::Sdpa, "sdpa"}, Spelling<Attention>{Attention::Sdpa, "flash"},
+    Spelling<Attention>{Attention::Sdpa, "flash_attention_2"}};
+constexpr std::array kLossModes = {Spelling<LossMode>{LossMode::FullFp32, "full-fp32"},
+    Spelling<LossMode>{LossMode::Chunked, "chunked"}, Spelling<LossMode>{LossMode::Fused, "fused"},
+    Spelling<LossMode>{LossMode::FullFp32, "hf"}};
+
+template <typename Enum, size_t N>
+std::string_view nameOf(const std::array<Spelling<Enum>, N>& table, Enum value)
+{
+    for (const auto& entry : table)
+        if (entry.value == value)
+            return entry.name;
+    return "?";
+}
+
+template <typename Enum, size_t N>
+std::optional<Enum> parseIn(const std::array<Spelling<Enum>, N>& table, std::string_view text)
+{
+    const std::string lower = common::toLower(common::trim(text));
+    for (const auto& entry : table)
+        if (entry.name == lower)
+            return entry.value;
+    return std::nullopt;
+}
+
+template <typename Enum, size_t N>
+std::vector<std::string> canonicalNames(const std::array<Spelling<Enum>, N>& table)
+{
+    std::vector<std::string> names;
+    for (size_t i = 0; i < N; ++i) {
+        bool first = true;
+        for (size_t j = 0; j < i; ++j)
+            first = first && table[j].value != table[i].value;
+        if (first)
+            names.emplace_back(table[i].name);
+    }
+    return names;
+}
+
+} // namespace
+
+std::string_view toString(Method value)
+{
+    return nameOf(kMethods, value);
+}
+std::string_view toString(Precision value)
+{
+    return nameOf(kPrecisions, value);
+}
+std::string_view toString(Optimizer value)
+{
+    return nameOf(kOptimizers, value);
+}
+std::string_view toString(Sharding value)
+{
+    return nameOf(kShardings, value);
+}
+std::string_view toString(Offload value)
+{
+    return nameOf(kOffloads, value);
+}
+std::string_view toString(Attention value)
+{
+    return nameOf(kAttentions, value);
+}
+std::string_view toString(LossMode value)
+{
+    return nameOf(kLossModes, value);
+}
+
+std::optional<Method> parseMethod(std::string_view text)
+{
+    return parseIn(kMethods, text);
+}
+std::optional<Precision> parsePrecision(std::string_view text)
+{
+    return parseIn(kPrecisions, text);
+}
+std::optional<Optimizer> parseOptimizer(std::string_view text)
+{
+    return parseIn(kOptimizers, text);
+}
+std::optional<Sharding> parseSharding(std::string_view text)
+{
+    return parseIn(kShardings, text);
+}
+std::optional<Offload> parseOffload(std::string_view text)
+{
+    return parseIn(kOffloads, text);
+}
+std::optional<Attention> parseAttention(std::string_view text)
+{
+    return parseIn(kAttentions, text);
+}
+std::optional<LossMode> parseLossMode(std::string_view text)
+{
+    return parseIn(kLossModes, text);
+}
+
+std::vector<std::string> methodNames()
+{
+    return canonicalNames(kMethods);
+}
+std::vector<std::string> precisionNames()
+{
+    return canonicalNames(kPrecisions);
+}
+std::vector<std::string> optimizerNames()
+{
+    return canonicalNames(kOptimizers);
+}
+std::vector<std::string> shardingNames()
+{
+    return canonicalNames(kShardings);
+}
+std::vector<std::string> offloadNames()
+{
+    return canonicalNames(kOffloads);
+}
+std::vector<std::string> attentionNames()
+{
+    return canonicalNames(kAttentions);
+}
+std::vector<std::string> lossModeNames()
+{
+    return canonicalNames(kLossModes);
+}
+
+std::string_view label(Sharding value)
+{
+    switch (value) {
+    case Sharding::Ddp:
+        return "DDP (replicated)";
+    case Sharding::Zero1:
+        return "ZeRO-1";
+    case Sharding::Zero2:
+        return "ZeRO-2";
+    case Sharding::Zero3:
+        return "ZeRO-3";
+    case Sharding::FsdpFull:
+        return "FSDP FULL_SHARD";
+    case Sharding::FsdpGradOp:
+        return "FSDP SHARD_GRAD_OP";
+    case Sharding::FsdpHybrid:
+        return "FSDP HYBRID_SHARD";
+    }
+    return "?";
+}
+
+std::string_view label(Precision value)
+{
+    switch (value) {
+    case Precision::Fp32:
+        return "fp32";
+    case Precision::Fp16Mixed:
+        return "fp16 mixed (fp32 master, loss scaling)";
+    case Precision::Bf16Mixed:
+        return "bf16 mixed (fp32 master)";
+    case Precision::Bf16:
+        return "pure bf16 (no master copy)";
+    }
+    return "?";
+}
+
+bool isZero(Sharding s)
+{
+    return s == Sharding::Zero1 || s == Sharding::Zero2 || s == Sharding::Zero3;
+}
+bool isFsdp(Sharding s)
+{
+    return s == Sharding::FsdpFull || s == Sharding::FsdpGradOp || s == Sharding::FsdpHybrid;
+}
+bool shardsParameters(Sharding s)
+{
+    return s == Sharding::Zero3 || s == Sharding::FsdpFull || s == Sharding::FsdpHybrid;
+}
+
+std::int64_t PlanInput::trainingTokens() const
+{
+    const double perEpoch = datasetTokens > 0
+        ? double(datasetTokens)
+        : double(datasetSamples) * std::max(0.0, meanTokensPerSample);
+    const double total = perEpoch * std::max(0.0, epochs);
+    return total >= 9.0e18 ? std::int64_t(9.0e18) : std::int64_t(std::llround(total));
+}
+
+common::Status validatePlanInput(const PlanInput& in)
+{
+    std::vector<std::string> problems;
+    const auto range = [&](const char* key, long long value, long long min, long long max) {
+        if (value < min || value > max)
+            problems.push_back(std::string(key) + ": got " + std::to_string(value) + ", expected "
+                + std::to_string(min) + " to " + std::to_string(max));
+    };
+    const auto rangeReal = [&](const char* key, double value, double min, double max,
+                               bool openMax = false) {
+        if (!std::isfinite(value) || value < min || value > max || (openMax && value >= max))
+            problems.push_back(std::string(key) + ": got " + std::to_string(value) + ", expected "
+                + std::to_string(min) + (openMax ? " up to " : " to ") + std::to_string(max)
+                + (openMax ? " (exclusive)" : ""));
+    };
+    if (common::trim(in.model).empty())
+        problems.push_back("model: empty, expected a preset name or a config.json path");
+    range("micro_batch", in.microBatch, 1, 65536);
+    range("seq_len", in.seqLen, 1, 1 << 24);
+    range("grad_accum", in.gradAccum, 1, 65536);
+    range("gpus_per_node", in.gpusPerNode, 0, 1024);
+    range("nodes", in.nodes, 1, 4096);
+    range("loss_chunks", in.lossChunks, 1, 4096);
+    range("lora.rank", in.lora.rank, 1, 65536);
+    rangeReal("lora.alpha", in.lora.alpha, 0, 1e9);
+    rangeReal("lora.dropout", in.lora.dropout, 0, 1, true);
+    range("dataset_samples", in.datasetSamples, 0, std::int64_t(1) << 50);
+    range("dataset_tokens", in.datasetTokens, 0, std::int64_t(1) << 55);
+    rangeReal("mean_tokens_per_sample", in.meanTokensPerSample, 0, 1e9);
+    rangeReal("epochs", in.epochs, 0, 1e6);
+    if (std::isfinite(in.epochs) && in.epochs == 0)
+        problems.push_back("epochs: got 0, expected more than 0");
+    rangeReal("utilisation_override", in.utilisationOverride, 0, 1);
+    rangeReal("cuda_context_gib", in.cudaContextGiB, 0, 64);
+    if (in.datasetTokens == 0 && (in.datasetSamples == 0 || in.meanTokensPerSample <= 0))
+        problems.push_back("dataset: give dataset_tokens, or dataset_samples and "
+                           "mean_tokens_per_sample, both above 0");
+    if (in.vmSize.empty() && in.gpu.empty())
+        problems.push_back("vm_size / gpu: give an Azure VM size or a GPU");
+
+    if (in.offload != Offload::None && in.sharding == Sharding::Ddp)
+        problems.push_back("offload: " + std::string(toString(in.offload))
+            + " needs ZeRO (zero1/zero2/zero3) or FSDP; DDP keeps everything on the GPU");
+    if (in.offload == Offload::OptimizerAndParams
+        && (in.sharding == Sharding::Zero1 || in.sharding == Sharding::Zero2))
+        problems.push_back("offload: parameter offload needs zero3 or FSDP (DeepSpeed offloads "
+                           "parameters only at stage 3)");
+    if (in.offload == Offload::Optimizer && isFsdp(in.sharding))
+        problems.push_back("offload: FSDP's CPU offload moves parameters, gradients and the "
+                           "optimizer together: use optimizer+params");
+    if (problems.empty())
+        return common::Ok{};
+    std::string message = "plan: ";
+    for (size_t i = 0; i < problems.size(); ++i)
+        message += (i ? "; " : "") + problems[i];
+    return common::Error{message, {}};
+}
+
+} // namespace tb::plan
