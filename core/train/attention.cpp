@@ -1,0 +1,121 @@
+#include "train/attention.h"
+
+#include "train/torch_compat.h"
+
+#include <cmath>
+
+namespace tb::train {
+
+using torch::indexing::Slice;
+
+torch::Tensor applyRotary(
+    const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin)
+{
+    const std::int64_t half = x.size(-1) / 2;
+    const torch::Tensor x1 = x.index({"...", Slice(0, half)});
+    const torch::Tensor x2 = x.index({"...", Slice(half, torch::indexing::None)});
+    return x * cos + torch::cat({-x2, x1}, -1) * sin;
+}
+
+torch::Tensor repeatKv(const torch::Tensor& kv, std::int64_t groups)
+{
+    if (groups == 1)
+        return kv;
+    const auto b = kv.size(0), heads = kv.size(1), t = kv.size(2), d = kv.size(3);
+    return kv.unsqueeze(2).expand({b, heads, groups, t, d}).reshape({b, heads * groups, t, d});
+}
+
+torch::Tensor plainAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+    const torch::Tensor& allowed, bool causal)
+{
+    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+    torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) * scale;
+    torch::Tensor mask = allowed;
+    if (!mask.defined() && causal) {
+        const auto queries = q.size(-2), keys = k.size(-2);
+        mask = torch::ones({queries, keys}, q.options().dtype(torch::kBool)).tril(keys - queries);
+    }
+    if (mask.defined())
+        scores = scores.masked_fill(mask.logical_not(), -std::numeric_limits<double>::infinity());
+    const auto softmaxType = q.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+    const torch::Tensor probabilities = torch::softmax(scores, -1, softmaxType).to(q.scalar_type());
+    return torch::matmul(probabilities, v);
+}
+
+SelfAttention::SelfAttention(const LlamaConfig& config, const torch::TensorOptions& options)
+    : m_numHeads(config.numHeads)
+    , m_numKvHeads(config.numKvHeads)
+    , m_headDim(config.headDim)
+{
+    const std::int64_t qWidth = m_numHeads * m_headDim;
+    const std::int64_t kvWidth = m_numKvHeads * m_headDim;
+    const std::int64_t hidden = config.hiddenSize;
+    m_q = register_module(
+        "q_proj", std::make_shared<DenseLinear>(hidden, qWidth, config.qkvBias, options));
+    m_k = register_module(
+        "k_proj", std::make_shared<DenseLinear>(hidden, kvWidth, config.qkvBias, options));
+    m_v = register_module(
+        "v_proj", std::make_shared<DenseLinear>(hidden, kvWidth, config.qkvBias, options));
+    m_o = register_module(
+        "o_proj", std::make_shared<DenseLinear>(qWidth, hidden, config.outputBias, options));
+}
+
+torch::Tensor SelfAttention::forward(
+    const torch::Tensor& hidden, const AttentionInputs& inputs, LayerCache* cache)
+{
+    const auto batch = hidden.size(0), tokens = hidden.size(1);
+    auto heads = [&](const torch::Tensor& projected, std::int64_t count) {
+        return projected.view({batch, tokens, count, m_headDim}).transpose(1, 2);
+    };
+    const torch::Tensor q =
+        applyRotary(heads(m_q->forward(hidden), m_numHeads), inputs.cos, inputs.sin);
+    torch::Tensor k =
+        applyRotary(heads(m_k->forward(hidden), m_numKvHeads), inputs.cos, inputs.sin);
+    torch::Tensor v = heads(m_v->forward(hidden), m_numKvHeads);
+    if (cache) {
+        if (cache->keys.defined()) {
+            k = torch::cat({cache->keys, k}, 2);
+            v = torch::cat({cache->values, v}, 2);
+        }
+        cache->keys = k;
+        cache->values = v;
+    }
+    const std::int64_t groups = m_numHeads / m_numKvHeads;
+    const torch::Tensor kAll = repeatKv(k, groups);
+    const torch::Tensor vAll = repeatKv(v, groups);
+    const torch::Tensor attended = inputs.backend == AttentionBackend::Fused
+        ? compat::scaledDotProductAttention(q, kAll, vAll, inputs.allowed, inputs.causal)
+        : plainAttention(q, kAll, vAll, inputs.allowed, inputs.causal);
+    return m_o->forward(attended.transpose(1, 2).reshape({batch, tokens, m_numHeads * m_headDim}));
+}
+
+std::shared_ptr<LinearLayer>* SelfAttention::slot(const std::string& name)
+{
+    return name == "q_proj" ? &m_q
+        : name == "k_proj"  ? &m_k
+        : name == "v_proj"  ? &m_v
+        : name == "o_proj"  ? &m_o
+                            : nullptr;
+}
+
+std::shared_ptr<LinearLayer> SelfAttention::projection(const std::string& name) const
+{
+    if (name == "q_proj")
+        return m_q;
+    if (name == "k_proj")
+        return m_k;
+    if (name == "v_proj")
+        return m_v;
+    if (name == "o_proj")
+        return m_o;
+    return nullptr;
+}
+
+void SelfAttention::replaceProjection(const std::string& name, std::shared_ptr<LinearLayer> layer)
+{
+    std::shared_ptr<LinearLayer>* target = slot(name);
+    TORCH_CHECK(target, "SelfAttention has no projection '", name, "'");
+    *target = replace_module(name, std::move(layer));
+}
+
+} // namespace tb::train

@@ -1,0 +1,71 @@
+#pragma once
+
+#include "train/layers.h"
+#include "train/model_config.h"
+
+#include <torch/torch.h>
+
+namespace tb::train {
+
+enum class AttentionBackend {
+    Fused, // the LibTorch version's scaled-dot-product attention (torch_compat.h)
+    Plain, // matmul, mask, softmax in fp32, matmul: the reference formulation
+};
+
+// What every layer's attention needs for one forward pass.
+struct AttentionInputs {
+    torch::Tensor cos; // [tokens, headDim], compute dtype
+    torch::Tensor sin;
+    torch::Tensor allowed; // bool [queries, keys], true where a query may attend; or undefined
+    bool causal = false; // with `allowed` undefined: plain causal attention, queries == keys
+    AttentionBackend backend = AttentionBackend::Fused;
+};
+
+// Keys and values of earlier positions for one layer, [batch, kvHeads, tokens, headDim],
+// before their heads are expanded.
+struct LayerCache {
+    torch::Tensor keys;
+    torch::Tensor values;
+};
+
+// x * cos + rotate_half(x) * sin, with rotate_half(x) = [-x2, x1] for the two
+// halves of the head (the Hugging Face layout of q_proj/k_proj rows).
+torch::Tensor applyRotary(
+    const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+
+// [b, kvHeads, t, d] -> [b, kvHeads * groups, t, d], each K/V head repeated for
+// the `groups` query heads that share it (grouped-query attention, Ainslie et al. 2023).
+torch::Tensor repeatKv(const torch::Tensor& kv, std::int64_t groups);
+
+// softmax(q k^T / sqrt(d) + mask) v with the softmax in fp32 (fp64 for fp64), as
+// transformers' eager attention does. Heads already expanded.
+torch::Tensor plainAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+    const torch::Tensor& allowed, bool causal);
+
+// Causal self-attention with rotary positions and grouped K/V heads.
+class SelfAttention : public torch::nn::Module {
+public:
+    SelfAttention(const LlamaConfig& config, const torch::TensorOptions& options);
+
+    // hidden [batch, tokens, hiddenSize]; `cache` (optional) holds earlier
+    // positions and receives these.
+    torch::Tensor forward(
+        const torch::Tensor& hidden, const AttentionInputs& inputs, LayerCache* cache);
+
+    // "q_proj", "k_proj", "v_proj", "o_proj".
+    std::shared_ptr<LinearLayer> projection(const std::string& name) const;
+    void replaceProjection(const std::string& name, std::shared_ptr<LinearLayer> layer);
+
+private:
+    std::shared_ptr<LinearLayer>* slot(const std::string& name);
+
+    std::int64_t m_numHeads;
+    std::int64_t m_numKvHeads;
+    std::int64_t m_headDim;
+    std::shared_ptr<LinearLayer> m_q;
+    std::shared_ptr<LinearLayer> m_k;
+    std::shared_ptr<LinearLayer> m_v;
+    std::shared_ptr<LinearLayer> m_o;
+};
+
+} // namespace tb::train

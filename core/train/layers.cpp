@@ -1,0 +1,81 @@
+#include "train/layers.h"
+
+namespace tb::train {
+
+DenseLinear::DenseLinear(std::int64_t inFeatures, std::int64_t outFeatures, bool withBias,
+    const torch::TensorOptions& options)
+{
+    m_weight = register_parameter("weight", torch::zeros({outFeatures, inFeatures}, options));
+    if (withBias)
+        m_bias = register_parameter("bias", torch::zeros({outFeatures}, options));
+}
+
+torch::Tensor DenseLinear::forward(const torch::Tensor& input)
+{
+    return torch::nn::functional::linear(input, m_weight, m_bias);
+}
+
+RmsNorm::RmsNorm(std::int64_t size, double eps, const torch::TensorOptions& options)
+    : m_eps(eps)
+{
+    m_weight = register_parameter("weight", torch::ones({size}, options));
+}
+
+torch::Tensor RmsNorm::forward(const torch::Tensor& input)
+{
+    // bf16/fp16 lose too much in the mean of squares; fp64 stays fp64.
+    const auto computeType = input.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+    const torch::Tensor x = input.to(computeType);
+    const torch::Tensor normalized = x * torch::rsqrt(x.pow(2).mean(-1, true) + m_eps);
+    return m_weight * normalized.to(input.scalar_type());
+}
+
+TokenEmbedding::TokenEmbedding(
+    std::int64_t vocabSize, std::int64_t size, const torch::TensorOptions& options)
+{
+    m_weight = register_parameter("weight", torch::zeros({vocabSize, size}, options));
+}
+
+torch::Tensor TokenEmbedding::forward(const torch::Tensor& ids)
+{
+    return torch::embedding(m_weight, ids);
+}
+
+SwiGluMlp::SwiGluMlp(std::int64_t hiddenSize, std::int64_t intermediateSize, bool withBias,
+    const torch::TensorOptions& options)
+{
+    m_gate = register_module("gate_proj",
+        std::make_shared<DenseLinear>(hiddenSize, intermediateSize, withBias, options));
+    m_up = register_module(
+        "up_proj", std::make_shared<DenseLinear>(hiddenSize, intermediateSize, withBias, options));
+    m_down = register_module("down_proj",
+        std::make_shared<DenseLinear>(intermediateSize, hiddenSize, withBias, options));
+}
+
+torch::Tensor SwiGluMlp::forward(const torch::Tensor& input)
+{
+    return m_down->forward(torch::silu(m_gate->forward(input)) * m_up->forward(input));
+}
+
+std::shared_ptr<LinearLayer> SwiGluMlp::projection(const std::string& name) const
+{
+    if (name == "gate_proj")
+        return m_gate;
+    if (name == "up_proj")
+        return m_up;
+    if (name == "down_proj")
+        return m_down;
+    return nullptr;
+}
+
+void SwiGluMlp::replaceProjection(const std::string& name, std::shared_ptr<LinearLayer> layer)
+{
+    std::shared_ptr<LinearLayer>* slot = name == "gate_proj" ? &m_gate
+        : name == "up_proj"                                  ? &m_up
+        : name == "down_proj"                                ? &m_down
+                                                             : nullptr;
+    TORCH_CHECK(slot, "SwiGluMlp has no projection '", name, "'");
+    *slot = replace_module(name, std::move(layer));
+}
+
+} // namespace tb::train

@@ -1,0 +1,75 @@
+#pragma once
+
+#include <torch/torch.h>
+
+namespace tb::train {
+
+// A projection y = x W^T + b with W of shape [out, in], as nn.Linear stores
+// it. Every projection of the model is held through this base so that part 2
+// can wrap one in place (a LoRA adapter keeps the frozen projection and adds
+// its low-rank path) without the attention or MLP code knowing.
+class LinearLayer : public torch::nn::Module {
+public:
+    virtual torch::Tensor forward(const torch::Tensor& input) = 0;
+    virtual std::int64_t inFeatures() const = 0;
+    virtual std::int64_t outFeatures() const = 0;
+};
+
+class DenseLinear : public LinearLayer {
+public:
+    DenseLinear(std::int64_t inFeatures, std::int64_t outFeatures, bool withBias,
+        const torch::TensorOptions& options);
+
+    torch::Tensor forward(const torch::Tensor& input) override;
+    std::int64_t inFeatures() const override { return m_weight.size(1); }
+    std::int64_t outFeatures() const override { return m_weight.size(0); }
+
+    torch::Tensor& weight() { return m_weight; }
+    torch::Tensor& bias() { return m_bias; } // undefined without bias
+
+private:
+    torch::Tensor m_weight;
+    torch::Tensor m_bias;
+};
+
+// RMSNorm (Zhang & Sennrich 2019) as Llama computes it: the mean square and
+// the scaling in at least fp32, the result cast back before the weight.
+class RmsNorm : public torch::nn::Module {
+public:
+    RmsNorm(std::int64_t size, double eps, const torch::TensorOptions& options);
+    torch::Tensor forward(const torch::Tensor& input);
+    torch::Tensor& weight() { return m_weight; }
+
+private:
+    torch::Tensor m_weight;
+    double m_eps;
+};
+
+class TokenEmbedding : public torch::nn::Module {
+public:
+    TokenEmbedding(std::int64_t vocabSize, std::int64_t size, const torch::TensorOptions& options);
+    torch::Tensor forward(const torch::Tensor& ids);
+    torch::Tensor& weight() { return m_weight; }
+
+private:
+    torch::Tensor m_weight;
+};
+
+// down(silu(gate(x)) * up(x)) (Shazeer 2020, "GLU variants").
+class SwiGluMlp : public torch::nn::Module {
+public:
+    SwiGluMlp(std::int64_t hiddenSize, std::int64_t intermediateSize, bool withBias,
+        const torch::TensorOptions& options);
+    torch::Tensor forward(const torch::Tensor& input);
+
+    // "gate_proj", "up_proj", "down_proj".
+    std::shared_ptr<LinearLayer> projection(const std::string& name) const;
+    void replaceProjection(const std::string& name, std::shared_ptr<LinearLayer> layer);
+
+private:
+    std::shared_ptr<LinearLayer> m_gate;
+    std::shared_ptr<LinearLayer> m_up;
+    std::shared_ptr<LinearLayer> m_down;
+};
+
+} // namespace tb::train

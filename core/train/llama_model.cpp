@@ -1,0 +1,194 @@
+#include "train/llama_model.h"
+
+#include "train/rope.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+namespace tb::train {
+
+std::int64_t KvCache::length() const
+{
+    return layers.empty() || !layers.front().keys.defined() ? 0 : layers.front().keys.size(2);
+}
+
+DecoderLayer::DecoderLayer(const LlamaConfig& config, const torch::TensorOptions& options)
+{
+    m_inputNorm = register_module("input_layernorm",
+        std::make_shared<RmsNorm>(config.hiddenSize, config.rmsNormEps, options));
+    m_attention = register_module("self_attn", std::make_shared<SelfAttention>(config, options));
+    m_postAttentionNorm = register_module("post_attention_layernorm",
+        std::make_shared<RmsNorm>(config.hiddenSize, config.rmsNormEps, options));
+    m_mlp = register_module("mlp",
+        std::make_shared<SwiGluMlp>(
+            config.hiddenSize, config.intermediateSize, config.mlpBias, options));
+}
+
+torch::Tensor DecoderLayer::forward(
+    const torch::Tensor& hidden, const AttentionInputs& inputs, LayerCache* cache)
+{
+    const torch::Tensor attended =
+        hidden + m_attention->forward(m_inputNorm->forward(hidden), inputs, cache);
+    return attended + m_mlp->forward(m_postAttentionNorm->forward(attended));
+}
+
+LlamaModel::LlamaModel(const LlamaConfig& config, const torch::TensorOptions& options)
+{
+    m_embedding = register_module("embed_tokens",
+        std::make_shared<TokenEmbedding>(config.vocabSize, config.hiddenSize, options));
+    torch::nn::ModuleList list;
+    for (std::int64_t i = 0; i < config.numLayers; ++i) {
+        m_layers.push_back(std::make_shared<DecoderLayer>(config, options));
+        list->push_back(m_layers.back());
+    }
+    register_module("layers", list);
+    m_norm = register_module(
+        "norm", std::make_shared<RmsNorm>(config.hiddenSize, config.rmsNormEps, options));
+}
+
+LlamaForCausalLm::LlamaForCausalLm(const LlamaConfig& config, torch::ScalarType dtype)
+    : m_config(config)
+    , m_dtype(dtype)
+{
+    const auto options = torch::TensorOptions().dtype(dtype);
+    m_model = register_module("model", std::make_shared<LlamaModel>(config, options));
+    if (!config.tieWordEmbeddings)
+        m_lmHead = register_module("lm_head",
+            std::make_shared<DenseLinear>(config.hiddenSize, config.vocabSize, false, options));
+    const std::vector<double> inverse = ropeInverseFrequencies(config);
+    m_inverseFrequencies = torch::tensor(inverse, torch::TensorOptions().dtype(torch::kDouble));
+}
+
+torch::Tensor& LlamaForCausalLm::outputWeight()
+{
+    return m_lmHead ? m_lmHead->weight() : m_model->embedding().weight();
+}
+
+std::pair<torch::Tensor, torch::Tensor> LlamaForCausalLm::rotaryTables(
+    std::int64_t first, std::int64_t tokens, const torch::Device& device)
+{
+    // In double, then cast: positions of long contexts times small
+    // frequencies lose digits in fp32 (transformers computes these in fp32).
+    const torch::Tensor positions =
+        torch::arange(first, first + tokens, torch::TensorOptions().dtype(torch::kDouble));
+    const torch::Tensor angles = torch::outer(positions, m_inverseFrequencies);
+    const torch::Tensor doubled = torch::cat({angles, angles}, -1);
+    const auto options = torch::TensorOptions().dtype(m_dtype).device(device);
+    return {doubled.cos().to(options), doubled.sin().to(options)};
+}
+
+AttentionInputs LlamaForCausalLm::attentionInputs(
+    std::int64_t pastLength, std::int64_t tokens, const torch::Device& device)
+{
+    AttentionInputs inputs;
+    std::tie(inputs.cos, inputs.sin) = rotaryTables(pastLength, tokens, device);
+    inputs.backend = m_backend;
+    const std::int64_t keys = pastLength + tokens;
+    const bool windowed = m_config.slidingWindow && keys > *m_config.slidingWindow;
+    if (!windowed && tokens == 1)
+        return inputs; // one query sees every cached key
+    if (!windowed && pastLength == 0) {
+        inputs.causal = true;
+        return inputs;
+    }
+    const auto longs = torch::TensorOptions().dtype(torch::kLong).device(device);
+    const torch::Tensor queryPositions = torch::arange(pastLength, keys, longs).unsqueeze(1);
+    const torch::Tensor keyPositions = torch::arange(0, keys, longs).unsqueeze(0);
+    inputs.allowed = keyPositions <= queryPositions;
+    if (windowed)
+        inputs.allowed =
+            inputs.allowed.logical_and(keyPositions > queryPositions - *m_config.slidingWindow);
+    return inputs;
+}
+
+torch::Tensor LlamaForCausalLm::hiddenStates(const torch::Tensor& inputIds, KvCache* cache)
+{
+    TORCH_CHECK(inputIds.dim() == 2, "input ids must be [batch, tokens], got ", inputIds.sizes());
+    if (cache && cache->layers.empty())
+        cache->layers.resize(static_cast<size_t>(m_config.numLayers));
+    const std::int64_t past = cache ? cache->length() : 0;
+    const AttentionInputs inputs = attentionInputs(past, inputIds.size(1), inputIds.device());
+    torch::Tensor hidden = m_model->embedding().forward(inputIds);
+    auto& layers = m_model->layers();
+    for (size_t i = 0; i < layers.size(); ++i) {
+        LayerCache* layerCache = cache ? &cache->layers[i] : nullptr;
+        hidden = m_layerRunner ? m_layerRunner(*layers[i], hidden, inputs, layerCache)
+                               : layers[i]->forward(hidden, inputs, layerCache);
+    }
+    return m_model->norm().forward(hidden);
+}
+
+torch::Tensor LlamaForCausalLm::logitsFrom(const torch::Tensor& hidden)
+{
+    return torch::nn::functional::linear(hidden, outputWeight());
+}
+
+torch::Tensor LlamaForCausalLm::forward(const torch::Tensor& inputIds, KvCache* cache)
+{
+    return logitsFrom(hiddenStates(inputIds, cache));
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<LinearLayer>>> LlamaForCausalLm::projections()
+{
+    std::vector<std::pair<std::string, std::shared_ptr<LinearLayer>>> out;
+    auto& layers = m_model->layers();
+    for (size_t i = 0; i < layers.size(); ++i) {
+        const std::string prefix = "model.layers." + std::to_string(i) + ".";
+        for (const char* name : {"q_proj", "k_proj", "v_proj", "o_proj"})
+            out.emplace_back(prefix + "self_attn." + name, layers[i]->attention().projection(name));
+        for (const char* name : {"gate_proj", "up_proj", "down_proj"})
+            out.emplace_back(prefix + "mlp." + name, layers[i]->mlp().projection(name));
+    }
+    return out;
+}
+
+void LlamaForCausalLm::replaceProjection(
+    const std::string& qualifiedName, std::shared_ptr<LinearLayer> layer)
+{
+    // model.layers.<i>.<self_attn|mlp>.<name>
+    const std::string prefix = "model.layers.";
+    TORCH_CHECK(qualifiedName.starts_with(prefix), "not a projection name: ", qualifiedName);
+    const size_t indexEnd = qualifiedName.find('.', prefix.size());
+    const size_t ownerEnd =
+        indexEnd == std::string::npos ? indexEnd : qualifiedName.find('.', indexEnd + 1);
+    TORCH_CHECK(ownerEnd != std::string::npos, "not a projection name: ", qualifiedName);
+    const std::string indexText = qualifiedName.substr(prefix.size(), indexEnd - prefix.size());
+    const std::string owner = qualifiedName.substr(indexEnd + 1, ownerEnd - indexEnd - 1);
+    const std::string name = qualifiedName.substr(ownerEnd + 1);
+    size_t index = 0;
+    try {
+        index = std::stoul(indexText);
+    } catch (const std::exception&) {
+        TORCH_CHECK(false, "not a projection name: ", qualifiedName);
+    }
+    TORCH_CHECK(index < m_model->layers().size(), "no layer ", index, " in ", qualifiedName);
+    DecoderLayer& decoder = *m_model->layers()[index];
+    if (owner == "self_attn")
+        decoder.attention().replaceProjection(name, std::move(layer));
+    else if (owner == "mlp")
+        decoder.mlp().replaceProjection(name, std::move(layer));
+    else
+        TORCH_CHECK(false, "not a projection name: ", qualifiedName);
+}
+
+void LlamaForCausalLm::initializeRandom(std::uint64_t seed, double std)
+{
+    torch::NoGradGuard noGrad;
+    at::Generator generator = at::detail::createCPUGenerator(seed);
+    // Drawn in double on the CPU and copied, so one seed gives the same model
+    // in every dtype (up to rounding).
+    for (auto& item : named_parameters()) {
+        torch::Tensor& parameter = item.value();
+        const std::string& name = item.key();
+        torch::Tensor values =
+            torch::empty(parameter.sizes(), torch::TensorOptions().dtype(torch::kDouble));
+        if (name.ends_with("layernorm.weight") || name == "model.norm.weight")
+            values.fill_(1.0);
+        else if (name.ends_with(".bias"))
+            values.zero_();
+        else
+            values.normal_(0.0, std, generator);
+        parameter.copy_(values);
+    }
+}
+
+} // namespace tb::train

@@ -1,0 +1,111 @@
+#pragma once
+
+#include "train/attention.h"
+#include "train/layers.h"
+#include "train/model_config.h"
+
+#include <torch/torch.h>
+
+#include <functional>
+
+namespace tb::train {
+
+// Keys and values of the positions already seen, one entry per layer, for
+// generating a token at a time.
+struct KvCache {
+    std::vector<LayerCache> layers;
+    std::int64_t length() const;
+};
+
+// Pre-norm decoder block: x + attn(norm(x)), then + mlp(norm(.)).
+class DecoderLayer : public torch::nn::Module {
+public:
+    DecoderLayer(const LlamaConfig& config, const torch::TensorOptions& options);
+    torch::Tensor forward(
+        const torch::Tensor& hidden, const AttentionInputs& inputs, LayerCache* cache);
+
+    SelfAttention& attention() { return *m_attention; }
+    SwiGluMlp& mlp() { return *m_mlp; }
+
+private:
+    std::shared_ptr<RmsNorm> m_inputNorm;
+    std::shared_ptr<SelfAttention> m_attention;
+    std::shared_ptr<RmsNorm> m_postAttentionNorm;
+    std::shared_ptr<SwiGluMlp> m_mlp;
+};
+
+// The decoder stack: embed_tokens, layers, norm (transformers' LlamaModel).
+class LlamaModel : public torch::nn::Module {
+public:
+    LlamaModel(const LlamaConfig& config, const torch::TensorOptions& options);
+
+    TokenEmbedding& embedding() { return *m_embedding; }
+    RmsNorm& norm() { return *m_norm; }
+    std::vector<std::shared_ptr<DecoderLayer>>& layers() { return m_layers; }
+
+private:
+    std::shared_ptr<TokenEmbedding> m_embedding;
+    std::vector<std::shared_ptr<DecoderLayer>> m_layers;
+    std::shared_ptr<RmsNorm> m_norm;
+};
+
+// A Llama-family causal language model whose parameter names are those of
+// transformers' LlamaForCausalLM ("model.layers.0.self_attn.q_proj.weight",
+// "lm_head.weight"), so safetensors load and save by name. With tied
+// embeddings the output projection is model.embed_tokens.weight and there is
+// no lm_head parameter.
+class LlamaForCausalLm : public torch::nn::Module {
+public:
+    LlamaForCausalLm(const LlamaConfig& config, torch::ScalarType dtype);
+
+    const LlamaConfig& config() const { return m_config; }
+    torch::ScalarType dtype() const { return m_dtype; }
+
+    // inputIds [batch, tokens] (int64). Returns the final hidden states after
+    // the last norm, [batch, tokens, hiddenSize]. With `cache`, positions
+    // continue after the cached ones and the cache receives these.
+    torch::Tensor hiddenStates(const torch::Tensor& inputIds, KvCache* cache = nullptr);
+    // Output projection of hidden states: [..., vocabSize] in the model dtype.
+    torch::Tensor logitsFrom(const torch::Tensor& hidden);
+    // hiddenStates then logitsFrom.
+    torch::Tensor forward(const torch::Tensor& inputIds, KvCache* cache = nullptr);
+
+    void setAttentionBackend(AttentionBackend backend) { m_backend = backend; }
+    AttentionBackend attentionBackend() const { return m_backend; }
+
+    // Runs one decoder layer; forward passes go through here, so part 2 can
+    // recompute a layer in backward (activation checkpointing) by wrapping it.
+    using LayerRunner = std::function<torch::Tensor(DecoderLayer& layer,
+        const torch::Tensor& hidden, const AttentionInputs& inputs, LayerCache* cache)>;
+    void setLayerRunner(LayerRunner runner) { m_layerRunner = std::move(runner); }
+
+    LlamaModel& model() { return *m_model; }
+    torch::Tensor& outputWeight(); // lm_head.weight, or the embedding when tied
+
+    // Every projection by its qualified name ("model.layers.3.mlp.up_proj"),
+    // and in-place replacement (how LoRA adapters attach).
+    std::vector<std::pair<std::string, std::shared_ptr<LinearLayer>>> projections();
+    void replaceProjection(const std::string& qualifiedName, std::shared_ptr<LinearLayer> layer);
+
+    // Random weights as transformers initialises them: N(0, std) for the
+    // projections and the embedding, zero biases, unit norm weights.
+    void initializeRandom(std::uint64_t seed, double std = 0.02);
+
+    // cos/sin tables [tokens, headDim] for positions first..first+tokens-1.
+    std::pair<torch::Tensor, torch::Tensor> rotaryTables(
+        std::int64_t first, std::int64_t tokens, const torch::Device& device);
+
+private:
+    AttentionInputs attentionInputs(
+        std::int64_t pastLength, std::int64_t tokens, const torch::Device& device);
+
+    LlamaConfig m_config;
+    torch::ScalarType m_dtype;
+    AttentionBackend m_backend = AttentionBackend::Fused;
+    LayerRunner m_layerRunner;
+    std::shared_ptr<LlamaModel> m_model;
+    std::shared_ptr<DenseLinear> m_lmHead; // null when tied
+    torch::Tensor m_inverseFrequencies; // double, CPU
+};
+
+} // namespace tb::train

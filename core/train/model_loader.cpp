@@ -1,0 +1,216 @@
+#include "train/model_loader.h"
+
+#include "safetensors/tensor_store.h"
+#include "safetensors/writer.h"
+#include "train/llama_model.h"
+#include "train/torch_compat.h"
+
+#include <map>
+
+namespace tb::train {
+
+using common::Error;
+using common::Result;
+using common::Status;
+
+namespace {
+
+torch::ScalarType scalarType(ComputeDType dtype)
+{
+    switch (dtype) {
+    case ComputeDType::BFloat16:
+        return torch::kBFloat16;
+    case ComputeDType::Float16:
+        return torch::kHalf;
+    case ComputeDType::Float64:
+        return torch::kDouble;
+    case ComputeDType::Float32:
+        break;
+    }
+    return torch::kFloat;
+}
+
+std::optional<torch::ScalarType> storedType(safetensors::DType dtype)
+{
+    switch (dtype) {
+    case safetensors::DType::F32:
+        return torch::kFloat;
+    case safetensors::DType::F16:
+        return torch::kHalf;
+    case safetensors::DType::BF16:
+        return torch::kBFloat16;
+    case safetensors::DType::F64:
+        return torch::kDouble;
+    default:
+        return std::nullopt;
+    }
+}
+
+std::string shapeText(c10::IntArrayRef shape)
+{
+    std::string out = "[";
+    for (size_t i = 0; i < shape.size(); ++i)
+        out += (i ? ", " : "") + std::to_string(shape[i]);
+    return out + "]";
+}
+
+// "a, b, c and 12 more"
+std::string someNames(const std::vector<std::string>& names)
+{
+    constexpr size_t kShown = 5;
+    std::string out;
+    for (size_t i = 0; i < names.size() && i < kShown; ++i)
+        out += (i ? ", " : "") + names[i];
+    if (names.size() > kShown)
+        out += " and " + std::to_string(names.size() - kShown) + " more";
+    return out;
+}
+
+std::string storeName(const safetensors::TensorStore& store)
+{
+    return store.files().size() == 1 ? store.files().front().path()
+                                     : store.files().front().path() + " (and other shards)";
+}
+
+Status readInto(
+    const safetensors::TensorStore& store, const std::string& name, torch::Tensor& target)
+{
+    const safetensors::TensorInfo* info = store.find(name);
+    const std::string where = "tensor '" + name + "'";
+    const std::optional<torch::ScalarType> type = storedType(info->dtype);
+    if (!type)
+        return Error::at(store.fileOf(name), where,
+            "dtype " + std::string(safetensors::dtypeName(info->dtype))
+                + " is not a float type we load",
+            "weights must be F32, F16, BF16 or F64");
+    if (c10::IntArrayRef(info->shape) != target.sizes())
+        return Error::at(store.fileOf(name), where,
+            "shape " + shapeText(info->shape) + ", but config.json implies "
+                + shapeText(target.sizes()));
+    torch::Tensor staging = torch::empty(target.sizes(), torch::TensorOptions().dtype(*type));
+    auto* bytes = static_cast<std::byte*>(staging.data_ptr());
+    if (auto status = store.read(name, {bytes, info->byteCount()}); !status)
+        return status;
+    target.copy_(staging);
+    return common::Ok{};
+}
+
+} // namespace
+
+std::shared_ptr<LlamaForCausalLm> createCausalLm(const LlamaConfig& config, ComputeDType dtype)
+{
+    return std::make_shared<LlamaForCausalLm>(config, scalarType(dtype));
+}
+
+Status loadWeights(LlamaForCausalLm& model, const safetensors::TensorStore& store)
+{
+    try {
+        torch::NoGradGuard noGrad;
+        std::map<std::string, torch::Tensor> parameters;
+        for (const auto& item : model.named_parameters())
+            parameters.emplace(item.key(), item.value());
+        const bool tiedHeadStored =
+            model.config().tieWordEmbeddings && store.find("lm_head.weight");
+
+        std::vector<std::string> missing;
+        for (const auto& entry : parameters) {
+            if (!store.find(entry.first))
+                missing.push_back(entry.first);
+        }
+        std::vector<std::string> leftover;
+        for (const std::string& name : store.names()) {
+            if (!parameters.contains(name) && !name.ends_with("rotary_emb.inv_freq")
+                && !(tiedHeadStored && name == "lm_head.weight"))
+                leftover.push_back(name);
+        }
+        if (!missing.empty())
+            return Error::at(storeName(store), "",
+                "lacks " + std::to_string(missing.size())
+                    + " tensors that config.json implies: " + someNames(missing),
+                missing.size() == parameters.size() ? "are these Hugging Face (transformers) names?"
+                                                    : std::string());
+        if (!leftover.empty())
+            return Error::at(storeName(store), "",
+                "holds " + std::to_string(leftover.size())
+                    + " tensors this model does not have: " + someNames(leftover),
+                "does config.json match these weights?");
+
+        for (auto& [name, parameter] : parameters) {
+            if (auto status = readInto(store, name, parameter); !status)
+                return status;
+        }
+        if (tiedHeadStored) {
+            torch::Tensor head = torch::empty_like(model.outputWeight());
+            if (auto status = readInto(store, "lm_head.weight", head); !status)
+                return status;
+            if (!torch::equal(head, model.outputWeight()))
+                return Error::at(store.fileOf("lm_head.weight"), "tensor 'lm_head.weight'",
+                    "differs from model.embed_tokens.weight, but config.json sets "
+                    "tie_word_embeddings",
+                    "set tie_word_embeddings to false if the head is separate");
+        }
+        return common::Ok{};
+    } catch (const std::exception& e) {
+        return Error::at(storeName(store), "", std::string("loading failed: ") + e.what());
+    }
+}
+
+Status saveWeights(LlamaForCausalLm& model, const std::string& path, ComputeDType storeAs)
+{
+    try {
+        torch::NoGradGuard noGrad;
+        const torch::ScalarType type = scalarType(storeAs);
+        const safetensors::DType fileType = type == torch::kBFloat16 ? safetensors::DType::BF16
+            : type == torch::kHalf                                   ? safetensors::DType::F16
+            : type == torch::kDouble                                 ? safetensors::DType::F64
+                                                                     : safetensors::DType::F32;
+        std::vector<torch::Tensor> converted; // keeps the bytes alive until written
+        std::vector<safetensors::TensorToWrite> tensors;
+        for (const auto& item : model.named_parameters()) {
+            converted.push_back(item.value().detach().to(torch::kCPU, type).contiguous());
+            const torch::Tensor& tensor = converted.back();
+            tensors.push_back({item.key(), fileType, tensor.sizes().vec(),
+                {static_cast<const std::byte*>(tensor.data_ptr()), tensor.nbytes()}});
+        }
+        return safetensors::writeSafetensors(path, tensors, {{"format", "pt"}});
+    } catch (const std::exception& e) {
+        return Error::at(path, "", std::string("saving failed: ") + e.what());
+    }
+}
+
+Result<std::shared_ptr<LlamaForCausalLm>> loadCausalLm(
+    const std::string& modelDir, ComputeDType dtype)
+{
+    if (dtype == ComputeDType::Float16 && !compat::cpuHalfMatmulSupported())
+        return Error::at(modelDir, "",
+            "float16 compute is not available on the CPU in this LibTorch",
+            "use bf16 or fp32 (float16 weights are converted on load)");
+    const Result<LlamaConfig> config = loadLlamaConfig(modelDir);
+    if (!config)
+        return config.error();
+    const Result<safetensors::TensorStore> store = safetensors::TensorStore::open(modelDir);
+    if (!store)
+        return store.error();
+    std::shared_ptr<LlamaForCausalLm> model;
+    try {
+        model = createCausalLm(*config, dtype);
+    } catch (const std::exception& e) {
+        return Error::at(modelDir, "", std::string("cannot build the model: ") + e.what());
+    }
+    if (auto status = loadWeights(*model, *store); !status)
+        return status.error();
+    model->eval();
+    return model;
+}
+
+void setComputeThreads(int threads)
+{
+    at::set_num_threads(std::max(1, threads));
+}
+
+int computeThreads()
+{
+    return at::get_num_threads();
+}
+
+} // namespace tb::train

@@ -1,0 +1,55 @@
+#include "train/text_documents.h"
+
+namespace tb::train {
+
+namespace {
+
+bool isSpace(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+std::string_view trimmed(std::string_view text)
+{
+    while (!text.empty() && isSpace(text.front()))
+        text.remove_prefix(1);
+    while (!text.empty() && isSpace(text.back()))
+        text.remove_suffix(1);
+    return text;
+}
+
+} // namespace
+
+std::vector<std::string> splitParagraphs(std::string_view text, std::size_t limit)
+{
+    std::vector<std::string> out;
+    std::size_t paragraphStart = 0;
+    std::size_t lineStart = 0;
+    auto flush = [&](std::size_t end) {
+        if (paragraphStart >= end)
+            return;
+        const std::string_view paragraph =
+            trimmed(text.substr(paragraphStart, end - paragraphStart));
+        if (!paragraph.empty())
+            out.emplace_back(paragraph);
+    };
+    while (lineStart <= text.size() && (limit == 0 || out.size() < limit)) {
+        std::size_t lineEnd = text.find('\n', lineStart);
+        if (lineEnd == std::string_view::npos)
+            lineEnd = text.size();
+        if (trimmed(text.substr(lineStart, lineEnd - lineStart)).empty()) {
+            flush(lineStart);
+            paragraphStart = lineEnd + 1;
+        }
+        if (lineEnd == text.size()) {
+            flush(text.size());
+            break;
+        }
+        lineStart = lineEnd + 1;
+    }
+    if (limit != 0 && out.size() > limit)
+        out.resize(limit);
+    return out;
+}
+
+} // namespace tb::train

@@ -1,0 +1,233 @@
+#include "train/model_config.h"
+#include "train/rope.h"
+
+#include <QTest>
+
+using namespace tb::train;
+
+namespace {
+
+// Architecture fields of published config.json files (values as on the
+// Hugging Face hub); parameter counts as the model cards and
+// transformers' num_parameters() report them.
+const char* kLlama2_7b = R"({"architectures":["LlamaForCausalLM"],"bos_token_id":1,"eos_token_id":2,
+ "hidden_act":"silu","hidden_size":4096,"initializer_range":0.02,"intermediate_size":11008,
+ "max_position_embeddings":4096,"model_type":"llama","num_attention_heads":32,"num_hidden_layers":32,
+ "num_key_value_heads":32,"pretraining_tp":1,"rms_norm_eps":1e-05,"rope_scaling":null,
+ "tie_word_embeddings":false,"torch_dtype":"float16","transformers_version":"4.31.0.dev0",
+ "use_cache":true,"vocab_size":32000})";
+const char* kLlama3_8b = R"({"architectures":["LlamaForCausalLM"],"attention_bias":false,
+ "attention_dropout":0.0,"bos_token_id":128000,"eos_token_id":128001,"hidden_act":"silu",
+ "hidden_size":4096,"initializer_range":0.02,"intermediate_size":14336,"max_position_embeddings":8192,
+ "model_type":"llama","num_attention_heads":32,"num_hidden_layers":32,"num_key_value_heads":8,
+ "pretraining_tp":1,"rms_norm_eps":1e-05,"rope_scaling":null,"rope_theta":500000.0,
+ "tie_word_embeddings":false,"torch_dtype":"bfloat16","use_cache":true,"vocab_size":128256})";
+const char* kLlama31_8b = R"({"architectures":["LlamaForCausalLM"],"attention_bias":false,
+ "bos_token_id":128000,"eos_token_id":[128001,128008,128009],"hidden_act":"silu","hidden_size":4096,
+ "intermediate_size":14336,"max_position_embeddings":131072,"mlp_bias":false,"model_type":"llama",
+ "num_attention_heads":32,"num_hidden_layers":32,"num_key_value_heads":8,"pretraining_tp":1,
+ "rms_norm_eps":1e-05,"rope_scaling":{"factor":8.0,"low_freq_factor":1.0,"high_freq_factor":4.0,
+ "original_max_position_embeddings":8192,"rope_type":"llama3"},"rope_theta":500000.0,
+ "tie_word_embeddings":false,"torch_dtype":"bfloat16","vocab_size":128256})";
+const char* kLlama32_1b = R"({"architectures":["LlamaForCausalLM"],"bos_token_id":128000,
+ "eos_token_id":128001,"head_dim":64,"hidden_act":"silu","hidden_size":2048,"intermediate_size":8192,
+ "max_position_embeddings":131072,"model_type":"llama","num_attention_heads":32,"num_hidden_layers":16,
+ "num_key_value_heads":8,"rms_norm_eps":1e-05,"rope_scaling":{"factor":32.0,"high_freq_factor":4.0,
+ "low_freq_factor":1.0,"original_max_position_embeddings":8192,"rope_type":"llama3"},
+ "rope_theta":500000.0,"tie_word_embeddings":true,"torch_dtype":"bfloat16","vocab_size":128256})";
+const char* kMistral7b =
+    R"({"architectures":["MistralForCausalLM"],"bos_token_id":1,"eos_token_id":2,
+ "hidden_act":"silu","hidden_size":4096,"initializer_range":0.02,"intermediate_size":14336,
+ "max_position_embeddings":32768,"model_type":"mistral","num_attention_heads":32,"num_hidden_layers":32,
+ "num_key_value_heads":8,"rms_norm_eps":1e-05,"rope_theta":10000.0,"sliding_window":4096,
+ "tie_word_embeddings":false,"torch_dtype":"bfloat16","vocab_size":32000})";
+const char* kQwen2_05b = R"({"architectures":["Qwen2ForCausalLM"],"attention_dropout":0.0,
+ "bos_token_id":151643,"eos_token_id":151643,"hidden_act":"silu","hidden_size":896,
+ "intermediate_size":4864,"max_position_embeddings":131072,"max_window_layers":24,"model_type":"qwen2",
+ "num_attention_heads":14,"num_hidden_layers":24,"num_key_value_heads":2,"rms_norm_eps":1e-06,
+ "rope_theta":1000000.0,"sliding_window":131072,"tie_word_embeddings":true,"torch_dtype":"bfloat16",
+ "use_cache":true,"use_sliding_window":false,"vocab_size":151936})";
+const char* kTinyLlama = R"({"architectures":["LlamaForCausalLM"],"bos_token_id":1,"eos_token_id":2,
+ "hidden_act":"silu","hidden_size":2048,"initializer_range":0.02,"intermediate_size":5632,
+ "max_position_embeddings":2048,"model_type":"llama","num_attention_heads":32,"num_hidden_layers":22,
+ "num_key_value_heads":4,"pretraining_tp":1,"rms_norm_eps":1e-05,"rope_scaling":null,
+ "tie_word_embeddings":false,"torch_dtype":"float32","vocab_size":32000})";
+const char* kSmolLm135m = R"({"architectures":["LlamaForCausalLM"],"attention_bias":false,
+ "bos_token_id":0,"eos_token_id":0,"hidden_act":"silu","hidden_size":576,"initializer_range":0.02,
+ "intermediate_size":1536,"max_position_embeddings":2048,"model_type":"llama","num_attention_heads":9,
+ "num_hidden_layers":30,"num_key_value_heads":3,"pretraining_tp":1,"rms_norm_eps":1e-05,
+ "rope_scaling":null,"rope_theta":10000.0,"tie_word_embeddings":true,"torch_dtype":"float32",
+ "vocab_size":49152})";
+
+QString withField(const char* base, const char* field)
+{
+    return "{" + QString(field) + "," + QString(base).mid(1);
+}
+
+} // namespace
+
+class TestTrainConfig : public QObject {
+    Q_OBJECT
+
+private slots:
+    void publishedConfigsLoad_data()
+    {
+        QTest::addColumn<QString>("json");
+        QTest::addColumn<qlonglong>("parameters");
+        QTest::addColumn<int>("kvGroup");
+        QTest::addColumn<bool>("tied");
+        QTest::addColumn<bool>("qkvBias");
+        QTest::addRow("Llama-2-7b") << kLlama2_7b << 6738415616LL << 1 << false << false;
+        QTest::addRow("Meta-Llama-3-8B") << kLlama3_8b << 8030261248LL << 4 << false << false;
+        QTest::addRow("Llama-3.1-8B") << kLlama31_8b << 8030261248LL << 4 << false << false;
+        QTest::addRow("Llama-3.2-1B") << kLlama32_1b << 1235814400LL << 4 << true << false;
+        QTest::addRow("Mistral-7B-v0.1") << kMistral7b << 7241732096LL << 4 << false << false;
+        QTest::addRow("Qwen2-0.5B") << kQwen2_05b << 494032768LL << 7 << true << true;
+        QTest::addRow("TinyLlama-1.1B") << kTinyLlama << 1100048384LL << 8 << false << false;
+        QTest::addRow("SmolLM-135M") << kSmolLm135m << 134515008LL << 3 << true << false;
+    }
+    void publishedConfigsLoad()
+    {
+        QFETCH(QString, json);
+        QFETCH(qlonglong, parameters);
+        QFETCH(int, kvGroup);
+        QFETCH(bool, tied);
+        QFETCH(bool, qkvBias);
+        const auto config = parseLlamaConfig(json.toStdString(), "config.json");
+        QVERIFY2(config.ok(), config.ok() ? "" : config.error().toString().c_str());
+        QCOMPARE(config->parameterCount(), parameters);
+        QCOMPARE(config->kvGroupSize(), kvGroup);
+        QCOMPARE(config->tieWordEmbeddings, tied);
+        QCOMPARE(config->qkvBias, qkvBias);
+        QCOMPARE(config->outputBias, false);
+    }
+
+    void fieldsAreRead()
+    {
+        auto config = parseLlamaConfig(kLlama31_8b, "c.json");
+        QVERIFY(config.ok());
+        QCOMPARE(config->ropeScaling.type, RopeScalingType::Llama3);
+        QCOMPARE(config->ropeScaling.factor, 8.0);
+        QCOMPARE(config->ropeScaling.originalMaxPositionEmbeddings, 8192);
+        QCOMPARE(config->eosTokenIds, (std::vector<std::int64_t>{128001, 128008, 128009}));
+        QCOMPARE(config->ropeTheta, 500000.0);
+        QCOMPARE(config->headDim, 128);
+        config = parseLlamaConfig(kMistral7b, "c.json");
+        QVERIFY(config.ok());
+        QCOMPARE(config->slidingWindow.value_or(0), 4096);
+        config = parseLlamaConfig(kQwen2_05b, "c.json");
+        QVERIFY(config.ok());
+        QVERIFY(!config->slidingWindow.has_value()); // use_sliding_window false
+        QCOMPARE(config->headDim, 64);
+        // transformers 5 moves theta and scaling into rope_parameters.
+        config = parseLlamaConfig(
+            withField(kTinyLlama,
+                R"("rope_parameters":{"rope_theta":20000.0,"rope_type":"linear","factor":2.0})")
+                .toStdString(),
+            "c.json");
+        QVERIFY(config.ok());
+        QCOMPARE(config->ropeTheta, 20000.0);
+        QCOMPARE(config->ropeScaling.type, RopeScalingType::Linear);
+        // Llama's attention_bias puts a bias on q, k, v and o.
+        config = parseLlamaConfig(
+            withField(kTinyLlama, R"("attention_bias":true)").toStdString(), "c.json");
+        QVERIFY(config.ok());
+        QVERIFY(config->qkvBias && config->outputBias);
+    }
+
+    void unsupportedConfigsAreRefused_data()
+    {
+        QTest::addColumn<QString>("json");
+        QTest::addColumn<QString>("expected");
+        auto edit = [](const char* base, const char* from, const char* to) {
+            QString text(base);
+            Q_ASSERT(text.contains(from));
+            return text.replace(from, to);
+        };
+        QTest::addRow("model type")
+            << edit(kTinyLlama, R"("model_type":"llama")", R"("model_type":"gemma")")
+            << "field 'model_type': 'gemma' is not supported";
+        QTest::addRow("architecture")
+            << edit(kTinyLlama, "LlamaForCausalLM", "LlamaForSequenceClassification")
+            << "field 'architectures': 'LlamaForSequenceClassification' is not supported";
+        QTest::addRow("activation") << edit(kTinyLlama, R"("silu")", R"("gelu")")
+                                    << "field 'hidden_act': activation 'gelu' is not supported";
+        QTest::addRow("yarn")
+            << edit(kLlama31_8b, R"("rope_type":"llama3")", R"("rope_type":"yarn")")
+            << "field 'rope_scaling.rope_type': rope scaling type 'yarn' is not supported";
+        QTest::addRow("dynamic") << edit(kTinyLlama, R"("rope_scaling":null)",
+            R"("rope_scaling":{"type":"dynamic","factor":2.0})")
+                                 << "field 'rope_scaling.type': rope scaling type 'dynamic'";
+        QTest::addRow("llama3 incomplete") << edit(kLlama31_8b, R"("low_freq_factor":1.0,)", "")
+                                           << "field 'rope_scaling.low_freq_factor': missing";
+        QTest::addRow("quantised")
+            << withField(kTinyLlama, R"("quantization_config":{"bits":4})")
+            << "field 'quantization_config': quantised weights are not supported";
+        QTest::addRow("qwen2 sliding layers") << edit(kQwen2_05b, R"("use_sliding_window":false)",
+            R"("use_sliding_window":true)") << "field 'use_sliding_window'";
+        QTest::addRow("kv heads") << edit(
+            kTinyLlama, R"("num_key_value_heads":4)", R"("num_key_value_heads":5)")
+                                  << "field 'num_key_value_heads': got 5, expected a divisor";
+        QTest::addRow("odd head dim")
+            << withField(kTinyLlama, R"("head_dim":63)") << "field 'head_dim': got 63";
+        QTest::addRow("missing size")
+            << edit(kTinyLlama, R"("hidden_size":2048,)", "") << "field 'hidden_size': missing";
+        QTest::addRow("size as text")
+            << edit(kTinyLlama, R"("hidden_size":2048)", R"("hidden_size":"2048")")
+            << "field 'hidden_size': got \"2048\", expected a positive integer";
+        QTest::addRow("partial rotary") << withField(kTinyLlama, R"("partial_rotary_factor":0.5)")
+                                        << "field 'partial_rotary_factor'";
+        QTest::addRow("layer types")
+            << withField(kTinyLlama, R"("layer_types":["sliding_attention"])")
+            << "field 'layer_types'";
+        QTest::addRow("negative eps") << edit(kTinyLlama, R"("rms_norm_eps":1e-05)",
+            R"("rms_norm_eps":-1)") << "field 'rms_norm_eps': got -1, expected a positive number";
+        QTest::addRow("not json") << "{\"model_type\":"
+                                  << "c.json: invalid JSON";
+    }
+    void unsupportedConfigsAreRefused()
+    {
+        QFETCH(QString, json);
+        QFETCH(QString, expected);
+        const auto config = parseLlamaConfig(json.toStdString(), "c.json");
+        QVERIFY(!config.ok());
+        const QString message = QString::fromStdString(config.error().toString());
+        QVERIFY2(message.contains(expected), qPrintable(message));
+        QVERIFY2(message.startsWith("c.json"), qPrintable(message));
+    }
+
+    void llama3RopeFrequencies()
+    {
+        const auto config = parseLlamaConfig(kLlama31_8b, "c.json");
+        QVERIFY(config.ok());
+        const std::vector<double> inverse = ropeInverseFrequencies(*config);
+        QCOMPARE(inverse.size(), size_t(64));
+        // Expected values from an independent evaluation of Meta's apply_scaling
+        // formula in double precision (wavelengths: i=28 1956 < 2048 kept,
+        // i=30 2948 blended, i=40 above 8192 divided by 8).
+        QCOMPARE(inverse[0], 1.0);
+        QVERIFY(qAbs(inverse[28] - 0.0032114459947525913) < 1e-15);
+        QVERIFY(qAbs(inverse[30] - 0.0013718935677611381) < 1e-15);
+        QVERIFY(qAbs(inverse[40] - 3.428102195952591e-05) < 1e-17);
+        QVERIFY(qAbs(inverse[63] - 3.068925988914511e-07) < 1e-19);
+        for (size_t i = 1; i < inverse.size(); ++i)
+            QVERIFY(inverse[i] < inverse[i - 1]);
+    }
+
+    void linearRopeDividesFrequencies()
+    {
+        const auto parsed = parseLlamaConfig(kTinyLlama, "c.json");
+        QVERIFY(parsed.ok());
+        LlamaConfig config = *parsed;
+        const auto plain = ropeInverseFrequencies(config);
+        config.ropeScaling.type = RopeScalingType::Linear;
+        config.ropeScaling.factor = 4.0;
+        const auto scaled = ropeInverseFrequencies(config);
+        for (size_t i = 0; i < plain.size(); ++i)
+            QCOMPARE(scaled[i], plain[i] / 4.0);
+        QCOMPARE(plain[1], 1.0 / std::pow(10000.0, 2.0 / 64.0));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestTrainConfig)
+#include "test_train_config.moc"

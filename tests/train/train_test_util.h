@@ -1,0 +1,71 @@
+#pragma once
+
+#include "train/llama_model.h"
+#include "train/model_config.h"
+
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <string>
+
+// Shared by the trainer suites: tiny configs and tensor helpers.
+namespace tb::train::testutil {
+
+// Small enough for float64 finite differences, with every feature on:
+// grouped K/V (4 query heads on 2), head_dim given and unequal to
+// hidden/heads, q/k/v biases (Qwen2), untied head.
+inline LlamaConfig tinyConfig()
+{
+    LlamaConfig config;
+    config.modelType = "qwen2";
+    config.vocabSize = 29;
+    config.hiddenSize = 12;
+    config.intermediateSize = 20;
+    config.numLayers = 2;
+    config.numHeads = 4;
+    config.numKvHeads = 2;
+    config.headDim = 6;
+    config.maxPositionEmbeddings = 64;
+    config.rmsNormEps = 1e-6;
+    config.ropeTheta = 10000.0;
+    config.qkvBias = true;
+    return config;
+}
+
+// Llama-style variant: tied embeddings, Llama 3 rope scaling, no biases.
+inline LlamaConfig tinyTiedConfig()
+{
+    LlamaConfig config = tinyConfig();
+    config.modelType = "llama";
+    config.qkvBias = false;
+    config.tieWordEmbeddings = true;
+    config.ropeTheta = 500000.0;
+    config.ropeScaling.type = RopeScalingType::Llama3;
+    config.ropeScaling.factor = 8.0;
+    config.ropeScaling.lowFreqFactor = 1.0;
+    config.ropeScaling.highFreqFactor = 4.0;
+    config.ropeScaling.originalMaxPositionEmbeddings = 16;
+    return config;
+}
+
+inline torch::Tensor ids(const std::vector<std::int64_t>& values)
+{
+    return torch::tensor(values, torch::kLong).unsqueeze(0);
+}
+
+inline double maxAbsDiff(const torch::Tensor& a, const torch::Tensor& b)
+{
+    return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
+}
+
+inline std::string sharedModelDir()
+{
+    return TB_SHARED_DATA_DIR "/models/stories260K";
+}
+
+inline bool haveSharedModel()
+{
+    return std::filesystem::exists(sharedModelDir() + "/model.safetensors");
+}
+
+} // namespace tb::train::testutil
