@@ -5,7 +5,9 @@
 #include "tokenizer/tokenizer_config.h"
 #include "tokenizer/tokenizer_impl.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <vector>
 
 namespace tb::tokenizer {
 
@@ -46,11 +48,37 @@ bool mentionsType(const nlohmann::json& value, std::string_view type)
     return false;
 }
 
+// Real tokenizer.json files nest about six levels; the component parsers
+// recurse, so a hostile file must not nest without bound.
+constexpr std::size_t kMaxDepth = 64;
+
+std::size_t nestingDepth(const nlohmann::json& document)
+{
+    std::size_t deepest = 0;
+    std::vector<std::pair<const nlohmann::json*, std::size_t>> stack{{&document, 1}};
+    while (!stack.empty()) {
+        const auto [value, depth] = stack.back();
+        stack.pop_back();
+        deepest = std::max(deepest, depth);
+        if (depth > kMaxDepth)
+            break;
+        if (value->is_object() || value->is_array()) {
+            for (const auto& child : *value)
+                stack.emplace_back(&child, depth + 1);
+        }
+    }
+    return deepest;
+}
+
 std::shared_ptr<Tokenizer::Impl> build(const nlohmann::json& document, const std::string& source)
 {
     const JsonNode root(document, "");
     if (!root.isObject())
         root.fail("a JSON object with a \"model\" field (a Hugging Face tokenizer.json)");
+    if (nestingDepth(document) > kMaxDepth)
+        throw LoadError{{},
+            "JSON nested more than " + std::to_string(kMaxDepth)
+                + " levels deep; a tokenizer.json nests a handful"};
     auto impl = std::make_shared<Tokenizer::Impl>();
     impl->sourcePath = source;
 
@@ -91,6 +119,20 @@ std::shared_ptr<Tokenizer::Impl> build(const nlohmann::json& document, const std
     for (const detail::AddedToken& token : impl->added.tokens())
         size = std::max(size, static_cast<std::size_t>(token.id) + 1);
     impl->vocabSize = size;
+    if (impl->postProcessor) {
+        // Every id the post-processor adds must be one the vocabulary has,
+        // so encode() never returns an id the model cannot embed.
+        std::vector<TokenId> added;
+        impl->postProcessor->apply(added);
+        for (const TokenId id : added) {
+            const bool known = impl->added.byId(id) != nullptr
+                || (static_cast<std::size_t>(id) < impl->modelTokenById.size()
+                    && impl->modelTokenById[static_cast<std::size_t>(id)] != nullptr);
+            if (!known)
+                throw LoadError{"post_processor",
+                    "adds token id " + std::to_string(id) + ", which is not in the vocabulary"};
+        }
+    }
     return impl;
 }
 
