@@ -4,18 +4,20 @@
 //   node hf_reference.js ids   <node_modules> <request.json> <out.json>
 //     request: {"tokenizers": [paths], "texts": [strings]}
 //     out: {"version": "...", "results": [{"file", "ids", "idsPlain", "decoded", "decodedSkip"}]}
-//   node hf_reference.js bench <node_modules> <tokenizer.json> <text file> <repeats>
-//     prints {"tokens": n, "seconds": best wall time of one encode of the whole text}
+//   node hf_reference.js bench <node_modules> <tokenizer.json> <text file> <repeats> [lines]
+//     prints {"tokens": n, "seconds": best wall time of one encode of the whole text}, or
+//     with "lines", of one encodeBatch over its non-empty lines (set
+//     TOKENIZERS_PARALLELISM=false for one thread)
 'use strict';
 const fs = require('fs');
 const path = require('path');
 
 const [mode, modulesDir, ...rest] = process.argv.slice(2);
-const {Tokenizer} = require(path.join(modulesDir, 'tokenizers'));
+const {Tokenizer} = require(path.resolve(modulesDir, 'tokenizers'));
 
 async function ids(requestFile, outFile) {
     const request = JSON.parse(fs.readFileSync(requestFile, 'utf8'));
-    const version = require(path.join(modulesDir, 'tokenizers', 'package.json')).version;
+    const version = require(path.resolve(modulesDir, 'tokenizers', 'package.json')).version;
     const results = [];
     for (const file of request.tokenizers) {
         const tokenizer = Tokenizer.fromFile(file);
@@ -33,17 +35,23 @@ async function ids(requestFile, outFile) {
     fs.writeFileSync(outFile, JSON.stringify({version, results}));
 }
 
-async function bench(file, textFile, repeats) {
+async function bench(file, textFile, repeats, lines) {
     const tokenizer = Tokenizer.fromFile(file);
     const text = fs.readFileSync(textFile, 'utf8');
+    const inputs = lines ? text.split('\n').map((l) => l.replace(/\r$/, '')).filter((l) => l.length > 0)
+                         : null;
     let best = Infinity;
     let tokens = 0;
     for (let i = 0; i < repeats; ++i) {
         const start = process.hrtime.bigint();
-        const encoding = await tokenizer.encode(text, null, {addSpecialTokens: false});
-        const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-        tokens = encoding.getIds().length;
-        best = Math.min(best, seconds);
+        if (lines) {
+            const encodings = await tokenizer.encodeBatch(inputs, {addSpecialTokens: false});
+            tokens = encodings.reduce((n, e) => n + e.getIds().length, 0);
+        } else {
+            const encoding = await tokenizer.encode(text, null, {addSpecialTokens: false});
+            tokens = encoding.getIds().length;
+        }
+        best = Math.min(best, Number(process.hrtime.bigint() - start) / 1e9);
     }
     console.log(JSON.stringify({tokens, seconds: best}));
 }
@@ -52,7 +60,7 @@ async function bench(file, textFile, repeats) {
     if (mode === 'ids')
         await ids(rest[0], rest[1]);
     else if (mode === 'bench')
-        await bench(rest[0], rest[1], Number(rest[2] || 3));
+        await bench(rest[0], rest[1], Number(rest[2] || 3), rest[3] === 'lines');
     else
         throw new Error('usage: node hf_reference.js ids|bench <node_modules> ...');
 })().catch((error) => {
