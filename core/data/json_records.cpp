@@ -1,0 +1,281 @@
+#include "data/json_records.h"
+
+#include "common/text.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace tb::data {
+
+namespace {
+
+using nlohmann::json;
+
+const json* lookup(const json& object, const std::string& name)
+{
+    if (const auto it = object.find(name); it != object.end())
+        return &*it;
+    // A dotted path into nested data, e.g. self-instruct's instances.0.output.
+    if (name.find('.') == std::string::npos)
+        return nullptr;
+    const json* node = &object;
+    for (const std::string& part : common::split(name, '.')) {
+        if (node->is_object()) {
+            const auto it = node->find(part);
+            if (it == node->end())
+                return nullptr;
+            node = &*it;
+        } else if (node->is_array()) {
+            std::size_t index = 0;
+            const auto [end, error] =
+                std::from_chars(part.data(), part.data() + part.size(), index);
+            if (error != std::errc() || end != part.data() + part.size() || index >= node->size())
+                return nullptr;
+            node = &(*node)[index];
+        } else {
+            return nullptr;
+        }
+    }
+    return node;
+}
+
+std::string typeName(const json& value)
+{
+    return value.is_null() ? "null" : value.type_name();
+}
+
+// A string field: absent or null is allowed when `required` is false.
+common::Status readText(
+    const json& object, const std::string& name, bool required, std::string& out)
+{
+    const json* value = lookup(object, name);
+    if (!value || value->is_null()) {
+        if (required)
+            return common::Error{"'" + name + "' is missing", {}};
+        return common::Ok{};
+    }
+    if (!value->is_string())
+        return common::Error{"'" + name + "' is " + typeName(*value) + ", expected a string", {}};
+    out = value->get<std::string>();
+    return common::Ok{};
+}
+
+common::Result<Record> instructionRecord(const json& object, const ReaderOptions& options)
+{
+    Record record;
+    record.kind = RecordKind::Instruction;
+    const config::ColumnMap& columns = options.columns;
+    common::Status status = common::Ok{};
+    if (options.instruction.empty())
+        status = readText(object, columns.prompt, true, record.instruction);
+    else
+        record.instruction = options.instruction;
+    if (status.ok())
+        status = readText(object, columns.input, false, record.input);
+    if (status.ok())
+        status = readText(object, columns.response, true, record.response);
+    if (status.ok())
+        status = readText(object, columns.system, false, record.system);
+    if (!status.ok())
+        return status.error();
+    if (common::trim(record.response).empty())
+        return common::Error{"'" + columns.response + "' is empty: nothing to learn", {}};
+    if (common::trim(record.instruction).empty() && common::trim(record.input).empty())
+        return common::Error{
+            "'" + columns.prompt + "' and '" + columns.input + "' are both empty", {}};
+    return record;
+}
+
+common::Result<Record> chatRecord(const json& object, const ReaderOptions& options)
+{
+    const std::string& name = options.columns.messages;
+    const json* messages = lookup(object, name);
+    if (!messages)
+        return common::Error{"'" + name + "' is missing", {}};
+    if (!messages->is_array() || messages->empty())
+        return common::Error{"'" + name + "' is " + typeName(*messages)
+                + (messages->is_array() ? " and empty" : "")
+                + ", expected a list of {role, content}",
+            {}};
+    Record record;
+    record.kind = RecordKind::Chat;
+    bool hasAnswer = false;
+    for (std::size_t i = 0; i < messages->size(); ++i) {
+        const json& message = (*messages)[i];
+        const std::string where = name + "[" + std::to_string(i) + "]";
+        if (!message.is_object())
+            return common::Error{where + " is " + typeName(message) + ", expected an object", {}};
+        ChatMessage parsed;
+        common::Status status = readText(message, "role", true, parsed.role);
+        if (status.ok())
+            status = readText(message, "content", true, parsed.content);
+        if (!status.ok())
+            return common::Error{where + ": " + status.error().message, {}};
+        if (parsed.role != "system" && parsed.role != "user" && parsed.role != "assistant")
+            return common::Error{
+                where + ": role '" + parsed.role + "', expected system, user or assistant", {}};
+        if (parsed.role == "system" && i != 0)
+            return common::Error{where + ": a system message is only allowed first", {}};
+        hasAnswer =
+            hasAnswer || (parsed.role == "assistant" && !common::trim(parsed.content).empty());
+        record.messages.push_back(std::move(parsed));
+    }
+    if (!hasAnswer)
+        return common::Error{"no assistant message with content: nothing to learn", {}};
+    return record;
+}
+
+// Byte offsets of the elements of a top-level JSON array, so an element can
+// be reported by line. Only called on text that parsed, so it can trust the
+// structure.
+std::vector<std::size_t> arrayElementOffsets(std::string_view text)
+{
+    std::vector<std::size_t> offsets;
+    int depth = 0;
+    bool inString = false;
+    bool expectElement = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (inString) {
+            if (c == '\\')
+                ++i;
+            else if (c == '"')
+                inString = false;
+            continue;
+        }
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
+            continue;
+        if (depth == 1 && expectElement && c != ']') {
+            offsets.push_back(i);
+            expectElement = false;
+        }
+        if (c == '"') {
+            inString = true;
+        } else if (c == '[' || c == '{') {
+            ++depth;
+            if (depth == 1)
+                expectElement = true;
+        } else if (c == ']' || c == '}') {
+            --depth;
+        } else if (c == ',' && depth == 1) {
+            expectElement = true;
+        }
+    }
+    return offsets;
+}
+
+std::size_t lineOfOffset(std::string_view text, std::size_t offset)
+{
+    return 1
+        + static_cast<std::size_t>(
+            std::count(text.begin(), text.begin() + std::min(offset, text.size()), '\n'));
+}
+
+common::Error jsonError(
+    const std::string& fileName, std::string_view text, const json::parse_error& error)
+{
+    // nlohmann counts the byte after the error, 1-based.
+    const std::size_t offset = error.byte > 0 ? error.byte - 1 : 0;
+    return common::Error::at(fileName, "line " + std::to_string(lineOfOffset(text, offset)),
+        std::string("not valid JSON: ") + error.what());
+}
+
+common::Result<std::vector<Record>> parseArray(std::string_view text, const std::string& fileName,
+    const ReaderOptions& options, ReadReport& report)
+{
+    json document;
+    try {
+        document = json::parse(text);
+    } catch (const json::parse_error& error) {
+        return jsonError(fileName, text, error);
+    }
+    if (!document.is_array())
+        return common::Error::at(fileName, "", "expected a JSON array of records");
+    const std::vector<std::size_t> offsets = arrayElementOffsets(text);
+    std::vector<Record> records;
+    records.reserve(document.size());
+    for (std::size_t i = 0; i < document.size(); ++i) {
+        SourcePosition where{fileName, i < offsets.size() ? lineOfOffset(text, offsets[i]) : 0, i};
+        common::Result<Record> record = document[i].is_object()
+            ? recordFromJson(document[i], options, where)
+            : common::Result<Record>(
+                common::Error{"expected a JSON object, got " + typeName(document[i]), {}});
+        if (!record.ok()) {
+            const common::Status status =
+                report.malformed({where, record.error().message}, options.malformed);
+            if (!status.ok())
+                return status.error();
+            continue;
+        }
+        report.countRecord();
+        records.push_back(std::move(record).value());
+    }
+    return records;
+}
+
+common::Result<std::vector<Record>> parseLines(std::string_view text, const std::string& fileName,
+    const ReaderOptions& options, ReadReport& report)
+{
+    std::vector<Record> records;
+    std::size_t lineNumber = 0;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string_view::npos)
+            end = text.size();
+        const std::string_view line = text.substr(start, end - start);
+        start = end + 1;
+        ++lineNumber;
+        if (common::trim(line).empty())
+            continue;
+        const SourcePosition where{fileName, lineNumber, std::nullopt};
+        common::Result<Record> record = common::Error{"", {}};
+        try {
+            const json object = json::parse(line);
+            record = object.is_object() ? recordFromJson(object, options, where)
+                                        : common::Result<Record>(common::Error{
+                                            "expected a JSON object, got " + typeName(object), {}});
+        } catch (const json::exception& error) {
+            record = common::Error{std::string("not valid JSON: ") + error.what(), {}};
+        }
+        if (!record.ok()) {
+            const common::Status status =
+                report.malformed({where, record.error().message}, options.malformed);
+            if (!status.ok())
+                return status.error();
+            continue;
+        }
+        report.countRecord();
+        records.push_back(std::move(record).value());
+    }
+    return records;
+}
+
+} // namespace
+
+common::Result<Record> recordFromJson(
+    const nlohmann::json& object, const ReaderOptions& options, const SourcePosition& where)
+{
+    common::Result<Record> record = options.format == config::DataFormat::Chat
+        ? chatRecord(object, options)
+        : instructionRecord(object, options);
+    if (record.ok())
+        record.value().source = where;
+    return record;
+}
+
+common::Result<std::vector<Record>> parseJsonRecords(std::string_view text,
+    const std::string& fileName, const ReaderOptions& options, ReadReport& report)
+{
+    const std::size_t first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string_view::npos)
+        return std::vector<Record>{};
+    if (text[first] == '[')
+        return parseArray(text, fileName, options, report);
+    if (text[first] == '{')
+        return parseLines(text, fileName, options, report);
+    return common::Error::at(fileName, "line " + std::to_string(lineOfOffset(text, first)),
+        "expected a JSON array of records or JSON Lines objects");
+}
+
+} // namespace tb::data

@@ -1,0 +1,183 @@
+#include "data/prepare_data.h"
+
+#include "data/chat_template.h"
+#include "data/dataset_reader.h"
+#include "data/prompt_format.h"
+#include "data/random.h"
+#include "data/split.h"
+#include "data/tokenize.h"
+
+namespace tb::data {
+
+namespace {
+
+// Tags that give the split and the pre-packing shuffle their own streams of
+// the one user seed.
+constexpr std::uint64_t kSplitStream = 1;
+constexpr std::uint64_t kPackStream = 2;
+constexpr std::size_t kProgressEvery = 256;
+
+common::Error cancelled()
+{
+    return common::Error{"data preparation was cancelled", {}};
+}
+
+bool keepGoing(
+    const PrepareCallbacks& callbacks, std::string_view stage, std::size_t done, std::size_t total)
+{
+    return !callbacks.progress || callbacks.progress(stage, done, total);
+}
+
+common::Result<std::vector<Record>> readAll(const std::vector<std::string>& files,
+    const ReaderOptions& options, ReadReport& records, const PrepareCallbacks& callbacks)
+{
+    std::vector<Record> all;
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        common::Result<std::vector<Record>> read = readRecords(files[i], options, records);
+        if (!read.ok())
+            return read.error();
+        for (Record& record : read.value())
+            all.push_back(std::move(record));
+        if (!keepGoing(callbacks, "read", i + 1, files.size()))
+            return cancelled();
+    }
+    return all;
+}
+
+common::Result<std::vector<TokenizedExample>> tokenizeAll(const std::vector<Record>& records,
+    config::PromptTemplate format, const tokenizer::Tokenizer& tokenizer,
+    config::MalformedPolicy policy, ReadReport& report, std::string_view stage,
+    const PrepareCallbacks& callbacks)
+{
+    std::vector<TokenizedExample> examples;
+    examples.reserve(records.size());
+    for (std::size_t i = 0; i < records.size(); ++i) {
+        if (i % kProgressEvery == 0 && i > 0 && !keepGoing(callbacks, stage, i, records.size()))
+            return cancelled();
+        const common::Result<FormattedExample> formatted = formatRecord(records[i], format);
+        if (!formatted.ok()) {
+            const common::Status status =
+                report.malformed({records[i].source, formatted.error().message}, policy);
+            if (!status.ok())
+                return status.error();
+            continue;
+        }
+        common::Result<TokenizedExample> tokens = tokenizeExample(formatted.value(), tokenizer);
+        if (!tokens.ok())
+            return tokens.error();
+        examples.push_back(std::move(tokens).value());
+    }
+    if (!keepGoing(callbacks, stage, records.size(), records.size()))
+        return cancelled();
+    return examples;
+}
+
+std::vector<TokenizedExample> makeRows(std::vector<TokenizedExample> examples,
+    const config::DataConfig& data, const tokenizer::Tokenizer& tokenizer, RowStats& stats)
+{
+    const std::size_t length = static_cast<std::size_t>(data.sequenceLength);
+    if (data.packing)
+        return packExamples(examples, length, tokenizer.eosId(), &stats);
+    return truncateExamples(std::move(examples), length, &stats);
+}
+
+std::string joinFiles(const std::vector<std::string>& files)
+{
+    std::string text;
+    for (const std::string& file : files)
+        text += (text.empty() ? "" : ", ") + file;
+    return text;
+}
+
+} // namespace
+
+std::int32_t padIdFor(const tokenizer::Tokenizer& tokenizer)
+{
+    if (const auto pad = tokenizer.padId())
+        return *pad;
+    if (const auto eos = tokenizer.eosId())
+        return *eos;
+    return 0;
+}
+
+common::Result<PreparedData> prepareData(const config::RunConfig& config,
+    const tokenizer::Tokenizer& tokenizer, const PrepareCallbacks& callbacks)
+{
+    const config::DataConfig& data = config.data;
+    const ReaderOptions options = ReaderOptions::fromConfig(data);
+    PreparedData prepared;
+    DataStats& stats = prepared.stats;
+
+    common::Result<std::vector<Record>> train =
+        readAll(data.trainFiles, options, stats.records, callbacks);
+    if (!train.ok())
+        return train.error();
+    std::vector<Record> trainRecords = std::move(train).value();
+    std::vector<Record> validationRecords;
+    if (!data.validationFiles.empty()) {
+        common::Result<std::vector<Record>> validation =
+            readAll(data.validationFiles, options, stats.records, callbacks);
+        if (!validation.ok())
+            return validation.error();
+        validationRecords = std::move(validation).value();
+    } else if (data.validationSplit > 0.0) {
+        const SplitIndices split = splitForValidation(trainRecords.size(), data.validationSplit,
+            deriveSeed(config.training.seed, kSplitStream));
+        std::vector<Record> kept;
+        for (const std::size_t index : split.train)
+            kept.push_back(std::move(trainRecords[index]));
+        for (const std::size_t index : split.validation)
+            validationRecords.push_back(std::move(trainRecords[index]));
+        trainRecords = std::move(kept);
+    }
+    if (trainRecords.empty())
+        return common::Error{"no training records in " + joinFiles(data.trainFiles) + " ("
+                + std::to_string(stats.records.malformedCount()) + " malformed)",
+            "check data.format and data.columns"};
+    stats.trainRecords = trainRecords.size();
+    stats.validationRecords = validationRecords.size();
+
+    common::Result<std::optional<config::PromptTemplate>> modelTemplate =
+        modelChatTemplate(config.tokenizer);
+    if (!modelTemplate.ok())
+        return modelTemplate.error();
+    const common::Result<config::PromptTemplate> format =
+        resolveTemplate(data.promptTemplate, data.format, modelTemplate.value());
+    if (!format.ok())
+        return format.error();
+    stats.promptTemplate = format.value();
+    for (const std::string& marker : templateMarkers(format.value())) {
+        if (!tokenizer.tokenToId(marker))
+            stats.warnings.push_back("the tokenizer has no token '" + marker + "' of the "
+                + std::string(config::toString(format.value()))
+                + " format: it is spelled out in several tokens");
+    }
+    if (!tokenizer.eosId())
+        stats.warnings.push_back(
+            "the tokenizer names no EOS token: packed examples are not separated");
+
+    if (data.packing) {
+        Xoshiro256 random(deriveSeed(config.training.seed, kPackStream));
+        shuffleInPlace(trainRecords, random);
+    }
+    common::Result<std::vector<TokenizedExample>> trainTokens = tokenizeAll(trainRecords,
+        format.value(), tokenizer, data.malformed, stats.records, "tokenize train", callbacks);
+    if (!trainTokens.ok())
+        return trainTokens.error();
+    common::Result<std::vector<TokenizedExample>> validationTokens = tokenizeAll(validationRecords,
+        format.value(), tokenizer, data.malformed, stats.records, "tokenize validation", callbacks);
+    if (!validationTokens.ok())
+        return validationTokens.error();
+
+    prepared.train = makeRows(std::move(trainTokens).value(), data, tokenizer, stats.train);
+    prepared.validation =
+        makeRows(std::move(validationTokens).value(), data, tokenizer, stats.validation);
+    if (prepared.train.empty())
+        return common::Error{"no training rows: every example was malformed or had no response "
+                             "within data.sequence_length ("
+                + std::to_string(data.sequenceLength) + " tokens)",
+            "raise data.sequence_length"};
+    return prepared;
+}
+
+} // namespace tb::data
