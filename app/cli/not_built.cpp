@@ -51,16 +51,4 @@ int runPlan(const Args& args)
                     "issue 3 (planner)", args);
 }
 
-int runEval(const Args& args)
-{
-    return notBuilt("eval", "Mean loss and perplexity of a model on a text file.",
-                    "issue 5 (trainer part 1)", args);
-}
-
-int runGenerate(const Args& args)
-{
-    return notBuilt("generate", "Continue a prompt with a model.", "issue 5 (trainer part 1)",
-                    args);
-}
-
 } // namespace tb::cli

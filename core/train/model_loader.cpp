@@ -203,6 +203,11 @@ Result<std::shared_ptr<LlamaForCausalLm>> loadCausalLm(
     return model;
 }
 
+const LlamaConfig& configOf(const LlamaForCausalLm& model)
+{
+    return model.config();
+}
+
 void setComputeThreads(int threads)
 {
     at::set_num_threads(std::max(1, threads));

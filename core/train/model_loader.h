@@ -35,6 +35,9 @@ common::Status saveWeights(LlamaForCausalLm& model, const std::string& path, Com
 common::Result<std::shared_ptr<LlamaForCausalLm>> loadCausalLm(
     const std::string& modelDir, ComputeDType dtype);
 
+// The model's config, for callers that do not include LibTorch.
+const LlamaConfig& configOf(const LlamaForCausalLm& model);
+
 // Intra-op threads for LibTorch (it may default to one on small machines).
 void setComputeThreads(int threads);
 int computeThreads();

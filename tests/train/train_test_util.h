@@ -69,3 +69,35 @@ inline bool haveSharedModel()
 }
 
 } // namespace tb::train::testutil
+
+namespace tb::train::testutil {
+
+// A config.json for `config`, as transformers would write the fields we read.
+inline std::string configJson(const LlamaConfig& config)
+{
+    std::string rope = "null";
+    if (config.ropeScaling.type == RopeScalingType::Llama3)
+        rope = "{\"rope_type\":\"llama3\",\"factor\":" + std::to_string(config.ropeScaling.factor)
+            + ",\"low_freq_factor\":" + std::to_string(config.ropeScaling.lowFreqFactor)
+            + ",\"high_freq_factor\":" + std::to_string(config.ropeScaling.highFreqFactor)
+            + ",\"original_max_position_embeddings\":"
+            + std::to_string(config.ropeScaling.originalMaxPositionEmbeddings) + "}";
+    std::string text = "{\"model_type\":\"" + config.modelType + "\"";
+    text += ",\"vocab_size\":" + std::to_string(config.vocabSize);
+    text += ",\"hidden_size\":" + std::to_string(config.hiddenSize);
+    text += ",\"intermediate_size\":" + std::to_string(config.intermediateSize);
+    text += ",\"num_hidden_layers\":" + std::to_string(config.numLayers);
+    text += ",\"num_attention_heads\":" + std::to_string(config.numHeads);
+    text += ",\"num_key_value_heads\":" + std::to_string(config.numKvHeads);
+    text += ",\"head_dim\":" + std::to_string(config.headDim);
+    text += ",\"max_position_embeddings\":" + std::to_string(config.maxPositionEmbeddings);
+    text += ",\"rms_norm_eps\":1e-06,\"rope_theta\":" + std::to_string(config.ropeTheta);
+    text += ",\"rope_scaling\":" + rope;
+    text +=
+        std::string(",\"tie_word_embeddings\":") + (config.tieWordEmbeddings ? "true" : "false");
+    if (config.modelType == "llama")
+        text += std::string(",\"attention_bias\":") + (config.qkvBias ? "true" : "false");
+    return text + "}";
+}
+
+} // namespace tb::train::testutil
