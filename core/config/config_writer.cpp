@@ -141,7 +141,10 @@ std::string toYaml(const RunConfig& config)
 
 nlohmann::json toJson(const RunConfig& config)
 {
-    return nlohmann::json::parse(orderedTree(config).dump());
+    // A path or name with invalid UTF-8 (YAML accepts the bytes) would make
+    // the JSON dump throw; it is written with U+FFFD instead.
+    return nlohmann::json::parse(
+        orderedTree(config).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 common::Status saveRunConfig(const std::string& path, const RunConfig& config)

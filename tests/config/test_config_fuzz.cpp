@@ -1,4 +1,5 @@
 #include "config/config_loader.h"
+#include "config/config_writer.h"
 
 #include "common/atomic_file.h"
 
@@ -89,6 +90,13 @@ private slots:
                     QVERIFY(report.problems.isEmpty());
                     QVERIFY(report.config->data.sequenceLength >= 2);
                     QVERIFY(report.config->training.learningRate > 0.0);
+                    // Whatever was accepted survives the writer unchanged.
+                    LoadOptions again;
+                    again.baseDir = "/";
+                    const LoadReport reread = parseRunConfig(toYaml(*report.config), again);
+                    QVERIFY2(reread.ok(), text.c_str());
+                    QVERIFY2(*reread.config == *report.config, text.c_str());
+                    QVERIFY(toJson(*report.config).is_object());
                     continue;
                 }
                 ++rejected;
