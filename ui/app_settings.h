@@ -24,6 +24,9 @@ inline const SettingKey<QByteArray> windowGeometry{"window/geometry", {}};
 inline const SettingKey<QByteArray> windowState{"window/state", {}};
 inline const SettingKey<int> windowStateVersion{"window/stateVersion", 0};
 inline const SettingKey<QString> currentPage{"window/currentPage", QStringLiteral("planner")};
+// The planner's whole input as plan YAML (core/plan/plan_file.h), so every
+// field persists and a newer version reads an older plan with defaults.
+inline const SettingKey<QString> plannerPlan{"planner/plan", QString()};
 } // namespace settings
 
 class AppSettings {

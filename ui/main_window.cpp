@@ -3,6 +3,7 @@
 #include "about_dialog.h"
 #include "app_settings.h"
 #include "pages/not_built_page.h"
+#include "planner/planner_page.h"
 
 #include <QApplication>
 #include <QCloseEvent>
@@ -44,11 +45,7 @@ MainWindow::MainWindow(QWidget* parent)
     setCentralWidget(central);
 
     addPage(QStringLiteral("planner"), tr("Planner"), QStringLiteral(":/icons/planner.svg"),
-            new NotBuiltPage(tr("Planner"),
-                             tr("Will it fit, and on what? Per-GPU memory broken down, tokens/s, "
-                                "time and cost, and the Azure VM sizes that fit."),
-                             tr("issue 4 (memory-calculator mode); the engine is in "
-                                "<code>tunebench-cli plan</code>")));
+            new PlannerPage);
     addPage(QStringLiteral("runs"), tr("Runs"), QStringLiteral(":/icons/runs.svg"),
             new NotBuiltPage(tr("Runs"),
                              tr("Fine-tune a model with the embedded LibTorch trainer, here or on "

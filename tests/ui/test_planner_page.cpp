@@ -1,0 +1,351 @@
+#include "main_window.h"
+#include "planner/breakdown_chart.h"
+#include "planner/plan_form.h"
+#include "planner/planner_page.h"
+#include "planner/recommendation_model.h"
+#include "planner/what_if_chart.h"
+
+#include "common/units.h"
+
+#include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QCompleter>
+#include <QDir>
+#include <QFile>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace tb;
+using tb::ui::PlannerPage;
+
+namespace {
+
+template <typename T>
+T* child(QWidget* parent, const char* name)
+{
+    T* found = parent->findChild<T*>(QLatin1String(name));
+    if (!found)
+        qFatal("no child '%s'", name);
+    return found;
+}
+
+double segmentSumGiB(const ui::BreakdownChart* chart)
+{
+    double sum = 0;
+    for (int i = 0; i < plan::kMemoryCategoryCount; ++i)
+        sum += chart->segmentGiB(static_cast<plan::MemoryCategory>(i));
+    return sum;
+}
+
+bool waitForRecommendations(PlannerPage& page)
+{
+    return QTest::qWaitFor([&] { return !page.recommendationsPending(); }, 20000);
+}
+
+plan::PlanInput headlinePlan(const QString& name)
+{
+    plan::PlanInput in;
+    in.vmSize.clear();
+    in.nodes = 1;
+    if (name == QLatin1String("mistral-7b-lora-4xv100-ddp")) {
+        in.model = "Mistral-7B-v0.1";
+        in.method = plan::Method::Lora;
+        in.precision = plan::Precision::Fp16Mixed; // V100 has no bf16
+        in.gpu = "V100-16GB";
+        in.gpusPerNode = 4;
+        in.sharding = plan::Sharding::Ddp;
+        in.microBatch = 2;
+        in.seqLen = 1024;
+    } else if (name == QLatin1String("llama-3-8b-full-2xa100-40gb-fsdp")) {
+        in.model = "Llama-3-8B";
+        in.method = plan::Method::Full;
+        in.gpu = "A100-40GB-SXM";
+        in.gpusPerNode = 2;
+        in.sharding = plan::Sharding::FsdpFull;
+        in.microBatch = 1;
+        in.seqLen = 2048;
+    } else {
+        in.model = "Llama-3.3-70B-Instruct";
+        in.method = plan::Method::Lora;
+        in.gpu = "H100-SXM";
+        in.gpusPerNode = 2;
+        in.sharding = plan::Sharding::FsdpFull;
+        in.microBatch = 1;
+        in.seqLen = 2048;
+    }
+    return in;
+}
+
+} // namespace
+
+// Drives the real Planner page widgets and checks what its charts and item
+// models hold against the planner's own answer.
+class TestPlannerPage : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase()
+    {
+        QStandardPaths::setTestModeEnabled(true);
+        QApplication::setOrganizationName(QStringLiteral("TunebenchTest"));
+        QApplication::setApplicationName(QStringLiteral("test_planner_page"));
+        QSettings().clear();
+        m_screenshotDir = QStringLiteral(TB_BINARY_DIR "/screenshots");
+        QDir().mkpath(m_screenshotDir);
+    }
+
+    void opensOnAReadyPlan()
+    {
+        PlannerPage page;
+        QVERIFY2(page.errorText().isEmpty(), qPrintable(page.errorText()));
+        QVERIFY(page.result().has_value());
+        const plan::PlanResult& result = *page.result();
+        QVERIFY(result.perGpuBytes > 0);
+        QVERIFY(page.verdictText().startsWith(result.fits ? QStringLiteral("Fits")
+                                                          : QStringLiteral("Does not fit")));
+        // The chart stacks exactly the planner's components.
+        QVERIFY(qAbs(segmentSumGiB(page.breakdownChart()) - result.perGpuBytes / common::kGiB)
+                < 1e-9);
+        QCOMPARE(page.breakdownChart()->capacityGiB(), result.usableBytes / common::kGiB);
+        for (int i = 0; i < plan::kMemoryCategoryCount; ++i) {
+            const auto category = static_cast<plan::MemoryCategory>(i);
+            QCOMPARE(page.breakdownChart()->segmentGiB(category),
+                     result.categoryBytes(category) / common::kGiB);
+        }
+    }
+
+    void hoverTextExplainsComponents()
+    {
+        PlannerPage page;
+        const QString tip = page.breakdownChart()->segmentToolTip(plan::MemoryCategory::Weights);
+        const plan::MemoryComponent* weights = page.result()->component("weights");
+        QVERIFY(weights);
+        QVERIFY2(tip.contains(QString::fromStdString(weights->explanation).toHtmlEscaped()),
+                 qPrintable(tip));
+    }
+
+    void microBatchMovesActivations_data()
+    {
+        QTest::addColumn<int>("smaller");
+        QTest::addColumn<int>("larger");
+        QTest::addRow("1 -> 2") << 1 << 2;
+        QTest::addRow("2 -> 8") << 2 << 8;
+        QTest::addRow("4 -> 16") << 4 << 16;
+    }
+    void microBatchMovesActivations()
+    {
+        QFETCH(int, smaller);
+        QFETCH(int, larger);
+        PlannerPage page;
+        auto* spin = child<QSpinBox>(&page, "microBatchSpin");
+        spin->setValue(smaller);
+        const double before = page.breakdownChart()->segmentGiB(plan::MemoryCategory::Activations);
+        spin->setValue(larger);
+        QCOMPARE(page.input().microBatch, larger);
+        const double after = page.breakdownChart()->segmentGiB(plan::MemoryCategory::Activations);
+        QVERIFY2(after > before, qPrintable(QStringLiteral("%1 -> %2").arg(before).arg(after)));
+        QCOMPARE(page.breakdownChart()->segmentGiB(plan::MemoryCategory::Weights) > 0, true);
+    }
+
+    void modelPickerFiltersAsYouType()
+    {
+        PlannerPage page;
+        auto* combo = child<QComboBox>(&page, "modelCombo");
+        QCompleter* completer = combo->completer();
+        completer->setCompletionPrefix(QStringLiteral("70b"));
+        QStringList found;
+        for (int row = 0; row < completer->completionCount(); ++row) {
+            completer->setCurrentRow(row);
+            found << completer->currentCompletion();
+        }
+        QVERIFY2(found.contains(QStringLiteral("Llama-3.3-70B-Instruct")), qPrintable(found.join(',')));
+        QVERIFY(found.contains(QStringLiteral("Llama-2-70B")));
+        QVERIFY(!found.contains(QStringLiteral("Mistral-7B-v0.1")));
+    }
+
+    void unknownModelIsAClearError()
+    {
+        PlannerPage page;
+        auto* combo = child<QComboBox>(&page, "modelCombo");
+        combo->setEditText(QStringLiteral("lama-3-8b"));
+        QVERIFY2(page.errorText().contains(QStringLiteral("lama-3-8b")), qPrintable(page.errorText()));
+        QVERIFY2(page.errorText().contains(QStringLiteral("Llama-3-8B"), Qt::CaseInsensitive),
+                 qPrintable(page.errorText()));
+        combo->setEditText(QStringLiteral("Llama-3-8B"));
+        QVERIFY(page.errorText().isEmpty());
+    }
+
+    void whatIfShowsWhereItStopsFitting()
+    {
+        PlannerPage page;
+        plan::PlanInput fitting = headlinePlan(QStringLiteral("llama-3-8b-full-2xa100-40gb-fsdp"));
+        fitting.method = plan::Method::Lora; // full AdamW does not fit 2 x 40 GB at all
+        page.setInput(fitting);
+        page.setWhatIfAxis(plan::SweepAxis::MicroBatch);
+        const ui::WhatIfChart* chart = page.whatIfChart();
+        QVERIFY(chart->pointCount() >= 10);
+        QVERIFY(chart->fittingPointCount() < chart->pointCount()); // 128 x 2048 cannot fit in 40 GB
+        QVERIFY(page.largestFittingMicroBatch().has_value());
+        QCOMPARE(chart->capacityGiB(), page.result()->usableBytes / common::kGiB);
+        // The answer is the boundary: it fits, one more does not.
+        plan::PlanInput in = page.input();
+        in.microBatch = *page.largestFittingMicroBatch();
+        page.setInput(in);
+        QVERIFY(page.result()->fits);
+        in.microBatch += 1;
+        page.setInput(in);
+        QVERIFY(!page.result()->fits);
+        page.setWhatIfAxis(plan::SweepAxis::SeqLen);
+        QVERIFY(chart->pointCount() >= 10);
+        page.setWhatIfAxis(plan::SweepAxis::GpuCount);
+        QVERIFY(chart->pointCount() >= 2);
+    }
+
+    void recommendationsTableFiltersAndApplies()
+    {
+        PlannerPage page;
+        new QAbstractItemModelTester(page.recommendationModel(),
+                                     QAbstractItemModelTester::FailureReportingMode::QtTest, &page);
+        new QAbstractItemModelTester(page.recommendationFilter(),
+                                     QAbstractItemModelTester::FailureReportingMode::QtTest, &page);
+        new QAbstractItemModelTester(page.rejectedModel(),
+                                     QAbstractItemModelTester::FailureReportingMode::QtTest, &page);
+        page.setInput(headlinePlan(QStringLiteral("llama-3-8b-full-2xa100-40gb-fsdp")));
+        QVERIFY(waitForRecommendations(page));
+        QVERIFY(page.recommendationModel()->rowCount() > 0);
+        QVERIFY(page.rejectedModel()->rowCount() > 0);
+
+        // Sorted by cost, numerically.
+        auto* filter = page.recommendationFilter();
+        for (int row = 1; row < filter->rowCount(); ++row) {
+            const double previous = filter->index(row - 1, ui::RecommendationModel::Cost)
+                                        .data(ui::RecommendationModel::kSortRole).toDouble();
+            const double current = filter->index(row, ui::RecommendationModel::Cost)
+                                       .data(ui::RecommendationModel::kSortRole).toDouble();
+            QVERIFY(previous <= current);
+        }
+
+        // One row per VM size by default; all options when unticked.
+        const int bestOnly = filter->rowCount();
+        child<QCheckBox>(&page, "bestPerVmCheck")->setChecked(false);
+        QVERIFY(filter->rowCount() > bestOnly);
+        QCOMPARE(filter->rowCount(), page.recommendationModel()->rowCount());
+
+        child<QSpinBox>(&page, "maxNodesSpin")->setValue(1);
+        QVERIFY(filter->rowCount() > 0);
+        for (int row = 0; row < filter->rowCount(); ++row)
+            QCOMPARE(filter->index(row, ui::RecommendationModel::Nodes).data(ui::RecommendationModel::kSortRole).toInt(), 1);
+
+        // Clicking a row applies that option to the plan and the charts.
+        QTableView* view = page.recommendationView();
+        const QModelIndex first = filter->index(0, ui::RecommendationModel::VmSize);
+        const QString vm = first.data().toString();
+        emit view->clicked(first);
+        QCOMPARE(QString::fromStdString(page.input().vmSize), vm);
+        QCOMPARE(QString::fromStdString(page.result()->vmSize), vm);
+    }
+
+    void plansPersistAcrossRestarts()
+    {
+        {
+            PlannerPage page;
+            child<QSpinBox>(&page, "microBatchSpin")->setValue(7);
+            child<QSpinBox>(&page, "seqLenSpin")->setValue(3072);
+        }
+        PlannerPage reopened;
+        QCOMPARE(reopened.input().microBatch, 7);
+        QCOMPARE(reopened.input().seqLen, 3072);
+    }
+
+    void savesLoadsAndExports()
+    {
+        QTemporaryDir dir;
+        PlannerPage page;
+        page.setInput(headlinePlan(QStringLiteral("llama-3.3-70b-lora-2xh100-fsdp")));
+        const QString planPath = dir.filePath(QStringLiteral("plan.yaml"));
+        QVERIFY(page.savePlan(planPath).ok());
+
+        PlannerPage other;
+        QVERIFY(other.openPlan(planPath).ok());
+        QCOMPARE(other.input().model, std::string("Llama-3.3-70B-Instruct"));
+        QVERIFY(other.input().sharding == plan::Sharding::FsdpFull);
+
+        QVERIFY(waitForRecommendations(page));
+        const QString report = dir.filePath(QStringLiteral("report.md"));
+        const auto status = page.exportReport(report);
+        QVERIFY2(status.ok(), status.ok() ? "" : status.error().toString().c_str());
+        QFile md(report);
+        QVERIFY(md.open(QIODevice::ReadOnly));
+        const QString text = QString::fromUtf8(md.readAll());
+        QVERIFY(text.contains(QStringLiteral("## Memory per GPU")));
+        QVERIFY(text.contains(QStringLiteral("report-memory.png")));
+        QVERIFY(QFile::exists(dir.filePath(QStringLiteral("report-memory.png"))));
+        QVERIFY(QFile::exists(dir.filePath(QStringLiteral("report-what-if.png"))));
+
+        const QString csvPath = dir.filePath(QStringLiteral("options.csv"));
+        QVERIFY(page.exportRecommendationsCsv(csvPath).ok());
+        QFile csv(csvPath);
+        QVERIFY(csv.open(QIODevice::ReadOnly));
+        const QStringList lines = QString::fromUtf8(csv.readAll()).split('\n', Qt::SkipEmptyParts);
+        QVERIFY(lines.first().startsWith(QStringLiteral("rank,vm_size,")));
+        QCOMPARE(lines.size() - 1, page.recommendationModel()->rowCount());
+    }
+
+    void badPlanFileNamesTheField()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("bad.yaml"));
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write("version: 1\nmicro_batch: -3\n");
+        file.close();
+        PlannerPage page;
+        const plan::PlanInput before = page.input();
+        const auto status = page.openPlan(path);
+        QVERIFY(!status.ok());
+        QVERIFY2(QString::fromStdString(status.error().toString()).contains(QStringLiteral("micro_batch")),
+                 status.error().toString().c_str());
+        QCOMPARE(page.input().microBatch, before.microBatch);
+    }
+
+    void screenshotsOfHeadlinePlans_data()
+    {
+        QTest::addColumn<QString>("name");
+        QTest::addRow("mistral") << QStringLiteral("mistral-7b-lora-4xv100-ddp");
+        QTest::addRow("llama3-8b") << QStringLiteral("llama-3-8b-full-2xa100-40gb-fsdp");
+        QTest::addRow("llama3.3-70b") << QStringLiteral("llama-3.3-70b-lora-2xh100-fsdp");
+    }
+    void screenshotsOfHeadlinePlans()
+    {
+        QFETCH(QString, name);
+        ui::MainWindow window;
+        window.resize(1600, 1000);
+        window.showPage(QStringLiteral("planner"));
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        auto* page = qobject_cast<PlannerPage*>(window.page(QStringLiteral("planner")));
+        QVERIFY(page);
+        page->setInput(headlinePlan(name));
+        QVERIFY(waitForRecommendations(*page));
+        QTest::qWait(100);
+        const QString path = m_screenshotDir + QStringLiteral("/planner_%1.png").arg(name);
+        QVERIFY(window.grab().save(path));
+        child<QTabWidget>(page, "plannerTabs")->setCurrentIndex(1);
+        QTest::qWait(50);
+        QVERIFY(window.grab().save(m_screenshotDir + QStringLiteral("/planner_%1_whatif.png").arg(name)));
+    }
+
+private:
+    QString m_screenshotDir;
+};
+
+QTEST_MAIN(TestPlannerPage)
+#include "test_planner_page.moc"

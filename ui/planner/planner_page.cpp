@@ -1,0 +1,596 @@
+#include "planner/planner_page.h"
+
+#include "app_settings.h"
+#include "common/units.h"
+#include "plan/plan_file.h"
+#include "planner/breakdown_chart.h"
+#include "planner/component_model.h"
+#include "planner/plan_export.h"
+#include "planner/plan_form.h"
+#include "planner/recommendation_model.h"
+#include "planner/recommendation_runner.h"
+#include "planner/what_if_chart.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTimer>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+namespace tb::ui {
+
+namespace {
+
+QString qs(const std::string& text)
+{
+    return QString::fromStdString(text);
+}
+
+QString bytes(double value)
+{
+    return qs(common::formatBytes(value));
+}
+
+// The inputs the recommender's answer depends on: everything but the
+// hardware and strategy it sweeps itself.
+std::string recommendationKey(plan::PlanInput input)
+{
+    input.vmSize.clear();
+    input.gpu.clear();
+    input.gpusPerNode = 0;
+    input.nodes = 1;
+    input.sharding = plan::Sharding::Ddp;
+    input.offload = plan::Offload::None;
+    return plan::planToYaml(input);
+}
+
+QTableView* makeTable(QWidget* parent, QAbstractItemModel* model)
+{
+    auto* view = new QTableView(parent);
+    view->setModel(model);
+    view->setSelectionBehavior(QAbstractItemView::SelectRows);
+    view->setSelectionMode(QAbstractItemView::SingleSelection);
+    view->setAlternatingRowColors(true);
+    view->verticalHeader()->setVisible(false);
+    view->verticalHeader()->setDefaultSectionSize(22);
+    view->horizontalHeader()->setHighlightSections(false);
+    view->setWordWrap(false);
+    return view;
+}
+
+} // namespace
+
+PlannerPage::PlannerPage(QWidget* parent)
+    : QWidget(parent)
+{
+    auto* layout = new QVBoxLayout(this);
+    auto catalog = plan::Catalog::loadDefault();
+    if (!catalog.ok()) {
+        m_catalogError = qs(catalog.error().toString());
+        auto* label = new QLabel(tr("<b>The planner's presets could not be loaded.</b><br>%1<br>"
+                                    "Set TUNEBENCH_PRESETS_DIR to the presets folder.")
+                                     .arg(m_catalogError.toHtmlEscaped()),
+                                 this);
+        label->setObjectName(QStringLiteral("catalogError"));
+        label->setWordWrap(true);
+        layout->addWidget(label);
+        layout->addStretch(1);
+        return;
+    }
+    m_catalog = std::move(catalog).value();
+
+    m_form = new PlanForm(*m_catalog, this);
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(m_form);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setMinimumWidth(m_form->sizeHint().width() + 24);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+
+    auto* splitter = new QSplitter(Qt::Horizontal, this);
+    splitter->addWidget(scroll);
+    splitter->addWidget(createResultsPanel());
+    splitter->setStretchFactor(0, 0);
+    splitter->setStretchFactor(1, 1);
+    splitter->setChildrenCollapsible(false);
+
+    layout->setContentsMargins(6, 6, 6, 6);
+    layout->addWidget(createToolBar());
+    layout->addWidget(splitter, 1);
+
+    m_runner = new RecommendationRunner(*m_catalog, this);
+    connect(m_runner, &RecommendationRunner::finished, this, &PlannerPage::showRecommendation);
+    connect(m_runner, &RecommendationRunner::progressed, this, [this](int done, int total) {
+        m_recommendationProgress->setRange(0, total);
+        m_recommendationProgress->setValue(done);
+    });
+    m_recommendTimer = new QTimer(this);
+    m_recommendTimer->setSingleShot(true);
+    m_recommendTimer->setInterval(150); // let a spin box settle before sweeping
+    connect(m_recommendTimer, &QTimer::timeout, this, &PlannerPage::startRecommendations);
+
+    connect(m_form, &PlanForm::inputChanged, this, &PlannerPage::recompute);
+    connect(m_form, &PlanForm::openConfigRequested, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(
+            this, tr("Open a Hugging Face config.json"), QString(), tr("config.json (*.json)"));
+        if (path.isEmpty())
+            return;
+        plan::PlanInput in = input();
+        in.model = path.toStdString();
+        setInput(in);
+    });
+
+    // Restore the last plan; a bad stored plan falls back to the defaults.
+    AppSettings settings;
+    auto stored = plan::parsePlanYaml(settings.value(settings::plannerPlan).toStdString(),
+                                      "settings");
+    setInput(stored.ok() ? stored.value() : plan::PlanInput{});
+}
+
+PlannerPage::~PlannerPage() = default;
+
+QWidget* PlannerPage::createToolBar()
+{
+    auto* bar = new QWidget(this);
+    auto* layout = new QHBoxLayout(bar);
+    layout->setContentsMargins(0, 0, 0, 0);
+    const auto addButton = [&](const QString& text, const QString& name, auto handler) {
+        auto* button = new QToolButton(bar);
+        button->setText(text);
+        button->setObjectName(name);
+        button->setToolButtonStyle(Qt::ToolButtonTextOnly);
+        connect(button, &QToolButton::clicked, this, handler);
+        layout->addWidget(button);
+    };
+    addButton(tr("Open plan…"), QStringLiteral("openPlanButton"), [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open plan"), QString(),
+                                                          tr("Plan (*.yaml *.yml)"));
+        if (!path.isEmpty())
+            runFileAction(tr("Open plan"), openPlan(path));
+    });
+    addButton(tr("Save plan…"), QStringLiteral("savePlanButton"), [this] {
+        const QString path = QFileDialog::getSaveFileName(this, tr("Save plan"),
+                                                          QStringLiteral("plan.yaml"),
+                                                          tr("Plan (*.yaml *.yml)"));
+        if (!path.isEmpty())
+            runFileAction(tr("Save plan"), savePlan(path));
+    });
+    addButton(tr("Import DeepSpeed…"), QStringLiteral("importDeepSpeedButton"), [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Import a DeepSpeed config"),
+                                                          QString(), tr("JSON (*.json)"));
+        if (!path.isEmpty())
+            runFileAction(tr("Import DeepSpeed"), importDeepSpeed(path));
+    });
+    addButton(tr("Import accelerate…"), QStringLiteral("importAccelerateButton"), [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Import an accelerate config"),
+                                                          QString(), tr("YAML (*.yaml *.yml)"));
+        if (!path.isEmpty())
+            runFileAction(tr("Import accelerate"), importAccelerate(path));
+    });
+    layout->addSpacing(16);
+    addButton(tr("Export report…"), QStringLiteral("exportReportButton"), [this] {
+        const QString path = QFileDialog::getSaveFileName(this, tr("Export a Markdown report"),
+                                                          QStringLiteral("plan-report.md"),
+                                                          tr("Markdown (*.md)"));
+        if (!path.isEmpty())
+            runFileAction(tr("Export report"), exportReport(path));
+    });
+    addButton(tr("Export CSV…"), QStringLiteral("exportCsvButton"), [this] {
+        const QString path = QFileDialog::getSaveFileName(this, tr("Export recommendations"),
+                                                          QStringLiteral("recommendations.csv"),
+                                                          tr("CSV (*.csv)"));
+        if (!path.isEmpty())
+            runFileAction(tr("Export CSV"), exportRecommendationsCsv(path));
+    });
+    layout->addStretch(1);
+    return bar;
+}
+
+QWidget* PlannerPage::createResultsPanel()
+{
+    auto* panel = new QWidget(this);
+    auto* layout = new QVBoxLayout(panel);
+    layout->setContentsMargins(6, 0, 0, 0);
+
+    m_verdict = new QLabel(panel);
+    m_verdict->setObjectName(QStringLiteral("verdictLabel"));
+    QFont verdictFont = m_verdict->font();
+    verdictFont.setPointSizeF(verdictFont.pointSizeF() * 1.35);
+    verdictFont.setBold(true);
+    m_verdict->setFont(verdictFont);
+    m_details = new QLabel(panel);
+    m_details->setObjectName(QStringLiteral("detailsLabel"));
+    m_details->setWordWrap(true);
+    m_details->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_error = new QLabel(panel);
+    m_error->setObjectName(QStringLiteral("errorLabel"));
+    m_error->setWordWrap(true);
+    m_error->setStyleSheet(QStringLiteral("QLabel { color: #c01c28; }"));
+    m_error->hide();
+
+    m_breakdown = new BreakdownChart(panel);
+    m_breakdown->setMaximumHeight(230);
+
+    auto* tabs = new QTabWidget(panel);
+    tabs->setObjectName(QStringLiteral("plannerTabs"));
+    tabs->addTab(createRecommendationsTab(), tr("Recommendations"));
+    tabs->addTab(createWhatIfTab(), tr("What if"));
+    tabs->addTab(createExplanationsTab(), tr("Explanations"));
+
+    layout->addWidget(m_verdict);
+    layout->addWidget(m_details);
+    layout->addWidget(m_error);
+    layout->addWidget(m_breakdown);
+    layout->addWidget(tabs, 1);
+    return panel;
+}
+
+QWidget* PlannerPage::createWhatIfTab()
+{
+    auto* tab = new QWidget(this);
+    auto* layout = new QVBoxLayout(tab);
+    auto* row = new QHBoxLayout;
+    m_whatIfAxisCombo = new QComboBox(tab);
+    m_whatIfAxisCombo->setObjectName(QStringLiteral("whatIfAxisCombo"));
+    m_whatIfAxisCombo->addItem(tr("micro-batch"), int(plan::SweepAxis::MicroBatch));
+    m_whatIfAxisCombo->addItem(tr("sequence length"), int(plan::SweepAxis::SeqLen));
+    m_whatIfAxisCombo->addItem(tr("GPU count"), int(plan::SweepAxis::GpuCount));
+    connect(m_whatIfAxisCombo, &QComboBox::currentIndexChanged, this, [this] {
+        m_whatIfAxis = static_cast<plan::SweepAxis>(m_whatIfAxisCombo->currentData().toInt());
+        updateWhatIf();
+        m_whatIf->replot();
+    });
+    m_largestMicroBatchLabel = new QLabel(tab);
+    m_largestMicroBatchLabel->setObjectName(QStringLiteral("largestMicroBatchLabel"));
+    row->addWidget(new QLabel(tr("Vary"), tab));
+    row->addWidget(m_whatIfAxisCombo);
+    row->addSpacing(24);
+    row->addWidget(m_largestMicroBatchLabel, 1);
+    m_whatIf = new WhatIfChart(tab);
+    layout->addLayout(row);
+    layout->addWidget(m_whatIf, 1);
+    return tab;
+}
+
+QWidget* PlannerPage::createRecommendationsTab()
+{
+    auto* tab = new QWidget(this);
+    auto* layout = new QVBoxLayout(tab);
+    auto* filters = new QHBoxLayout;
+    m_maxNodes = new QSpinBox(tab);
+    m_maxNodes->setObjectName(QStringLiteral("maxNodesSpin"));
+    m_maxNodes->setRange(1, 16);
+    m_maxNodes->setValue(16);
+    m_maxHours = new QDoubleSpinBox(tab);
+    m_maxHours->setObjectName(QStringLiteral("maxHoursSpin"));
+    m_maxHours->setRange(0, 1e6);
+    m_maxHours->setSpecialValueText(tr("any"));
+    m_maxHours->setSuffix(tr(" h"));
+    m_maxCost = new QDoubleSpinBox(tab);
+    m_maxCost->setObjectName(QStringLiteral("maxCostSpin"));
+    m_maxCost->setRange(0, 1e9);
+    m_maxCost->setDecimals(0);
+    m_maxCost->setSpecialValueText(tr("any"));
+    m_maxCost->setPrefix(QStringLiteral("$"));
+    auto* bestPerVm = new QCheckBox(tr("best per VM size"), tab);
+    bestPerVm->setObjectName(QStringLiteral("bestPerVmCheck"));
+    bestPerVm->setToolTip(tr("Show only each VM size's best option (by the recommender's ranking)"));
+    m_recommendationProgress = new QProgressBar(tab);
+    m_recommendationProgress->setMaximumWidth(140);
+    m_recommendationProgress->setTextVisible(false);
+    m_recommendationStatus = new QLabel(tab);
+    m_recommendationStatus->setObjectName(QStringLiteral("recommendationStatus"));
+    filters->addWidget(new QLabel(tr("Max nodes"), tab));
+    filters->addWidget(m_maxNodes);
+    filters->addSpacing(12);
+    filters->addWidget(new QLabel(tr("Time budget"), tab));
+    filters->addWidget(m_maxHours);
+    filters->addSpacing(12);
+    filters->addWidget(new QLabel(tr("Max cost"), tab));
+    filters->addWidget(m_maxCost);
+    filters->addSpacing(12);
+    filters->addWidget(bestPerVm);
+    filters->addSpacing(12);
+    filters->addWidget(m_recommendationStatus, 1);
+    filters->addWidget(m_recommendationProgress);
+
+    m_recommendations = new RecommendationModel(this);
+    m_recommendationFilter = new RecommendationFilterModel(this);
+    m_recommendationFilter->setSourceModel(m_recommendations);
+    m_recommendationView = makeTable(tab, m_recommendationFilter);
+    m_recommendationView->setObjectName(QStringLiteral("recommendationView"));
+    m_recommendationView->setSortingEnabled(true);
+    m_recommendationView->sortByColumn(RecommendationModel::Cost, Qt::AscendingOrder);
+    m_recommendationView->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_recommendationView->horizontalHeader()->setStretchLastSection(true);
+    connect(m_recommendationView, &QTableView::activated, this,
+            &PlannerPage::applyRecommendationRow);
+    connect(m_recommendationView, &QTableView::clicked, this, &PlannerPage::applyRecommendationRow);
+
+    m_rejected = new RejectedModel(this);
+    auto* rejectedView = makeTable(tab, m_rejected);
+    rejectedView->setObjectName(QStringLiteral("rejectedView"));
+    rejectedView->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    rejectedView->horizontalHeader()->setStretchLastSection(true);
+
+    connect(bestPerVm, &QCheckBox::toggled, m_recommendationFilter,
+            &RecommendationFilterModel::setBestPerVmSizeOnly);
+    bestPerVm->setChecked(true);
+    connect(m_maxNodes, &QSpinBox::valueChanged, m_recommendationFilter,
+            &RecommendationFilterModel::setMaxNodes);
+    connect(m_maxHours, &QDoubleSpinBox::valueChanged, m_recommendationFilter,
+            &RecommendationFilterModel::setMaxHours);
+    connect(m_maxCost, &QDoubleSpinBox::valueChanged, m_recommendationFilter,
+            &RecommendationFilterModel::setMaxCostUsd);
+
+    auto* split = new QSplitter(Qt::Vertical, tab);
+    split->addWidget(m_recommendationView);
+    auto* rejectedBox = new QWidget(split);
+    auto* rejectedLayout = new QVBoxLayout(rejectedBox);
+    rejectedLayout->setContentsMargins(0, 4, 0, 0);
+    rejectedLayout->addWidget(new QLabel(tr("Rejected options and why"), rejectedBox));
+    rejectedLayout->addWidget(rejectedView);
+    split->addWidget(rejectedBox);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 1);
+
+    layout->addLayout(filters);
+    layout->addWidget(split, 1);
+    return tab;
+}
+
+QWidget* PlannerPage::createExplanationsTab()
+{
+    m_components = new ComponentModel(this);
+    auto* view = makeTable(this, m_components);
+    view->setObjectName(QStringLiteral("explanationView"));
+    view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    view->horizontalHeader()->setStretchLastSection(true);
+    return view;
+}
+
+plan::PlanInput PlannerPage::input() const
+{
+    return m_form ? m_form->input() : plan::PlanInput{};
+}
+
+void PlannerPage::setInput(const plan::PlanInput& in)
+{
+    if (!m_form)
+        return;
+    m_form->setInput(in);
+    recompute();
+}
+
+QString PlannerPage::errorText() const
+{
+    if (!m_catalogError.isEmpty())
+        return m_catalogError;
+    return m_error && !m_error->isHidden() ? m_error->text() : QString();
+}
+
+QString PlannerPage::verdictText() const
+{
+    return m_verdict ? m_verdict->text() : QString();
+}
+
+void PlannerPage::recompute()
+{
+    if (!m_form)
+        return;
+    const plan::PlanInput in = m_form->input();
+    auto result = plan::planFromCatalog(in, *m_catalog);
+    if (!result.ok()) {
+        showError(qs(result.error().toString()));
+        return;
+    }
+    m_error->hide();
+    m_result = std::move(result).value();
+    if (m_modelKey != in.model) {
+        auto spec = m_catalog->resolveModel(in.model);
+        m_model = spec.ok() ? std::optional<model::ModelSpec>(spec.value()) : std::nullopt;
+        m_modelKey = in.model;
+    }
+
+    const plan::PlanResult& r = *m_result;
+    m_verdict->setText(r.fits ? tr("Fits: %1 of %2 per GPU").arg(bytes(r.perGpuBytes),
+                                                                   bytes(r.usableBytes))
+                              : tr("Does not fit: %1 needed, %2 usable per GPU")
+                                    .arg(bytes(r.perGpuBytes), bytes(r.usableBytes)));
+    m_verdict->setStyleSheet(r.fits ? QStringLiteral("QLabel { color: #267a3a; }")
+                                    : QStringLiteral("QLabel { color: #c01c28; }"));
+    QString details = tr("%1 · %2 params (%3 trainable) · %4 GPU(s): %5 node(s) x %6 %7<br>"
+                         "%8 · step %9 · %10 for %11 tokens%12")
+                          .arg(qs(r.modelName), qs(common::formatCount(double(r.paramsTotal))),
+                               qs(common::formatCount(double(r.paramsTrainable))))
+                          .arg(r.worldSize)
+                          .arg(r.nodes)
+                          .arg(r.gpusPerNode)
+                          .arg(qs(r.gpuId) + (r.vmSize.empty() ? QString()
+                                                               : QStringLiteral(" (%1)").arg(qs(r.vmSize))),
+                               qs(common::formatRate(r.tokensPerSecond, "tokens")),
+                               qs(common::formatDuration(r.stepSeconds)),
+                               qs(common::formatDuration(r.hours * 3600.0)),
+                               qs(common::formatCount(r.trainingTokens)),
+                               r.costKnown ? tr(" · cost %1").arg(qs(common::formatMoney(r.costUsd)))
+                                           : tr(" · no price known"));
+    for (const std::string& warning : r.warnings)
+        details += QStringLiteral("<br>⚠ %1").arg(qs(warning).toHtmlEscaped());
+    m_details->setText(details);
+
+    m_breakdown->setResult(r);
+    m_components->setResult(r);
+    updateWhatIf();
+    m_breakdown->replot(QCustomPlot::rpQueuedReplot);
+    m_whatIf->replot(QCustomPlot::rpQueuedReplot);
+    saveToSettings();
+    scheduleRecommendations();
+}
+
+void PlannerPage::updateWhatIf()
+{
+    if (!m_result || !m_model)
+        return;
+    const plan::PlanInput in = m_form->input();
+    const plan::GpuSpec* gpu = m_catalog->findGpu(m_result->gpuId);
+    const plan::VmSize* vm = m_result->vmSize.empty() ? nullptr : m_catalog->findVm(m_result->vmSize);
+    if (!gpu)
+        return;
+    long long current = in.microBatch;
+    if (m_whatIfAxis == plan::SweepAxis::SeqLen)
+        current = in.seqLen;
+    else if (m_whatIfAxis == plan::SweepAxis::GpuCount)
+        current = m_result->worldSize;
+    const int gpusPerVm = vm ? vm->gpusPerVm : m_result->gpusPerNode;
+    const auto values = sweepValues(m_whatIfAxis, current, gpusPerVm);
+    m_whatIf->setSweep(m_whatIfAxis, plan::sweepPlan(in, *m_model, *gpu, vm, m_whatIfAxis, values),
+                       current);
+
+    m_largestMicroBatch = plan::largestFittingMicroBatch(in, *m_model, *gpu, vm, 1024);
+    m_largestMicroBatchLabel->setText(
+        m_largestMicroBatch
+            ? tr("Largest micro-batch that fits: <b>%1</b> (at %2 tokens)")
+                  .arg(*m_largestMicroBatch)
+                  .arg(in.seqLen)
+            : tr("<span style='color:#c01c28'>Even a micro-batch of 1 does not fit.</span>"));
+}
+
+void PlannerPage::setWhatIfAxis(plan::SweepAxis axis)
+{
+    m_whatIfAxisCombo->setCurrentIndex(m_whatIfAxisCombo->findData(int(axis)));
+}
+
+void PlannerPage::showError(const QString& message)
+{
+    m_error->setText(message);
+    m_error->show();
+    m_verdict->setText(tr("No plan"));
+    m_verdict->setStyleSheet(QString());
+}
+
+void PlannerPage::scheduleRecommendations()
+{
+    if (!m_model)
+        return;
+    const std::string key = recommendationKey(m_form->input());
+    if (key == m_recommendationKey)
+        return;
+    m_recommendationKey = key;
+    m_recommendationsPending = true;
+    m_recommendationStatus->setText(tr("Searching Azure VM sizes…"));
+    m_recommendTimer->start();
+}
+
+void PlannerPage::startRecommendations()
+{
+    if (!m_model)
+        return;
+    plan::RecommendOptions options;
+    options.maxNodes = 16;
+    m_runner->start(m_form->input(), *m_model, options);
+}
+
+void PlannerPage::showRecommendation(const plan::Recommendation& recommendation)
+{
+    m_recommendation = recommendation;
+    m_recommendationsPending = false;
+    m_recommendations->setRecommendation(recommendation);
+    m_rejected->setRejected(recommendation.rejected);
+    m_recommendationStatus->setText(tr("%1 fit, %2 rejected, %3 plans tried")
+                                        .arg(recommendation.options.size())
+                                        .arg(recommendation.rejected.size())
+                                        .arg(recommendation.evaluated));
+    emit recommendationsUpdated();
+}
+
+void PlannerPage::applyRecommendationRow(const QModelIndex& proxyIndex)
+{
+    const QModelIndex source = m_recommendationFilter->mapToSource(proxyIndex);
+    const plan::RecommendedOption* option = m_recommendations->option(source.row());
+    if (option)
+        setInput(option->input);
+}
+
+void PlannerPage::saveToSettings() const
+{
+    AppSettings settings;
+    settings.setValue(settings::plannerPlan, qs(plan::planToYaml(m_form->input())));
+}
+
+void PlannerPage::runFileAction(const QString& title, const common::Status& status)
+{
+    if (!status.ok())
+        QMessageBox::warning(this, title, qs(status.error().toString()));
+}
+
+common::Status PlannerPage::savePlan(const QString& path) const
+{
+    return plan::savePlanYaml(path.toStdString(), input());
+}
+
+common::Status PlannerPage::openPlan(const QString& path)
+{
+    auto loaded = plan::loadPlanYaml(path.toStdString());
+    if (!loaded.ok())
+        return loaded.error();
+    setInput(loaded.value());
+    return common::Ok{};
+}
+
+common::Status PlannerPage::importDeepSpeed(const QString& path)
+{
+    auto imported = plan::importDeepSpeedJson(path.toStdString(), input());
+    if (!imported.ok())
+        return imported.error();
+    setInput(imported.value().input);
+    return common::Ok{};
+}
+
+common::Status PlannerPage::importAccelerate(const QString& path)
+{
+    auto imported = plan::importAccelerateYaml(path.toStdString(), input());
+    if (!imported.ok())
+        return imported.error();
+    setInput(imported.value().input);
+    return common::Ok{};
+}
+
+common::Status PlannerPage::exportReport(const QString& markdownPath)
+{
+    if (!m_result)
+        return common::Error{"no plan to export: " + errorText().toStdString(), {}};
+    const QFileInfo info(markdownPath);
+    const QString stem = info.completeBaseName();
+    ReportImages images{stem + QStringLiteral("-memory.png"), stem + QStringLiteral("-what-if.png")};
+    const QString dir = info.absolutePath() + QLatin1Char('/');
+    if (!m_breakdown->savePng(dir + images.breakdownPng, 900, 240)
+        || !m_whatIf->savePng(dir + images.whatIfPng, 900, 360))
+        return common::Error{"cannot write the chart images beside " + markdownPath.toStdString(),
+                             {}};
+    return writeTextFile(markdownPath,
+                         planReportMarkdown(input(), *m_result,
+                                            m_recommendation ? &*m_recommendation : nullptr,
+                                            images));
+}
+
+common::Status PlannerPage::exportRecommendationsCsv(const QString& path) const
+{
+    if (!m_recommendation)
+        return common::Error{"the recommendations are not computed yet", {}};
+    return writeTextFile(path, recommendationsCsv(*m_recommendation));
+}
+
+} // namespace tb::ui

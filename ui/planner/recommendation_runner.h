@@ -1,0 +1,40 @@
+#pragma once
+
+#include "plan/recommender.h"
+
+#include <QFutureWatcher>
+#include <QObject>
+
+#include <atomic>
+#include <memory>
+
+namespace tb::ui {
+
+// Runs the recommender sweep on the thread pool, never on the UI thread.
+// Starting a new sweep cancels the one in flight (through the recommender's
+// progress hook) and its result is dropped, so only the latest input's
+// answer is ever shown.
+class RecommendationRunner : public QObject {
+    Q_OBJECT
+
+public:
+    explicit RecommendationRunner(const plan::Catalog& catalog, QObject* parent = nullptr);
+    ~RecommendationRunner() override;
+
+    void start(const plan::PlanInput& input, const model::ModelSpec& model,
+               const plan::RecommendOptions& options);
+    void cancel();
+    bool isRunning() const;
+
+signals:
+    void progressed(int done, int total);
+    void finished(const tb::plan::Recommendation& recommendation);
+
+private:
+    const plan::Catalog& m_catalog;
+    QFutureWatcher<plan::Recommendation>* m_watcher = nullptr;
+    std::shared_ptr<std::atomic<bool>> m_cancelFlag;
+    quint64 m_generation = 0;
+};
+
+} // namespace tb::ui
