@@ -121,6 +121,11 @@ PlannerPage::PlannerPage(QWidget* parent)
     m_recommendTimer->setSingleShot(true);
     m_recommendTimer->setInterval(150); // let a spin box settle before sweeping
     connect(m_recommendTimer, &QTimer::timeout, this, &PlannerPage::startRecommendations);
+    // QSettings writes the file on every save; once a second is plenty.
+    m_saveTimer = new QTimer(this);
+    m_saveTimer->setSingleShot(true);
+    m_saveTimer->setInterval(1000);
+    connect(m_saveTimer, &QTimer::timeout, this, &PlannerPage::saveToSettings);
 
     connect(m_form, &PlanForm::inputChanged, this, &PlannerPage::recompute);
     connect(m_form, &PlanForm::openConfigRequested, this, [this] {
@@ -140,7 +145,11 @@ PlannerPage::PlannerPage(QWidget* parent)
     setInput(stored.ok() ? stored.value() : plan::PlanInput{});
 }
 
-PlannerPage::~PlannerPage() = default;
+PlannerPage::~PlannerPage()
+{
+    if (m_saveTimer && m_saveTimer->isActive())
+        saveToSettings();
+}
 
 QWidget* PlannerPage::createToolBar()
 {
@@ -357,7 +366,12 @@ QWidget* PlannerPage::createExplanationsTab()
     m_components = new ComponentModel(this);
     auto* view = makeTable(this, m_components);
     view->setObjectName(QStringLiteral("explanationView"));
-    view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    // Fixed widths: measuring every explanation's text on each keystroke
+    // would cost more than the whole estimate.
+    view->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
+    view->setColumnWidth(ComponentModel::Name, 230);
+    view->setColumnWidth(ComponentModel::Value, 110);
+    view->setColumnWidth(ComponentModel::Explanation, 620);
     view->horizontalHeader()->setStretchLastSection(true);
     return view;
 }
@@ -436,7 +450,7 @@ void PlannerPage::recompute()
     updateWhatIf();
     m_breakdown->replot(QCustomPlot::rpQueuedReplot);
     m_whatIf->replot(QCustomPlot::rpQueuedReplot);
-    saveToSettings();
+    m_saveTimer->start();
     scheduleRecommendations();
 }
 
@@ -483,21 +497,21 @@ void PlannerPage::showError(const QString& message)
 
 void PlannerPage::scheduleRecommendations()
 {
-    if (!m_model)
-        return;
-    const std::string key = recommendationKey(m_form->input());
-    if (key == m_recommendationKey)
-        return;
-    m_recommendationKey = key;
+    // Restarted on every change: the sweep starts once the input has been
+    // still for the timer's interval, and only if its inputs changed.
     m_recommendationsPending = true;
-    m_recommendationStatus->setText(tr("Searching Azure VM sizes…"));
     m_recommendTimer->start();
 }
 
 void PlannerPage::startRecommendations()
 {
-    if (!m_model)
+    const std::string key = recommendationKey(m_form->input());
+    if (!m_model || key == m_recommendationKey) {
+        m_recommendationsPending = m_model && m_runner->isRunning();
         return;
+    }
+    m_recommendationKey = key;
+    m_recommendationStatus->setText(tr("Searching Azure VM sizes…"));
     plan::RecommendOptions options;
     options.maxNodes = 16;
     m_runner->start(m_form->input(), *m_model, options);
@@ -506,7 +520,7 @@ void PlannerPage::startRecommendations()
 void PlannerPage::showRecommendation(const plan::Recommendation& recommendation)
 {
     m_recommendation = recommendation;
-    m_recommendationsPending = false;
+    m_recommendationsPending = m_recommendTimer->isActive();
     m_recommendations->setRecommendation(recommendation);
     m_rejected->setRejected(recommendation.rejected);
     m_recommendationStatus->setText(tr("%1 fit, %2 rejected, %3 plans tried")

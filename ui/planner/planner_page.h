@@ -116,6 +116,7 @@ private:
     ComponentModel* m_components = nullptr;
     RecommendationRunner* m_runner = nullptr;
     QTimer* m_recommendTimer = nullptr;
+    QTimer* m_saveTimer = nullptr;
 };
 
 } // namespace tb::ui
