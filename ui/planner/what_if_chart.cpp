@@ -102,7 +102,8 @@ WhatIfChart::WhatIfChart(QWidget* parent)
 
     legend->setVisible(true);
     legend->setBrush(QColor(255, 255, 255, 210));
-    axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    // Memory rises to the right, so the lower right corner is the empty one.
+    axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
 }
 
 void WhatIfChart::setSweep(plan::SweepAxis axis, const std::vector<plan::SweepPoint>& points,
@@ -137,6 +138,7 @@ void WhatIfChart::setSweep(plan::SweepAxis axis, const std::vector<plan::SweepPo
 
     m_capacityLine->point1->setCoords(0, usable);
     m_capacityLine->point2->setCoords(1, usable);
+    // Above the line at the left: where small values usually fit, under it.
     m_capacityLabel->position->setCoords(0.01, usable);
     m_capacityLabel->setText(tr("usable %1").arg(QString::fromStdString(
         common::formatBytes(usable * common::kGiB))));
