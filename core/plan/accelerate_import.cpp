@@ -114,9 +114,11 @@ common::Result<ImportResult> parseAccelerateYaml(
                     if (s == "hybrid_shard_zero2" || s == "5")
                         result.applied.push_back("HYBRID_SHARD_ZERO2 planned as HYBRID_SHARD");
                 }
-                if (const auto off =
-                        r.boolean(fsdp, "fsdp_offload_params", "fsdp_config.fsdp_offload_params"))
-                    in.offload = *off ? Offload::OptimizerAndParams : Offload::None;
+                // accelerate's default is no offload: an FSDP config without
+                // the key offloads nothing, whatever the base plan had.
+                const auto off =
+                    r.boolean(fsdp, "fsdp_offload_params", "fsdp_config.fsdp_offload_params");
+                in.offload = off.value_or(false) ? Offload::OptimizerAndParams : Offload::None;
                 if (const auto ckpt = r.boolean(fsdp, "fsdp_activation_checkpointing",
                         "fsdp_config.fsdp_activation_checkpointing"))
                     in.gradientCheckpointing = *ckpt;

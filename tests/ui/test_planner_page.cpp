@@ -1,5 +1,6 @@
 #include "main_window.h"
 #include "planner/breakdown_chart.h"
+#include "planner/component_colors.h"
 #include "planner/plan_form.h"
 #include "planner/planner_page.h"
 #include "planner/recommendation_model.h"
@@ -297,6 +298,67 @@ private slots:
         const QStringList lines = QString::fromUtf8(csv.readAll()).split('\n', Qt::SkipEmptyParts);
         QVERIFY(lines.first().startsWith(QStringLiteral("rank,vm_size,")));
         QCOMPARE(lines.size() - 1, page.recommendationModel()->rowCount());
+    }
+
+    void importsFrameworkConfigs()
+    {
+        QTemporaryDir dir;
+        const QString deepspeed = dir.filePath(QStringLiteral("ds.json"));
+        QFile ds(deepspeed);
+        QVERIFY(ds.open(QIODevice::WriteOnly));
+        ds.write(R"({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}},
+                     "bf16": {"enabled": true}, "train_micro_batch_size_per_gpu": 3,
+                     "gradient_accumulation_steps": 8})");
+        ds.close();
+        PlannerPage page;
+        const auto status = page.importDeepSpeed(deepspeed);
+        QVERIFY2(status.ok(), status.ok() ? "" : status.error().toString().c_str());
+        QVERIFY(page.input().sharding == plan::Sharding::Zero3);
+        QVERIFY(page.input().offload == plan::Offload::Optimizer);
+        QCOMPARE(page.input().microBatch, 3);
+        QCOMPARE(page.input().gradAccum, 8);
+        QVERIFY(page.result()->cpuBytesPerNode > 0); // offloaded states shown in CPU memory
+
+        const QString accelerate = dir.filePath(QStringLiteral("accelerate.yaml"));
+        QFile acc(accelerate);
+        QVERIFY(acc.open(QIODevice::WriteOnly));
+        acc.write("distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: SHARD_GRAD_OP\n"
+                  "mixed_precision: bf16\nnum_machines: 2\nnum_processes: 16\n");
+        acc.close();
+        const auto imported = page.importAccelerate(accelerate);
+        QVERIFY2(imported.ok(), imported.ok() ? "" : imported.error().toString().c_str());
+        QVERIFY(page.input().sharding == plan::Sharding::FsdpGradOp);
+        QCOMPARE(page.input().nodes, 2);
+
+        QFile broken(deepspeed);
+        QVERIFY(broken.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        broken.write(R"({"zero_optimization": {"stage": 7}})");
+        broken.close();
+        const auto bad = page.importDeepSpeed(deepspeed);
+        QVERIFY(!bad.ok());
+        QVERIFY2(QString::fromStdString(bad.error().toString()).contains(QStringLiteral("stage")),
+                 bad.error().toString().c_str());
+        QVERIFY(page.input().sharding == plan::Sharding::FsdpGradOp); // unchanged
+    }
+
+    void coloursAreTheSameEverywhere()
+    {
+        PlannerPage page;
+        auto* explanations = page.findChild<QTableView*>(QStringLiteral("explanationView"));
+        QVERIFY(explanations);
+        QAbstractItemModel* model = explanations->model();
+        new QAbstractItemModelTester(model, QAbstractItemModelTester::FailureReportingMode::QtTest,
+                                     &page);
+        int coloured = 0;
+        for (const plan::MemoryComponent& component : page.result()->memory) {
+            if (component.bytes <= 0)
+                continue;
+            const QModelIndex index = model->index(coloured++, 0);
+            QCOMPARE(index.data().toString(), QString::fromStdString(component.label));
+            QCOMPARE(index.data(Qt::DecorationRole).value<QColor>(),
+                     ui::categoryColor(component.category));
+        }
+        QVERIFY(coloured > 3);
     }
 
     void badPlanFileNamesTheField()
