@@ -90,8 +90,10 @@ common::Result<EvalResult> evaluateLoss(LlamaForCausalLm& model,
                     }
                     result.predictedTokens += std::max<std::int64_t>(0, used - 1);
                 }
-                const torch::Tensor hidden = model.hiddenStates(ids).slice(1, 0, width - 1);
-                const torch::Tensor flatTargets = targets.reshape({-1});
+                const torch::Device device = model.outputWeight().device();
+                const torch::Tensor hidden =
+                    model.hiddenStates(ids.to(device)).slice(1, 0, width - 1);
+                const torch::Tensor flatTargets = targets.reshape({-1}).to(device);
                 const torch::Tensor keep = flatTargets.ne(-100).nonzero().squeeze(1);
                 totalNll +=
                     summedNll(model, hidden.reshape({-1, hidden.size(-1)}).index_select(0, keep),

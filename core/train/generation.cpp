@@ -93,7 +93,8 @@ common::Result<std::vector<std::int32_t>> generate(LlamaForCausalLm& model,
         torch::NoGradGuard noGrad;
         KvCache cache;
         std::vector<std::int64_t> promptIds(prompt.begin(), prompt.end());
-        torch::Tensor input = torch::tensor(promptIds, torch::kLong).unsqueeze(0);
+        const torch::Device device = model.outputWeight().device();
+        torch::Tensor input = torch::tensor(promptIds, torch::kLong).unsqueeze(0).to(device);
         for (std::int64_t step = 0; step < steps; ++step) {
             const std::vector<double> logits = lastLogits(model, input, cache);
             const std::int32_t id = pickToken(logits, options.temperature, options.topP, rng);
@@ -102,7 +103,8 @@ common::Result<std::vector<std::int32_t>> generate(LlamaForCausalLm& model,
                 != options.stopIds.end();
             if ((options.onToken && !options.onToken(id)) || stop)
                 break;
-            input = torch::full({1, 1}, static_cast<std::int64_t>(id), torch::kLong);
+            input = torch::full({1, 1}, static_cast<std::int64_t>(id),
+                torch::TensorOptions().dtype(torch::kLong).device(device));
         }
     } catch (const std::exception& e) {
         return Error{std::string("generation failed: ") + e.what(), {}};

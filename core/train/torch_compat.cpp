@@ -4,17 +4,6 @@
 
 namespace tb::train::compat {
 
-namespace {
-
-c10::optional<at::Tensor> optionalMask(const torch::Tensor& allowed)
-{
-    if (!allowed.defined())
-        return c10::nullopt;
-    return allowed;
-}
-
-} // namespace
-
 bool cpuHalfMatmulSupported()
 {
     static const bool supported = [] {
@@ -34,7 +23,10 @@ torch::Tensor scaledDotProductAttention(const torch::Tensor& q, const torch::Ten
     const torch::Tensor& v, const torch::Tensor& allowed, bool isCausal)
 {
     // Public from 2.0; picks flash, memory-efficient or math kernels itself.
-    return at::scaled_dot_product_attention(q, k, v, optionalMask(allowed), 0.0, isCausal);
+    // A tensor or {} converts to its optional mask, c10:: or std::.
+    if (allowed.defined())
+        return at::scaled_dot_product_attention(q, k, v, allowed, 0.0, isCausal);
+    return at::scaled_dot_product_attention(q, k, v, {}, 0.0, isCausal);
 }
 
 const char* fusedAttentionName()
@@ -48,8 +40,10 @@ torch::Tensor scaledDotProductAttention(const torch::Tensor& q, const torch::Ten
     const torch::Tensor& v, const torch::Tensor& allowed, bool isCausal)
 {
     // 1.13 only has the private form, which also returns the weights.
-    return std::get<0>(at::_scaled_dot_product_attention(q, k, v, optionalMask(allowed), 0.0,
-        /*need_attn_weights=*/false, isCausal));
+    const c10::optional<at::Tensor> mask =
+        allowed.defined() ? c10::optional<at::Tensor>(allowed) : c10::nullopt;
+    return std::get<0>(at::_scaled_dot_product_attention(
+        q, k, v, mask, 0.0, /*need_attn_weights=*/false, isCausal));
 }
 
 const char* fusedAttentionName()

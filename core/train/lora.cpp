@@ -1,0 +1,149 @@
+#include "train/lora.h"
+
+#include "train/llama_model.h"
+#include "train/nf4.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+#include <set>
+
+namespace tb::train {
+
+namespace {
+
+torch::ScalarType mergeType(torch::ScalarType modelType)
+{
+    return modelType == torch::kDouble ? torch::kDouble : torch::kFloat;
+}
+
+std::string lastName(const std::string& qualified)
+{
+    return qualified.substr(qualified.rfind('.') + 1);
+}
+
+} // namespace
+
+LoraLinear::LoraLinear(std::shared_ptr<LinearLayer> base, std::int64_t rank, double scaling,
+    double dropout, std::optional<at::Generator> dropoutGenerator,
+    const torch::TensorOptions& options)
+    : m_rank(rank)
+    , m_scaling(scaling)
+    , m_dropout(dropout)
+    , m_generator(std::move(dropoutGenerator))
+{
+    m_base = register_module("base_layer", std::move(base));
+    m_a = register_module(
+        "lora_A", std::make_shared<DenseLinear>(m_base->inFeatures(), rank, false, options));
+    m_b = register_module(
+        "lora_B", std::make_shared<DenseLinear>(rank, m_base->outFeatures(), false, options));
+}
+
+torch::Tensor LoraLinear::forward(const torch::Tensor& input)
+{
+    torch::Tensor x = input;
+    if (m_dropout > 0 && is_training()) {
+        torch::Tensor keep = torch::empty_like(input);
+        if (m_generator)
+            keep.bernoulli_(1.0 - m_dropout, *m_generator);
+        else
+            keep.bernoulli_(1.0 - m_dropout);
+        x = input * keep / (1.0 - m_dropout);
+    }
+    return m_base->forward(input) + m_b->forward(m_a->forward(x)) * m_scaling;
+}
+
+torch::Tensor LoraLinear::baseWeight(torch::ScalarType dtype)
+{
+    torch::NoGradGuard noGrad;
+    if (auto dense = std::dynamic_pointer_cast<DenseLinear>(m_base))
+        return dense->weight().detach().to(dtype);
+    if (auto nf4 = std::dynamic_pointer_cast<Nf4Linear>(m_base))
+        return dequantizeNf4(nf4->weight(), dtype);
+    TORCH_CHECK(false, "LoRA over an unknown kind of linear layer");
+}
+
+torch::Tensor LoraLinear::baseBias()
+{
+    if (auto dense = std::dynamic_pointer_cast<DenseLinear>(m_base))
+        return dense->bias();
+    if (auto nf4 = std::dynamic_pointer_cast<Nf4Linear>(m_base))
+        return nf4->bias();
+    return {};
+}
+
+torch::Tensor LoraLinear::mergedWeight()
+{
+    torch::NoGradGuard noGrad;
+    const auto type = mergeType(loraA().scalar_type());
+    return baseWeight(type) + torch::matmul(loraB().to(type), loraA().to(type)) * m_scaling;
+}
+
+double LoraSpec::scaling() const
+{
+    return rsLora ? alpha / std::sqrt(static_cast<double>(rank)) : alpha / static_cast<double>(rank);
+}
+
+common::Result<std::vector<std::string>> attachLora(LlamaForCausalLm& model, const LoraSpec& spec,
+    std::uint64_t seed, std::optional<at::Generator> dropoutGenerator)
+{
+    static const std::set<std::string> known = {
+        "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+    if (spec.rank < 1)
+        return common::Error{"LoRA rank must be at least 1, got " + std::to_string(spec.rank), {}};
+    if (spec.targetModules.empty())
+        return common::Error{"LoRA needs at least one target module", {}};
+    for (const std::string& name : spec.targetModules) {
+        if (!known.contains(name))
+            return common::Error{"LoRA target module '" + name
+                    + "' is not a linear layer of a Llama block",
+                "expected q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj or down_proj"};
+    }
+    const std::set<std::string> targets(spec.targetModules.begin(), spec.targetModules.end());
+    std::vector<std::string> wrapped;
+    try {
+        torch::NoGradGuard noGrad;
+        at::Generator generator = at::detail::createCPUGenerator(seed);
+        const auto options = torch::TensorOptions().dtype(model.dtype()).device(
+            model.outputWeight().device());
+        for (auto& [name, layer] : model.projections()) {
+            if (!targets.contains(lastName(name)))
+                continue;
+            TORCH_CHECK(!std::dynamic_pointer_cast<LoraLinear>(layer), name, " already has LoRA");
+            auto lora = std::make_shared<LoraLinear>(
+                layer, spec.rank, spec.scaling(), spec.dropout, dropoutGenerator, options);
+            const double bound = 1.0 / std::sqrt(static_cast<double>(layer->inFeatures()));
+            torch::Tensor a = torch::empty(lora->loraA().sizes(), torch::kDouble);
+            a.uniform_(-bound, bound, generator);
+            lora->loraA().copy_(a);
+            lora->loraB().zero_();
+            model.replaceProjection(name, lora);
+            wrapped.push_back(name);
+        }
+    } catch (const std::exception& e) {
+        return common::Error{std::string("cannot attach LoRA: ") + e.what(), {}};
+    }
+    return wrapped;
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<LoraLinear>>> loraLayers(LlamaForCausalLm& model)
+{
+    std::vector<std::pair<std::string, std::shared_ptr<LoraLinear>>> out;
+    for (auto& [name, layer] : model.projections()) {
+        if (auto lora = std::dynamic_pointer_cast<LoraLinear>(layer))
+            out.emplace_back(name, lora);
+    }
+    return out;
+}
+
+void freezeAllButLora(LlamaForCausalLm& model)
+{
+    for (auto& item : model.named_parameters()) {
+        const bool lora =
+            item.key().find(".lora_A.") != std::string::npos
+            || item.key().find(".lora_B.") != std::string::npos;
+        item.value().set_requires_grad(lora);
+    }
+}
+
+} // namespace tb::train

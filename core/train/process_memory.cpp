@@ -1,0 +1,29 @@
+#include "train/process_memory.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace tb::train {
+
+ProcessMemory processMemory()
+{
+    ProcessMemory memory;
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        // "VmRSS:	  123456 kB"
+        const bool rss = line.starts_with("VmRSS:");
+        const bool hwm = line.starts_with("VmHWM:");
+        if (!rss && !hwm)
+            continue;
+        std::istringstream fields(line.substr(6));
+        std::int64_t kib = -1;
+        if (!(fields >> kib))
+            continue;
+        (rss ? memory.residentBytes : memory.peakResidentBytes) = kib * 1024;
+    }
+    return memory;
+}
+
+} // namespace tb::train

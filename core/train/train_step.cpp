@@ -1,0 +1,95 @@
+#include "train/train_step.h"
+
+#include "train/chunked_loss.h"
+#include "train/llama_model.h"
+
+#include <cmath>
+#include <numeric>
+
+namespace tb::train {
+
+std::pair<torch::Tensor, torch::Tensor> batchTensors(
+    const data::Batch& batch, const torch::Device& device)
+{
+    const auto rows = static_cast<std::int64_t>(batch.batchSize);
+    const auto tokens = static_cast<std::int64_t>(batch.sequenceLength);
+    auto wrap = [&](const std::vector<std::int32_t>& values) {
+        // from_blob borrows; the int64 copy owns its memory.
+        return torch::from_blob(const_cast<std::int32_t*>(values.data()), {rows, tokens},
+            torch::TensorOptions().dtype(torch::kInt))
+            .to(device, torch::kLong);
+    };
+    return {wrap(batch.inputIds), wrap(batch.labels)};
+}
+
+StepResult accumulateStepGradients(LlamaForCausalLm& model, FlatParameters& parameters,
+    const std::vector<data::Batch>& batches, std::int64_t lossChunkRows)
+{
+    StepResult result;
+    for (const data::Batch& batch : batches) {
+        result.lossTokens += static_cast<std::int64_t>(batch.lossTokens());
+        result.tokens += static_cast<std::int64_t>(batch.tokens());
+        result.samples += static_cast<std::int64_t>(batch.batchSize);
+    }
+    const double normalizer = static_cast<double>(std::max<std::int64_t>(1, result.lossTokens));
+    const torch::Device device = model.outputWeight().device();
+    for (const data::Batch& batch : batches) {
+        if (batch.isEmpty() || batch.lossTokens() == 0)
+            continue;
+        const auto [ids, labels] = batchTensors(batch, device);
+        const torch::Tensor hidden = model.hiddenStates(ids);
+        const LossRows rows = selectLossRows(hidden, labels);
+        const torch::Tensor loss =
+            chunkedCrossEntropy(rows.hidden, model.outputWeight(), rows.targets, normalizer,
+                lossChunkRows);
+        loss.backward();
+        parameters.accumulateGradients();
+        result.loss += loss.item<double>();
+    }
+    return result;
+}
+
+StepResult trainStep(LlamaForCausalLm& model, FlatParameters& parameters, FlatAdamW& optimizer,
+    const std::vector<data::Batch>& batches, double learningRate, double maxGradNorm)
+{
+    StepResult result = accumulateStepGradients(model, parameters, batches);
+    result.gradNorm = parameters.clipGradientNorm(maxGradNorm);
+    if (std::isfinite(result.loss) && std::isfinite(result.gradNorm)) {
+        optimizer.step(learningRate);
+        parameters.copyMasterToModel();
+    }
+    parameters.zeroGradients();
+    return result;
+}
+
+EvalLossResult evaluateRows(LlamaForCausalLm& model, std::span<const data::TokenizedExample> rows,
+    std::size_t microBatch, std::int32_t padId)
+{
+    EvalLossResult result;
+    const bool wasTraining = model.is_training();
+    model.eval();
+    torch::NoGradGuard noGrad;
+    const torch::Device device = model.outputWeight().device();
+    double total = 0.0;
+    std::vector<std::size_t> indices;
+    for (std::size_t first = 0; first < rows.size(); first += microBatch) {
+        indices.resize(std::min(microBatch, rows.size() - first));
+        std::iota(indices.begin(), indices.end(), first);
+        const data::Batch batch = data::collate(rows, indices, {microBatch, padId, 0});
+        const auto lossTokens = static_cast<std::int64_t>(batch.lossTokens());
+        if (lossTokens == 0)
+            continue;
+        const auto [ids, labels] = batchTensors(batch, device);
+        const LossRows selected = selectLossRows(model.hiddenStates(ids), labels);
+        total += chunkedCrossEntropy(selected.hidden, model.outputWeight(), selected.targets, 1.0)
+                     .item<double>();
+        result.lossTokens += lossTokens;
+    }
+    if (wasTraining)
+        model.train();
+    result.meanLoss = result.lossTokens > 0 ? total / static_cast<double>(result.lossTokens)
+                                            : std::nan("");
+    return result;
+}
+
+} // namespace tb::train

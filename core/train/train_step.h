@@ -1,0 +1,53 @@
+#pragma once
+
+#include "data/batch.h"
+#include "data/tokenized_example.h"
+#include "train/adamw.h"
+#include "train/flat_parameters.h"
+
+#include <torch/torch.h>
+
+#include <span>
+#include <vector>
+
+namespace tb::train {
+
+class LlamaForCausalLm;
+
+struct StepResult {
+    double loss = 0.0; // mean over the step's loss tokens
+    double gradNorm = 0.0; // before clipping
+    std::int64_t lossTokens = 0;
+    std::int64_t tokens = 0; // real (unpadded) tokens
+    std::int64_t samples = 0;
+};
+
+// Forward and backward of every micro-batch of one optimizer step, the loss
+// of each normalised by the loss tokens of the whole step (so accumulating k
+// micro-batches gives the gradient of one batch k times larger, whatever
+// their padding), gradients gathered into the master gradient. Does not
+// clip or update. The model must be in training mode for dropout.
+StepResult accumulateStepGradients(LlamaForCausalLm& model, FlatParameters& parameters,
+    const std::vector<data::Batch>& batches, std::int64_t lossChunkRows = 0);
+
+// accumulateStepGradients, clipping to maxGradNorm (<= 0: none), one AdamW
+// update at `learningRate`, the model's copy refreshed, gradients zeroed.
+// A non-finite loss or gradient norm skips the update (the caller stops).
+StepResult trainStep(LlamaForCausalLm& model, FlatParameters& parameters, FlatAdamW& optimizer,
+    const std::vector<data::Batch>& batches, double learningRate, double maxGradNorm);
+
+struct EvalLossResult {
+    double meanLoss = 0.0; // nats per loss token
+    std::int64_t lossTokens = 0;
+};
+
+// Mean next-token loss over the rows' labelled tokens, in eval mode (no
+// dropout) and without grad; the mode is restored after.
+EvalLossResult evaluateRows(LlamaForCausalLm& model, std::span<const data::TokenizedExample> rows,
+    std::size_t microBatch, std::int32_t padId);
+
+// A batch as int64 tensors [batch, tokens] on `device`.
+std::pair<torch::Tensor, torch::Tensor> batchTensors(
+    const data::Batch& batch, const torch::Device& device);
+
+} // namespace tb::train

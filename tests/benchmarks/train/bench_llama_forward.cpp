@@ -1,0 +1,137 @@
+// Forward throughput of a ~15M-parameter Llama (the stories15M shape of
+// llama2.c: dim 288, 6 layers, 6 heads, SwiGLU 768, vocab 32000, tied) with
+// random weights, against the CPU's own matrix-multiply rate measured in the
+// same run. The ratio (model FLOP/s over matmul FLOP/s) is how much of what
+// this machine's BLAS can do the whole forward pass achieves.
+//
+//   bench_llama_forward [threads] [batch] [tokens]
+//
+// Model FLOPs per token, forward only (PaLM appendix B, the forward third of
+// 6N + 12 L d T): 2 N_matmul + 4 L d T, where N_matmul counts every weight
+// used in a matrix product (the tied output projection included, the
+// embedding lookup not) and 4 L d T is Q K^T and P V over T positions.
+
+#include "train/llama_model.h"
+#include "train/model_loader.h"
+#include "train/torch_compat.h"
+
+#include <torch/version.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+using namespace tb::train;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point start)
+{
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Median of `runs` timings of fn, after one warm-up call.
+template <typename Fn> double medianSeconds(int runs, Fn&& fn)
+{
+    fn();
+    std::vector<double> times;
+    for (int i = 0; i < runs; ++i) {
+        const auto start = Clock::now();
+        fn();
+        times.push_back(seconds(start));
+    }
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
+// Square matmul at the size where BLAS runs near its peak on this CPU.
+double matmulGflops(torch::ScalarType dtype)
+{
+    const std::int64_t n = 1024;
+    const auto options = torch::TensorOptions().dtype(dtype);
+    const torch::Tensor a = torch::randn({n, n}).to(options);
+    const torch::Tensor b = torch::randn({n, n}).to(options);
+    torch::Tensor c;
+    const double time = medianSeconds(9, [&] { c = torch::matmul(a, b); });
+    return 2.0 * n * n * n / time / 1e9;
+}
+
+LlamaConfig stories15mShape()
+{
+    LlamaConfig config;
+    config.modelType = "llama";
+    config.vocabSize = 32000;
+    config.hiddenSize = 288;
+    config.intermediateSize = 768;
+    config.numLayers = 6;
+    config.numHeads = 6;
+    config.numKvHeads = 6;
+    config.headDim = 48;
+    config.maxPositionEmbeddings = 1024;
+    config.rmsNormEps = 1e-5;
+    config.tieWordEmbeddings = true;
+    return config;
+}
+
+double forwardFlopsPerToken(const LlamaConfig& c, std::int64_t tokens)
+{
+    const double q = double(c.numHeads * c.headDim);
+    const double kv = double(c.numKvHeads * c.headDim);
+    const double h = double(c.hiddenSize);
+    const double perLayer = h * q + 2 * h * kv + q * h + 3 * h * double(c.intermediateSize);
+    const double matmulWeights = double(c.numLayers) * perLayer + double(c.vocabSize) * h;
+    return 2.0 * matmulWeights + 4.0 * double(c.numLayers) * q * double(tokens);
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    const int threads =
+        argc > 1 ? std::atoi(argv[1]) : int(std::max(1u, std::thread::hardware_concurrency()));
+    const std::int64_t batch = argc > 2 ? std::atoll(argv[2]) : 4;
+    const std::int64_t tokens = argc > 3 ? std::atoll(argv[3]) : 256;
+    setComputeThreads(threads);
+    torch::NoGradGuard noGrad;
+
+    const LlamaConfig config = stories15mShape();
+    std::printf("LibTorch %s, %d threads; model: stories15M shape, %.2f M parameters; batch %lld x "
+                "%lld tokens\n",
+        TORCH_VERSION, computeThreads(), double(config.parameterCount()) / 1e6,
+        static_cast<long long>(batch), static_cast<long long>(tokens));
+    const double flopsPerToken = forwardFlopsPerToken(config, tokens);
+    std::printf("forward FLOPs per token: %.1f M (2 N_matmul + 4 L d T)\n\n", flopsPerToken / 1e6);
+    std::printf("%-8s %-7s %12s %12s %14s %10s\n", "dtype", "attn", "tokens/s", "GFLOP/s",
+        "matmul GFLOP/s", "ratio");
+
+    const torch::Tensor ids = torch::randint(config.vocabSize, {batch, tokens}, torch::kLong);
+    struct Case {
+        const char* name;
+        torch::ScalarType dtype;
+        AttentionBackend backend;
+    };
+    const Case cases[] = {{"float32", torch::kFloat, AttentionBackend::Fused},
+        {"float32", torch::kFloat, AttentionBackend::Plain},
+        {"bfloat16", torch::kBFloat16, AttentionBackend::Fused}};
+    for (const Case& c : cases) {
+        LlamaForCausalLm model(config, c.dtype);
+        model.initializeRandom(1);
+        model.eval();
+        model.setAttentionBackend(c.backend);
+        const double time = medianSeconds(5, [&] { model.forward(ids); });
+        const double tokensPerSecond = double(batch * tokens) / time;
+        const double gflops = tokensPerSecond * flopsPerToken / 1e9;
+        // The reference right after the model, so both see the same machine load.
+        const double reference = matmulGflops(c.dtype);
+        std::printf("%-8s %-7s %12.0f %12.1f %14.1f %9.1f%%\n", c.name,
+            c.backend == AttentionBackend::Fused ? "fused" : "plain", tokensPerSecond, gflops,
+            reference, 100.0 * gflops / reference);
+    }
+    std::printf("\nfused attention: %s\n", compat::fusedAttentionName());
+    return 0;
+}
