@@ -21,12 +21,6 @@ int notBuilt(const char* name, const char* summary, const char* issue, const Arg
 
 } // namespace
 
-int runTrain(const Args& args)
-{
-    return notBuilt("train", "Fine-tune a model from a run config.", "issue 6 (trainer part 2)",
-                    args);
-}
-
 int runLaunch(const Args& args)
 {
     return notBuilt("launch", "Start N local ranks of a run.", "issue 7 (distributed training)",
@@ -43,12 +37,6 @@ int runExport(const Args& args)
 {
     return notBuilt("export", "Write a plan as a torchrun, accelerate, Azure ML or Slurm job.",
                     "issue 7 (exports)", args);
-}
-
-int runPlan(const Args& args)
-{
-    return notBuilt("plan", "Per-GPU memory, throughput, time and cost of a fine-tune.",
-                    "issue 3 (planner)", args);
 }
 
 } // namespace tb::cli

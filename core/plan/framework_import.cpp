@@ -116,7 +116,10 @@ void importDeepSpeedObject(const json& root, JsonImport& im)
     if (const auto tbs = im.positive(root, "train_batch_size", "train_batch_size", 1 << 30))
         im.result.applied.push_back("train_batch_size = " + std::to_string(*tbs)
             + " (not applied: the plan's GPUs x micro_batch x grad_accum give it)");
-    bool fp16 = false, bf16 = false;
+    // enabled: true picks the precision; explicit false on both (or on the
+    // only one given) means fp32, DeepSpeed's default; "auto" keeps the base.
+    std::optional<bool> fp16, bf16;
+    bool anyAuto = false;
     for (const char* key : {"fp16", "bf16"}) {
         const auto it = root.find(key);
         if (it == root.end() || it->is_null())
@@ -126,15 +129,17 @@ void importDeepSpeedObject(const json& root, JsonImport& im)
             continue;
         }
         const auto enabled = im.flag(*it, "enabled", std::string(key) + ".enabled");
-        (std::string(key) == "fp16" ? fp16 : bf16) = enabled.value_or(false);
+        const auto flagIt = it->find("enabled");
+        anyAuto = anyAuto || (flagIt != it->end() && JsonImport::isAuto(*flagIt));
+        (std::string(key) == "fp16" ? fp16 : bf16) = enabled;
     }
-    if (fp16 && bf16)
+    if (fp16.value_or(false) && bf16.value_or(false)) {
         im.problem("fp16.enabled", "fp16 and bf16 are both enabled; DeepSpeed allows one");
-    else if (fp16 || bf16) {
-        in.precision = fp16 ? Precision::Fp16Mixed : Precision::Bf16Mixed;
-        im.result.applied.push_back(std::string(fp16 ? "fp16" : "bf16")
+    } else if (fp16.value_or(false) || bf16.value_or(false)) {
+        in.precision = fp16.value_or(false) ? Precision::Fp16Mixed : Precision::Bf16Mixed;
+        im.result.applied.push_back(std::string(fp16.value_or(false) ? "fp16" : "bf16")
             + ".enabled = true -> precision " + std::string(toString(in.precision)));
-    } else if (root.contains("fp16") || root.contains("bf16")) {
+    } else if ((fp16 || bf16) && !anyAuto) {
         in.precision = Precision::Fp32;
         im.result.applied.push_back("fp16/bf16 not enabled -> precision fp32");
     }

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <array>
+#include <climits>
+#include <cmath>
 
 namespace tb::plan {
 
@@ -65,26 +67,46 @@ public:
     {
     }
 
-    void add(
-        const VmSize& vm, Sharding strategy, int nodes, RejectReason reason, std::string detail)
+    void add(const VmSize& vm, Sharding strategy, int nodes, RejectReason reason,
+        std::string detail, const PlanResult* plan = nullptr)
     {
         if (!m_out.empty()) {
             RejectedOption& last = m_out.back();
             if (last.vmSize == vm.name && last.strategy == strategy && last.reason == reason
                 && last.nodesTo + 1 == nodes) {
                 last.nodesTo = nodes;
+                if (plan && plan->perGpuBytes < last.perGpuBytes) {
+                    last.perGpuBytes = plan->perGpuBytes;
+                    last.detail = std::move(detail) + " at " + std::to_string(nodes) + " nodes";
+                }
                 return;
             }
         }
-        m_out.push_back({vm.name, strategy, nodes, nodes, reason, std::move(detail)});
+        RejectedOption& r = m_out.emplace_back();
+        r.vmSize = vm.name;
+        r.strategy = strategy;
+        r.nodesFrom = r.nodesTo = nodes;
+        r.reason = reason;
+        r.detail = std::move(detail);
+        if (plan) {
+            r.perGpuBytes = plan->perGpuBytes;
+            r.usableBytes = plan->usableBytes;
+        }
     }
 
     // The whole VM for every strategy and node count at once.
     void addVm(const VmSize& vm, const std::vector<Sharding>& strategies, int maxNodes,
         RejectReason reason, const std::string& detail)
     {
-        for (Sharding s : strategies)
-            m_out.push_back({vm.name, s, 1, maxNodes, reason, detail});
+        for (Sharding s : strategies) {
+            RejectedOption& r = m_out.emplace_back();
+            r.vmSize = vm.name;
+            r.strategy = s;
+            r.nodesFrom = 1;
+            r.nodesTo = maxNodes;
+            r.reason = reason;
+            r.detail = detail;
+        }
     }
 
 private:
@@ -152,6 +174,9 @@ Recommendation recommend(const PlanInput& input, const model::ModelSpec& model,
         base.gpu.clear();
         base.gpusPerNode = vm.gpusPerVm;
         std::vector<std::string> notes;
+        for (const std::string& note : vm.notes)
+            if (note.rfind("ROCm/RCCL stack", 0) == 0 || note.rfind("Arm64", 0) == 0)
+                notes.push_back(note);
         const bool wantsBf16 =
             input.precision == Precision::Bf16Mixed || input.precision == Precision::Bf16;
         if (vmProblem.empty() && wantsBf16 && !gpu->bf16Supported) {
@@ -201,7 +226,7 @@ Recommendation recommend(const PlanInput& input, const model::ModelSpec& model,
                 const PlanResult r = estimatePlan(candidate, model, *gpu, &vm, quiet);
                 ++rec.evaluated;
                 if (!r.fits) {
-                    rejections.add(vm, strategy, nodes, RejectReason::DoesNotFit, fitDetail(r));
+                    rejections.add(vm, strategy, nodes, RejectReason::DoesNotFit, fitDetail(r), &r);
                     continue;
                 }
                 const double usdPerHour = vm.usdPerHour ? *vm.usdPerHour * nodes : 0;
@@ -241,14 +266,25 @@ Recommendation recommend(const PlanInput& input, const model::ModelSpec& model,
             break;
     }
 
-    const auto byCost = [](const RecommendedOption& a, const RecommendedOption& b) {
-        if (a.costUsd != b.costUsd)
-            return a.costUsd < b.costUsd;
+    // Costs and times within 1% of each other are a tie (the model is not
+    // that precise): then fewer nodes, then the other criterion, win.
+    const auto bucket = [](double value) {
+        return value > 0 ? std::llround(std::log(value) / std::log(1.01)) : LLONG_MIN;
+    };
+    const auto byCost = [&](const RecommendedOption& a, const RecommendedOption& b) {
+        const long long ca = bucket(a.costUsd), cb = bucket(b.costUsd);
+        if (ca != cb)
+            return ca < cb;
+        if (a.nodes != b.nodes)
+            return a.nodes < b.nodes;
         return a.hours < b.hours;
     };
-    const auto byTime = [](const RecommendedOption& a, const RecommendedOption& b) {
-        if (a.hours != b.hours)
-            return a.hours < b.hours;
+    const auto byTime = [&](const RecommendedOption& a, const RecommendedOption& b) {
+        const long long ha = bucket(a.hours), hb = bucket(b.hours);
+        if (ha != hb)
+            return ha < hb;
+        if (a.nodes != b.nodes)
+            return a.nodes < b.nodes;
         return a.costUsd < b.costUsd;
     };
     if (options.rankBy == RankBy::Time)

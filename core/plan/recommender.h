@@ -71,6 +71,10 @@ struct RejectedOption {
     int nodesTo = 1;
     RejectReason reason = RejectReason::DoesNotFit;
     std::string detail; // "needs 92.4 GiB per GPU, 79.2 GiB usable"
+    // DoesNotFit: the smallest per-GPU need over the run of node counts
+    // (the closest this option came to fitting) and the GPU's usable memory.
+    double perGpuBytes = 0;
+    double usableBytes = 0;
 };
 
 struct Recommendation {

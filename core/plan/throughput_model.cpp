@@ -182,8 +182,13 @@ void computeThroughput(const PlanContext& ctx, PlanResult& r)
     const double a = ctx.act;
     const Sharding s = in.sharding;
     const bool multiNode = ctx.nodes > 1;
-    const double bw = multiNode ? std::min(link.intraBytesPerSecond, link.interBytesPerSecond)
-                                : link.intraBytesPerSecond;
+    // NCCL runs one ring per NIC, so across nodes a GPU's share of a
+    // collective is bounded by its own GPU link or by the node's total
+    // network rate, whichever is slower.
+    const double nodeNetwork = link.interBytesPerSecond * ctx.gpusPerNode;
+    const double bw = !multiNode ? link.intraBytesPerSecond
+        : ctx.gpusPerNode > 1    ? std::min(link.intraBytesPerSecond, nodeNetwork)
+                                 : nodeNetwork;
     const double latency = multiNode ? kInterLatency : kIntraLatency;
     const double gradBytesPerParam = s == Sharding::Ddp
         ? (ctx.lora && ctx.mixed ? 4 : (ctx.precision == Precision::Fp32 ? 4 : 2))
@@ -292,9 +297,13 @@ void computeThroughput(const PlanContext& ctx, PlanResult& r)
             Line l(f.explanation);
             l << pattern;
             if (W > 1) {
-                l << "; gradients " << Bytes{G} << ", weights " << Bytes{P} << ", link "
-                  << Fixed{bw / 1e9, 1} << " GB/s effective ("
-                  << (multiNode ? link.interNote : link.intraNote) << ")";
+                l << "; gradients " << Bytes{G} << ", weights " << Bytes{P} << ", "
+                  << Fixed{bw / 1e9, 1} << " GB/s effective per GPU ("
+                  << (multiNode && bw < link.intraBytesPerSecond ? link.interNote : link.intraNote);
+                if (multiNode)
+                    l << "; across " << ctx.nodes << " nodes: min(GPU link, " << ctx.gpusPerNode
+                      << " x NIC)";
+                l << ")";
                 l << " = " << Seconds{commTotal};
             }
         }

@@ -1,0 +1,220 @@
+#include "plan_report.h"
+
+#include "common/units.h"
+
+#include <algorithm>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+namespace tb::cli {
+
+using common::formatBytes;
+using common::formatCount;
+using common::formatDuration;
+using common::formatFixed;
+using common::formatMoney;
+using common::formatRate;
+
+namespace {
+
+void row(std::ostream& out, const std::string& label, const std::string& value,
+    const std::string& note = {})
+{
+    out << "  " << std::left << std::setw(34) << label << std::right << std::setw(14) << value;
+    if (!note.empty())
+        out << "  " << note;
+    out << "\n";
+}
+
+void because(
+    std::ostream& out, bool explain, const std::string& explanation, const std::string& source)
+{
+    if (!explain || explanation.empty())
+        return;
+    out << "      = " << explanation << "\n";
+    if (!source.empty())
+        out << "        [" << source << "]\n";
+}
+
+std::string methodText(const plan::PlanInput& in, const plan::PlanResult& r)
+{
+    std::ostringstream text;
+    if (in.method == plan::Method::Full) {
+        text << "full fine-tune (" << formatCount(double(r.paramsTrainable)) << " trainable)";
+    } else {
+        text << (in.method == plan::Method::Qlora ? "QLoRA (NF4 base)" : "LoRA")
+             << " r=" << in.lora.rank << " on ";
+        if (in.lora.targetModules.empty()) {
+            text << "every linear layer";
+        } else {
+            for (size_t i = 0; i < in.lora.targetModules.size(); ++i)
+                text << (i ? "," : "") << in.lora.targetModules[i];
+        }
+        text << " (" << formatCount(double(r.paramsTrainable)) << " trainable of "
+             << formatCount(double(r.paramsTotal)) << ")";
+    }
+    return text.str();
+}
+
+std::string figureValue(const plan::Figure& f)
+{
+    if (f.unit == "s")
+        return f.value < 1 ? formatFixed(f.value * 1000, 1) + " ms"
+                           : formatFixed(f.value, 2) + " s";
+    if (f.unit == "FLOP")
+        return formatCount(f.value);
+    if (f.unit == "TFLOP/s")
+        return formatFixed(f.value, 1) + " TFLOP/s";
+    if (f.unit == "USD")
+        return formatMoney(f.value);
+    if (f.unit == "h")
+        return formatDuration(f.value * 3600);
+    if (f.key == "optimizer_steps")
+        return formatFixed(f.value, 0);
+    if (f.key == "utilisation")
+        return formatFixed(f.value * 100, 0) + " %";
+    if (f.unit == "tokens/s" || f.unit == "samples/s")
+        return formatRate(f.value, f.unit.substr(0, f.unit.size() - 2));
+    return formatCount(f.value) + (f.unit.empty() ? "" : " " + f.unit);
+}
+
+} // namespace
+
+void printPlan(
+    std::ostream& out, const plan::PlanInput& in, const plan::PlanResult& r, bool explain)
+{
+    out << "Plan: " << r.modelName << ", " << methodText(in, r) << "\n";
+    out << "      " << plan::label(*plan::parsePrecision(r.precision)) << ", "
+        << plan::toString(in.optimizer) << ", " << plan::label(in.sharding);
+    if (in.offload != plan::Offload::None)
+        out << ", CPU offload of " << plan::toString(in.offload);
+    out << "\n";
+    out << "Hardware: ";
+    if (!r.vmSize.empty())
+        out << r.nodes << " x " << r.vmSize << " (" << r.gpusPerNode << " x " << r.gpuId
+            << " each)";
+    else
+        out << r.nodes << " node(s) x " << r.gpusPerNode << " x " << r.gpuId;
+    out << " = " << r.worldSize << " GPU" << (r.worldSize > 1 ? "s" : "") << "\n";
+    out << "Batch: micro-batch " << in.microBatch << " x " << in.seqLen << " tokens x "
+        << in.gradAccum << " accumulation x " << r.worldSize << " GPU(s); "
+        << (in.gradientCheckpointing ? "activation checkpointing per layer" : "no checkpointing")
+        << ", " << (in.attention == plan::Attention::Sdpa ? "SDPA attention" : "eager attention")
+        << ", " << plan::toString(in.loss) << " loss\n\n";
+
+    out << "Memory per GPU\n";
+    for (const plan::MemoryComponent& c : r.memory) {
+        row(out, c.label, formatBytes(c.bytes));
+        because(out, explain, c.explanation, c.source);
+    }
+    const double usedPercent = r.usableBytes > 0 ? 100.0 * r.perGpuBytes / r.usableBytes : 0;
+    row(out, "Total", formatBytes(r.perGpuBytes),
+        "of " + formatBytes(r.usableBytes) + " usable (" + formatFixed(usedPercent, 0) + " %)");
+    if (r.fits)
+        out << "  FITS with " << formatBytes(r.headroomBytes) << " headroom\n";
+    else if (r.headroomBytes < 0)
+        out << "  DOES NOT FIT: " << formatBytes(-r.headroomBytes)
+            << " over the GPU's usable memory\n";
+    else
+        out << "  DOES NOT FIT: the offloaded states exceed the VM's RAM\n";
+    if (r.cpuBytesPerNode > 0) {
+        row(out, "CPU memory for offload (per node)", formatBytes(r.cpuBytesPerNode));
+        because(out, explain, r.cpuExplanation, "ZeRO-Offload / FSDP CPUOffload");
+    }
+
+    out << "\nThroughput, time and cost\n";
+    for (const plan::Figure& f : r.figures) {
+        row(out, f.label, figureValue(f));
+        because(out, explain, f.explanation, f.source);
+    }
+    if (!r.costKnown)
+        row(out, "Cost", "unknown", "no price for this hardware");
+    if (!r.warnings.empty()) {
+        out << "\nNotes\n";
+        for (const std::string& w : r.warnings)
+            out << "  - " << w << "\n";
+    }
+    if (!explain)
+        out << "\n(--explain shows the formula and source of every figure; --recommend ranks Azure "
+               "VM sizes)\n";
+}
+
+void printRecommendation(std::ostream& out, const plan::Recommendation& rec,
+    const plan::RecommendOptions& options, bool explain, size_t maxRows)
+{
+    out << "\nAzure VM sizes that fit, by " << plan::toString(options.rankBy) << " ("
+        << rec.evaluated << " plans evaluated" << (rec.cancelled ? ", cancelled" : "") << ")\n";
+    if (rec.options.empty()) {
+        out << "  none: see the reasons below\n";
+    } else {
+        out << "  " << std::left << std::setw(4) << "#" << std::setw(30) << "VM size"
+            << std::setw(9) << "GPUs" << std::setw(14) << "strategy" << std::right << std::setw(11)
+            << "mem/GPU" << std::setw(7) << "used" << std::setw(13) << "tokens/s" << std::setw(12)
+            << "time" << std::setw(12) << "cost"
+            << "\n";
+        const size_t rows = explain ? rec.options.size() : std::min(maxRows, rec.options.size());
+        for (size_t i = 0; i < rows; ++i) {
+            const plan::RecommendedOption& o = rec.options[i];
+            const std::string gpus = std::to_string(o.nodes) + "x" + std::to_string(o.gpusPerNode);
+            out << "  " << std::left << std::setw(4) << (i + 1) << std::setw(30) << o.vmSize
+                << std::setw(9) << gpus << std::setw(14) << plan::toString(o.strategy) << std::right
+                << std::setw(11) << formatBytes(o.perGpuBytes) << std::setw(6)
+                << formatFixed(100.0 * o.perGpuBytes / std::max(1.0, o.usableBytes), 0) << "%"
+                << std::setw(13) << formatFixed(o.tokensPerSecond, 0) << std::setw(12)
+                << formatDuration(o.hours * 3600) << std::setw(12) << formatMoney(o.costUsd);
+            for (const std::string& note : o.notes)
+                out << "  " << note;
+            out << "\n";
+        }
+        if (rows < rec.options.size())
+            out << "  ... " << rec.options.size() - rows << " more (--explain lists all)\n";
+    }
+    // One line per VM size: the strategies that failed and why, the closest
+    // miss first, so 38 sizes x 7 strategies stay readable.
+    out << "\nRejected\n";
+    std::vector<std::string> order;
+    std::map<std::string, std::vector<const plan::RejectedOption*>> byVm;
+    for (const plan::RejectedOption& r : rec.rejected) {
+        if (!byVm.count(r.vmSize))
+            order.push_back(r.vmSize);
+        byVm[r.vmSize].push_back(&r);
+    }
+    std::map<std::string, size_t> fitting;
+    for (const plan::RecommendedOption& o : rec.options)
+        ++fitting[o.vmSize];
+    for (const std::string& vm : order) {
+        if (explain) {
+            for (const plan::RejectedOption* r : byVm[vm])
+                out << "  " << vm << " " << plan::toString(r->strategy) << " nodes " << r->nodesFrom
+                    << "-" << r->nodesTo << ": " << plan::toString(r->reason) << ": " << r->detail
+                    << "\n";
+            continue;
+        }
+        // The most telling rejection: a strategy that did not fit, the one closest to fitting.
+        const plan::RejectedOption* best = nullptr;
+        for (const plan::RejectedOption* r : byVm[vm]) {
+            if (r->reason == plan::RejectReason::Redundant
+                || r->reason == plan::RejectReason::TooManyNodes)
+                continue;
+            if (!best
+                || (r->reason == plan::RejectReason::DoesNotFit
+                    && best->reason == plan::RejectReason::DoesNotFit
+                    && r->perGpuBytes < best->perGpuBytes))
+                best = r;
+        }
+        if (!best)
+            continue;
+        out << "  " << std::left << std::setw(38) << vm << std::right;
+        if (fitting.count(vm))
+            out << "(" << fitting[vm] << " options fit) ";
+        if (best->reason == plan::RejectReason::DoesNotFit)
+            out << "does-not-fit with " << plan::toString(best->strategy)
+                << " (the closest): " << best->detail;
+        else
+            out << plan::toString(best->reason) << ": " << best->detail;
+        out << "\n";
+    }
+}
+
+} // namespace tb::cli

@@ -1,0 +1,166 @@
+#include "common/atomic_file.h"
+#include "model/hf_config.h"
+#include "model/parameter_count.h"
+
+#include <QtTest>
+
+using namespace tb;
+
+class TestHfConfig : public QObject {
+    Q_OBJECT
+
+private slots:
+    // Configs as their authors publish them (the fields that matter), with
+    // the published totals.
+    void publishedConfigs_data()
+    {
+        QTest::addColumn<QString>("json");
+        QTest::addColumn<qint64>("expected");
+        QTest::addRow("llama-3-8b")
+            << R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":4096,"intermediate_size":14336,
+                 "num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,"vocab_size":128256,
+                 "tie_word_embeddings":false,"attention_bias":false,"mlp_bias":false,"rope_theta":500000.0,"head_dim":null})"
+            << qint64(8'030'261'248);
+        QTest::addRow("mistral-7b")
+            << R"({"model_type":"mistral","hidden_size":4096,"intermediate_size":14336,"num_hidden_layers":32,
+                 "num_attention_heads":32,"num_key_value_heads":8,"vocab_size":32000,"tie_word_embeddings":false,
+                 "sliding_window":4096})"
+            << qint64(7'241'732'096);
+        QTest::addRow("qwen2.5-7b (qkv bias implied)")
+            << R"({"model_type":"qwen2","hidden_size":3584,"intermediate_size":18944,"num_hidden_layers":28,
+                 "num_attention_heads":28,"num_key_value_heads":4,"vocab_size":152064,"tie_word_embeddings":false})"
+            << qint64(7'615'616'512);
+        QTest::addRow("qwen3-8b (q/k norms)")
+            << R"({"model_type":"qwen3","hidden_size":4096,"intermediate_size":12288,"num_hidden_layers":36,
+                 "num_attention_heads":32,"num_key_value_heads":8,"head_dim":128,"vocab_size":151936,
+                 "tie_word_embeddings":false,"attention_bias":false})"
+            << qint64(8'190'735'360);
+        QTest::addRow("gemma-2-2b (4 norms, tied by default)")
+            << R"({"model_type":"gemma2","hidden_size":2304,"intermediate_size":9216,"num_hidden_layers":26,
+                 "num_attention_heads":8,"num_key_value_heads":4,"head_dim":256,"vocab_size":256000})"
+            << qint64(2'614'341'888);
+        QTest::addRow("phi-3-mini (fused)")
+            << R"({"model_type":"phi3","hidden_size":3072,"intermediate_size":8192,"num_hidden_layers":32,
+                 "num_attention_heads":32,"num_key_value_heads":32,"vocab_size":32064,"tie_word_embeddings":false})"
+            << qint64(3'821'079'552);
+        QTest::addRow("smollm2-135m (tied)")
+            << R"({"model_type":"llama","hidden_size":576,"intermediate_size":1536,"num_hidden_layers":30,
+                 "num_attention_heads":9,"num_key_value_heads":3,"vocab_size":49152,"tie_word_embeddings":true})"
+            << qint64(134'515'008);
+        QTest::addRow("multimodal text_config")
+            << R"({"model_type":"llava","text_config":{"model_type":"llama","hidden_size":576,"intermediate_size":1536,
+                 "num_hidden_layers":30,"num_attention_heads":9,"num_key_value_heads":3,"vocab_size":49152,
+                 "tie_word_embeddings":true},"vision_config":{"hidden_size":1024}})"
+            << qint64(134'515'008);
+    }
+    void publishedConfigs()
+    {
+        QFETCH(QString, json);
+        QFETCH(qint64, expected);
+        const auto spec = model::parseHfConfig(json.toStdString(), "config.json");
+        QVERIFY2(spec.ok(), spec.ok() ? "" : spec.error().message.c_str());
+        QCOMPARE(model::countParameters(*spec).total, expected);
+    }
+
+    void attentionBiasCountsEveryProjection()
+    {
+        const auto plain = model::parseHfConfig(
+            R"({"model_type":"llama","hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,
+                "num_attention_heads":4,"vocab_size":100})",
+            "a");
+        const auto biased = model::parseHfConfig(
+            R"({"model_type":"llama","hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,
+                "num_attention_heads":4,"vocab_size":100,"attention_bias":true,"mlp_bias":true})",
+            "b");
+        QVERIFY(plain.ok() && biased.ok());
+        // q, k, v, o biases (4 x 64) and gate, up, down biases (128 + 128 + 64), per layer.
+        QCOMPARE(model::countParameters(*biased).total - model::countParameters(*plain).total,
+            qint64(2 * (4 * 64 + 128 + 128 + 64)));
+    }
+
+    void unknownTypeWarns()
+    {
+        const auto spec = model::parseHfConfig(
+            R"({"model_type":"granite","hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,
+                "num_attention_heads":4,"vocab_size":100})",
+            "c");
+        QVERIFY(spec.ok());
+        QVERIFY(!spec->warnings.empty());
+        QVERIFY(QString::fromStdString(spec->warnings[0]).contains("granite"));
+    }
+
+    void sharedModel()
+    {
+        const QString dir = QStringLiteral(TB_SHARED_DATA_DIR "/models/stories260K");
+        if (!QFileInfo::exists(dir + "/config.json"))
+            QSKIP("shared data (stories260K config.json) is absent");
+        // The folder and the file itself both work; 260,032 is the published count (SOURCES.md).
+        for (const QString& path : {dir, dir + "/config.json"}) {
+            const auto spec = model::readHfConfig(path.toStdString());
+            QVERIFY2(spec.ok(), spec.ok() ? "" : spec.error().message.c_str());
+            QCOMPARE(model::countParameters(*spec).total, qint64(260'032));
+            QCOMPARE(spec->name, std::string("stories260K"));
+        }
+    }
+
+    void errors_data()
+    {
+        QTest::addColumn<QString>("json");
+        QTest::addColumn<QString>("expected");
+        const QString ok =
+            R"("hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100)";
+        QTest::addRow("not json") << "{\"hidden_size\": 64,"
+                                  << "not valid JSON";
+        QTest::addRow("array") << "[1,2]"
+                               << "expected a JSON object";
+        QTest::addRow("missing hidden")
+            << R"({"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100})"
+            << "field 'hidden_size': missing";
+        QTest::addRow("string") << "{"
+                + QString(ok).replace("\"hidden_size\":64", "\"hidden_size\":\"64\"") + "}"
+                                << "field 'hidden_size': got \"64\", expected a positive integer";
+        QTest::addRow("float") << "{"
+                + QString(ok).replace("\"vocab_size\":100", "\"vocab_size\":100.5") + "}"
+                               << "field 'vocab_size': got 100.5";
+        QTest::addRow("negative") << "{"
+                + QString(ok).replace("\"num_hidden_layers\":2", "\"num_hidden_layers\":-2") + "}"
+                                  << "field 'num_hidden_layers': got -2";
+        QTest::addRow("huge") << "{"
+                + QString(ok).replace("\"hidden_size\":64", "\"hidden_size\":18446744073709551615")
+                + "}"
+                              << "field 'hidden_size'";
+        QTest::addRow("too large")
+            << "{" + QString(ok).replace("\"vocab_size\":100", "\"vocab_size\":999999999999") + "}"
+            << "vocab_size: got 999999999999, expected at most";
+        QTest::addRow("heads do not divide")
+            << "{" + QString(ok).replace("\"num_attention_heads\":4", "\"num_attention_heads\":5")
+                + "}"
+            << "does not divide hidden_size";
+        QTest::addRow("kv heads") << "{" + ok + ",\"num_key_value_heads\":3}"
+                                  << "num_kv_heads: 3 does not divide";
+        QTest::addRow("moe") << "{" + ok + ",\"num_local_experts\":8}"
+                             << "mixture-of-experts";
+        QTest::addRow("bad bool") << "{" + ok + ",\"tie_word_embeddings\":\"yes\"}"
+                                  << "field 'tie_word_embeddings'";
+    }
+    void errors()
+    {
+        QFETCH(QString, json);
+        QFETCH(QString, expected);
+        const auto spec = model::parseHfConfig(json.toStdString(), "/m/config.json");
+        QVERIFY(!spec.ok());
+        const QString message = QString::fromStdString(spec.error().toString());
+        QVERIFY2(message.contains(expected), qPrintable(message));
+        QVERIFY2(message.contains("/m/config.json"), qPrintable(message));
+    }
+
+    void missingFile()
+    {
+        const auto spec = model::readHfConfig("/nonexistent/config.json");
+        QVERIFY(!spec.ok());
+        QVERIFY(QString::fromStdString(spec.error().message).contains("/nonexistent/config.json"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestHfConfig)
+#include "test_hf_config.moc"

@@ -1,0 +1,338 @@
+#include "plan_fixture.h"
+
+#include "model/parameter_count.h"
+
+#include <cmath>
+#include <set>
+
+using namespace tb;
+using plan::MemoryCategory;
+using plan::Offload;
+using plan::Sharding;
+
+Q_DECLARE_METATYPE(tb::plan::Sharding)
+Q_DECLARE_METATYPE(tb::plan::Offload)
+
+namespace {
+
+// DeepSpeed's own estimator formulas (deepspeed/runtime/zero/stage_1_and_2.py
+// estimate_zero2_model_states_mem_needs and stage3.py
+// estimate_zero3_model_states_mem_needs, zero_init=True), GPU side.
+double deepSpeedZero2(double params, int gpus, bool cpuOffload)
+{
+    if (cpuOffload)
+        return 2 * params;
+    return 4 * params + std::floor(16 * params / gpus);
+}
+
+double deepSpeedZero3(
+    double params, double largestLayer, int gpus, bool offloadOptimizer, bool offloadParams)
+{
+    const double largestLayerMemory = 4 * largestLayer;
+    if (offloadOptimizer && offloadParams)
+        return largestLayerMemory;
+    if (offloadOptimizer)
+        return largestLayerMemory + std::floor(2 * params / gpus);
+    return largestLayerMemory + std::floor(18 * params / gpus);
+}
+
+} // namespace
+
+class TestMemory : public QObject {
+    Q_OBJECT
+
+private slots:
+    void deepSpeedEstimator_data()
+    {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<Sharding>("sharding");
+        QTest::addColumn<int>("gpusPerNode");
+        QTest::addColumn<int>("nodes");
+        QTest::addColumn<Offload>("offload");
+        for (const char* model :
+            {"Llama-3-8B", "Mistral-7B-v0.1", "Llama-2-70B", "Gemma-2-9B", "SmolLM2-135M"}) {
+            for (const auto& [gpus, nodes] : {std::pair{1, 1}, {8, 1}, {8, 2}, {4, 4}}) {
+                for (Offload offload : {Offload::None, Offload::Optimizer}) {
+                    QTest::addRow("%s zero2 %dx%d %s", model, nodes, gpus,
+                        offload == Offload::None ? "gpu" : "offload")
+                        << model << Sharding::Zero2 << gpus << nodes << offload;
+                }
+                for (Offload offload :
+                    {Offload::None, Offload::Optimizer, Offload::OptimizerAndParams})
+                    QTest::addRow("%s zero3 %dx%d offload=%d", model, nodes, gpus, int(offload))
+                        << model << Sharding::Zero3 << gpus << nodes << offload;
+            }
+        }
+    }
+    void deepSpeedEstimator()
+    {
+        QFETCH(QString, model);
+        QFETCH(Sharding, sharding);
+        QFETCH(int, gpusPerNode);
+        QFETCH(int, nodes);
+        QFETCH(Offload, offload);
+        const model::ModelSpec& spec = presetModel(model.toUtf8().constData());
+        plan::PlanInput in = fullInput(sharding, gpusPerNode, nodes);
+        in.offload = offload;
+        const plan::PlanResult r = plan::estimatePlan(in, spec, presetGpu("H100-SXM"), nullptr);
+        const model::ParameterCount c = model::countParameters(spec);
+        const double params = double(c.total);
+        const int world = gpusPerNode * nodes;
+        const double expected = sharding == Sharding::Zero2
+            ? deepSpeedZero2(params, world, offload != Offload::None)
+            : deepSpeedZero3(params, double(c.largestLayer), world, offload != Offload::None,
+                offload == Offload::OptimizerAndParams);
+        // DeepSpeed truncates to whole bytes; the planner keeps fractions.
+        QVERIFY2(std::fabs(r.modelStatesBytes - expected) <= 1.0,
+            qPrintable(QString("planner %1, DeepSpeed %2")
+                           .arg(r.modelStatesBytes, 0, 'f', 0)
+                           .arg(expected, 0, 'f', 0)));
+    }
+
+    void componentsSumToTotal_data()
+    {
+        QTest::addColumn<Sharding>("sharding");
+        QTest::addColumn<int>("method");
+        for (Sharding s : {Sharding::Ddp, Sharding::Zero1, Sharding::Zero2, Sharding::Zero3,
+                 Sharding::FsdpFull, Sharding::FsdpGradOp, Sharding::FsdpHybrid})
+            for (int m = 0; m < 3; ++m)
+                QTest::addRow("%s %d", std::string(plan::toString(s)).c_str(), m) << s << m;
+    }
+    void componentsSumToTotal()
+    {
+        QFETCH(Sharding, sharding);
+        QFETCH(int, method);
+        plan::PlanInput in = fullInput(sharding, 8, 2);
+        in.method = plan::Method(method);
+        const plan::PlanResult r = plan::estimatePlan(in, presetModel("Llama-3-8B"),
+            presetGpu("A100-80GB-SXM"), presetVm("Standard_ND96amsr_A100_v4"));
+        double sum = 0;
+        double byCategory = 0;
+        std::set<std::string> keys;
+        for (const plan::MemoryComponent& c : r.memory) {
+            sum += c.bytes;
+            QVERIFY(c.bytes > 0);
+            QVERIFY2(!c.explanation.empty(), c.key.c_str());
+            QVERIFY2(!c.source.empty(), c.key.c_str());
+            QVERIFY2(keys.insert(c.key).second, c.key.c_str()); // stable, unique keys
+        }
+        for (int c = 0; c < plan::kMemoryCategoryCount; ++c)
+            byCategory += r.categoryBytes(MemoryCategory(c));
+        QCOMPARE(sum, r.perGpuBytes);
+        QVERIFY(std::fabs(byCategory - sum) < 1);
+        QCOMPARE(r.headroomBytes, r.usableBytes - r.perGpuBytes);
+        for (const char* key : {"activations", "logits", "cuda_context", "allocator_reserve"})
+            QVERIFY2(r.component(key), key);
+    }
+
+    // Memory grows with micro-batch and sequence length, and only through
+    // the activation-sized parts.
+    void growsWithBatchAndSequence_data()
+    {
+        QTest::addColumn<bool>("sequence");
+        QTest::addRow("micro-batch") << false;
+        QTest::addRow("sequence length") << true;
+    }
+    void growsWithBatchAndSequence()
+    {
+        QFETCH(bool, sequence);
+        plan::PlanInput in;
+        double previous = 0;
+        double weights = -1;
+        for (int step : {1, 2, 4, 8}) {
+            (sequence ? in.seqLen : in.microBatch) = sequence ? 512 * step : step;
+            const plan::PlanResult r =
+                plan::estimatePlan(in, presetModel("Llama-3.1-8B"), presetGpu("A100-80GB-SXM"));
+            QVERIFY(r.perGpuBytes > previous);
+            QVERIFY(r.categoryBytes(MemoryCategory::Activations) > 0);
+            if (weights >= 0)
+                QCOMPARE(r.categoryBytes(MemoryCategory::Weights), weights);
+            weights = r.categoryBytes(MemoryCategory::Weights);
+            previous = r.perGpuBytes;
+        }
+    }
+
+    void checkpointingAndAttention()
+    {
+        const model::ModelSpec& spec = presetModel("Llama-3-8B");
+        const plan::GpuSpec& gpu = presetGpu("H100-SXM");
+        plan::PlanInput in = fullInput(Sharding::Ddp, 1, 1);
+        in.seqLen = 4096;
+        const double ckpt =
+            plan::estimatePlan(in, spec, gpu).categoryBytes(MemoryCategory::Activations);
+        in.gradientCheckpointing = false;
+        const double noCkpt =
+            plan::estimatePlan(in, spec, gpu).categoryBytes(MemoryCategory::Activations);
+        QVERIFY(noCkpt > 5 * ckpt);
+        in.attention = plan::Attention::Eager;
+        const plan::PlanResult eager = plan::estimatePlan(in, spec, gpu);
+        QVERIFY(eager.component("attention_scores"));
+        // Scores grow with the square of the sequence: 4x for twice the length.
+        in.seqLen = 8192;
+        const plan::PlanResult eager2 = plan::estimatePlan(in, spec, gpu);
+        QCOMPARE(eager2.component("attention_scores")->bytes,
+            4 * eager.component("attention_scores")->bytes);
+        // SDPA never stores them.
+        in.attention = plan::Attention::Sdpa;
+        QVERIFY(!plan::estimatePlan(in, spec, gpu).component("attention_scores"));
+    }
+
+    void lossModes()
+    {
+        const model::ModelSpec& spec = presetModel("Llama-3-8B"); // 128k vocabulary
+        plan::PlanInput in;
+        in.microBatch = 2;
+        in.seqLen = 4096;
+        const double tokensTimesVocab = 2.0 * 4096 * 128256;
+        in.loss = plan::LossMode::FullFp32;
+        const double full =
+            plan::estimatePlan(in, spec, presetGpu("A100-80GB-SXM")).component("logits")->bytes;
+        in.loss = plan::LossMode::Chunked;
+        const double chunked =
+            plan::estimatePlan(in, spec, presetGpu("A100-80GB-SXM")).component("logits")->bytes;
+        in.loss = plan::LossMode::Fused;
+        const double fused =
+            plan::estimatePlan(in, spec, presetGpu("A100-80GB-SXM")).component("logits")->bytes;
+        QCOMPARE(full, 12 * tokensTimesVocab);
+        QCOMPARE(chunked, (2 + 4) * tokensTimesVocab + 8 * tokensTimesVocab / 8);
+        QCOMPARE(fused, (2 + 4 + 4) * tokensTimesVocab / 8);
+        QVERIFY(full > chunked && chunked > fused);
+    }
+
+    void methods()
+    {
+        const model::ModelSpec& spec = presetModel("Llama-3.1-8B");
+        const plan::GpuSpec& gpu = presetGpu("A100-80GB-SXM");
+        plan::PlanInput in = fullInput(Sharding::Ddp, 1, 1);
+        const plan::PlanResult full = plan::estimatePlan(in, spec, gpu);
+        in.method = plan::Method::Lora;
+        const plan::PlanResult lora = plan::estimatePlan(in, spec, gpu);
+        in.method = plan::Method::Qlora;
+        const plan::PlanResult qlora = plan::estimatePlan(in, spec, gpu);
+        // The 16 bytes/param of a full fine-tune (ZeRO paper).
+        QCOMPARE(full.modelStatesBytes, 16.0 * double(full.paramsTotal));
+        // LoRA r=16 on all seven projections of Llama-3-8B: 16 x (sum of in+out) x 32 layers.
+        QCOMPARE(lora.paramsTrainable,
+            qint64(16)
+                * (4096 + 4096 + 2 * (4096 + 1024) + 4096 + 4096 + 2 * (4096 + 14336) + 14336
+                    + 4096)
+                * 32);
+        QVERIFY(lora.perGpuBytes < full.perGpuBytes / 3);
+        QVERIFY(qlora.categoryBytes(MemoryCategory::Weights)
+            < lora.categoryBytes(MemoryCategory::Weights) / 2.5);
+        const plan::MemoryComponent* constants = qlora.component("quant_constants");
+        QVERIFY(constants);
+        // Double quantisation: 0.127 bits per quantised parameter (QLoRA paper).
+        const double quantised = double(model::countParameters(spec).blockLinear);
+        QVERIFY(std::fabs(constants->bytes * 8 / quantised - 0.127) < 0.001);
+    }
+
+    void shardingReducesPerGpuMemory()
+    {
+        const model::ModelSpec& spec = presetModel("Llama-2-70B");
+        const plan::VmSize* vm = presetVm("Standard_ND96isr_H100_v5");
+        const plan::GpuSpec& gpu = presetGpu("H100-SXM");
+        double previous = INFINITY;
+        for (int nodes : {1, 2, 4, 8}) {
+            const plan::PlanResult r =
+                plan::estimatePlan(fullInput(Sharding::FsdpFull, 8, nodes), spec, gpu, vm);
+            QVERIFY(r.modelStatesBytes < previous);
+            previous = r.modelStatesBytes;
+        }
+        // Hybrid shards only inside the node: more nodes do not help it.
+        const double hybrid2 =
+            plan::estimatePlan(fullInput(Sharding::FsdpHybrid, 8, 2), spec, gpu, vm)
+                .modelStatesBytes;
+        const double hybrid4 =
+            plan::estimatePlan(fullInput(Sharding::FsdpHybrid, 8, 4), spec, gpu, vm)
+                .modelStatesBytes;
+        QCOMPARE(hybrid2, hybrid4);
+        // DDP replicates everything: 16 bytes per parameter on every GPU.
+        QCOMPARE(plan::estimatePlan(fullInput(Sharding::Ddp, 8, 4), spec, gpu, vm).modelStatesBytes,
+            16.0 * 68'976'648'192.0);
+    }
+
+    void offloadMovesStatesToCpu()
+    {
+        const model::ModelSpec& spec = presetModel("Llama-3-8B");
+        const plan::VmSize* vm = presetVm("Standard_ND96asr_v4");
+        plan::PlanInput in = fullInput(Sharding::Zero3, 8, 1);
+        const plan::PlanResult onGpu = plan::estimatePlan(in, spec, presetGpu("A100-40GB-SXM"), vm);
+        in.offload = Offload::OptimizerAndParams;
+        const plan::PlanResult offloaded =
+            plan::estimatePlan(in, spec, presetGpu("A100-40GB-SXM"), vm);
+        QCOMPARE(onGpu.cpuBytesPerNode, 0.0);
+        QVERIFY(offloaded.cpuBytesPerNode > 0);
+        QVERIFY(!offloaded.cpuExplanation.empty());
+        QVERIFY(offloaded.perGpuBytes < onGpu.perGpuBytes);
+        QVERIFY(offloaded.figure("offload_seconds"));
+        QVERIFY(offloaded.stepSeconds > onGpu.stepSeconds);
+    }
+
+    void ddpBucketCopy()
+    {
+        plan::PlanInput in = fullInput(Sharding::Ddp, 8, 1);
+        const model::ModelSpec& spec = presetModel("SmolLM2-360M");
+        QVERIFY(
+            !plan::estimatePlan(in, spec, presetGpu("A100-80GB-SXM")).component("comm_buckets"));
+        in.ddpBucketView = false;
+        const plan::PlanResult r = plan::estimatePlan(in, spec, presetGpu("A100-80GB-SXM"));
+        QVERIFY(r.component("comm_buckets"));
+        QCOMPARE(r.component("comm_buckets")->bytes, r.component("gradients")->bytes);
+    }
+
+    void verdictAgainstUsableMemory()
+    {
+        // Llama-3-8B full on 2 x A100 40GB with FSDP: 16 bytes x 8.03 B / 2 = 59.8 GiB of states
+        // alone.
+        plan::PlanInput in = fullInput(Sharding::FsdpFull, 2, 1);
+        const plan::PlanResult r = plan::estimatePlan(in, presetModel("Llama-3-8B"),
+            presetGpu("A100-40GB-SXM"), presetVm("Standard_ND96asr_v4"));
+        QVERIFY(!r.fits);
+        QVERIFY(r.headroomBytes < 0);
+        QCOMPARE(r.usableBytes, 39.50 * 1024 * 1024 * 1024);
+        // The same on 8 GPUs fits.
+        QVERIFY(plan::estimatePlan(fullInput(Sharding::FsdpFull, 8, 1), presetModel("Llama-3-8B"),
+            presetGpu("A100-40GB-SXM"), presetVm("Standard_ND96asr_v4"))
+                    .fits);
+    }
+
+    void largestMicroBatchAndSweep()
+    {
+        plan::PlanInput in;
+        const model::ModelSpec& spec = presetModel("Llama-3.1-8B");
+        const plan::GpuSpec& gpu = presetGpu("A100-80GB-PCIe");
+        const std::optional<int> largest =
+            plan::largestFittingMicroBatch(in, spec, gpu, nullptr, 1024);
+        QVERIFY(largest.has_value());
+        in.microBatch = *largest;
+        QVERIFY(plan::estimatePlan(in, spec, gpu).fits);
+        in.microBatch = *largest + 1;
+        QVERIFY(!plan::estimatePlan(in, spec, gpu).fits);
+        const auto points = plan::sweepPlan(
+            in, spec, gpu, nullptr, plan::SweepAxis::MicroBatch, {1, 2, 4, 8, 16, 32});
+        QCOMPARE(points.size(), size_t(6));
+        for (size_t i = 1; i < points.size(); ++i) {
+            QVERIFY(points[i].perGpuBytes > points[i - 1].perGpuBytes);
+            QVERIFY(points[i].tokensPerSecond > 0);
+        }
+        // 70B on one A100: not even micro-batch 1.
+        QVERIFY(!plan::largestFittingMicroBatch(in, presetModel("Llama-2-70B"), gpu, nullptr)
+                     .has_value());
+    }
+
+    void gpuCountSweepFollowsTheVm()
+    {
+        plan::PlanInput in = fullInput(Sharding::FsdpFull, 8, 1);
+        const auto points = plan::sweepPlan(in, presetModel("Llama-3-8B"),
+            presetGpu("A100-80GB-SXM"), presetVm("Standard_ND96amsr_A100_v4"),
+            plan::SweepAxis::GpuCount, {1, 2, 4, 8, 12, 16, 32});
+        // 12 is not a whole number of 8-GPU nodes: skipped.
+        QCOMPARE(points.size(), size_t(6));
+        QCOMPARE(points.back().value, 32LL);
+        QVERIFY(points.back().perGpuBytes < points.front().perGpuBytes);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestMemory)
+#include "test_memory.moc"

@@ -1,0 +1,195 @@
+#include "common/atomic_file.h"
+
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+// Runs the built tunebench-cli: the README's first command, --json for
+// scripts, and bad input that must exit 2 with a message naming the field.
+class TestPlanCli : public QObject {
+    Q_OBJECT
+
+    struct Run {
+        int exitCode = -1;
+        QString out;
+        QString err;
+    };
+
+    Run plan(const QStringList& args)
+    {
+        QProcess process;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("TUNEBENCH_PRESETS_DIR", TB_SOURCE_DIR "/presets");
+        process.setProcessEnvironment(env);
+        process.start(TB_CLI_PATH, QStringList{"plan"} + args);
+        if (!process.waitForFinished(60000))
+            return {};
+        return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -2,
+            QString::fromUtf8(process.readAllStandardOutput()),
+            QString::fromUtf8(process.readAllStandardError())};
+    }
+
+private slots:
+    void defaultPlan()
+    {
+        const Run r = plan({});
+        QCOMPARE(r.exitCode, 0);
+        for (const char* part : {"Llama-3.1-8B", "LoRA r=16", "Standard_NC24ads_A100_v4",
+                 "Memory per GPU", "FITS", "Tokens/s", "Cost"})
+            QVERIFY2(r.out.contains(part), qPrintable(r.out));
+    }
+
+    void explainShowsFormulasAndSources()
+    {
+        const Run r = plan({"--explain"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY(r.out.contains("      = "));
+        QVERIFY(r.out.contains("Korthikanti"));
+        QVERIFY(r.out.contains("LoRA (Hu et al. 2021)"));
+    }
+
+    void jsonForScripts()
+    {
+        const Run r = plan({"--model", "Llama-3-8B", "--method", "full", "--vm",
+            "Standard_ND96asr_v4", "--gpus-per-node", "2", "--sharding", "fsdp-full", "--json"});
+        QCOMPARE(r.exitCode, 0);
+        const nlohmann::json j = nlohmann::json::parse(r.out.toStdString());
+        QCOMPARE(j["params_total"].get<long long>(), 8'030'261'248LL);
+        QCOMPARE(j["params_trainable"].get<long long>(), 8'030'261'248LL);
+        for (const char* key : {"weights", "gradients", "optimizer", "activations", "logits",
+                 "buffers", "overhead", "total"})
+            QVERIFY2(j["per_gpu_bytes"].contains(key), key);
+        QCOMPARE(j["fits"].get<bool>(), false);
+        for (const char* key : {"gpu_usable_bytes", "tokens_per_second", "samples_per_second",
+                 "step_seconds", "components", "figures", "hours", "cost_usd"})
+            QVERIFY2(j.contains(key), key);
+        long long sum = 0;
+        for (const auto& [key, value] : j["per_gpu_bytes"].items())
+            if (key != "total")
+                sum += value.get<long long>();
+        QVERIFY(std::llabs(sum - j["per_gpu_bytes"]["total"].get<long long>()) <= 8);
+    }
+
+    void recommendJson()
+    {
+        const Run r =
+            plan({"--model", "Mistral-7B-v0.1", "--recommend", "--max-nodes", "2", "--json"});
+        QCOMPARE(r.exitCode, 0);
+        const nlohmann::json j = nlohmann::json::parse(r.out.toStdString());
+        QVERIFY(j["recommendations"].is_array());
+        QVERIFY(!j["recommendations"].empty());
+        for (const char* key : {"vm_size", "nodes", "gpus_total", "strategy", "fits",
+                 "per_gpu_total_bytes", "tokens_per_second", "hours", "cost_usd"})
+            QVERIFY2(j["recommendations"][0].contains(key), key);
+        QVERIFY(j["rejected"].is_array());
+        QVERIFY(!j["rejected"].empty());
+    }
+
+    void recommendTable()
+    {
+        const Run r = plan({"--recommend", "--max-nodes", "2"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY(r.out.contains("Azure VM sizes that fit"));
+        QVERIFY(r.out.contains("Rejected"));
+        QVERIFY(r.out.contains("retired"));
+    }
+
+    void badInput_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("expected");
+        QTest::addRow("unknown preset")
+            << QStringList{"--model", "llama-3-9b"} << "did you mean Llama-3-8B";
+        QTest::addRow("zero") << QStringList{"--micro-batch", "0"} << "--micro-batch: got 0";
+        QTest::addRow("negative") << QStringList{"--seq-len", "-5"} << "--seq-len";
+        QTest::addRow("overflow") << QStringList{"--nodes", "99999999999999999999999"}
+                                  << "overflows";
+        QTest::addRow("not a number") << QStringList{"--epochs", "many"} << "--epochs";
+        QTest::addRow("bad enum") << QStringList{"--sharding", "zero4"} << "expected ddp|zero1";
+        QTest::addRow("unknown vm")
+            << QStringList{"--vm", "Standard_ND96asr"} << "did you mean Standard_ND96asr_v4";
+        QTest::addRow("too many gpus") << QStringList{"--gpus-per-node", "4"} << "has 1 GPU";
+        QTest::addRow("bad combination") << QStringList{"--offload", "optimizer"} << "needs ZeRO";
+        QTest::addRow("bad lora target")
+            << QStringList{"--lora-targets", "q_proj,attn"} << "'attn' not in";
+        QTest::addRow("missing config")
+            << QStringList{"--model", "/nonexistent/config.json"} << "/nonexistent/config.json";
+        QTest::addRow("missing plan")
+            << QStringList{"--plan", "/nonexistent/plan.yaml"} << "/nonexistent/plan.yaml";
+        QTest::addRow("unknown option") << QStringList{"--flux"} << "unknown option";
+    }
+    void badInput()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(QString, expected);
+        const Run r = plan(args);
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains(expected), qPrintable(r.err));
+        QVERIFY(r.out.isEmpty());
+    }
+
+    void malformedFiles_data()
+    {
+        QTest::addColumn<QString>("option");
+        QTest::addColumn<QString>("content");
+        QTest::addColumn<QString>("expected");
+        QTest::addRow("config.json") << "--model"
+                                     << "{\"hidden_size\": \"big\"}"
+                                     << "field 'hidden_size'";
+        QTest::addRow("plan yaml") << "--plan"
+                                   << "model: Llama-3-8B\nmicro_batch: lots\n"
+                                   << "micro_batch: got 'lots'";
+        QTest::addRow("deepspeed") << "--from-deepspeed"
+                                   << "{\"zero_optimization\": {\"stage\": 7}}"
+                                   << "zero_optimization.stage";
+        QTest::addRow("accelerate") << "--from-accelerate"
+                                    << "distributed_type: [x\n"
+                                    << "not valid YAML";
+    }
+    void malformedFiles()
+    {
+        QFETCH(QString, option);
+        QFETCH(QString, content);
+        QFETCH(QString, expected);
+        QTemporaryDir dir;
+        const QString path = dir.filePath(option == "--model" ? "config.json" : "input.file");
+        QVERIFY(tb::common::writeFileAtomic(path.toStdString(), content.toStdString()).ok());
+        const Run r = plan({option, path});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains(expected), qPrintable(r.err));
+        QVERIFY2(r.err.contains(path), qPrintable(r.err));
+    }
+
+    void saveAndReloadPlan()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("plan.yaml");
+        const Run saved = plan({"--model", "Qwen2.5-7B", "--method", "qlora", "--lora-rank", "64",
+            "--save-plan", path, "--json"});
+        QCOMPARE(saved.exitCode, 0);
+        const Run loaded = plan({"--plan", path, "--json"});
+        QCOMPARE(loaded.exitCode, 0);
+        QCOMPARE(nlohmann::json::parse(loaded.out.toStdString())["per_gpu_bytes"],
+            nlohmann::json::parse(saved.out.toStdString())["per_gpu_bytes"]);
+    }
+
+    void importsDeepSpeed()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("ds.json");
+        QVERIFY(tb::common::writeFileAtomic(path.toStdString(),
+            R"({"zero_optimization": {"stage": 3}, "bf16": {"enabled": true},
+                                                "train_micro_batch_size_per_gpu": 1})")
+                    .ok());
+        const Run r = plan({"--from-deepspeed", path, "--vm", "Standard_ND96isr_H100_v5",
+            "--method", "full", "--json"});
+        QCOMPARE(r.exitCode, 0);
+        const nlohmann::json j = nlohmann::json::parse(r.out.toStdString());
+        QCOMPARE(j["sharding"].get<std::string>(), std::string("zero3"));
+        QCOMPARE(j["micro_batch"].get<int>(), 1);
+        QCOMPARE(j["world_size"].get<int>(), 8);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestPlanCli)
+#include "test_plan_cli.moc"

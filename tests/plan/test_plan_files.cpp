@@ -1,0 +1,342 @@
+#include "plan_fixture.h"
+
+#include "common/atomic_file.h"
+#include "plan/plan_file.h"
+
+#include <filesystem>
+
+using namespace tb;
+using plan::Offload;
+using plan::Precision;
+using plan::Sharding;
+
+Q_DECLARE_METATYPE(tb::plan::Sharding)
+Q_DECLARE_METATYPE(tb::plan::Offload)
+Q_DECLARE_METATYPE(tb::plan::Precision)
+
+class TestPlanFiles : public QObject {
+    Q_OBJECT
+
+private slots:
+    void catalogLookups()
+    {
+        const plan::Catalog& c = presetCatalog();
+        QVERIFY(c.models().size() >= 18);
+        QCOMPARE(c.vms().size(), size_t(38));
+        QVERIFY(c.findModel("llama-3-8b") == c.findModel("meta-llama/Meta-Llama-3-8B"));
+        QVERIFY(c.findModel("LLAMA-3-8B"));
+        QVERIFY(!c.findModel("llama-3-9b"));
+        QCOMPARE(c.suggestModels("llama-3-9b").front(), std::string("Llama-3-8B"));
+        QVERIFY(c.findVm("ND96asr_v4") == c.findVm("standard_nd96asr_v4"));
+        QCOMPARE(c.findVm("Standard_ND96amsr_A100_v4")->gpusPerVm, 8);
+        QCOMPARE(c.findGpu("a100")->id, std::string("A100-80GB-SXM"));
+        for (const plan::VmSize& vm : c.vms()) {
+            QVERIFY2(c.findGpu(vm.gpuId), vm.name.c_str());
+            QVERIFY2(!vm.sources.empty(), vm.name.c_str());
+            QVERIFY2(!vm.priceSource.empty(), vm.name.c_str());
+        }
+        for (const plan::GpuSpec& gpu : c.gpus()) {
+            QVERIFY2(!gpu.sources.empty(), gpu.id.c_str());
+            QVERIFY2(gpu.usableGiB <= gpu.memoryGiB, gpu.id.c_str());
+        }
+        const auto unknown = c.resolveModel("llama-3-9b");
+        QVERIFY(!unknown.ok());
+        QVERIFY(QString::fromStdString(unknown.error().hint).contains("Llama-3-8B"));
+    }
+
+    void defaultPresetsDirFindsTheSourceTree()
+    {
+        qputenv("TUNEBENCH_PRESETS_DIR", "");
+        const std::string dir = plan::defaultPresetsDir();
+        QVERIFY(!dir.empty());
+        QVERIFY(std::filesystem::exists(dir + "/hardware/vms.yaml"));
+        qputenv("TUNEBENCH_PRESETS_DIR", "/nonexistent/presets");
+        QCOMPARE(plan::defaultPresetsDir(), std::string("/nonexistent/presets"));
+        QVERIFY(!plan::Catalog::loadDefault().ok());
+        qunsetenv("TUNEBENCH_PRESETS_DIR");
+    }
+
+    void hardwarePresetErrors_data()
+    {
+        QTest::addColumn<QString>("edit");
+        QTest::addColumn<QString>("replacement");
+        QTest::addColumn<QString>("expected");
+        QTest::addRow("unknown key") << "    bf16: false\n"
+                                     << "    bf16: false\n    bf16_speed: 3\n"
+                                     << "bf16_speed: unknown key";
+        QTest::addRow("duplicate key") << "    bf16: false\n"
+                                       << "    bf16: false\n    bf16: true\n"
+                                       << "bf16: given twice";
+        QTest::addRow("bad number") << "    fp16_tflops: 65\n"
+                                    << "    fp16_tflops: fast\n"
+                                    << "fp16_tflops: got 'fast', expected a number";
+        QTest::addRow("duplicate id") << "  - id: V100-16GB\n"
+                                      << "  - id: T4\n"
+                                      << "names two GPUs";
+    }
+    void hardwarePresetErrors()
+    {
+        QFETCH(QString, edit);
+        QFETCH(QString, replacement);
+        QFETCH(QString, expected);
+        std::string text = *common::readFile(TB_SOURCE_DIR "/presets/hardware/gpus.yaml");
+        const size_t at = text.find(edit.toStdString());
+        QVERIFY(at != std::string::npos);
+        text.replace(at, size_t(edit.size()), replacement.toStdString());
+        const auto gpus = plan::parseGpuPresets(text, "gpus.yaml");
+        QVERIFY(!gpus.ok());
+        QVERIFY2(QString::fromStdString(gpus.error().message).contains(expected),
+            gpus.error().message.c_str());
+    }
+
+    void vmNamesAnUnknownGpu()
+    {
+        std::string text = *common::readFile(TB_SOURCE_DIR "/presets/hardware/vms.yaml");
+        text.replace(text.find("    gpu: T4\n"), 12, "    gpu: T5\n");
+        const auto vms = plan::parseVmPresets(text, "vms.yaml", presetCatalog().gpus());
+        QVERIFY(!vms.ok());
+        QVERIFY(QString::fromStdString(vms.error().message).contains("'T5' is not a GPU"));
+    }
+
+    void planYamlRoundTrip_data()
+    {
+        QTest::addColumn<int>("variant");
+        for (int i = 0; i < 4; ++i)
+            QTest::addRow("variant %d", i) << i;
+    }
+    void planYamlRoundTrip()
+    {
+        QFETCH(int, variant);
+        plan::PlanInput in;
+        if (variant == 1) {
+            in.model = "/models/my model: v2/config.json";
+            in.method = plan::Method::Qlora;
+            in.lora = {64, 16.5, 0.1, {"q_proj", "v_proj"}};
+            in.sharding = Sharding::FsdpHybrid;
+            in.offload = Offload::OptimizerAndParams;
+            in.nodes = 4;
+        } else if (variant == 2) {
+            in.method = plan::Method::Full;
+            in.precision = Precision::Fp32;
+            in.optimizer = plan::Optimizer::Adafactor;
+            in.attention = plan::Attention::Eager;
+            in.loss = plan::LossMode::FullFp32;
+            in.gradientCheckpointing = false;
+            in.vmSize.clear();
+            in.gpu = "H100";
+            in.datasetTokens = 123456789;
+            in.epochs = 0.5;
+            in.packing = false;
+            in.utilisationOverride = 0.31;
+            in.cudaContextGiB = 0.75;
+        } else if (variant == 3) {
+            in.model = "true"; // a name YAML would read as a boolean
+            in.sharding = Sharding::Zero2;
+            in.offload = Offload::Optimizer;
+            in.ddpBucketView = false;
+        }
+        const auto again = plan::parsePlanYaml(plan::planToYaml(in), "round.yaml");
+        QVERIFY2(again.ok(), again.ok() ? "" : again.error().message.c_str());
+        QCOMPARE(plan::planToYaml(*again), plan::planToYaml(in));
+        QCOMPARE(again->model, in.model);
+        QCOMPARE(again->lora.alpha, in.lora.alpha);
+        QCOMPARE(again->lora.dropout, in.lora.dropout);
+        QCOMPARE(again->epochs, in.epochs);
+        QCOMPARE(again->lora.targetModules, in.lora.targetModules);
+    }
+
+    void planYamlErrorsListEveryProblem()
+    {
+        const char* yaml = "model: Llama-3-8B\nmethod: lorra\nmicro_batch: -3\nlora:\n  rank: 0\n  "
+                           "ranks: 4\nnodes: 2\nnodes: 3\n";
+        const auto in = plan::parsePlanYaml(yaml, "p.yaml");
+        QVERIFY(!in.ok());
+        const QString m = QString::fromStdString(in.error().message);
+        for (const char* part : {"p.yaml:2: method: got 'lorra', expected one of full, lora, qlora",
+                 "p.yaml:3: micro_batch: got -3", "lora.rank: got 0", "lora.ranks: unknown key",
+                 "nodes: given twice"})
+            QVERIFY2(m.contains(part), qPrintable(m));
+        const auto combo = plan::parsePlanYaml("model: x\noffload: optimizer\n", "c.yaml");
+        QVERIFY(!combo.ok());
+        QVERIFY(QString::fromStdString(combo.error().message).contains("needs ZeRO"));
+    }
+
+    void atomicSave()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("plan.yaml").toStdString();
+        QVERIFY(common::writeFileAtomic(path, "old").ok());
+        plan::PlanInput in;
+        in.nodes = 3;
+        QVERIFY(plan::savePlanYaml(path, in).ok());
+        QCOMPARE(plan::loadPlanYaml(path)->nodes, 3);
+        QCOMPARE(QDir(dir.path()).entryList(QDir::Files).size(), 1); // no temporary left behind
+        QVERIFY(!plan::savePlanYaml("/nonexistent/dir/plan.yaml", in).ok());
+    }
+
+    void deepSpeed_data()
+    {
+        QTest::addColumn<QString>("json");
+        QTest::addColumn<Sharding>("sharding");
+        QTest::addColumn<Offload>("offload");
+        QTest::addColumn<Precision>("precision");
+        QTest::addColumn<int>("micro");
+        QTest::addColumn<int>("accum");
+        QTest::addRow("zero3 offload bf16")
+            << R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 8,
+            "bf16": {"enabled": true}, "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"},
+            "offload_param": {"device": "cpu", "pin_memory": true}, "overlap_comm": true}})"
+            << Sharding::Zero3 << Offload::OptimizerAndParams << Precision::Bf16Mixed << 2 << 8;
+        QTest::addRow("zero2 fp16 auto")
+            << R"({"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+            "fp16": {"enabled": "auto", "loss_scale": 0}, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "none"}}})"
+            << Sharding::Zero2 << Offload::None << Precision::Bf16Mixed << 4 << 4;
+        QTest::addRow("zero1 fp16")
+            << R"({"fp16": {"enabled": true}, "zero_optimization": {"stage": 1}})"
+            << Sharding::Zero1 << Offload::None << Precision::Fp16Mixed << 4 << 4;
+        QTest::addRow("stage 0 fp32")
+            << R"({"fp16": {"enabled": false}, "zero_optimization": {"stage": 0}})" << Sharding::Ddp
+            << Offload::None << Precision::Fp32 << 4 << 4;
+        QTest::addRow("legacy cpu_offload")
+            << R"({"zero_optimization": {"stage": 2, "cpu_offload": true}})" << Sharding::Zero2
+            << Offload::Optimizer << Precision::Bf16Mixed << 4 << 4;
+    }
+    void deepSpeed()
+    {
+        QFETCH(QString, json);
+        QFETCH(Sharding, sharding);
+        QFETCH(Offload, offload);
+        QFETCH(Precision, precision);
+        QFETCH(int, micro);
+        QFETCH(int, accum);
+        const auto imported =
+            plan::parseDeepSpeedJson(json.toStdString(), "ds.json", plan::PlanInput{});
+        QVERIFY2(imported.ok(), imported.ok() ? "" : imported.error().message.c_str());
+        QCOMPARE(int(imported->input.sharding), int(sharding));
+        QCOMPARE(int(imported->input.offload), int(offload));
+        QCOMPARE(int(imported->input.precision), int(precision));
+        QCOMPARE(imported->input.microBatch, micro);
+        QCOMPARE(imported->input.gradAccum, accum);
+        QVERIFY(!imported->applied.empty());
+    }
+
+    void deepSpeedErrors_data()
+    {
+        QTest::addColumn<QString>("json");
+        QTest::addColumn<QString>("expected");
+        QTest::addRow("not json") << "{\"zero_optimization\": "
+                                  << "ds.json: byte";
+        QTest::addRow("stage 4") << R"({"zero_optimization": {"stage": 4}})"
+                                 << "field 'zero_optimization.stage': got 4";
+        QTest::addRow("stage text") << R"({"zero_optimization": {"stage": "three"}})"
+                                    << "zero_optimization.stage";
+        QTest::addRow("micro 0") << R"({"train_micro_batch_size_per_gpu": 0})"
+                                 << "field 'train_micro_batch_size_per_gpu': got 0";
+        QTest::addRow("both precisions")
+            << R"({"fp16": {"enabled": true}, "bf16": {"enabled": true}})"
+            << "both enabled";
+        QTest::addRow("param offload at stage 2")
+            << R"({"zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}})"
+            << "parameter offload needs stage 3";
+        QTest::addRow("bad device")
+            << R"({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "gpu"}}})"
+            << "offload_optimizer.device': got \"gpu\"";
+        QTest::addRow("enabled text") << R"({"bf16": {"enabled": "yes"}})"
+                                      << "field 'bf16.enabled'";
+    }
+    void deepSpeedErrors()
+    {
+        QFETCH(QString, json);
+        QFETCH(QString, expected);
+        const auto imported =
+            plan::parseDeepSpeedJson(json.toStdString(), "ds.json", plan::PlanInput{});
+        QVERIFY(!imported.ok());
+        QVERIFY2(QString::fromStdString(imported.error().message).contains(expected),
+            imported.error().message.c_str());
+    }
+
+    void accelerate_data()
+    {
+        QTest::addColumn<QString>("yaml");
+        QTest::addColumn<Sharding>("sharding");
+        QTest::addColumn<Offload>("offload");
+        QTest::addColumn<Precision>("precision");
+        QTest::addColumn<int>("gpusPerNode");
+        QTest::addColumn<int>("nodes");
+        QTest::addRow("fsdp")
+            << "compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nfsdp_config:\n"
+               "  fsdp_sharding_strategy: FULL_SHARD\n  fsdp_offload_params: false\n"
+               "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n  fsdp_activation_checkpointing: "
+               "true\n"
+               "mixed_precision: bf16\nnum_machines: 2\nnum_processes: 16\nmachine_rank: 0\n"
+            << Sharding::FsdpFull << Offload::None << Precision::Bf16Mixed << 8 << 2;
+        QTest::addRow("fsdp numeric strategy + offload")
+            << "distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: 2\n"
+               "  fsdp_offload_params: true\nmixed_precision: fp16\nnum_processes: 4\n"
+            << Sharding::FsdpGradOp << Offload::OptimizerAndParams << Precision::Fp16Mixed << 4
+            << 1;
+        QTest::addRow("deepspeed")
+            << "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n"
+               "  offload_optimizer_device: cpu\n  offload_param_device: none\n  "
+               "gradient_accumulation_steps: 2\n"
+               "mixed_precision: 'no'\nnum_processes: 8\n"
+            << Sharding::Zero3 << Offload::Optimizer << Precision::Fp32 << 8 << 1;
+        QTest::addRow("multi gpu")
+            << "distributed_type: MULTI_GPU\nnum_processes: 2\nmixed_precision: bf16\n"
+            << Sharding::Ddp << Offload::None << Precision::Bf16Mixed << 2 << 1;
+    }
+    void accelerate()
+    {
+        QFETCH(QString, yaml);
+        QFETCH(Sharding, sharding);
+        QFETCH(Offload, offload);
+        QFETCH(Precision, precision);
+        QFETCH(int, gpusPerNode);
+        QFETCH(int, nodes);
+        plan::PlanInput base;
+        base.vmSize = "Standard_ND96amsr_A100_v4";
+        const auto imported = plan::parseAccelerateYaml(yaml.toStdString(), "acc.yaml", base);
+        QVERIFY2(imported.ok(), imported.ok() ? "" : imported.error().message.c_str());
+        QCOMPARE(int(imported->input.sharding), int(sharding));
+        QCOMPARE(int(imported->input.offload), int(offload));
+        QCOMPARE(int(imported->input.precision), int(precision));
+        QCOMPARE(imported->input.gpusPerNode, gpusPerNode);
+        QCOMPARE(imported->input.nodes, nodes);
+    }
+
+    void accelerateErrors_data()
+    {
+        QTest::addColumn<QString>("yaml");
+        QTest::addColumn<QString>("expected");
+        QTest::addRow("type") << "distributed_type: TPU\n"
+                              << "distributed_type: got 'tpu'";
+        QTest::addRow("strategy")
+            << "distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: HALF\n"
+            << "fsdp_sharding_strategy: got 'HALF'";
+        QTest::addRow("processes") << "num_processes: 6\nnum_machines: 4\n"
+                                   << "not a multiple of num_machines";
+        QTest::addRow("negative") << "num_processes: -1\n"
+                                  << "num_processes: got '-1'";
+        QTest::addRow("precision") << "mixed_precision: int4\n"
+                                   << "mixed_precision: got 'int4'";
+        QTest::addRow("offload flag")
+            << "distributed_type: FSDP\nfsdp_config:\n  fsdp_offload_params: maybe\n"
+            << "expected true or false";
+        QTest::addRow("not a map") << "- a\n- b\n"
+                                   << "expected a mapping";
+    }
+    void accelerateErrors()
+    {
+        QFETCH(QString, yaml);
+        QFETCH(QString, expected);
+        const auto imported =
+            plan::parseAccelerateYaml(yaml.toStdString(), "acc.yaml", plan::PlanInput{});
+        QVERIFY(!imported.ok());
+        QVERIFY2(QString::fromStdString(imported.error().message).contains(expected),
+            imported.error().message.c_str());
+        QVERIFY(QString::fromStdString(imported.error().message).contains("acc.yaml"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestPlanFiles)
+#include "test_plan_files.moc"

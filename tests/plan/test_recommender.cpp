@@ -1,0 +1,160 @@
+#include "plan_fixture.h"
+
+#include "plan/recommender.h"
+
+using namespace tb;
+using plan::RejectReason;
+
+namespace {
+
+bool hasRejection(const plan::Recommendation& rec, const std::string& vm, RejectReason reason)
+{
+    for (const plan::RejectedOption& r : rec.rejected)
+        if (r.vmSize == vm && r.reason == reason)
+            return true;
+    return false;
+}
+
+} // namespace
+
+class TestRecommender : public QObject {
+    Q_OBJECT
+
+private slots:
+    void rankedByCostAndAllFit()
+    {
+        plan::PlanInput in;
+        const plan::Recommendation rec =
+            plan::recommend(in, presetModel("Llama-3.1-8B"), presetCatalog());
+        QVERIFY(!rec.cancelled);
+        QVERIFY(rec.evaluated > 500);
+        QVERIFY(!rec.options.empty());
+        for (size_t i = 0; i < rec.options.size(); ++i) {
+            const plan::RecommendedOption& o = rec.options[i];
+            QVERIFY(o.fits);
+            QVERIFY(o.perGpuBytes <= o.usableBytes);
+            QCOMPARE(o.gpusTotal, o.gpusPerNode * o.nodes);
+            QVERIFY(o.costUsd > 0);
+            // Cheaper first, within the 1% ties the ranking allows.
+            if (i > 0)
+                QVERIFY(rec.options[i - 1].costUsd <= o.costUsd * 1.0101);
+            // Each option replays to the same figures.
+            if (i < 5) {
+                const auto again =
+                    plan::planFromCatalog(o.input, presetCatalog(), plan::EstimateOptions{false});
+                QVERIFY(again.ok());
+                QCOMPARE(again->perGpuBytes, o.perGpuBytes);
+                QCOMPARE(again->costUsd, o.costUsd);
+            }
+        }
+    }
+
+    void rankedByTime()
+    {
+        plan::RecommendOptions options;
+        options.rankBy = plan::RankBy::Time;
+        const plan::Recommendation rec = plan::recommend(
+            plan::PlanInput{}, presetModel("Llama-3.1-8B"), presetCatalog(), options);
+        for (size_t i = 1; i < rec.options.size(); ++i)
+            QVERIFY(rec.options[i - 1].hours <= rec.options[i].hours * 1.0101);
+    }
+
+    void reasonsForRejections()
+    {
+        plan::PlanInput in;
+        in.model = "Llama-2-70B";
+        in.method = plan::Method::Full;
+        plan::RecommendOptions options;
+        options.maxNodes = 2;
+        const plan::Recommendation rec =
+            plan::recommend(in, presetModel("Llama-2-70B"), presetCatalog(), options);
+        QVERIFY(hasRejection(rec, "Standard_NC6s_v3", RejectReason::Retired));
+        QVERIFY(hasRejection(rec, "Standard_NV6ads_A10_v5", RejectReason::NotForTraining));
+        QVERIFY(hasRejection(rec, "Standard_ND128isr_GB300_v6", RejectReason::NoPrice));
+        QVERIFY(hasRejection(rec, "Standard_NC128ds_xl_RTXPRO6000BSE_v6", RejectReason::Preview));
+        QVERIFY(hasRejection(rec, "Standard_NC24ads_A100_v4", RejectReason::DoesNotFit));
+        QVERIFY(hasRejection(rec, "Standard_ND96isr_H100_v5", RejectReason::TooManyNodes));
+        QVERIFY(hasRejection(rec, "Standard_NC24ads_A100_v4", RejectReason::Redundant));
+        for (const plan::RejectedOption& r : rec.rejected) {
+            QVERIFY(!r.detail.empty());
+            QVERIFY(r.nodesFrom <= r.nodesTo);
+            if (r.reason == RejectReason::TooManyNodes)
+                QVERIFY(r.nodesFrom > 2);
+        }
+        for (const plan::RecommendedOption& o : rec.options)
+            QVERIFY(o.nodes <= 2);
+    }
+
+    void bf16FallbackOnVolta()
+    {
+        plan::RecommendOptions options;
+        options.includeRetired = true; // NCv3 (V100) sizes
+        const plan::Recommendation rec = plan::recommend(
+            plan::PlanInput{}, presetModel("SmolLM2-360M"), presetCatalog(), options);
+        bool volta = false;
+        for (const plan::RecommendedOption& o : rec.options) {
+            if (o.gpuId != "V100-16GB")
+                continue;
+            volta = true;
+            QCOMPARE(int(o.precision), int(plan::Precision::Fp16Mixed));
+            QVERIFY(!o.notes.empty());
+        }
+        QVERIFY(volta);
+        options.allowPrecisionFallback = false;
+        const plan::Recommendation strict = plan::recommend(
+            plan::PlanInput{}, presetModel("SmolLM2-360M"), presetCatalog(), options);
+        QVERIFY(hasRejection(strict, "Standard_NC6s_v3", RejectReason::NoBf16));
+    }
+
+    void budgets()
+    {
+        plan::RecommendOptions options;
+        options.rankBy = plan::RankBy::CheapestWithinBudget;
+        options.timeBudgetHours = 2;
+        const plan::Recommendation rec = plan::recommend(
+            plan::PlanInput{}, presetModel("Llama-3.1-8B"), presetCatalog(), options);
+        QVERIFY(!rec.options.empty());
+        for (const plan::RecommendedOption& o : rec.options)
+            QVERIFY(o.hours <= 2);
+        bool overBudget = false;
+        for (const plan::RejectedOption& r : rec.rejected)
+            overBudget = overBudget || r.reason == RejectReason::OverBudget;
+        QVERIFY(overBudget);
+        options.timeBudgetHours = 0;
+        options.maxUsdPerHour = 10;
+        for (const plan::RecommendedOption& o : plan::recommend(
+                 plan::PlanInput{}, presetModel("Llama-3.1-8B"), presetCatalog(), options)
+                                                    .options)
+            QVERIFY(o.usdPerHour <= 10);
+    }
+
+    void progressAndCancel()
+    {
+        int calls = 0;
+        int lastTotal = 0;
+        const plan::Recommendation full = plan::recommend(plan::PlanInput{},
+            presetModel("Llama-3.1-8B"), presetCatalog(), {}, [&](int done, int total) {
+                ++calls;
+                lastTotal = total;
+                return done > 0;
+            });
+        QCOMPARE(calls, int(presetCatalog().vms().size()));
+        QCOMPARE(lastTotal, calls);
+        QVERIFY(!full.cancelled);
+        // Stop after the third VM size.
+        const plan::Recommendation stopped =
+            plan::recommend(plan::PlanInput{}, presetModel("Llama-3.1-8B"), presetCatalog(), {},
+                [](int done, int) { return done < 3; });
+        QVERIFY(stopped.cancelled);
+        QVERIFY(stopped.evaluated < full.evaluated);
+        for (const plan::RecommendedOption& o : stopped.options) {
+            bool early = false;
+            for (int i = 0; i < 3; ++i)
+                early = early || presetCatalog().vms()[size_t(i)].name == o.vmSize;
+            QVERIFY(early);
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestRecommender)
+#include "test_recommender.moc"
