@@ -2,6 +2,21 @@
 
 namespace tb::tokenizer::test {
 
+// Sanitizer builds (the asan preset: Debug, ASan, UBSan) run about 20 times
+// slower; the heavy suites do a third of their work there.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+#else
+inline constexpr bool kSanitized = false;
+#endif
+inline constexpr int kWorkDivisor = kSanitized ? 3 : 1;
+
 // A tiny byte-fallback BPE with a Llama-style normalizer, written here so
 // these tests run without the shared data.
 inline constexpr const char* kTinyTokenizer = R"({
