@@ -21,22 +21,10 @@ int notBuilt(const char* name, const char* summary, const char* issue, const Arg
 
 } // namespace
 
-int runLaunch(const Args& args)
-{
-    return notBuilt("launch", "Start N local ranks of a run.", "issue 7 (distributed training)",
-                    args);
-}
-
 int runMonitor(const Args& args)
 {
     return notBuilt("monitor", "Follow a run's event stream, locally or over SSH.",
                     "the monitor issue", args);
-}
-
-int runExport(const Args& args)
-{
-    return notBuilt("export", "Write a plan as a torchrun, accelerate, Azure ML or Slurm job.",
-                    "issue 7 (exports)", args);
 }
 
 } // namespace tb::cli

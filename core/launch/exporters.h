@@ -1,0 +1,56 @@
+#pragma once
+
+#include "launch/export_job.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+// The same job in the formats schedulers read (docs/EXPORTS.md cites each
+// format's documentation). Every function renders text; none reads files.
+namespace tb::launch {
+
+enum class ExportFormat { Torchrun, Accelerate, AzureMl, Slurm };
+
+std::optional<ExportFormat> parseExportFormat(std::string_view text); // "torchrun", ...
+std::vector<std::string> exportFormatNames();
+
+// A shell script running torchrun on one node (run it on every node): static
+// rendezvous at master_addr:master_port, node_rank from $NODE_RANK when there
+// are several nodes, and `--no_python <program> train <config>`.
+std::string torchrunScript(const ExportJob& job);
+
+// accelerate's config YAML (distributed_type MULTI_GPU, FSDP or DEEPSPEED as
+// the plan shards; its fsdp_config / deepspeed_config), headed by the
+// `accelerate launch` command as a comment. `configFile` is the name the
+// command gives --config_file.
+std::string accelerateConfigYaml(const ExportJob& job, const std::string& configFile);
+std::string accelerateLaunchCommand(const ExportJob& job, const std::string& configFile);
+
+// An Azure ML command job. LauncherPerNode: one process per node running
+// `launch`, which starts the node's ranks from the MASTER_ADDR, MASTER_PORT
+// and NODE_RANK that Azure ML sets. ProcessPerGpu: Azure ML starts one
+// `train` per GPU and sets RANK, LOCAL_RANK and WORLD_SIZE itself.
+enum class AzureMlMode { LauncherPerNode, ProcessPerGpu };
+std::string azureMlJobYaml(const ExportJob& job, AzureMlMode mode);
+
+// An sbatch script: one task per node, each running `launch` for the node's
+// GPUs, rank 0 on the allocation's first host.
+std::string slurmBatchScript(const ExportJob& job);
+
+// sbatch's --time for a planned duration with our margin: x1.25 + 30 min,
+// rounded up to the minute, as [D-]HH:MM:SS.
+std::string slurmTimeLimit(double plannedHours);
+
+// The launcher command one node runs: `<program> launch <config> --nproc N`
+// plus, with several nodes, the rendezvous options holding the given shell
+// words (e.g. "$NODE_RANK").
+std::string launchCommandLine(const ExportJob& job, const std::string& configPath,
+    const std::string& nodeRankWord, const std::string& masterAddrWord,
+    const std::string& masterPortWord);
+
+// The header comment every export starts with: what, from where, and the notes.
+std::string exportHeader(const ExportJob& job, std::string_view what);
+
+} // namespace tb::launch

@@ -1,0 +1,85 @@
+#include "launch/world_layout.h"
+
+#include <algorithm>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace tb::launch {
+
+namespace {
+
+std::string nameOf(const std::string& entry)
+{
+    return entry.substr(0, entry.find('='));
+}
+
+} // namespace
+
+common::Status validateLayout(const WorldLayout& layout)
+{
+    std::vector<std::string> problems;
+    auto range = [&](const char* field, long long value, long long min, long long max) {
+        if (value < min || value > max)
+            problems.push_back(std::string(field) + ": got " + std::to_string(value) + ", expected "
+                + std::to_string(min) + " to " + std::to_string(max));
+    };
+    range("nproc", layout.nprocPerNode, 1, kMaxProcsPerNode);
+    range("nnodes", layout.nnodes, 1, kMaxNodes);
+    if (layout.nnodes >= 1)
+        range("node_rank", layout.nodeRank, 0, layout.nnodes - 1);
+    range("master_port", layout.masterPort, 0, 65535);
+    if (layout.masterAddr.empty())
+        problems.push_back("master_addr: empty, expected a host name or address");
+    if (layout.nnodes > 1 && layout.masterPort == 0)
+        problems.push_back("master_port: needed with more than one node (every node must "
+                           "use the same port)");
+    if (problems.empty())
+        return common::Ok{};
+    std::string text;
+    for (const std::string& problem : problems)
+        text += (text.empty() ? "" : "; ") + problem;
+    return common::Error{text, {}};
+}
+
+std::vector<std::string> rankEnvironment(const WorldLayout& layout, int localRank)
+{
+    const std::string nodeRank = std::to_string(layout.nodeRank);
+    return {
+        "MASTER_ADDR=" + layout.masterAddr,
+        "MASTER_PORT=" + std::to_string(layout.masterPort),
+        "RANK=" + std::to_string(layout.globalRank(localRank)),
+        "WORLD_SIZE=" + std::to_string(layout.worldSize()),
+        "LOCAL_RANK=" + std::to_string(localRank),
+        "LOCAL_WORLD_SIZE=" + std::to_string(layout.nprocPerNode),
+        "NODE_RANK=" + nodeRank,
+        "GROUP_RANK=" + nodeRank,
+    };
+}
+
+std::vector<std::string> mergeEnvironment(
+    const std::vector<std::string>& base, const std::vector<std::string>& overrides)
+{
+    std::vector<std::string> names;
+    names.reserve(overrides.size());
+    for (const std::string& entry : overrides)
+        names.push_back(nameOf(entry));
+    std::vector<std::string> merged;
+    merged.reserve(base.size() + overrides.size());
+    for (const std::string& entry : base) {
+        if (std::find(names.begin(), names.end(), nameOf(entry)) == names.end())
+            merged.push_back(entry);
+    }
+    merged.insert(merged.end(), overrides.begin(), overrides.end());
+    return merged;
+}
+
+std::vector<std::string> currentEnvironment()
+{
+    std::vector<std::string> entries;
+    for (char** entry = environ; entry && *entry; ++entry)
+        entries.emplace_back(*entry);
+    return entries;
+}
+
+} // namespace tb::launch

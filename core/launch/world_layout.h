@@ -1,0 +1,44 @@
+#pragma once
+
+#include "common/error.h"
+
+#include <string>
+#include <vector>
+
+namespace tb::launch {
+
+// Where this node's ranks sit in the job, as torchrun describes it: nnodes
+// nodes of nprocPerNode ranks each; this node is nodeRank; rank 0 listens on
+// masterAddr:masterPort.
+struct WorldLayout {
+    int nnodes = 1;
+    int nprocPerNode = 1;
+    int nodeRank = 0;
+    std::string masterAddr = "127.0.0.1";
+    int masterPort = 0; // 0: pick a free port (one node only)
+
+    int worldSize() const { return nnodes * nprocPerNode; }
+    int globalRank(int localRank) const { return nodeRank * nprocPerNode + localRank; }
+};
+
+inline constexpr int kMaxProcsPerNode = 1024;
+inline constexpr int kMaxNodes = 4096;
+
+// Every problem, each naming the field ("nproc: got 0, expected 1 to 1024").
+// A port of 0 with more than one node is an error: the other nodes could not
+// know which port this one picked.
+common::Status validateLayout(const WorldLayout& layout);
+
+// The variables a rank reads to join the job, as "NAME=value": MASTER_ADDR,
+// MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK,
+// GROUP_RANK (torchrun's name for the node rank).
+std::vector<std::string> rankEnvironment(const WorldLayout& layout, int localRank);
+
+// `base` with every variable of `overrides` replacing one of the same name.
+std::vector<std::string> mergeEnvironment(
+    const std::vector<std::string>& base, const std::vector<std::string>& overrides);
+
+// This process's environment as "NAME=value" entries.
+std::vector<std::string> currentEnvironment();
+
+} // namespace tb::launch

@@ -1,0 +1,311 @@
+#include "launch/cancel_token.h"
+#include "launch/exit_status.h"
+#include "launch/free_port.h"
+#include "launch/line_splitter.h"
+#include "launch/local_launcher.h"
+#include "launch/world_layout.h"
+
+#include <QtTest>
+
+#include <cerrno>
+#include <csignal>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+// tb::launch in-process: the pieces (lines, statuses, layouts, ports) and
+// runLocalLaunch() driven with the fake trainer and cancelled through its
+// token, checking that nothing is left behind (no child, no descriptor).
+using namespace tb::launch;
+
+namespace {
+
+int openFdCount()
+{
+    DIR* dir = opendir("/proc/self/fd");
+    if (!dir)
+        return -1;
+    int count = 0;
+    while (const dirent* entry = readdir(dir)) {
+        if (entry->d_name[0] != '.')
+            ++count;
+    }
+    closedir(dir);
+    return count - 1;
+}
+
+bool noChildLeft()
+{
+    int status = 0;
+    return waitpid(-1, &status, WNOHANG) < 0 && errno == ECHILD;
+}
+
+struct Line {
+    int rank;
+    OutputStream stream;
+    std::string text;
+};
+
+// Collects what the launcher reports; cancels the token after `cancelAfter`
+// lines containing `cancelOn`, the way a GUI's stop button would.
+class RecordingSink : public LaunchSink {
+public:
+    std::vector<Line> lines;
+    std::vector<int> started;
+    std::vector<std::pair<int, ExitStatus>> exited;
+    CancelToken* cancel = nullptr;
+    std::string cancelOn;
+    int cancelAfter = 0;
+
+    void rankStarted(int rank, int) override { started.push_back(rank); }
+    void rankOutput(int rank, OutputStream stream, std::string_view line) override
+    {
+        lines.push_back({rank, stream, std::string(line)});
+        if (cancel && !cancelOn.empty() && line.find(cancelOn) != std::string_view::npos
+            && --cancelAfter == 0)
+            cancel->cancel();
+    }
+    void rankExited(int rank, const ExitStatus& status) override
+    {
+        exited.emplace_back(rank, status);
+    }
+    int count(std::string_view needle) const
+    {
+        return int(std::count_if(lines.begin(), lines.end(),
+            [&](const Line& line) { return line.text.find(needle) != std::string::npos; }));
+    }
+};
+
+LaunchOptions fakeOptions(int nproc, std::vector<std::string> args)
+{
+    LaunchOptions options;
+    options.program = TB_FAKE_TRAINER;
+    options.arguments = {"train", "run.yaml"};
+    options.arguments.insert(options.arguments.end(), args.begin(), args.end());
+    options.layout.nprocPerNode = nproc;
+    options.graceSeconds = 5;
+    return options;
+}
+
+} // namespace
+
+class TestLaunchCore : public QObject {
+    Q_OBJECT
+
+private slots:
+    void lineSplitter_data()
+    {
+        QTest::addColumn<QStringList>("chunks");
+        QTest::addColumn<int>("maxLineBytes");
+        QTest::addColumn<QStringList>("lines");
+        QTest::addRow("one line") << QStringList{"hello\n"} << 100 << QStringList{"hello"};
+        QTest::addRow("split across chunks") << QStringList{"hel", "lo wo", "rld\nnext"} << 100
+                                             << QStringList{"hello world", "next"};
+        QTest::addRow("many in one chunk")
+            << QStringList{"a\nb\n\nc\n"} << 100 << QStringList{"a", "b", "", "c"};
+        QTest::addRow("crlf") << QStringList{"dos\r", "\nline\r\n"} << 100
+                              << QStringList{"dos", "line"};
+        QTest::addRow("cut at the limit")
+            << QStringList{"abcdefghij"} << 4 << QStringList{"abcd", "efgh", "ij"};
+        QTest::addRow("limit then newline")
+            << QStringList{"abcd\nef"} << 4 << QStringList{"abcd", "", "ef"};
+        QTest::addRow("unterminated tail") << QStringList{"tail"} << 100 << QStringList{"tail"};
+        QTest::addRow("nothing") << QStringList{} << 100 << QStringList{};
+    }
+    void lineSplitter()
+    {
+        QFETCH(QStringList, chunks);
+        QFETCH(int, maxLineBytes);
+        QFETCH(QStringList, lines);
+        LineSplitter splitter{size_t(maxLineBytes)};
+        QStringList got;
+        const auto collect = [&](std::string_view line) {
+            got << QString::fromStdString(std::string(line));
+        };
+        for (const QString& chunk : chunks)
+            splitter.append(chunk.toStdString(), collect);
+        splitter.finish(collect);
+        QCOMPARE(got, lines);
+        QCOMPARE(splitter.pendingBytes(), size_t(0));
+    }
+
+    void exitStatusText_data()
+    {
+        QTest::addColumn<int>("waitStatus");
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<int>("shellStatus");
+        QTest::addRow("success") << 0 << "exit status 0" << 0;
+        QTest::addRow("exit 3") << (3 << 8) << "exit status 3" << 3;
+        QTest::addRow("SIGABRT") << SIGABRT << "signal 6 (SIGABRT)" << 134;
+        QTest::addRow("SIGKILL") << SIGKILL << "signal 9 (SIGKILL)" << 137;
+        QTest::addRow("SIGSEGV core")
+            << (SIGSEGV | 0x80) << "signal 11 (SIGSEGV, core dumped)" << 139;
+    }
+    void exitStatusText()
+    {
+        QFETCH(int, waitStatus);
+        QFETCH(QString, text);
+        QFETCH(int, shellStatus);
+        const ExitStatus status = ExitStatus::fromWaitStatus(waitStatus);
+        QCOMPARE(QString::fromStdString(status.toString()), text);
+        QCOMPARE(status.shellStatus(), shellStatus);
+        QCOMPARE(status.isSuccess(), waitStatus == 0);
+    }
+
+    void layoutValidation_data()
+    {
+        QTest::addColumn<int>("nproc");
+        QTest::addColumn<int>("nnodes");
+        QTest::addColumn<int>("nodeRank");
+        QTest::addColumn<int>("port");
+        QTest::addColumn<QString>("problem"); // empty: valid
+        QTest::addRow("one node, free port") << 4 << 1 << 0 << 0 << "";
+        QTest::addRow("two nodes") << 8 << 2 << 1 << 29500 << "";
+        QTest::addRow("no ranks") << 0 << 1 << 0 << 0 << "nproc: got 0";
+        QTest::addRow("node rank too big")
+            << 1 << 2 << 2 << 29500 << "node_rank: got 2, expected 0 to 1";
+        QTest::addRow("port out of range") << 1 << 1 << 0 << 70000 << "master_port: got 70000";
+        QTest::addRow("two nodes, no port") << 1 << 2 << 0 << 0 << "master_port: needed";
+    }
+    void layoutValidation()
+    {
+        QFETCH(int, nproc);
+        QFETCH(int, nnodes);
+        QFETCH(int, nodeRank);
+        QFETCH(int, port);
+        QFETCH(QString, problem);
+        const tb::common::Status status =
+            validateLayout({nnodes, nproc, nodeRank, "127.0.0.1", port});
+        QCOMPARE(status.ok(), problem.isEmpty());
+        if (!status)
+            QVERIFY2(QString::fromStdString(status.error().message).contains(problem),
+                status.error().message.c_str());
+    }
+
+    void rankEnvironmentFollowsTorchrun()
+    {
+        const WorldLayout layout{3, 4, 2, "node0.example", 29500};
+        const std::vector<std::string> env = rankEnvironment(layout, 1);
+        for (const char* expected :
+            {"MASTER_ADDR=node0.example", "MASTER_PORT=29500", "RANK=9", "WORLD_SIZE=12",
+                "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=4", "NODE_RANK=2", "GROUP_RANK=2"})
+            QVERIFY2(std::find(env.begin(), env.end(), expected) != env.end(), expected);
+        // Inherited values of the same names are replaced, others kept.
+        const std::vector<std::string> merged =
+            mergeEnvironment({"PATH=/bin", "RANK=77", "HOME=/root"}, env);
+        QCOMPARE(std::count_if(merged.begin(), merged.end(),
+                     [](const std::string& e) { return e.rfind("RANK=", 0) == 0; }),
+            1L);
+        QVERIFY(std::find(merged.begin(), merged.end(), "RANK=9") != merged.end());
+        QVERIFY(std::find(merged.begin(), merged.end(), "PATH=/bin") != merged.end());
+    }
+
+    void freePortIsBindable()
+    {
+        const tb::common::Result<int> port = pickFreePort("127.0.0.1");
+        QVERIFY2(port.ok(), port.ok() ? "" : port.error().message.c_str());
+        QVERIFY(*port > 0 && *port < 65536);
+        const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_port = htons(uint16_t(*port));
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        QCOMPARE(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+        // Taken now: the next pick is another port.
+        const tb::common::Result<int> other = pickFreePort("localhost");
+        QVERIFY(other.ok());
+        QVERIFY(*other != *port);
+        close(fd);
+    }
+
+    void freePortBadAddress_data()
+    {
+        QTest::addColumn<QString>("host");
+        QTest::addRow("unresolvable") << "no-such-host.invalid";
+        QTest::addRow("not ours") << "192.0.2.1"; // TEST-NET-1: never a local address
+    }
+    void freePortBadAddress()
+    {
+        QFETCH(QString, host);
+        const tb::common::Result<int> port = pickFreePort(host.toStdString());
+        QVERIFY(!port.ok());
+        QVERIFY2(QString::fromStdString(port.error().message).contains(host),
+            port.error().message.c_str());
+    }
+
+    void cancelTokenKeepsFirstSignal()
+    {
+        CancelToken token;
+        QVERIFY(!token.isCancelled());
+        token.cancel(SIGINT);
+        token.cancel(SIGTERM);
+        QVERIFY(token.isCancelled());
+        QCOMPARE(token.signal(), SIGINT);
+        QCOMPARE(token.requestCount(), 2);
+        CancelToken plain;
+        plain.cancel();
+        QCOMPARE(plain.signal(), SIGTERM);
+    }
+
+    void runsRanksAndReapsThem()
+    {
+        const int fdsBefore = openFdCount();
+        RecordingSink sink;
+        const CancelToken token;
+        const auto report = runLocalLaunch(fakeOptions(3, {"--steps", "2", "--fds"}), sink, token);
+        QVERIFY2(report.ok(), report.ok() ? "" : report.error().message.c_str());
+        QCOMPARE(report->outcome, LaunchOutcome::Succeeded);
+        QCOMPARE(int(report->ranks.size()), 3);
+        QCOMPARE(sink.started, (std::vector<int>{0, 1, 2}));
+        QCOMPARE(int(sink.exited.size()), 3);
+        QCOMPARE(sink.count("step 2/2"), 3);
+        // Each rank sees stdin, stdout, stderr and nothing of the launcher's or the other ranks'.
+        QCOMPARE(sink.count("fds 3"), 3);
+        QVERIFY(report->masterPort > 0);
+        QCOMPARE(openFdCount(), fdsBefore);
+        QVERIFY(noChildLeft());
+    }
+
+    // The token stops a running launch: the forwarded SIGTERM reaches every
+    // rank, which stops gracefully; nothing is left behind.
+    void cancelStopsEveryRank()
+    {
+        const int fdsBefore = openFdCount();
+        CancelToken token;
+        RecordingSink sink;
+        sink.cancel = &token;
+        sink.cancelOn = "step 1/1";
+        sink.cancelAfter = 2; // once both ranks are running
+        const auto report =
+            runLocalLaunch(fakeOptions(2, {"--steps", "1", "--sleep-ms", "60000"}), sink, token);
+        QVERIFY(report.ok());
+        QCOMPARE(report->outcome, LaunchOutcome::Cancelled);
+        QCOMPARE(report->stopSignal, SIGTERM);
+        QCOMPARE(sink.count("SIGTERM received, stopping gracefully"), 2);
+        QCOMPARE(report->killedCount(), 0);
+        for (const RankReport& rank : report->ranks)
+            QVERIFY(rank.status && rank.status->isSuccess());
+        qInfo("all ranks ended %.3f s after the cancel request", report->stopSeconds);
+        QCOMPARE(openFdCount(), fdsBefore);
+        QVERIFY(noChildLeft());
+    }
+
+    void unstartableProgramIsAnError()
+    {
+        RecordingSink sink;
+        const CancelToken token;
+        LaunchOptions options = fakeOptions(2, {});
+        options.program = "/nonexistent/trainer";
+        const auto report = runLocalLaunch(options, sink, token);
+        QVERIFY(!report.ok());
+        QVERIFY2(QString::fromStdString(report.error().message).contains("/nonexistent/trainer"),
+            report.error().message.c_str());
+        QVERIFY(sink.started.empty());
+        QVERIFY(noChildLeft());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestLaunchCore)
+#include "test_launch_core.moc"
