@@ -58,30 +58,73 @@ common::Status validateModelSpec(const ModelSpec& spec, const std::string& origi
     return common::Error::at(origin, {}, message.str());
 }
 
-std::vector<LinearLayer> blockLinearLayers(const ModelSpec& spec)
+int blockLinearShapes(const ModelSpec& spec, LinearShape (&out)[kMaxBlockLinears])
 {
     const std::int64_t h = spec.hiddenSize;
     const std::int64_t f = spec.intermediateSize;
-    std::vector<LinearLayer> layers;
+    int n = 0;
     if (spec.fusedQkv) {
-        layers.push_back({"qkv_proj", h, spec.queryDim() + 2 * spec.kvDim(), spec.qkvBias});
+        out[n++] = {LinearKind::Qkv, h, spec.queryDim() + 2 * spec.kvDim(), spec.qkvBias};
     } else {
-        layers.push_back({"q_proj", h, spec.queryDim(), spec.qkvBias});
-        layers.push_back({"k_proj", h, spec.kvDim(), spec.qkvBias});
-        layers.push_back({"v_proj", h, spec.kvDim(), spec.qkvBias});
+        out[n++] = {LinearKind::Q, h, spec.queryDim(), spec.qkvBias};
+        out[n++] = {LinearKind::K, h, spec.kvDim(), spec.qkvBias};
+        out[n++] = {LinearKind::V, h, spec.kvDim(), spec.qkvBias};
     }
-    layers.push_back({"o_proj", spec.queryDim(), h, spec.outputBias});
+    out[n++] = {LinearKind::O, spec.queryDim(), h, spec.outputBias};
     if (spec.mlp == MlpKind::Gated) {
         if (spec.fusedQkv) {
-            layers.push_back({"gate_up_proj", h, 2 * f, spec.mlpBias});
+            out[n++] = {LinearKind::GateUp, h, 2 * f, spec.mlpBias};
         } else {
-            layers.push_back({"gate_proj", h, f, spec.mlpBias});
-            layers.push_back({"up_proj", h, f, spec.mlpBias});
+            out[n++] = {LinearKind::Gate, h, f, spec.mlpBias};
+            out[n++] = {LinearKind::Up, h, f, spec.mlpBias};
         }
     } else {
-        layers.push_back({"up_proj", h, f, spec.mlpBias});
+        out[n++] = {LinearKind::Up, h, f, spec.mlpBias};
     }
-    layers.push_back({"down_proj", f, h, spec.mlpBias});
+    out[n++] = {LinearKind::Down, f, h, spec.mlpBias};
+    return n;
+}
+
+const char* linearName(LinearKind kind)
+{
+    switch (kind) {
+    case LinearKind::Q:
+        return "q_proj";
+    case LinearKind::K:
+        return "k_proj";
+    case LinearKind::V:
+        return "v_proj";
+    case LinearKind::Qkv:
+        return "qkv_proj";
+    case LinearKind::O:
+        return "o_proj";
+    case LinearKind::Gate:
+        return "gate_proj";
+    case LinearKind::Up:
+        return "up_proj";
+    case LinearKind::GateUp:
+        return "gate_up_proj";
+    case LinearKind::Down:
+        return "down_proj";
+    }
+    return "?";
+}
+
+bool isAttentionLinear(LinearKind kind)
+{
+    return kind == LinearKind::Q || kind == LinearKind::K || kind == LinearKind::V
+        || kind == LinearKind::Qkv || kind == LinearKind::O;
+}
+
+std::vector<LinearLayer> blockLinearLayers(const ModelSpec& spec)
+{
+    LinearShape shapes[kMaxBlockLinears];
+    const int n = blockLinearShapes(spec, shapes);
+    std::vector<LinearLayer> layers;
+    layers.reserve(size_t(n));
+    for (int i = 0; i < n; ++i)
+        layers.push_back({linearName(shapes[i].kind), shapes[i].inFeatures, shapes[i].outFeatures,
+            shapes[i].bias});
     return layers;
 }
 

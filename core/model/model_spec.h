@@ -82,4 +82,18 @@ struct LinearLayer {
 // The linear layers of one decoder block, in forward order.
 std::vector<LinearLayer> blockLinearLayers(const ModelSpec& spec);
 
+// The same without allocating, for the planner's hot loops: at most
+// kMaxBlockLinears shapes, the return value says how many.
+enum class LinearKind { Q, K, V, Qkv, O, Gate, Up, GateUp, Down };
+struct LinearShape {
+    LinearKind kind = LinearKind::Q;
+    std::int64_t inFeatures = 0;
+    std::int64_t outFeatures = 0;
+    bool bias = false;
+};
+inline constexpr int kMaxBlockLinears = 7;
+int blockLinearShapes(const ModelSpec& spec, LinearShape (&out)[kMaxBlockLinears]);
+const char* linearName(LinearKind kind); // "q_proj", ..., "gate_up_proj"
+bool isAttentionLinear(LinearKind kind);
+
 } // namespace tb::model

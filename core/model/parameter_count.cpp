@@ -12,13 +12,14 @@ ParameterCount countParameters(const ModelSpec& spec)
 
     count.embedding = spec.vocabSize * h;
     std::int64_t largestLinear = 0;
-    for (const LinearLayer& layer : blockLinearLayers(spec)) {
-        const bool attention = layer.name.find("_proj") != std::string::npos
-            && (layer.name[0] == 'q' || layer.name[0] == 'k' || layer.name[0] == 'v'
-                || layer.name[0] == 'o');
-        (attention ? count.attentionPerLayer : count.mlpPerLayer) += layer.params();
-        count.blockLinear += layer.params();
-        largestLinear = std::max(largestLinear, layer.params());
+    LinearShape shapes[kMaxBlockLinears];
+    const int n = blockLinearShapes(spec, shapes);
+    for (int i = 0; i < n; ++i) {
+        const LinearShape& l = shapes[i];
+        const std::int64_t params = l.inFeatures * l.outFeatures + (l.bias ? l.outFeatures : 0);
+        (isAttentionLinear(l.kind) ? count.attentionPerLayer : count.mlpPerLayer) += params;
+        count.blockLinear += params;
+        largestLinear = std::max(largestLinear, params);
     }
     if (spec.qkNorm)
         count.attentionPerLayer += 2 * (spec.norm == NormKind::LayerNorm ? 2 : 1) * spec.headDim;

@@ -13,7 +13,8 @@ PlanResult estimatePlan(const PlanInput& input, const model::ModelSpec& model, c
 {
     PlanResult r;
     r.memory.reserve(16);
-    r.figures.reserve(16);
+    if (options.explain)
+        r.figures.reserve(16);
     const detail::PlanContext ctx = detail::makeContext(input, model, gpu, vm, options.explain);
     r.paramsTotal = ctx.counts.total;
     r.paramsTrainable = std::llround(ctx.trainable);

@@ -15,6 +15,10 @@ class Catalog;
 
 struct EstimateOptions {
     // Explanations cost most of an estimate's time; sweeps switch them off.
+    // Without them the memory components keep key, category and bytes (no
+    // label, explanation or source), `figures` stays empty, and every
+    // headline field (perGpuBytes, fits, tokensPerSecond, hours, costUsd...)
+    // is set as usual.
     bool explain = true;
 };
 

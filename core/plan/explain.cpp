@@ -5,26 +5,64 @@
 
 namespace tb::plan::detail {
 
+namespace {
+
+char* writeDigits(char* end, unsigned long long value)
+{
+    do {
+        *--end = char('0' + value % 10);
+        value /= 10;
+    } while (value != 0);
+    return end;
+}
+
+} // namespace
+
 void appendFixed(std::string& out, double value, int decimals)
 {
     if (!std::isfinite(value)) {
         out.append(std::isnan(value) ? "n/a" : "inf");
         return;
     }
-    char buffer[64];
-    const auto result =
-        std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::fixed, decimals);
-    if (result.ec == std::errc())
-        out.append(buffer, result.ptr);
-    else
-        out.append("?");
+    // Digits written backwards into a stack buffer, appended once: an
+    // explained estimate formats a few hundred numbers and must stay fast.
+    static constexpr double kPowers[] = {1, 10, 100, 1000, 10000, 100000, 1000000};
+    decimals = decimals < 0 ? 0 : (decimals > 6 ? 6 : decimals);
+    const double scaled = std::fabs(value) * kPowers[decimals] + 0.5;
+    if (scaled >= 9.0e18) {
+        char buffer[400];
+        const auto result = std::to_chars(
+            buffer, buffer + sizeof buffer, value, std::chars_format::fixed, decimals);
+        out.append(buffer, result.ec == std::errc() ? result.ptr : buffer);
+        return;
+    }
+    unsigned long long units = static_cast<unsigned long long>(scaled);
+    const bool negative = value < 0 && units != 0;
+    char buffer[48];
+    char* const end = buffer + sizeof buffer;
+    char* p = end;
+    for (int d = 0; d < decimals; ++d) {
+        *--p = char('0' + units % 10);
+        units /= 10;
+    }
+    if (decimals > 0)
+        *--p = '.';
+    p = writeDigits(p, units);
+    if (negative)
+        *--p = '-';
+    out.append(p, size_t(end - p));
 }
 
 void appendInt(std::string& out, long long value)
 {
     char buffer[24];
-    const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-    out.append(buffer, result.ptr);
+    char* const end = buffer + sizeof buffer;
+    const unsigned long long magnitude = value < 0 ? 0ULL - static_cast<unsigned long long>(value)
+                                                   : static_cast<unsigned long long>(value);
+    char* p = writeDigits(end, magnitude);
+    if (value < 0)
+        *--p = '-';
+    out.append(p, size_t(end - p));
 }
 
 void appendBytes(std::string& out, double bytes)
@@ -86,6 +124,32 @@ void appendSeconds(std::string& out, double seconds)
         appendFixed(out, seconds * 1e6, 0);
         out.append(" us");
     }
+}
+
+namespace {
+
+thread_local std::string t_scratch;
+thread_local bool t_scratchInUse = false;
+
+} // namespace
+
+Line::Line(std::string& target)
+    : m_target(target)
+    , m_out(t_scratchInUse ? target : t_scratch)
+    , m_buffered(!t_scratchInUse)
+{
+    if (m_buffered) {
+        t_scratchInUse = true;
+        t_scratch.clear();
+    }
+}
+
+Line::~Line()
+{
+    if (!m_buffered)
+        return;
+    m_target.append(t_scratch);
+    t_scratchInUse = false;
 }
 
 } // namespace tb::plan::detail

@@ -28,12 +28,20 @@ struct Seconds {
     double value;
 };
 
+// " / 8" for a divisor above one, nothing otherwise.
+struct Divisor {
+    double value;
+};
+
 class Line {
 public:
-    explicit Line(std::string& out)
-        : m_out(out)
-    {
-    }
+    // Text goes to a per-thread scratch buffer and lands in `target` in one
+    // exact-size append when the line ends: one allocation per explanation
+    // instead of a series of growths (or an over-sized reserve).
+    explicit Line(std::string& target);
+    ~Line();
+    Line(const Line&) = delete;
+    Line& operator=(const Line&) = delete;
     Line& operator<<(std::string_view text)
     {
         m_out.append(text);
@@ -85,8 +93,19 @@ public:
         return *this;
     }
 
+    Line& operator<<(Divisor d)
+    {
+        if (d.value > 1) {
+            m_out.append(" / ");
+            appendInt(m_out, static_cast<long long>(d.value));
+        }
+        return *this;
+    }
+
 private:
-    std::string& m_out;
+    std::string& m_target;
+    std::string& m_out; // the scratch buffer, or the target itself when nested
+    bool m_buffered;
 };
 
 } // namespace tb::plan::detail

@@ -51,11 +51,10 @@ struct Builder {
         MemoryComponent& c = result.memory.emplace_back();
         c.key = key;
         c.category = category;
-        c.label = label;
         c.bytes = bytes;
         if (ctx.explain) {
+            c.label = label;
             c.source = source;
-            c.explanation.reserve(160);
         }
         return &c;
     }
@@ -121,18 +120,14 @@ LayerActivations layerActivations(const PlanContext& ctx)
         act.mlp += a * t * f; // down_proj's input
 
     if (ctx.lora) {
-        for (const model::LinearLayer& l : model::blockLinearLayers(m)) {
-            LoraTargets one;
-            const std::string& n = l.name;
-            const bool targeted = ((n == "q_proj" || n == "qkv_proj") && tg.q)
-                || (n == "k_proj" && tg.k) || (n == "v_proj" && tg.v) || (n == "o_proj" && tg.o)
-                || ((n == "gate_proj" || n == "gate_up_proj") && tg.gate)
-                || (n == "up_proj" && tg.up) || (n == "down_proj" && tg.down);
-            if (!targeted)
+        model::LinearShape shapes[model::kMaxBlockLinears];
+        const int n = model::blockLinearShapes(m, shapes);
+        for (int i = 0; i < n; ++i) {
+            if (!tg.has(shapes[i].kind))
                 continue;
             act.lora += a * t * double(ctx.in.lora.rank); // A's output, read by B
             if (dropout)
-                act.lora += (a + 1) * t * double(l.inFeatures); // dropped input + bool mask
+                act.lora += (a + 1) * t * double(shapes[i].inFeatures); // dropped input + bool mask
         }
     }
     if (ctx.in.attention == Attention::Eager) {
@@ -155,10 +150,8 @@ void addWeights(Builder& b, double frozenDiv, double trainableWork, const char* 
                 ctx.total * trainableWork / trainableDiv, srcLayout);
             c && ctx.explain)
             Line(c->explanation) << Count{ctx.total} << " params x " << Fixed{trainableWork, 0}
-                                 << " B (" << workName << ")" << (trainableDiv > 1 ? " / " : "")
-                                 << (trainableDiv > 1 ? std::to_string(int(trainableDiv))
-                                                      : std::string())
-                                 << " = " << Bytes{c->bytes} << layout;
+                                 << " B (" << workName << ")" << Divisor{trainableDiv} << " = "
+                                 << Bytes{c->bytes} << layout;
     } else {
         const double base = ctx.frozen16 * ctx.frozenBytes / frozenDiv;
         if (auto* c = b.add("weights", MemoryCategory::Weights, "Frozen base weights",
@@ -193,17 +186,12 @@ void addWeights(Builder& b, double frozenDiv, double trainableWork, const char* 
                                  << " per layer x " << int(ctx.model.numLayers)
                                  << " layers = " << Count{ctx.trainable} << " params x "
                                  << Fixed{trainableWork, 0} << " B (" << workName << ")"
-                                 << (trainableDiv > 1 ? " / " : "")
-                                 << (trainableDiv > 1 ? std::to_string(int(trainableDiv))
-                                                      : std::string())
-                                 << " = " << Bytes{c->bytes};
+                                 << Divisor{trainableDiv} << " = " << Bytes{c->bytes};
     }
     if (auto* c = b.add("master_weights", MemoryCategory::Weights, "Master weights (fp32)",
             ctx.trainable * masterBytes / masterDiv, srcLayout);
         c && ctx.explain)
-        Line(c->explanation) << Count{ctx.trainable} << " trainable x 4 B"
-                             << (masterDiv > 1 ? " / " : "")
-                             << (masterDiv > 1 ? std::to_string(int(masterDiv)) : std::string())
+        Line(c->explanation) << Count{ctx.trainable} << " trainable x 4 B" << Divisor{masterDiv}
                              << " = " << Bytes{c->bytes}
                              << (masterDiv > 1
                                         ? " (sharded)"
@@ -216,13 +204,14 @@ void addOptimizer(Builder& b, double div)
     if (auto* c = b.add("optimizer", MemoryCategory::Optimizer, "Optimizer states",
             ctx.trainable * ctx.optimizerBytes / div, kSrcOptimizer);
         c && ctx.explain)
-        Line(c->explanation)
-            << optimizerName(ctx.in.optimizer) << ": " << Count{ctx.trainable} << " x "
-            << Fixed{ctx.optimizerBytes,
-                   ctx.in.optimizer == Optimizer::AdamW || ctx.in.optimizer == Optimizer::Sgd ? 0
-                                                                                              : 3}
-            << " B" << (div > 1 ? " / " : "")
-            << (div > 1 ? std::to_string(int(div)) : std::string()) << " = " << Bytes{c->bytes};
+        Line(c->explanation) << optimizerName(ctx.in.optimizer) << ": " << Count{ctx.trainable}
+                             << " x "
+                             << Fixed{ctx.optimizerBytes,
+                                    ctx.in.optimizer == Optimizer::AdamW
+                                            || ctx.in.optimizer == Optimizer::Sgd
+                                        ? 0
+                                        : 3}
+                             << " B" << Divisor{div} << " = " << Bytes{c->bytes};
 }
 
 void addGradients(
@@ -394,7 +383,7 @@ void computeMemory(const PlanContext& ctx, PlanResult& r)
         if (gradOp) {
             const double all = (ctx.total - ctx.quantized + (ctx.lora ? ctx.trainable : 0)) * a
                 + ctx.quantized * kNf4BytesPerParam;
-            if (auto* c = b.add("weights_unsharded", MemoryCategory::Weights,
+            if (auto* c = b.add("weights_full", MemoryCategory::Weights,
                     "Gathered 16-bit parameters (kept forward to backward)", all, kSrcFsdp);
                 c && ctx.explain)
                 Line(c->explanation)
@@ -458,8 +447,8 @@ void computeMemory(const PlanContext& ctx, PlanResult& r)
     }
     if (layer.scores > 0) {
         const double scores = ctx.in.gradientCheckpointing ? layer.scores : L * layer.scores;
-        if (auto* c = b.add("attention_scores", MemoryCategory::Activations,
-                "Attention scores (eager)", scores, kSrcEager);
+        if (auto* c = b.add("attn_scores", MemoryCategory::Activations, "Attention scores (eager)",
+                scores, kSrcEager);
             c && ctx.explain)
             Line(c->explanation) << "eager attention stores softmax(QK^T): "
                                  << int(ctx.model.numHeads) << " heads x " << ctx.in.seqLen
@@ -521,7 +510,7 @@ void computeMemory(const PlanContext& ctx, PlanResult& r)
         if (c.category == MemoryCategory::Activations || c.category == MemoryCategory::Logits
             || c.category == MemoryCategory::Buffers)
             dynamic += c.bytes;
-    if (auto* c = b.add("allocator_reserve", MemoryCategory::Overhead, "Allocator fragmentation",
+    if (auto* c = b.add("allocator_slack", MemoryCategory::Overhead, "Allocator fragmentation",
             kAllocatorFraction * dynamic, kSrcAllocator);
         c && ctx.explain)
         Line(c->explanation) << "5% of the short-lived allocations (activations, logits, buffers: "

@@ -1,66 +1,97 @@
 #include "plan/plan_context.h"
 
-#include "common/text.h"
-
 #include <algorithm>
 
 namespace tb::plan::detail {
 
-namespace {
-
-void markTarget(const std::string& name, LoraTargets& t)
+void LoraTargets::mark(model::LinearKind kind)
 {
-    if (name == "q_proj")
-        t.q = true;
-    else if (name == "k_proj")
-        t.k = true;
-    else if (name == "v_proj")
-        t.v = true;
-    else if (name == "qkv_proj")
-        t.q = t.k = t.v = true;
-    else if (name == "o_proj")
-        t.o = true;
-    else if (name == "gate_proj")
-        t.gate = true;
-    else if (name == "up_proj")
-        t.up = true;
-    else if (name == "gate_up_proj")
-        t.gate = t.up = true;
-    else if (name == "down_proj")
-        t.down = true;
+    using model::LinearKind;
+    switch (kind) {
+    case LinearKind::Q:
+        q = true;
+        break;
+    case LinearKind::K:
+        k = true;
+        break;
+    case LinearKind::V:
+        v = true;
+        break;
+    case LinearKind::Qkv:
+        q = k = v = true;
+        break;
+    case LinearKind::O:
+        o = true;
+        break;
+    case LinearKind::Gate:
+        gate = true;
+        break;
+    case LinearKind::Up:
+        up = true;
+        break;
+    case LinearKind::GateUp:
+        gate = up = true;
+        break;
+    case LinearKind::Down:
+        down = true;
+        break;
+    }
 }
+
+bool LoraTargets::has(model::LinearKind kind) const
+{
+    using model::LinearKind;
+    switch (kind) {
+    case LinearKind::Q:
+        return q;
+    case LinearKind::K:
+        return k;
+    case LinearKind::V:
+        return v;
+    case LinearKind::Qkv:
+        return q;
+    case LinearKind::O:
+        return o;
+    case LinearKind::Gate:
+        return gate;
+    case LinearKind::Up:
+        return up;
+    case LinearKind::GateUp:
+        return gate;
+    case LinearKind::Down:
+        return down;
+    }
+    return false;
+}
+
+namespace {
 
 // Adafactor keeps a row and a column vector per matrix and a full second
 // moment for vectors (no first moment: HF's default beta1=None).
 double adafactorStateElements(const PlanContext& ctx)
 {
     const model::ModelSpec& m = ctx.model;
-    double elements = 0;
+    model::LinearShape shapes[model::kMaxBlockLinears];
+    const int n = model::blockLinearShapes(m, shapes);
+    double perLayer = 0;
     if (ctx.full) {
-        const auto layers = model::blockLinearLayers(m);
-        double perLayer = 0;
-        for (const model::LinearLayer& l : layers)
-            perLayer += double(l.inFeatures + l.outFeatures) + (l.bias ? double(l.outFeatures) : 0);
+        for (int i = 0; i < n; ++i)
+            perLayer += double(shapes[i].inFeatures + shapes[i].outFeatures)
+                + (shapes[i].bias ? double(shapes[i].outFeatures) : 0);
         perLayer += double(ctx.counts.normsPerLayer);
         if (m.qkNorm)
             perLayer += 2.0 * double(m.headDim);
-        elements = perLayer * double(m.numLayers) + double(m.vocabSize + m.hiddenSize)
+        double elements = perLayer * double(m.numLayers) + double(m.vocabSize + m.hiddenSize)
             + double(ctx.counts.finalNorm);
         if (!m.tieWordEmbeddings)
             elements += double(m.vocabSize + m.hiddenSize);
         return elements;
     }
     const double r = ctx.in.lora.rank;
-    for (const model::LinearLayer& l : model::blockLinearLayers(m)) {
-        LoraTargets t;
-        markTarget(l.name, t);
-        const bool targeted = (t.q && ctx.targets.q) || (t.k && ctx.targets.k)
-            || (t.v && ctx.targets.v) || (t.o && ctx.targets.o) || (t.gate && ctx.targets.gate)
-            || (t.up && ctx.targets.up) || (t.down && ctx.targets.down);
-        if (targeted)
-            elements += (r + double(l.inFeatures)) + (double(l.outFeatures) + r);
-    }
-    return elements * double(m.numLayers);
+    for (int i = 0; i < n; ++i)
+        if (ctx.targets.has(shapes[i].kind))
+            perLayer += (r + double(shapes[i].inFeatures)) + (double(shapes[i].outFeatures) + r);
+    return perLayer * double(m.numLayers);
 }
 
 } // namespace
@@ -68,26 +99,28 @@ double adafactorStateElements(const PlanContext& ctx)
 double loraParamsPerLayer(const model::ModelSpec& model, const LoraSettings& lora,
     LoraTargets* targets, std::vector<std::string>* unknown)
 {
-    const std::vector<model::LinearLayer> layers = model::blockLinearLayers(model);
-    std::vector<std::string> wanted = lora.targetModules;
-    const bool all = wanted.empty()
-        || std::any_of(wanted.begin(), wanted.end(),
-            [](const std::string& name) { return name == "all-linear" || name == "all"; });
+    model::LinearShape shapes[model::kMaxBlockLinears];
+    const int n = model::blockLinearShapes(model, shapes);
+    const std::vector<std::string>& wanted = lora.targetModules;
+    bool all = wanted.empty();
+    for (const std::string& name : wanted)
+        all = all || name == "all-linear" || name == "all";
     double perLayer = 0;
-    for (const model::LinearLayer& layer : layers) {
+    for (int i = 0; i < n; ++i) {
         bool selected = all;
         for (const std::string& name : wanted)
-            selected = selected || name == layer.name;
+            selected = selected || name == model::linearName(shapes[i].kind);
         if (!selected)
             continue;
-        perLayer += double(lora.rank) * double(layer.inFeatures + layer.outFeatures);
+        perLayer += double(lora.rank) * double(shapes[i].inFeatures + shapes[i].outFeatures);
         if (targets)
-            markTarget(layer.name, *targets);
+            targets->mark(shapes[i].kind);
     }
     if (unknown && !all) {
         for (const std::string& name : wanted) {
-            const bool found = std::any_of(layers.begin(), layers.end(),
-                [&](const model::LinearLayer& l) { return l.name == name; });
+            bool found = false;
+            for (int i = 0; i < n; ++i)
+                found = found || name == model::linearName(shapes[i].kind);
             if (!found)
                 unknown->push_back(name);
         }
@@ -110,9 +143,11 @@ PlanContext makeContext(const PlanInput& in, const model::ModelSpec& model, cons
         ctx.loraPerLayer = loraParamsPerLayer(model, in.lora, &ctx.targets, &ctx.unknownTargets);
         ctx.trainable = ctx.loraPerLayer * double(model.numLayers);
         if (ctx.qlora) {
+            model::LinearShape shapes[model::kMaxBlockLinears];
+            const int n = model::blockLinearShapes(model, shapes);
             double linearWeights = 0;
-            for (const model::LinearLayer& l : model::blockLinearLayers(model))
-                linearWeights += double(l.inFeatures) * double(l.outFeatures);
+            for (int i = 0; i < n; ++i)
+                linearWeights += double(shapes[i].inFeatures) * double(shapes[i].outFeatures);
             ctx.quantized = linearWeights * double(model.numLayers);
         }
         ctx.frozen16 = ctx.total - ctx.quantized;

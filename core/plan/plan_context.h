@@ -17,6 +17,9 @@ namespace tb::plan::detail {
 // their parts).
 struct LoraTargets {
     bool q = false, k = false, v = false, o = false, gate = false, up = false, down = false;
+
+    void mark(model::LinearKind kind);
+    bool has(model::LinearKind kind) const; // a fused matrix counts when its parts are targeted
 };
 
 struct PlanContext {

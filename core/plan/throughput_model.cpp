@@ -35,15 +35,17 @@ constexpr const char* kSrcCost = "presets/hardware/vms.yaml price (Linux pay-as-
 Figure& addFigure(const PlanContext& ctx, PlanResult& r, const char* key, const char* label,
     double value, const char* unit, const char* source)
 {
+    // Sweeps (explain off) read only the headline fields of PlanResult;
+    // they get a scratch figure so the call sites stay simple.
+    thread_local Figure scratch;
+    if (!ctx.explain)
+        return scratch;
     Figure& f = r.figures.emplace_back();
     f.key = key;
     f.label = label;
     f.value = value;
     f.unit = unit;
-    if (ctx.explain) {
-        f.source = source;
-        f.explanation.reserve(160);
-    }
+    f.source = source;
     return f;
 }
 
