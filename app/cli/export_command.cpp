@@ -116,6 +116,8 @@ common::Result<Rendered> render(launch::ExportFormat format, const ArgParser& p)
     }
     if (!sources.plan && !sources.config)
         return Error{"export: give --plan FILE.yaml and/or --config RUN.yaml", "see --help"};
+    if (p.isSet("per-gpu") && format != launch::ExportFormat::AzureMl)
+        return Error{"export: --per-gpu: only for azureml", {}};
     std::optional<plan::Catalog> catalog;
     if (sources.plan) {
         common::Result<plan::Catalog> loaded = p.isSet("presets")
@@ -134,8 +136,6 @@ common::Result<Rendered> render(launch::ExportFormat format, const ArgParser& p)
         return job.error();
     for (const std::string& note : job->notes)
         std::cerr << "note: " << note << "\n";
-    if (p.isSet("per-gpu") && format != launch::ExportFormat::AzureMl)
-        return Error{"export: --per-gpu: only for azureml", {}};
     switch (format) {
     case launch::ExportFormat::Torchrun:
         return Rendered{launch::torchrunScript(*job), {}};

@@ -51,9 +51,10 @@ std::string accelerateLaunchCommand(const ExportJob& job, const std::string& con
 {
     std::string line = "accelerate launch --config_file " + shellQuote(configFile);
     if (job.nodes > 1) {
-        line += " --machine_rank \"${NODE_RANK:?set NODE_RANK to this node's index}\"";
+        line += " --machine_rank \"${NODE_RANK:?set NODE_RANK to the index of this node}\"";
         if (job.masterAddr.empty())
-            line += " --main_process_ip \"${MASTER_ADDR:?set MASTER_ADDR to node 0's address}\"";
+            line +=
+                " --main_process_ip \"${MASTER_ADDR:?set MASTER_ADDR to the address of node 0}\"";
     }
     return line + " --no_python " + shellQuote(job.program) + " train "
         + shellQuote(job.configPath);

@@ -244,7 +244,7 @@ LaunchReport Supervisor::run()
 std::string formatSeconds(double seconds)
 {
     char text[32];
-    std::snprintf(text, sizeof text, "%.2f s", seconds);
+    std::snprintf(text, sizeof text, "%.3f s", seconds);
     return text;
 }
 

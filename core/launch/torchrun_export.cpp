@@ -16,7 +16,7 @@ std::string torchrunScript(const ExportJob& job)
             masterAddr = "\"${MASTER_ADDR:?set MASTER_ADDR to the address of node 0}\"";
         }
         text += ".\n";
-        nodeRank = "\"${NODE_RANK:?set NODE_RANK to this node's index, 0 to "
+        nodeRank = "\"${NODE_RANK:?set NODE_RANK to the index of this node, 0 to "
             + std::to_string(job.nodes - 1) + "}\"";
     }
     text += "# torchrun sets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR and\n"

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <string>
+#include <sys/resource.h>
 #include <thread>
 #include <unistd.h>
 
@@ -179,6 +180,8 @@ int main(int argc, char** argv)
     if (rank == failRank && g_stopSignal == 0) {
         std::fprintf(stderr, "fatal: rank %d giving up (simulated failure)\n", rank);
         std::fflush(stderr);
+        const rlimit noCore{0, 0}; // a simulated crash leaves no core file behind
+        setrlimit(RLIMIT_CORE, &noCore);
         if (failHow == "abort")
             std::abort();
         if (failHow == "segv")

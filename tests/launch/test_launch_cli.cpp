@@ -1,0 +1,358 @@
+#include <QtTest>
+
+#include <QElapsedTimer>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+
+#include <cerrno>
+#include <csignal>
+
+// tunebench-cli launch as a user runs it: the real binary starting the fake
+// trainer as every rank (--trainer). Environment, output, failure of one
+// rank, SIGTERM/SIGINT forwarding, SIGKILL after the grace period, bad input.
+namespace {
+
+struct Outcome {
+    int exitCode = -1; // -1: did not finish in time
+    QByteArray out;
+    QByteArray err;
+    qint64 elapsedMs = 0;
+};
+
+QList<QByteArray> linesOf(const QByteArray& text)
+{
+    QList<QByteArray> lines = text.split('\n');
+    if (!lines.isEmpty() && lines.last().isEmpty())
+        lines.removeLast();
+    return lines;
+}
+
+// The "X s" of the launcher's summary ("... stopped in 0.04 s").
+double summarySeconds(const QByteArray& err)
+{
+    const QRegularExpression pattern(QStringLiteral(" in ([0-9.]+) s"));
+    const QRegularExpressionMatch match = pattern.match(QString::fromUtf8(err));
+    return match.hasMatch() ? match.captured(1).toDouble() : -1.0;
+}
+
+// The pids the fake trainer printed ("pid 1234 rank 0").
+QList<qint64> rankPids(const QByteArray& out)
+{
+    QList<qint64> pids;
+    const QRegularExpression pattern(QStringLiteral("\\] pid (\\d+) rank"));
+    auto it = pattern.globalMatch(QString::fromUtf8(out));
+    while (it.hasNext())
+        pids << it.next().captured(1).toLongLong();
+    return pids;
+}
+
+bool processGone(qint64 pid)
+{
+    return ::kill(pid_t(pid), 0) != 0 && errno == ESRCH;
+}
+
+} // namespace
+
+class TestLaunchCli : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    QString m_config;
+
+    QStringList launchArgs(const QStringList& options, const QStringList& trainerArgs) const
+    {
+        QStringList args{QStringLiteral("launch"), m_config, QStringLiteral("--trainer"),
+            QStringLiteral(TB_FAKE_TRAINER)};
+        args << options;
+        if (!trainerArgs.isEmpty())
+            args << QStringLiteral("--") << trainerArgs;
+        return args;
+    }
+
+    // Runs the launcher; when `readyRanks` > 0, waits until that many ranks
+    // are ready, then sends `signal` (once per entry) to the launcher.
+    Outcome launch(const QStringList& args, int timeoutMs = 30000, int readyRanks = 0,
+        const QList<int>& signalsToSend = {})
+    {
+        QProcess process;
+        QElapsedTimer timer;
+        timer.start();
+        process.start(QStringLiteral(TB_CLI_PATH), args);
+        if (!process.waitForStarted(10000))
+            return {};
+        if (readyRanks > 0) {
+            QDir dir(m_dir.path());
+            QElapsedTimer waited;
+            waited.start();
+            while (dir.entryList({QStringLiteral("ready.*")}, QDir::Files).size() < readyRanks
+                && waited.elapsed() < 20000)
+                QTest::qWait(20);
+            for (const int sig : signalsToSend) {
+                ::kill(pid_t(process.processId()), sig);
+                QTest::qWait(50);
+            }
+        }
+        // waitForFinished() is false for a process that already ended during qWait().
+        const bool finished =
+            process.waitForFinished(timeoutMs) || process.state() == QProcess::NotRunning;
+        Outcome outcome;
+        outcome.elapsedMs = timer.elapsed();
+        if (!finished) {
+            process.kill();
+            process.waitForFinished();
+        } else {
+            outcome.exitCode =
+                process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -2;
+        }
+        outcome.out = process.readAllStandardOutput();
+        outcome.err = process.readAllStandardError();
+        return outcome;
+    }
+
+    QString readyPrefix() const { return m_dir.filePath(QStringLiteral("ready")); }
+
+    void clearReadyFiles()
+    {
+        QDir dir(m_dir.path());
+        for (const QString& name : dir.entryList({QStringLiteral("ready.*")}, QDir::Files))
+            dir.remove(name);
+    }
+
+private slots:
+    void initTestCase()
+    {
+        QVERIFY(m_dir.isValid());
+        m_config = m_dir.filePath(QStringLiteral("run.yaml"));
+        QFile file(m_config);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write("model: ./model\ndata:\n  train: train.jsonl\n");
+    }
+
+    void init() { clearReadyFiles(); }
+
+    void environmentOfEveryRank_data()
+    {
+        QTest::addColumn<QStringList>("options");
+        QTest::addColumn<int>("firstRank");
+        QTest::addColumn<int>("worldSize");
+        QTest::addColumn<int>("nodeRank");
+        QTest::addColumn<int>("port"); // 0: picked by the launcher
+        QTest::addRow("3 ranks, free port") << QStringList{"--nproc", "3"} << 0 << 3 << 0 << 0;
+        QTest::addRow("node 1 of 3") << QStringList{"--nproc", "2", "--nnodes", "3", "--node-rank",
+            "1", "--master-addr", "127.0.0.1", "--master-port", "29999"}
+                                     << 2 << 6 << 1 << 29999;
+    }
+    void environmentOfEveryRank()
+    {
+        QFETCH(QStringList, options);
+        QFETCH(int, firstRank);
+        QFETCH(int, worldSize);
+        QFETCH(int, nodeRank);
+        QFETCH(int, port);
+        const Outcome r = launch(launchArgs(options, {"--env", "--steps", "1"}));
+        QCOMPARE(r.exitCode, 0);
+        int masterPort = port;
+        if (port == 0) {
+            const QRegularExpression banner(QStringLiteral("master 127\\.0\\.0\\.1:(\\d+)"));
+            const QRegularExpressionMatch match = banner.match(QString::fromUtf8(r.err));
+            QVERIFY2(match.hasMatch(), r.err.constData());
+            masterPort = match.captured(1).toInt();
+            QVERIFY(masterPort > 0 && masterPort < 65536);
+        }
+        const int perNode = options.at(options.indexOf("--nproc") + 1).toInt();
+        for (int local = 0; local < perNode; ++local) {
+            const int rank = firstRank + local;
+            const QByteArray expected =
+                QStringLiteral("[rank %1] env RANK=%1 WORLD_SIZE=%2 LOCAL_RANK=%3 "
+                               "LOCAL_WORLD_SIZE=%4 NODE_RANK=%5 GROUP_RANK=%5 "
+                               "MASTER_ADDR=127.0.0.1 MASTER_PORT=%6")
+                    .arg(rank)
+                    .arg(worldSize)
+                    .arg(local)
+                    .arg(perNode)
+                    .arg(nodeRank)
+                    .arg(masterPort)
+                    .toUtf8();
+            QVERIFY2(linesOf(r.out).contains(expected), (expected + "\n---\n" + r.out).constData());
+        }
+        QVERIFY(r.err.contains("all " + QByteArray::number(perNode) + " ranks finished"));
+    }
+
+    // Lines arrive whole and prefixed however the rank writes them.
+    void outputIsPrefixedAndWhole()
+    {
+        const Outcome r = launch(launchArgs({"--nproc", "2"}, {"--junk"}));
+        QCOMPARE(r.exitCode, 0);
+        const QList<QByteArray> out = linesOf(r.out);
+        const QList<QByteArray> err = linesOf(r.err);
+        const QRegularExpression prefix(QStringLiteral("^\\[rank [01]\\] "));
+        for (const QByteArray& line : out)
+            QVERIFY2(prefix.match(QString::fromLatin1(line)).hasMatch(), line.left(80).constData());
+        for (const QByteArray& line : err) {
+            if (!line.startsWith("tunebench-cli launch: "))
+                QVERIFY2(prefix.match(QString::fromLatin1(line)).hasMatch(), line.constData());
+        }
+        for (const char* rankText : {"0", "1"}) {
+            const QByteArray rank(rankText);
+            const QByteArray tag = "[rank " + rank + "] ";
+            QVERIFY(out.contains(tag + "alpha-beta-gamma-rank" + rank));
+            QVERIFY(out.contains(tag + "bytes \xff\xfe\xc3 rank" + rank));
+            QVERIFY(out.contains(tag + "unterminated-rank" + rank));
+            QVERIFY(err.contains(tag + "err-one-rank" + rank));
+            // 100,000 bytes without a newline arrive as a 64 KiB line and the rest.
+            QVERIFY(out.contains(tag + QByteArray(65536, 'x')));
+            QVERIFY(out.contains(tag + QByteArray(100000 - 65536, 'x')));
+        }
+    }
+
+    void failingRankEndsTheOthers_data()
+    {
+        QTest::addColumn<QString>("how");
+        QTest::addColumn<QString>("status");
+        QTest::addRow("exit 7") << "exit:7"
+                                << "exit status 7";
+        QTest::addRow("abort") << "abort"
+                               << "signal 6 (SIGABRT";
+        QTest::addRow("segfault") << "segv"
+                                  << "signal 11 (SIGSEGV";
+    }
+    void failingRankEndsTheOthers()
+    {
+        QFETCH(QString, how);
+        QFETCH(QString, status);
+        // The other ranks would wait 60 s: the launcher has to end them.
+        const Outcome r = launch(launchArgs({"--nproc", "3"},
+                                     {"--steps", "2", "--step-ms", "50", "--fail-rank", "1",
+                                         "--fail-how", how, "--sleep-ms", "60000"}),
+            20000);
+        QCOMPARE(r.exitCode, 1);
+        const QString err = QString::fromUtf8(r.err);
+        QVERIFY2(err.contains("rank 1 failed with " + status), r.err.constData());
+        QVERIFY2(err.contains("its last error: fatal: rank 1 giving up (simulated failure)"),
+            r.err.constData());
+        for (const char* rank : {"0", "2"})
+            QVERIFY2(err.contains(QStringLiteral("[rank %1] rank %1: SIGTERM received, stopping "
+                                                 "gracefully")
+                                      .arg(rank)),
+                r.err.constData());
+        for (const qint64 pid : rankPids(r.out))
+            QVERIFY2(processGone(pid), qPrintable(QString::number(pid)));
+        qInfo("%s: the other ranks ended %.3f s after rank 1 failed; launcher ran %lld ms",
+            qPrintable(how), summarySeconds(r.err), r.elapsedMs);
+    }
+
+    void stopSignalIsForwarded_data()
+    {
+        QTest::addColumn<int>("signal");
+        QTest::addColumn<QString>("name");
+        QTest::addRow("SIGTERM") << int(SIGTERM) << "SIGTERM";
+        QTest::addRow("SIGINT") << int(SIGINT) << "SIGINT";
+    }
+    void stopSignalIsForwarded()
+    {
+        QFETCH(int, signal);
+        QFETCH(QString, name);
+        const Outcome r =
+            launch(launchArgs({"--nproc", "3"},
+                       {"--steps", "1", "--sleep-ms", "60000", "--ready-file", readyPrefix()}),
+                20000, 3, {signal});
+        QCOMPARE(r.exitCode, 128 + signal);
+        const QString err = QString::fromUtf8(r.err);
+        for (int rank = 0; rank < 3; ++rank)
+            QVERIFY2(err.contains(QStringLiteral("[rank %1] rank %1: %2 received, stopping "
+                                                 "gracefully")
+                                      .arg(rank)
+                                      .arg(name)),
+                r.err.constData());
+        QVERIFY2(err.contains("stopped by " + name + "; all 3 rank(s) ended"), r.err.constData());
+        QVERIFY(!err.contains("SIGKILL"));
+        qInfo(
+            "%s: all ranks ended %.3f s after the signal", qPrintable(name), summarySeconds(r.err));
+    }
+
+    void ignoredSigtermIsKilledAfterGrace()
+    {
+        const Outcome r = launch(launchArgs({"--nproc", "2", "--grace", "1"},
+                                     {"--ignore-term", "--steps", "1", "--sleep-ms", "60000",
+                                         "--ready-file", readyPrefix()}),
+            20000, 2, {SIGTERM});
+        QCOMPARE(r.exitCode, 128 + SIGTERM);
+        QVERIFY2(r.err.contains("2 killed with SIGKILL after ignoring SIGTERM: rank 0 rank 1"),
+            r.err.constData());
+        const QList<qint64> pids = rankPids(r.out);
+        QCOMPARE(pids.size(), 2);
+        for (const qint64 pid : pids)
+            QVERIFY(processGone(pid));
+        qInfo("ranks ignoring SIGTERM were killed; all ended %.3f s after the signal (grace 1 s)",
+            summarySeconds(r.err));
+    }
+
+    // A second stop request does not wait for the grace period.
+    void secondSignalKillsAtOnce()
+    {
+        const Outcome r = launch(launchArgs({"--nproc", "2", "--grace", "60"},
+                                     {"--ignore-term", "--steps", "1", "--sleep-ms", "60000",
+                                         "--ready-file", readyPrefix()}),
+            20000, 2, {SIGTERM, SIGTERM});
+        QCOMPARE(r.exitCode, 128 + SIGTERM);
+        QVERIFY2(r.err.contains("killed with SIGKILL"), r.err.constData());
+    }
+
+    void badInput_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("expected");
+        const QString trainer = QStringLiteral(TB_FAKE_TRAINER);
+        QTest::addRow("missing config") << QStringList{"launch", "/nonexistent/run.yaml",
+            "--trainer", trainer} << "/nonexistent/run.yaml";
+        QTest::addRow("no config")
+            << QStringList{"launch", "--nproc", "2"} << "expected one run config";
+        QTest::addRow("nproc 0") << QStringList{"--nproc", "0"} << "--nproc: got 0";
+        QTest::addRow("nproc not a number")
+            << QStringList{"--nproc", "four"} << "--nproc: got 'four'";
+        QTest::addRow("nodes without port")
+            << QStringList{"--nnodes", "2"} << "--master-port: needed";
+        QTest::addRow("node rank too big") << QStringList{"--nnodes", "2", "--node-rank", "2",
+            "--master-port", "1234"} << "--node-rank: got 2, expected 0 to 1";
+        QTest::addRow("worker without master") << QStringList{"--nnodes", "2", "--node-rank", "1",
+            "--master-port", "1234"} << "--master-addr: needed";
+        QTest::addRow("bad master address")
+            << QStringList{"--master-addr", "no-such-host.invalid"} << "no-such-host.invalid";
+        QTest::addRow("unknown option")
+            << QStringList{"--nprocs", "2"} << "unknown option '--nprocs'";
+    }
+    void badInput()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(QString, expected);
+        const QStringList full = args.value(0) == "launch" ? args : launchArgs(args, {});
+        const Outcome r = launch(full);
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(QString::fromUtf8(r.err).contains(expected), r.err.constData());
+        QVERIFY(!r.out.contains("[rank"));
+    }
+
+    void badConfigNamesTheField()
+    {
+        const QString bad = m_dir.filePath(QStringLiteral("bad.yaml"));
+        QFile file(bad);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write("modle: ./model\ndata:\n  train: train.jsonl\n");
+        file.close();
+        const Outcome r = launch({"launch", bad, "--trainer", TB_FAKE_TRAINER});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("bad.yaml") && r.err.contains("modle"), r.err.constData());
+    }
+
+    void unstartableTrainer()
+    {
+        const Outcome r =
+            launch({"launch", m_config, "--nproc", "2", "--trainer", "/nonexistent/trainer"});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("cannot start '/nonexistent/trainer'"), r.err.constData());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestLaunchCli)
+#include "test_launch_cli.moc"
