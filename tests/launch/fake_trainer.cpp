@@ -184,8 +184,13 @@ int main(int argc, char** argv)
         setrlimit(RLIMIT_CORE, &noCore);
         if (failHow == "abort")
             std::abort();
-        if (failHow == "segv")
+        if (failHow == "segv") {
+            // Default action even under a sanitizer that catches SIGSEGV itself.
+            struct sigaction fallback {};
+            fallback.sa_handler = SIG_DFL;
+            sigaction(SIGSEGV, &fallback, nullptr);
             std::raise(SIGSEGV);
+        }
         return failHow.rfind("exit:", 0) == 0 ? std::atoi(failHow.c_str() + 5) : 3;
     }
     if (g_stopSignal == 0 && sleepAfterMs > 0)
