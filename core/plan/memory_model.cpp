@@ -1,4 +1,5 @@
 #include "plan/explain.h"
+#include "plan/memory_parts.h"
 #include "plan/plan_context.h"
 
 #include "common/units.h"
@@ -39,27 +40,6 @@ constexpr double kCudaContextGiB = 0.5;
 constexpr double kNcclGiB = 0.25;
 constexpr double kAllocatorFraction = 0.05;
 
-struct Builder {
-    const PlanContext& ctx;
-    PlanResult& result;
-
-    MemoryComponent* add(const char* key, MemoryCategory category, const char* label, double bytes,
-        const char* source)
-    {
-        if (bytes <= 0)
-            return nullptr;
-        MemoryComponent& c = result.memory.emplace_back();
-        c.key = key;
-        c.category = category;
-        c.bytes = bytes;
-        if (ctx.explain) {
-            c.label = label;
-            c.source = source;
-        }
-        return &c;
-    }
-};
-
 const char* optimizerName(Optimizer o)
 {
     switch (o) {
@@ -75,70 +55,7 @@ const char* optimizerName(Optimizer o)
     return "?";
 }
 
-// Bytes of activations one decoder layer keeps for backward, and its parts.
-struct LayerActivations {
-    double norms = 0, attention = 0, mlp = 0, lora = 0, scores = 0;
-    double total() const { return norms + attention + mlp + lora; }
-};
-
-LayerActivations layerActivations(const PlanContext& ctx)
-{
-    const model::ModelSpec& m = ctx.model;
-    const double t = ctx.tokensPerMicro;
-    const double a = ctx.act;
-    const double h = double(m.hiddenSize), f = double(m.intermediateSize);
-    const double qd = double(m.queryDim()), kvd = double(m.kvDim());
-    const bool full = ctx.full;
-    const bool dropout = ctx.lora && ctx.in.lora.dropout > 0;
-    const LoraTargets& tg = ctx.targets;
-    LayerActivations act;
-
-    // RMSNorm as transformers runs it: the fp32 upcast of its input and the
-    // rsqrt are saved; with a trainable weight also the normalised input.
-    const double norm = 4 * t * h + 4 * t + (full ? a * t * h : 0);
-    act.norms = norm * m.normsPerLayer;
-
-    // Attention: SDPA saves q, k, v (after RoPE) and its output (o_proj's
-    // input); flash kernels add a logsumexp per head and token.
-    act.attention = a * t * (qd + 2 * kvd) + a * t * qd;
-    if (ctx.in.attention == Attention::Sdpa)
-        act.attention += 4 * t * double(m.numHeads);
-    if (m.qkNorm)
-        act.attention += (4 + (full ? a : 0)) * t * (qd + kvd);
-    // The norm output feeds q/k/v: saved when their weights train, or when a
-    // LoRA A matrix reads it directly (no dropout).
-    if (full || (!dropout && (tg.q || tg.k || tg.v)))
-        act.attention += a * t * h;
-
-    if (m.mlp == model::MlpKind::Gated)
-        act.mlp = 3 * a * t * f; // gate out (SiLU input), SiLU out, up out (the product's inputs)
-    else
-        act.mlp = a * t * f; // up out (GELU input)
-    if (full || (!dropout && (tg.gate || tg.up)))
-        act.mlp += a * t * h; // second norm's output, read by gate/up
-    if (full || (!dropout && tg.down))
-        act.mlp += a * t * f; // down_proj's input
-
-    if (ctx.lora) {
-        model::LinearShape shapes[model::kMaxBlockLinears];
-        const int n = model::blockLinearShapes(m, shapes);
-        for (int i = 0; i < n; ++i) {
-            if (!tg.has(shapes[i].kind))
-                continue;
-            act.lora += a * t * double(ctx.in.lora.rank); // A's output, read by B
-            if (dropout)
-                act.lora += (a + 1) * t * double(shapes[i].inFeatures); // dropped input + bool mask
-        }
-    }
-    if (ctx.in.attention == Attention::Eager) {
-        const double s = double(ctx.in.seqLen);
-        const double perElement = a == 4 ? 4 : 4 + a; // fp32 softmax output, 16-bit copy for P.V
-        act.scores = perElement * double(m.numHeads) * s * s * double(ctx.in.microBatch);
-    }
-    return act;
-}
-
-void addWeights(Builder& b, double frozenDiv, double trainableWork, const char* workName,
+void addWeights(MemoryBuilder& b, double frozenDiv, double trainableWork, const char* workName,
     double trainableDiv, double masterBytes, double masterDiv, const char* layout)
 {
     const PlanContext& ctx = b.ctx;
@@ -198,7 +115,7 @@ void addWeights(Builder& b, double frozenDiv, double trainableWork, const char* 
                                         : " (mixed precision keeps an fp32 copy for the update)");
 }
 
-void addOptimizer(Builder& b, double div)
+void addOptimizer(MemoryBuilder& b, double div)
 {
     const PlanContext& ctx = b.ctx;
     if (auto* c = b.add("optimizer", MemoryCategory::Optimizer, "Optimizer states",
@@ -214,8 +131,8 @@ void addOptimizer(Builder& b, double div)
                              << " B" << Divisor{div} << " = " << Bytes{c->bytes};
 }
 
-void addGradients(
-    Builder& b, double fullBytes, double partitionBytes, double partitionDiv, const char* what)
+void addGradients(MemoryBuilder& b, double fullBytes, double partitionBytes, double partitionDiv,
+    const char* what)
 {
     const PlanContext& ctx = b.ctx;
     const double bytes = ctx.trainable * fullBytes + ctx.trainable * partitionBytes / partitionDiv;
@@ -254,7 +171,7 @@ double rootParams(const PlanContext& ctx)
 
 void computeMemory(const PlanContext& ctx, PlanResult& r)
 {
-    Builder b{ctx, r};
+    MemoryBuilder b{ctx, r};
     const Sharding s = ctx.in.sharding;
     const Offload offload = ctx.in.offload;
     const double W = ctx.world;
@@ -418,103 +335,7 @@ void computeMemory(const PlanContext& ctx, PlanResult& r)
             || (s == Sharding::Zero3 && c.key == "gather_buffers"))
             r.modelStatesBytes += c.bytes;
 
-    // Activations
-    const LayerActivations layer = layerActivations(ctx);
-    const double L = double(ctx.model.numLayers);
-    const double t = ctx.tokensPerMicro;
-    const double h = double(ctx.model.hiddenSize);
-    const double finalNorm = 4 * t * h + 4 * t + (ctx.full ? 2 * a * t * h : 0);
-    double activations = 0;
-    if (ctx.in.gradientCheckpointing)
-        activations = L * a * t * h + layer.total() + finalNorm;
-    else
-        activations = L * layer.total() + finalNorm;
-    if (auto* c =
-            b.add("activations", MemoryCategory::Activations, "Activations", activations, kSrcAct);
-        c && ctx.explain) {
-        Line l(c->explanation);
-        l << "per layer (b x s = " << Count{t} << " tokens): norms " << Bytes{layer.norms}
-          << " + attention " << Bytes{layer.attention} << " + MLP " << Bytes{layer.mlp};
-        if (layer.lora > 0)
-            l << " + LoRA " << Bytes{layer.lora};
-        l << " = " << Bytes{layer.total()};
-        if (ctx.in.gradientCheckpointing)
-            l << "; checkpointing: " << int(L) << " layer inputs x " << Bytes{a * t * h}
-              << " + 1 layer recomputed";
-        else
-            l << " x " << int(L) << " layers";
-        l << " + final norm " << Bytes{finalNorm} << " = " << Bytes{activations};
-    }
-    if (layer.scores > 0) {
-        const double scores = ctx.in.gradientCheckpointing ? layer.scores : L * layer.scores;
-        if (auto* c = b.add("attn_scores", MemoryCategory::Activations, "Attention scores (eager)",
-                scores, kSrcEager);
-            c && ctx.explain)
-            Line(c->explanation) << "eager attention stores softmax(QK^T): "
-                                 << int(ctx.model.numHeads) << " heads x " << ctx.in.seqLen
-                                 << "^2 x b=" << ctx.in.microBatch << " x "
-                                 << Fixed{a == 4 ? 4 : 4 + a, 0} << " B = " << Bytes{layer.scores}
-                                 << " per layer"
-                                 << (ctx.in.gradientCheckpointing ? " (one layer at a time)"
-                                                                  : " x all layers");
-    }
-
-    // Logits and loss
-    const double tv = t * double(ctx.model.vocabSize);
-    const double k = std::max(1, ctx.in.lossChunks);
-    double logits = 0;
-    switch (ctx.in.loss) {
-    case LossMode::FullFp32:
-        logits = 12 * tv;
-        break;
-    case LossMode::Chunked:
-        logits = (a + 4) * tv + 8 * tv / k;
-        break;
-    case LossMode::Fused:
-        logits = (a + 8) * tv / k;
-        break;
-    }
-    if (auto* c = b.add("logits", MemoryCategory::Logits, "Logits and loss", logits, kSrcLoss);
-        c && ctx.explain) {
-        Line l(c->explanation);
-        l << Count{t} << " tokens x " << Count{double(ctx.model.vocabSize)}
-          << " vocab = " << Count{tv} << " logits; ";
-        if (ctx.in.loss == LossMode::FullFp32)
-            l << "whole batch upcast: fp32 logits 4 B + fp32 log-softmax 4 B + fp32 gradient 4 B = "
-                 "12 B each";
-        else if (ctx.in.loss == LossMode::Chunked)
-            l << Fixed{a, 0} << " B " << ctx.actName
-              << " logits + 4 B fp32 log-probs kept for backward + 8 B fp32 work for 1 of "
-              << int(k) << " chunks";
-        else
-            l << "fused per chunk: (" << Fixed{a, 0} << " + 4 + 4) B for 1 of " << int(k)
-              << " chunks, full logits never exist";
-        l << " = " << Bytes{logits};
-    }
-
-    // Overhead
-    const double contextBytes =
-        (ctx.in.cudaContextGiB > 0 ? ctx.in.cudaContextGiB
-                                   : kCudaContextGiB + (W > 1 ? kNcclGiB : 0))
-        * common::kGiB;
-    if (auto* c = b.add("cuda_context", MemoryCategory::Overhead, "CUDA context and libraries",
-            contextBytes, kSrcContext);
-        c && ctx.explain)
-        Line(c->explanation)
-            << (ctx.in.cudaContextGiB > 0 ? "given: "
-                                          : "CUDA context + cuBLAS/cuDNN workspaces 0.5 GiB")
-            << (ctx.in.cudaContextGiB == 0 && W > 1 ? " + NCCL communicator buffers 0.25 GiB" : "")
-            << " = " << Bytes{contextBytes};
-    double dynamic = 0;
-    for (const MemoryComponent& c : r.memory)
-        if (c.category == MemoryCategory::Activations || c.category == MemoryCategory::Logits
-            || c.category == MemoryCategory::Buffers)
-            dynamic += c.bytes;
-    if (auto* c = b.add("allocator_slack", MemoryCategory::Overhead, "Allocator fragmentation",
-            kAllocatorFraction * dynamic, kSrcAllocator);
-        c && ctx.explain)
-        Line(c->explanation) << "5% of the short-lived allocations (activations, logits, buffers: "
-                             << Bytes{dynamic} << ") reserved but unusable = " << Bytes{c->bytes};
+    addTransientMemory(ctx, b);
 
     double total = 0;
     for (const MemoryComponent& c : r.memory)

@@ -1,0 +1,211 @@
+#include "plan/explain.h"
+#include "plan/memory_parts.h"
+
+#include "common/units.h"
+
+#include <algorithm>
+
+// Memory that lives for one step: activations (per tensor, for Llama-style
+// blocks), attention scores, logits and loss buffers, and the overhead the
+// CUDA runtime and PyTorch's allocator add. docs/PLANNER.md, 4.3 to 4.7.
+namespace tb::plan::detail {
+
+namespace {
+
+constexpr const char* kSrcZero =
+    "ZeRO (Rajbhandari et al. 2020) Sec. 3: mixed-precision Adam keeps 2+2+12 bytes/param";
+constexpr const char* kSrcDeepSpeed = "DeepSpeed estimate_zero2/zero3_model_states_mem_needs";
+constexpr const char* kSrcFsdp = "PyTorch FSDP docs: ShardingStrategy, MixedPrecision, CPUOffload";
+constexpr const char* kSrcDdp = "PyTorch DDP docs: gradient_as_bucket_view";
+constexpr const char* kSrcLora = "LoRA (Hu et al. 2021): r x (d_in + d_out) per adapted matrix";
+constexpr const char* kSrcQlora =
+    "QLoRA (Dettmers et al. 2023) Sec. 2: NF4, blocks of 64, double quantization";
+constexpr const char* kSrcAct =
+    "Korthikanti et al. 2022 Sec. 4, per tensor for Llama blocks (docs/PLANNER.md)";
+constexpr const char* kSrcEager =
+    "Korthikanti et al. 2022 Sec. 4: 5as^2b with dropout; here fp32 softmax + 16-bit probabilities";
+constexpr const char* kSrcLoss = "docs/PLANNER.md, Logits: HF ForCausalLMLoss / torchtune "
+                                 "CEWithChunkedOutputLoss / Liger fused CE";
+constexpr const char* kSrcContext =
+    "non-PyTorch memory in CUDA OOM reports (about 0.5 GiB, docs/PLANNER.md)";
+constexpr const char* kSrcAllocator =
+    "PyTorch caching allocator: reserved but unallocated (docs/PLANNER.md)";
+constexpr const char* kSrcOptimizer =
+    "docs/PLANNER.md, Optimizer states (Adam, bnb 8-bit, SGD, Adafactor)";
+
+constexpr double kDeepSpeedReduceBucket = 5e8; // reduce_bucket_size default (elements)
+constexpr double kDeepSpeedPrefetchBucket = 5e7; // stage3_prefetch_bucket_size default (elements)
+constexpr double kCudaContextGiB = 0.5;
+constexpr double kNcclGiB = 0.25;
+constexpr double kAllocatorFraction = 0.05;
+
+// Bytes of activations one decoder layer keeps for backward, and its parts.
+struct LayerActivations {
+    double norms = 0, attention = 0, mlp = 0, lora = 0, scores = 0;
+    double total() const { return norms + attention + mlp + lora; }
+};
+
+LayerActivations layerActivations(const PlanContext& ctx)
+{
+    const model::ModelSpec& m = ctx.model;
+    const double t = ctx.tokensPerMicro;
+    const double a = ctx.act;
+    const double h = double(m.hiddenSize), f = double(m.intermediateSize);
+    const double qd = double(m.queryDim()), kvd = double(m.kvDim());
+    const bool full = ctx.full;
+    const bool dropout = ctx.lora && ctx.in.lora.dropout > 0;
+    const LoraTargets& tg = ctx.targets;
+    LayerActivations act;
+
+    // RMSNorm as transformers runs it: the fp32 upcast of its input and the
+    // rsqrt are saved; with a trainable weight also the normalised input.
+    const double norm = 4 * t * h + 4 * t + (full ? a * t * h : 0);
+    act.norms = norm * m.normsPerLayer;
+
+    // Attention: SDPA saves q, k, v (after RoPE) and its output (o_proj's
+    // input); flash kernels add a logsumexp per head and token.
+    act.attention = a * t * (qd + 2 * kvd) + a * t * qd;
+    if (ctx.in.attention == Attention::Sdpa)
+        act.attention += 4 * t * double(m.numHeads);
+    if (m.qkNorm)
+        act.attention += (4 + (full ? a : 0)) * t * (qd + kvd);
+    // The norm output feeds q/k/v: saved when their weights train, or when a
+    // LoRA A matrix reads it directly (no dropout).
+    if (full || (!dropout && (tg.q || tg.k || tg.v)))
+        act.attention += a * t * h;
+
+    if (m.mlp == model::MlpKind::Gated)
+        act.mlp = 3 * a * t * f; // gate out (SiLU input), SiLU out, up out (the product's inputs)
+    else
+        act.mlp = a * t * f; // up out (GELU input)
+    if (full || (!dropout && (tg.gate || tg.up)))
+        act.mlp += a * t * h; // second norm's output, read by gate/up
+    if (full || (!dropout && tg.down))
+        act.mlp += a * t * f; // down_proj's input
+
+    if (ctx.lora) {
+        model::LinearShape shapes[model::kMaxBlockLinears];
+        const int n = model::blockLinearShapes(m, shapes);
+        for (int i = 0; i < n; ++i) {
+            if (!tg.has(shapes[i].kind))
+                continue;
+            act.lora += a * t * double(ctx.in.lora.rank); // A's output, read by B
+            if (dropout)
+                act.lora += (a + 1) * t * double(shapes[i].inFeatures); // dropped input + bool mask
+        }
+    }
+    if (ctx.in.attention == Attention::Eager) {
+        const double s = double(ctx.in.seqLen);
+        const double perElement = a == 4 ? 4 : 4 + a; // fp32 softmax output, 16-bit copy for P.V
+        act.scores = perElement * double(m.numHeads) * s * s * double(ctx.in.microBatch);
+    }
+    return act;
+}
+
+} // namespace
+
+void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b)
+{
+    PlanResult& r = b.result;
+    const double a = ctx.act;
+    const double W = ctx.world;
+    // Activations
+    const LayerActivations layer = layerActivations(ctx);
+    const double L = double(ctx.model.numLayers);
+    const double t = ctx.tokensPerMicro;
+    const double h = double(ctx.model.hiddenSize);
+    const double finalNorm = 4 * t * h + 4 * t + (ctx.full ? 2 * a * t * h : 0);
+    double activations = 0;
+    if (ctx.in.gradientCheckpointing)
+        activations = L * a * t * h + layer.total() + finalNorm;
+    else
+        activations = L * layer.total() + finalNorm;
+    if (auto* c =
+            b.add("activations", MemoryCategory::Activations, "Activations", activations, kSrcAct);
+        c && ctx.explain) {
+        Line l(c->explanation);
+        l << "per layer (b x s = " << Count{t} << " tokens): norms " << Bytes{layer.norms}
+          << " + attention " << Bytes{layer.attention} << " + MLP " << Bytes{layer.mlp};
+        if (layer.lora > 0)
+            l << " + LoRA " << Bytes{layer.lora};
+        l << " = " << Bytes{layer.total()};
+        if (ctx.in.gradientCheckpointing)
+            l << "; checkpointing: " << int(L) << " layer inputs x " << Bytes{a * t * h}
+              << " + 1 layer recomputed";
+        else
+            l << " x " << int(L) << " layers";
+        l << " + final norm " << Bytes{finalNorm} << " = " << Bytes{activations};
+    }
+    if (layer.scores > 0) {
+        const double scores = ctx.in.gradientCheckpointing ? layer.scores : L * layer.scores;
+        if (auto* c = b.add("attn_scores", MemoryCategory::Activations, "Attention scores (eager)",
+                scores, kSrcEager);
+            c && ctx.explain)
+            Line(c->explanation) << "eager attention stores softmax(QK^T): "
+                                 << int(ctx.model.numHeads) << " heads x " << ctx.in.seqLen
+                                 << "^2 x b=" << ctx.in.microBatch << " x "
+                                 << Fixed{a == 4 ? 4 : 4 + a, 0} << " B = " << Bytes{layer.scores}
+                                 << " per layer"
+                                 << (ctx.in.gradientCheckpointing ? " (one layer at a time)"
+                                                                  : " x all layers");
+    }
+
+    // Logits and loss
+    const double tv = t * double(ctx.model.vocabSize);
+    const double k = std::max(1, ctx.in.lossChunks);
+    double logits = 0;
+    switch (ctx.in.loss) {
+    case LossMode::FullFp32:
+        logits = 12 * tv;
+        break;
+    case LossMode::Chunked:
+        logits = (a + 4) * tv + 8 * tv / k;
+        break;
+    case LossMode::Fused:
+        logits = (a + 8) * tv / k;
+        break;
+    }
+    if (auto* c = b.add("logits", MemoryCategory::Logits, "Logits and loss", logits, kSrcLoss);
+        c && ctx.explain) {
+        Line l(c->explanation);
+        l << Count{t} << " tokens x " << Count{double(ctx.model.vocabSize)}
+          << " vocab = " << Count{tv} << " logits; ";
+        if (ctx.in.loss == LossMode::FullFp32)
+            l << "whole batch upcast: fp32 logits 4 B + fp32 log-softmax 4 B + fp32 gradient 4 B = "
+                 "12 B each";
+        else if (ctx.in.loss == LossMode::Chunked)
+            l << Fixed{a, 0} << " B " << ctx.actName
+              << " logits + 4 B fp32 log-probs kept for backward + 8 B fp32 work for 1 of "
+              << int(k) << " chunks";
+        else
+            l << "fused per chunk: (" << Fixed{a, 0} << " + 4 + 4) B for 1 of " << int(k)
+              << " chunks, full logits never exist";
+        l << " = " << Bytes{logits};
+    }
+
+    // Overhead
+    const double contextBytes =
+        (ctx.in.cudaContextGiB > 0 ? ctx.in.cudaContextGiB
+                                   : kCudaContextGiB + (W > 1 ? kNcclGiB : 0))
+        * common::kGiB;
+    if (auto* c = b.add("cuda_context", MemoryCategory::Overhead, "CUDA context and libraries",
+            contextBytes, kSrcContext);
+        c && ctx.explain)
+        Line(c->explanation)
+            << (ctx.in.cudaContextGiB > 0 ? "given: "
+                                          : "CUDA context + cuBLAS/cuDNN workspaces 0.5 GiB")
+            << (ctx.in.cudaContextGiB == 0 && W > 1 ? " + NCCL communicator buffers 0.25 GiB" : "")
+            << " = " << Bytes{contextBytes};
+    double dynamic = 0;
+    for (const MemoryComponent& c : r.memory)
+        if (c.category == MemoryCategory::Activations || c.category == MemoryCategory::Logits
+            || c.category == MemoryCategory::Buffers)
+            dynamic += c.bytes;
+    if (auto* c = b.add("allocator_slack", MemoryCategory::Overhead, "Allocator fragmentation",
+            kAllocatorFraction * dynamic, kSrcAllocator);
+        c && ctx.explain)
+        Line(c->explanation) << "5% of the short-lived allocations (activations, logits, buffers: "
+                             << Bytes{dynamic} << ") reserved but unusable = " << Bytes{c->bytes};
+}
+
+} // namespace tb::plan::detail

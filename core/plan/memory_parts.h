@@ -1,0 +1,34 @@
+#pragma once
+
+#include "plan/plan_context.h"
+
+// Shared by the two halves of the memory model: model states
+// (memory_model.cpp) and the per-step transients (activation_memory.cpp).
+namespace tb::plan::detail {
+
+struct MemoryBuilder {
+    const PlanContext& ctx;
+    PlanResult& result;
+
+    MemoryComponent* add(const char* key, MemoryCategory category, const char* label, double bytes,
+        const char* source)
+    {
+        if (bytes <= 0)
+            return nullptr;
+        MemoryComponent& c = result.memory.emplace_back();
+        c.key = key;
+        c.category = category;
+        c.bytes = bytes;
+        if (ctx.explain) {
+            c.label = label;
+            c.source = source;
+        }
+        return &c;
+    }
+};
+
+// Activations, eager attention scores, logits and loss, CUDA context and
+// allocator slack, appended to the builder's result.
+void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b);
+
+} // namespace tb::plan::detail
