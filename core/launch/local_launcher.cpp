@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <memory>
 #include <poll.h>
+#include <sched.h>
+#include <thread>
 #include <unistd.h>
 
 namespace tb::launch {
@@ -79,8 +81,13 @@ common::Status Supervisor::start(int masterPort)
     m_report.masterPort = masterPort;
     WorldLayout layout = m_options.layout;
     layout.masterPort = masterPort;
-    const std::vector<std::string> base =
+    std::vector<std::string> base =
         m_options.environment.empty() ? currentEnvironment() : m_options.environment;
+    if (m_options.shareCpuThreads) {
+        m_report.ompThreadsPerRank = sharedOmpThreads(base, layout.nprocPerNode);
+        if (m_report.ompThreadsPerRank > 0)
+            base.push_back("OMP_NUM_THREADS=" + std::to_string(m_report.ompThreadsPerRank));
+    }
     m_ranks.resize(size_t(layout.nprocPerNode));
     for (int local = 0; local < layout.nprocPerNode; ++local) {
         Rank& rank = m_ranks[size_t(local)];
@@ -249,6 +256,24 @@ std::string formatSeconds(double seconds)
 }
 
 } // namespace
+
+int usableCpuCount()
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    return std::max(1, int(std::thread::hardware_concurrency()));
+}
+
+int sharedOmpThreads(const std::vector<std::string>& environment, int nprocPerNode)
+{
+    const bool isSet = std::any_of(environment.begin(), environment.end(),
+        [](const std::string& e) { return e.rfind("OMP_NUM_THREADS=", 0) == 0; });
+    if (isSet || nprocPerNode <= 1)
+        return 0;
+    return std::max(1, usableCpuCount() / nprocPerNode);
+}
 
 const RankReport* LaunchReport::failed() const
 {

@@ -26,6 +26,10 @@ struct LaunchOptions {
     // How long a rank's pipes are still read after it exited (a process it
     // started may hold them open).
     double drainSeconds = 0.5;
+    // With several ranks and no OMP_NUM_THREADS in the environment, give each
+    // rank an equal share of this process's CPUs, so N ranks do not each start
+    // a thread per core (torchrun sets 1 in that case).
+    bool shareCpuThreads = true;
 };
 
 enum class OutputStream { Stdout, Stderr };
@@ -60,6 +64,7 @@ enum class LaunchOutcome {
 struct LaunchReport {
     LaunchOutcome outcome = LaunchOutcome::Succeeded;
     int masterPort = 0; // the port the ranks were given
+    int ompThreadsPerRank = 0; // OMP_NUM_THREADS we set for each rank; 0: left as it was
     std::vector<RankReport> ranks; // by local rank
     int failedRank = -1; // global rank of the first rank that failed
     int stopSignal = 0; // the signal sent to the ranks when stopping
@@ -71,6 +76,14 @@ struct LaunchReport {
     // One line for a person: what failed, how, its last error, what happened to the rest.
     std::string summary() const;
 };
+
+// CPUs this process may run on (its affinity mask), at least 1.
+int usableCpuCount();
+
+// The OMP_NUM_THREADS the launcher gives each of `nprocPerNode` ranks when
+// the environment has none (usableCpuCount() / nprocPerNode, at least 1), or
+// 0 when it leaves the variable alone (already set, or a single rank).
+int sharedOmpThreads(const std::vector<std::string>& environment, int nprocPerNode);
 
 // Runs the ranks to the end. Errors only for what prevents a launch (a bad
 // layout, no free port, a program that cannot be executed: ranks already

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <sched.h>
 
 // tunebench-cli launch as a user runs it: the real binary starting the fake
 // trainer as every rank (--trainer). Environment, output, failure of one
@@ -73,9 +74,11 @@ class TestLaunchCli : public QObject {
     // Runs the launcher; when `readyRanks` > 0, waits until that many ranks
     // are ready, then sends `signal` (once per entry) to the launcher.
     Outcome launch(const QStringList& args, int timeoutMs = 30000, int readyRanks = 0,
-        const QList<int>& signalsToSend = {})
+        const QList<int>& signalsToSend = {}, const QProcessEnvironment& env = {})
     {
         QProcess process;
+        if (!env.isEmpty())
+            process.setProcessEnvironment(env);
         QElapsedTimer timer;
         timer.start();
         process.start(QStringLiteral(TB_CLI_PATH), args);
@@ -138,10 +141,11 @@ private slots:
         QTest::addColumn<int>("worldSize");
         QTest::addColumn<int>("nodeRank");
         QTest::addColumn<int>("port"); // 0: picked by the launcher
-        QTest::addRow("3 ranks, free port") << QStringList{"--nproc", "3"} << 0 << 3 << 0 << 0;
+        QTest::addColumn<int>("ompThreads"); // OMP_NUM_THREADS given to the launcher, 0: unset
+        QTest::addRow("3 ranks, free port") << QStringList{"--nproc", "3"} << 0 << 3 << 0 << 0 << 0;
         QTest::addRow("node 1 of 3") << QStringList{"--nproc", "2", "--nnodes", "3", "--node-rank",
             "1", "--master-addr", "127.0.0.1", "--master-port", "29999"}
-                                     << 2 << 6 << 1 << 29999;
+                                     << 2 << 6 << 1 << 29999 << 5;
     }
     void environmentOfEveryRank()
     {
@@ -150,7 +154,12 @@ private slots:
         QFETCH(int, worldSize);
         QFETCH(int, nodeRank);
         QFETCH(int, port);
-        const Outcome r = launch(launchArgs(options, {"--env", "--steps", "1"}));
+        QFETCH(int, ompThreads);
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.remove("OMP_NUM_THREADS");
+        if (ompThreads > 0)
+            env.insert("OMP_NUM_THREADS", QString::number(ompThreads));
+        const Outcome r = launch(launchArgs(options, {"--env", "--steps", "1"}), 30000, 0, {}, env);
         QCOMPARE(r.exitCode, 0);
         int masterPort = port;
         if (port == 0) {
@@ -161,18 +170,25 @@ private slots:
             QVERIFY(masterPort > 0 && masterPort < 65536);
         }
         const int perNode = options.at(options.indexOf("--nproc") + 1).toInt();
+        // Unset: each rank gets an equal share of the CPUs; set: left alone.
+        cpu_set_t cpus;
+        CPU_ZERO(&cpus);
+        QCOMPARE(sched_getaffinity(0, sizeof cpus, &cpus), 0);
+        const int expectedOmp =
+            ompThreads > 0 ? ompThreads : std::max(1, CPU_COUNT(&cpus) / perNode);
         for (int local = 0; local < perNode; ++local) {
             const int rank = firstRank + local;
             const QByteArray expected =
                 QStringLiteral("[rank %1] env RANK=%1 WORLD_SIZE=%2 LOCAL_RANK=%3 "
                                "LOCAL_WORLD_SIZE=%4 NODE_RANK=%5 GROUP_RANK=%5 "
-                               "MASTER_ADDR=127.0.0.1 MASTER_PORT=%6")
+                               "MASTER_ADDR=127.0.0.1 MASTER_PORT=%6 OMP_NUM_THREADS=%7")
                     .arg(rank)
                     .arg(worldSize)
                     .arg(local)
                     .arg(perNode)
                     .arg(nodeRank)
                     .arg(masterPort)
+                    .arg(expectedOmp)
                     .toUtf8();
             QVERIFY2(linesOf(r.out).contains(expected), (expected + "\n---\n" + r.out).constData());
         }
