@@ -278,15 +278,23 @@ int runPlan(const Args& args)
         if (Status saved = plan::savePlanYaml(p.value("save-plan"), *input); !saved)
             return fail(saved.error());
     }
+    const common::Result<model::ModelSpec> spec = catalog->resolveModel(input->model);
+    const common::Result<plan::ResolvedHardware> hardware = plan::resolveHardware(*input, *catalog);
+    if (!spec || !hardware) // planFromCatalog resolved both already; kept for safety
+        return fail(!spec ? spec.error() : hardware.error());
+    // Scaling from one node to at least 8 (or the plan's own count).
+    const std::vector<plan::ScalingPoint> scaling =
+        plan::scalingCurve(*input, *spec, *hardware->gpu, hardware->vm, std::max(8, input->nodes));
     std::optional<plan::Recommendation> rec;
-    if (p.isSet("recommend")) {
-        const common::Result<model::ModelSpec> spec = catalog->resolveModel(input->model);
-        if (!spec)
-            return fail(spec.error());
+    if (p.isSet("recommend"))
         rec = plan::recommend(*input, *spec, *catalog, *options);
-    }
     if (json) {
         nlohmann::json out = plan::planResultToJson(*input, *result);
+        out["scaling"] = nlohmann::json::array();
+        for (const plan::ScalingPoint& point : scaling)
+            out["scaling"].push_back(
+                {{"nodes", point.nodes}, {"tokens_per_second", point.tokensPerSecond},
+                    {"efficiency", point.efficiency}, {"fits", point.fits}});
         if (rec) {
             const nlohmann::json r = plan::recommendationToJson(*rec);
             out["recommendations"] = r["options"];
@@ -297,8 +305,12 @@ int runPlan(const Args& args)
     }
     std::cerr << notes.str();
     printPlan(std::cout, *input, *result, p.isSet("explain"));
+    printScaling(std::cout, scaling);
     if (rec)
         printRecommendation(std::cout, *rec, *options, p.isSet("explain"), 15);
+    if (!p.isSet("explain"))
+        std::cout << "\n(--explain shows the formula and source of every figure"
+                  << (rec ? "" : "; --recommend ranks Azure VM sizes") << ")\n";
     return kExitOk;
 }
 

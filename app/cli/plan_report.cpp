@@ -135,9 +135,22 @@ void printPlan(
         for (const std::string& w : r.warnings)
             out << "  - " << w << "\n";
     }
-    if (!explain)
-        out << "\n(--explain shows the formula and source of every figure; --recommend ranks Azure "
-               "VM sizes)\n";
+}
+
+void printScaling(std::ostream& out, const std::vector<plan::ScalingPoint>& points)
+{
+    if (points.size() < 2)
+        return;
+    out << "\nScaling over nodes (same VM and strategy; efficiency = tokens/s over n x one node)\n "
+           " ";
+    for (const plan::ScalingPoint& p : points)
+        if (p.nodes == 1 || p.nodes == 2 || p.nodes == 4 || p.nodes == 8 || p.nodes == 16
+            || p.nodes == points.back().nodes)
+            out << p.nodes << " node" << (p.nodes > 1 ? "s " : " ")
+                << formatFixed(p.tokensPerSecond, 0) << " tok/s ("
+                << formatFixed(p.efficiency * 100, 0) << "%" << (p.fits ? "" : ", does not fit")
+                << ")   ";
+    out << "\n";
 }
 
 void printRecommendation(std::ostream& out, const plan::Recommendation& rec,

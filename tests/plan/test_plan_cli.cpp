@@ -60,8 +60,10 @@ private slots:
                  "buffers", "overhead", "total"})
             QVERIFY2(j["per_gpu_bytes"].contains(key), key);
         QCOMPARE(j["fits"].get<bool>(), false);
+        QCOMPARE(j["scaling"].size(), size_t(8));
+        QCOMPARE(j["scaling"][0]["efficiency"].get<double>(), 1.0);
         for (const char* key : {"gpu_usable_bytes", "tokens_per_second", "samples_per_second",
-                 "step_seconds", "components", "figures", "hours", "cost_usd"})
+                 "step_seconds", "components", "figures", "hours", "cost_usd", "scaling"})
             QVERIFY2(j.contains(key), key);
         long long sum = 0;
         for (const auto& [key, value] : j["per_gpu_bytes"].items())
