@@ -74,7 +74,7 @@ std::string resolveProgram(const std::string& program, const std::vector<std::st
 // Descriptors the launcher inherited without close-on-exec (a terminal
 // multiplexer's, a CI runner's) must not reach the ranks: close all but
 // 0, 1, 2 and `keep`.
-void closeInheritedFds(int keep)
+void closeInheritedFds(int keep, long openMax)
 {
     const unsigned last = ~0U;
 #ifdef SYS_close_range
@@ -82,8 +82,7 @@ void closeInheritedFds(int keep)
     if (below && syscall(SYS_close_range, unsigned(keep + 1), last, 0U) == 0)
         return;
 #endif
-    const long limit = sysconf(_SC_OPEN_MAX);
-    for (int fd = 3; fd < (limit > 0 && limit < 65536 ? int(limit) : 65536); ++fd) {
+    for (int fd = 3; fd < (openMax > 0 && openMax < 65536 ? int(openMax) : 65536); ++fd) {
         if (fd != keep)
             close(fd);
     }
@@ -92,7 +91,7 @@ void closeInheritedFds(int keep)
 
 // Between fork and exec: only async-signal-safe calls, no allocation.
 [[noreturn]] void execChild(const char* path, char* const* argv, char* const* envp, int stdoutFd,
-    int stderrFd, int reportFd, pid_t parent)
+    int stderrFd, int reportFd, pid_t parent, long openMax)
 {
     for (int sig = 1; sig < NSIG; ++sig) {
         if (sig != SIGKILL && sig != SIGSTOP)
@@ -119,7 +118,7 @@ void closeInheritedFds(int keep)
         [[maybe_unused]] const ssize_t written = write(reportFd, &error, sizeof error);
         _exit(127);
     }
-    closeInheritedFds(reportFd);
+    closeInheritedFds(reportFd, openMax);
     execve(path, argv, envp);
     const int error = errno;
     [[maybe_unused]] const ssize_t written = write(reportFd, &error, sizeof error);
@@ -171,10 +170,11 @@ common::Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const SpawnReq
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &previous);
     const pid_t parent = getpid();
+    const long openMax = sysconf(_SC_OPEN_MAX); // not async-signal-safe: asked before fork
     const pid_t pid = fork();
     if (pid == 0)
         execChild(path.c_str(), argv.data(), envp.data(), out.writeFd, err.writeFd, report.writeFd,
-            parent);
+            parent, openMax);
     const int forkError = errno;
     pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     if (pid < 0)
