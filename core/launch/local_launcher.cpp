@@ -301,10 +301,11 @@ std::string LaunchReport::summary() const
         const RankReport* rank = failed();
         text = "rank " + std::to_string(failedRank) + " failed with "
             + (rank && rank->status ? rank->status->toString() : std::string("an unknown status"));
-        text += rank && !rank->lastStderrLine.empty() ? "; its last error: " + rank->lastStderrLine
-                                                      : std::string("; it wrote nothing to stderr");
+        text += rank && !rank->lastStderrLine.empty()
+            ? "; its last error: \"" + rank->lastStderrLine + "\""
+            : std::string("; it wrote nothing to stderr");
         if (total > 1)
-            text += "; the other " + std::to_string(total - 1) + " rank(s) were stopped";
+            text += "; the other " + std::to_string(total - 1) + " rank(s) ended";
         break;
     }
     case LaunchOutcome::Cancelled:

@@ -29,7 +29,7 @@ QList<QByteArray> linesOf(const QByteArray& text)
     return lines;
 }
 
-// The "X s" of the launcher's summary ("... stopped in 0.04 s").
+// The "X s" of the launcher's summary ("... ended in 0.004 s").
 double summarySeconds(const QByteArray& err)
 {
     const QRegularExpression pattern(QStringLiteral(" in ([0-9.]+) s"));
@@ -245,7 +245,7 @@ private slots:
         QCOMPARE(r.exitCode, 1);
         const QString err = QString::fromUtf8(r.err);
         QVERIFY2(err.contains("rank 1 failed with " + status), r.err.constData());
-        QVERIFY2(err.contains("its last error: fatal: rank 1 giving up (simulated failure)"),
+        QVERIFY2(err.contains("its last error: \"fatal: rank 1 giving up (simulated failure)\""),
             r.err.constData());
         for (const char* rank : {"0", "2"})
             QVERIFY2(err.contains(QStringLiteral("[rank %1] rank %1: SIGTERM received, stopping "
