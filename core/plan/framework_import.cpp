@@ -222,6 +222,9 @@ common::Result<ImportResult> parseDeepSpeedJson(
     } catch (const json::parse_error& e) {
         return common::Error::at(
             origin, "byte " + std::to_string(e.byte), "not valid JSON: " + std::string(e.what()));
+    } catch (const std::exception& e) {
+        // nlohmann reports numbers it cannot hold (1e400) as out_of_range, not parse_error.
+        return common::Error::at(origin, {}, "not valid JSON: " + std::string(e.what()));
     }
     JsonImport im{origin, {base, {}, {}}, {}};
     try {

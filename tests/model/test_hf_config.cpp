@@ -111,6 +111,8 @@ private slots:
             R"("hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100)";
         QTest::addRow("not json") << "{\"hidden_size\": 64,"
                                   << "not valid JSON";
+        QTest::addRow("number overflow") << "{\"hidden_size\": 1e999999}"
+                                         << "not valid JSON";
         QTest::addRow("array") << "[1,2]"
                                << "expected a JSON object";
         QTest::addRow("missing hidden")

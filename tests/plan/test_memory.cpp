@@ -170,8 +170,7 @@ private slots:
         // Scores grow with the square of the sequence: 4x for twice the length.
         in.seqLen = 8192;
         const plan::PlanResult eager2 = plan::estimatePlan(in, spec, gpu);
-        QCOMPARE(eager2.component("attn_scores")->bytes,
-            4 * eager.component("attn_scores")->bytes);
+        QCOMPARE(eager2.component("attn_scores")->bytes, 4 * eager.component("attn_scores")->bytes);
         // SDPA never stores them.
         in.attention = plan::Attention::Sdpa;
         QVERIFY(!plan::estimatePlan(in, spec, gpu).component("attn_scores"));

@@ -226,6 +226,9 @@ private slots:
         QTest::addColumn<QString>("expected");
         QTest::addRow("not json") << "{\"zero_optimization\": "
                                   << "ds.json: byte";
+        QTest::addRow("number overflow (found by the fuzz run)")
+            << R"({"train_micro_batch_size_per_gpu": 1e57012648075850})"
+            << "ds.json: not valid JSON";
         QTest::addRow("stage 4") << R"({"zero_optimization": {"stage": 4}})"
                                  << "field 'zero_optimization.stage': got 4";
         QTest::addRow("stage text") << R"({"zero_optimization": {"stage": "three"}})"
