@@ -115,7 +115,9 @@ void printPlan(
         out << "  FITS with " << formatBytes(r.headroomBytes) << " headroom\n";
     else if (r.headroomBytes < 0)
         out << "  DOES NOT FIT: " << formatBytes(-r.headroomBytes)
-            << " over the GPU's usable memory\n";
+            << " over the GPU's usable memory\n"
+            << "  (try --recommend for sizes that fit; or a smaller --micro-batch or --seq-len,\n"
+            << "   --method qlora, more GPUs with --sharding fsdp-full or zero3, or --offload)\n";
     else
         out << "  DOES NOT FIT: the offloaded states exceed the VM's RAM\n";
     if (r.cpuBytesPerNode > 0) {

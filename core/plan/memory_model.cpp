@@ -137,7 +137,9 @@ void addGradients(MemoryBuilder& b, double fullBytes, double partitionBytes, dou
     const PlanContext& ctx = b.ctx;
     const double bytes = ctx.trainable * fullBytes + ctx.trainable * partitionBytes / partitionDiv;
     if (auto* c = b.add("gradients", MemoryCategory::Gradients, "Gradients", bytes,
-            isZero(ctx.in.sharding) ? kSrcDeepSpeed : kSrcZero);
+            isZero(ctx.in.sharding)       ? kSrcDeepSpeed
+                : isFsdp(ctx.in.sharding) ? kSrcFsdp
+                                          : kSrcZero);
         c && ctx.explain) {
         Line l(c->explanation);
         l << Count{ctx.trainable} << " trainable x ";
