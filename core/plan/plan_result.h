@@ -17,8 +17,9 @@ std::string_view categoryLabel(MemoryCategory c); // "Weights", ..., "CUDA conte
 
 // One term of the per-GPU peak. `key` is stable (JSON, YAML, tests, GUI
 // colours): weights, master_weights, quant_constants, lora_weights,
-// gradients, optimizer, activations, attn_scores, logits,
-// gather_buffers, comm_buckets, cuda_context, allocator_slack.
+// weights_full (FSDP SHARD_GRAD_OP's gathered copy), gradients, optimizer,
+// activations, attn_scores, logits, gather_buffers, comm_buckets,
+// cuda_context, allocator_slack. Zero-byte components are left out.
 struct MemoryComponent {
     std::string key;
     MemoryCategory category = MemoryCategory::Weights;
