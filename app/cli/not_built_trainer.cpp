@@ -2,7 +2,7 @@
 
 #include <iostream>
 
-// eval and generate need the LibTorch trainer (core/train). In a build
+// eval, generate and train need the LibTorch trainer (core/train). In a build
 // without it (the planner preset) they say so instead of pretending.
 namespace tb::cli {
 
@@ -28,6 +28,11 @@ int runEval(const Args& args)
 int runGenerate(const Args& args)
 {
     return needsTrainer("generate", "Continue a prompt with a model.", args);
+}
+
+int runTrain(const Args& args)
+{
+    return needsTrainer("train", "Fine-tune a model from a run config.", args);
 }
 
 } // namespace tb::cli

@@ -66,8 +66,8 @@ std::optional<torch::Tensor> fromHex(const std::string& text)
 }
 
 // Reads `name` from `file` straight into `target` (contiguous, same dtype and size).
-common::Status readExact(const safetensors::SafetensorsFile& file, const std::string& name,
-    torch::Tensor target)
+common::Status readExact(
+    const safetensors::SafetensorsFile& file, const std::string& name, torch::Tensor target)
 {
     const safetensors::TensorInfo* info = file.find(name);
     const std::string where = "tensor '" + name + "'";
@@ -82,8 +82,8 @@ common::Status readExact(const safetensors::SafetensorsFile& file, const std::st
     if (static_cast<std::int64_t>(info->elementCount()) != target.numel()
         || c10::IntArrayRef(info->shape) != target.sizes())
         return Error::at(file.path(), where, "shape does not match the model's parameter");
-    return file.read(*info,
-        {static_cast<std::byte*>(target.data_ptr()), static_cast<size_t>(target.nbytes())});
+    return file.read(
+        *info, {static_cast<std::byte*>(target.data_ptr()), static_cast<size_t>(target.nbytes())});
 }
 
 } // namespace
@@ -108,7 +108,7 @@ common::Result<std::int64_t> writeCheckpoint(const std::string& checkpointsDir,
         const safetensors::DType dtype = fileType(parameters.master().scalar_type());
         std::vector<safetensors::TensorToWrite> weights;
         std::vector<safetensors::TensorToWrite> moments;
-        for (const auto& slot : parameters.slots()) {
+        for (const auto& slot : parameters.segments()) {
             auto bytesOf = [&](const torch::Tensor& flat) {
                 const torch::Tensor view = flat.narrow(0, slot.offset, slot.numel);
                 return std::span<const std::byte>(
@@ -138,15 +138,15 @@ common::Result<std::int64_t> writeCheckpoint(const std::string& checkpointsDir,
     const json stateJson = {{"format", kFormat}, {"step", state.step},
         {"optimizer_step", optimizer.stepCount()},
         {"data", {{"epoch", state.dataPosition.epoch}, {"index", state.dataPosition.index}}},
-        {"dropout_rng", state.dropoutGeneratorState.defined()
-                ? toHex(state.dropoutGeneratorState)
-                : std::string()},
+        {"dropout_rng",
+            state.dropoutGeneratorState.defined() ? toHex(state.dropoutGeneratorState)
+                                                  : std::string()},
         {"tokens_seen", state.tokensSeen}, {"train_seconds", state.trainSeconds},
         {"method", state.method}, {"config", state.configYaml}};
     if (auto status = common::writeFileAtomic(staging->file(kStateFile), stateJson.dump(1) + "\n");
         !status)
         return status.error();
-    if (auto status = staging->commit(); !status)
+    if (auto status = staging.value().commit(); !status)
         return status.error();
     std::int64_t bytes = 0;
     std::error_code error;
@@ -195,7 +195,7 @@ common::Result<TrainerState> readCheckpoint(
     auto moments = safetensors::SafetensorsFile::open(dir + "/optimizer.safetensors");
     if (!moments)
         return moments.error();
-    const size_t expected = parameters.slots().size();
+    const size_t expected = parameters.segments().size();
     if (weights->tensors().size() != expected || moments->tensors().size() != 2 * expected)
         return Error::at(weights->path(), "",
             "holds " + std::to_string(weights->tensors().size()) + " tensors, the run trains "
@@ -205,9 +205,9 @@ common::Result<TrainerState> readCheckpoint(
         torch::NoGradGuard noGrad;
         torch::Tensor expAvg = torch::empty_like(optimizer.firstMoment());
         torch::Tensor expAvgSq = torch::empty_like(optimizer.secondMoment());
-        for (const auto& slot : parameters.slots()) {
-            if (auto status =
-                    readExact(*weights, slot.name, parameters.master().narrow(0, slot.offset, slot.numel).view(slot.shape));
+        for (const auto& slot : parameters.segments()) {
+            if (auto status = readExact(*weights, slot.name,
+                    parameters.master().narrow(0, slot.offset, slot.numel).view(slot.shape));
                 !status)
                 return status.error();
             if (auto status = readExact(*moments, "exp_avg." + slot.name,

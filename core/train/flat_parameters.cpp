@@ -25,12 +25,12 @@ FlatParameters::FlatParameters(std::vector<TrainableParameter> parameters,
         const TrainableParameter& parameter = parameters[i];
         TORCH_CHECK(parameter.tensor.scalar_type() == modelType,
             "trainable parameters must share one dtype: ", parameter.name);
-        Slot slot{parameter.name, m_numel, parameter.tensor.sizes().vec(), parameter.tensor.numel(),
-            parameter.decay};
+        Segment slot{parameter.name, m_numel, parameter.tensor.sizes().vec(),
+            parameter.tensor.numel(), parameter.decay};
         m_numel += slot.numel;
         if (parameter.decay)
             m_decayCount += slot.numel;
-        m_slots.push_back(std::move(slot));
+        m_segments.push_back(std::move(slot));
     }
 
     torch::NoGradGuard noGrad;
@@ -47,7 +47,7 @@ FlatParameters::FlatParameters(std::vector<TrainableParameter> parameters,
     }
     for (size_t k = 0; k < order.size(); ++k) {
         TrainableParameter& parameter = parameters[order[k]];
-        const Slot& slot = m_slots[k];
+        const Segment& slot = m_segments[k];
         const torch::Tensor start =
             initialMaster.empty() ? parameter.tensor : initialMaster[order[k]];
         TORCH_CHECK(start.numel() == slot.numel, "initial value of ", slot.name, " has ",
@@ -63,7 +63,7 @@ FlatParameters::FlatParameters(std::vector<TrainableParameter> parameters,
     m_parameters = std::move(parameters);
 }
 
-torch::Tensor FlatParameters::masterView(const Slot& slot) const
+torch::Tensor FlatParameters::masterView(const Segment& slot) const
 {
     return m_master.narrow(0, slot.offset, slot.numel).view(slot.shape);
 }

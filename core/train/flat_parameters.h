@@ -35,14 +35,14 @@ public:
     FlatParameters(std::vector<TrainableParameter> parameters, torch::ScalarType masterType,
         const std::vector<torch::Tensor>& initialMaster = {});
 
-    struct Slot {
+    struct Segment {
         std::string name;
         std::int64_t offset = 0;
         std::vector<std::int64_t> shape;
         std::int64_t numel = 0;
         bool decay = true;
     };
-    const std::vector<Slot>& slots() const { return m_slots; }
+    const std::vector<Segment>& segments() const { return m_segments; }
     std::int64_t numel() const { return m_numel; }
     std::int64_t decayCount() const { return m_decayCount; }
     bool hasSeparateMaster() const { return m_separate; }
@@ -51,7 +51,7 @@ public:
     torch::Tensor& masterGradients() { return m_masterGradients; }
     torch::Tensor& modelValues() { return m_modelValues; }
     // One parameter's slice of the master buffer, shaped like the parameter.
-    torch::Tensor masterView(const Slot& slot) const;
+    torch::Tensor masterView(const Segment& slot) const;
 
     // After each micro-batch's backward: move the model-precision gradient
     // into the master gradient (nothing to do when they are one buffer).
@@ -65,7 +65,7 @@ public:
 
 private:
     std::vector<TrainableParameter> m_parameters;
-    std::vector<Slot> m_slots;
+    std::vector<Segment> m_segments;
     std::int64_t m_numel = 0;
     std::int64_t m_decayCount = 0;
     bool m_separate = false;

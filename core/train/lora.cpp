@@ -81,7 +81,8 @@ torch::Tensor LoraLinear::mergedWeight()
 
 double LoraSpec::scaling() const
 {
-    return rsLora ? alpha / std::sqrt(static_cast<double>(rank)) : alpha / static_cast<double>(rank);
+    return rsLora ? alpha / std::sqrt(static_cast<double>(rank))
+                  : alpha / static_cast<double>(rank);
 }
 
 common::Result<std::vector<std::string>> attachLora(LlamaForCausalLm& model, const LoraSpec& spec,
@@ -95,8 +96,8 @@ common::Result<std::vector<std::string>> attachLora(LlamaForCausalLm& model, con
         return common::Error{"LoRA needs at least one target module", {}};
     for (const std::string& name : spec.targetModules) {
         if (!known.contains(name))
-            return common::Error{"LoRA target module '" + name
-                    + "' is not a linear layer of a Llama block",
+            return common::Error{
+                "LoRA target module '" + name + "' is not a linear layer of a Llama block",
                 "expected q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj or down_proj"};
     }
     const std::set<std::string> targets(spec.targetModules.begin(), spec.targetModules.end());
@@ -104,8 +105,8 @@ common::Result<std::vector<std::string>> attachLora(LlamaForCausalLm& model, con
     try {
         torch::NoGradGuard noGrad;
         at::Generator generator = at::detail::createCPUGenerator(seed);
-        const auto options = torch::TensorOptions().dtype(model.dtype()).device(
-            model.outputWeight().device());
+        const auto options =
+            torch::TensorOptions().dtype(model.dtype()).device(model.outputWeight().device());
         for (auto& [name, layer] : model.projections()) {
             if (!targets.contains(lastName(name)))
                 continue;
@@ -139,8 +140,7 @@ std::vector<std::pair<std::string, std::shared_ptr<LoraLinear>>> loraLayers(Llam
 void freezeAllButLora(LlamaForCausalLm& model)
 {
     for (auto& item : model.named_parameters()) {
-        const bool lora =
-            item.key().find(".lora_A.") != std::string::npos
+        const bool lora = item.key().find(".lora_A.") != std::string::npos
             || item.key().find(".lora_B.") != std::string::npos;
         item.value().set_requires_grad(lora);
     }

@@ -72,7 +72,8 @@ common::Result<std::vector<std::string>> attachLora(LlamaForCausalLm& model, con
     std::uint64_t seed, std::optional<at::Generator> dropoutGenerator = std::nullopt);
 
 // The LoRA layers of a model, by qualified name, in model order.
-std::vector<std::pair<std::string, std::shared_ptr<LoraLinear>>> loraLayers(LlamaForCausalLm& model);
+std::vector<std::pair<std::string, std::shared_ptr<LoraLinear>>> loraLayers(
+    LlamaForCausalLm& model);
 
 // Freezes every parameter except the LoRA matrices.
 void freezeAllButLora(LlamaForCausalLm& model);

@@ -19,8 +19,8 @@ struct NamedTensor {
     torch::Tensor value;
 };
 
-torch::Tensor valueOf(const ParameterValues& values, const std::string& name,
-    const torch::Tensor& own)
+torch::Tensor valueOf(
+    const ParameterValues& values, const std::string& name, const torch::Tensor& own)
 {
     const auto found = values.find(name);
     return (found != values.end() ? found->second : own).detach();
@@ -45,9 +45,9 @@ common::Status exportMergedModel(LlamaForCausalLm& model, const std::string& dir
     if (!staging)
         return staging.error();
     const torch::ScalarType fileType = storeAs == ComputeDType::BFloat16 ? torch::kBFloat16
-        : storeAs == ComputeDType::Float16                              ? torch::kHalf
-        : storeAs == ComputeDType::Float64                              ? torch::kDouble
-                                                                        : torch::kFloat;
+        : storeAs == ComputeDType::Float16                               ? torch::kHalf
+        : storeAs == ComputeDType::Float64                               ? torch::kDouble
+                                                                         : torch::kFloat;
     const safetensors::DType dtype = fileType == torch::kBFloat16 ? safetensors::DType::BF16
         : fileType == torch::kHalf                                ? safetensors::DType::F16
         : fileType == torch::kDouble                              ? safetensors::DType::F64
@@ -106,8 +106,9 @@ common::Status exportMergedModel(LlamaForCausalLm& model, const std::string& dir
             return common::Ok{};
         return copyFileAtomic(from, staging->file(name));
     };
-    const std::string tokenizerFolder =
-        fs::is_directory(tokenizerDir) ? tokenizerDir : fs::path(tokenizerDir).parent_path().string();
+    const std::string tokenizerFolder = fs::is_directory(tokenizerDir)
+        ? tokenizerDir
+        : fs::path(tokenizerDir).parent_path().string();
     for (const auto& [folder, name] : std::vector<std::pair<std::string, const char*>>{
              {modelDir, "config.json"}, {modelDir, "generation_config.json"},
              {tokenizerFolder, "tokenizer.json"}, {tokenizerFolder, "tokenizer_config.json"},
@@ -115,7 +116,7 @@ common::Status exportMergedModel(LlamaForCausalLm& model, const std::string& dir
         if (auto status = copyIfPresent(folder, name); !status)
             return status;
     }
-    return staging->commit();
+    return staging.value().commit();
 }
 
 } // namespace tb::train

@@ -124,6 +124,13 @@ Nf4Linear::Nf4Linear(Nf4Tensor weight, torch::Tensor bias)
     , m_bias(std::move(bias))
 {
     TORCH_CHECK(m_weight.shape.size() == 2, "an NF4 linear layer needs a 2-D weight");
+    // As buffers, so Module::to() moves them to the training device; they
+    // are not parameters, so no optimizer or weight file ever sees them.
+    m_weight.codes = register_buffer("weight_nf4_codes", m_weight.codes);
+    m_weight.absmaxCodes = register_buffer("weight_absmax_codes", m_weight.absmaxCodes);
+    m_weight.absmaxScales = register_buffer("weight_absmax_scales", m_weight.absmaxScales);
+    if (m_bias.defined())
+        m_bias = register_buffer("bias", m_bias);
 }
 
 torch::Tensor Nf4Linear::forward(const torch::Tensor& input)

@@ -76,8 +76,7 @@ common::Status savePeftAdapter(LlamaForCausalLm& model, const LoraSpec& spec,
             const torch::Tensor& source = found != values.end() ? found->second : item.value();
             keep.push_back(source.detach().to(torch::kCPU, torch::kFloat).contiguous());
             const torch::Tensor& tensor = keep.back();
-            tensors.push_back({peftTensorName(name), safetensors::DType::F32,
-                tensor.sizes().vec(),
+            tensors.push_back({peftTensorName(name), safetensors::DType::F32, tensor.sizes().vec(),
                 {static_cast<const std::byte*>(tensor.data_ptr()), tensor.nbytes()}});
         }
         if (tensors.empty())
@@ -102,7 +101,7 @@ common::Status savePeftAdapter(LlamaForCausalLm& model, const LoraSpec& spec,
     if (auto status = common::writeFileAtomic(staging->file(kConfigFile), config.dump(2) + "\n");
         !status)
         return status;
-    return staging->commit();
+    return staging.value().commit();
 }
 
 common::Result<LoraSpec> readPeftAdapterConfig(const std::string& dir)
@@ -121,8 +120,8 @@ common::Result<LoraSpec> readPeftAdapterConfig(const std::string& dir)
         return Error::at(path, "", "expected a JSON object");
     auto field = [&](const char* key) { return config.contains(key) ? config[key] : json(); };
     auto refuse = [&](const char* key, const std::string& what) {
-        return Error::at(path, std::string("field '") + key + "'",
-            "got " + field(key).dump() + ", " + what);
+        return Error::at(
+            path, std::string("field '") + key + "'", "got " + field(key).dump() + ", " + what);
     };
     if (field("peft_type") != "LORA")
         return refuse("peft_type", "expected \"LORA\"");
@@ -186,10 +185,10 @@ common::Status loadPeftAdapter(LlamaForCausalLm& model, const std::string& dir)
             if (!seen.insert(name).second)
                 return Error::at(path, where, "appears twice (with two adapter names?)");
             const auto type = info.dtype == safetensors::DType::F32 ? torch::kFloat
-                : info.dtype == safetensors::DType::BF16              ? torch::kBFloat16
-                : info.dtype == safetensors::DType::F16               ? torch::kHalf
-                : info.dtype == safetensors::DType::F64               ? torch::kDouble
-                                                                      : torch::kChar;
+                : info.dtype == safetensors::DType::BF16            ? torch::kBFloat16
+                : info.dtype == safetensors::DType::F16             ? torch::kHalf
+                : info.dtype == safetensors::DType::F64             ? torch::kDouble
+                                                                    : torch::kChar;
             if (type == torch::kChar)
                 return Error::at(path, where,
                     "dtype " + std::string(safetensors::dtypeName(info.dtype))
@@ -200,8 +199,8 @@ common::Status loadPeftAdapter(LlamaForCausalLm& model, const std::string& dir)
                         + shapeText(target->second.sizes()),
                     "is the adapter's rank the one configured?");
             torch::Tensor staging = torch::empty(target->second.sizes(), type);
-            if (auto status = file->read(info,
-                    {static_cast<std::byte*>(staging.data_ptr()), info.byteCount()});
+            if (auto status = file->read(
+                    info, {static_cast<std::byte*>(staging.data_ptr()), info.byteCount()});
                 !status)
                 return status;
             target->second.copy_(staging);

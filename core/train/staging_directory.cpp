@@ -35,9 +35,9 @@ common::Result<StagingDirectory> StagingDirectory::create(const std::string& fin
 {
     const fs::path target(finalPath);
     const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
-    const std::string staging = (parent / ("." + target.filename().string() + kStagingMarker
-                                              + std::to_string(::getpid())))
-                                    .string();
+    const std::string staging =
+        (parent / ("." + target.filename().string() + kStagingMarker + std::to_string(::getpid())))
+            .string();
     std::error_code error;
     fs::create_directories(parent, error);
     if (error)
@@ -73,7 +73,8 @@ StagingDirectory::~StagingDirectory()
 common::Status StagingDirectory::commit()
 {
     if (!syncPath(m_staging))
-        return Error::at(m_staging, "", std::string("cannot sync the folder: ") + std::strerror(errno));
+        return Error::at(
+            m_staging, "", std::string("cannot sync the folder: ") + std::strerror(errno));
     std::error_code error;
     std::string aside;
     if (fs::exists(m_final, error)) {
@@ -85,11 +86,11 @@ common::Status StagingDirectory::commit()
     }
     fs::rename(m_staging, m_final, error);
     if (error)
-        return Error::at(m_final, "", "cannot rename the finished folder into place: "
-                + error.message());
+        return Error::at(
+            m_final, "", "cannot rename the finished folder into place: " + error.message());
     m_done = true;
-    const fs::path parent = fs::path(m_final).has_parent_path() ? fs::path(m_final).parent_path()
-                                                                : fs::path(".");
+    const fs::path parent =
+        fs::path(m_final).has_parent_path() ? fs::path(m_final).parent_path() : fs::path(".");
     syncPath(parent.string());
     if (!aside.empty())
         fs::remove_all(aside, error);

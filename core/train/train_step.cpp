@@ -39,9 +39,8 @@ StepResult accumulateStepGradients(LlamaForCausalLm& model, FlatParameters& para
         const auto [ids, labels] = batchTensors(batch, device);
         const torch::Tensor hidden = model.hiddenStates(ids);
         const LossRows rows = selectLossRows(hidden, labels);
-        const torch::Tensor loss =
-            chunkedCrossEntropy(rows.hidden, model.outputWeight(), rows.targets, normalizer,
-                lossChunkRows);
+        const torch::Tensor loss = chunkedCrossEntropy(
+            rows.hidden, model.outputWeight(), rows.targets, normalizer, lossChunkRows);
         loss.backward();
         parameters.accumulateGradients();
         result.loss += loss.item<double>();
@@ -87,8 +86,8 @@ EvalLossResult evaluateRows(LlamaForCausalLm& model, std::span<const data::Token
     }
     if (wasTraining)
         model.train();
-    result.meanLoss = result.lossTokens > 0 ? total / static_cast<double>(result.lossTokens)
-                                            : std::nan("");
+    result.meanLoss =
+        result.lossTokens > 0 ? total / static_cast<double>(result.lossTokens) : std::nan("");
     return result;
 }
 

@@ -1,0 +1,194 @@
+#include "arg_parser.h"
+#include "commands.h"
+
+#include "common/units.h"
+#include "config/config_loader.h"
+#include "train/trainer.h"
+
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <signal.h>
+#include <thread>
+
+namespace tb::cli {
+
+namespace {
+
+std::atomic<bool> g_stopRequested{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "the signal handler needs a lock-free flag");
+
+// First SIGINT/SIGTERM: stop at the next step boundary with a checkpoint.
+// A second one: the default action (end now), for a user who means it.
+void onTrainStopSignal(int signal)
+{
+    if (g_stopRequested.exchange(true)) {
+        std::signal(signal, SIG_DFL);
+        std::raise(signal);
+    }
+}
+
+void installStopHandlers()
+{
+    struct sigaction action = {};
+    action.sa_handler = onTrainStopSignal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGTERM, &action, nullptr);
+}
+
+std::string fixed(double value, int decimals)
+{
+    char text[64];
+    std::snprintf(text, sizeof text, "%.*f", decimals, value);
+    return text;
+}
+
+std::string scientific(double value)
+{
+    char text[64];
+    std::snprintf(text, sizeof text, "%.2e", value);
+    return text;
+}
+
+void printProgress(const train::TrainerProgress& item, long long logEvery)
+{
+    using Kind = train::TrainerProgress::Kind;
+    switch (item.kind) {
+    case Kind::Setup:
+        std::cerr << "setup   " << item.message << "\n";
+        break;
+    case Kind::Step:
+        if (item.step % logEvery != 0 && item.step != item.totalSteps)
+            break;
+        std::cerr << "step    " << item.step << "/" << item.totalSteps << "  loss "
+                  << fixed(item.loss, 4) << "  lr " << scientific(item.learningRate) << "  grad "
+                  << fixed(item.gradNorm, 3) << "  "
+                  << common::formatRate(item.tokensPerSecond, "tok") << "  "
+                  << fixed(item.stepSeconds, 2) << " s/step"
+                  << (item.residentBytes >= 0 ? "  RSS "
+                                 + common::formatBytes(static_cast<double>(item.residentBytes))
+                                              : std::string())
+                  << "  ETA " << common::formatDuration(item.etaSeconds) << "\n";
+        break;
+    case Kind::Eval:
+        std::cerr << "eval    step " << item.step << "  validation loss " << fixed(item.loss, 4)
+                  << " (perplexity " << fixed(std::exp(item.loss), 3) << ")\n";
+        break;
+    case Kind::Checkpoint:
+        std::cerr << "saved   " << item.message << "\n";
+        break;
+    case Kind::Export:
+        std::cerr << "export  " << item.message << "\n";
+        break;
+    case Kind::Warning:
+        std::cerr << "warning " << item.message << "\n";
+        break;
+    }
+}
+
+} // namespace
+
+int runTrain(const Args& args)
+{
+    ArgParser parser("train",
+        "Fine-tune a model as a run config says (docs/RUN_CONFIG.md, docs/TRAINING.md). The run "
+        "folder (output.dir) receives config.yaml, events.jsonl, checkpoints/ and the exports. "
+        "SIGINT or SIGTERM stops at the next step with a checkpoint; --resume continues.");
+    parser.addPositional("config", "run config (YAML)");
+    parser.addFlag("resume", "continue from the newest checkpoint in the run folder");
+    parser.addOption("resume-from", "DIR", "continue from this checkpoint folder");
+    parser.addOption(
+        "init-adapter", "DIR", "start LoRA from this PEFT adapter (same rank and targets)");
+    parser.addOption("output", "DIR", "run folder instead of output.dir");
+    parser.addOption("max-steps", "N", "optimizer steps instead of training.max_steps / epochs");
+    parser.addOption("threads", "N", "compute threads (default: every core)");
+    parser.addFlag("quiet", "no progress lines, only the summary");
+    if (auto parsed = parser.parse(args); !parsed) {
+        std::cerr << "tunebench-cli train: " << parsed.error().toString() << "\n";
+        return kExitUsage;
+    }
+    if (parser.helpRequested()) {
+        std::cout << parser.helpText();
+        return kExitOk;
+    }
+    if (parser.positionals().size() != 1) {
+        std::cerr << "tunebench-cli train: expected one run config\n\n" << parser.helpText();
+        return kExitUsage;
+    }
+    const auto hardwareThreads =
+        static_cast<long long>(std::max(1u, std::thread::hardware_concurrency()));
+    const auto threads = parser.integer("threads", hardwareThreads, 1, 1024);
+    const auto maxSteps = parser.integer("max-steps", 0, 1, 1LL << 40);
+    if (!threads || (parser.isSet("max-steps") && !maxSteps)) {
+        std::cerr << "tunebench-cli train: "
+                  << (!threads ? threads.error() : maxSteps.error()).toString() << "\n";
+        return kExitUsage;
+    }
+
+    const std::string path = parser.positionals().front();
+    config::LoadOptions loadOptions;
+    loadOptions.checkPaths = true;
+    const config::LoadReport report = config::readRunConfigFile(path, loadOptions);
+    for (const config::ConfigProblem& warning : report.warnings.items())
+        std::cerr << "warning: " << warning.toString(report.sourceName) << "\n";
+    if (!report.ok()) {
+        std::cerr << "tunebench-cli train: " << report.error().toString() << "\n";
+        return kExitUsage;
+    }
+    config::RunConfig config = *report.config;
+    if (parser.isSet("output"))
+        config.output.dir = std::filesystem::absolute(parser.value("output")).lexically_normal();
+    if (parser.isSet("max-steps"))
+        config.training.maxSteps = *maxSteps;
+    if (config.method == config::Method::Full && !parser.value("init-adapter").empty()) {
+        std::cerr << "tunebench-cli train: --init-adapter needs method lora or qlora\n";
+        return kExitUsage;
+    }
+
+    train::TrainerOptions options;
+    options.resume = parser.isSet("resume");
+    options.resumeFrom = parser.value("resume-from");
+    options.initAdapter = parser.value("init-adapter");
+    options.threads = static_cast<int>(*threads);
+    options.stopRequested = &g_stopRequested;
+    if (!parser.isSet("quiet")) {
+        const long long logEvery = std::max<long long>(1, config.training.logEvery);
+        options.progress = [logEvery](const train::TrainerProgress& item) {
+            printProgress(item, logEvery);
+        };
+    }
+    installStopHandlers();
+    const auto outcome = train::runTraining(config, options);
+    if (!outcome) {
+        std::cerr << "tunebench-cli train: " << outcome.error().toString() << "\n";
+        return kExitUsage;
+    }
+    std::cout << "run         " << config.name << " (" << config::toString(config.method) << ", "
+              << config::toString(config.precision) << ")\n"
+              << "status      " << train::runStatusName(outcome->status)
+              << (outcome->message.empty() ? "" : ": " + outcome->message) << "\n"
+              << "steps       " << outcome->steps << " of " << outcome->totalSteps << " in "
+              << common::formatDuration(outcome->seconds) << "\n"
+              << "train loss  " << fixed(outcome->lastLoss, 4) << " (last step)\n";
+    if (outcome->firstEvalLoss || outcome->lastEvalLoss)
+        std::cout << "eval loss   "
+                  << (outcome->firstEvalLoss ? fixed(*outcome->firstEvalLoss, 4) + " before, "
+                                             : std::string())
+                  << (outcome->lastEvalLoss ? fixed(*outcome->lastEvalLoss, 4) + " last"
+                                            : std::string())
+                  << "\n";
+    std::cout << "run folder  " << outcome->runDir << "\n";
+    if (!outcome->lastCheckpoint.empty())
+        std::cout << "checkpoint  " << outcome->lastCheckpoint << "\n";
+    if (!outcome->adapterDir.empty())
+        std::cout << "adapter     " << outcome->adapterDir << "\n";
+    if (!outcome->mergedDir.empty())
+        std::cout << "merged      " << outcome->mergedDir << "\n";
+    return outcome->status == train::RunStatus::Failed ? kExitFailure : kExitOk;
+}
+
+} // namespace tb::cli

@@ -1,0 +1,60 @@
+#pragma once
+
+#include "common/error.h"
+#include "config/run_config.h"
+#include "data/prepare_data.h"
+#include "tokenizer/tokenizer.h"
+#include "train/adamw.h"
+#include "train/flat_parameters.h"
+#include "train/lora.h"
+#include "train/trainer.h"
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <optional>
+
+namespace tb::train {
+
+class LlamaForCausalLm;
+
+// Everything a run trains with, built from its config: the model in its
+// compute dtype (with LoRA layers, over an NF4 base for QLoRA), the flat
+// trainable parameters and their optimizer, the data and the generator
+// dropout draws from.
+struct TrainingSession {
+    config::RunConfig config;
+    std::optional<tokenizer::Tokenizer> tokenizer;
+    data::PreparedData data;
+    std::int32_t padId = 0;
+    std::shared_ptr<LlamaForCausalLm> model;
+    std::unique_ptr<FlatParameters> parameters;
+    std::unique_ptr<FlatAdamW> optimizer;
+    std::optional<at::Generator> dropoutGenerator;
+    LoraSpec lora; // when config.usesLora()
+    std::int64_t totalParameters = 0; // of the model as loaded (NF4 weights counted)
+    std::int64_t trainableParameters = 0;
+    std::int64_t quantizedBytes = 0; // QLoRA: NF4 storage of the base projections
+};
+
+// Seeds derived from training.seed for the streams the trainer owns.
+inline constexpr std::uint64_t kShuffleStream = 101;
+inline constexpr std::uint64_t kLoraInitStream = 102;
+inline constexpr std::uint64_t kDropoutStream = 103;
+
+torch::ScalarType computeTypeOf(config::Precision precision);
+torch::ScalarType masterTypeOf(config::Precision precision);
+
+// Loads the model and tokenizer, prepares the data, attaches LoRA (QLoRA:
+// quantises the base projections to NF4 first), freezes and flattens the
+// trainable parameters. `progress` hears "Setup" messages.
+common::Result<std::unique_ptr<TrainingSession>> buildSession(
+    const config::RunConfig& config, const TrainerOptions& options);
+
+// The model part alone, for tests and benchmarks: LoRA/QLoRA/freezing and
+// flat parameters over an already built fp32 model `base` (whose weights are
+// the masters' starting values). `model` receives the compute-dtype model.
+common::Status prepareTrainableModel(TrainingSession& session,
+    const std::shared_ptr<LlamaForCausalLm>& base, const std::string& initAdapter = {});
+
+} // namespace tb::train

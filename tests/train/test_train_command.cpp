@@ -1,0 +1,302 @@
+#include "common/atomic_file.h"
+
+#include <nlohmann/json.hpp>
+
+#include <QElapsedTimer>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+// tunebench-cli train as a user (or a launcher) runs it: every recipe end to
+// end, bit-identical resume after SIGKILL, graceful stop on SIGTERM, and
+// refusals of bad input. Each run uses one thread so that a loaded CI
+// machine does not turn OpenMP's spinning into minutes.
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const QString kCli = TB_BINARY_DIR "/app/cli/tunebench-cli";
+const std::string kModel = TB_SHARED_DATA_DIR "/models/stories260K";
+const std::string kDemo = TB_SOURCE_DIR "/resources/demo/tiny_instructions.jsonl";
+
+struct Run {
+    int exitCode = -1;
+    QString out;
+    QString err;
+};
+
+Run cli(const QStringList& arguments, int timeoutMs = 240000)
+{
+    QProcess process;
+    process.start(kCli, arguments);
+    if (!process.waitForFinished(timeoutMs))
+        process.kill();
+    process.waitForFinished();
+    return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1,
+        QString::fromUtf8(process.readAllStandardOutput()),
+        QString::fromUtf8(process.readAllStandardError())};
+}
+
+std::vector<json> events(const std::string& runDir)
+{
+    std::vector<json> out;
+    std::ifstream file(runDir + "/events.jsonl");
+    std::string line;
+    while (std::getline(file, line)) {
+        if (!line.empty())
+            out.push_back(json::parse(line, nullptr, false));
+    }
+    return out;
+}
+
+std::vector<json> ofType(const std::vector<json>& all, const std::string& type)
+{
+    std::vector<json> out;
+    for (const json& event : all) {
+        if (event.value("type", "") == type)
+            out.push_back(event);
+    }
+    return out;
+}
+
+std::string bytesOf(const std::string& path)
+{
+    const auto content = tb::common::readFile(path);
+    return content ? *content : std::string();
+}
+
+// A LoRA or full run config on stories260K and the demo instructions.
+std::string writeConfig(const QTemporaryDir& dir, const std::string& name, const std::string& body)
+{
+    const std::string path = dir.filePath(QString::fromStdString(name + ".yaml")).toStdString();
+    const std::string text = "model: " + kModel + "\ndata:\n  train: " + kDemo
+        + "\n  sequence_length: 128\n  validation_split: 0.1\n" + body;
+    tb::common::writeFileAtomic(path, text);
+    return path;
+}
+
+// Waits until the run's events hold an event matching `test`.
+bool waitForEvent(const std::string& runDir, const std::function<bool(const json&)>& test,
+    QProcess& process, int timeoutMs = 120000)
+{
+    QElapsedTimer timer;
+    timer.start();
+    while (timer.elapsed() < timeoutMs && process.state() != QProcess::NotRunning) {
+        for (const json& event : events(runDir)) {
+            if (test(event))
+                return true;
+        }
+        QTest::qWait(10);
+    }
+    return false;
+}
+
+} // namespace
+
+class TestTrainCommand : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase()
+    {
+        if (!fs::exists(kModel + "/model.safetensors"))
+            QSKIP("shared data absent: " TB_SHARED_DATA_DIR "/models/stories260K");
+    }
+
+    void recipeRunsEndToEnd_data()
+    {
+        QTest::addColumn<QString>("recipe");
+        QTest::addColumn<bool>("adapter");
+        QTest::addColumn<bool>("merged");
+        QTest::addRow("full") << "full" << false << true;
+        QTest::addRow("lora") << "lora" << true << false;
+        QTest::addRow("qlora") << "qlora" << true << true;
+    }
+
+    void recipeRunsEndToEnd()
+    {
+        QFETCH(QString, recipe);
+        QFETCH(bool, adapter);
+        QFETCH(bool, merged);
+        QTemporaryDir dir;
+        const std::string runDir = dir.filePath("run").toStdString();
+        const Run run = cli({"train", TB_SOURCE_DIR "/presets/recipes/" + recipe + ".yaml",
+            "--output", QString::fromStdString(runDir), "--max-steps", "2", "--threads", "1"});
+        QVERIFY2(run.exitCode == 0, qPrintable(run.err));
+        QVERIFY(run.out.contains("status      completed"));
+        QVERIFY2(run.err.contains("step    2/2  loss "), qPrintable(run.err));
+        const auto all = events(runDir);
+        QCOMPARE(ofType(all, "run_start").size(), size_t(1));
+        const auto steps = ofType(all, "step");
+        QCOMPARE(steps.size(), size_t(2));
+        for (const char* field : {"loss", "lr", "grad_norm", "tokens", "samples", "step_seconds",
+                 "tokens_per_second", "mem_allocated_bytes", "mem_peak_bytes"})
+            QVERIFY2(steps.back().contains(field), field);
+        QVERIFY(steps.back()["mem_peak_bytes"].get<double>()
+            >= steps.back()["mem_allocated_bytes"].get<double>());
+        QVERIFY(ofType(all, "eval").size() >= 2); // before and after
+        QCOMPARE(ofType(all, "checkpoint").size(), size_t(1));
+        QCOMPARE(all.back()["type"].get<std::string>(), std::string("run_end"));
+        QCOMPARE(all.back()["status"].get<std::string>(), std::string("completed"));
+        QVERIFY(fs::exists(runDir + "/config.yaml"));
+        QVERIFY(fs::exists(runDir + "/checkpoints/step-00000002/trainer_state.json"));
+        QCOMPARE(fs::exists(runDir + "/adapter/adapter_model.safetensors"), adapter);
+        QCOMPARE(fs::exists(runDir + "/adapter/adapter_config.json"), adapter);
+        QCOMPARE(fs::exists(runDir + "/merged/model.safetensors"), merged);
+        QCOMPARE(fs::exists(runDir + "/merged/tokenizer.json"), merged);
+        QCOMPARE(fs::exists(runDir + "/merged/config.json"), merged);
+    }
+
+    void sigkillThenResumeIsBitIdentical_data()
+    {
+        QTest::addColumn<QString>("settings");
+        QTest::addRow("lora, dropout, fp32") << "method: lora\nlora: {rank: 4, dropout: 0.2}\n";
+        QTest::addRow("full, bf16-mixed, checkpointing")
+            << "method: full\nprecision: bf16-mixed\nactivation_checkpointing: true\n";
+    }
+
+    void sigkillThenResumeIsBitIdentical()
+    {
+        QFETCH(QString, settings);
+        QTemporaryDir dir;
+        const std::string config = writeConfig(dir, "run",
+            settings.toStdString()
+                + "training: {max_steps: 12, micro_batch: 4, grad_accum: 2, learning_rate: 1e-3,"
+                  " warmup_steps: 2, weight_decay: 0.01}\noutput: {checkpoint_every: 2, keep_last: "
+                  "2}\n");
+        const std::string straight = dir.filePath("straight").toStdString();
+        const std::string killed = dir.filePath("killed").toStdString();
+        const QString threads = "1";
+
+        const Run reference = cli({"train", QString::fromStdString(config), "--output",
+            QString::fromStdString(straight), "--threads", threads, "--quiet"});
+        QVERIFY2(reference.exitCode == 0, qPrintable(reference.err));
+
+        QProcess victim;
+        victim.start(kCli,
+            {"train", QString::fromStdString(config), "--output", QString::fromStdString(killed),
+                "--threads", threads, "--quiet"});
+        QVERIFY(waitForEvent(
+            killed,
+            [](const json& e) {
+                return e.value("type", "") == "checkpoint" && e.value("step", 0) == 4;
+            },
+            victim));
+        ::kill(static_cast<pid_t>(victim.processId()), SIGKILL);
+        victim.waitForFinished();
+        QCOMPARE(victim.exitStatus(), QProcess::CrashExit);
+        QVERIFY2(ofType(events(killed), "run_end").empty(),
+            "the run ended before it was killed: too fast a machine for this test's timing");
+
+        const Run resumed = cli({"train", QString::fromStdString(config), "--output",
+            QString::fromStdString(killed), "--threads", threads, "--resume"});
+        QVERIFY2(resumed.exitCode == 0, qPrintable(resumed.err));
+        const auto starts = ofType(events(killed), "run_start");
+        QCOMPARE(starts.size(), size_t(2));
+        QVERIFY(starts.back()["resumed_from_step"].get<int>() >= 4);
+
+        for (const char* file : {"trainable.safetensors", "optimizer.safetensors"}) {
+            const std::string a = bytesOf(straight + "/checkpoints/step-00000012/" + file);
+            const std::string b = bytesOf(killed + "/checkpoints/step-00000012/" + file);
+            QVERIFY(!a.empty());
+            QVERIFY2(a == b, file);
+        }
+        const auto lastLoss = [](const std::string& runDir) {
+            return ofType(events(runDir), "step").back()["loss"].get<double>();
+        };
+        QCOMPARE(lastLoss(killed), lastLoss(straight));
+    }
+
+    void sigtermStopsGracefullyWithACheckpoint()
+    {
+        QTemporaryDir dir;
+        const std::string config = writeConfig(
+            dir, "long", "method: lora\ntraining: {max_steps: 100000, micro_batch: 2}\n");
+        const std::string runDir = dir.filePath("run").toStdString();
+        QProcess process;
+        process.start(kCli,
+            {"train", QString::fromStdString(config), "--output", QString::fromStdString(runDir),
+                "--threads", "1", "--quiet"});
+        QVERIFY(waitForEvent(
+            runDir, [](const json& e) { return e.value("type", "") == "step"; }, process));
+        ::kill(static_cast<pid_t>(process.processId()), SIGTERM);
+        QVERIFY(process.waitForFinished(120000));
+        QCOMPARE(process.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(process.exitCode(), 0);
+        const auto all = events(runDir);
+        QCOMPARE(all.back()["type"].get<std::string>(), std::string("run_end"));
+        QCOMPARE(all.back()["status"].get<std::string>(), std::string("stopped"));
+        const int steps = all.back()["steps"].get<int>();
+        QVERIFY(steps >= 1 && steps < 100000);
+        const auto checkpoints = ofType(all, "checkpoint");
+        QCOMPARE(checkpoints.size(), size_t(1));
+        QCOMPARE(checkpoints.back()["step"].get<int>(), steps);
+        QVERIFY(fs::exists(runDir + "/" + checkpoints.back()["path"].get<std::string>()
+            + "/adapter/adapter_model.safetensors"));
+        QVERIFY(QString::fromUtf8(process.readAllStandardOutput()).contains("status      stopped"));
+
+        // The folder now holds a run: starting over needs --resume (or another folder).
+        const Run again = cli({"train", QString::fromStdString(config), "--output",
+            QString::fromStdString(runDir), "--threads", "1"});
+        QCOMPARE(again.exitCode, 2);
+        QVERIFY2(again.err.contains("--resume"), qPrintable(again.err));
+    }
+
+    void anAdapterContinuesWhereItsRunEnded()
+    {
+        QTemporaryDir dir;
+        const std::string config = writeConfig(dir, "lora",
+            "method: lora\nlora: {rank: 4, dropout: 0.0}\ntraining: {max_steps: 3, micro_batch: 4,"
+            " learning_rate: 3e-3}\n");
+        const std::string first = dir.filePath("first").toStdString();
+        const std::string second = dir.filePath("second").toStdString();
+        QCOMPARE(cli({"train", QString::fromStdString(config), "--output",
+                         QString::fromStdString(first), "--threads", "1", "--quiet"})
+                     .exitCode,
+            0);
+        const Run run = cli({"train", QString::fromStdString(config), "--output",
+            QString::fromStdString(second), "--threads", "1", "--quiet", "--init-adapter",
+            QString::fromStdString(first + "/adapter")});
+        QVERIFY2(run.exitCode == 0, qPrintable(run.err));
+        const double ended = ofType(events(first), "eval").back()["loss"].get<double>();
+        const double started = ofType(events(second), "eval").front()["loss"].get<double>();
+        QCOMPARE(started, ended);
+        QVERIFY(ended < ofType(events(first), "eval").front()["loss"].get<double>());
+    }
+
+    void badInputExitsWithUsageStatus_data()
+    {
+        QTest::addColumn<QString>("yaml");
+        QTest::addColumn<QString>("expected");
+        QTest::addRow("negative learning rate") << QString::fromStdString("model: " + kModel
+            + "\ndata: {train: " + kDemo + "}\ntraining: {learning_rate: -0.1}\n")
+                                                << "training.learning_rate";
+        QTest::addRow("unknown key") << QString::fromStdString(
+            "model: " + kModel + "\ndata: {train: " + kDemo + "}\ntraning: {epochs: 1}\n")
+                                     << "traning";
+        QTest::addRow("missing model folder")
+            << QString::fromStdString("model: /nonexistent/model\ndata: {train: " + kDemo + "}\n")
+            << "/nonexistent/model";
+    }
+
+    void badInputExitsWithUsageStatus()
+    {
+        QFETCH(QString, yaml);
+        QFETCH(QString, expected);
+        QTemporaryDir dir;
+        const QString path = dir.filePath("bad.yaml");
+        QVERIFY(tb::common::writeFileAtomic(path.toStdString(), yaml.toStdString()).ok());
+        const Run run = cli({"train", path, "--output", dir.filePath("run")});
+        QCOMPARE(run.exitCode, 2);
+        QVERIFY2(run.err.contains(expected), qPrintable(run.err));
+        QVERIFY(!fs::exists(dir.filePath("run").toStdString() + "/events.jsonl"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestTrainCommand)
+#include "test_train_command.moc"
