@@ -35,30 +35,18 @@ double seconds(Clock::time_point start)
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Median of `runs` timings of fn, after one warm-up call.
-template <typename Fn> double medianSeconds(int runs, Fn&& fn)
+double median(std::vector<double> values)
 {
-    fn();
-    std::vector<double> times;
-    for (int i = 0; i < runs; ++i) {
-        const auto start = Clock::now();
-        fn();
-        times.push_back(seconds(start));
-    }
-    std::sort(times.begin(), times.end());
-    return times[times.size() / 2];
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
 }
 
-// Square matmul at the size where BLAS runs near its peak on this CPU.
-double matmulGflops(torch::ScalarType dtype)
+template <typename Fn>
+double timed(Fn&& fn)
 {
-    const std::int64_t n = 1024;
-    const auto options = torch::TensorOptions().dtype(dtype);
-    const torch::Tensor a = torch::randn({n, n}).to(options);
-    const torch::Tensor b = torch::randn({n, n}).to(options);
-    torch::Tensor c;
-    const double time = medianSeconds(9, [&] { c = torch::matmul(a, b); });
-    return 2.0 * n * n * n / time / 1e9;
+    const auto start = Clock::now();
+    fn();
+    return seconds(start);
 }
 
 LlamaConfig stories15mShape()
@@ -118,16 +106,28 @@ int main(int argc, char** argv)
     const Case cases[] = {{"float32", torch::kFloat, AttentionBackend::Fused},
         {"float32", torch::kFloat, AttentionBackend::Plain},
         {"bfloat16", torch::kBFloat16, AttentionBackend::Fused}};
+    // Square matmul at a size where BLAS runs near its peak on this CPU.
+    const std::int64_t n = 1024;
     for (const Case& c : cases) {
         LlamaForCausalLm model(config, c.dtype);
         model.initializeRandom(1);
         model.eval();
         model.setAttentionBackend(c.backend);
-        const double time = medianSeconds(5, [&] { model.forward(ids); });
-        const double tokensPerSecond = double(batch * tokens) / time;
+        const auto options = torch::TensorOptions().dtype(c.dtype);
+        const torch::Tensor a = torch::randn({n, n}).to(options);
+        const torch::Tensor b = torch::randn({n, n}).to(options);
+        model.forward(ids);
+        torch::matmul(a, b);
+        // Model and reference alternate, so both see the same machine load
+        // (other processes share these cores); medians of each.
+        std::vector<double> forwardTimes, matmulTimes;
+        for (int round = 0; round < 7; ++round) {
+            forwardTimes.push_back(timed([&] { model.forward(ids); }));
+            matmulTimes.push_back(timed([&] { torch::matmul(a, b); }));
+        }
+        const double tokensPerSecond = double(batch * tokens) / median(forwardTimes);
         const double gflops = tokensPerSecond * flopsPerToken / 1e9;
-        // The reference right after the model, so both see the same machine load.
-        const double reference = matmulGflops(c.dtype);
+        const double reference = 2.0 * double(n * n * n) / median(matmulTimes) / 1e9;
         std::printf("%-8s %-7s %12.0f %12.1f %14.1f %9.1f%%\n", c.name,
             c.backend == AttentionBackend::Fused ? "fused" : "plain", tokensPerSecond, gflops,
             reference, 100.0 * gflops / reference);
