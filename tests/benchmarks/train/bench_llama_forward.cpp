@@ -41,8 +41,7 @@ double median(std::vector<double> values)
     return values[values.size() / 2];
 }
 
-template <typename Fn>
-double timed(Fn&& fn)
+template <typename Fn> double timed(Fn&& fn)
 {
     const auto start = Clock::now();
     fn();
