@@ -322,7 +322,7 @@ QWidget* PlannerPage::createRecommendationsTab()
     m_recommendationView = makeTable(tab, m_recommendationFilter);
     m_recommendationView->setObjectName(QStringLiteral("recommendationView"));
     m_recommendationView->setSortingEnabled(true);
-    m_recommendationView->sortByColumn(RecommendationModel::Cost, Qt::AscendingOrder);
+    m_recommendationView->sortByColumn(RecommendationModel::Rank, Qt::AscendingOrder);
     m_recommendationView->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_recommendationView->horizontalHeader()->setStretchLastSection(true);
     connect(m_recommendationView, &QTableView::activated, this,

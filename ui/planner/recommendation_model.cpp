@@ -62,6 +62,8 @@ QVariant RecommendationModel::data(const QModelIndex& index, int role) const
     const double usedFraction = o->usableBytes > 0 ? o->perGpuBytes / o->usableBytes : 0;
     if (role == kSortRole) {
         switch (index.column()) {
+        case Rank:
+            return index.row();
         case VmSize:
             return text(o->vmSize);
         case Gpus:
@@ -85,6 +87,8 @@ QVariant RecommendationModel::data(const QModelIndex& index, int role) const
     }
     if (role == Qt::DisplayRole) {
         switch (index.column()) {
+        case Rank:
+            return index.row() + 1;
         case VmSize:
             return text(o->vmSize);
         case Gpus:
@@ -127,6 +131,8 @@ QVariant RecommendationModel::headerData(int section, Qt::Orientation orientatio
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     switch (section) {
+    case Rank:
+        return tr("#");
     case VmSize:
         return tr("VM size");
     case Gpus:

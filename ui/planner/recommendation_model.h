@@ -7,14 +7,15 @@
 
 namespace tb::ui {
 
-// The recommender's ranked options as a table. Qt::DisplayRole is the text a
+// The recommender's ranked options as a table; the Rank column keeps its
+// order (cost in 1 % bands, then fewer nodes). Qt::DisplayRole is the text a
 // user reads; kSortRole the raw number, so sorting by cost or tokens/s is
 // numeric, not alphabetical.
 class RecommendationModel : public QAbstractTableModel {
     Q_OBJECT
 
 public:
-    enum Column { VmSize, Gpus, Nodes, Strategy, Fits, MemoryUsed, TokensPerSecond, Hours, Cost,
+    enum Column { Rank, VmSize, Gpus, Nodes, Strategy, Fits, MemoryUsed, TokensPerSecond, Hours, Cost,
                   ColumnCount };
     static constexpr int kSortRole = Qt::UserRole + 1;
 
