@@ -205,7 +205,13 @@ bool RecommendationFilterModel::filterAcceptsRow(int sourceRow, const QModelInde
 void RejectedModel::setRejected(const std::vector<plan::RejectedOption>& rejected)
 {
     beginResetModel();
-    m_rejected = rejected;
+    // A sharded strategy on one GPU is plain training, already listed under
+    // DDP: not a rejection a user needs to read.
+    m_rejected.clear();
+    for (const plan::RejectedOption& option : rejected) {
+        if (option.reason != plan::RejectReason::Redundant)
+            m_rejected.push_back(option);
+    }
     endResetModel();
 }
 

@@ -15,8 +15,10 @@ class RecommendationModel : public QAbstractTableModel {
     Q_OBJECT
 
 public:
-    enum Column { Rank, VmSize, Gpus, Nodes, Strategy, Fits, MemoryUsed, TokensPerSecond, Hours, Cost,
-                  ColumnCount };
+    // Cost and time first after the setup: what a user compares; the table
+    // must not need scrolling to show them.
+    enum Column { Rank, VmSize, Gpus, Nodes, Strategy, Cost, Hours, TokensPerSecond, MemoryUsed,
+                  Fits, ColumnCount };
     static constexpr int kSortRole = Qt::UserRole + 1;
 
     using QAbstractTableModel::QAbstractTableModel;
