@@ -312,9 +312,14 @@ QWidget* PlannerPage::createRecommendationsTab()
     filters->addWidget(m_maxCost);
     filters->addSpacing(12);
     filters->addWidget(bestPerVm);
-    filters->addSpacing(12);
-    filters->addWidget(m_recommendationStatus, 1);
-    filters->addWidget(m_recommendationProgress);
+    filters->addStretch(1);
+    // The sweep's progress and outcome on their own line, so narrow windows
+    // never cut them.
+    auto* statusRow = new QHBoxLayout;
+    m_recommendationProgress->setMaximumWidth(120);
+    m_recommendationProgress->setMaximumHeight(12);
+    statusRow->addWidget(m_recommendationStatus, 1);
+    statusRow->addWidget(m_recommendationProgress);
 
     m_recommendations = new RecommendationModel(this);
     m_recommendationFilter = new RecommendationFilterModel(this);
@@ -357,6 +362,7 @@ QWidget* PlannerPage::createRecommendationsTab()
     split->setStretchFactor(1, 1);
 
     layout->addLayout(filters);
+    layout->addLayout(statusRow);
     layout->addWidget(split, 1);
     return tab;
 }
