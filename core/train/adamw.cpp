@@ -1,5 +1,6 @@
 #include "train/adamw.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tb::train {
@@ -16,20 +17,34 @@ void FlatAdamW::step(double learningRate)
 {
     torch::NoGradGuard noGrad;
     ++m_step;
-    torch::Tensor& values = m_parameters.master();
-    const torch::Tensor& gradients = m_parameters.masterGradients();
     const AdamWSettings& s = m_settings;
-    if (s.weightDecay > 0 && m_parameters.decayCount() > 0)
-        values.narrow(0, 0, m_parameters.decayCount()).mul_(1.0 - learningRate * s.weightDecay);
-    m_expAvg.lerp_(gradients, 1.0 - s.beta1);
-    m_expAvgSq.mul_(s.beta2).addcmul_(gradients, gradients, 1.0 - s.beta2);
     const auto step = static_cast<double>(m_step);
     const double biasCorrection1 = 1.0 - std::pow(s.beta1, step);
-    const double biasCorrection2 = 1.0 - std::pow(s.beta2, step);
+    const double biasCorrection2Root = std::sqrt(1.0 - std::pow(s.beta2, step));
     const double stepSize = learningRate / biasCorrection1;
-    const torch::Tensor denominator =
-        (m_expAvgSq.sqrt() / std::sqrt(biasCorrection2)).add_(s.epsilon);
-    values.addcdiv_(m_expAvg, denominator, -stepSize);
+    torch::Tensor& values = m_parameters.master();
+    const torch::Tensor& gradients = m_parameters.masterGradients();
+    const std::int64_t total = values.numel();
+    const std::int64_t decayed = m_parameters.decayCount();
+    // Element-wise, so chunks give the same bits as one pass; they bound the
+    // temporary (the denominator) to kChunk elements instead of a third copy
+    // of the weights.
+    constexpr std::int64_t kChunk = std::int64_t(1) << 22;
+    for (std::int64_t begin = 0; begin < total; begin += kChunk) {
+        const std::int64_t count = std::min(kChunk, total - begin);
+        torch::Tensor p = values.narrow(0, begin, count);
+        const torch::Tensor g = gradients.narrow(0, begin, count);
+        torch::Tensor m = m_expAvg.narrow(0, begin, count);
+        torch::Tensor v = m_expAvgSq.narrow(0, begin, count);
+        if (s.weightDecay > 0 && begin < decayed)
+            p.narrow(0, 0, std::min(count, decayed - begin))
+                .mul_(1.0 - learningRate * s.weightDecay);
+        m.lerp_(g, 1.0 - s.beta1);
+        v.mul_(s.beta2).addcmul_(g, g, 1.0 - s.beta2);
+        torch::Tensor denominator = v.sqrt();
+        denominator.div_(biasCorrection2Root).add_(s.epsilon);
+        p.addcdiv_(m, denominator, -stepSize);
+    }
 }
 
 void FlatAdamW::restore(

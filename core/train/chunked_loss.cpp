@@ -85,10 +85,17 @@ public:
             static_cast<torch::ScalarType>(ctx->saved_data["hidden_type"].toInt());
         const auto weightType =
             static_cast<torch::ScalarType>(ctx->saved_data["weight_type"].toInt());
-        if (hiddenGradient.defined())
-            hiddenGradient = (hiddenGradient.to(scale.scalar_type()) * scale).to(hiddenType);
+        // In place: backward runs once, and the buffers are the size of the
+        // weight and of the hidden states.
+        if (hiddenGradient.defined()) {
+            if (hiddenGradient.scalar_type() == scale.scalar_type())
+                hiddenGradient.mul_(scale);
+            else
+                hiddenGradient = (hiddenGradient.to(scale.scalar_type()) * scale).to(hiddenType);
+        }
         if (weightGradient.defined())
-            weightGradient = (weightGradient * scale).to(weightType);
+            weightGradient = weightGradient.mul_(scale).to(weightType);
+        ctx->saved_data.clear();
         return {hiddenGradient, weightGradient, torch::Tensor(), torch::Tensor(), torch::Tensor(),
             torch::Tensor(), torch::Tensor()};
     }

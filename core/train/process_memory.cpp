@@ -26,4 +26,12 @@ ProcessMemory processMemory()
     return memory;
 }
 
+bool resetPeakResidentMemory()
+{
+    std::ofstream clear("/proc/self/clear_refs");
+    clear << "5";
+    clear.flush();
+    return static_cast<bool>(clear);
+}
+
 } // namespace tb::train

@@ -14,4 +14,9 @@ struct ProcessMemory {
 
 ProcessMemory processMemory();
 
+// Restarts VmHWM from the current resident size (writes 5 to
+// /proc/self/clear_refs, Linux 4.0+), so a later peak is that of the work
+// after this call (training steps, not loading). False when refused.
+bool resetPeakResidentMemory();
+
 } // namespace tb::train

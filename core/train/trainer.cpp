@@ -305,6 +305,9 @@ common::Result<TrainOutcome> TrainingRun::run(const std::string& resumeDir)
         t.schedule, t.learningRate, warmupStepsFor(t, m_totalSteps), m_totalSteps);
 
     writeRunStart(!resumeDir.empty());
+    // Step events report the peak of training, not of loading (a bf16 run
+    // reads the fp32 weights first).
+    resetPeakResidentMemory();
     const auto loopStart = Clock::now();
     try {
         if (resumeDir.empty())

@@ -1,0 +1,299 @@
+// Training throughput and memory of a ~15M-parameter Llama (the stories15M
+// shape of llama2.c, random weights) on this CPU, against two references
+// measured in the same run:
+//  - speed: the CPU's own matrix-multiply rate (a 1024^3 matmul in the
+//    compute dtype, timed alternately with the steps so both see the same
+//    load). The ratio is the share of what this machine's BLAS can do that a
+//    whole training step achieves.
+//  - memory: the planner's per-GPU prediction (tb::plan::estimatePlan) for
+//    the same model, method, precision, batch and sequence, against the
+//    growth of this process's resident memory (VmHWM minus the RSS before
+//    the model existed). Each case runs in a child process so that each
+//    peak is its own.
+//
+//   bench_train_step [threads] [batch] [tokens] [steps]
+//
+// Model FLOPs per token, forward: 2 N_matmul + 4 L d T (PaLM appendix B:
+// every weight used in a matmul, the tied output projection included, plus
+// Q K^T and P V). A full fine-tune step is 3 forwards (backward = 2); LoRA
+// skips the frozen weights' gradients: 2 forwards (LIBTORCH.md). Activation
+// checkpointing adds one forward of hardware work, not of model FLOPs.
+
+#include "common/atomic_file.h"
+#include "data/batch.h"
+#include "plan/catalog.h"
+#include "plan/estimator.h"
+#include "train/llama_model.h"
+#include "train/model_loader.h"
+#include "train/process_memory.h"
+#include "train/train_step.h"
+#include "train/training_session.h"
+
+#include <torch/version.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using namespace tb;
+using namespace tb::train;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> values)
+{
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+}
+
+template <typename Fn> double timed(Fn&& fn)
+{
+    const auto start = Clock::now();
+    fn();
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+LlamaConfig stories15mShape()
+{
+    LlamaConfig config;
+    config.modelType = "llama";
+    config.architecture = "LlamaForCausalLM";
+    config.vocabSize = 32000;
+    config.hiddenSize = 288;
+    config.intermediateSize = 768;
+    config.numLayers = 6;
+    config.numHeads = 6;
+    config.numKvHeads = 6;
+    config.headDim = 48;
+    config.maxPositionEmbeddings = 1024;
+    config.rmsNormEps = 1e-5;
+    config.tieWordEmbeddings = true;
+    return config;
+}
+
+std::string configJson(const LlamaConfig& c)
+{
+    char text[1024];
+    std::snprintf(text, sizeof text,
+        R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","vocab_size":%lld,)"
+        R"("hidden_size":%lld,"intermediate_size":%lld,"num_hidden_layers":%lld,)"
+        R"("num_attention_heads":%lld,"num_key_value_heads":%lld,"head_dim":%lld,)"
+        R"("max_position_embeddings":%lld,"rms_norm_eps":1e-05,"rope_theta":10000.0,)"
+        R"("tie_word_embeddings":true,"hidden_act":"silu","torch_dtype":"float32"})",
+        (long long)c.vocabSize, (long long)c.hiddenSize, (long long)c.intermediateSize,
+        (long long)c.numLayers, (long long)c.numHeads, (long long)c.numKvHeads,
+        (long long)c.headDim, (long long)c.maxPositionEmbeddings);
+    return text;
+}
+
+double forwardFlopsPerToken(const LlamaConfig& c, std::int64_t tokens)
+{
+    const double q = double(c.numHeads * c.headDim);
+    const double kv = double(c.numKvHeads * c.headDim);
+    const double h = double(c.hiddenSize);
+    const double perLayer = h * q + 2 * h * kv + q * h + 3 * h * double(c.intermediateSize);
+    const double matmulWeights = double(c.numLayers) * perLayer + double(c.vocabSize) * h;
+    return 2.0 * matmulWeights + 4.0 * double(c.numLayers) * q * double(tokens);
+}
+
+struct Case {
+    const char* name;
+    config::Method method;
+    config::Precision precision;
+    bool checkpointing;
+};
+
+const Case kCases[] = {
+    {"full fp32", config::Method::Full, config::Precision::Fp32, false},
+    {"full fp32 +ckpt", config::Method::Full, config::Precision::Fp32, true},
+    {"full bf16-mixed", config::Method::Full, config::Precision::Bf16Mixed, false},
+    {"lora r16 fp32", config::Method::Lora, config::Precision::Fp32, false},
+    {"lora r16 bf16-mix", config::Method::Lora, config::Precision::Bf16Mixed, true},
+};
+
+struct Settings {
+    int threads = 0;
+    std::int64_t batch = 4;
+    std::int64_t tokens = 256;
+    int steps = 5;
+};
+
+// The planner's prediction for the case: per-GPU total, and the part that
+// is not CUDA context or allocator slack (what a CPU process also holds).
+std::pair<double, double> plannerBytes(
+    const Case& c, const Settings& s, const std::string& configPath)
+{
+    auto catalog = plan::Catalog::load(TB_SOURCE_DIR "/presets");
+    if (!catalog) {
+        std::fprintf(stderr, "planner: %s\n", catalog.error().toString().c_str());
+        return {-1, -1};
+    }
+    plan::PlanInput input;
+    input.model = configPath;
+    input.method = c.method == config::Method::Full ? plan::Method::Full : plan::Method::Lora;
+    input.precision = c.precision == config::Precision::Fp32 ? plan::Precision::Fp32
+        : c.precision == config::Precision::Bf16             ? plan::Precision::Bf16
+                                                             : plan::Precision::Bf16Mixed;
+    input.lora.rank = 16;
+    input.lora.alpha = 32;
+    input.gradientCheckpointing = c.checkpointing;
+    // LibTorch 1.13's CPU attention is the math kernel: it stores the scores.
+    input.attention = plan::Attention::Eager;
+    input.loss = plan::LossMode::Fused; // our chunked loss never holds the whole logits
+    input.microBatch = static_cast<int>(s.batch);
+    input.seqLen = static_cast<int>(s.tokens);
+    input.gradAccum = 1;
+    input.vmSize = "";
+    input.gpu = "A100-80GB-SXM";
+    input.cudaContextGiB = 0.001;
+    auto spec = catalog->resolveModel(configPath);
+    const plan::GpuSpec* gpu = catalog->findGpu(input.gpu);
+    if (!spec || !gpu) {
+        std::fprintf(stderr, "planner: %s\n",
+            !spec ? spec.error().toString().c_str() : "no GPU A100-80GB-SXM in the catalog");
+        return {-1, -1};
+    }
+    const plan::PlanResult result = plan::estimatePlan(input, *spec, *gpu, nullptr, {false});
+    double withoutGpuOverhead = 0;
+    for (const auto& component : result.memory) {
+        if (component.category != plan::MemoryCategory::Overhead)
+            withoutGpuOverhead += component.bytes;
+    }
+    return {result.perGpuBytes, withoutGpuOverhead};
+}
+
+int runCase(const Case& c, const Settings& s, const std::string& configPath)
+{
+    setComputeThreads(s.threads);
+    torch::ones({8}).sum(); // LibTorch initialised before the baseline
+    const ProcessMemory before = processMemory();
+
+    const LlamaConfig shape = stories15mShape();
+    TrainingSession session;
+    session.config.method = c.method;
+    session.config.precision = c.precision;
+    session.config.activationCheckpointing = c.checkpointing;
+    session.config.lora.rank = 16;
+    session.config.lora.alpha = 32;
+    session.config.lora.dropout = 0.0;
+    {
+        auto base = createCausalLm(shape, ComputeDType::Float32);
+        base->initializeRandom(1);
+        if (auto status = prepareTrainableModel(session, base); !status) {
+            std::fprintf(stderr, "%s\n", status.error().toString().c_str());
+            return 1;
+        }
+    }
+    // Fixed-length rows of random ids, every token trained.
+    std::vector<data::TokenizedExample> rows(static_cast<size_t>(s.batch));
+    torch::manual_seed(3);
+    for (auto& row : rows) {
+        const torch::Tensor ids = torch::randint(shape.vocabSize, {s.tokens}, torch::kInt);
+        row.inputIds.assign(ids.data_ptr<int>(), ids.data_ptr<int>() + s.tokens);
+        row.labels = row.inputIds;
+    }
+    std::vector<size_t> all(rows.size());
+    for (size_t i = 0; i < all.size(); ++i)
+        all[i] = i;
+    const data::Batch batch = data::collate(rows, all, {rows.size(), 0, 0});
+
+    const ProcessMemory setup = processMemory();
+    resetPeakResidentMemory(); // from here on, the peak of the steps
+
+    const auto type = c.precision == config::Precision::Fp32 ? torch::kFloat : torch::kBFloat16;
+    const std::int64_t n = 1024;
+    const torch::Tensor a = torch::randn({n, n}).to(type);
+    const torch::Tensor b = torch::randn({n, n}).to(type);
+    torch::matmul(a, b);
+    trainStep(*session.model, *session.parameters, *session.optimizer, {batch}, 1e-4, 1.0);
+    std::vector<double> stepTimes, matmulTimes;
+    for (int i = 0; i < s.steps; ++i) {
+        stepTimes.push_back(timed([&] {
+            trainStep(*session.model, *session.parameters, *session.optimizer, {batch}, 1e-4, 1.0);
+        }));
+        matmulTimes.push_back(timed([&] { torch::matmul(a, b); }));
+    }
+    const ProcessMemory after = processMemory();
+    const double tokensPerStep = double(s.batch * s.tokens);
+    const double tokensPerSecond = tokensPerStep / median(stepTimes);
+    const double forward = forwardFlopsPerToken(shape, s.tokens);
+    const double modelFlops = (c.method == config::Method::Full ? 3.0 : 2.0) * forward;
+    const double hardwareFlops = modelFlops + (c.checkpointing ? forward : 0.0);
+    const double matmul = 2.0 * double(n * n * n) / median(matmulTimes);
+    const auto [plannerTotal, plannerStates] = plannerBytes(c, s, configPath);
+    const double mib = 1048576.0;
+    std::printf("%-18s %8.0f %8.1f %8.1f %8.1f %6.1f%% %8.0f %8.0f %8.0f %8.0f %8.0f\n", c.name,
+        tokensPerSecond, tokensPerSecond * modelFlops / 1e9, tokensPerSecond * hardwareFlops / 1e9,
+        matmul / 1e9, 100.0 * tokensPerSecond * hardwareFlops / matmul,
+        double(before.residentBytes) / mib,
+        double(setup.peakResidentBytes - before.residentBytes) / mib,
+        double(after.peakResidentBytes - before.residentBytes) / mib, plannerStates / mib,
+        plannerTotal / mib);
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    Settings s;
+    int caseIndex = -1;
+    std::string configPath;
+    std::vector<std::string> positional;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--case") == 0 && i + 1 < argc)
+            caseIndex = std::atoi(argv[++i]);
+        else if (std::strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+            configPath = argv[++i];
+        else
+            positional.emplace_back(argv[i]);
+    }
+    s.threads = positional.size() > 0 ? std::atoi(positional[0].c_str())
+                                      : int(std::max(1u, std::thread::hardware_concurrency()));
+    if (positional.size() > 1)
+        s.batch = std::atoll(positional[1].c_str());
+    if (positional.size() > 2)
+        s.tokens = std::atoll(positional[2].c_str());
+    if (positional.size() > 3)
+        s.steps = std::max(1, std::atoi(positional[3].c_str()));
+
+    if (caseIndex >= 0)
+        return runCase(kCases[caseIndex], s, configPath);
+    // The planner reads the model from a config.json, as a user would give it.
+    const std::string dir = std::filesystem::temp_directory_path().string() + "/bench_train_step_"
+        + std::to_string(::getpid());
+    configPath = dir + "/config.json";
+
+    std::filesystem::create_directories(dir);
+    common::writeFileAtomic(configPath, configJson(stories15mShape()));
+    std::printf("LibTorch %s, %d threads; stories15M shape (%.2f M parameters), random weights; "
+                "batch %lld x %lld tokens, median of %d steps\n",
+        TORCH_VERSION, s.threads, double(stories15mShape().parameterCount()) / 1e6,
+        (long long)s.batch, (long long)s.tokens, s.steps);
+    std::printf("model GFLOP/s counts 6N (full) or 4N (LoRA) + attention; hw adds the recompute; "
+                "ratio = hw / matmul\nmemory in MiB: the RSS before the model, the peak growth "
+                "above it, the planner's prediction without and with the GPU-only overhead\n\n");
+    std::printf("%-18s %8s %8s %8s %8s %7s %8s %8s %8s %8s %8s\n", "case", "tokens/s", "model GF",
+        "hw GF", "matmul", "ratio", "base", "setup+", "steps+", "plan", "plan+gpu");
+    std::fflush(stdout);
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    for (size_t i = 0; i < std::size(kCases); ++i) {
+        const std::string command = "'" + self + "' --config '" + configPath + "' --case "
+            + std::to_string(i) + " " + std::to_string(s.threads) + " " + std::to_string(s.batch)
+            + " " + std::to_string(s.tokens) + " " + std::to_string(s.steps);
+        if (std::system(command.c_str()) != 0)
+            std::printf("%-18s failed\n", kCases[i].name);
+        std::fflush(stdout);
+    }
+    std::filesystem::remove_all(dir);
+    return 0;
+}
