@@ -1,5 +1,6 @@
 #include "plan/explain.h"
 #include "plan/memory_parts.h"
+#include "plan/memory_sources.h"
 #include "plan/plan_context.h"
 
 #include "common/units.h"
@@ -12,33 +13,6 @@
 namespace tb::plan::detail {
 
 namespace {
-
-constexpr const char* kSrcZero =
-    "ZeRO (Rajbhandari et al. 2020) Sec. 3: mixed-precision Adam keeps 2+2+12 bytes/param";
-constexpr const char* kSrcDeepSpeed = "DeepSpeed estimate_zero2/zero3_model_states_mem_needs";
-constexpr const char* kSrcFsdp = "PyTorch FSDP docs: ShardingStrategy, MixedPrecision, CPUOffload";
-constexpr const char* kSrcDdp = "PyTorch DDP docs: gradient_as_bucket_view";
-constexpr const char* kSrcLora = "LoRA (Hu et al. 2021): r x (d_in + d_out) per adapted matrix";
-constexpr const char* kSrcQlora =
-    "QLoRA (Dettmers et al. 2023) Sec. 2: NF4, blocks of 64, double quantization";
-constexpr const char* kSrcAct =
-    "Korthikanti et al. 2022 Sec. 4, per tensor for Llama blocks (docs/PLANNER.md)";
-constexpr const char* kSrcEager =
-    "Korthikanti et al. 2022 Sec. 4: 5as^2b with dropout; here fp32 softmax + 16-bit probabilities";
-constexpr const char* kSrcLoss = "docs/PLANNER.md, Logits: HF ForCausalLMLoss / torchtune "
-                                 "CEWithChunkedOutputLoss / Liger fused CE";
-constexpr const char* kSrcContext =
-    "non-PyTorch memory in CUDA OOM reports (about 0.5 GiB, docs/PLANNER.md)";
-constexpr const char* kSrcAllocator =
-    "PyTorch caching allocator: reserved but unallocated (docs/PLANNER.md)";
-constexpr const char* kSrcOptimizer =
-    "docs/PLANNER.md, Optimizer states (Adam, bnb 8-bit, SGD, Adafactor)";
-
-constexpr double kDeepSpeedReduceBucket = 5e8; // reduce_bucket_size default (elements)
-constexpr double kDeepSpeedPrefetchBucket = 5e7; // stage3_prefetch_bucket_size default (elements)
-constexpr double kCudaContextGiB = 0.5;
-constexpr double kNcclGiB = 0.25;
-constexpr double kAllocatorFraction = 0.05;
 
 const char* optimizerName(Optimizer o)
 {

@@ -1,0 +1,39 @@
+#pragma once
+
+// Sources cited by the memory model's explanations, and the framework
+// defaults it assumes; docs/PLANNER.md gives each in full. Shared by the
+// model-states half (memory_model.cpp) and the transients (activation_memory.cpp).
+namespace tb::plan::detail {
+
+inline constexpr const char* kSrcZero =
+    "ZeRO (Rajbhandari et al. 2020) Sec. 3: mixed-precision Adam keeps 2+2+12 bytes/param";
+inline constexpr const char* kSrcDeepSpeed =
+    "DeepSpeed estimate_zero2/zero3_model_states_mem_needs";
+inline constexpr const char* kSrcFsdp =
+    "PyTorch FSDP docs: ShardingStrategy, MixedPrecision, CPUOffload";
+inline constexpr const char* kSrcDdp = "PyTorch DDP docs: gradient_as_bucket_view";
+inline constexpr const char* kSrcLora =
+    "LoRA (Hu et al. 2021): r x (d_in + d_out) per adapted matrix";
+inline constexpr const char* kSrcQlora =
+    "QLoRA (Dettmers et al. 2023) Sec. 2: NF4, blocks of 64, double quantization";
+inline constexpr const char* kSrcAct =
+    "Korthikanti et al. 2022 Sec. 4, per tensor for Llama blocks (docs/PLANNER.md)";
+inline constexpr const char* kSrcEager =
+    "Korthikanti et al. 2022 Sec. 4: 5as^2b with dropout; here fp32 softmax + 16-bit probabilities";
+inline constexpr const char* kSrcLoss = "docs/PLANNER.md, Logits: HF ForCausalLMLoss / torchtune "
+                                        "CEWithChunkedOutputLoss / Liger fused CE";
+inline constexpr const char* kSrcContext =
+    "non-PyTorch memory in CUDA OOM reports (about 0.5 GiB, docs/PLANNER.md)";
+inline constexpr const char* kSrcAllocator =
+    "PyTorch caching allocator: reserved but unallocated (docs/PLANNER.md)";
+inline constexpr const char* kSrcOptimizer =
+    "docs/PLANNER.md, Optimizer states (Adam, bnb 8-bit, SGD, Adafactor)";
+
+inline constexpr double kDeepSpeedReduceBucket = 5e8; // reduce_bucket_size default (elements)
+inline constexpr double kDeepSpeedPrefetchBucket =
+    5e7; // stage3_prefetch_bucket_size default (elements)
+inline constexpr double kCudaContextGiB = 0.5;
+inline constexpr double kNcclGiB = 0.25;
+inline constexpr double kAllocatorFraction = 0.05;
+
+} // namespace tb::plan::detail
