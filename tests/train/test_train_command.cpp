@@ -70,6 +70,14 @@ std::string bytesOf(const std::string& path)
     return content ? *content : std::string();
 }
 
+int countFolders(const std::string& dir)
+{
+    int count = 0;
+    for (const auto& entry : fs::directory_iterator(dir))
+        count += entry.is_directory() ? 1 : 0;
+    return count;
+}
+
 // A LoRA or full run config on stories260K and the demo instructions.
 std::string writeConfig(const QTemporaryDir& dir, const std::string& name, const std::string& body)
 {
@@ -206,6 +214,9 @@ private slots:
             QVERIFY(!a.empty());
             QVERIFY2(a == b, file);
         }
+        // keep_last: 2 of the six checkpoints remain, the newest.
+        QCOMPARE(countFolders(straight + "/checkpoints"), 2);
+        QVERIFY(fs::exists(straight + "/checkpoints/step-00000010"));
         const auto lastLoss = [](const std::string& runDir) {
             return ofType(events(runDir), "step").back()["loss"].get<double>();
         };

@@ -18,6 +18,8 @@
 // Q K^T and P V). A full fine-tune step is 3 forwards (backward = 2); LoRA
 // skips the frozen weights' gradients: 2 forwards (LIBTORCH.md). Activation
 // checkpointing adds one forward of hardware work, not of model FLOPs.
+// Memory is also split by phase (setup, forward + backward, update) with
+// VmHWM restarted between phases (resetPeakResidentMemory).
 
 #include "common/atomic_file.h"
 #include "data/batch.h"
@@ -127,15 +129,22 @@ struct Settings {
     int steps = 5;
 };
 
-// The planner's prediction for the case: per-GPU total, and the part that
-// is not CUDA context or allocator slack (what a CPU process also holds).
-std::pair<double, double> plannerBytes(
-    const Case& c, const Settings& s, const std::string& configPath)
+// The planner's prediction for the case, per GPU: model states (weights,
+// gradients, optimizer), activations (with attention scores and logits),
+// and the total with and without its GPU-only overhead.
+struct PlannerBytes {
+    double states = -1;
+    double activations = -1;
+    double withoutGpuOverhead = -1;
+    double total = -1;
+};
+
+PlannerBytes plannerBytes(const Case& c, const Settings& s, const std::string& configPath)
 {
     auto catalog = plan::Catalog::load(TB_SOURCE_DIR "/presets");
     if (!catalog) {
         std::fprintf(stderr, "planner: %s\n", catalog.error().toString().c_str());
-        return {-1, -1};
+        return {};
     }
     plan::PlanInput input;
     input.model = configPath;
@@ -145,6 +154,7 @@ std::pair<double, double> plannerBytes(
                                                              : plan::Precision::Bf16Mixed;
     input.lora.rank = 16;
     input.lora.alpha = 32;
+    input.lora.dropout = 0.0;
     input.gradientCheckpointing = c.checkpointing;
     // LibTorch 1.13's CPU attention is the math kernel: it stores the scores.
     input.attention = plan::Attention::Eager;
@@ -160,15 +170,18 @@ std::pair<double, double> plannerBytes(
     if (!spec || !gpu) {
         std::fprintf(stderr, "planner: %s\n",
             !spec ? spec.error().toString().c_str() : "no GPU A100-80GB-SXM in the catalog");
-        return {-1, -1};
+        return {};
     }
     const plan::PlanResult result = plan::estimatePlan(input, *spec, *gpu, nullptr, {false});
-    double withoutGpuOverhead = 0;
-    for (const auto& component : result.memory) {
-        if (component.category != plan::MemoryCategory::Overhead)
-            withoutGpuOverhead += component.bytes;
-    }
-    return {result.perGpuBytes, withoutGpuOverhead};
+    PlannerBytes out;
+    out.total = result.perGpuBytes;
+    out.states = result.categoryBytes(plan::MemoryCategory::Weights)
+        + result.categoryBytes(plan::MemoryCategory::Gradients)
+        + result.categoryBytes(plan::MemoryCategory::Optimizer);
+    out.activations = result.categoryBytes(plan::MemoryCategory::Activations)
+        + result.categoryBytes(plan::MemoryCategory::Logits);
+    out.withoutGpuOverhead = out.total - result.categoryBytes(plan::MemoryCategory::Overhead);
+    return out;
 }
 
 int runCase(const Case& c, const Settings& s, const std::string& configPath)
@@ -206,15 +219,25 @@ int runCase(const Case& c, const Settings& s, const std::string& configPath)
         all[i] = i;
     const data::Batch batch = data::collate(rows, all, {rows.size(), 0, 0});
 
+    // Memory by phase: what setup leaves resident (the model states), the
+    // transient peak of a forward + backward above it, and of the update.
     const ProcessMemory setup = processMemory();
-    resetPeakResidentMemory(); // from here on, the peak of the steps
+    resetPeakResidentMemory();
+    accumulateStepGradients(*session.model, *session.parameters, {batch});
+    const ProcessMemory backward = processMemory();
+    resetPeakResidentMemory();
+    session.parameters->clipGradientNorm(1.0);
+    session.optimizer->step(1e-4);
+    session.parameters->copyMasterToModel();
+    session.parameters->zeroGradients();
+    const ProcessMemory update = processMemory();
+    resetPeakResidentMemory(); // from here on, the peak of whole steps
 
     const auto type = c.precision == config::Precision::Fp32 ? torch::kFloat : torch::kBFloat16;
     const std::int64_t n = 1024;
     const torch::Tensor a = torch::randn({n, n}).to(type);
     const torch::Tensor b = torch::randn({n, n}).to(type);
     torch::matmul(a, b);
-    trainStep(*session.model, *session.parameters, *session.optimizer, {batch}, 1e-4, 1.0);
     std::vector<double> stepTimes, matmulTimes;
     for (int i = 0; i < s.steps; ++i) {
         stepTimes.push_back(timed([&] {
@@ -229,15 +252,19 @@ int runCase(const Case& c, const Settings& s, const std::string& configPath)
     const double modelFlops = (c.method == config::Method::Full ? 3.0 : 2.0) * forward;
     const double hardwareFlops = modelFlops + (c.checkpointing ? forward : 0.0);
     const double matmul = 2.0 * double(n * n * n) / median(matmulTimes);
-    const auto [plannerTotal, plannerStates] = plannerBytes(c, s, configPath);
+    std::printf("S %-18s %8.0f %8.1f %8.1f %9.1f %6.1f%%\n", c.name, tokensPerSecond,
+        tokensPerSecond * modelFlops / 1e9, tokensPerSecond * hardwareFlops / 1e9, matmul / 1e9,
+        100.0 * tokensPerSecond * hardwareFlops / matmul);
+    const PlannerBytes planner = plannerBytes(c, s, configPath);
     const double mib = 1048576.0;
-    std::printf("%-18s %8.0f %8.1f %8.1f %8.1f %6.1f%% %8.0f %8.0f %8.0f %8.0f %8.0f\n", c.name,
-        tokensPerSecond, tokensPerSecond * modelFlops / 1e9, tokensPerSecond * hardwareFlops / 1e9,
-        matmul / 1e9, 100.0 * tokensPerSecond * hardwareFlops / matmul,
-        double(before.residentBytes) / mib,
-        double(setup.peakResidentBytes - before.residentBytes) / mib,
-        double(after.peakResidentBytes - before.residentBytes) / mib, plannerStates / mib,
-        plannerTotal / mib);
+    auto above = [&](std::int64_t bytes, std::int64_t base) { return double(bytes - base) / mib; };
+    std::printf("M %-18s %7.0f %7.0f %7.0f %7.0f %7.0f %7.0f | %7.0f %7.0f %7.0f %7.0f\n", c.name,
+        double(before.residentBytes) / mib, above(setup.peakResidentBytes, before.residentBytes),
+        above(setup.residentBytes, before.residentBytes),
+        above(backward.peakResidentBytes, setup.residentBytes),
+        above(update.peakResidentBytes, backward.residentBytes),
+        above(after.peakResidentBytes, before.residentBytes), planner.states / mib,
+        planner.activations / mib, planner.withoutGpuOverhead / mib, planner.total / mib);
     return 0;
 }
 
@@ -279,21 +306,38 @@ int main(int argc, char** argv)
                 "batch %lld x %lld tokens, median of %d steps\n",
         TORCH_VERSION, s.threads, double(stories15mShape().parameterCount()) / 1e6,
         (long long)s.batch, (long long)s.tokens, s.steps);
-    std::printf("model GFLOP/s counts 6N (full) or 4N (LoRA) + attention; hw adds the recompute; "
-                "ratio = hw / matmul\nmemory in MiB: the RSS before the model, the peak growth "
-                "above it, the planner's prediction without and with the GPU-only overhead\n\n");
-    std::printf("%-18s %8s %8s %8s %8s %7s %8s %8s %8s %8s %8s\n", "case", "tokens/s", "model GF",
-        "hw GF", "matmul", "ratio", "base", "setup+", "steps+", "plan", "plan+gpu");
-    std::fflush(stdout);
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    std::vector<std::string> speed, memory;
     for (size_t i = 0; i < std::size(kCases); ++i) {
         const std::string command = "'" + self + "' --config '" + configPath + "' --case "
             + std::to_string(i) + " " + std::to_string(s.threads) + " " + std::to_string(s.batch)
             + " " + std::to_string(s.tokens) + " " + std::to_string(s.steps);
-        if (std::system(command.c_str()) != 0)
-            std::printf("%-18s failed\n", kCases[i].name);
-        std::fflush(stdout);
+        FILE* child = ::popen(command.c_str(), "r");
+        char line[512];
+        bool any = false;
+        while (child && std::fgets(line, sizeof line, child)) {
+            (line[0] == 'S' ? speed : memory).push_back(line + 2);
+            any = true;
+        }
+        if (!child || ::pclose(child) != 0 || !any)
+            speed.push_back(std::string(kCases[i].name) + " failed\n");
     }
+    std::printf("\nSpeed. model GF: GFLOP/s counting 6N (full) or 4N (LoRA) plus attention "
+                "per token; hw GF adds\nthe recompute of checkpointing; ratio: hw GF over the "
+                "matmul rate measured alongside.\n\n");
+    std::printf("%-18s %8s %8s %8s %9s %7s\n", "case", "tokens/s", "model GF", "hw GF", "matmul GF",
+        "ratio");
+    for (const std::string& line : speed)
+        std::printf("%s", line.c_str());
+    std::printf("\nMemory, MiB. base: RSS before the model; setup^ and setup: setup's peak and "
+                "what it leaves\nresident, above base; fwd+bwd: transient peak of a forward "
+                "and backward above that; update: of\nclip + AdamW; steps: peak of whole steps "
+                "above base. Planner, per GPU: model states,\nactivations + logits, total "
+                "without and with its GPU-only overhead (CUDA context, slack).\n\n");
+    std::printf("%-18s %7s %7s %7s %7s %7s %7s | %7s %7s %7s %7s\n", "case", "base", "setup^",
+        "setup", "fwd+bwd", "update", "steps", "states", "activ.", "total", "+gpu");
+    for (const std::string& line : memory)
+        std::printf("%s", line.c_str());
     std::filesystem::remove_all(dir);
     return 0;
 }
