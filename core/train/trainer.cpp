@@ -425,6 +425,18 @@ common::Result<TrainOutcome> runTraining(
         return events.error();
 
     auto session = buildSession(config, options);
+    if (!session && options.stopRequested && options.stopRequested->load()) {
+        // Asked to stop while loading or preparing data: nothing was trained.
+        (*events)->write(metrics::EventType::RunEnd,
+            {{"status", "stopped"}, {"message", "stopped on request before training"},
+                {"steps", 0}});
+        (*events)->sync();
+        TrainOutcome outcome;
+        outcome.status = RunStatus::Stopped;
+        outcome.message = "stopped on request before training";
+        outcome.runDir = runDir;
+        return outcome;
+    }
     if (!session) {
         (*events)->write(metrics::EventType::Error, {{"message", session.error().toString()}});
         (*events)->write(metrics::EventType::RunEnd,

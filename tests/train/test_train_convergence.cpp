@@ -140,6 +140,17 @@ private slots:
         QVERIFY(std::filesystem::exists(outcome->lastCheckpoint + "/trainer_state.json"));
         QVERIFY(outcome->adapterDir.empty()); // exports are for finished runs
 
+        // Asked to stop before it starts: nothing trained, status stopped.
+        config::RunConfig other = config;
+        other.output.dir = dir.filePath("early").toStdString();
+        TrainerOptions early;
+        early.threads = 1;
+        early.stopRequested = &stop; // still set
+        const auto none = runTraining(other, early);
+        QVERIFY(none.ok());
+        QCOMPARE(none->status, RunStatus::Stopped);
+        QCOMPARE(none->steps, std::int64_t(0));
+
         // Resumed in process, it finishes the remaining steps.
         stop = false;
         trainer.progress = {};
