@@ -7,22 +7,21 @@
 #include "planner/component_model.h"
 #include "planner/plan_export.h"
 #include "planner/plan_form.h"
+#include "planner/plan_summary.h"
 #include "planner/recommendation_model.h"
 #include "planner/recommendation_runner.h"
+#include "planner/recommendations_panel.h"
+#include "planner/table_view.h"
 #include "planner/what_if_chart.h"
 
-#include <QCheckBox>
 #include <QComboBox>
-#include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QMessageBox>
-#include <QProgressBar>
 #include <QScrollArea>
-#include <QSpinBox>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QTableView>
@@ -39,11 +38,6 @@ QString qs(const std::string& text)
     return QString::fromStdString(text);
 }
 
-QString bytes(double value)
-{
-    return qs(common::formatBytes(value));
-}
-
 // The inputs the recommender's answer depends on: everything but the
 // hardware and strategy it sweeps itself.
 std::string recommendationKey(plan::PlanInput input)
@@ -57,19 +51,6 @@ std::string recommendationKey(plan::PlanInput input)
     return plan::planToYaml(input);
 }
 
-QTableView* makeTable(QWidget* parent, QAbstractItemModel* model)
-{
-    auto* view = new QTableView(parent);
-    view->setModel(model);
-    view->setSelectionBehavior(QAbstractItemView::SelectRows);
-    view->setSelectionMode(QAbstractItemView::SingleSelection);
-    view->setAlternatingRowColors(true);
-    view->verticalHeader()->setVisible(false);
-    view->verticalHeader()->setDefaultSectionSize(22);
-    view->horizontalHeader()->setHighlightSections(false);
-    view->setWordWrap(false);
-    return view;
-}
 
 } // namespace
 
@@ -113,10 +94,8 @@ PlannerPage::PlannerPage(QWidget* parent)
 
     m_runner = new RecommendationRunner(*m_catalog, this);
     connect(m_runner, &RecommendationRunner::finished, this, &PlannerPage::showRecommendation);
-    connect(m_runner, &RecommendationRunner::progressed, this, [this](int done, int total) {
-        m_recommendationProgress->setRange(0, total);
-        m_recommendationProgress->setValue(done);
-    });
+    connect(m_runner, &RecommendationRunner::progressed, m_recommendationsPanel,
+            &RecommendationsPanel::showProgress);
     m_recommendTimer = new QTimer(this);
     m_recommendTimer->setSingleShot(true);
     m_recommendTimer->setInterval(150); // let a spin box settle before sweeping
@@ -235,7 +214,10 @@ QWidget* PlannerPage::createResultsPanel()
 
     auto* tabs = new QTabWidget(panel);
     tabs->setObjectName(QStringLiteral("plannerTabs"));
-    tabs->addTab(createRecommendationsTab(), tr("Recommendations"));
+    m_recommendationsPanel = new RecommendationsPanel(tabs);
+    connect(m_recommendationsPanel, &RecommendationsPanel::optionChosen, this,
+            &PlannerPage::setInput);
+    tabs->addTab(m_recommendationsPanel, tr("Recommendations"));
     tabs->addTab(createWhatIfTab(), tr("What if"));
     tabs->addTab(createExplanationsTab(), tr("Explanations"));
 
@@ -274,103 +256,10 @@ QWidget* PlannerPage::createWhatIfTab()
     return tab;
 }
 
-QWidget* PlannerPage::createRecommendationsTab()
-{
-    auto* tab = new QWidget(this);
-    auto* layout = new QVBoxLayout(tab);
-    auto* filters = new QHBoxLayout;
-    m_maxNodes = new QSpinBox(tab);
-    m_maxNodes->setObjectName(QStringLiteral("maxNodesSpin"));
-    m_maxNodes->setRange(1, 16);
-    m_maxNodes->setValue(16);
-    m_maxHours = new QDoubleSpinBox(tab);
-    m_maxHours->setObjectName(QStringLiteral("maxHoursSpin"));
-    m_maxHours->setRange(0, 1e6);
-    m_maxHours->setSpecialValueText(tr("any"));
-    m_maxHours->setSuffix(tr(" h"));
-    m_maxCost = new QDoubleSpinBox(tab);
-    m_maxCost->setObjectName(QStringLiteral("maxCostSpin"));
-    m_maxCost->setRange(0, 1e9);
-    m_maxCost->setDecimals(0);
-    m_maxCost->setSpecialValueText(tr("any"));
-    m_maxCost->setPrefix(QStringLiteral("$"));
-    auto* bestPerVm = new QCheckBox(tr("best per VM size"), tab);
-    bestPerVm->setObjectName(QStringLiteral("bestPerVmCheck"));
-    bestPerVm->setToolTip(tr("Show only each VM size's best option (by the recommender's ranking)"));
-    m_recommendationProgress = new QProgressBar(tab);
-    m_recommendationProgress->setMaximumWidth(140);
-    m_recommendationProgress->setTextVisible(false);
-    m_recommendationStatus = new QLabel(tab);
-    m_recommendationStatus->setObjectName(QStringLiteral("recommendationStatus"));
-    filters->addWidget(new QLabel(tr("Max nodes"), tab));
-    filters->addWidget(m_maxNodes);
-    filters->addSpacing(12);
-    filters->addWidget(new QLabel(tr("Time budget"), tab));
-    filters->addWidget(m_maxHours);
-    filters->addSpacing(12);
-    filters->addWidget(new QLabel(tr("Max cost"), tab));
-    filters->addWidget(m_maxCost);
-    filters->addSpacing(12);
-    filters->addWidget(bestPerVm);
-    filters->addStretch(1);
-    // The sweep's progress and outcome on their own line, so narrow windows
-    // never cut them.
-    auto* statusRow = new QHBoxLayout;
-    m_recommendationProgress->setMaximumWidth(120);
-    m_recommendationProgress->setMaximumHeight(12);
-    statusRow->addWidget(m_recommendationStatus, 1);
-    statusRow->addWidget(m_recommendationProgress);
-
-    m_recommendations = new RecommendationModel(this);
-    m_recommendationFilter = new RecommendationFilterModel(this);
-    m_recommendationFilter->setSourceModel(m_recommendations);
-    m_recommendationView = makeTable(tab, m_recommendationFilter);
-    m_recommendationView->setObjectName(QStringLiteral("recommendationView"));
-    m_recommendationView->setSortingEnabled(true);
-    m_recommendationView->sortByColumn(RecommendationModel::Rank, Qt::AscendingOrder);
-    m_recommendationView->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_recommendationView->horizontalHeader()->setStretchLastSection(true);
-    connect(m_recommendationView, &QTableView::activated, this,
-            &PlannerPage::applyRecommendationRow);
-    connect(m_recommendationView, &QTableView::clicked, this, &PlannerPage::applyRecommendationRow);
-
-    m_rejected = new RejectedModel(this);
-    auto* rejectedView = makeTable(tab, m_rejected);
-    rejectedView->setObjectName(QStringLiteral("rejectedView"));
-    rejectedView->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    rejectedView->horizontalHeader()->setStretchLastSection(true);
-
-    connect(bestPerVm, &QCheckBox::toggled, m_recommendationFilter,
-            &RecommendationFilterModel::setBestPerVmSizeOnly);
-    bestPerVm->setChecked(true);
-    connect(m_maxNodes, &QSpinBox::valueChanged, m_recommendationFilter,
-            &RecommendationFilterModel::setMaxNodes);
-    connect(m_maxHours, &QDoubleSpinBox::valueChanged, m_recommendationFilter,
-            &RecommendationFilterModel::setMaxHours);
-    connect(m_maxCost, &QDoubleSpinBox::valueChanged, m_recommendationFilter,
-            &RecommendationFilterModel::setMaxCostUsd);
-
-    auto* split = new QSplitter(Qt::Vertical, tab);
-    split->addWidget(m_recommendationView);
-    auto* rejectedBox = new QWidget(split);
-    auto* rejectedLayout = new QVBoxLayout(rejectedBox);
-    rejectedLayout->setContentsMargins(0, 4, 0, 0);
-    rejectedLayout->addWidget(new QLabel(tr("Rejected options and why"), rejectedBox));
-    rejectedLayout->addWidget(rejectedView);
-    split->addWidget(rejectedBox);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 1);
-
-    layout->addLayout(filters);
-    layout->addLayout(statusRow);
-    layout->addWidget(split, 1);
-    return tab;
-}
-
 QWidget* PlannerPage::createExplanationsTab()
 {
     m_components = new ComponentModel(this);
-    auto* view = makeTable(this, m_components);
+    auto* view = makeResultTable(this, m_components);
     view->setObjectName(QStringLiteral("explanationView"));
     // Fixed widths: measuring every explanation's text on each keystroke
     // would cost more than the whole estimate.
@@ -426,30 +315,10 @@ void PlannerPage::recompute()
     }
 
     const plan::PlanResult& r = *m_result;
-    m_verdict->setText(r.fits ? tr("Fits: %1 of %2 per GPU").arg(bytes(r.perGpuBytes),
-                                                                   bytes(r.usableBytes))
-                              : tr("Does not fit: %1 needed, %2 usable per GPU")
-                                    .arg(bytes(r.perGpuBytes), bytes(r.usableBytes)));
+    m_verdict->setText(planVerdict(r));
     m_verdict->setStyleSheet(r.fits ? QStringLiteral("QLabel { color: #267a3a; }")
                                     : QStringLiteral("QLabel { color: #c01c28; }"));
-    QString details = tr("%1 · %2 params (%3 trainable) · %4 GPU(s): %5 node(s) x %6 %7<br>"
-                         "%8 · step %9 · %10 for %11 tokens%12")
-                          .arg(qs(r.modelName), qs(common::formatCount(double(r.paramsTotal))),
-                               qs(common::formatCount(double(r.paramsTrainable))))
-                          .arg(r.worldSize)
-                          .arg(r.nodes)
-                          .arg(r.gpusPerNode)
-                          .arg(qs(r.gpuId) + (r.vmSize.empty() ? QString()
-                                                               : QStringLiteral(" (%1)").arg(qs(r.vmSize))),
-                               qs(common::formatRate(r.tokensPerSecond, "tokens")),
-                               qs(common::formatDuration(r.stepSeconds)),
-                               qs(common::formatDuration(r.hours * 3600.0)),
-                               qs(common::formatCount(r.trainingTokens)),
-                               r.costKnown ? tr(" · cost %1").arg(qs(common::formatMoney(r.costUsd)))
-                                           : tr(" · no price known"));
-    for (const std::string& warning : r.warnings)
-        details += QStringLiteral("<br>⚠ %1").arg(qs(warning).toHtmlEscaped());
-    m_details->setText(details);
+    m_details->setText(planDetailsHtml(r));
 
     m_breakdown->setResult(r);
     m_components->setResult(r);
@@ -517,7 +386,7 @@ void PlannerPage::startRecommendations()
         return;
     }
     m_recommendationKey = key;
-    m_recommendationStatus->setText(tr("Searching Azure VM sizes…"));
+    m_recommendationsPanel->showSearching();
     plan::RecommendOptions options;
     options.maxNodes = 16;
     m_runner->start(m_form->input(), *m_model, options);
@@ -527,21 +396,8 @@ void PlannerPage::showRecommendation(const plan::Recommendation& recommendation)
 {
     m_recommendation = recommendation;
     m_recommendationsPending = m_recommendTimer->isActive();
-    m_recommendations->setRecommendation(recommendation);
-    m_rejected->setRejected(recommendation.rejected);
-    m_recommendationStatus->setText(tr("%1 fit, %2 rejected, %3 plans tried")
-                                        .arg(recommendation.options.size())
-                                        .arg(recommendation.rejected.size())
-                                        .arg(recommendation.evaluated));
+    m_recommendationsPanel->setRecommendation(recommendation);
     emit recommendationsUpdated();
-}
-
-void PlannerPage::applyRecommendationRow(const QModelIndex& proxyIndex)
-{
-    const QModelIndex source = m_recommendationFilter->mapToSource(proxyIndex);
-    const plan::RecommendedOption* option = m_recommendations->option(source.row());
-    if (option)
-        setInput(option->input);
 }
 
 void PlannerPage::saveToSettings() const
@@ -611,6 +467,26 @@ common::Status PlannerPage::exportRecommendationsCsv(const QString& path) const
     if (!m_recommendation)
         return common::Error{"the recommendations are not computed yet", {}};
     return writeTextFile(path, recommendationsCsv(*m_recommendation));
+}
+
+RecommendationModel* PlannerPage::recommendationModel() const
+{
+    return m_recommendationsPanel ? m_recommendationsPanel->model() : nullptr;
+}
+
+RecommendationFilterModel* PlannerPage::recommendationFilter() const
+{
+    return m_recommendationsPanel ? m_recommendationsPanel->filter() : nullptr;
+}
+
+RejectedModel* PlannerPage::rejectedModel() const
+{
+    return m_recommendationsPanel ? m_recommendationsPanel->rejectedModel() : nullptr;
+}
+
+QTableView* PlannerPage::recommendationView() const
+{
+    return m_recommendationsPanel ? m_recommendationsPanel->view() : nullptr;
 }
 
 } // namespace tb::ui

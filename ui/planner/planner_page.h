@@ -24,6 +24,7 @@ class PlanForm;
 class RecommendationFilterModel;
 class RecommendationModel;
 class RecommendationRunner;
+class RecommendationsPanel;
 class RejectedModel;
 class WhatIfChart;
 
@@ -47,10 +48,10 @@ public:
     PlanForm* form() const { return m_form; }
     BreakdownChart* breakdownChart() const { return m_breakdown; }
     WhatIfChart* whatIfChart() const { return m_whatIf; }
-    RecommendationModel* recommendationModel() const { return m_recommendations; }
-    RecommendationFilterModel* recommendationFilter() const { return m_recommendationFilter; }
-    RejectedModel* rejectedModel() const { return m_rejected; }
-    QTableView* recommendationView() const { return m_recommendationView; }
+    RecommendationModel* recommendationModel() const;
+    RecommendationFilterModel* recommendationFilter() const;
+    RejectedModel* rejectedModel() const;
+    QTableView* recommendationView() const;
     std::optional<int> largestFittingMicroBatch() const { return m_largestMicroBatch; }
     // True from an input change until the recommendations for it are shown.
     bool recommendationsPending() const { return m_recommendationsPending; }
@@ -74,13 +75,11 @@ private:
     QWidget* createToolBar();
     QWidget* createResultsPanel();
     QWidget* createWhatIfTab();
-    QWidget* createRecommendationsTab();
     QWidget* createExplanationsTab();
     void updateWhatIf();
     void scheduleRecommendations();
     void startRecommendations();
     void showRecommendation(const plan::Recommendation& recommendation);
-    void applyRecommendationRow(const QModelIndex& proxyIndex);
     void showError(const QString& message);
     void saveToSettings() const;
     void runFileAction(const QString& title, const common::Status& status);
@@ -104,15 +103,7 @@ private:
     WhatIfChart* m_whatIf = nullptr;
     QComboBox* m_whatIfAxisCombo = nullptr;
     QLabel* m_largestMicroBatchLabel = nullptr;
-    RecommendationModel* m_recommendations = nullptr;
-    RecommendationFilterModel* m_recommendationFilter = nullptr;
-    RejectedModel* m_rejected = nullptr;
-    QTableView* m_recommendationView = nullptr;
-    QLabel* m_recommendationStatus = nullptr;
-    QProgressBar* m_recommendationProgress = nullptr;
-    QSpinBox* m_maxNodes = nullptr;
-    QDoubleSpinBox* m_maxHours = nullptr;
-    QDoubleSpinBox* m_maxCost = nullptr;
+    RecommendationsPanel* m_recommendationsPanel = nullptr;
     ComponentModel* m_components = nullptr;
     RecommendationRunner* m_runner = nullptr;
     QTimer* m_recommendTimer = nullptr;

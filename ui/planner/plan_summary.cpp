@@ -1,0 +1,57 @@
+#include "planner/plan_summary.h"
+
+#include "common/units.h"
+
+#include <QCoreApplication>
+
+namespace tb::ui {
+
+namespace {
+
+QString qs(const std::string& text)
+{
+    return QString::fromStdString(text);
+}
+
+QString bytes(double value)
+{
+    return qs(common::formatBytes(value));
+}
+
+QString tr(const char* text)
+{
+    return QCoreApplication::translate("PlannerPage", text);
+}
+
+} // namespace
+
+QString planVerdict(const plan::PlanResult& r)
+{
+    return r.fits ? tr("Fits: %1 of %2 per GPU").arg(bytes(r.perGpuBytes), bytes(r.usableBytes))
+                  : tr("Does not fit: %1 needed, %2 usable per GPU")
+                        .arg(bytes(r.perGpuBytes), bytes(r.usableBytes));
+}
+
+QString planDetailsHtml(const plan::PlanResult& r)
+{
+    const QString hardware
+        = qs(r.gpuId) + (r.vmSize.empty() ? QString() : QStringLiteral(" (%1)").arg(qs(r.vmSize)));
+    const QString cost = r.costKnown ? tr(" · cost %1").arg(qs(common::formatMoney(r.costUsd)))
+                                     : tr(" · no price known");
+    QString details = tr("%1 · %2 params (%3 trainable) · %4 GPU(s): %5 node(s) x %6 %7<br>"
+                         "%8 · step %9 · %10 for %11 tokens%12")
+                          .arg(qs(r.modelName), qs(common::formatCount(double(r.paramsTotal))),
+                               qs(common::formatCount(double(r.paramsTrainable))))
+                          .arg(r.worldSize)
+                          .arg(r.nodes)
+                          .arg(r.gpusPerNode)
+                          .arg(hardware, qs(common::formatRate(r.tokensPerSecond, "tokens")),
+                               qs(common::formatDuration(r.stepSeconds)),
+                               qs(common::formatDuration(r.hours * 3600.0)),
+                               qs(common::formatCount(r.trainingTokens)), cost);
+    for (const std::string& warning : r.warnings)
+        details += QStringLiteral("<br>⚠ %1").arg(qs(warning).toHtmlEscaped());
+    return details;
+}
+
+} // namespace tb::ui
