@@ -1,7 +1,6 @@
 #include "planner/planner_page.h"
 
 #include "app_settings.h"
-#include "common/units.h"
 #include "plan/plan_file.h"
 #include "planner/breakdown_chart.h"
 #include "planner/component_model.h"
