@@ -1,5 +1,6 @@
 #include "about_dialog.h"
 #include "main_window.h"
+#include "planner/planner_page.h"
 
 #include <QApplication>
 #include <QDir>
@@ -41,6 +42,11 @@ private slots:
             QWidget* page = window.page(id);
             QVERIFY(page);
             QVERIFY(page->isVisible());
+            // The planner's screenshot shows the recommendations, not the
+            // moment before the sweep answers.
+            if (auto* planner = qobject_cast<tb::ui::PlannerPage*>(page))
+                QVERIFY(QTest::qWaitFor([planner] { return !planner->recommendationsPending(); },
+                                        20000));
             QTest::qWait(50);
             const QString path = m_screenshotDir + QStringLiteral("/main_window_%1.png").arg(id);
             QVERIFY2(window.grab().save(path), qPrintable(path));

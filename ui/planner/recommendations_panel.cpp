@@ -21,7 +21,6 @@ RecommendationsPanel::RecommendationsPanel(QWidget* parent)
 {
 
     auto* layout = new QVBoxLayout(this);
-    layout->setContentsMargins(0, 0, 0, 0);
     auto* filters = new QHBoxLayout;
     m_maxNodes = new QSpinBox(this);
     m_maxNodes->setObjectName(QStringLiteral("maxNodesSpin"));
