@@ -4,8 +4,13 @@
 #include "config/section_readers.h"
 #include "config/yaml_fields.h"
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/yaml.h>
+
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
+#include <sstream>
 
 namespace tb::config {
 
@@ -94,6 +99,58 @@ void checkPathsExist(const RunConfig& config, ReadState& state)
     checkFiles(config.data.validationFiles, "data.validation_file");
 }
 
+// Records where each document starts and ignores its content.
+class DocumentStarts : public YAML::EventHandler {
+public:
+    YAML::Mark start;
+
+    void OnDocumentStart(const YAML::Mark& mark) override { start = mark; }
+    void OnDocumentEnd() override { }
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override { }
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override { }
+    void OnScalar(
+        const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override
+    {
+    }
+    void OnSequenceStart(
+        const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override
+    {
+    }
+    void OnSequenceEnd() override { }
+    void OnMapStart(
+        const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override
+    {
+    }
+    void OnMapEnd() override { }
+};
+
+struct DocumentScan {
+    int count = 0; // at most 3
+    YAML::Mark second; // where the second document starts
+};
+
+// Counts the documents of `text` without YAML::LoadAll: yaml-cpp 0.7 does not
+// get past some malformed input (a plain scalar that starts with a comma,
+// jbeder/yaml-cpp#1040), reporting empty documents at the same place for
+// ever, and LoadAll then allocates until the process is killed. A document
+// that starts where the one before it did is reported as invalid YAML there.
+DocumentScan scanDocuments(const std::string& text)
+{
+    std::istringstream input(text);
+    YAML::Parser parser(input);
+    DocumentScan scan;
+    DocumentStarts handler;
+    std::optional<YAML::Mark> previous;
+    while (scan.count < 3 && parser.HandleNextDocument(handler)) {
+        if (previous && previous->pos == handler.start.pos)
+            throw YAML::ParserException(handler.start, "cannot be parsed from here on");
+        previous = handler.start;
+        if (++scan.count == 2)
+            scan.second = handler.start;
+    }
+    return scan;
+}
+
 void readDocument(const YAML::Node& root, RunConfig& config, ReadState& state)
 {
     MapReader top(root, "", state.problems);
@@ -113,6 +170,7 @@ void readDocument(const YAML::Node& root, RunConfig& config, ReadState& state)
     detail::readDataSection(top, config, state);
     detail::readTrainingSection(top, config, state);
     detail::readOutputSection(top, config, state);
+    detail::readDistributedSection(top, config, state);
     if (!state.has("data.train"))
         state.problems.add(detail::problemAt(state.has("data") ? state.nodes.at("data") : root,
             YAML::Node(), "data.train", "missing; expected the training file(s)"));
@@ -128,20 +186,23 @@ LoadReport parseRunConfig(std::string_view yamlText, const LoadOptions& options)
     ReadState state{report.problems, report.warnings, {}};
     RunConfig config;
     try {
-        const std::vector<YAML::Node> documents = YAML::LoadAll(std::string(yamlText));
-        if (documents.size() > 1) {
-            state.problems.add(detail::problemAt(documents[1], YAML::Node(), "",
-                "holds " + std::to_string(documents.size()) + " YAML documents; expected one"));
+        const std::string text(yamlText);
+        const DocumentScan scan = scanDocuments(text);
+        if (scan.count > 1) {
+            state.problems.add(ConfigProblem{"", scan.second.line + 1, scan.second.column + 1,
+                "holds " + std::string(scan.count > 2 ? "3 or more" : "2")
+                    + " YAML documents; expected one",
+                {}});
             return report;
         }
-        if (documents.empty() || documents.front().IsNull()) {
+        const YAML::Node root = YAML::Load(text);
+        if (root.IsNull()) {
             state.problems.add(ConfigProblem{"", 0, 0,
                 "is empty; expected a mapping with at least model "
                 "and data.train",
                 {}});
             return report;
         }
-        const YAML::Node& root = documents.front();
         if (!root.IsMap()) {
             state.problems.add(detail::problemAt(root, YAML::Node(), "",
                 "got " + detail::describe(root) + ", expected a mapping of keys"));

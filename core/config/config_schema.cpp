@@ -78,6 +78,15 @@ constexpr std::array kKeys = std::to_array<KeyInfo>({
     {"output.keep_last", "integer >= 1", "2", "Checkpoints kept; older ones are deleted."},
     {"output.export", "adapter | merged | both", "merged for full, adapter otherwise",
         "What is exported at the end."},
+    {"distributed", "mapping", "",
+        "How ranks share the work when WORLD_SIZE > 1; ignored by a single process."},
+    {"distributed.sharding", "ddp | zero1 | zero2 | zero3 | fsdp-full | fsdp-grad-op | fsdp-hybrid",
+        "ddp", "What each rank keeps whole and what it shards across ranks."},
+    {"distributed.offload", "none | optimizer | optimizer+params", "none",
+        "Keep optimizer states (and parameters) in host memory; optimizer+params needs zero3 or "
+        "fsdp-*."},
+    {"distributed.timeout_seconds", "number in (0, 86400]", "300",
+        "How long the rendezvous, and any collective, waits before the run fails."},
 });
 
 } // namespace

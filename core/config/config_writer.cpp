@@ -29,6 +29,7 @@ Tree orderedTree(const RunConfig& config)
     const DataConfig& data = config.data;
     const TrainingConfig& training = config.training;
     const OutputConfig& output = config.output;
+    const DistributedConfig& distributed = config.distributed;
     Tree tree = Tree::object();
     tree["name"] = config.name;
     tree["model"] = config.model;
@@ -75,6 +76,9 @@ Tree orderedTree(const RunConfig& config)
     tree["device"] = toString(config.device);
     tree["output"] = Tree{{"dir", output.dir}, {"checkpoint_every", output.checkpointEvery},
         {"keep_last", output.keepLast}, {"export", toString(output.exportKind)}};
+    tree["distributed"] = Tree{{"sharding", toString(distributed.sharding)},
+        {"offload", toString(distributed.offload)},
+        {"timeout_seconds", distributed.timeoutSeconds}};
     return tree;
 }
 

@@ -48,6 +48,18 @@ template <> struct Names<ExportKind> {
             {ExportKind::Both, "both"}}};
 };
 
+template <> struct Names<Sharding> {
+    static constexpr std::array<std::pair<Sharding, std::string_view>, 7> table{
+        {{Sharding::Ddp, "ddp"}, {Sharding::Zero1, "zero1"}, {Sharding::Zero2, "zero2"},
+            {Sharding::Zero3, "zero3"}, {Sharding::FsdpFull, "fsdp-full"},
+            {Sharding::FsdpGradOp, "fsdp-grad-op"}, {Sharding::FsdpHybrid, "fsdp-hybrid"}}};
+};
+template <> struct Names<Offload> {
+    static constexpr std::array<std::pair<Offload, std::string_view>, 3> table{
+        {{Offload::None, "none"}, {Offload::Optimizer, "optimizer"},
+            {Offload::OptimizerAndParams, "optimizer+params"}}};
+};
+
 template <typename Enum> std::string_view nameOf(Enum value)
 {
     for (const auto& [entry, name] : Names<Enum>::table) {
@@ -92,6 +104,8 @@ TB_CONFIG_ENUM(Schedule)
 TB_CONFIG_ENUM(Precision)
 TB_CONFIG_ENUM(Device)
 TB_CONFIG_ENUM(ExportKind)
+TB_CONFIG_ENUM(Sharding)
+TB_CONFIG_ENUM(Offload)
 
 #undef TB_CONFIG_ENUM
 

@@ -24,6 +24,9 @@ enum class Schedule { Cosine, Linear, Constant };
 enum class Precision { Fp32, Bf16Mixed, Bf16 };
 enum class Device { Cpu, Cuda };
 enum class ExportKind { Adapter, Merged, Both };
+// Data-parallel strategies (docs/DISTRIBUTED.md); the spellings are the planner's.
+enum class Sharding { Ddp, Zero1, Zero2, Zero3, FsdpFull, FsdpGradOp, FsdpHybrid };
+enum class Offload { None, Optimizer, OptimizerAndParams };
 
 // YAML spellings ("bf16-mixed", "qlora"...), used by the reader, the writer
 // and error messages, so the three never disagree.
@@ -35,6 +38,8 @@ std::string_view toString(Schedule value);
 std::string_view toString(Precision value);
 std::string_view toString(Device value);
 std::string_view toString(ExportKind value);
+std::string_view toString(Sharding value);
+std::string_view toString(Offload value);
 
 // The value spelled `text` (exact, lower case), or nullopt; allNames() lists
 // the spellings in declaration order, for "expected one of" messages.
@@ -114,6 +119,18 @@ struct OutputConfig {
     bool operator==(const OutputConfig&) const = default;
 };
 
+// How ranks share the work when the run is started with WORLD_SIZE > 1 (by
+// `tunebench-cli launch`, torchrun, Azure ML or Slurm); unused by one process.
+struct DistributedConfig {
+    Sharding sharding = Sharding::Ddp;
+    Offload offload = Offload::None; // optimizer+params only with zero3 / fsdp-*
+    // The rendezvous, and any collective, that waits longer fails naming the
+    // ranks it waited for.
+    double timeoutSeconds = 300.0;
+
+    bool operator==(const DistributedConfig&) const = default;
+};
+
 struct RunConfig {
     std::string name;
     std::string model; // Hugging Face model folder
@@ -126,6 +143,7 @@ struct RunConfig {
     bool activationCheckpointing = false;
     Device device = Device::Cpu;
     OutputConfig output;
+    DistributedConfig distributed;
 
     bool usesLora() const { return method != Method::Full; }
     bool hasValidationData() const

@@ -3,6 +3,7 @@
 #include "common/text.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <set>
 
@@ -12,6 +13,44 @@ namespace {
 
 constexpr long long kNoLimit = std::numeric_limits<long long>::max();
 constexpr int kIntLimit = std::numeric_limits<int>::max();
+// A day: longer than any rendezvous or collective should wait, and far from
+// overflowing a conversion to std::chrono milliseconds.
+constexpr double kMaxTimeoutSeconds = 86400.0;
+
+// The planner's spellings (docs/PLANNER.md), so a plan's settings can be
+// pasted; the writer writes the canonical ones.
+constexpr std::array kShardingAliases = std::to_array<Alias<Sharding>>({
+    {"none", Sharding::Ddp},
+    {"zero-1", Sharding::Zero1},
+    {"zero-2", Sharding::Zero2},
+    {"zero-3", Sharding::Zero3},
+    {"fsdp", Sharding::FsdpFull},
+    {"full_shard", Sharding::FsdpFull},
+    {"shard_grad_op", Sharding::FsdpGradOp},
+    {"hybrid_shard", Sharding::FsdpHybrid},
+});
+constexpr std::array kOffloadAliases = std::to_array<Alias<Offload>>({
+    {"params", Offload::OptimizerAndParams},
+    {"all", Offload::OptimizerAndParams},
+});
+
+// ZeRO-3 and every FSDP strategy shard the parameters themselves, so only
+// they can keep them in host memory between uses.
+bool shardsParameters(Sharding sharding)
+{
+    return sharding != Sharding::Ddp && sharding != Sharding::Zero1 && sharding != Sharding::Zero2;
+}
+
+void checkOffload(MapReader& distributed, const DistributedConfig& config)
+{
+    if (config.offload != Offload::OptimizerAndParams || shardsParameters(config.sharding))
+        return;
+    distributed.report("offload",
+        "got " + std::string(toString(config.offload)) + ", but sharding "
+            + std::string(toString(config.sharding))
+            + " keeps every parameter on every rank; expected none or optimizer",
+        "parameter offload needs sharding zero3, fsdp-full, fsdp-grad-op or fsdp-hybrid");
+}
 
 void checkTargetModules(MapReader& lora, std::vector<std::string>& modules)
 {
@@ -151,6 +190,25 @@ void readOutputSection(MapReader& top, RunConfig& config, ReadState& state)
     output.integer("keep_last", out.keepLast, 1, kIntLimit);
     output.choice("export", out.exportKind);
     output.checkKeys();
+}
+
+void readDistributedSection(MapReader& top, RunConfig& config, ReadState& state)
+{
+    const auto node = top.section("distributed");
+    if (!node)
+        return;
+    MapReader distributed(*node, "distributed", state.problems);
+    distributed.recordNodes(state.nodes);
+    DistributedConfig& out = config.distributed;
+    // A sharding that was not read says nothing about the offload.
+    const bool shardingRead = !distributed.has("sharding")
+        || distributed.choice("sharding", out.sharding, kShardingAliases);
+    const bool offloadRead = distributed.choice("offload", out.offload, kOffloadAliases);
+    if (shardingRead && offloadRead)
+        checkOffload(distributed, out);
+    distributed.number("timeout_seconds", out.timeoutSeconds, 0.0, false, kMaxTimeoutSeconds, true,
+        "a positive number of seconds, at most 86400");
+    distributed.checkKeys();
 }
 
 void checkCombinations(const RunConfig& config, ReadState& state)

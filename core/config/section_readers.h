@@ -27,6 +27,8 @@ void readLoraSection(MapReader& top, RunConfig& config, ReadState& state);
 void readDataSection(MapReader& top, RunConfig& config, ReadState& state);
 void readTrainingSection(MapReader& top, RunConfig& config, ReadState& state);
 void readOutputSection(MapReader& top, RunConfig& config, ReadState& state);
+// Also checks that the offload suits the sharding, when both were read.
+void readDistributedSection(MapReader& top, RunConfig& config, ReadState& state);
 
 // Rules between keys (e.g. export: adapter needs a LoRA method).
 void checkCombinations(const RunConfig& config, ReadState& state);

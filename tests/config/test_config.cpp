@@ -65,7 +65,98 @@ private slots:
         QCOMPARE(config.training.learningRate, 2e-4);
         QVERIFY(config.output.exportKind == ExportKind::Adapter);
         QCOMPARE(config.output.dir, std::string("/runs/runs/run"));
+        QVERIFY(config.distributed == DistributedConfig{});
+        QVERIFY(config.distributed.sharding == Sharding::Ddp);
+        QVERIFY(config.distributed.offload == Offload::None);
+        QCOMPARE(config.distributed.timeoutSeconds, 300.0);
         QVERIFY(report.warnings.isEmpty());
+    }
+
+    void readsDistributed_data()
+    {
+        QTest::addColumn<QString>("section");
+        QTest::addColumn<QString>("sharding");
+        QTest::addColumn<QString>("offload");
+        QTest::addColumn<double>("timeout");
+        QTest::addRow("empty section") << "distributed: {}\n"
+                                       << "ddp"
+                                       << "none" << 300.0;
+        QTest::addRow("timeout only") << "distributed:\n  timeout_seconds: 42.5\n"
+                                      << "ddp"
+                                      << "none" << 42.5;
+        QTest::addRow("integer timeout") << "distributed:\n  timeout_seconds: 1800\n"
+                                         << "ddp"
+                                         << "none" << 1800.0;
+        QTest::addRow("largest timeout") << "distributed:\n  timeout_seconds: 86400\n"
+                                         << "ddp"
+                                         << "none" << 86400.0;
+        const QString sharding = "distributed:\n  sharding: %1\n  offload: %2\n";
+        const auto row = [&](const char* spelled, const char* spelledOffload, const char* canonical,
+                             const char* canonicalOffload) {
+            QTest::addRow("%s + %s", spelled, spelledOffload)
+                << sharding.arg(spelled, spelledOffload) << canonical << canonicalOffload << 300.0;
+        };
+        row("ddp", "none", "ddp", "none");
+        row("ddp", "optimizer", "ddp", "optimizer");
+        row("zero1", "optimizer", "zero1", "optimizer");
+        row("zero2", "optimizer", "zero2", "optimizer");
+        row("zero3", "optimizer+params", "zero3", "optimizer+params");
+        row("fsdp-full", "optimizer+params", "fsdp-full", "optimizer+params");
+        row("fsdp-grad-op", "optimizer+params", "fsdp-grad-op", "optimizer+params");
+        row("fsdp-hybrid", "optimizer+params", "fsdp-hybrid", "optimizer+params");
+        row("\"zero3\"", "\"optimizer\"", "zero3", "optimizer");
+        // The planner's spellings.
+        row("none", "none", "ddp", "none");
+        row("zero-1", "none", "zero1", "none");
+        row("zero-2", "optimizer", "zero2", "optimizer");
+        row("zero-3", "params", "zero3", "optimizer+params");
+        row("fsdp", "all", "fsdp-full", "optimizer+params");
+        row("full_shard", "none", "fsdp-full", "none");
+        row("shard_grad_op", "params", "fsdp-grad-op", "optimizer+params");
+        row("hybrid_shard", "all", "fsdp-hybrid", "optimizer+params");
+    }
+    void readsDistributed()
+    {
+        QFETCH(QString, section);
+        QFETCH(QString, sharding);
+        QFETCH(QString, offload);
+        QFETCH(double, timeout);
+        const LoadReport report = parse(std::string(kMinimal) + section.toStdString());
+        QVERIFY2(report.ok(), problemsText(report).c_str());
+        QVERIFY(report.warnings.isEmpty());
+        const DistributedConfig& distributed = report.config->distributed;
+        QCOMPARE(QString::fromUtf8(toString(distributed.sharding).data()), sharding);
+        QCOMPARE(QString::fromUtf8(toString(distributed.offload).data()), offload);
+        QCOMPARE(distributed.timeoutSeconds, timeout);
+        // Whatever the spelling, the canonical one is written back and reads
+        // back to the same values.
+        const std::string yaml = toYaml(*report.config);
+        QVERIFY2(yaml.find("sharding: " + sharding.toStdString() + "\n") != std::string::npos,
+            yaml.c_str());
+        LoadOptions options;
+        options.baseDir = "/";
+        const LoadReport reread = parseRunConfig(yaml, options);
+        QVERIFY2(reread.ok(), problemsText(reread).c_str());
+        QVERIFY(reread.config->distributed == distributed);
+        const nlohmann::json json = toJson(*report.config)["distributed"];
+        QCOMPARE(json["sharding"].get<std::string>(), sharding.toStdString());
+        QCOMPARE(json["offload"].get<std::string>(), offload.toStdString());
+        QCOMPARE(json["timeout_seconds"].get<double>(), timeout);
+    }
+
+    void distributedSurvivesTheWriter()
+    {
+        RunConfig config = *parse(kMinimal).config;
+        config.distributed.sharding = Sharding::FsdpHybrid;
+        config.distributed.offload = Offload::OptimizerAndParams;
+        config.distributed.timeoutSeconds = 1.0 / 3.0;
+        QTemporaryDir dir;
+        const std::string saved = dir.filePath("config.yaml").toStdString();
+        QVERIFY(saveRunConfig(saved, config).ok());
+        const auto reread = loadRunConfig(saved);
+        QVERIFY2(reread.ok(), errorText(reread).c_str());
+        QVERIFY(reread.value().distributed == config.distributed);
+        QVERIFY(reread.value() == config);
     }
 
     void defaultsDependOnOtherKeys_data()
@@ -230,6 +321,8 @@ private slots:
         const LoadReport example = parse(docs.value().substr(begin + 8, end - begin - 8));
         QVERIFY2(example.ok(), problemsText(example).c_str());
         QVERIFY(example.config->data.format == DataFormat::Csv);
+        QVERIFY(example.config->distributed.sharding == Sharding::Ddp);
+        QCOMPARE(example.config->distributed.timeoutSeconds, 600.0);
     }
 };
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace tb::config;
@@ -75,13 +76,19 @@ private slots:
         constexpr int kMutantsPerRecipe = 1500;
         int rejected = 0;
         int accepted = 0;
-        for (const char* name : {"full.yaml", "lora.yaml", "qlora.yaml"}) {
+        // The recipes have no distributed section; one of them gets one so
+        // that its reader and offload rule are mutated too.
+        const std::string distributed = "distributed:\n  sharding: zero-3\n"
+                                        "  offload: optimizer+params\n  timeout_seconds: 90\n";
+        const std::pair<const char*, std::string> inputs[] = {
+            {"full.yaml", ""}, {"lora.yaml", ""}, {"qlora.yaml", ""}, {"qlora.yaml", distributed}};
+        for (const auto& [name, extra] : inputs) {
             const auto original =
                 tb::common::readFile(std::string(TB_SOURCE_DIR) + "/presets/recipes/" + name);
             QVERIFY(original.ok());
-            Mutator mutator{0x7b5eed0000000000ull ^ std::hash<std::string>{}(name)};
+            Mutator mutator{0x7b5eed0000000000ull ^ std::hash<std::string>{}(name + extra)};
             for (int i = 0; i < kMutantsPerRecipe; ++i) {
-                const std::string text = mutator.mutate(original.value());
+                const std::string text = mutator.mutate(original.value() + extra);
                 LoadOptions options;
                 options.sourceName = name;
                 const LoadReport report = parseRunConfig(text, options);
