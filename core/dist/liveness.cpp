@@ -1,0 +1,142 @@
+#include "dist/liveness.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace tb::dist {
+namespace {
+
+std::string heartbeatKey(int rank)
+{
+    return "liveness/heartbeat/" + std::to_string(rank);
+}
+
+std::string failedKey(int rank)
+{
+    return "liveness/failed/" + std::to_string(rank);
+}
+
+// "rank 1", "rank 1 and rank 3", "rank 1, rank 2 and rank 3": every rank
+// named in full so a reader (or a test) finds "rank 3" as written.
+std::string listRanks(const std::vector<int>& ranks)
+{
+    std::string text;
+    for (std::size_t index = 0; index < ranks.size(); ++index) {
+        if (index > 0)
+            text += index + 1 == ranks.size() ? " and " : ", ";
+        text += "rank " + std::to_string(ranks[index]);
+    }
+    return text;
+}
+
+std::string seconds(double value)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f s", value);
+    return text;
+}
+
+} // namespace
+
+Liveness::Liveness(Options options, compat::StoreHandle store)
+    : m_options(std::move(options))
+    , m_store(std::move(store))
+{
+    c10d::TCPStoreOptions storeOptions;
+    storeOptions.port = static_cast<std::uint16_t>(m_options.port);
+    storeOptions.isServer = false;
+    storeOptions.waitWorkers = false;
+    // A short timeout, so stopping never waits long on a store that hangs.
+    const double timeout =
+        std::min(m_options.timeoutSeconds, std::max(10.0, 5.0 * m_options.heartbeatSeconds));
+    storeOptions.timeout = compat::toMilliseconds(timeout);
+    m_heartbeatStore = c10::make_intrusive<c10d::TCPStore>(m_options.host, storeOptions);
+    // The first beat before returning: after the rendezvous every rank's
+    // counter exists, so a diagnosis never mistakes a slow start for death.
+    m_heartbeatStore->add(heartbeatKey(m_options.rank), 1);
+    m_sent = 1;
+    m_thread = std::thread([this] { beat(); });
+}
+
+Liveness::~Liveness()
+{
+    {
+        std::lock_guard lock(m_mutex);
+        m_stopping = true;
+    }
+    m_wake.notify_all();
+    m_thread.join();
+}
+
+void Liveness::beat()
+{
+    const auto period = compat::toMilliseconds(m_options.heartbeatSeconds);
+    std::unique_lock lock(m_mutex);
+    while (!m_wake.wait_for(lock, period, [this] { return m_stopping; })) {
+        try {
+            m_heartbeatStore->add(heartbeatKey(m_options.rank), 1);
+            ++m_sent;
+        } catch (const std::exception&) {
+            // The store is gone (rank 0 exited or died). Nothing to tell:
+            // the next collective fails and its diagnosis says so.
+            return;
+        }
+    }
+}
+
+std::vector<std::int64_t> Liveness::readCounters() const
+{
+    std::vector<std::int64_t> counters;
+    for (int rank = 0; rank < m_options.worldSize; ++rank)
+        counters.push_back(m_store->add(heartbeatKey(rank), 0)); // add 0: read without waiting
+    return counters;
+}
+
+std::string Liveness::explainFailure(
+    const std::string& operation, const std::string& group, const std::string& backendMessage) const
+{
+    const std::string prefix = operation + " on group '" + group + "' failed: ";
+    const std::string suffix = "; " + m_options.backendName + " said: " + backendMessage;
+    try {
+        // Peers that fail after us then know we stopped because of a failure
+        // we saw, not as the cause.
+        m_store->set(failedKey(m_options.rank), std::vector<std::uint8_t>{1});
+        const auto start = std::chrono::steady_clock::now();
+        const auto before = readCounters();
+        const double window = std::max(0.5, 2.5 * m_options.heartbeatSeconds);
+        std::this_thread::sleep_for(compat::toMilliseconds(window));
+        const auto after = readCounters();
+        const double waited =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+        std::vector<int> silent;
+        std::vector<int> failedToo;
+        for (int rank = 0; rank < m_options.worldSize; ++rank) {
+            if (rank == m_options.rank
+                || after[static_cast<std::size_t>(rank)] != before[static_cast<std::size_t>(rank)])
+                continue;
+            if (m_store->check({failedKey(rank)}))
+                failedToo.push_back(rank);
+            else
+                silent.push_back(rank);
+        }
+        if (silent.empty() && failedToo.empty())
+            return prefix + "every rank still sends heartbeats, so none died (the timeout of "
+                + seconds(m_options.timeoutSeconds)
+                + " passed, or the ranks called different collectives)" + suffix;
+        std::string text = prefix;
+        if (!silent.empty())
+            text += listRanks(silent) + " stopped responding (no heartbeat for " + seconds(waited)
+                + ")";
+        if (!failedToo.empty())
+            text += std::string(silent.empty() ? "" : "; ") + listRanks(failedToo)
+                + " stopped after a collective failed there too";
+        return text + suffix;
+    } catch (const std::exception& error) {
+        return prefix + "rank 0 (which serves the rendezvous store at " + m_options.host + ":"
+            + std::to_string(m_options.port) + ") is gone: the store said "
+            + compat::describe(error) + suffix;
+    }
+}
+
+} // namespace tb::dist

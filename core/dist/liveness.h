@@ -1,0 +1,63 @@
+#pragma once
+
+#include "dist/c10d_compat.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tb::dist {
+
+// Heartbeats in the rendezvous store, and the diagnosis of a failed
+// collective. A thread on its own store connection adds 1 to
+// "liveness/heartbeat/<rank>" every heartbeatSeconds, so a rank whose counter
+// stops is dead or stuck. Every communicator of a World holds the Liveness,
+// so the thread runs as long as any of them lives.
+class Liveness {
+public:
+    struct Options {
+        std::string host;
+        int port = 0;
+        int rank = 0;
+        int worldSize = 1;
+        double heartbeatSeconds = 1.0;
+        double timeoutSeconds = 300.0;
+        std::string backendName = "Gloo";
+    };
+
+    // Connects the heartbeat client and starts beating; throws what the store
+    // throws when rank 0's store cannot be reached. `store` (the rendezvous
+    // connection) serves the diagnosis reads.
+    Liveness(Options options, compat::StoreHandle store);
+    ~Liveness();
+    Liveness(const Liveness&) = delete;
+    Liveness& operator=(const Liveness&) = delete;
+
+    // The message of the CommunicationError for a collective that failed with
+    // `backendMessage`: reads every rank's counter twice, about two heartbeats
+    // apart, and names the ranks whose counter did not move. Takes that long.
+    std::string explainFailure(const std::string& operation, const std::string& group,
+        const std::string& backendMessage) const;
+
+    // Test hook: heartbeats this rank has sent so far.
+    std::int64_t heartbeatsSent() const { return m_sent.load(); }
+
+private:
+    void beat();
+    std::vector<std::int64_t> readCounters() const;
+
+    Options m_options;
+    compat::StoreHandle m_store;
+    compat::StoreHandle m_heartbeatStore;
+    std::atomic<std::int64_t> m_sent{0};
+    std::mutex m_mutex;
+    std::condition_variable m_wake;
+    bool m_stopping = false;
+    std::thread m_thread;
+};
+
+} // namespace tb::dist

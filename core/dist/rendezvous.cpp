@@ -1,0 +1,148 @@
+#include "dist/rendezvous.h"
+
+#include "dist/arrival.h"
+#include "dist/communicators.h"
+
+#include <algorithm>
+
+namespace tb::dist {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The groups of HYBRID_SHARD: ranks are numbered node by node, so a node's
+// ranks are consecutive and a replica group takes one rank from each node.
+GroupDescription worldGroup(const RankEnvironment& environment)
+{
+    return {"world", "group/world/", environment.rank, environment.worldSize};
+}
+
+GroupDescription nodeGroup(const RankEnvironment& environment)
+{
+    const std::string node = std::to_string(environment.nodeRank);
+    return {"node " + node, "group/node/" + node + "/", environment.localRank,
+        environment.localWorldSize};
+}
+
+GroupDescription replicaGroup(const RankEnvironment& environment)
+{
+    const std::string local = std::to_string(environment.localRank);
+    return {"replicas of local rank " + local, "group/replicas/" + local + "/",
+        environment.nodeRank, environment.nodeCount()};
+}
+
+common::Status checkOptions(const RendezvousOptions& options)
+{
+    if (!(options.timeoutSeconds > 0.0))
+        return common::Error{"rendezvous: timeoutSeconds is "
+                + std::to_string(options.timeoutSeconds)
+                + ", expected a positive number of seconds",
+            {}};
+    if (!(options.heartbeatSeconds > 0.0))
+        return common::Error{"rendezvous: heartbeatSeconds is "
+                + std::to_string(options.heartbeatSeconds)
+                + ", expected a positive number of seconds",
+            {}};
+#ifndef USE_C10D_NCCL
+    if (options.backend == Backend::Nccl)
+        return common::Error{"backend nccl: this LibTorch was built without CUDA/NCCL",
+            "use the gloo backend on this machine"};
+#endif
+    return common::Ok{};
+}
+
+// Rank 0 serves the store; every rank (rank 0 too) is a client of it. A
+// client retries the connection until the rendezvous timeout, so ranks may
+// start in any order.
+common::Result<compat::StoreHandle> connectStore(
+    const RankEnvironment& environment, double timeoutSeconds)
+{
+    c10d::TCPStoreOptions storeOptions;
+    storeOptions.port = static_cast<std::uint16_t>(environment.masterPort);
+    storeOptions.isServer = environment.rank == 0;
+    storeOptions.waitWorkers = false; // awaitAllRanks waits, and names who is missing
+    storeOptions.timeout = compat::toMilliseconds(timeoutSeconds);
+    try {
+        compat::StoreHandle store =
+            c10::make_intrusive<c10d::TCPStore>(environment.masterAddr, storeOptions);
+        return store;
+    } catch (const std::exception& error) {
+        if (environment.rank == 0)
+            return common::Error{rendezvousPlace(environment)
+                    + ": rank 0 could not serve the store on port "
+                    + std::to_string(environment.masterPort) + ": " + compat::describe(error),
+                "is another job using MASTER_PORT?"};
+        return common::Error{rendezvousPlace(environment) + " timed out after "
+                + formatSeconds(timeoutSeconds)
+                + ": could not reach the store of rank 0: " + compat::describe(error),
+            "did rank 0 start, and is MASTER_ADDR reachable from this node?"};
+    }
+}
+
+std::shared_ptr<Communicator> solo(const std::string& name)
+{
+    return makeSelfCommunicator(name);
+}
+
+} // namespace
+
+common::Result<World> rendezvous(
+    const RankEnvironment& environment, const RendezvousOptions& options)
+{
+    if (auto valid = checkOptions(options); !valid)
+        return valid.error();
+    World world;
+    world.environment = environment;
+    if (!environment.distributed()) {
+        world.all = solo("world");
+        world.node = solo("node 0");
+        world.replicas = solo("replicas of local rank 0");
+        return world;
+    }
+
+    const auto deadline = Clock::now() + compat::toMilliseconds(options.timeoutSeconds);
+    auto store = connectStore(environment, options.timeoutSeconds);
+    if (!store)
+        return store.error();
+    if (auto arrived = awaitAllRanks(**store, environment, options.timeoutSeconds, deadline);
+        !arrived)
+        return arrived.error();
+
+    std::shared_ptr<Liveness> liveness;
+    try {
+        Liveness::Options livenessOptions;
+        livenessOptions.host = environment.masterAddr;
+        livenessOptions.port = environment.masterPort;
+        livenessOptions.rank = environment.rank;
+        livenessOptions.worldSize = environment.worldSize;
+        livenessOptions.heartbeatSeconds = options.heartbeatSeconds;
+        livenessOptions.timeoutSeconds = options.timeoutSeconds;
+        livenessOptions.backendName = options.backend == Backend::Gloo ? "Gloo" : "NCCL";
+        liveness = std::make_shared<Liveness>(livenessOptions, *store);
+    } catch (const std::exception& error) {
+        return common::Error{rendezvousPlace(environment)
+                + ": could not start the heartbeat: " + compat::describe(error),
+            {}};
+    }
+
+    // Every rank makes the groups in the same order; each blocks only on its
+    // own members, so the disjoint node (and replica) groups cannot deadlock.
+    auto all = makeProcessGroupCommunicator(
+        worldGroup(environment), environment, options, *store, liveness);
+    if (!all)
+        return all.error();
+    auto node = makeProcessGroupCommunicator(
+        nodeGroup(environment), environment, options, *store, liveness);
+    if (!node)
+        return node.error();
+    auto replicas = makeProcessGroupCommunicator(
+        replicaGroup(environment), environment, options, *store, liveness);
+    if (!replicas)
+        return replicas.error();
+    world.all = *all;
+    world.node = *node;
+    world.replicas = *replicas;
+    return world;
+}
+
+} // namespace tb::dist

@@ -1,0 +1,66 @@
+#pragma once
+
+#include "common/error.h"
+#include "dist/communicator.h"
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace tb::dist {
+
+// Where this process sits in the job, read from torchrun's variables
+// (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+// NODE_RANK or GROUP_RANK).
+struct RankEnvironment {
+    std::string masterAddr = "127.0.0.1";
+    int masterPort = 0;
+    int rank = 0;
+    int worldSize = 1;
+    int localRank = 0;
+    int localWorldSize = 1;
+    int nodeRank = 0;
+
+    bool distributed() const { return worldSize > 1; }
+    int nodeCount() const { return worldSize / localWorldSize; }
+};
+
+// Reads the variables from `environment` (NAME -> value; the process's own
+// when empty). None set: a world of one. WORLD_SIZE > 1 with a missing or
+// malformed variable, a rank outside [0, WORLD_SIZE), or WORLD_SIZE not a
+// multiple of LOCAL_WORLD_SIZE: an Error naming the variable, its value and
+// what was expected.
+common::Result<RankEnvironment> readRankEnvironment(
+    const std::map<std::string, std::string>& environment = {});
+
+enum class Backend { Gloo, Nccl };
+
+struct RendezvousOptions {
+    Backend backend = Backend::Gloo;
+    double timeoutSeconds = 300.0; // the rendezvous and every collective
+    // A rank that has not shown a sign of life for this long is reported
+    // dead when a collective fails (see World).
+    double heartbeatSeconds = 1.0;
+};
+
+// The process groups of a job: every rank, the ranks of this node (the shard
+// group of HYBRID_SHARD) and the ranks with this local rank on every node
+// (its replica group).
+struct World {
+    RankEnvironment environment;
+    std::shared_ptr<Communicator> all;
+    std::shared_ptr<Communicator> node;
+    std::shared_ptr<Communicator> replicas;
+};
+
+// Joins the job: rank 0 serves a TCPStore on MASTER_PORT, every rank
+// connects and announces itself, then the Gloo (or NCCL) groups are made.
+// Waits at most timeoutSeconds for every rank; a rank that never arrives
+// makes every rank that did fail with an Error that names the missing
+// ranks. While the World lives, a heartbeat thread keeps this rank's
+// liveness key fresh in the store, and a failed collective reports the
+// ranks whose heartbeat stopped ("rank 2 stopped responding").
+common::Result<World> rendezvous(
+    const RankEnvironment& environment, const RendezvousOptions& options);
+
+} // namespace tb::dist

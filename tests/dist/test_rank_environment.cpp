@@ -1,0 +1,172 @@
+// readRankEnvironment: torchrun's variables to a RankEnvironment, and an
+// Error naming the variable, its value and what was expected otherwise.
+#include "dist/rendezvous.h"
+
+#include <QtTest>
+
+using Variables = std::map<std::string, std::string>;
+Q_DECLARE_METATYPE(Variables)
+
+namespace {
+
+Variables torchrunVariables(int rank, int worldSize, int localWorldSize)
+{
+    return {{"MASTER_ADDR", "10.0.0.5"}, {"MASTER_PORT", "29500"}, {"RANK", std::to_string(rank)},
+        {"WORLD_SIZE", std::to_string(worldSize)},
+        {"LOCAL_RANK", std::to_string(rank % localWorldSize)},
+        {"LOCAL_WORLD_SIZE", std::to_string(localWorldSize)}};
+}
+
+Variables with(Variables variables, const std::string& name, const std::string& value)
+{
+    variables[name] = value;
+    return variables;
+}
+
+Variables without(Variables variables, const std::string& name)
+{
+    variables.erase(name);
+    return variables;
+}
+
+} // namespace
+
+class TestRankEnvironment : public QObject {
+    Q_OBJECT
+
+private slots:
+    void readsValidLayouts_data()
+    {
+        QTest::addColumn<Variables>("variables");
+        QTest::addColumn<int>("rank");
+        QTest::addColumn<int>("worldSize");
+        QTest::addColumn<int>("localRank");
+        QTest::addColumn<int>("localWorldSize");
+        QTest::addColumn<int>("nodeRank");
+        QTest::addColumn<int>("port");
+
+        // A map without torchrun's variables (an empty one means "the process's own").
+        QTest::newRow("no variables: a world of one")
+            << Variables{{"HOME", "/root"}} << 0 << 1 << 0 << 1 << 0 << 0;
+        QTest::newRow("WORLD_SIZE=1 alone")
+            << Variables{{"WORLD_SIZE", "1"}} << 0 << 1 << 0 << 1 << 0 << 0;
+        QTest::newRow("one node of 4, rank 3")
+            << torchrunVariables(3, 4, 4) << 3 << 4 << 3 << 4 << 0 << 29500;
+        QTest::newRow("two nodes of 2, rank 2")
+            << torchrunVariables(2, 4, 2) << 2 << 4 << 0 << 2 << 1 << 29500;
+        QTest::newRow("two nodes of 2, rank 3, NODE_RANK agrees")
+            << with(torchrunVariables(3, 4, 2), "NODE_RANK", "1") << 3 << 4 << 1 << 2 << 1 << 29500;
+        QTest::newRow("GROUP_RANK agrees") << with(torchrunVariables(5, 8, 4), "GROUP_RANK", "1")
+                                           << 5 << 8 << 1 << 4 << 1 << 29500;
+    }
+
+    void readsValidLayouts()
+    {
+        QFETCH(Variables, variables);
+        const auto environment = tb::dist::readRankEnvironment(variables);
+        QVERIFY2(environment.ok(), environment.ok() ? "" : environment.error().message.c_str());
+        QFETCH(int, rank);
+        QFETCH(int, worldSize);
+        QFETCH(int, localRank);
+        QFETCH(int, localWorldSize);
+        QFETCH(int, nodeRank);
+        QFETCH(int, port);
+        QCOMPARE(environment->rank, rank);
+        QCOMPARE(environment->worldSize, worldSize);
+        QCOMPARE(environment->localRank, localRank);
+        QCOMPARE(environment->localWorldSize, localWorldSize);
+        QCOMPARE(environment->nodeRank, nodeRank);
+        QCOMPARE(environment->masterPort, port);
+        QCOMPARE(environment->nodeCount(), environment->worldSize / environment->localWorldSize);
+    }
+
+    void rejectsBadLayouts_data()
+    {
+        QTest::addColumn<Variables>("variables");
+        QTest::addColumn<QStringList>("expectedFragments");
+
+        const Variables valid = torchrunVariables(1, 4, 2);
+        QTest::newRow("RANK missing") << without(valid, "RANK") << QStringList{"RANK", "not set"};
+        QTest::newRow("RANK not a number")
+            << with(valid, "RANK", "one") << QStringList{"RANK", "'one'", "integer"};
+        QTest::newRow("RANK out of range")
+            << with(valid, "RANK", "4") << QStringList{"RANK", "'4'", "from 0 to 3"};
+        QTest::newRow("RANK negative") << with(valid, "RANK", "-1") << QStringList{"RANK", "'-1'"};
+        QTest::newRow("RANK with trailing text")
+            << with(valid, "RANK", "1x") << QStringList{"RANK", "'1x'"};
+        QTest::newRow("WORLD_SIZE zero")
+            << with(valid, "WORLD_SIZE", "0") << QStringList{"WORLD_SIZE", "'0'", "positive"};
+        QTest::newRow("WORLD_SIZE not a number")
+            << with(valid, "WORLD_SIZE", "four") << QStringList{"WORLD_SIZE", "'four'"};
+        QTest::newRow("RANK without WORLD_SIZE")
+            << Variables{{"RANK", "2"}} << QStringList{"RANK", "'2'", "WORLD_SIZE"};
+        QTest::newRow("LOCAL_WORLD_SIZE does not divide WORLD_SIZE")
+            << with(torchrunVariables(1, 6, 4), "LOCAL_RANK", "1")
+            << QStringList{"LOCAL_WORLD_SIZE", "'4'", "divisor of WORLD_SIZE=6"};
+        QTest::newRow("LOCAL_WORLD_SIZE missing")
+            << without(valid, "LOCAL_WORLD_SIZE") << QStringList{"LOCAL_WORLD_SIZE", "not set"};
+        QTest::newRow("LOCAL_RANK out of range")
+            << with(valid, "LOCAL_RANK", "2") << QStringList{"LOCAL_RANK", "'2'", "from 0 to 1"};
+        QTest::newRow("LOCAL_RANK disagrees with RANK")
+            << with(valid, "LOCAL_RANK", "0") << QStringList{"LOCAL_RANK", "'0'", "RANK 1"};
+        QTest::newRow("NODE_RANK disagrees")
+            << with(valid, "NODE_RANK", "1") << QStringList{"NODE_RANK", "'1'", "expected 0"};
+        QTest::newRow("GROUP_RANK malformed")
+            << with(valid, "GROUP_RANK", "x") << QStringList{"GROUP_RANK", "'x'"};
+        QTest::newRow("MASTER_ADDR missing")
+            << without(valid, "MASTER_ADDR") << QStringList{"MASTER_ADDR", "not set"};
+        QTest::newRow("MASTER_ADDR empty")
+            << with(valid, "MASTER_ADDR", "") << QStringList{"MASTER_ADDR", "''"};
+        QTest::newRow("MASTER_PORT missing")
+            << without(valid, "MASTER_PORT") << QStringList{"MASTER_PORT", "not set"};
+        QTest::newRow("MASTER_PORT too large") << with(
+            valid, "MASTER_PORT", "70000") << QStringList{"MASTER_PORT", "'70000'", "1 to 65535"};
+    }
+
+    void rejectsBadLayouts()
+    {
+        QFETCH(Variables, variables);
+        QFETCH(QStringList, expectedFragments);
+        const auto environment = tb::dist::readRankEnvironment(variables);
+        QVERIFY2(!environment.ok(), "an invalid layout was accepted");
+        const QString message = QString::fromStdString(environment.error().message);
+        for (const QString& fragment : expectedFragments)
+            QVERIFY2(message.contains(fragment),
+                qPrintable("'" + fragment + "' missing from: " + message));
+    }
+
+    void emptyMapReadsTheProcessEnvironment()
+    {
+        qputenv("WORLD_SIZE", "2");
+        qputenv("RANK", "1");
+        qputenv("LOCAL_RANK", "1");
+        qputenv("LOCAL_WORLD_SIZE", "2");
+        qputenv("MASTER_ADDR", "127.0.0.1");
+        qputenv("MASTER_PORT", "1234");
+        const auto environment = tb::dist::readRankEnvironment();
+        for (const char* name :
+            {"WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"})
+            qunsetenv(name);
+        QVERIFY2(environment.ok(), environment.ok() ? "" : environment.error().message.c_str());
+        QCOMPARE(environment->rank, 1);
+        QCOMPARE(environment->masterPort, 1234);
+        QVERIFY(environment->distributed());
+    }
+
+    void ncclWithoutCudaIsAClearError()
+    {
+#ifdef USE_C10D_NCCL
+        QSKIP("this LibTorch has NCCL: the error path does not exist");
+#else
+        tb::dist::RendezvousOptions options;
+        options.backend = tb::dist::Backend::Nccl;
+        const auto world = tb::dist::rendezvous(tb::dist::RankEnvironment{}, options);
+        QVERIFY(!world.ok());
+        QVERIFY2(QString::fromStdString(world.error().message).contains("without CUDA/NCCL"),
+            world.error().message.c_str());
+#endif
+    }
+};
+
+QTEST_APPLESS_MAIN(TestRankEnvironment)
+#include "test_rank_environment.moc"

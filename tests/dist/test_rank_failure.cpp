@@ -1,0 +1,84 @@
+// Failures: a rank that dies after the rendezvous, and one that never comes.
+// The other ranks must fail (never hang) within a bound, naming the rank.
+#include "worker_runner.h"
+
+#include <QtTest>
+
+using tb::dist::test::JobLayout;
+using tb::dist::test::runWorkers;
+
+class TestRankFailure : public QObject {
+    Q_OBJECT
+
+private slots:
+    void deadRankIsNamedByTheOthers()
+    {
+        const auto results = runWorkers(JobLayout{3, 0, {}, {}},
+            {"die-after-rendezvous", "--dying-rank", "1", "--heartbeat", "1", "--timeout", "60"},
+            60.0);
+        QCOMPARE(static_cast<int>(results.size()), 3);
+        QVERIFY2(results[1].crashed, "rank 1 was to SIGKILL itself");
+        for (const std::size_t rank : {std::size_t{0}, std::size_t{2}}) {
+            const auto& result = results[rank];
+            QVERIFY2(result.finished, qPrintable(QString("rank %1 hung").arg(rank)));
+            QVERIFY2(result.exitCode == 3,
+                qPrintable(QString("rank %1: exit %2: %3")
+                               .arg(rank)
+                               .arg(result.exitCode)
+                               .arg(result.errorOutput)));
+            QVERIFY2(result.errorOutput.contains("rank 1 stopped responding"),
+                qPrintable(result.errorOutput));
+            const double noticed = result.seconds - results[1].seconds;
+            qInfo("rank %zu failed %.1f s after rank 1 died: %s", rank, noticed,
+                qPrintable(result.errorOutput.trimmed()));
+            QVERIFY2(noticed < 30.0, qPrintable(QString("took %1 s").arg(noticed)));
+        }
+    }
+
+    void frozenRankIsNamedAfterTheTimeout()
+    {
+        // SIGSTOP: the peer's sockets stay open, so only Gloo's timeout ends the
+        // collective; the heartbeat then tells a stuck rank from a slow one.
+        const double timeout = 5.0;
+        const auto results = runWorkers(JobLayout{3, 0, {}, {1}},
+            {"freeze-after-rendezvous", "--dying-rank", "1", "--heartbeat", "1", "--timeout",
+                QString::number(timeout)},
+            40.0);
+        QCOMPARE(static_cast<int>(results.size()), 3);
+        for (const std::size_t rank : {std::size_t{0}, std::size_t{2}}) {
+            const auto& result = results[rank];
+            QVERIFY2(result.finished && result.exitCode == 3,
+                qPrintable(QString("rank %1: %2 exit %3: %4")
+                               .arg(rank)
+                               .arg(result.finished ? "" : "hung,")
+                               .arg(result.exitCode)
+                               .arg(result.errorOutput)));
+            QVERIFY2(result.errorOutput.contains("rank 1 stopped responding"),
+                qPrintable(result.errorOutput));
+            qInfo("rank %zu failed after %.1f s (collective timeout %.0f s): %s", rank,
+                result.seconds, timeout, qPrintable(result.errorOutput.trimmed()));
+            QVERIFY2(result.seconds < 30.0, qPrintable(QString("took %1 s").arg(result.seconds)));
+        }
+    }
+
+    void missingRankIsNamedAtRendezvous()
+    {
+        const double timeout = 3.0;
+        const auto results = runWorkers(JobLayout{3, 0, {0, 1}, {}},
+            {"rendezvous-only", "--timeout", QString::number(timeout)}, 30.0);
+        for (const std::size_t rank : {std::size_t{0}, std::size_t{1}}) {
+            const auto& result = results[rank];
+            QVERIFY2(result.finished, qPrintable(QString("rank %1 hung").arg(rank)));
+            QCOMPARE(result.exitCode, 2);
+            QVERIFY2(result.errorOutput.contains("rank 2 of 3 never arrived"),
+                qPrintable(result.errorOutput));
+            qInfo("rank %zu gave up after %.1f s: %s", rank, result.seconds,
+                qPrintable(result.errorOutput.trimmed()));
+            QVERIFY2(result.seconds < timeout + 5.0,
+                qPrintable(QString("took %1 s").arg(result.seconds)));
+        }
+    }
+};
+
+QTEST_APPLESS_MAIN(TestRankFailure)
+#include "test_rank_failure.moc"
