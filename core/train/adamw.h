@@ -16,8 +16,9 @@ struct AdamWSettings {
 // AdamW (Loshchilov and Hutter, arXiv:1711.05101) over FlatParameters: the
 // same arithmetic as torch.optim.AdamW (decay p *= 1 - lr * wd first, then
 // m, v, bias corrections, p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps)),
-// on a handful of flat tensors. Decay only touches the decayed prefix of the
-// buffer. Moments are kept in the master precision.
+// on a handful of flat tensors: each unit's master shard. Decay only touches
+// the decayed prefix of each unit. Moments are kept in the master precision,
+// one pair per unit, the size of this rank's shard (ZeRO partitions them).
 class FlatAdamW {
 public:
     FlatAdamW(FlatParameters& parameters, AdamWSettings settings);
@@ -26,19 +27,19 @@ public:
     void step(double learningRate);
 
     std::int64_t stepCount() const { return m_step; }
-    torch::Tensor& firstMoment() { return m_expAvg; }
-    torch::Tensor& secondMoment() { return m_expAvgSq; }
-    // Restores a saved state (moments copied in, same size as the buffer).
-    void restore(
-        std::int64_t stepCount, const torch::Tensor& expAvg, const torch::Tensor& expAvgSq);
+    void setStepCount(std::int64_t step) { m_step = step; }
+    // Unit u's moments, shaped like units()[u].master.
+    torch::Tensor& firstMoment(size_t unit) { return m_expAvg[unit]; }
+    torch::Tensor& secondMoment(size_t unit) { return m_expAvgSq[unit]; }
     const AdamWSettings& settings() const { return m_settings; }
+    std::int64_t residentBytes() const;
 
 private:
     FlatParameters& m_parameters;
     AdamWSettings m_settings;
     std::int64_t m_step = 0;
-    torch::Tensor m_expAvg;
-    torch::Tensor m_expAvgSq;
+    std::vector<torch::Tensor> m_expAvg;
+    std::vector<torch::Tensor> m_expAvgSq;
 };
 
 } // namespace tb::train

@@ -20,7 +20,7 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kStateFile = "trainer_state.json";
-constexpr int kFormat = 1;
+constexpr int kFormat = 2;
 
 safetensors::DType fileType(torch::ScalarType type)
 {
@@ -36,54 +36,118 @@ safetensors::DType fileType(torch::ScalarType type)
     }
 }
 
-std::string toHex(const torch::Tensor& bytes)
+std::string rankFileName(int rank)
 {
-    const torch::Tensor contiguous = bytes.contiguous();
-    const auto* data = contiguous.data_ptr<std::uint8_t>();
-    std::string out;
-    out.reserve(static_cast<size_t>(contiguous.numel()) * 2);
-    char pair[3];
-    for (std::int64_t i = 0; i < contiguous.numel(); ++i) {
-        std::snprintf(pair, sizeof pair, "%02x", data[i]);
-        out += pair;
-    }
-    return out;
+    char name[40];
+    std::snprintf(name, sizeof name, "rank-%05d.safetensors", rank);
+    return name;
 }
 
-std::optional<torch::Tensor> fromHex(const std::string& text)
+std::span<const std::byte> bytesOf(const torch::Tensor& tensor)
 {
-    if (text.size() % 2 != 0)
-        return std::nullopt;
-    torch::Tensor out = torch::empty({static_cast<std::int64_t>(text.size() / 2)}, torch::kByte);
-    auto* data = out.data_ptr<std::uint8_t>();
-    for (size_t i = 0; i < text.size(); i += 2) {
-        unsigned value = 0;
-        if (std::sscanf(text.c_str() + i, "%2x", &value) != 1)
-            return std::nullopt;
-        data[i / 2] = static_cast<std::uint8_t>(value);
-    }
-    return out;
+    return {static_cast<const std::byte*>(tensor.data_ptr()), tensor.nbytes()};
 }
 
-// Reads `name` from `file` straight into `target` (contiguous, same dtype and size).
-common::Status readExact(
-    const safetensors::SafetensorsFile& file, const std::string& name, torch::Tensor target)
+json layoutJson(const FlatParameters& parameters)
 {
-    const safetensors::TensorInfo* info = file.find(name);
-    const std::string where = "tensor '" + name + "'";
-    if (!info)
-        return Error::at(file.path(), where, "is missing",
-            "was the checkpoint written by a run with the same method and targets?");
-    if (info->dtype != fileType(target.scalar_type()))
-        return Error::at(file.path(), where,
-            "dtype " + std::string(safetensors::dtypeName(info->dtype)) + ", expected "
-                + std::string(safetensors::dtypeName(fileType(target.scalar_type()))),
-            "was the checkpoint written with the same precision?");
-    if (static_cast<std::int64_t>(info->elementCount()) != target.numel()
-        || c10::IntArrayRef(info->shape) != target.sizes())
-        return Error::at(file.path(), where, "shape does not match the model's parameter");
-    return file.read(
-        *info, {static_cast<std::byte*>(target.data_ptr()), static_cast<size_t>(target.nbytes())});
+    json units = json::array();
+    for (const FlatParameters::Unit& unit : parameters.units()) {
+        json segments = json::array();
+        for (const size_t s : unit.segments) {
+            const FlatParameters::Segment& slot = parameters.segments()[s];
+            segments.push_back(
+                {{"name", slot.name}, {"shape", slot.shape}, {"offset", slot.offset}});
+        }
+        units.push_back({{"id", unit.id}, {"numel", unit.numel}, {"segments", segments}});
+    }
+    return units;
+}
+
+// The tensors one rank contributes: its generator, and its shard of every unit.
+common::Status writeRankFile(const std::string& path, FlatParameters& parameters,
+    FlatAdamW& optimizer, const TrainerState& state, bool withShard)
+{
+    torch::NoGradGuard noGrad;
+    std::vector<safetensors::TensorToWrite> tensors;
+    const torch::Tensor rng = state.dropoutGeneratorState.defined()
+        ? state.dropoutGeneratorState.contiguous()
+        : torch::Tensor();
+    if (rng.defined())
+        tensors.push_back({"rng.dropout", safetensors::DType::U8, {rng.numel()}, bytesOf(rng)});
+    auto& units = parameters.units();
+    for (size_t u = 0; withShard && u < units.size(); ++u) {
+        const std::string prefix = "unit." + std::to_string(units[u].id) + ".";
+        const safetensors::DType dtype = fileType(units[u].master.scalar_type());
+        const std::vector<std::int64_t> shape{units[u].shardNumel};
+        tensors.push_back({prefix + "master", dtype, shape, bytesOf(units[u].master)});
+        tensors.push_back({prefix + "exp_avg", dtype, shape, bytesOf(optimizer.firstMoment(u))});
+        tensors.push_back(
+            {prefix + "exp_avg_sq", dtype, shape, bytesOf(optimizer.secondMoment(u))});
+    }
+    return safetensors::writeSafetensors(path, tensors, {{"format", "pt"}});
+}
+
+// Copies the elements [begin, begin + target.numel()) of a unit's flat
+// buffer, as `shardCount` files hold it, into `target`.
+common::Status readUnitRange(const std::vector<safetensors::SafetensorsFile>& shards,
+    const std::string& name, std::int64_t begin, torch::Tensor target, std::int64_t unitNumel)
+{
+    const std::int64_t end = std::min(begin + target.numel(), unitNumel);
+    target.zero_(); // padding
+    for (const safetensors::SafetensorsFile& file : shards) {
+        const safetensors::TensorInfo* info = file.find(name);
+        if (!info)
+            return Error::at(file.path(), "tensor '" + name + "'", "is missing",
+                "was the checkpoint written by a run with the same method and targets?");
+        if (info->dtype != fileType(target.scalar_type()))
+            return Error::at(file.path(), "tensor '" + name + "'",
+                "dtype " + std::string(safetensors::dtypeName(info->dtype)) + ", expected "
+                    + std::string(safetensors::dtypeName(fileType(target.scalar_type()))),
+                "was the checkpoint written with the same precision?");
+    }
+    const auto shardNumel = static_cast<std::int64_t>(shards.front().find(name)->elementCount());
+    for (size_t k = 0; k < shards.size(); ++k) {
+        const std::int64_t from = static_cast<std::int64_t>(k) * shardNumel;
+        const std::int64_t lo = std::max(begin, from);
+        const std::int64_t hi = std::min(end, from + shardNumel);
+        if (lo >= hi)
+            continue;
+        const safetensors::TensorInfo* info = shards[k].find(name);
+        if (static_cast<std::int64_t>(info->elementCount()) != shardNumel)
+            return Error::at(shards[k].path(), "tensor '" + name + "'",
+                "has " + std::to_string(info->elementCount()) + " elements, the other shards "
+                    + std::to_string(shardNumel));
+        torch::Tensor whole = torch::empty({shardNumel}, target.options());
+        if (auto status = shards[k].read(*info,
+                {static_cast<std::byte*>(whole.data_ptr()), static_cast<size_t>(whole.nbytes())});
+            !status)
+            return status;
+        target.narrow(0, lo - begin, hi - lo).copy_(whole.narrow(0, lo - from, hi - lo));
+    }
+    return common::Ok{};
+}
+
+common::Status checkLayout(
+    const json& saved, const FlatParameters& parameters, const std::string& statePath)
+{
+    const json current = layoutJson(parameters);
+    if (saved == current)
+        return common::Ok{};
+    if (saved.size() != current.size())
+        return Error::at(statePath, "field 'units'",
+            "the checkpoint has " + std::to_string(saved.size()) + " parameter units, the run "
+                + std::to_string(current.size()),
+            "was the checkpoint written by a run with the same model, method and targets?");
+    for (size_t u = 0; u < saved.size(); ++u) {
+        if (saved[u] != current[u])
+            return Error::at(statePath, "field 'units[" + std::to_string(u) + "]'",
+                "unit " + saved[u].value("id", json()).dump()
+                    + " holds other parameters than the "
+                      "run's (first: "
+                    + current[u]["segments"][0].value("name", std::string()) + ")",
+                "was the checkpoint written by a run with the same model, method and targets?");
+    }
+    return common::Ok{};
 }
 
 } // namespace
@@ -97,68 +161,84 @@ std::string checkpointFolderName(std::int64_t step)
 
 common::Result<std::int64_t> writeCheckpoint(const std::string& checkpointsDir,
     FlatParameters& parameters, FlatAdamW& optimizer, const TrainerState& state,
-    const std::function<common::Status(const std::string& stagingDir)>& extra)
+    const CheckpointRank& who, const std::function<common::Status(const std::string&)>& extra)
 {
-    const std::string finalDir = checkpointsDir + "/" + checkpointFolderName(state.step);
-    auto staging = StagingDirectory::create(finalDir);
-    if (!staging)
-        return staging.error();
-    try {
-        torch::NoGradGuard noGrad;
-        const safetensors::DType dtype = fileType(parameters.master().scalar_type());
-        std::vector<safetensors::TensorToWrite> weights;
-        std::vector<safetensors::TensorToWrite> moments;
-        for (const auto& slot : parameters.segments()) {
-            auto bytesOf = [&](const torch::Tensor& flat) {
-                const torch::Tensor view = flat.narrow(0, slot.offset, slot.numel);
-                return std::span<const std::byte>(
-                    static_cast<const std::byte*>(view.data_ptr()), view.nbytes());
-            };
-            weights.push_back({slot.name, dtype, slot.shape, bytesOf(parameters.master())});
-            moments.push_back(
-                {"exp_avg." + slot.name, dtype, slot.shape, bytesOf(optimizer.firstMoment())});
-            moments.push_back(
-                {"exp_avg_sq." + slot.name, dtype, slot.shape, bytesOf(optimizer.secondMoment())});
-        }
-        if (auto status = safetensors::writeSafetensors(
-                staging->file("trainable.safetensors"), weights, {{"format", "pt"}});
-            !status)
-            return status.error();
-        if (auto status = safetensors::writeSafetensors(
-                staging->file("optimizer.safetensors"), moments, {{"format", "pt"}});
-            !status)
-            return status.error();
-    } catch (const std::exception& e) {
-        return Error::at(finalDir, "", std::string("writing the checkpoint failed: ") + e.what());
-    }
-    if (extra) {
-        if (auto status = extra(staging->path()); !status)
-            return status.error();
-    }
-    const json stateJson = {{"format", kFormat}, {"step", state.step},
-        {"optimizer_step", optimizer.stepCount()},
-        {"data", {{"epoch", state.dataPosition.epoch}, {"index", state.dataPosition.index}}},
-        {"dropout_rng",
-            state.dropoutGeneratorState.defined() ? toHex(state.dropoutGeneratorState)
-                                                  : std::string()},
-        {"tokens_seen", state.tokensSeen}, {"train_seconds", state.trainSeconds},
-        {"method", state.method}, {"config", state.configYaml}};
-    if (auto status = common::writeFileAtomic(staging->file(kStateFile), stateJson.dump(1) + "\n");
-        !status)
-        return status.error();
-    if (auto status = staging.value().commit(); !status)
-        return status.error();
-    std::int64_t bytes = 0;
+    const std::string name = checkpointFolderName(state.step);
+    const std::string finalDir = checkpointsDir + "/" + name;
+    // Every rank writes here; removeStaleStagingDirectories() knows the marker.
+    const std::string partsDir = checkpointsDir + "/." + name + ".tmp-parts";
+    auto barrier = [&] {
+        if (who.barrier)
+            who.barrier();
+    };
     std::error_code error;
-    for (const auto& entry : fs::recursive_directory_iterator(finalDir, error)) {
-        if (entry.is_regular_file(error))
-            bytes += static_cast<std::int64_t>(entry.file_size(error));
+    fs::create_directories(partsDir, error);
+    common::Status written = common::Ok{};
+    if (error)
+        written = Error::at(partsDir, "", "cannot create the folder: " + error.message());
+    else {
+        try {
+            written = writeRankFile(partsDir + "/" + rankFileName(who.rank), parameters, optimizer,
+                state, who.writesShard);
+        } catch (const std::exception& e) {
+            written =
+                Error::at(finalDir, "", std::string("writing the checkpoint failed: ") + e.what());
+        }
     }
-    return bytes;
+    barrier();
+    if (who.rank != 0) {
+        barrier(); // rank 0 commits
+        if (!written)
+            return written.error();
+        return std::int64_t{0};
+    }
+    auto commitAll = [&]() -> common::Result<std::int64_t> {
+        if (!written)
+            return written.error();
+        auto staging = StagingDirectory::create(finalDir);
+        if (!staging)
+            return staging.error();
+        for (int rank = 0; rank < who.worldSize; ++rank) {
+            const std::string file = rankFileName(rank);
+            fs::rename(partsDir + "/" + file, staging->file(file), error);
+            if (error)
+                return Error::at(partsDir + "/" + file, "",
+                    "rank " + std::to_string(rank) + "'s part is missing: " + error.message());
+        }
+        if (extra) {
+            if (auto status = extra(staging->path()); !status)
+                return status.error();
+        }
+        const json stateJson = {{"format", kFormat}, {"step", state.step},
+            {"optimizer_step", optimizer.stepCount()},
+            {"data",
+                {{"epoch", state.dataPosition.epoch}, {"index", state.dataPosition.index},
+                    {"world_size", who.worldSize}}},
+            {"world_size", who.worldSize}, {"shard_count", who.shardCount},
+            {"units", layoutJson(parameters)}, {"tokens_seen", state.tokensSeen},
+            {"train_seconds", state.trainSeconds}, {"method", state.method},
+            {"config", state.configYaml}};
+        if (auto status =
+                common::writeFileAtomic(staging->file(kStateFile), stateJson.dump(1) + "\n");
+            !status)
+            return status.error();
+        if (auto status = staging.value().commit(); !status)
+            return status.error();
+        std::int64_t bytes = 0;
+        for (const auto& entry : fs::recursive_directory_iterator(finalDir, error)) {
+            if (entry.is_regular_file(error))
+                bytes += static_cast<std::int64_t>(entry.file_size(error));
+        }
+        return bytes;
+    };
+    auto result = commitAll();
+    fs::remove_all(partsDir, error);
+    barrier();
+    return result;
 }
 
-common::Result<TrainerState> readCheckpoint(
-    const std::string& dir, FlatParameters& parameters, FlatAdamW& optimizer)
+common::Result<TrainerState> readCheckpoint(const std::string& dir, FlatParameters& parameters,
+    FlatAdamW& optimizer, const CheckpointRank& who)
 {
     const std::string statePath = dir + "/" + kStateFile;
     const auto text = common::readFile(statePath);
@@ -166,22 +246,22 @@ common::Result<TrainerState> readCheckpoint(
         return text.error();
     TrainerState state;
     std::int64_t optimizerStep = 0;
+    int savedWorld = 1;
+    int shardCount = 1;
+    json units;
     try {
         const json stateJson = json::parse(*text);
         if (stateJson.at("format").get<int>() != kFormat)
             return Error::at(statePath, "field 'format'",
-                "got " + stateJson.at("format").dump() + ", expected " + std::to_string(kFormat));
+                "got " + stateJson.at("format").dump() + ", expected " + std::to_string(kFormat),
+                "checkpoints of format 1 (before distributed training) cannot be resumed");
         state.step = stateJson.at("step").get<std::int64_t>();
         optimizerStep = stateJson.at("optimizer_step").get<std::int64_t>();
         state.dataPosition.epoch = stateJson.at("data").at("epoch").get<std::uint64_t>();
         state.dataPosition.index = stateJson.at("data").at("index").get<std::size_t>();
-        const std::string rng = stateJson.at("dropout_rng").get<std::string>();
-        if (!rng.empty()) {
-            auto bytes = fromHex(rng);
-            if (!bytes)
-                return Error::at(statePath, "field 'dropout_rng'", "is not a hex string");
-            state.dropoutGeneratorState = *bytes;
-        }
+        savedWorld = stateJson.at("world_size").get<int>();
+        shardCount = stateJson.at("shard_count").get<int>();
+        units = stateJson.at("units");
         state.tokensSeen = stateJson.at("tokens_seen").get<std::int64_t>();
         state.trainSeconds = stateJson.at("train_seconds").get<double>();
         state.method = stateJson.at("method").get<std::string>();
@@ -189,37 +269,57 @@ common::Result<TrainerState> readCheckpoint(
     } catch (const std::exception& e) {
         return Error::at(statePath, "", std::string("not a trainer state: ") + e.what());
     }
-    auto weights = safetensors::SafetensorsFile::open(dir + "/trainable.safetensors");
-    if (!weights)
-        return weights.error();
-    auto moments = safetensors::SafetensorsFile::open(dir + "/optimizer.safetensors");
-    if (!moments)
-        return moments.error();
-    const size_t expected = parameters.segments().size();
-    if (weights->tensors().size() != expected || moments->tensors().size() != 2 * expected)
-        return Error::at(weights->path(), "",
-            "holds " + std::to_string(weights->tensors().size()) + " tensors, the run trains "
-                + std::to_string(expected),
-            "was the checkpoint written by a run with the same method and targets?");
-    try {
-        torch::NoGradGuard noGrad;
-        torch::Tensor expAvg = torch::empty_like(optimizer.firstMoment());
-        torch::Tensor expAvgSq = torch::empty_like(optimizer.secondMoment());
-        for (const auto& slot : parameters.segments()) {
-            if (auto status = readExact(*weights, slot.name,
-                    parameters.master().narrow(0, slot.offset, slot.numel).view(slot.shape));
-                !status)
-                return status.error();
-            if (auto status = readExact(*moments, "exp_avg." + slot.name,
-                    expAvg.narrow(0, slot.offset, slot.numel).view(slot.shape));
-                !status)
-                return status.error();
-            if (auto status = readExact(*moments, "exp_avg_sq." + slot.name,
-                    expAvgSq.narrow(0, slot.offset, slot.numel).view(slot.shape));
+    if (savedWorld < 1 || shardCount < 1 || shardCount > savedWorld)
+        return Error::at(statePath, "field 'shard_count'",
+            "got " + std::to_string(shardCount) + " shards of a world of "
+                + std::to_string(savedWorld) + ", expected 1 to the world size");
+    if (auto status = checkLayout(units, parameters, statePath); !status)
+        return status.error();
+    std::vector<safetensors::SafetensorsFile> shards;
+    for (int k = 0; k < shardCount; ++k) {
+        auto file = safetensors::SafetensorsFile::open(dir + "/" + rankFileName(k));
+        if (!file)
+            return file.error();
+        shards.push_back(std::move(file).value());
+    }
+    if (savedWorld == who.worldSize) {
+        auto own = safetensors::SafetensorsFile::open(dir + "/" + rankFileName(who.rank));
+        if (!own)
+            return own.error();
+        if (const auto* info = own->find("rng.dropout")) {
+            state.dropoutGeneratorState =
+                torch::empty({static_cast<std::int64_t>(info->elementCount())}, torch::kByte);
+            if (auto status = own->read(*info,
+                    {static_cast<std::byte*>(state.dropoutGeneratorState.data_ptr()),
+                        static_cast<size_t>(state.dropoutGeneratorState.nbytes())});
                 !status)
                 return status.error();
         }
-        optimizer.restore(optimizerStep, expAvg, expAvgSq);
+    } else {
+        // Every rank consumed the same count; keep the samples seen in all.
+        const std::size_t seen = state.dataPosition.index * static_cast<std::size_t>(savedWorld);
+        state.dataPosition.index = seen / static_cast<std::size_t>(who.worldSize);
+        state.warnings.push_back("the checkpoint was written by " + std::to_string(savedWorld)
+            + " ranks, this run has " + std::to_string(who.worldSize)
+            + ": the data order and dropout masks continue differently than they would have");
+    }
+    try {
+        torch::NoGradGuard noGrad;
+        auto& own = parameters.units();
+        for (size_t u = 0; u < own.size(); ++u) {
+            const std::string prefix = "unit." + std::to_string(own[u].id) + ".";
+            const std::int64_t begin = own[u].shardOffset;
+            for (const auto& [suffix, target] :
+                {std::pair<std::string, torch::Tensor>{"master", own[u].master},
+                    {"exp_avg", optimizer.firstMoment(u)},
+                    {"exp_avg_sq", optimizer.secondMoment(u)}}) {
+                if (auto status =
+                        readUnitRange(shards, prefix + suffix, begin, target, own[u].numel);
+                    !status)
+                    return status.error();
+            }
+        }
+        optimizer.setStepCount(optimizerStep);
         parameters.copyMasterToModel();
     } catch (const std::exception& e) {
         return Error::at(dir, "", std::string("reading the checkpoint failed: ") + e.what());

@@ -16,34 +16,59 @@ namespace tb::train {
 // What a checkpoint holds besides tensors: enough to continue a run exactly.
 struct TrainerState {
     std::int64_t step = 0; // optimizer steps done
-    data::DataPosition dataPosition; // the next micro-batch of the training stream
-    torch::Tensor dropoutGeneratorState; // uint8, LibTorch's CPU generator state
+    data::DataPosition dataPosition; // the next micro-batch of this rank's training stream
+    torch::Tensor dropoutGeneratorState; // uint8, LibTorch's CPU generator state (this rank's)
     std::int64_t tokensSeen = 0;
     double trainSeconds = 0.0;
     std::string method; // "full", "lora", "qlora"
     std::string configYaml; // the resolved config the run had (warned about when it differs)
+    // Read back: what could not be continued exactly (another world size).
+    std::vector<std::string> warnings;
+};
+
+// Who writes and reads a checkpoint in a run of several ranks. One process:
+// the defaults.
+struct CheckpointRank {
+    int rank = 0;
+    int worldSize = 1;
+    // This rank holds shard `rank` of the model states and no lower rank
+    // holds the same (replicas of DDP or of another node do not write).
+    bool writesShard = true;
+    int shardCount = 1; // shards of the model states (FlatParameters::shard().count)
+    std::function<void()> barrier; // every rank; empty for one process
 };
 
 // A checkpoint folder, step-<8 digits> in the run's checkpoints/ folder:
-//   trainable.safetensors  master weights of every trainable parameter, by name
-//   optimizer.safetensors  AdamW moments: exp_avg.<name>, exp_avg_sq.<name>
-//   trainer_state.json     step, optimizer step, data position, RNG state, config
+//   rank-<5 digits>.safetensors  per rank: its dropout generator and, for the
+//                          ranks that write a shard, unit.<id>.master,
+//                          unit.<id>.exp_avg, unit.<id>.exp_avg_sq (that shard
+//                          of each unit's flat buffer, padding included)
+//   trainer_state.json     step, optimizer step, data position, world size,
+//                          shard count, the unit layout (names, shapes,
+//                          offsets), config
 //   adapter/               (LoRA) the adapter in PEFT's layout, usable as is
-// written as a whole through a StagingDirectory; a folder that exists is complete.
+// Ranks write their files into a shared parts folder, then rank 0 moves them
+// into a StagingDirectory and commits it: a folder that exists is complete.
+// The folder is read back at any world size and any sharding: each rank
+// takes its range of each unit from the shards that cover it.
 std::string checkpointFolderName(std::int64_t step);
 
-// Writes the checkpoint for `state.step` into `checkpointsDir`; `extra` may
-// add files to the staging folder before it is committed. Returns the bytes written.
+// Writes the checkpoint for `state.step` into `checkpointsDir` (every rank
+// calls it); `extra` (rank 0) may add files to the staging folder before it
+// is committed. Returns the bytes written (rank 0: the whole folder).
 common::Result<std::int64_t> writeCheckpoint(const std::string& checkpointsDir,
     FlatParameters& parameters, FlatAdamW& optimizer, const TrainerState& state,
+    const CheckpointRank& who = {},
     const std::function<common::Status(const std::string& stagingDir)>& extra = {});
 
-// Restores parameters (master and model copy), optimizer moments and step
-// from `dir`, and returns the trainer state. The parameter names, shapes and
-// dtypes must match the run's exactly; every mismatch is an Error naming the
-// file and the tensor.
-common::Result<TrainerState> readCheckpoint(
-    const std::string& dir, FlatParameters& parameters, FlatAdamW& optimizer);
+// Restores this rank's master shards, optimizer moments and step from
+// `dir`, and returns the trainer state (data position converted to this
+// world size). The unit layout (parameter names, shapes) and the dtypes must
+// match the run's; every mismatch is an Error naming the file and the
+// tensor. The model's copy is refreshed only without sharding; a sharded
+// run gathers it.
+common::Result<TrainerState> readCheckpoint(const std::string& dir, FlatParameters& parameters,
+    FlatAdamW& optimizer, const CheckpointRank& who = {});
 
 // Complete checkpoints in `checkpointsDir`, oldest first (full paths).
 std::vector<std::string> listCheckpoints(const std::string& checkpointsDir);

@@ -1,112 +1,294 @@
 #include "train/flat_parameters.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 
 namespace tb::train {
 
+int unitOfParameter(const std::string& name)
+{
+    const std::string prefix = "model.layers.";
+    if (!name.starts_with(prefix))
+        return 0;
+    const size_t end = name.find('.', prefix.size());
+    try {
+        return 1 + std::stoi(name.substr(prefix.size(), end - prefix.size()));
+    } catch (const std::exception&) {
+        return 0;
+    }
+}
+
+std::pair<std::int64_t, std::int64_t> FlatParameters::Unit::shardDecayRange() const
+{
+    const std::int64_t begin = 0;
+    const std::int64_t end = std::clamp<std::int64_t>(decayCount - shardOffset, 0, shardNumel);
+    return {begin, end};
+}
+
 FlatParameters::FlatParameters(std::vector<TrainableParameter> parameters,
-    torch::ScalarType masterType, const std::vector<torch::Tensor>& initialMaster)
+    torch::ScalarType masterType, const std::vector<torch::Tensor>& initialMaster, ShardSpec shard)
+    : m_shard(shard)
+    , m_masterType(masterType)
 {
     TORCH_CHECK(!parameters.empty(), "no trainable parameter");
     TORCH_CHECK(initialMaster.empty() || initialMaster.size() == parameters.size(),
         "initial master values must match the parameters one to one");
-    // Stable partition: decayed first, each group in model order.
-    std::vector<size_t> order;
+    TORCH_CHECK(shard.count >= 1 && shard.rank >= 0 && shard.rank < shard.count, "shard rank ",
+        shard.rank, " of ", shard.count);
+    const torch::Tensor& first = parameters.front().tensor;
+    m_modelType = first.scalar_type();
+    const torch::Device device = first.device();
+
+    // Units in id order; inside each, decayed parameters first, in model order.
+    std::map<int, std::vector<size_t>> members;
     for (int pass = 0; pass < 2; ++pass) {
         for (size_t i = 0; i < parameters.size(); ++i) {
             if (parameters[i].decay == (pass == 0))
-                order.push_back(i);
+                members[unitOfParameter(parameters[i].name)].push_back(i);
         }
     }
-    const torch::Tensor& first = parameters.front().tensor;
-    const torch::ScalarType modelType = first.scalar_type();
-    const torch::Device device = first.device();
-    for (const size_t i : order) {
-        const TrainableParameter& parameter = parameters[i];
-        TORCH_CHECK(parameter.tensor.scalar_type() == modelType,
-            "trainable parameters must share one dtype: ", parameter.name);
-        Segment slot{parameter.name, m_numel, parameter.tensor.sizes().vec(),
-            parameter.tensor.numel(), parameter.decay};
-        m_numel += slot.numel;
-        if (parameter.decay)
-            m_decayCount += slot.numel;
-        m_segments.push_back(std::move(slot));
+    std::vector<size_t> parameterOf; // by segment
+    for (const auto& [id, indices] : members) {
+        Unit unit;
+        unit.id = id;
+        for (const size_t i : indices) {
+            const TrainableParameter& parameter = parameters[i];
+            TORCH_CHECK(parameter.tensor.scalar_type() == m_modelType,
+                "trainable parameters must share one dtype: ", parameter.name);
+            parameterOf.push_back(i);
+            unit.segments.push_back(m_segments.size());
+            m_segments.push_back({parameter.name, static_cast<int>(m_units.size()), unit.numel,
+                parameter.tensor.sizes().vec(), parameter.tensor.numel(), parameter.decay});
+            unit.numel += parameter.tensor.numel();
+            if (parameter.decay)
+                unit.decayCount += parameter.tensor.numel();
+        }
+        unit.paddedNumel = (unit.numel + shard.count - 1) / shard.count * shard.count;
+        unit.shardNumel = unit.paddedNumel / shard.count;
+        unit.shardOffset = unit.shardNumel * shard.rank;
+        m_numel += unit.numel;
+        m_units.push_back(std::move(unit));
     }
 
     torch::NoGradGuard noGrad;
-    const auto modelOptions = torch::TensorOptions().dtype(modelType).device(device);
-    m_separate = masterType != modelType;
-    m_modelValues = torch::empty({m_numel}, modelOptions);
-    m_modelGradients = torch::zeros({m_numel}, modelOptions);
-    if (m_separate) {
-        m_master = torch::empty({m_numel}, modelOptions.dtype(masterType));
-        m_masterGradients = torch::zeros({m_numel}, modelOptions.dtype(masterType));
-    } else {
-        m_master = m_modelValues;
-        m_masterGradients = m_modelGradients;
-    }
-    for (size_t k = 0; k < order.size(); ++k) {
-        TrainableParameter& parameter = parameters[order[k]];
-        const Segment& slot = m_segments[k];
-        const torch::Tensor start =
-            initialMaster.empty() ? parameter.tensor : initialMaster[order[k]];
-        TORCH_CHECK(start.numel() == slot.numel, "initial value of ", slot.name, " has ",
-            start.numel(), " elements, expected ", slot.numel);
-        m_master.narrow(0, slot.offset, slot.numel).copy_(start.reshape({-1}));
-        torch::Tensor values = m_modelValues.narrow(0, slot.offset, slot.numel).view(slot.shape);
-        if (m_separate)
-            values.copy_(m_master.narrow(0, slot.offset, slot.numel).view(slot.shape));
-        parameter.tensor.set_data(values);
-        parameter.tensor.mutable_grad() =
-            m_modelGradients.narrow(0, slot.offset, slot.numel).view(slot.shape);
+    const auto modelOptions = torch::TensorOptions().dtype(m_modelType).device(device);
+    const bool sharded = shard.count > 1;
+    for (Unit& unit : m_units) {
+        unit.values = torch::zeros({unit.paddedNumel}, modelOptions);
+        unit.gradients = torch::zeros({unit.paddedNumel}, modelOptions);
+        // The starting values at master precision, whole unit, padding zero.
+        torch::Tensor start = torch::zeros({unit.paddedNumel}, modelOptions.dtype(masterType));
+        for (const size_t s : unit.segments) {
+            const Segment& slot = m_segments[s];
+            const size_t i = parameterOf[s];
+            const torch::Tensor& from =
+                initialMaster.empty() ? parameters[i].tensor : initialMaster[i];
+            TORCH_CHECK(from.numel() == slot.numel, "initial value of ", slot.name, " has ",
+                from.numel(), " elements, expected ", slot.numel);
+            start.narrow(0, slot.offset, slot.numel).copy_(from.reshape({-1}));
+            unit.values.narrow(0, slot.offset, slot.numel)
+                .copy_(parameters[i].tensor.reshape({-1}));
+            torch::Tensor view = unit.values.narrow(0, slot.offset, slot.numel).view(slot.shape);
+            parameters[i].tensor.set_data(view);
+            parameters[i].tensor.mutable_grad() =
+                unit.gradients.narrow(0, slot.offset, slot.numel).view(slot.shape);
+        }
+        unit.masterSeparate = masterType != m_modelType || (sharded && shard.parameters);
+        unit.masterGradientsSeparate = masterType != m_modelType || sharded;
+        if (unit.masterSeparate) {
+            unit.master = start.narrow(0, unit.shardOffset, unit.shardNumel).clone();
+            if (masterType != m_modelType)
+                unit.values.copy_(start); // the model copy rounded from the exact start
+        } else {
+            unit.master = unit.values.narrow(0, unit.shardOffset, unit.shardNumel);
+        }
+        unit.masterGradients = unit.masterGradientsSeparate
+            ? torch::zeros({unit.shardNumel}, modelOptions.dtype(masterType))
+            : unit.gradients.narrow(0, unit.shardOffset, unit.shardNumel);
+        if (shard.parameters && sharded)
+            releaseValues(unit);
+        if (shard.gradients && sharded)
+            releaseGradients(unit);
     }
     m_parameters = std::move(parameters);
+    m_parameterOf = std::move(parameterOf);
 }
 
 torch::Tensor FlatParameters::masterView(const Segment& slot) const
 {
-    return m_master.narrow(0, slot.offset, slot.numel).view(slot.shape);
+    TORCH_CHECK(m_shard.count == 1, "a sharded run gathers its master weights first");
+    return m_units[static_cast<size_t>(slot.unit)]
+        .master.narrow(0, slot.offset, slot.numel)
+        .view(slot.shape);
+}
+
+void FlatParameters::accumulateUnitGradients(Unit& unit)
+{
+    // With a shard group, gradients are summed across ranks into the shard
+    // by the data-parallel engine; here only the one-rank case.
+    if (!unit.masterGradientsSeparate || m_shard.count > 1)
+        return;
+    torch::NoGradGuard noGrad;
+    unit.masterGradients.add_(unit.gradients);
+    unit.gradients.zero_();
 }
 
 void FlatParameters::accumulateGradients()
 {
-    if (!m_separate)
-        return;
-    torch::NoGradGuard noGrad;
-    m_masterGradients.add_(m_modelGradients);
-    m_modelGradients.zero_();
+    for (Unit& unit : m_units)
+        accumulateUnitGradients(unit);
 }
 
 void FlatParameters::zeroGradients()
 {
     torch::NoGradGuard noGrad;
-    m_modelGradients.zero_();
-    if (m_separate)
-        m_masterGradients.zero_();
+    for (Unit& unit : m_units) {
+        if (holdsStorage(unit.gradients))
+            unit.gradients.zero_();
+        if (unit.masterGradientsSeparate)
+            unit.masterGradients.zero_();
+    }
+}
+
+double FlatParameters::localGradientSquares() const
+{
+    torch::NoGradGuard noGrad;
+    double sum = 0.0;
+    for (const Unit& unit : m_units) {
+        // The norm in at least fp32 even for a bf16 gradient.
+        const torch::Tensor& g = unit.masterGradients;
+        const bool narrow = g.scalar_type() == torch::kBFloat16 || g.scalar_type() == torch::kHalf;
+        const double norm = (narrow ? g.to(torch::kFloat) : g).norm().item<double>();
+        sum += norm * norm;
+    }
+    return sum;
+}
+
+void FlatParameters::scaleGradients(double factor)
+{
+    torch::NoGradGuard noGrad;
+    for (Unit& unit : m_units)
+        unit.masterGradients.mul_(factor);
 }
 
 double FlatParameters::clipGradientNorm(double maxNorm)
 {
-    torch::NoGradGuard noGrad;
-    // The norm in at least fp32 even for a bf16 gradient.
-    const bool narrow = m_masterGradients.scalar_type() == torch::kBFloat16
-        || m_masterGradients.scalar_type() == torch::kHalf;
-    const double norm =
-        (narrow ? m_masterGradients.to(torch::kFloat) : m_masterGradients).norm().item<double>();
+    const double norm = std::sqrt(localGradientSquares());
     if (maxNorm > 0 && std::isfinite(norm)) {
         const double coefficient = maxNorm / (norm + 1e-6);
         if (coefficient < 1.0)
-            m_masterGradients.mul_(coefficient);
+            scaleGradients(coefficient);
     }
     return norm;
 }
 
 void FlatParameters::copyMasterToModel()
 {
-    if (!m_separate)
+    if (m_shard.count > 1)
         return;
     torch::NoGradGuard noGrad;
-    m_modelValues.copy_(m_master);
+    for (Unit& unit : m_units) {
+        if (unit.masterSeparate)
+            unit.values.copy_(unit.master);
+    }
+}
+
+namespace {
+
+void releaseStorage(const torch::Tensor& tensor)
+{
+    tensor.storage().unsafeGetStorageImpl()->reset();
+}
+
+void allocateStorage(const torch::Tensor& tensor)
+{
+    c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
+    const auto bytes = static_cast<size_t>(tensor.numel()) * tensor.element_size();
+    storage->set_data_ptr_noswap(storage->allocator()->allocate(bytes));
+    storage->set_nbytes(bytes);
+}
+
+} // namespace
+
+bool FlatParameters::holdsStorage(const torch::Tensor& tensor)
+{
+    return tensor.defined() && tensor.storage().nbytes() > 0;
+}
+
+namespace {
+
+void keepLarger(ResidentStateBytes& peak, const ResidentStateBytes& now)
+{
+    peak.parameters = std::max(peak.parameters, now.parameters);
+    peak.gradients = std::max(peak.gradients, now.gradients);
+    peak.master = std::max(peak.master, now.master);
+}
+
+} // namespace
+
+ResidentStateBytes FlatParameters::peakResidentBytes() const
+{
+    ResidentStateBytes peak = m_peak;
+    keepLarger(peak, residentBytes());
+    return peak;
+}
+
+void FlatParameters::resetPeakResidentBytes()
+{
+    m_peak = residentBytes();
+}
+
+void FlatParameters::releaseValues(Unit& unit)
+{
+    releaseStorage(unit.values);
+}
+
+void FlatParameters::allocateValues(Unit& unit)
+{
+    if (!holdsStorage(unit.values)) {
+        allocateStorage(unit.values);
+        keepLarger(m_peak, residentBytes());
+    }
+}
+
+void FlatParameters::releaseGradients(Unit& unit)
+{
+    releaseStorage(unit.gradients);
+}
+
+void FlatParameters::allocateGradients(Unit& unit)
+{
+    if (holdsStorage(unit.gradients))
+        return;
+    allocateStorage(unit.gradients);
+    keepLarger(m_peak, residentBytes());
+    torch::NoGradGuard noGrad;
+    // Written below autograd's version counting: the parameter's .grad
+    // views must not look modified to anything that saved them.
+    at::AutoDispatchBelowADInplaceOrView guard;
+    unit.gradients.zero_();
+}
+
+ResidentStateBytes FlatParameters::residentBytes() const
+{
+    ResidentStateBytes bytes;
+    std::set<const void*> seen;
+    auto count = [&](const torch::Tensor& tensor, std::int64_t& into) {
+        if (!holdsStorage(tensor))
+            return;
+        const void* storage = tensor.storage().unsafeGetStorageImpl();
+        if (seen.insert(storage).second)
+            into += static_cast<std::int64_t>(tensor.storage().nbytes());
+    };
+    for (const Unit& unit : m_units) {
+        count(unit.values, bytes.parameters);
+        count(unit.gradients, bytes.gradients);
+        count(unit.master, bytes.master);
+        count(unit.masterGradients, bytes.master);
+    }
+    return bytes;
 }
 
 } // namespace tb::train

@@ -13,66 +13,142 @@ struct TrainableParameter {
     bool decay = true; // AdamW weight decay applies (not to norms and biases)
 };
 
-// The trainable parameters of a model laid out in one flat buffer, so the
-// optimizer, the gradient norm and checkpoints touch a few large tensors
-// instead of hundreds of small ones (LIBTORCH.md, "Optimizer").
+// The group of a parameter: 1 + i for decoder layer i ("model.layers.<i>."),
+// 0 for the rest (embeddings, final norm, lm_head). Units are what ZeRO-3 /
+// FSDP gather and free together, and the buckets gradients travel in.
+int unitOfParameter(const std::string& name);
+
+// How the flat buffers are split across the ranks of a shard group (ZeRO,
+// FSDP). count 1: every rank holds everything (one process, or DDP).
+struct ShardSpec {
+    int rank = 0;
+    int count = 1;
+    // ZeRO-3 / FSDP: the model-precision values are only the rank's shard
+    // between uses; the full unit is gathered for forward and backward.
+    bool parameters = false;
+    // ZeRO-2 / ZeRO-3 / FSDP: a unit's full gradient exists only while its
+    // backward runs; what persists is the rank's shard of the sum.
+    bool gradients = false;
+};
+
+// Bytes held now, per kind, counting each storage once (aliases are free).
+struct ResidentStateBytes {
+    std::int64_t parameters = 0; // model-precision values
+    std::int64_t gradients = 0; // model-precision gradients
+    std::int64_t master = 0; // master weights and their gradients, when separate
+    std::int64_t optimizer = 0; // filled in by the optimizer
+    std::int64_t total() const { return parameters + gradients + master + optimizer; }
+};
+
+// The trainable parameters of a model laid out in flat buffers, one per unit
+// (unitOfParameter), so the optimizer, the gradient norm, communication and
+// checkpoints touch a few large tensors instead of hundreds of small ones
+// (LIBTORCH.md, "Optimizer").
 //
-// The model's parameters become views into `modelValues`, their gradients
-// views into `modelGradients`, so backward accumulates straight into the
-// flat buffer. With a master type wider than the model's (bf16 compute with
-// fp32 master weights), the master copy and its gradient are separate fp32
-// buffers: each micro-batch's bf16 gradient is added to the fp32 one, the
-// optimizer updates the fp32 master, and the model's bf16 copy is refreshed
-// from it. Otherwise master and model share one buffer.
+// The model's parameters become views into their unit's `values`, their
+// gradients views into its `gradients`, so backward accumulates straight into
+// the flat buffer. Each unit also has a master copy and master gradient,
+// covering only this rank's shard: with one rank and the same dtype they are
+// the values and gradients themselves; with a wider master type (bf16
+// compute, fp32 master) or sharding they are buffers of their own. Units are
+// padded with zeros to a multiple of the shard count.
 //
-// Parameters that take weight decay come first: they are the elements
-// [0, decayCount()) of every buffer.
+// Inside a unit, parameters that take weight decay come first: elements
+// [0, decayCount) of the unit.
 class FlatParameters {
 public:
     // `initialMaster`, when given, holds the exact starting value of each
     // parameter in at least the master precision (e.g. the fp32 weights a
     // bf16 model was rounded from), in the order of `parameters`.
     FlatParameters(std::vector<TrainableParameter> parameters, torch::ScalarType masterType,
-        const std::vector<torch::Tensor>& initialMaster = {});
+        const std::vector<torch::Tensor>& initialMaster = {}, ShardSpec shard = {});
 
     struct Segment {
         std::string name;
-        std::int64_t offset = 0;
+        int unit = 0; // index into units()
+        std::int64_t offset = 0; // within the unit
         std::vector<std::int64_t> shape;
         std::int64_t numel = 0;
         bool decay = true;
     };
-    const std::vector<Segment>& segments() const { return m_segments; }
-    std::int64_t numel() const { return m_numel; }
-    std::int64_t decayCount() const { return m_decayCount; }
-    bool hasSeparateMaster() const { return m_separate; }
+    struct Unit {
+        int id = 0; // unitOfParameter's number
+        std::vector<size_t> segments;
+        std::int64_t numel = 0; // real elements
+        std::int64_t paddedNumel = 0; // numel rounded up to a multiple of the shard count
+        std::int64_t shardNumel = 0; // paddedNumel / shard count
+        std::int64_t shardOffset = 0; // this rank's shard begins here
+        std::int64_t decayCount = 0;
+        torch::Tensor values; // model dtype, [paddedNumel]
+        torch::Tensor gradients; // model dtype, [paddedNumel]
+        torch::Tensor master; // master dtype, [shardNumel]
+        torch::Tensor masterGradients; // master dtype, [shardNumel]
+        bool masterSeparate = false; // master is not a view of values
+        bool masterGradientsSeparate = false;
 
-    torch::Tensor& master() { return m_master; }
-    torch::Tensor& masterGradients() { return m_masterGradients; }
-    torch::Tensor& modelValues() { return m_modelValues; }
-    // One parameter's slice of the master buffer, shaped like the parameter.
+        // This rank's decayed elements, as [begin, end) in shard coordinates.
+        std::pair<std::int64_t, std::int64_t> shardDecayRange() const;
+    };
+
+    const std::vector<Segment>& segments() const { return m_segments; }
+    // The model's parameter behind segment s.
+    const torch::Tensor& segmentTensor(size_t s) const
+    {
+        return m_parameters[m_parameterOf[s]].tensor;
+    }
+    std::vector<Unit>& units() { return m_units; }
+    const std::vector<Unit>& units() const { return m_units; }
+    const ShardSpec& shard() const { return m_shard; }
+    std::int64_t numel() const { return m_numel; }
+    torch::ScalarType masterType() const { return m_masterType; }
+    torch::ScalarType modelType() const { return m_modelType; }
+
+    // One parameter's master value, shaped like the parameter. Only without
+    // sharding (a sharded run gathers the whole unit first).
     torch::Tensor masterView(const Segment& slot) const;
 
-    // After each micro-batch's backward: move the model-precision gradient
-    // into the master gradient (nothing to do when they are one buffer).
+    // After each micro-batch's backward: add the model-precision gradient
+    // into the master gradient and zero it (nothing to do when they are one
+    // buffer). Units with sharded gradients are reduced by the data-parallel
+    // engine instead and are skipped.
     void accumulateGradients();
+    void accumulateUnitGradients(Unit& unit);
     void zeroGradients();
-    // Global L2 norm of the master gradient; scaled down to maxNorm when
-    // above it (maxNorm <= 0: never), as torch.nn.utils.clip_grad_norm_.
+    // Sum of squares of this rank's master gradients, in double.
+    double localGradientSquares() const;
+    void scaleGradients(double factor);
+    // One process: global L2 norm of the master gradient, scaled down to
+    // maxNorm when above it (maxNorm <= 0: never), as clip_grad_norm_.
     double clipGradientNorm(double maxNorm);
-    // After the optimizer updated the master: refresh the model's copy.
+    // After the optimizer updated the master: refresh the model's copy of the
+    // units whose full values this rank holds alone (no sharding).
     void copyMasterToModel();
+
+    // Storage of sharded buffers comes and goes (FSDP's resharding): the
+    // tensors, and the parameter views into them, stay; their memory is
+    // released and allocated again, so autograd's saved views stay valid.
+    void releaseValues(Unit& unit);
+    void allocateValues(Unit& unit);
+    void releaseGradients(Unit& unit);
+    void allocateGradients(Unit& unit); // zero-filled
+    static bool holdsStorage(const torch::Tensor& tensor);
+
+    ResidentStateBytes residentBytes() const;
+    // The most held at once, per kind, since the last reset (the sharded
+    // buffers peak inside forward and backward).
+    ResidentStateBytes peakResidentBytes() const;
+    void resetPeakResidentBytes();
 
 private:
     std::vector<TrainableParameter> m_parameters;
     std::vector<Segment> m_segments;
+    std::vector<size_t> m_parameterOf; // by segment: index into m_parameters
+    std::vector<Unit> m_units;
+    ShardSpec m_shard;
+    ResidentStateBytes m_peak;
     std::int64_t m_numel = 0;
-    std::int64_t m_decayCount = 0;
-    bool m_separate = false;
-    torch::Tensor m_modelValues;
-    torch::Tensor m_modelGradients;
-    torch::Tensor m_master;
-    torch::Tensor m_masterGradients;
+    torch::ScalarType m_masterType = torch::kFloat;
+    torch::ScalarType m_modelType = torch::kFloat;
 };
 
 } // namespace tb::train

@@ -107,12 +107,19 @@ torch::Tensor LlamaForCausalLm::hiddenStates(const torch::Tensor& inputIds, KvCa
         cache->layers.resize(static_cast<size_t>(m_config.numLayers));
     const std::int64_t past = cache ? cache->length() : 0;
     const AttentionInputs inputs = attentionInputs(past, inputIds.size(1), inputIds.device());
+    ForwardHooks* hooks = cache ? nullptr : m_hooks;
+    if (hooks)
+        hooks->beforeEmbedding();
     torch::Tensor hidden = m_model->embedding().forward(inputIds);
     auto& layers = m_model->layers();
     for (size_t i = 0; i < layers.size(); ++i) {
         LayerCache* layerCache = cache ? &cache->layers[i] : nullptr;
+        if (hooks)
+            hooks->beforeLayer(i);
         hidden = m_layerRunner ? m_layerRunner(*layers[i], hidden, inputs, layerCache)
                                : layers[i]->forward(hidden, inputs, layerCache);
+        if (hooks)
+            hidden = hooks->afterLayer(i, std::move(hidden));
     }
     return m_model->norm().forward(hidden);
 }

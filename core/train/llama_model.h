@@ -49,6 +49,21 @@ private:
     std::shared_ptr<RmsNorm> m_norm;
 };
 
+// Calls around the decoder stack's forward, for the data-parallel engine
+// (FSDP gathers a layer's parameters before it runs and frees them after).
+class ForwardHooks {
+public:
+    virtual ~ForwardHooks() = default;
+    virtual void beforeEmbedding() { }
+    virtual void beforeLayer(size_t layer) { (void)layer; }
+    // May return a tensor standing for `hidden` (one carrying a backward hook).
+    virtual torch::Tensor afterLayer(size_t layer, torch::Tensor hidden)
+    {
+        (void)layer;
+        return hidden;
+    }
+};
+
 // A Llama-family causal language model whose parameter names are those of
 // transformers' LlamaForCausalLM ("model.layers.0.self_attn.q_proj.weight",
 // "lm_head.weight"), so safetensors load and save by name. With tied
@@ -78,6 +93,8 @@ public:
     using LayerRunner = std::function<torch::Tensor(DecoderLayer& layer,
         const torch::Tensor& hidden, const AttentionInputs& inputs, LayerCache* cache)>;
     void setLayerRunner(LayerRunner runner) { m_layerRunner = std::move(runner); }
+    // Not owned; null: none. Passes with a KV cache (generation) skip them.
+    void setForwardHooks(ForwardHooks* hooks) { m_hooks = hooks; }
 
     LlamaModel& model() { return *m_model; }
     torch::Tensor& outputWeight(); // lm_head.weight, or the embedding when tied
@@ -103,6 +120,7 @@ private:
     torch::ScalarType m_dtype;
     AttentionBackend m_backend = AttentionBackend::Fused;
     LayerRunner m_layerRunner;
+    ForwardHooks* m_hooks = nullptr;
     std::shared_ptr<LlamaModel> m_model;
     std::shared_ptr<DenseLinear> m_lmHead; // null when tied
     torch::Tensor m_inverseFrequencies; // double, CPU

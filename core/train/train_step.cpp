@@ -1,6 +1,7 @@
 #include "train/train_step.h"
 
 #include "train/chunked_loss.h"
+#include "train/data_parallel.h"
 #include "train/llama_model.h"
 
 #include <cmath>
@@ -23,7 +24,7 @@ std::pair<torch::Tensor, torch::Tensor> batchTensors(
 }
 
 StepResult accumulateStepGradients(LlamaForCausalLm& model, FlatParameters& parameters,
-    const std::vector<data::Batch>& batches, std::int64_t lossChunkRows)
+    const std::vector<data::Batch>& batches, std::int64_t lossChunkRows, DataParallel* parallel)
 {
     StepResult result;
     for (const data::Batch& batch : batches) {
@@ -31,31 +32,66 @@ StepResult accumulateStepGradients(LlamaForCausalLm& model, FlatParameters& para
         result.tokens += static_cast<std::int64_t>(batch.tokens());
         result.samples += static_cast<std::int64_t>(batch.batchSize);
     }
-    const double normalizer = static_cast<double>(std::max<std::int64_t>(1, result.lossTokens));
-    const torch::Device device = model.outputWeight().device();
-    for (const data::Batch& batch : batches) {
-        if (batch.isEmpty() || batch.lossTokens() == 0)
-            continue;
-        const auto [ids, labels] = batchTensors(batch, device);
-        const torch::Tensor hidden = model.hiddenStates(ids);
-        const LossRows rows = selectLossRows(hidden, labels);
-        const torch::Tensor loss = chunkedCrossEntropy(
-            rows.hidden, model.outputWeight(), rows.targets, normalizer, lossChunkRows);
-        loss.backward();
-        parameters.accumulateGradients();
-        result.loss += loss.item<double>();
+    double normalizer = static_cast<double>(result.lossTokens);
+    result.globalTokens = result.tokens;
+    if (parallel) {
+        normalizer = parallel->sumOverWorld(normalizer);
+        result.globalTokens =
+            static_cast<std::int64_t>(parallel->sumOverWorld(static_cast<double>(result.tokens)));
     }
+    normalizer = std::max(1.0, normalizer);
+    const torch::Device device = model.outputWeight().device();
+    for (size_t b = 0; b < batches.size(); ++b) {
+        const data::Batch& batch = batches[b];
+        const bool skip = batch.isEmpty() || batch.lossTokens() == 0;
+        if (skip && !parallel)
+            continue;
+        if (parallel)
+            parallel->beginMicroStep(b + 1 == batches.size());
+        if (!batch.isEmpty()) {
+            const auto [ids, labels] = batchTensors(batch, device);
+            const torch::Tensor hidden = model.hiddenStates(ids);
+            torch::Tensor loss;
+            if (batch.lossTokens() > 0) {
+                const LossRows rows = selectLossRows(hidden, labels);
+                loss = chunkedCrossEntropy(
+                    rows.hidden, model.outputWeight(), rows.targets, normalizer, lossChunkRows);
+            } else {
+                // Every rank runs the same backward, so the collectives of its
+                // hooks match the other ranks' (zero gradients here).
+                loss = hidden.sum() * 0.0 + model.outputWeight().sum() * 0.0;
+            }
+            loss.backward();
+            result.loss += loss.item<double>();
+        }
+        if (parallel)
+            parallel->endMicroStep();
+        else
+            parameters.accumulateGradients();
+    }
+    if (parallel)
+        result.loss = parallel->sumOverWorld(result.loss);
     return result;
 }
 
 StepResult trainStep(LlamaForCausalLm& model, FlatParameters& parameters, FlatAdamW& optimizer,
-    const std::vector<data::Batch>& batches, double learningRate, double maxGradNorm)
+    const std::vector<data::Batch>& batches, double learningRate, double maxGradNorm,
+    DataParallel* parallel)
 {
-    StepResult result = accumulateStepGradients(model, parameters, batches);
-    result.gradNorm = parameters.clipGradientNorm(maxGradNorm);
+    StepResult result = accumulateStepGradients(model, parameters, batches, 0, parallel);
+    result.gradNorm =
+        parallel ? parallel->gradientNorm() : std::sqrt(parameters.localGradientSquares());
+    if (maxGradNorm > 0 && std::isfinite(result.gradNorm)) {
+        const double coefficient = maxGradNorm / (result.gradNorm + 1e-6);
+        if (coefficient < 1.0)
+            parameters.scaleGradients(coefficient);
+    }
     if (std::isfinite(result.loss) && std::isfinite(result.gradNorm)) {
         optimizer.step(learningRate);
-        parameters.copyMasterToModel();
+        if (parallel)
+            parallel->afterOptimizerStep();
+        else
+            parameters.copyMasterToModel();
     }
     parameters.zeroGradients();
     return result;

@@ -13,28 +13,34 @@
 namespace tb::train {
 
 class LlamaForCausalLm;
+class DataParallel;
 
 struct StepResult {
-    double loss = 0.0; // mean over the step's loss tokens
+    double loss = 0.0; // mean over the step's loss tokens (of every rank)
     double gradNorm = 0.0; // before clipping
-    std::int64_t lossTokens = 0;
-    std::int64_t tokens = 0; // real (unpadded) tokens
-    std::int64_t samples = 0;
+    std::int64_t lossTokens = 0; // this rank's
+    std::int64_t tokens = 0; // real (unpadded) tokens, this rank's
+    std::int64_t samples = 0; // this rank's
+    std::int64_t globalTokens = 0; // tokens summed over ranks
 };
 
 // Forward and backward of every micro-batch of one optimizer step, the loss
 // of each normalised by the loss tokens of the whole step (so accumulating k
 // micro-batches gives the gradient of one batch k times larger, whatever
 // their padding), gradients gathered into the master gradient. Does not
-// clip or update. The model must be in training mode for dropout.
+// clip or update. The model must be in training mode for dropout. With
+// `parallel`, the normaliser is the loss tokens of every rank's batches and
+// the engine sums the gradients across ranks.
 StepResult accumulateStepGradients(LlamaForCausalLm& model, FlatParameters& parameters,
-    const std::vector<data::Batch>& batches, std::int64_t lossChunkRows = 0);
+    const std::vector<data::Batch>& batches, std::int64_t lossChunkRows = 0,
+    DataParallel* parallel = nullptr);
 
 // accumulateStepGradients, clipping to maxGradNorm (<= 0: none), one AdamW
 // update at `learningRate`, the model's copy refreshed, gradients zeroed.
 // A non-finite loss or gradient norm skips the update (the caller stops).
 StepResult trainStep(LlamaForCausalLm& model, FlatParameters& parameters, FlatAdamW& optimizer,
-    const std::vector<data::Batch>& batches, double learningRate, double maxGradNorm);
+    const std::vector<data::Batch>& batches, double learningRate, double maxGradNorm,
+    DataParallel* parallel = nullptr);
 
 struct EvalLossResult {
     double meanLoss = 0.0; // nats per loss token

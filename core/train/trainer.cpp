@@ -5,10 +5,12 @@
 #include "metrics/event_writer.h"
 #include "metrics/step_record.h"
 #include "train/checkpoint.h"
+#include "train/data_parallel.h"
 #include "train/llama_model.h"
 #include "train/lr_schedule.h"
 #include "train/merged_export.h"
 #include "train/model_loader.h"
+#include "train/parallel_context.h"
 #include "train/peft_adapter.h"
 #include "train/process_memory.h"
 #include "train/staging_directory.h"
@@ -60,13 +62,17 @@ std::string hostName()
 class TrainingRun {
 public:
     TrainingRun(std::unique_ptr<TrainingSession> session, const TrainerOptions& options,
-        std::unique_ptr<metrics::EventWriter> events)
+        std::unique_ptr<metrics::EventWriter> events, ParallelContext& parallel)
         : m_session(std::move(session))
         , m_options(options)
         , m_config(m_session->config)
         , m_events(std::move(events))
+        , m_context(parallel)
     {
         m_outcome.runDir = m_config.output.dir;
+        if (m_context.distributed())
+            m_parallel = std::make_unique<DataParallel>(*m_session->model, *m_session->parameters,
+                m_context.sharding(), m_context.groups());
     }
 
     common::Result<TrainOutcome> run(const std::string& resumeDir);
@@ -74,7 +80,21 @@ public:
 private:
     bool stopRequested() const
     {
-        return m_options.stopRequested && m_options.stopRequested->load();
+        const bool here = m_options.stopRequested && m_options.stopRequested->load();
+        // Every rank stops at the same step, when any rank was asked to.
+        return m_parallel ? m_parallel->sumOverWorld(here ? 1.0 : 0.0) > 0.0 : here;
+    }
+    bool isRankZero() const { return m_context.rank() == 0; }
+    CheckpointRank checkpointRank() const
+    {
+        CheckpointRank who;
+        who.rank = m_context.rank();
+        who.worldSize = m_context.worldSize();
+        who.writesShard = m_context.writesShard();
+        who.shardCount = m_session->parameters->shard().count;
+        if (m_context.distributed())
+            who.barrier = [this] { m_context.barrier(); };
+        return who;
     }
     void emit(metrics::EventType type, json fields) { m_events->write(type, std::move(fields)); }
     void progress(TrainerProgress item)
@@ -92,7 +112,9 @@ private:
     }
     common::Status resume(const std::string& dir);
     void writeRunStart(bool resumed);
+    EvalLossResult evaluateValidation();
     void evaluate();
+    void addStateFields(json& fields);
     common::Status checkpoint();
     common::Status exportResults();
     ParameterValues masterValues();
@@ -109,6 +131,9 @@ private:
     const TrainerOptions& m_options;
     const config::RunConfig& m_config;
     std::unique_ptr<metrics::EventWriter> m_events;
+    ParallelContext& m_context;
+    std::unique_ptr<DataParallel> m_parallel; // when distributed
+    dist::CommunicationStats m_lastCommunication;
     TrainOutcome m_outcome;
     std::unique_ptr<data::BatchIterator> m_batches;
     std::int64_t m_step = 0;
@@ -122,7 +147,8 @@ private:
 
 common::Status TrainingRun::resume(const std::string& dir)
 {
-    auto state = readCheckpoint(dir, *m_session->parameters, *m_session->optimizer);
+    auto state =
+        readCheckpoint(dir, *m_session->parameters, *m_session->optimizer, checkpointRank());
     if (!state)
         return state.error();
     if (state->method != config::toString(m_config.method))
@@ -137,6 +163,10 @@ common::Status TrainingRun::resume(const std::string& dir)
     m_trainSeconds = state->trainSeconds;
     m_lastCheckpointStep = m_step;
     m_startPosition = state->dataPosition;
+    for (const std::string& warning : state->warnings)
+        warn(warning);
+    if (m_parallel)
+        m_parallel->afterOptimizerStep(); // the replicated values from the loaded shards
     if (state->dropoutGeneratorState.defined() && m_session->dropoutGenerator) {
         std::lock_guard<std::mutex> lock(m_session->dropoutGenerator->mutex());
         m_session->dropoutGenerator->set_state(state->dropoutGeneratorState);
@@ -148,29 +178,83 @@ common::Status TrainingRun::resume(const std::string& dir)
 void TrainingRun::writeRunStart(bool resumed)
 {
     const config::TrainingConfig& t = m_config.training;
-    json fields = {{"run_id", m_config.name}, {"world_size", 1},
+    const int world = m_context.worldSize();
+    json fields = {{"run_id", m_config.name}, {"world_size", world},
         {"config", config::toJson(m_config)},
         {"model",
             {{"name", fs::path(m_config.model).filename().string()},
                 {"params_total", m_session->totalParameters},
                 {"params_trainable", m_session->trainableParameters}}},
-        {"global_batch", t.microBatch * t.gradAccum}, {"host", hostName()},
+        {"global_batch", t.microBatch * t.gradAccum * world}, {"host", hostName()},
         {"total_steps", m_totalSteps}, {"threads", computeThreads()},
         {"train_rows", m_session->data.train.size()},
         {"validation_rows", m_session->data.validation.size()}};
     if (resumed)
         fields["resumed_from_step"] = m_step;
+    if (m_context.distributed()) {
+        fields["sharding"] = std::string(config::toString(m_context.sharding()));
+        fields["local_rank"] = m_context.environment().localRank;
+        fields["nodes"] = m_context.environment().nodeCount();
+        // What travels: gradients are summed in fp32, parameters gathered in
+        // the compute dtype (docs/DISTRIBUTED.md).
+        fields["gradient_communication_dtype"] = "float32";
+        fields["parameter_communication_dtype"] =
+            std::string(config::toString(m_config.precision)) == "fp32" ? "float32" : "bfloat16";
+    }
     if (m_session->quantizedBytes > 0)
         fields["nf4_bytes"] = m_session->quantizedBytes;
     emit(metrics::EventType::RunStart, std::move(fields));
+}
+
+EvalLossResult TrainingRun::evaluateValidation()
+{
+    const auto microBatch = static_cast<std::size_t>(m_config.training.microBatch);
+    std::span<const data::TokenizedExample> rows = m_session->data.validation;
+    if (!m_parallel)
+        return evaluateRows(*m_session->model, rows, microBatch, m_session->padId);
+    // Gathered parameters make every forward a collective: then every rank
+    // runs every row. Otherwise each rank takes a contiguous share.
+    if (!m_session->parameters->shard().parameters) {
+        const auto world = static_cast<std::size_t>(m_context.worldSize());
+        const auto rank = static_cast<std::size_t>(m_context.rank());
+        const std::size_t begin = rows.size() * rank / world;
+        const std::size_t end = rows.size() * (rank + 1) / world;
+        rows = rows.subspan(begin, end - begin);
+    }
+    EvalLossResult local = evaluateRows(*m_session->model, rows, microBatch, m_session->padId);
+    m_parallel->releaseGathered();
+    if (m_session->parameters->shard().parameters)
+        return local;
+    const double sum = m_parallel->sumOverWorld(
+        local.lossTokens > 0 ? local.meanLoss * static_cast<double>(local.lossTokens) : 0.0);
+    EvalLossResult global;
+    global.lossTokens =
+        static_cast<std::int64_t>(m_parallel->sumOverWorld(static_cast<double>(local.lossTokens)));
+    global.meanLoss =
+        global.lossTokens > 0 ? sum / static_cast<double>(global.lossTokens) : std::nan("");
+    return global;
+}
+
+// What this rank holds of the training state, and what it sent (docs/EVENTS.md).
+void TrainingRun::addStateFields(json& fields)
+{
+    const ResidentStateBytes bytes = m_session->parameters->peakResidentBytes();
+    fields["state_bytes"] = {{"parameters", bytes.parameters}, {"gradients", bytes.gradients},
+        {"master", bytes.master}, {"optimizer", m_session->optimizer->residentBytes()}};
+    m_session->parameters->resetPeakResidentBytes();
+    if (m_parallel) {
+        const dist::CommunicationStats now = m_parallel->stats();
+        fields["comm_bytes"] = now.totalBytes() - m_lastCommunication.totalBytes();
+        fields["comm_collectives"] = now.collectives - m_lastCommunication.collectives;
+        m_lastCommunication = now;
+    }
 }
 
 void TrainingRun::evaluate()
 {
     if (m_session->data.validation.empty())
         return;
-    const EvalLossResult result = evaluateRows(*m_session->model, m_session->data.validation,
-        static_cast<std::size_t>(m_config.training.microBatch), m_session->padId);
+    const EvalLossResult result = evaluateValidation();
     m_lastEvalStep = m_step;
     if (!m_outcome.firstEvalLoss && m_step == 0)
         m_outcome.firstEvalLoss = result.meanLoss;
@@ -189,6 +273,8 @@ void TrainingRun::evaluate()
 
 ParameterValues TrainingRun::masterValues()
 {
+    if (m_parallel)
+        return m_parallel->gatherMasterValues();
     ParameterValues values;
     for (const auto& slot : m_session->parameters->segments())
         values.emplace(slot.name, m_session->parameters->masterView(slot));
@@ -213,15 +299,21 @@ common::Status TrainingRun::checkpoint()
     state.configYaml = config::toYaml(m_config);
     std::function<common::Status(const std::string&)> extra;
     if (m_config.usesLora()) {
-        extra = [this](const std::string& staging) {
-            return savePeftAdapter(*m_session->model, m_session->lora, staging + "/adapter",
-                m_config.model, masterValues());
+        // A collective under sharding: every rank gathers, rank 0 writes.
+        ParameterValues values = masterValues();
+        extra = [this, values](const std::string& staging) {
+            return savePeftAdapter(
+                *m_session->model, m_session->lora, staging + "/adapter", m_config.model, values);
         };
     }
-    auto bytes = writeCheckpoint(dir, *m_session->parameters, *m_session->optimizer, state, extra);
+    auto bytes = writeCheckpoint(
+        dir, *m_session->parameters, *m_session->optimizer, state, checkpointRank(), extra);
     if (!bytes)
         return bytes.error();
-    pruneCheckpoints(dir, m_config.output.keepLast);
+    if (isRankZero())
+        pruneCheckpoints(dir, m_config.output.keepLast);
+    if (m_context.distributed())
+        m_context.barrier(); // nobody starts the next checkpoint while rank 0 prunes
     m_lastCheckpointStep = m_step;
     m_outcome.lastCheckpoint = dir + "/" + checkpointFolderName(m_step);
     const std::string relative = "checkpoints/" + checkpointFolderName(m_step);
@@ -242,6 +334,8 @@ common::Status TrainingRun::exportResults()
         && (kind == config::ExportKind::Adapter || kind == config::ExportKind::Both);
     const bool merged = kind == config::ExportKind::Merged || kind == config::ExportKind::Both;
     const ParameterValues values = masterValues();
+    if (!isRankZero())
+        return common::Ok{}; // rank 0 writes the exports
     if (adapter) {
         const std::string dir = m_config.output.dir + "/adapter";
         if (auto status =
@@ -292,6 +386,8 @@ common::Result<TrainOutcome> TrainingRun::run(const std::string& resumeDir)
     }
     data::SamplerOptions sampler;
     sampler.datasetSize = m_session->data.train.size();
+    sampler.worldSize = m_context.worldSize();
+    sampler.rank = m_context.rank();
     sampler.shuffle = true;
     sampler.seed = data::deriveSeed(t.seed, kShuffleStream);
     m_batches = std::make_unique<data::BatchIterator>(m_session->data.train, sampler,
@@ -327,11 +423,13 @@ common::Result<TrainOutcome> TrainingRun::run(const std::string& resumeDir)
                 batches.push_back(m_batches->next());
             const double rate = schedule.rateAt(m_step + 1);
             const StepResult result = trainStep(*m_session->model, *m_session->parameters,
-                *m_session->optimizer, batches, rate, t.maxGradNorm);
+                *m_session->optimizer, batches, rate, t.maxGradNorm, m_parallel.get());
             ++m_step;
             const double stepSeconds = secondsSince(stepStart);
             m_trainSeconds += stepSeconds;
-            m_tokensSeen += result.tokens;
+            m_tokensSeen += result.globalTokens;
+            // Rank 0 reports the job's figures, the others their own.
+            const std::int64_t stepTokens = isRankZero() ? result.globalTokens : result.tokens;
             m_outcome.lastLoss = result.loss;
             if (!std::isfinite(result.loss) || !std::isfinite(result.gradNorm)) {
                 const std::string message = "the loss or gradient norm became non-finite at step "
@@ -346,13 +444,15 @@ common::Result<TrainOutcome> TrainingRun::run(const std::string& resumeDir)
                 record.loss = result.loss;
                 record.learningRate = rate;
                 record.gradNorm = result.gradNorm;
-                record.tokens = result.tokens;
+                record.tokens = stepTokens;
                 record.samples = result.samples;
                 record.stepSeconds = stepSeconds;
-                record.tokensPerSecond = static_cast<double>(result.tokens) / stepSeconds;
+                record.tokensPerSecond = static_cast<double>(stepTokens) / stepSeconds;
                 record.memAllocatedBytes = memory.residentBytes;
                 record.memPeakBytes = memory.peakResidentBytes;
-                emit(metrics::EventType::Step, record.toFields());
+                json fields = record.toFields();
+                addStateFields(fields);
+                emit(metrics::EventType::Step, std::move(fields));
             }
             TrainerProgress item;
             item.kind = TrainerProgress::Kind::Step;
@@ -362,7 +462,7 @@ common::Result<TrainOutcome> TrainingRun::run(const std::string& resumeDir)
             item.learningRate = rate;
             item.gradNorm = result.gradNorm;
             item.stepSeconds = stepSeconds;
-            item.tokensPerSecond = static_cast<double>(result.tokens) / stepSeconds;
+            item.tokensPerSecond = static_cast<double>(stepTokens) / stepSeconds;
             item.etaSeconds = secondsSince(loopStart) / static_cast<double>(m_step - firstStep)
                 * static_cast<double>(m_totalSteps - m_step);
             item.residentBytes = memory.residentBytes;
@@ -412,19 +512,30 @@ common::Result<TrainOutcome> runTraining(
         return Error::at(runDir, "", "the run folder already holds checkpoints",
             "pass --resume to continue that run, or choose another output.dir");
 
-    std::error_code error;
-    fs::create_directories(checkpointsDir, error);
-    if (error)
-        return Error::at(checkpointsDir, "", "cannot create the folder: " + error.message());
-    removeStaleStagingDirectories(runDir);
-    removeStaleStagingDirectories(checkpointsDir);
-    if (auto status = config::saveRunConfig(runDir + "/config.yaml", config); !status)
-        return status.error();
-    auto events = metrics::EventWriter::open(runDir + "/events.jsonl", 0);
+    auto joined = ParallelContext::join(config);
+    if (!joined)
+        return joined.error();
+    ParallelContext context = std::move(joined).value();
+    if (context.rank() == 0) {
+        std::error_code error;
+        fs::create_directories(checkpointsDir, error);
+        if (error)
+            return Error::at(checkpointsDir, "", "cannot create the folder: " + error.message());
+        removeStaleStagingDirectories(runDir);
+        removeStaleStagingDirectories(checkpointsDir);
+        if (auto status = config::saveRunConfig(runDir + "/config.yaml", config); !status)
+            return status.error();
+    }
+    context.barrier(); // the folder exists for every rank
+    const int rank = context.rank();
+    auto events = metrics::EventWriter::open(runDir
+            + (rank == 0 ? std::string("/events.jsonl")
+                         : "/events.rank" + std::to_string(rank) + ".jsonl"),
+        rank);
     if (!events)
         return events.error();
 
-    auto session = buildSession(config, options);
+    auto session = buildSession(config, options, context.shardSpec(), rank);
     if (!session && options.stopRequested && options.stopRequested->load()) {
         // Asked to stop while loading or preparing data: nothing was trained.
         (*events)->write(metrics::EventType::RunEnd,
@@ -444,7 +555,7 @@ common::Result<TrainOutcome> runTraining(
         (*events)->sync();
         return session.error();
     }
-    TrainingRun run(std::move(session).value(), options, std::move(events).value());
+    TrainingRun run(std::move(session).value(), options, std::move(events).value(), context);
     return run.run(resumeDir);
 }
 

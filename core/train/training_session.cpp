@@ -77,7 +77,8 @@ torch::ScalarType masterTypeOf(config::Precision precision)
 }
 
 common::Status prepareTrainableModel(TrainingSession& session,
-    const std::shared_ptr<LlamaForCausalLm>& base, const std::string& initAdapter)
+    const std::shared_ptr<LlamaForCausalLm>& base, const std::string& initAdapter, ShardSpec shard,
+    int rank)
 {
     const config::RunConfig& config = session.config;
     const torch::ScalarType computeType = computeTypeOf(config.precision);
@@ -92,8 +93,8 @@ common::Status prepareTrainableModel(TrainingSession& session,
                 item.value().copy_(source[item.key()]);
         }
         session.totalParameters = base->config().parameterCount();
-        session.dropoutGenerator =
-            at::detail::createCPUGenerator(data::deriveSeed(config.training.seed, kDropoutStream));
+        session.dropoutGenerator = at::detail::createCPUGenerator(data::deriveSeed(
+            config.training.seed, kDropoutStream + static_cast<std::uint64_t>(rank) * 1000));
         if (config.method == config::Method::Qlora)
             session.quantizedBytes = quantizeProjections(*model, *base);
         if (config.usesLora()) {
@@ -132,7 +133,7 @@ common::Status prepareTrainableModel(TrainingSession& session,
             session.trainableParameters += item.value().numel();
         }
         session.parameters = std::make_unique<FlatParameters>(
-            std::move(trainables), masterTypeOf(config.precision), initial);
+            std::move(trainables), masterTypeOf(config.precision), initial, shard);
         const config::TrainingConfig& t = config.training;
         session.optimizer = std::make_unique<FlatAdamW>(*session.parameters,
             AdamWSettings{t.adamBeta1, t.adamBeta2, t.adamEpsilon, t.weightDecay});
@@ -147,7 +148,7 @@ common::Status prepareTrainableModel(TrainingSession& session,
 }
 
 common::Result<std::unique_ptr<TrainingSession>> buildSession(
-    const config::RunConfig& config, const TrainerOptions& options)
+    const config::RunConfig& config, const TrainerOptions& options, ShardSpec shard, int rank)
 {
     auto session = std::make_unique<TrainingSession>();
     session->config = config;
@@ -190,7 +191,8 @@ common::Result<std::unique_ptr<TrainingSession>> buildSession(
     report(options,
         "model: setting up " + std::string(config::toString(config.method)) + " in "
             + std::string(config::toString(config.precision)));
-    if (auto status = prepareTrainableModel(*session, *base, options.initAdapter); !status)
+    if (auto status = prepareTrainableModel(*session, *base, options.initAdapter, shard, rank);
+        !status)
         return status.error();
     return session;
 }

@@ -48,13 +48,16 @@ torch::ScalarType masterTypeOf(config::Precision precision);
 // Loads the model and tokenizer, prepares the data, attaches LoRA (QLoRA:
 // quantises the base projections to NF4 first), freezes and flattens the
 // trainable parameters. `progress` hears "Setup" messages.
-common::Result<std::unique_ptr<TrainingSession>> buildSession(
-    const config::RunConfig& config, const TrainerOptions& options);
+// `shard` splits the trainable states across a shard group; `rank` picks
+// this rank's dropout stream (the LoRA initialisation is the same on all).
+common::Result<std::unique_ptr<TrainingSession>> buildSession(const config::RunConfig& config,
+    const TrainerOptions& options, ShardSpec shard = {}, int rank = 0);
 
 // The model part alone, for tests and benchmarks: LoRA/QLoRA/freezing and
 // flat parameters over an already built fp32 model `base` (whose weights are
 // the masters' starting values). `model` receives the compute-dtype model.
 common::Status prepareTrainableModel(TrainingSession& session,
-    const std::shared_ptr<LlamaForCausalLm>& base, const std::string& initAdapter = {});
+    const std::shared_ptr<LlamaForCausalLm>& base, const std::string& initAdapter = {},
+    ShardSpec shard = {}, int rank = 0);
 
 } // namespace tb::train

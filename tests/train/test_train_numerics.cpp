@@ -53,6 +53,22 @@ std::shared_ptr<LlamaForCausalLm> randomModel(
     return model;
 }
 
+// One field of every unit, real elements only, in unit order.
+torch::Tensor concatenated(FlatParameters& flat, torch::Tensor FlatParameters::Unit::*field)
+{
+    std::vector<torch::Tensor> parts;
+    for (FlatParameters::Unit& unit : flat.units()) {
+        const torch::Tensor& whole = unit.*field;
+        parts.push_back(whole.narrow(0, 0, std::min(unit.numel, whole.numel())));
+    }
+    return torch::cat(parts);
+}
+
+torch::Tensor masterGradientsOf(FlatParameters& flat)
+{
+    return concatenated(flat, &FlatParameters::Unit::masterGradients);
+}
+
 std::vector<TrainableParameter> allParameters(LlamaForCausalLm& model)
 {
     std::vector<TrainableParameter> out;
@@ -124,8 +140,9 @@ private slots:
         auto referenceParameters = reference->named_parameters();
         for (const auto& slot : flat.segments()) {
             const torch::Tensor expected = referenceParameters[slot.name].grad();
-            const torch::Tensor actual =
-                flat.masterGradients().narrow(0, slot.offset, slot.numel).view(slot.shape);
+            const torch::Tensor actual = flat.units()[static_cast<size_t>(slot.unit)]
+                                             .masterGradients.narrow(0, slot.offset, slot.numel)
+                                             .view(slot.shape);
             const double scale = expected.abs().max().item<double>();
             const double diff = testutil::maxAbsDiff(actual, expected);
             QVERIFY2(diff <= 1e-5 * scale + 1e-9,
@@ -152,7 +169,7 @@ private slots:
         for (int step = 1; step <= 3; ++step) {
             const double lr = 1e-2 * step;
             const torch::Tensor g = torch::randn({17}, torch::kDouble);
-            flat.masterGradients().copy_(g);
+            flat.units()[0].masterGradients.copy_(g); // one unit: "m" then "v"
             adam.step(lr);
             for (int i = 0; i < 17; ++i) {
                 const double gi = g[i].item<double>();
@@ -222,24 +239,24 @@ private slots:
         FlatParameters flat(allParameters(*model), torch::kDouble);
         const auto rows = sampleRows(config.vocabSize);
         const StepResult whole = accumulateStepGradients(*model, flat, {batchOf(rows, {0, 1})});
-        const torch::Tensor expected = flat.masterGradients().clone();
+        const torch::Tensor expected = masterGradientsOf(flat).clone();
         flat.zeroGradients();
         const StepResult split =
             accumulateStepGradients(*model, flat, {batchOf(rows, {0}), batchOf(rows, {1})});
         QCOMPARE(split.lossTokens, whole.lossTokens);
         QVERIFY(std::abs(split.loss - whole.loss) < 1e-12);
-        QVERIFY(testutil::maxAbsDiff(flat.masterGradients(), expected) < 1e-12);
+        QVERIFY(testutil::maxAbsDiff(masterGradientsOf(flat), expected) < 1e-12);
     }
 
     void clippingScalesToTheLimit()
     {
         torch::Tensor a = torch::zeros({4}, torch::kFloat).requires_grad_(true);
         FlatParameters flat({{"a", a, false}}, torch::kFloat);
-        flat.masterGradients().copy_(torch::tensor({3.0F, 4.0F, 0.0F, 0.0F}));
+        flat.units()[0].masterGradients.copy_(torch::tensor({3.0F, 4.0F, 0.0F, 0.0F}));
         QVERIFY(std::abs(flat.clipGradientNorm(1.0) - 5.0) < 1e-6);
-        QVERIFY(std::abs(flat.masterGradients().norm().item<double>() - 1.0) < 1e-5);
+        QVERIFY(std::abs(masterGradientsOf(flat).norm().item<double>() - 1.0) < 1e-5);
         QVERIFY(std::abs(flat.clipGradientNorm(10.0) - 1.0) < 1e-5); // below the limit: kept
-        QVERIFY(std::abs(flat.masterGradients().norm().item<double>() - 1.0) < 1e-5);
+        QVERIFY(std::abs(masterGradientsOf(flat).norm().item<double>() - 1.0) < 1e-5);
     }
 
     void checkpointingGivesIdenticalGradients_data()
@@ -271,14 +288,14 @@ private slots:
         const auto rows = sampleRows(config.vocabSize);
         const torch::Tensor start = generator.get_state();
         const StepResult plain = accumulateStepGradients(*model, flat, {batchOf(rows, {0, 1})});
-        const torch::Tensor expected = flat.masterGradients().clone();
+        const torch::Tensor expected = masterGradientsOf(flat).clone();
         flat.zeroGradients();
         generator.set_state(start);
         enableActivationCheckpointing(*model, generator);
         const StepResult recomputed =
             accumulateStepGradients(*model, flat, {batchOf(rows, {0, 1})});
         QCOMPARE(recomputed.loss, plain.loss);
-        QVERIFY(torch::equal(flat.masterGradients(), expected));
+        QVERIFY(torch::equal(masterGradientsOf(flat), expected));
         QVERIFY(expected.abs().sum().item<double>() > 0);
     }
 
@@ -298,22 +315,25 @@ private slots:
         }
         FlatParameters flat32(allParameters(*model32), torch::kFloat);
         FlatParameters flat16(allParameters(*model16), torch::kFloat, masters);
-        QVERIFY(flat16.hasSeparateMaster());
-        QVERIFY(torch::equal(flat16.master(), flat32.master())); // masters keep the fp32 bits
+        QVERIFY(flat16.units()[0].masterSeparate);
+        // masters keep the fp32 bits
+        QVERIFY(torch::equal(concatenated(flat16, &FlatParameters::Unit::master),
+            concatenated(flat32, &FlatParameters::Unit::master)));
         const auto rows = sampleRows(config.vocabSize);
         const StepResult a = accumulateStepGradients(*model32, flat32, {batchOf(rows, {0, 1})});
         const StepResult b = accumulateStepGradients(*model16, flat16, {batchOf(rows, {0, 1})});
-        QCOMPARE(flat16.masterGradients().scalar_type(), torch::kFloat);
+        QCOMPARE(masterGradientsOf(flat16).scalar_type(), torch::kFloat);
         QVERIFY2(std::abs(a.loss - b.loss) < 0.02 * a.loss,
             qPrintable(QString("%1 vs %2").arg(a.loss).arg(b.loss)));
         const double cosine =
-            torch::cosine_similarity(flat32.masterGradients(), flat16.masterGradients(), 0)
+            torch::cosine_similarity(masterGradientsOf(flat32), masterGradientsOf(flat16), 0)
                 .item<double>();
         QVERIFY2(cosine > 0.99, qPrintable(QString::number(cosine)));
         FlatAdamW adam(flat16, {});
         adam.step(1e-3);
         flat16.copyMasterToModel();
-        QVERIFY(torch::equal(flat16.modelValues(), flat16.master().to(torch::kBFloat16)));
+        QVERIFY(torch::equal(concatenated(flat16, &FlatParameters::Unit::values),
+            concatenated(flat16, &FlatParameters::Unit::master).to(torch::kBFloat16)));
     }
 
     void chunkedLossNeverNeedsTheWholeBatch()

@@ -1,0 +1,368 @@
+#include "train/data_parallel.h"
+
+#include <torch/csrc/autograd/function_hook.h>
+
+#include <cmath>
+
+namespace tb::train {
+
+using config::Sharding;
+
+ShardSpec shardSpecFor(Sharding sharding, const DataParallelGroups& groups)
+{
+    ShardSpec spec;
+    if (sharding == Sharding::Ddp || !groups.shard)
+        return spec;
+    spec.rank = groups.shard->rank();
+    spec.count = groups.shard->size();
+    spec.gradients = sharding != Sharding::Zero1;
+    spec.parameters = sharding == Sharding::Zero3 || sharding == Sharding::FsdpFull
+        || sharding == Sharding::FsdpGradOp || sharding == Sharding::FsdpHybrid;
+    return spec;
+}
+
+namespace {
+
+// Tells the engine a parameter's gradient has been accumulated for this
+// backward. Subclasses FunctionPostHook directly: the lambda helper's
+// signature differs between LibTorch versions (LIBTORCH.md).
+class GradientReadyHook : public torch::autograd::FunctionPostHook {
+public:
+    GradientReadyHook(DataParallel* engine, size_t unit)
+        : m_engine(engine)
+        , m_unit(unit)
+    {
+    }
+    torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+        const torch::autograd::variable_list& /*inputs*/) override
+    {
+        m_engine->parameterGradientReady(m_unit);
+        return outputs;
+    }
+
+private:
+    DataParallel* m_engine;
+    size_t m_unit;
+};
+
+} // namespace
+
+DataParallel::DataParallel(LlamaForCausalLm& model, FlatParameters& parameters, Sharding sharding,
+    DataParallelGroups groups)
+    : m_model(model)
+    , m_parameters(parameters)
+    , m_sharding(sharding)
+    , m_groups(std::move(groups))
+{
+    TORCH_CHECK(m_groups.world, "data parallel training needs the world group");
+    const auto& units = m_parameters.units();
+    m_remaining.assign(units.size(), 0);
+    m_reduced.assign(units.size(), false);
+    m_gathered.assign(units.size(), !shardsParameters());
+    m_layerUnits.assign(static_cast<size_t>(model.config().numLayers), std::nullopt);
+    for (size_t u = 0; u < units.size(); ++u) {
+        if (units[u].id == 0)
+            m_rootUnit = u;
+        else if (static_cast<size_t>(units[u].id - 1) < m_layerUnits.size())
+            m_layerUnits[static_cast<size_t>(units[u].id - 1)] = u;
+    }
+    for (size_t s = 0; s < m_parameters.segments().size(); ++s) {
+        const auto unit = static_cast<size_t>(m_parameters.segments()[s].unit);
+        auto accumulator = torch::autograd::impl::grad_accumulator(m_parameters.segmentTensor(s));
+        accumulator->add_post_hook(std::make_unique<GradientReadyHook>(this, unit));
+        m_accumulators.push_back(std::move(accumulator));
+    }
+    m_model.setForwardHooks(this);
+}
+
+DataParallel::~DataParallel()
+{
+    m_model.setForwardHooks(nullptr);
+    for (auto& accumulator : m_accumulators)
+        accumulator->post_hooks().clear();
+}
+
+bool DataParallel::reshardAfterForward() const
+{
+    return m_sharding != Sharding::FsdpGradOp;
+}
+
+std::optional<size_t> DataParallel::unitOfLayer(size_t layer) const
+{
+    return layer < m_layerUnits.size() ? m_layerUnits[layer] : std::nullopt;
+}
+
+void DataParallel::beginMicroStep(bool last)
+{
+    m_communicating = shardsGradients() || last;
+    const auto& units = m_parameters.units();
+    for (size_t u = 0; u < units.size(); ++u) {
+        m_remaining[u] = static_cast<int>(units[u].segments.size());
+        m_reduced[u] = false;
+    }
+}
+
+void DataParallel::parameterGradientReady(size_t unit)
+{
+    if (--m_remaining[unit] == 0 && m_communicating && !m_reduced[unit])
+        startReduction(unit);
+}
+
+void DataParallel::startReduction(size_t u)
+{
+    m_reduced[u] = true;
+    while (m_inFlight.size() >= 2)
+        finishOldestReduction();
+    torch::NoGradGuard noGrad;
+    FlatParameters::Unit& unit = m_parameters.units()[u];
+    Reduction reduction;
+    reduction.unit = u;
+    if (!m_groups.shard || m_parameters.shard().count == 1) {
+        // DDP: all-reduce the whole unit, in fp32 at least.
+        if (unit.masterGradientsSeparate) {
+            m_parameters.accumulateUnitGradients(unit);
+            reduction.input = unit.masterGradients;
+        } else {
+            reduction.input = unit.gradients;
+        }
+        if (reduction.input.scalar_type() != torch::kFloat
+            && reduction.input.scalar_type() != torch::kDouble)
+            reduction.input = reduction.input.to(torch::kFloat);
+        reduction.work = m_groups.world->allReduceSum(reduction.input);
+    } else {
+        reduction.input = unit.gradients.scalar_type() == torch::kFloat
+            ? unit.gradients
+            : unit.gradients.to(torch::kFloat);
+        reduction.output = torch::empty({unit.shardNumel}, reduction.input.options());
+        reduction.work = m_groups.shard->reduceScatterSum(reduction.output, reduction.input);
+    }
+    m_inFlight.push_back(std::move(reduction));
+}
+
+void DataParallel::finishReduction(Reduction& reduction)
+{
+    reduction.work->wait();
+    torch::NoGradGuard noGrad;
+    FlatParameters::Unit& unit = m_parameters.units()[reduction.unit];
+    if (!reduction.output.defined()) {
+        // DDP: the sum is in place; copy back when it travelled as fp32.
+        torch::Tensor& target =
+            unit.masterGradientsSeparate ? unit.masterGradients : unit.gradients;
+        if (!reduction.input.is_same(target))
+            target.copy_(reduction.input);
+        return;
+    }
+    if (m_groups.replicas && m_groups.replicas->size() > 1)
+        m_groups.replicas->allReduceSum(reduction.output)->wait();
+    unit.masterGradients.add_(reduction.output.to(unit.masterGradients.scalar_type()));
+    if (shardsGradients())
+        m_parameters.releaseGradients(unit);
+    else
+        unit.gradients.zero_();
+    if (shardsParameters() && reduction.unit != m_rootUnit)
+        release(reduction.unit);
+}
+
+void DataParallel::finishOldestReduction()
+{
+    Reduction reduction = std::move(m_inFlight.front());
+    m_inFlight.pop_front();
+    finishReduction(reduction);
+}
+
+void DataParallel::endMicroStep()
+{
+    if (m_communicating) {
+        for (size_t u = 0; u < m_reduced.size(); ++u) {
+            if (!m_reduced[u]) {
+                m_parameters.allocateGradients(m_parameters.units()[u]);
+                startReduction(u);
+            }
+        }
+    }
+    while (!m_inFlight.empty())
+        finishOldestReduction();
+    if (!m_communicating)
+        m_parameters.accumulateGradients();
+    if (shardsParameters() && m_rootUnit)
+        release(*m_rootUnit);
+    m_communicating = false;
+}
+
+double DataParallel::sumOverWorld(double value)
+{
+    torch::Tensor buffer = torch::full({1}, value, torch::kDouble);
+    m_groups.world->allReduceSum(buffer)->wait();
+    return buffer.item<double>();
+}
+
+double DataParallel::gradientNorm()
+{
+    double squares = m_parameters.localGradientSquares();
+    if (m_parameters.shard().count > 1) {
+        torch::Tensor buffer = torch::full({1}, squares, torch::kDouble);
+        m_groups.shard->allReduceSum(buffer)->wait();
+        squares = buffer.item<double>();
+    }
+    return std::sqrt(squares);
+}
+
+void DataParallel::afterOptimizerStep()
+{
+    if (m_parameters.shard().count == 1) {
+        m_parameters.copyMasterToModel();
+        return;
+    }
+    if (shardsParameters())
+        return; // gathered from the master shards when next used
+    torch::NoGradGuard noGrad;
+    std::vector<Gather> gathers;
+    for (FlatParameters::Unit& unit : m_parameters.units()) {
+        Gather gather;
+        gather.source = unit.master.scalar_type() == unit.values.scalar_type()
+            ? unit.master.clone()
+            : unit.master.to(unit.values.scalar_type());
+        gather.work = m_groups.shard->allGather(unit.values, gather.source);
+        gathers.push_back(std::move(gather));
+    }
+    for (Gather& gather : gathers)
+        gather.work->wait();
+}
+
+void DataParallel::startGather(size_t u)
+{
+    torch::NoGradGuard noGrad;
+    FlatParameters::Unit& unit = m_parameters.units()[u];
+    m_parameters.allocateValues(unit);
+    Gather gather;
+    gather.source = unit.master.scalar_type() == unit.values.scalar_type()
+        ? unit.master
+        : unit.master.to(unit.values.scalar_type());
+    gather.work = m_groups.shard->allGather(unit.values, gather.source);
+    m_gathers.emplace(u, std::move(gather));
+}
+
+void DataParallel::ensureGathered(size_t u)
+{
+    if (m_gathered[u])
+        return;
+    if (!m_gathers.contains(u))
+        startGather(u);
+    m_gathers.at(u).work->wait();
+    m_gathers.erase(u);
+    m_gathered[u] = true;
+}
+
+void DataParallel::release(size_t u)
+{
+    if (!shardsParameters() || !m_gathered[u])
+        return;
+    m_parameters.releaseValues(m_parameters.units()[u]);
+    m_gathered[u] = false;
+}
+
+void DataParallel::releaseGathered()
+{
+    for (size_t u = 0; u < m_gathered.size(); ++u)
+        release(u);
+}
+
+void DataParallel::beforeEmbedding()
+{
+    if (!m_rootUnit)
+        return;
+    FlatParameters::Unit& root = m_parameters.units()[*m_rootUnit];
+    if (shardsParameters())
+        ensureGathered(*m_rootUnit);
+    if (shardsGradients() && torch::GradMode::is_enabled())
+        m_parameters.allocateGradients(root);
+}
+
+void DataParallel::beforeLayer(size_t layer)
+{
+    const auto unit = unitOfLayer(layer);
+    if (!unit || !shardsParameters())
+        return;
+    ensureGathered(*unit);
+    // Prefetch: the next layer's gather runs while this one computes.
+    for (size_t next = layer + 1; next < m_layerUnits.size(); ++next) {
+        if (const auto nextUnit = unitOfLayer(next)) {
+            if (!m_gathered[*nextUnit] && !m_gathers.contains(*nextUnit))
+                startGather(*nextUnit);
+            break;
+        }
+    }
+}
+
+torch::Tensor DataParallel::afterLayer(size_t layer, torch::Tensor hidden)
+{
+    const auto unit = unitOfLayer(layer);
+    if (!unit || (!shardsParameters() && !shardsGradients()))
+        return hidden;
+    const bool training = torch::GradMode::is_enabled() && hidden.requires_grad();
+    if (!training) {
+        release(*unit);
+        return hidden;
+    }
+    std::optional<size_t> below;
+    for (size_t previous = layer; previous-- > 0;) {
+        if ((below = unitOfLayer(previous)))
+            break;
+    }
+    const size_t self = *unit;
+    hidden.register_hook(
+        [this, self, below](const torch::Tensor&) { beforeLayerBackward(self, below); });
+    if (reshardAfterForward())
+        release(self);
+    return hidden;
+}
+
+void DataParallel::beforeLayerBackward(size_t unit, std::optional<size_t> below)
+{
+    if (shardsGradients())
+        m_parameters.allocateGradients(m_parameters.units()[unit]);
+    if (!shardsParameters())
+        return;
+    ensureGathered(unit);
+    if (below && !m_gathered[*below] && !m_gathers.contains(*below))
+        startGather(*below);
+}
+
+std::map<std::string, torch::Tensor> DataParallel::gatherMasterValues()
+{
+    torch::NoGradGuard noGrad;
+    std::map<std::string, torch::Tensor> values;
+    const bool sharded = m_parameters.shard().count > 1;
+    for (const FlatParameters::Unit& unit : m_parameters.units()) {
+        torch::Tensor whole = unit.master;
+        if (sharded) {
+            whole = torch::empty({unit.paddedNumel}, unit.master.options());
+            m_groups.shard->allGather(whole, unit.master)->wait();
+        }
+        for (const size_t s : unit.segments) {
+            const FlatParameters::Segment& slot = m_parameters.segments()[s];
+            values.emplace(slot.name, whole.narrow(0, slot.offset, slot.numel).view(slot.shape));
+        }
+    }
+    return values;
+}
+
+dist::CommunicationStats DataParallel::stats() const
+{
+    dist::CommunicationStats total;
+    std::vector<const dist::Communicator*> seen;
+    for (const auto& group : {m_groups.world, m_groups.shard, m_groups.replicas}) {
+        if (!group || std::find(seen.begin(), seen.end(), group.get()) != seen.end())
+            continue;
+        seen.push_back(group.get());
+        const dist::CommunicationStats s = group->stats();
+        total.allReduceBytes += s.allReduceBytes;
+        total.allGatherBytes += s.allGatherBytes;
+        total.reduceScatterBytes += s.reduceScatterBytes;
+        total.broadcastBytes += s.broadcastBytes;
+        total.collectives += s.collectives;
+    }
+    return total;
+}
+
+} // namespace tb::train

@@ -1,0 +1,133 @@
+#pragma once
+
+#include "config/run_config.h"
+#include "dist/communicator.h"
+#include "train/flat_parameters.h"
+#include "train/llama_model.h"
+
+#include <torch/torch.h>
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+
+namespace tb::train {
+
+// The process groups a strategy uses (docs/DISTRIBUTED.md).
+struct DataParallelGroups {
+    std::shared_ptr<dist::Communicator> world; // every rank
+    // The ranks that split the model states between them: every rank for
+    // ZeRO and FSDP, the node's ranks for HYBRID_SHARD, none for DDP.
+    std::shared_ptr<dist::Communicator> shard;
+    // The ranks holding the same shard on other nodes (HYBRID_SHARD only).
+    std::shared_ptr<dist::Communicator> replicas;
+};
+
+// What a strategy partitions, for this rank (count 1 for DDP).
+ShardSpec shardSpecFor(config::Sharding sharding, const DataParallelGroups& groups);
+
+// The data-parallel engine of one rank. It owns no tensors: it drives the
+// communication of FlatParameters' units from autograd's gradient hooks and
+// the model's forward hooks.
+//
+// Gradients are summed, not averaged: the trainer normalises each rank's
+// loss by the loss tokens of the whole global batch (sumOverWorld), so the
+// sum over ranks is the gradient of the global batch, as one process
+// computes it.
+//
+// - DDP: a unit's gradients are all-reduced (in fp32) as soon as backward
+//   has produced all of them, while backward goes on with the layers below;
+//   micro-steps that do not end the optimizer step do not communicate.
+// - ZeRO-1: as DDP, but each unit's gradient is reduce-scattered into the
+//   rank's fp32 shard on the last micro-step; after the update the shards
+//   are all-gathered into the replicated values.
+// - ZeRO-2: the reduce-scatter happens on every micro-step and a unit's full
+//   gradient exists only during its backward.
+// - ZeRO-3 / FSDP: a unit's values exist only while it runs: gathered before
+//   the layer's forward (the next layer prefetched), freed after it
+//   (FULL_SHARD) or after its backward (SHARD_GRAD_OP), gathered again
+//   before its backward (the layer below prefetched). The root unit
+//   (embeddings, norm, lm_head) stays gathered from forward to the end of
+//   backward, as FSDP's root does. HYBRID_SHARD shards inside the node and
+//   all-reduces the shards across nodes.
+// At most two reductions are in flight; the oldest is finished before a
+// third starts, which bounds the full gradients alive at once.
+class DataParallel : public ForwardHooks {
+public:
+    DataParallel(LlamaForCausalLm& model, FlatParameters& parameters, config::Sharding sharding,
+        DataParallelGroups groups);
+    ~DataParallel() override;
+    DataParallel(const DataParallel&) = delete;
+    DataParallel& operator=(const DataParallel&) = delete;
+
+    // Around each micro-batch's backward. `last`: it ends the optimizer step.
+    void beginMicroStep(bool last);
+    // After backward returned: reduces the units whose hooks did not fire
+    // (unused parameters), waits for every collective, folds what was not
+    // communicated into the master gradients.
+    void endMicroStep();
+
+    double sumOverWorld(double value);
+    // Global L2 norm of the gradient, every rank the same (after the step's
+    // last endMicroStep).
+    double gradientNorm();
+    // After the optimizer updated this rank's master shards: the model's
+    // replicated values refreshed from them (all-gathered under ZeRO-1/2).
+    void afterOptimizerStep();
+    // Frees the gathered units (after evaluation under ZeRO-3 / FSDP).
+    void releaseGathered();
+    // Every trainable parameter's master value, whole (a collective under
+    // sharding): for exports and the adapter.
+    std::map<std::string, torch::Tensor> gatherMasterValues();
+
+    dist::CommunicationStats stats() const;
+    config::Sharding sharding() const { return m_sharding; }
+
+    void beforeEmbedding() override;
+    void beforeLayer(size_t layer) override;
+    torch::Tensor afterLayer(size_t layer, torch::Tensor hidden) override;
+
+    // From the gradient accumulators' hooks.
+    void parameterGradientReady(size_t unit);
+
+private:
+    struct Reduction {
+        size_t unit = 0;
+        dist::Work work;
+        torch::Tensor input; // kept alive while the collective runs
+        torch::Tensor output;
+    };
+    struct Gather {
+        dist::Work work;
+        torch::Tensor source;
+    };
+
+    bool shardsParameters() const { return m_parameters.shard().parameters; }
+    bool shardsGradients() const { return m_parameters.shard().gradients; }
+    bool reshardAfterForward() const;
+    std::optional<size_t> unitOfLayer(size_t layer) const;
+    void startReduction(size_t unit);
+    void finishReduction(Reduction& reduction);
+    void finishOldestReduction();
+    void startGather(size_t unit);
+    void ensureGathered(size_t unit);
+    void release(size_t unit);
+    void beforeLayerBackward(size_t unit, std::optional<size_t> below);
+
+    LlamaForCausalLm& m_model;
+    FlatParameters& m_parameters;
+    config::Sharding m_sharding;
+    DataParallelGroups m_groups;
+    std::vector<std::shared_ptr<torch::autograd::Node>> m_accumulators; // keeps hooks' owners alive
+    std::vector<int> m_remaining; // per unit: gradients not yet produced in this backward
+    std::vector<bool> m_reduced; // per unit, in this micro-step
+    std::vector<bool> m_gathered; // per unit: values hold the full unit
+    std::map<size_t, Gather> m_gathers; // prefetches in flight
+    std::deque<Reduction> m_inFlight;
+    std::optional<size_t> m_rootUnit;
+    std::vector<std::optional<size_t>> m_layerUnits;
+    bool m_communicating = false;
+};
+
+} // namespace tb::train
