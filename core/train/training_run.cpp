@@ -1,0 +1,246 @@
+#include "train/training_run.h"
+
+#include "data/random.h"
+#include "metrics/step_record.h"
+#include "train/checkpoint.h"
+#include "train/model_loader.h"
+#include "train/llama_model.h"
+#include "train/lr_schedule.h"
+#include "train/process_memory.h"
+#include "train/training_run.h"
+
+#include <cmath>
+#include <filesystem>
+#include <unistd.h>
+
+namespace tb::train {
+
+namespace fs = std::filesystem;
+using common::Error;
+using nlohmann::json;
+
+namespace {
+
+std::string hostName()
+{
+    char name[256] = {};
+    return ::gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string();
+}
+
+} // namespace
+
+common::Status TrainingRun::resume(const std::string& dir)
+{
+    auto state =
+        readCheckpoint(dir, *m_session->parameters, *m_session->optimizer, checkpointRank());
+    if (!state)
+        return state.error();
+    if (state->method != config::toString(m_config.method))
+        return Error::at(dir, "trainer_state.json",
+            "the checkpoint is of a " + state->method + " run, this config trains "
+                + std::string(config::toString(m_config.method)));
+    if (state->configYaml != config::toYaml(m_config))
+        warn("the config differs from the one the checkpoint was written with; the run "
+             "continues with the new one (an exact continuation needs the same config)");
+    m_step = state->step;
+    m_tokensSeen = state->tokensSeen;
+    m_trainSeconds = state->trainSeconds;
+    m_lastCheckpointStep = m_step;
+    m_startPosition = state->dataPosition;
+    for (const std::string& warning : state->warnings)
+        warn(warning);
+    if (m_parallel)
+        m_parallel->afterOptimizerStep(); // the replicated values from the loaded shards
+    if (state->dropoutGeneratorState.defined() && m_session->dropoutGenerator) {
+        std::lock_guard<std::mutex> lock(m_session->dropoutGenerator->mutex());
+        m_session->dropoutGenerator->set_state(state->dropoutGeneratorState);
+    }
+    m_outcome.lastCheckpoint = dir;
+    return common::Ok{};
+}
+
+void TrainingRun::writeRunStart(bool resumed)
+{
+    const config::TrainingConfig& t = m_config.training;
+    const int world = m_context.worldSize();
+    json fields = {{"run_id", m_config.name}, {"world_size", world},
+        {"config", config::toJson(m_config)},
+        {"model",
+            {{"name", fs::path(m_config.model).filename().string()},
+                {"params_total", m_session->totalParameters},
+                {"params_trainable", m_session->trainableParameters}}},
+        {"global_batch", t.microBatch * t.gradAccum * world}, {"host", hostName()},
+        {"total_steps", m_totalSteps}, {"threads", computeThreads()},
+        {"train_rows", m_session->data.train.size()},
+        {"validation_rows", m_session->data.validation.size()}};
+    if (resumed)
+        fields["resumed_from_step"] = m_step;
+    if (m_context.distributed()) {
+        fields["sharding"] = std::string(config::toString(m_context.sharding()));
+        fields["local_rank"] = m_context.environment().localRank;
+        fields["nodes"] = m_context.environment().nodeCount();
+        // What travels: gradients are summed in fp32, parameters gathered in
+        // the compute dtype (docs/DISTRIBUTED.md).
+        fields["gradient_communication_dtype"] = "float32";
+        fields["parameter_communication_dtype"] =
+            std::string(config::toString(m_config.precision)) == "fp32" ? "float32" : "bfloat16";
+    }
+    if (m_session->quantizedBytes > 0)
+        fields["nf4_bytes"] = m_session->quantizedBytes;
+    emit(metrics::EventType::RunStart, std::move(fields));
+}
+
+// Settings that are valid but change nothing here, said once at the start.
+void TrainingRun::warnAboutParallelSettings()
+{
+    const config::DistributedConfig& d = m_config.distributed;
+    if (!m_context.distributed() && d.sharding != config::Sharding::Ddp)
+        warn("distributed.sharding " + std::string(config::toString(d.sharding))
+            + " has no effect in a single process (WORLD_SIZE is 1)");
+    if (d.offload != config::Offload::None && m_config.device == config::Device::Cpu)
+        warn("distributed.offload " + std::string(config::toString(d.offload))
+            + " has no effect: with device cpu the states already live in CPU memory");
+}
+
+// What this rank holds of the training state, and what it sent (docs/EVENTS.md).
+void TrainingRun::addStateFields(json& fields)
+{
+    const ResidentStateBytes bytes = m_session->parameters->peakResidentBytes();
+    fields["state_bytes"] = {{"parameters", bytes.parameters}, {"gradients", bytes.gradients},
+        {"master", bytes.master}, {"optimizer", m_session->optimizer->residentBytes()}};
+    m_session->parameters->resetPeakResidentBytes();
+    if (m_parallel) {
+        const dist::CommunicationStats now = m_parallel->stats();
+        fields["comm_bytes"] = now.totalBytes() - m_lastCommunication.totalBytes();
+        fields["comm_collectives"] = now.collectives - m_lastCommunication.collectives;
+        m_lastCommunication = now;
+    }
+}
+
+void TrainingRun::finish(RunStatus status, const std::string& message)
+{
+    m_outcome.status = status;
+    m_outcome.message = message;
+    m_outcome.steps = m_step;
+    json fields = {{"status", std::string(runStatusName(status))}, {"steps", m_step}};
+    if (!message.empty())
+        fields["message"] = message;
+    emit(metrics::EventType::RunEnd, std::move(fields));
+    m_events->sync();
+}
+
+common::Result<TrainOutcome> TrainingRun::run(const std::string& resumeDir)
+{
+    const config::TrainingConfig& t = m_config.training;
+    if (!resumeDir.empty()) {
+        if (auto status = resume(resumeDir); !status)
+            return status.error();
+    }
+    data::SamplerOptions sampler;
+    sampler.datasetSize = m_session->data.train.size();
+    sampler.worldSize = m_context.worldSize();
+    sampler.rank = m_context.rank();
+    sampler.shuffle = true;
+    sampler.seed = data::deriveSeed(t.seed, kShuffleStream);
+    m_batches = std::make_unique<data::BatchIterator>(m_session->data.train, sampler,
+        data::BatchOptions{static_cast<std::size_t>(t.microBatch), m_session->padId, 0},
+        m_startPosition);
+    const auto microBatches = static_cast<std::int64_t>(m_batches->batchesPerEpoch()) * t.epochs;
+    m_totalSteps =
+        t.maxSteps > 0 ? t.maxSteps : std::max<std::int64_t>(1, microBatches / t.gradAccum);
+    m_outcome.totalSteps = m_totalSteps;
+    const LrSchedule schedule(
+        t.schedule, t.learningRate, warmupStepsFor(t, m_totalSteps), m_totalSteps);
+
+    writeRunStart(!resumeDir.empty());
+    warnAboutParallelSettings();
+    // Step events report the peak of training, not of loading (a bf16 run
+    // reads the fp32 weights first).
+    resetPeakResidentMemory();
+    const auto loopStart = Clock::now();
+    try {
+        if (resumeDir.empty())
+            evaluate();
+        const std::int64_t firstStep = m_step;
+        while (m_step < m_totalSteps) {
+            if (stopRequested()) {
+                if (auto status = checkpoint(); !status)
+                    return fail(status.error().toString(), loopStart);
+                finish(RunStatus::Stopped, "stopped on request at step " + std::to_string(m_step));
+                m_outcome.seconds = secondsSince(loopStart);
+                return m_outcome;
+            }
+            const auto stepStart = Clock::now();
+            std::vector<data::Batch> batches;
+            for (int i = 0; i < t.gradAccum; ++i)
+                batches.push_back(m_batches->next());
+            const double rate = schedule.rateAt(m_step + 1);
+            const StepResult result = trainStep(*m_session->model, *m_session->parameters,
+                *m_session->optimizer, batches, rate, t.maxGradNorm, m_parallel.get());
+            ++m_step;
+            const double stepSeconds = secondsSince(stepStart);
+            m_trainSeconds += stepSeconds;
+            m_tokensSeen += result.globalTokens;
+            // Rank 0 reports the job's figures, the others their own.
+            const std::int64_t stepTokens = isRankZero() ? result.globalTokens : result.tokens;
+            m_outcome.lastLoss = result.loss;
+            if (!std::isfinite(result.loss) || !std::isfinite(result.gradNorm)) {
+                const std::string message = "the loss or gradient norm became non-finite at step "
+                    + std::to_string(m_step) + " (loss " + std::to_string(result.loss)
+                    + ", gradient norm " + std::to_string(result.gradNorm) + ")";
+                return fail(message, loopStart);
+            }
+            const ProcessMemory memory = processMemory();
+            if (m_step % t.logEvery == 0 || m_step == m_totalSteps) {
+                metrics::StepRecord record;
+                record.step = m_step;
+                record.loss = result.loss;
+                record.learningRate = rate;
+                record.gradNorm = result.gradNorm;
+                record.tokens = stepTokens;
+                record.samples = result.samples;
+                record.stepSeconds = stepSeconds;
+                record.tokensPerSecond = static_cast<double>(stepTokens) / stepSeconds;
+                record.memAllocatedBytes = memory.residentBytes;
+                record.memPeakBytes = memory.peakResidentBytes;
+                json fields = record.toFields();
+                addStateFields(fields);
+                emit(metrics::EventType::Step, std::move(fields));
+            }
+            TrainerProgress item;
+            item.kind = TrainerProgress::Kind::Step;
+            item.step = m_step;
+            item.totalSteps = m_totalSteps;
+            item.loss = result.loss;
+            item.learningRate = rate;
+            item.gradNorm = result.gradNorm;
+            item.stepSeconds = stepSeconds;
+            item.tokensPerSecond = static_cast<double>(stepTokens) / stepSeconds;
+            item.etaSeconds = secondsSince(loopStart) / static_cast<double>(m_step - firstStep)
+                * static_cast<double>(m_totalSteps - m_step);
+            item.residentBytes = memory.residentBytes;
+            progress(item);
+
+            if (t.evalEvery > 0 && m_step % t.evalEvery == 0)
+                evaluate();
+            if (m_config.output.checkpointEvery > 0 && m_step % m_config.output.checkpointEvery == 0
+                && m_step < m_totalSteps) {
+                if (auto status = checkpoint(); !status)
+                    return fail(status.error().toString(), loopStart);
+            }
+        }
+        if (m_lastEvalStep != m_step)
+            evaluate();
+        if (auto status = checkpoint(); !status)
+            return fail(status.error().toString(), loopStart);
+        if (auto status = exportResults(); !status)
+            return fail(status.error().toString(), loopStart);
+    } catch (const std::exception& e) {
+        return fail(std::string("training failed: ") + e.what(), loopStart);
+    }
+    m_outcome.seconds = secondsSince(loopStart);
+    finish(RunStatus::Completed, {});
+    return m_outcome;
+}
+
+} // namespace tb::train
