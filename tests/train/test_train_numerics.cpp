@@ -336,6 +336,69 @@ private slots:
             concatenated(flat16, &FlatParameters::Unit::master).to(torch::kBFloat16)));
     }
 
+    void shardGeometry_data()
+    {
+        QTest::addColumn<int>("count");
+        QTest::addColumn<int>("rank");
+        QTest::addColumn<qint64>("shardNumel");
+        QTest::addColumn<qint64>("decayed"); // decayed elements in this rank's shard
+        // One unit: a 2-D weight of 10 elements (decayed), a norm of 3 (not).
+        QTest::addRow("one rank") << 1 << 0 << qint64(13) << qint64(10);
+        QTest::addRow("4 ranks, rank 0") << 4 << 0 << qint64(4) << qint64(4);
+        QTest::addRow("4 ranks, rank 2 straddles") << 4 << 2 << qint64(4) << qint64(2);
+        QTest::addRow("4 ranks, rank 3 padding") << 4 << 3 << qint64(4) << qint64(0);
+        QTest::addRow("3 ranks, rank 1") << 3 << 1 << qint64(5) << qint64(5);
+    }
+
+    void shardGeometry()
+    {
+        QFETCH(int, count);
+        QFETCH(int, rank);
+        QFETCH(qint64, shardNumel);
+        QFETCH(qint64, decayed);
+        torch::Tensor weight = torch::arange(10, torch::kFloat).view({2, 5}).requires_grad_(true);
+        torch::Tensor norm = torch::full({3}, 7.0F).requires_grad_(true);
+        ShardSpec spec{rank, count, true, true};
+        FlatParameters flat({{"model.layers.0.mlp.w", weight, true},
+                                {"model.layers.0.input_layernorm.weight", norm, false}},
+            torch::kFloat, {}, spec);
+        QCOMPARE(flat.units().size(), size_t(1));
+        const FlatParameters::Unit& unit = flat.units()[0];
+        QCOMPARE(unit.id, 1);
+        QCOMPARE(unit.shardNumel, shardNumel);
+        QCOMPARE(unit.paddedNumel, shardNumel * count);
+        QCOMPARE(unit.shardDecayRange().second, decayed);
+        // The master shard holds this rank's slice of [0..9, 7, 7, 7, 0...].
+        const torch::Tensor whole = torch::cat({torch::arange(10, torch::kFloat),
+            torch::full({3}, 7.0F), torch::zeros({unit.paddedNumel - 13})});
+        QVERIFY(torch::equal(unit.master, whole.narrow(0, unit.shardOffset, shardNumel)));
+        // Sharded values and gradients hold no memory between uses.
+        QCOMPARE(FlatParameters::holdsStorage(unit.values), count == 1);
+        QCOMPARE(FlatParameters::holdsStorage(unit.gradients), count == 1);
+    }
+
+    void releasedStorageKeepsTheParameterViews()
+    {
+        torch::Tensor weight = torch::ones({4, 4}).requires_grad_(true);
+        FlatParameters flat({{"model.layers.0.w", weight, true}}, torch::kFloat);
+        FlatParameters::Unit& unit = flat.units()[0];
+        const auto version = weight._version();
+        flat.releaseValues(unit);
+        QVERIFY(!FlatParameters::holdsStorage(unit.values));
+        QVERIFY(flat.residentBytes().parameters == 0);
+        flat.allocateValues(unit);
+        {
+            at::AutoDispatchBelowADInplaceOrView guard;
+            torch::NoGradGuard noGrad;
+            unit.values.fill_(2.0);
+        }
+        // The parameter is still a view of the unit: it sees the new memory.
+        QCOMPARE(weight.data_ptr(), unit.values.data_ptr());
+        QCOMPARE(weight.sum().item<double>(), 32.0);
+        QCOMPARE(weight._version(), version);
+        QCOMPARE(flat.peakResidentBytes().parameters, std::int64_t(16 * 4));
+    }
+
     void chunkedLossNeverNeedsTheWholeBatch()
     {
         // Every chunk size gives the same loss and gradients in fp64.
