@@ -27,7 +27,9 @@ std::string_view runStatusName(RunStatus status)
     return "failed";
 }
 
-common::Result<TrainOutcome> runTraining(
+namespace {
+
+common::Result<TrainOutcome> setUpAndRun(
     const config::RunConfig& config, const TrainerOptions& options)
 {
     setComputeThreads(options.threads > 0
@@ -92,6 +94,20 @@ common::Result<TrainOutcome> runTraining(
     }
     TrainingRun run(std::move(session).value(), options, std::move(events).value(), context);
     return run.run(resumeDir);
+}
+
+} // namespace
+
+common::Result<TrainOutcome> runTraining(
+    const config::RunConfig& config, const TrainerOptions& options)
+{
+    // The loop reports a failed collective as a failed run; one during
+    // set-up or resume (before the loop) ends here, as an error.
+    try {
+        return setUpAndRun(config, options);
+    } catch (const dist::CommunicationError& e) {
+        return Error::at(config.output.dir, "", std::string("lost the other ranks: ") + e.what());
+    }
 }
 
 } // namespace tb::train
