@@ -167,6 +167,9 @@ int runTrain(const Args& args)
         std::cerr << "tunebench-cli train: " << outcome.error().toString() << "\n";
         return kExitUsage;
     }
+    // The launcher quotes a failed rank's last stderr line: make it the reason.
+    if (outcome->status == train::RunStatus::Failed)
+        std::cerr << "tunebench-cli train: run failed: " << outcome->message << "\n";
     std::cout << "run         " << config.name << " (" << config::toString(config.method) << ", "
               << config::toString(config.precision) << ")\n"
               << "status      " << train::runStatusName(outcome->status)
