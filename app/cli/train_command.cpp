@@ -106,6 +106,9 @@ int runTrain(const Args& args)
     parser.addOption("output", "DIR", "run folder instead of output.dir");
     parser.addOption("max-steps", "N", "optimizer steps instead of training.max_steps / epochs");
     parser.addOption("threads", "N", "compute threads (default: every core)");
+    parser.addFlag("export-only",
+        "with --resume or --resume-from: write the adapter / merged weights of that "
+        "checkpoint (sharded or not, at any number of ranks) and stop");
     parser.addFlag("quiet", "no progress lines, only the summary");
     if (auto parsed = parser.parse(args); !parsed) {
         std::cerr << "tunebench-cli train: " << parsed.error().toString() << "\n";
@@ -153,6 +156,7 @@ int runTrain(const Args& args)
     options.resume = parser.isSet("resume");
     options.resumeFrom = parser.value("resume-from");
     options.initAdapter = parser.value("init-adapter");
+    options.exportOnly = parser.isSet("export-only");
     options.threads = static_cast<int>(*threads);
     options.stopRequested = &g_stopRequested;
     if (!parser.isSet("quiet")) {

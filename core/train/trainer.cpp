@@ -45,6 +45,9 @@ common::Result<TrainOutcome> setUpAndRun(
                 "run without --resume to start the run");
         resumeDir = all.back();
     }
+    if (options.exportOnly && resumeDir.empty())
+        return Error::at(runDir, "", "--export-only needs a checkpoint",
+            "pass --resume or --resume-from DIR");
     if (resumeDir.empty() && !listCheckpoints(checkpointsDir).empty())
         return Error::at(runDir, "", "the run folder already holds checkpoints",
             "pass --resume to continue that run, or choose another output.dir");

@@ -40,6 +40,9 @@ struct TrainerOptions {
     // Start the LoRA matrices from this PEFT adapter folder (same rank and
     // targets as the config) instead of PEFT's initialisation.
     std::string initAdapter;
+    // With resume: write the exports (adapter, merged) from the checkpoint
+    // and stop, training nothing.
+    bool exportOnly = false;
     int threads = 0; // intra-op threads; 0: every core
     // Set (by a signal handler) to stop at the next step boundary with a
     // checkpoint; also cancels data preparation.

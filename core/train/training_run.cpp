@@ -3,9 +3,9 @@
 #include "data/random.h"
 #include "metrics/step_record.h"
 #include "train/checkpoint.h"
-#include "train/model_loader.h"
 #include "train/llama_model.h"
 #include "train/lr_schedule.h"
+#include "train/model_loader.h"
 #include "train/process_memory.h"
 #include "train/training_run.h"
 
@@ -159,6 +159,15 @@ common::Result<TrainOutcome> TrainingRun::run(const std::string& resumeDir)
     resetPeakResidentMemory();
     const auto loopStart = Clock::now();
     try {
+        if (m_options.exportOnly) {
+            // Consolidates a (possibly sharded) checkpoint, at any world size.
+            if (auto status = exportResults(); !status)
+                return fail(status.error().toString(), loopStart);
+            m_outcome.seconds = secondsSince(loopStart);
+            finish(
+                RunStatus::Completed, "exported the checkpoint of step " + std::to_string(m_step));
+            return m_outcome;
+        }
         if (resumeDir.empty())
             evaluate();
         const std::int64_t firstStep = m_step;

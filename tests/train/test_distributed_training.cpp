@@ -542,6 +542,19 @@ private slots:
         QString problem;
         const Tensors expected = readTensors(exportOf(straight, "full"), &problem);
         QVERIFY2(problem.isEmpty(), qPrintable(problem));
+
+        // One process consolidates the 2-rank sharded checkpoint: the same
+        // weights, bit for bit, as rank 0 exported at the end of the run.
+        const std::string consolidated = m_dir.filePath("resume-consolidated").toStdString();
+        copyFolder(straight, consolidated);
+        fs::remove_all(consolidated + "/merged");
+        ended = {runOne(single(one, consolidated, {"--resume", "--export-only"}))};
+        QVERIFY2(allSucceeded(ended), qPrintable(describe(ended)));
+        const Tensors exported = readTensors(exportOf(consolidated, "full"), &problem);
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        QCOMPARE(maxAbsDiff(exported, expected, &problem), 0.0);
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+
         for (const auto& [runDir, world] : {std::pair{atFour, 4}, std::pair{atOne, 1}}) {
             const auto all = events(runDir + "/events.jsonl");
             const auto starts = ofType(all, "run_start");
