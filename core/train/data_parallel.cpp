@@ -111,7 +111,14 @@ void DataParallel::parameterGradientReady(size_t unit)
 void DataParallel::startReduction(size_t u)
 {
     m_reduced[u] = true;
-    while (m_inFlight.size() >= 2)
+    // Every node that reads this unit's values has run once all its
+    // gradients are in: the reduction needs the gradients only.
+    if (shardsParameters() && u != m_rootUnit)
+        release(u);
+    // Sharded gradients exist to save memory: one reduction in flight keeps
+    // at most two units' full gradients alive (plus the root's).
+    const size_t maxInFlight = shardsGradients() ? 1 : 2;
+    while (m_inFlight.size() >= maxInFlight)
         finishOldestReduction();
     torch::NoGradGuard noGrad;
     FlatParameters::Unit& unit = m_parameters.units()[u];
@@ -159,8 +166,6 @@ void DataParallel::finishReduction(Reduction& reduction)
         m_parameters.releaseGradients(unit);
     else
         unit.gradients.zero_();
-    if (shardsParameters() && reduction.unit != m_rootUnit)
-        release(reduction.unit);
 }
 
 void DataParallel::finishOldestReduction()

@@ -51,8 +51,10 @@ ShardSpec shardSpecFor(config::Sharding sharding, const DataParallelGroups& grou
 //   (embeddings, norm, lm_head) stays gathered from forward to the end of
 //   backward, as FSDP's root does. HYBRID_SHARD shards inside the node and
 //   all-reduces the shards across nodes.
-// At most two reductions are in flight; the oldest is finished before a
-// third starts, which bounds the full gradients alive at once.
+// A unit's gathered values are freed as soon as its gradients are in. At
+// most two reductions are in flight under DDP and ZeRO-1, one under the
+// sharded-gradient strategies; the oldest is finished before another
+// starts, which bounds the full gradients alive at once.
 class DataParallel : public ForwardHooks {
 public:
     DataParallel(LlamaForCausalLm& model, FlatParameters& parameters, config::Sharding sharding,
