@@ -131,6 +131,11 @@ std::string Liveness::explainFailure(
         if (!failedToo.empty())
             text += std::string(silent.empty() ? "" : "; ") + listRanks(failedToo)
                 + " stopped after a collective failed there too";
+        // Rank 0 serves the store: the other ranks' diagnoses, running at the
+        // same time, still read it. Leaving at once would make them blame
+        // rank 0 instead of the rank that died.
+        if (m_options.rank == 0)
+            std::this_thread::sleep_for(compat::toMilliseconds(window));
         return text + suffix;
     } catch (const std::exception& error) {
         return prefix + "rank 0 (which serves the rendezvous store at " + m_options.host + ":"

@@ -1,6 +1,7 @@
 #include "common/atomic_file.h"
 #include "plan/catalog.h"
 #include "plan/estimator.h"
+#include "run_events.h"
 
 #include <nlohmann/json.hpp>
 
@@ -74,16 +75,14 @@ RunStates launch(const QTemporaryDir& dir, const std::string& sharding)
         return out;
     }
     for (int rank = 0; rank < kRanks; ++rank) {
-        std::ifstream file(runDir
-            + (rank == 0 ? std::string("/events.jsonl")
-                         : "/events.rank" + std::to_string(rank) + ".jsonl"));
+        const auto stepEvents = tb::testutil::eventsOfType(
+            tb::testutil::readEventFile(runDir
+                + (rank == 0 ? std::string("/events.jsonl")
+                             : "/events.rank" + std::to_string(rank) + ".jsonl")),
+            "step");
         StateBytes most;
         int steps = 0;
-        std::string line;
-        while (std::getline(file, line)) {
-            const json event = json::parse(line, nullptr, false);
-            if (event.is_discarded() || event.value("type", "") != "step")
-                continue;
+        for (const json& event : stepEvents) {
             ++steps;
             const json bytes = event.value("state_bytes", json::object());
             most.parameters = std::max(most.parameters, bytes.value("parameters", 0.0));

@@ -1,5 +1,6 @@
 #include "common/atomic_file.h"
 #include "launch/free_port.h"
+#include "run_events.h"
 #include "safetensors/safetensors_file.h"
 
 #include <nlohmann/json.hpp>
@@ -186,24 +187,12 @@ bool allSucceeded(const std::vector<Ended>& ended)
 
 std::vector<json> events(const std::string& file)
 {
-    std::vector<json> out;
-    std::ifstream stream(file);
-    std::string line;
-    while (std::getline(stream, line)) {
-        if (!line.empty())
-            out.push_back(json::parse(line, nullptr, false));
-    }
-    return out;
+    return tb::testutil::readEventFile(file);
 }
 
 std::vector<json> ofType(const std::vector<json>& all, const std::string& type)
 {
-    std::vector<json> out;
-    for (const json& event : all) {
-        if (event.is_object() && event.value("type", "") == type)
-            out.push_back(event);
-    }
-    return out;
+    return tb::testutil::eventsOfType(all, type);
 }
 
 struct RunSpec {

@@ -1,4 +1,5 @@
 #include "common/atomic_file.h"
+#include "run_events.h"
 
 #include <nlohmann/json.hpp>
 
@@ -44,24 +45,12 @@ Run cli(const QStringList& arguments, int timeoutMs = 240000)
 
 std::vector<json> events(const std::string& runDir)
 {
-    std::vector<json> out;
-    std::ifstream file(runDir + "/events.jsonl");
-    std::string line;
-    while (std::getline(file, line)) {
-        if (!line.empty())
-            out.push_back(json::parse(line, nullptr, false));
-    }
-    return out;
+    return tb::testutil::readEventFile(runDir + "/events.jsonl");
 }
 
 std::vector<json> ofType(const std::vector<json>& all, const std::string& type)
 {
-    std::vector<json> out;
-    for (const json& event : all) {
-        if (event.value("type", "") == type)
-            out.push_back(event);
-    }
-    return out;
+    return tb::testutil::eventsOfType(all, type);
 }
 
 std::string bytesOf(const std::string& path)
