@@ -7,7 +7,6 @@
 #include "train/lr_schedule.h"
 #include "train/model_loader.h"
 #include "train/process_memory.h"
-#include "train/training_run.h"
 
 #include <cmath>
 #include <filesystem>

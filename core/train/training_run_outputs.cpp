@@ -4,7 +4,6 @@
 #include "train/llama_model.h"
 #include "train/merged_export.h"
 #include "train/peft_adapter.h"
-#include "train/training_run.h"
 
 #include <cmath>
 #include <filesystem>
