@@ -16,6 +16,8 @@ std::string failedKey(int rank)
     return "liveness/failed/" + std::to_string(rank);
 }
 
+const std::string kVerdictKey = "liveness/verdict";
+
 // "rank 1", "rank 1 and rank 3", "rank 1, rank 2 and rank 3": every rank
 // named in full so a reader (or a test) finds "rank 3" as written.
 std::string listRanks(const std::vector<int>& ranks)
@@ -76,6 +78,11 @@ void Liveness::beat()
         try {
             m_heartbeatStore->add(heartbeatKey(m_options.rank), 1);
             ++m_sent;
+            if (m_heartbeatStore->check({kVerdictKey})) {
+                const std::vector<std::uint8_t> bytes = m_heartbeatStore->get(kVerdictKey);
+                std::lock_guard verdictLock(m_verdictMutex);
+                m_verdict.assign(bytes.begin(), bytes.end());
+            }
         } catch (const std::exception&) {
             // The store is gone (rank 0 exited or died). Nothing to tell:
             // the next collective fails and its diagnosis says so.
@@ -90,6 +97,12 @@ std::vector<std::int64_t> Liveness::readCounters() const
     for (int rank = 0; rank < m_options.worldSize; ++rank)
         counters.push_back(m_store->add(heartbeatKey(rank), 0)); // add 0: read without waiting
     return counters;
+}
+
+std::string Liveness::publishedVerdict() const
+{
+    std::lock_guard lock(m_verdictMutex);
+    return m_verdict;
 }
 
 std::string Liveness::explainFailure(
@@ -125,19 +138,23 @@ std::string Liveness::explainFailure(
                 + seconds(m_options.timeoutSeconds)
                 + " passed, or the ranks called different collectives)" + suffix;
         std::string text = prefix;
-        if (!silent.empty())
-            text += listRanks(silent) + " stopped responding (no heartbeat for " + seconds(waited)
-                + ")";
+        if (!silent.empty()) {
+            const std::string verdict = listRanks(silent) + " stopped responding (no heartbeat for "
+                + seconds(waited) + ")";
+            m_store->set(kVerdictKey, std::vector<std::uint8_t>(verdict.begin(), verdict.end()));
+            text += verdict;
+        }
         if (!failedToo.empty())
             text += std::string(silent.empty() ? "" : "; ") + listRanks(failedToo)
                 + " stopped after a collective failed there too";
-        // Rank 0 serves the store: the other ranks' diagnoses, running at the
-        // same time, still read it. Leaving at once would make them blame
-        // rank 0 instead of the rank that died.
+        // Rank 0 serves the store: leaving at once could keep the others'
+        // heartbeat threads from reading the verdict just published.
         if (m_options.rank == 0)
             std::this_thread::sleep_for(compat::toMilliseconds(window));
         return text + suffix;
     } catch (const std::exception& error) {
+        if (const std::string verdict = publishedVerdict(); !verdict.empty())
+            return prefix + verdict + ", as another rank found before the store closed" + suffix;
         return prefix + "rank 0 (which serves the rendezvous store at " + m_options.host + ":"
             + std::to_string(m_options.port) + ") is gone: the store said "
             + compat::describe(error) + suffix;

@@ -16,7 +16,10 @@ namespace tb::dist {
 // collective. A thread on its own store connection adds 1 to
 // "liveness/heartbeat/<rank>" every heartbeatSeconds, so a rank whose counter
 // stops is dead or stuck. Every communicator of a World holds the Liveness,
-// so the thread runs as long as any of them lives.
+// so the thread runs as long as any of them lives. A rank that diagnoses a
+// death publishes the verdict in the store and the heartbeat threads of the
+// others keep a copy: a rank whose collective fails only when rank 0 (and
+// the store with it) has already gone still names the rank that died.
 class Liveness {
 public:
     struct Options {
@@ -50,8 +53,13 @@ private:
     void beat();
     std::vector<std::int64_t> readCounters() const;
 
+    // What the first rank to diagnose a death published (see beat()).
+    std::string publishedVerdict() const;
+
     Options m_options;
     compat::StoreHandle m_store;
+    mutable std::mutex m_verdictMutex;
+    std::string m_verdict; // "rank 1 stopped responding (...)", read by the heartbeat thread
     compat::StoreHandle m_heartbeatStore;
     std::atomic<std::int64_t> m_sent{0};
     std::mutex m_mutex;
