@@ -6,15 +6,6 @@
 #include <QTest>
 
 using namespace tb::testutil::distributed;
-using nlohmann::json;
-using tb::testutil::allSucceeded;
-using tb::testutil::Command;
-using tb::testutil::describe;
-using tb::testutil::Ended;
-using tb::testutil::maxAbsDiff;
-using tb::testutil::readTensors;
-using tb::testutil::Tensors;
-namespace fs = std::filesystem;
 
 class TestDistributedLifecycle : public QObject {
     Q_OBJECT
