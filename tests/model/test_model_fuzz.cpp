@@ -5,6 +5,8 @@
 
 #include <QtTest>
 
+#include "../support/text_mutator.h"
+
 #include <random>
 
 using namespace tb;
@@ -17,41 +19,14 @@ namespace {
 
 std::string mutate(const std::string& seed, std::mt19937_64& rng)
 {
-    static const char kAlphabet[] = "{}[]:,\"'-.0123456789eE \n\t#&*!|>%@`\\aznull";
-    std::string text = seed;
-    const int edits = 1 + int(rng() % 8);
-    for (int e = 0; e < edits && !text.empty(); ++e) {
-        const size_t at = rng() % text.size();
-        switch (rng() % 6) {
-        case 0:
-            text[at] = kAlphabet[rng() % (sizeof kAlphabet - 1)];
-            break;
-        case 1:
-            text.erase(at, 1 + rng() % 8);
-            break;
-        case 2:
-            text.insert(at, 1, kAlphabet[rng() % (sizeof kAlphabet - 1)]);
-            break;
-        case 3:
-            text[at] = char(rng() % 256);
-            break;
-        case 4: {
-            const size_t len = std::min<size_t>(1 + rng() % 40, text.size() - at);
-            text.insert(rng() % text.size(), text.substr(at, len));
-            break;
-        }
-        case 5:
-            text.insert(at, std::to_string(int64_t(rng())));
-            break;
-        }
-    }
-    return text;
+    static const testutil::MutationOptions kOptions{
+        "{}[]:,\"'-.0123456789eE \n\t#&*!|>%@`\\aznull", 8, 8, 40};
+    return testutil::mutateText(seed, rng, kOptions);
 }
 
 int iterations()
 {
-    const int fromEnv = qEnvironmentVariableIntValue("TB_FUZZ_ITERATIONS");
-    return fromEnv > 0 ? fromEnv : 6000;
+    return testutil::fuzzIterations(6000);
 }
 
 } // namespace

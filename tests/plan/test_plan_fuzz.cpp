@@ -3,6 +3,8 @@
 #include "common/atomic_file.h"
 #include "plan/plan_file.h"
 
+#include "../support/text_mutator.h"
+
 #include <random>
 
 using namespace tb;
@@ -15,40 +17,13 @@ namespace {
 
 std::string mutate(const std::string& seed, std::mt19937_64& rng)
 {
-    static const char kAlphabet[] = "{}[]:,\"'-.0123456789eE \n\t#&*!|>%@`\\aznulltrue";
-    std::string text = seed;
-    const int edits = 1 + int(rng() % 6);
-    for (int e = 0; e < edits && !text.empty(); ++e) {
-        const size_t at = rng() % text.size();
-        switch (rng() % 6) {
-        case 0:
-            text[at] = kAlphabet[rng() % (sizeof kAlphabet - 1)];
-            break;
-        case 1:
-            text.erase(at, 1 + rng() % 6);
-            break;
-        case 2:
-            text.insert(at, 1, kAlphabet[rng() % (sizeof kAlphabet - 1)]);
-            break;
-        case 3:
-            text[at] = char(rng() % 256);
-            break;
-        case 4:
-            text.insert(rng() % text.size(),
-                text.substr(at, std::min<size_t>(1 + rng() % 30, text.size() - at)));
-            break;
-        case 5:
-            text.insert(at, std::to_string(int64_t(rng()) >> (rng() % 60)));
-            break;
-        }
-    }
-    return text;
+    static const testutil::MutationOptions kOptions{.maxEdits = 6, .maxErase = 6, .maxSpan = 30};
+    return testutil::mutateText(seed, rng, kOptions);
 }
 
 int iterations()
 {
-    const int fromEnv = qEnvironmentVariableIntValue("TB_FUZZ_ITERATIONS");
-    return fromEnv > 0 ? fromEnv : 4000;
+    return testutil::fuzzIterations(4000);
 }
 
 void checkEstimate(const plan::PlanInput& in)
