@@ -11,6 +11,7 @@
 // used in a matrix product (the tied output projection included, the
 // embedding lookup not) and 4 L d T is Q K^T and P V over T positions.
 
+#include "llama_bench_util.h"
 #include "train/llama_model.h"
 #include "train/model_loader.h"
 #include "train/torch_compat.h"
@@ -28,52 +29,10 @@ using namespace tb::train;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds(Clock::time_point start)
-{
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> values)
-{
-    std::sort(values.begin(), values.end());
-    return values[values.size() / 2];
-}
-
-template <typename Fn> double timed(Fn&& fn)
-{
-    const auto start = Clock::now();
-    fn();
-    return seconds(start);
-}
-
-LlamaConfig stories15mShape()
-{
-    LlamaConfig config;
-    config.modelType = "llama";
-    config.vocabSize = 32000;
-    config.hiddenSize = 288;
-    config.intermediateSize = 768;
-    config.numLayers = 6;
-    config.numHeads = 6;
-    config.numKvHeads = 6;
-    config.headDim = 48;
-    config.maxPositionEmbeddings = 1024;
-    config.rmsNormEps = 1e-5;
-    config.tieWordEmbeddings = true;
-    return config;
-}
-
-double forwardFlopsPerToken(const LlamaConfig& c, std::int64_t tokens)
-{
-    const double q = double(c.numHeads * c.headDim);
-    const double kv = double(c.numKvHeads * c.headDim);
-    const double h = double(c.hiddenSize);
-    const double perLayer = h * q + 2 * h * kv + q * h + 3 * h * double(c.intermediateSize);
-    const double matmulWeights = double(c.numLayers) * perLayer + double(c.vocabSize) * h;
-    return 2.0 * matmulWeights + 4.0 * double(c.numLayers) * q * double(tokens);
-}
+using tb::bench::forwardFlopsPerToken;
+using tb::bench::median;
+using tb::bench::stories15mShape;
+using tb::bench::timed;
 
 } // namespace
 

@@ -23,6 +23,7 @@
 
 #include "common/atomic_file.h"
 #include "data/batch.h"
+#include "llama_bench_util.h"
 #include "plan/catalog.h"
 #include "plan/estimator.h"
 #include "train/llama_model.h"
@@ -49,38 +50,11 @@ using namespace tb::train;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using tb::bench::forwardFlopsPerToken;
+using tb::bench::median;
+using tb::bench::stories15mShape;
+using tb::bench::timed;
 
-double median(std::vector<double> values)
-{
-    std::sort(values.begin(), values.end());
-    return values[values.size() / 2];
-}
-
-template <typename Fn> double timed(Fn&& fn)
-{
-    const auto start = Clock::now();
-    fn();
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-LlamaConfig stories15mShape()
-{
-    LlamaConfig config;
-    config.modelType = "llama";
-    config.architecture = "LlamaForCausalLM";
-    config.vocabSize = 32000;
-    config.hiddenSize = 288;
-    config.intermediateSize = 768;
-    config.numLayers = 6;
-    config.numHeads = 6;
-    config.numKvHeads = 6;
-    config.headDim = 48;
-    config.maxPositionEmbeddings = 1024;
-    config.rmsNormEps = 1e-5;
-    config.tieWordEmbeddings = true;
-    return config;
-}
 
 std::string configJson(const LlamaConfig& c)
 {
@@ -95,16 +69,6 @@ std::string configJson(const LlamaConfig& c)
         (long long)c.numLayers, (long long)c.numHeads, (long long)c.numKvHeads,
         (long long)c.headDim, (long long)c.maxPositionEmbeddings);
     return text;
-}
-
-double forwardFlopsPerToken(const LlamaConfig& c, std::int64_t tokens)
-{
-    const double q = double(c.numHeads * c.headDim);
-    const double kv = double(c.numKvHeads * c.headDim);
-    const double h = double(c.hiddenSize);
-    const double perLayer = h * q + 2 * h * kv + q * h + 3 * h * double(c.intermediateSize);
-    const double matmulWeights = double(c.numLayers) * perLayer + double(c.vocabSize) * h;
-    return 2.0 * matmulWeights + 4.0 * double(c.numLayers) * q * double(tokens);
 }
 
 struct Case {
