@@ -222,4 +222,13 @@ inline void copyFolder(const std::string& from, const std::string& to)
     fs::copy(from, to, fs::copy_options::recursive);
 }
 
+// Why the suites cannot run here (the shared model is absent), or empty. A
+// missing CLI is a build failure, not a reason to skip.
+inline QString missingPrerequisite()
+{
+    if (!fs::exists(kModel + "/model.safetensors"))
+        return "shared data absent: " TB_SHARED_DATA_DIR "/models/stories260K";
+    return {};
+}
+
 } // namespace tb::testutil::distributed

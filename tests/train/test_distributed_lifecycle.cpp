@@ -13,8 +13,8 @@ class TestDistributedLifecycle : public QObject {
 private slots:
     void initTestCase()
     {
-        if (!fs::exists(kModel + "/model.safetensors"))
-            QSKIP("shared data absent: " TB_SHARED_DATA_DIR "/models/stories260K");
+        if (const QString missing = missingPrerequisite(); !missing.isEmpty())
+            QSKIP(qPrintable(missing));
         QVERIFY2(QFileInfo::exists(kCli), qPrintable(kCli + " is not built"));
         QVERIFY(m_dir.isValid());
         m_suite.start();
