@@ -173,14 +173,19 @@ void FlatParameters::scaleGradients(double factor)
         unit.masterGradients.mul_(factor);
 }
 
+void FlatParameters::clipToNorm(double norm, double maxNorm)
+{
+    if (maxNorm <= 0 || !std::isfinite(norm))
+        return;
+    const double coefficient = maxNorm / (norm + 1e-6);
+    if (coefficient < 1.0)
+        scaleGradients(coefficient);
+}
+
 double FlatParameters::clipGradientNorm(double maxNorm)
 {
     const double norm = std::sqrt(localGradientSquares());
-    if (maxNorm > 0 && std::isfinite(norm)) {
-        const double coefficient = maxNorm / (norm + 1e-6);
-        if (coefficient < 1.0)
-            scaleGradients(coefficient);
-    }
+    clipToNorm(norm, maxNorm);
     return norm;
 }
 

@@ -32,12 +32,11 @@ struct ShardSpec {
 };
 
 // Bytes held now, per kind, counting each storage once (aliases are free).
+// The optimizer's moments are FlatAdamW::residentBytes().
 struct ResidentStateBytes {
     std::int64_t parameters = 0; // model-precision values
     std::int64_t gradients = 0; // model-precision gradients
     std::int64_t master = 0; // master weights and their gradients, when separate
-    std::int64_t optimizer = 0; // filled in by the optimizer
-    std::int64_t total() const { return parameters + gradients + master + optimizer; }
 };
 
 // The trainable parameters of a model laid out in flat buffers, one per unit
@@ -117,8 +116,12 @@ public:
     // Sum of squares of this rank's master gradients, in double.
     double localGradientSquares() const;
     void scaleGradients(double factor);
-    // One process: global L2 norm of the master gradient, scaled down to
-    // maxNorm when above it (maxNorm <= 0: never), as clip_grad_norm_.
+    // Scales the master gradient down to maxNorm when `norm` (the global L2
+    // norm, every rank's) is above it; maxNorm <= 0: never. As
+    // torch.nn.utils.clip_grad_norm_.
+    void clipToNorm(double norm, double maxNorm);
+    // One process: the global L2 norm of the master gradient, clipped with
+    // clipToNorm; returns the norm before clipping.
     double clipGradientNorm(double maxNorm);
     // After the optimizer updated the master: refresh the model's copy of the
     // units whose full values this rank holds alone (no sharding).

@@ -81,11 +81,7 @@ StepResult trainStep(LlamaForCausalLm& model, FlatParameters& parameters, FlatAd
     StepResult result = accumulateStepGradients(model, parameters, batches, 0, parallel);
     result.gradNorm =
         parallel ? parallel->gradientNorm() : std::sqrt(parameters.localGradientSquares());
-    if (maxGradNorm > 0 && std::isfinite(result.gradNorm)) {
-        const double coefficient = maxGradNorm / (result.gradNorm + 1e-6);
-        if (coefficient < 1.0)
-            parameters.scaleGradients(coefficient);
-    }
+    parameters.clipToNorm(result.gradNorm, maxGradNorm);
     if (std::isfinite(result.loss) && std::isfinite(result.gradNorm)) {
         optimizer.step(learningRate);
         if (parallel)
