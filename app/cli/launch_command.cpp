@@ -4,6 +4,7 @@
 #include "config/config_loader.h"
 #include "launch/free_port.h"
 #include "launch/local_launcher.h"
+#include "launch/world_layout.h"
 
 #include <algorithm>
 #include <array>
@@ -103,6 +104,9 @@ ArgParser makeParser()
         "master-addr", "HOST", "address of node 0, where rank 0 listens (default 127.0.0.1)");
     p.addOption(
         "master-port", "PORT", "rank 0's port (default: a free one; needed with --nnodes > 1)");
+    p.addOption("run-id", "ID",
+        "the job's id, the same on every node (TORCHELASTIC_RUN_ID; default: a new one "
+        "on one node, 'none' across nodes)");
     p.addOption(
         "grace", "SECONDS", "time ranks get to stop after SIGTERM before SIGKILL (default 10)");
     p.addOption("trainer", "PATH", "program each rank runs instead of this executable (for tests)");
@@ -154,6 +158,9 @@ common::Result<launch::LaunchOptions> buildOptions(
     layout.nodeRank = int(*nodeRank);
     layout.masterPort = int(*port);
     layout.masterAddr = p.value("master-addr", "127.0.0.1");
+    layout.runId = p.value("run-id", "");
+    if (p.isSet("run-id") && layout.runId.empty())
+        return Error{"launch: --run-id: empty, expected the job's id", {}};
     if (layout.nodeRank >= layout.nnodes)
         return Error{"launch: --node-rank: got " + std::to_string(layout.nodeRank)
                 + ", expected 0 to " + std::to_string(layout.nnodes - 1) + " (--nnodes "
@@ -165,6 +172,9 @@ common::Result<launch::LaunchOptions> buildOptions(
     if (layout.nodeRank > 0 && !p.isSet("master-addr"))
         return Error{
             "launch: --master-addr: needed on nodes other than 0", "give the address of node 0"};
+    // What the options above do not check (the run id's characters).
+    if (common::Status valid = launch::validateLayout(layout); !valid)
+        return Error{"launch: " + valid.error().message, {}};
     options.graceSeconds = *grace;
     if (p.isSet("trainer")) {
         options.program = p.value("trainer");
@@ -212,14 +222,17 @@ int runLaunch(const Args& allArgs)
         }
         layout.masterPort = *port;
     }
+    if (layout.runId.empty() && layout.nnodes == 1)
+        layout.runId = launch::newRunId();
     launch::CancelToken cancel;
     const StopSignals signals(cancel);
     PrefixingSink sink;
     std::fprintf(stderr,
-        "tunebench-cli launch: %d rank(s) on node %d of %d, world size %d, master %s:%d: "
-        "%s train %s\n",
+        "tunebench-cli launch: %d rank(s) on node %d of %d, world size %d, master %s:%d, "
+        "run id %s: %s train %s\n",
         layout.nprocPerNode, layout.nodeRank, layout.nnodes, layout.worldSize(),
-        layout.masterAddr.c_str(), layout.masterPort, options.program.c_str(),
+        layout.masterAddr.c_str(), layout.masterPort,
+        layout.runId.empty() ? "none" : layout.runId.c_str(), options.program.c_str(),
         options.arguments[1].c_str());
     const common::Result<launch::LaunchReport> report =
         launch::runLocalLaunch(options, sink, cancel);

@@ -52,7 +52,8 @@ Liveness::Liveness(Options options, compat::StoreHandle store)
     const double timeout =
         std::min(m_options.timeoutSeconds, std::max(10.0, 5.0 * m_options.heartbeatSeconds));
     storeOptions.timeout = compat::toMilliseconds(timeout);
-    m_heartbeatStore = c10::make_intrusive<c10d::TCPStore>(m_options.host, storeOptions);
+    m_heartbeatStore = c10::make_intrusive<c10d::PrefixStore>(m_options.storePrefix,
+        c10::make_intrusive<c10d::TCPStore>(m_options.host, storeOptions));
     // The first beat before returning: after the rendezvous every rank's
     // counter exists, so a diagnosis never mistakes a slow start for death.
     m_heartbeatStore->add(heartbeatKey(m_options.rank), 1);

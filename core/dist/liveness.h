@@ -25,6 +25,7 @@ public:
     struct Options {
         std::string host;
         int port = 0;
+        std::string storePrefix; // the job's keys (jobKeyPrefix)
         int rank = 0;
         int worldSize = 1;
         double heartbeatSeconds = 1.0;

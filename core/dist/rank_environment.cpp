@@ -1,5 +1,6 @@
 #include "dist/rendezvous.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <optional>
@@ -9,12 +10,14 @@ namespace {
 
 using Variables = std::map<std::string, std::string>;
 
+constexpr std::size_t kMaxRunIdLength = 128;
+
 // The variables torchrun sets, read from the process when the caller passed none.
 Variables processVariables()
 {
     Variables variables;
     for (const char* name : {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK",
-             "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK"}) {
+             "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK", "TORCHELASTIC_RUN_ID"}) {
         if (const char* value = std::getenv(name))
             variables[name] = value;
     }
@@ -145,6 +148,16 @@ common::Result<RankEnvironment> readRankEnvironment(const Variables& environment
     if (!port)
         return port.error();
     result.masterPort = *port;
+
+    if (const auto runId = lookup(variables, "TORCHELASTIC_RUN_ID")) {
+        const bool printable = std::all_of(runId->begin(), runId->end(),
+            [](char c) { return c > ' ' && c < 127; });
+        if (runId->empty() || runId->size() > kMaxRunIdLength || !printable)
+            return problem("TORCHELASTIC_RUN_ID", *runId,
+                "the job's id: 1 to " + std::to_string(kMaxRunIdLength)
+                    + " printable characters without spaces, the same on every rank");
+        result.runId = *runId;
+    }
     return result;
 }
 

@@ -2,6 +2,7 @@
 
 #include "dist/arrival.h"
 #include "dist/communicators.h"
+#include "dist/run_identity.h"
 
 #include <algorithm>
 
@@ -101,10 +102,23 @@ common::Result<World> rendezvous(
     }
 
     const auto deadline = Clock::now() + compat::toMilliseconds(options.timeoutSeconds);
-    auto store = connectStore(environment, options.timeoutSeconds);
-    if (!store)
-        return store.error();
-    if (auto arrived = awaitAllRanks(**store, environment, options.timeoutSeconds, deadline);
+    auto served = connectStore(environment, options.timeoutSeconds);
+    if (!served)
+        return served.error();
+    if (environment.rank == 0) {
+        try {
+            announceRunId(**served, environment);
+        } catch (const std::exception& error) {
+            return common::Error{rendezvousPlace(environment)
+                    + ": could not write the run id in the store: " + compat::describe(error),
+                {}};
+        }
+    } else if (auto sameJob = checkRunId(**served, environment, deadline); !sameJob) {
+        return sameJob.error();
+    }
+    const std::string prefix = jobKeyPrefix(environment);
+    const compat::StoreHandle store = c10::make_intrusive<c10d::PrefixStore>(prefix, *served);
+    if (auto arrived = awaitAllRanks(*store, environment, options.timeoutSeconds, deadline);
         !arrived)
         return arrived.error();
 
@@ -113,12 +127,13 @@ common::Result<World> rendezvous(
         Liveness::Options livenessOptions;
         livenessOptions.host = environment.masterAddr;
         livenessOptions.port = environment.masterPort;
+        livenessOptions.storePrefix = prefix;
         livenessOptions.rank = environment.rank;
         livenessOptions.worldSize = environment.worldSize;
         livenessOptions.heartbeatSeconds = options.heartbeatSeconds;
         livenessOptions.timeoutSeconds = options.timeoutSeconds;
         livenessOptions.backendName = options.backend == Backend::Gloo ? "Gloo" : "NCCL";
-        liveness = std::make_shared<Liveness>(livenessOptions, *store);
+        liveness = std::make_shared<Liveness>(livenessOptions, store);
     } catch (const std::exception& error) {
         return common::Error{rendezvousPlace(environment)
                 + ": could not start the heartbeat: " + compat::describe(error),
@@ -128,15 +143,15 @@ common::Result<World> rendezvous(
     // Every rank makes the groups in the same order; each blocks only on its
     // own members, so the disjoint node (and replica) groups cannot deadlock.
     auto all = makeProcessGroupCommunicator(
-        worldGroup(environment), environment, options, *store, liveness);
+        worldGroup(environment), environment, options, store, liveness);
     if (!all)
         return all.error();
     auto node = makeProcessGroupCommunicator(
-        nodeGroup(environment), environment, options, *store, liveness);
+        nodeGroup(environment), environment, options, store, liveness);
     if (!node)
         return node.error();
     auto replicas = makeProcessGroupCommunicator(
-        replicaGroup(environment), environment, options, *store, liveness);
+        replicaGroup(environment), environment, options, store, liveness);
     if (!replicas)
         return replicas.error();
     world.all = *all;

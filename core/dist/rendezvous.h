@@ -11,8 +11,12 @@ namespace tb::dist {
 
 // Where this process sits in the job, read from torchrun's variables
 // (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
-// NODE_RANK or GROUP_RANK).
+// NODE_RANK or GROUP_RANK, TORCHELASTIC_RUN_ID).
 struct RankEnvironment {
+    // Which job the ranks belong to (torchrun's --rdzv_id; "none" when not
+    // given, as torchrun's default): two jobs that meet on one MASTER_PORT
+    // tell each other apart by it instead of mixing their ranks.
+    std::string runId = "none";
     std::string masterAddr = "127.0.0.1";
     int masterPort = 0;
     int rank = 0;
@@ -53,8 +57,12 @@ struct World {
     std::shared_ptr<Communicator> replicas;
 };
 
-// Joins the job: rank 0 serves a TCPStore on MASTER_PORT, every rank
-// connects and announces itself, then the Gloo (or NCCL) groups are made.
+// Joins the job: rank 0 serves a TCPStore on MASTER_PORT and writes the run
+// id there, every rank connects, checks the run id and announces itself,
+// then the Gloo (or NCCL) groups are made. Every key of the job lives under
+// its run id, so a rank of another job that reached this store by mistake
+// (two jobs given one port) fails, naming both run ids, without touching
+// this job's keys.
 // Waits at most timeoutSeconds for every rank; a rank that never arrives
 // makes every rank that did fail with an Error that names the missing
 // ranks. While the World lives, a heartbeat thread keeps this rank's

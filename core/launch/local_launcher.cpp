@@ -342,7 +342,10 @@ common::Result<LaunchReport> runLocalLaunch(
             return picked.error();
         port = *picked;
     }
-    Supervisor supervisor(options, sink, cancel);
+    LaunchOptions launched = options;
+    if (launched.layout.runId.empty() && launched.layout.nnodes == 1)
+        launched.layout.runId = newRunId();
+    Supervisor supervisor(launched, sink, cancel);
     if (common::Status started = supervisor.start(port); !started)
         return started.error();
     return supervisor.run();

@@ -1,6 +1,7 @@
 #include "launch/world_layout.h"
 
 #include <algorithm>
+#include <random>
 #include <unistd.h>
 
 extern char** environ;
@@ -29,6 +30,11 @@ common::Status validateLayout(const WorldLayout& layout)
     if (layout.nnodes >= 1)
         range("node_rank", layout.nodeRank, 0, layout.nnodes - 1);
     range("master_port", layout.masterPort, 0, 65535);
+    const bool printable = std::all_of(layout.runId.begin(), layout.runId.end(),
+        [](char c) { return c > ' ' && c < 127; });
+    if (layout.runId.size() > kMaxRunIdLength || !printable)
+        problems.push_back("run_id: got '" + layout.runId + "', expected up to "
+            + std::to_string(kMaxRunIdLength) + " printable characters without spaces");
     if (layout.masterAddr.empty())
         problems.push_back("master_addr: empty, expected a host name or address");
     if (layout.nnodes > 1 && layout.masterPort == 0)
@@ -42,10 +48,21 @@ common::Status validateLayout(const WorldLayout& layout)
     return common::Error{text, {}};
 }
 
+std::string newRunId()
+{
+    std::random_device seed;
+    std::uniform_int_distribution<int> digit(0, 15);
+    std::string id;
+    for (int index = 0; index < 12; ++index)
+        id += "0123456789abcdef"[digit(seed)];
+    return id;
+}
+
 std::vector<std::string> rankEnvironment(const WorldLayout& layout, int localRank)
 {
     const std::string nodeRank = std::to_string(layout.nodeRank);
     return {
+        "TORCHELASTIC_RUN_ID=" + (layout.runId.empty() ? std::string("none") : layout.runId),
         "MASTER_ADDR=" + layout.masterAddr,
         "MASTER_PORT=" + std::to_string(layout.masterPort),
         "RANK=" + std::to_string(layout.globalRank(localRank)),

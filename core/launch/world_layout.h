@@ -16,6 +16,10 @@ struct WorldLayout {
     int nodeRank = 0;
     std::string masterAddr = "127.0.0.1";
     int masterPort = 0; // 0: pick a free port (one node only)
+    // The job's id (torchrun's --rdzv-id), TORCHELASTIC_RUN_ID for every
+    // rank: two jobs handed one port tell each other apart by it. Empty: a
+    // new one on one node (newRunId), "none" across nodes, as torchrun.
+    std::string runId;
 
     int worldSize() const { return nnodes * nprocPerNode; }
     int globalRank(int localRank) const { return nodeRank * nprocPerNode + localRank; }
@@ -23,15 +27,19 @@ struct WorldLayout {
 
 inline constexpr int kMaxProcsPerNode = 1024;
 inline constexpr int kMaxNodes = 4096;
+inline constexpr std::size_t kMaxRunIdLength = 128;
 
 // Every problem, each naming the field ("nproc: got 0, expected 1 to 1024").
 // A port of 0 with more than one node is an error: the other nodes could not
 // know which port this one picked.
 common::Status validateLayout(const WorldLayout& layout);
 
+// A run id no other job on this machine has: 12 random hex digits.
+std::string newRunId();
+
 // The variables a rank reads to join the job, as "NAME=value": MASTER_ADDR,
 // MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK,
-// GROUP_RANK (torchrun's name for the node rank).
+// GROUP_RANK (torchrun's name for the node rank), TORCHELASTIC_RUN_ID.
 std::vector<std::string> rankEnvironment(const WorldLayout& layout, int localRank);
 
 // `base` with every variable of `overrides` replacing one of the same name.

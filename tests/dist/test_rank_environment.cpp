@@ -80,6 +80,18 @@ private slots:
         QCOMPARE(environment->nodeCount(), environment->worldSize / environment->localWorldSize);
     }
 
+    void readsRunId()
+    {
+        // Absent: torchrun's default, so ranks started by hand still agree.
+        const auto plain = tb::dist::readRankEnvironment(torchrunVariables(1, 2, 2));
+        QVERIFY(plain.ok());
+        QCOMPARE(plain->runId, std::string("none"));
+        const auto given = tb::dist::readRankEnvironment(
+            with(torchrunVariables(1, 2, 2), "TORCHELASTIC_RUN_ID", "sweep-7"));
+        QVERIFY(given.ok());
+        QCOMPARE(given->runId, std::string("sweep-7"));
+    }
+
     void rejectsBadLayouts_data()
     {
         QTest::addColumn<Variables>("variables");
@@ -113,6 +125,12 @@ private slots:
             << with(valid, "NODE_RANK", "1") << QStringList{"NODE_RANK", "'1'", "expected 0"};
         QTest::newRow("GROUP_RANK malformed")
             << with(valid, "GROUP_RANK", "x") << QStringList{"GROUP_RANK", "'x'"};
+        QTest::newRow("TORCHELASTIC_RUN_ID empty")
+            << with(valid, "TORCHELASTIC_RUN_ID", "")
+            << QStringList{"TORCHELASTIC_RUN_ID", "''", "printable"};
+        QTest::newRow("TORCHELASTIC_RUN_ID with a space")
+            << with(valid, "TORCHELASTIC_RUN_ID", "my job")
+            << QStringList{"TORCHELASTIC_RUN_ID", "'my job'", "without spaces"};
         QTest::newRow("MASTER_ADDR missing")
             << without(valid, "MASTER_ADDR") << QStringList{"MASTER_ADDR", "not set"};
         QTest::newRow("MASTER_ADDR empty")

@@ -1,4 +1,5 @@
-// Failures: a rank that dies after the rendezvous, and one that never comes.
+// Failures: a rank that dies after the rendezvous, one that never comes, and
+// one of another job that reaches this job's store.
 // The other ranks must fail (never hang) within a bound, naming the rank.
 #include "worker_runner.h"
 
@@ -77,6 +78,29 @@ private slots:
             QVERIFY2(result.seconds < timeout + 5.0,
                 qPrintable(QString("took %1 s").arg(result.seconds)));
         }
+    }
+
+    void rankOfAnotherJobIsTurnedAway()
+    {
+        // Two jobs handed one port: the stray rank 1 of the other job reaches
+        // this job's store. It must fail naming both jobs, and this job must
+        // not notice.
+        // This job's rank 2 comes 8 s late, so its store is still up when the
+        // stray (not delayed: it is rank 1) arrives.
+        JobLayout layout{3, 0, {}, {}};
+        layout.strayRankOfOtherJob = 1;
+        const auto results = runWorkers(layout,
+            {"slow-arrival", "--late-rank", "2", "--delay", "8", "--timeout", "30"}, 60.0);
+        const std::vector<tb::dist::test::RankResult> job(results.begin(), results.begin() + 3);
+        QVERIFY2(describeFailures(job).isEmpty(), qPrintable(describeFailures(job)));
+        const auto& stray = results.back();
+        QVERIFY2(stray.finished, "the stray rank hung");
+        QCOMPARE(stray.exitCode, 2);
+        for (const char* expected : {"serves job '", "this rank belongs to job 'other-",
+                 "two jobs were given the same MASTER_PORT"})
+            QVERIFY2(stray.errorOutput.contains(expected), qPrintable(stray.errorOutput));
+        qInfo("stray rank turned away after %.1f s: %s", stray.seconds,
+            qPrintable(stray.errorOutput.trimmed()));
     }
 };
 

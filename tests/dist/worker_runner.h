@@ -3,6 +3,7 @@
 // Starts dist_worker processes as the ranks of one job on loopback, the way
 // torchrun would (its environment variables), and waits for them with a bound.
 #include "launch/free_port.h"
+#include "launch/world_layout.h"
 
 #include <QElapsedTimer>
 #include <QProcess>
@@ -30,6 +31,10 @@ struct JobLayout {
     int localWorldSize = 0; // 0: all ranks on one "node"
     QList<int> ranksToStart; // empty: every rank
     QList<int> ranksThatHang; // not waited for; killed once the others ended
+    // >= 0: one more process, given this rank, the same port and another
+    // run id, as a rank of a second job handed the same MASTER_PORT. Its
+    // result comes last.
+    int strayRankOfOtherJob = -1;
 };
 
 inline std::vector<RankResult> runWorkers(
@@ -41,14 +46,20 @@ inline std::vector<RankResult> runWorkers(
         return {};
     }
     const int local = layout.localWorldSize > 0 ? layout.localWorldSize : layout.worldSize;
-    std::vector<std::unique_ptr<QProcess>> processes(static_cast<std::size_t>(layout.worldSize));
-    std::vector<RankResult> results(static_cast<std::size_t>(layout.worldSize));
+    const bool stray = layout.strayRankOfOtherJob >= 0;
+    const int processCount = layout.worldSize + (stray ? 1 : 0);
+    std::vector<std::unique_ptr<QProcess>> processes(static_cast<std::size_t>(processCount));
+    std::vector<RankResult> results(static_cast<std::size_t>(processCount));
+    const QString runId = QString::fromStdString(tb::launch::newRunId());
     QElapsedTimer clock;
     clock.start();
-    for (int rank = 0; rank < layout.worldSize; ++rank) {
-        if (!layout.ranksToStart.isEmpty() && !layout.ranksToStart.contains(rank))
+    for (int index = 0; index < processCount; ++index) {
+        const bool isStray = index == layout.worldSize;
+        const int rank = isStray ? layout.strayRankOfOtherJob : index;
+        if (!isStray && !layout.ranksToStart.isEmpty() && !layout.ranksToStart.contains(rank))
             continue;
         auto environment = QProcessEnvironment::systemEnvironment();
+        environment.insert("TORCHELASTIC_RUN_ID", isStray ? "other-" + runId : runId);
         environment.insert("MASTER_ADDR", "127.0.0.1");
         environment.insert("MASTER_PORT", QString::number(port.value()));
         environment.insert("WORLD_SIZE", QString::number(layout.worldSize));
@@ -56,11 +67,11 @@ inline std::vector<RankResult> runWorkers(
         environment.insert("LOCAL_WORLD_SIZE", QString::number(local));
         environment.insert("LOCAL_RANK", QString::number(rank % local));
         environment.insert("GROUP_RANK", QString::number(rank / local));
-        auto& process = processes[static_cast<std::size_t>(rank)];
+        auto& process = processes[static_cast<std::size_t>(index)];
         process = std::make_unique<QProcess>();
         process->setProcessEnvironment(environment);
         process->start(TB_DIST_WORKER, arguments);
-        results[static_cast<std::size_t>(rank)].started = true;
+        results[static_cast<std::size_t>(index)].started = true;
         if (!process->waitForStarted(10000))
             qWarning("rank %d did not start: %s", rank, qPrintable(process->errorString()));
     }

@@ -156,10 +156,12 @@ int main(int argc, char** argv)
     std::printf("pid %d rank %d\n", int(getpid()), rank);
     if (printEnv)
         std::printf("env RANK=%s WORLD_SIZE=%s LOCAL_RANK=%s LOCAL_WORLD_SIZE=%s NODE_RANK=%s "
-                    "GROUP_RANK=%s MASTER_ADDR=%s MASTER_PORT=%s OMP_NUM_THREADS=%s\n",
+                    "GROUP_RANK=%s MASTER_ADDR=%s MASTER_PORT=%s OMP_NUM_THREADS=%s "
+                    "TORCHELASTIC_RUN_ID=%s\n",
             env("RANK").c_str(), env("WORLD_SIZE").c_str(), env("LOCAL_RANK").c_str(),
             env("LOCAL_WORLD_SIZE").c_str(), env("NODE_RANK").c_str(), env("GROUP_RANK").c_str(),
-            env("MASTER_ADDR").c_str(), env("MASTER_PORT").c_str(), env("OMP_NUM_THREADS").c_str());
+            env("MASTER_ADDR").c_str(), env("MASTER_PORT").c_str(), env("OMP_NUM_THREADS").c_str(),
+            env("TORCHELASTIC_RUN_ID").c_str());
     if (printFds)
         std::printf("fds %d\n", openFdCount());
     std::fflush(stdout);

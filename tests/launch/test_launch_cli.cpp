@@ -142,10 +142,16 @@ private slots:
         QTest::addColumn<int>("nodeRank");
         QTest::addColumn<int>("port"); // 0: picked by the launcher
         QTest::addColumn<int>("ompThreads"); // OMP_NUM_THREADS given to the launcher, 0: unset
-        QTest::addRow("3 ranks, free port") << QStringList{"--nproc", "3"} << 0 << 3 << 0 << 0 << 0;
+        QTest::addColumn<QString>("runId"); // empty: a new one the banner names
+        QTest::addRow("3 ranks, free port")
+            << QStringList{"--nproc", "3"} << 0 << 3 << 0 << 0 << 0 << QString();
         QTest::addRow("node 1 of 3") << QStringList{"--nproc", "2", "--nnodes", "3", "--node-rank",
             "1", "--master-addr", "127.0.0.1", "--master-port", "29999"}
-                                     << 2 << 6 << 1 << 29999 << 5;
+                                     << 2 << 6 << 1 << 29999 << 5 << "none";
+        QTest::addRow("node 0 of 2, run id given")
+            << QStringList{"--nproc", "2", "--nnodes", "2", "--master-port", "29998", "--run-id",
+                   "sweep-7"}
+            << 0 << 4 << 0 << 29998 << 3 << "sweep-7";
     }
     void environmentOfEveryRank()
     {
@@ -155,6 +161,7 @@ private slots:
         QFETCH(int, nodeRank);
         QFETCH(int, port);
         QFETCH(int, ompThreads);
+        QFETCH(QString, runId);
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.remove("OMP_NUM_THREADS");
         if (ompThreads > 0)
@@ -169,6 +176,12 @@ private slots:
             masterPort = match.captured(1).toInt();
             QVERIFY(masterPort > 0 && masterPort < 65536);
         }
+        if (runId.isEmpty()) {
+            const QRegularExpression banner(QStringLiteral("run id ([0-9a-f]{12}):"));
+            const QRegularExpressionMatch match = banner.match(QString::fromUtf8(r.err));
+            QVERIFY2(match.hasMatch(), r.err.constData());
+            runId = match.captured(1);
+        }
         const int perNode = options.at(options.indexOf("--nproc") + 1).toInt();
         // Unset: each rank gets an equal share of the CPUs; set: left alone.
         cpu_set_t cpus;
@@ -181,7 +194,8 @@ private slots:
             const QByteArray expected =
                 QStringLiteral("[rank %1] env RANK=%1 WORLD_SIZE=%2 LOCAL_RANK=%3 "
                                "LOCAL_WORLD_SIZE=%4 NODE_RANK=%5 GROUP_RANK=%5 "
-                               "MASTER_ADDR=127.0.0.1 MASTER_PORT=%6 OMP_NUM_THREADS=%7")
+                               "MASTER_ADDR=127.0.0.1 MASTER_PORT=%6 OMP_NUM_THREADS=%7 "
+                               "TORCHELASTIC_RUN_ID=%8")
                     .arg(rank)
                     .arg(worldSize)
                     .arg(local)
@@ -189,6 +203,7 @@ private slots:
                     .arg(nodeRank)
                     .arg(masterPort)
                     .arg(expectedOmp)
+                    .arg(runId)
                     .toUtf8();
             QVERIFY2(linesOf(r.out).contains(expected), (expected + "\n---\n" + r.out).constData());
         }
@@ -335,6 +350,8 @@ private slots:
             "--master-port", "1234"} << "--master-addr: needed";
         QTest::addRow("bad master address")
             << QStringList{"--master-addr", "no-such-host.invalid"} << "no-such-host.invalid";
+        QTest::addRow("run id with a space") << QStringList{"--run-id", "my job"}
+                                             << "run_id: got 'my job', expected up to 128";
         QTest::addRow("unknown option")
             << QStringList{"--nprocs", "2"} << "unknown option '--nprocs'";
     }

@@ -177,7 +177,7 @@ private slots:
         QFETCH(int, port);
         QFETCH(QString, problem);
         const tb::common::Status status =
-            validateLayout({nnodes, nproc, nodeRank, "127.0.0.1", port});
+            validateLayout({nnodes, nproc, nodeRank, "127.0.0.1", port, ""});
         QCOMPARE(status.ok(), problem.isEmpty());
         if (!status)
             QVERIFY2(QString::fromStdString(status.error().message).contains(problem),
@@ -186,11 +186,12 @@ private slots:
 
     void rankEnvironmentFollowsTorchrun()
     {
-        const WorldLayout layout{3, 4, 2, "node0.example", 29500};
+        const WorldLayout layout{3, 4, 2, "node0.example", 29500, ""};
         const std::vector<std::string> env = rankEnvironment(layout, 1);
         for (const char* expected :
             {"MASTER_ADDR=node0.example", "MASTER_PORT=29500", "RANK=9", "WORLD_SIZE=12",
-                "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=4", "NODE_RANK=2", "GROUP_RANK=2"})
+                "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=4", "NODE_RANK=2", "GROUP_RANK=2",
+                "TORCHELASTIC_RUN_ID=none"})
             QVERIFY2(std::find(env.begin(), env.end(), expected) != env.end(), expected);
         // Inherited values of the same names are replaced, others kept.
         const std::vector<std::string> merged =
@@ -218,6 +219,47 @@ private slots:
         QVERIFY(other.ok());
         QVERIFY(*other != *port);
         close(fd);
+    }
+
+    void runIdReachesEveryRank()
+    {
+        WorldLayout layout{1, 2, 0, "127.0.0.1", 29500, ""};
+        layout.runId = newRunId();
+        QCOMPARE(layout.runId.size(), std::size_t{12});
+        QVERIFY(layout.runId != newRunId());
+        for (int local = 0; local < 2; ++local) {
+            const std::vector<std::string> env = rankEnvironment(layout, local);
+            QVERIFY(std::find(env.begin(), env.end(), "TORCHELASTIC_RUN_ID=" + layout.runId)
+                != env.end());
+        }
+        layout.runId = "my job";
+        const tb::common::Status spaced = validateLayout(layout);
+        QVERIFY(!spaced);
+        QVERIFY2(spaced.error().message.find("run_id: got 'my job'") != std::string::npos,
+            spaced.error().message.c_str());
+    }
+
+    // Ports from the ephemeral range are handed to every bind(0) and every
+    // outgoing connection (Gloo's included): a store port picked there was
+    // taken again by a job started beside it (CI, 2026-11-21).
+    void freePortAvoidsEphemeralRange()
+    {
+        int low = 32768, high = 60999;
+        if (QFile range("/proc/sys/net/ipv4/ip_local_port_range");
+            range.open(QIODevice::ReadOnly)) {
+            const QStringList fields =
+                QString::fromLatin1(range.readAll()).split(QRegularExpression("\\s+"),
+                    Qt::SkipEmptyParts);
+            QCOMPARE(fields.size(), 2);
+            low = fields[0].toInt();
+            high = fields[1].toInt();
+        }
+        for (int pick = 0; pick < 20; ++pick) {
+            const tb::common::Result<int> port = pickFreePort("127.0.0.1");
+            QVERIFY2(port.ok(), port.ok() ? "" : port.error().message.c_str());
+            QVERIFY2(*port < low || *port > high,
+                qPrintable(QString("port %1 in %2-%3").arg(*port).arg(low).arg(high)));
+        }
     }
 
     void freePortBadAddress_data()
