@@ -3,6 +3,7 @@
 #include "about_dialog.h"
 #include "app_settings.h"
 #include "pages/not_built_page.h"
+#include "runs/runs_page.h"
 #include "planner/planner_page.h"
 
 #include <QApplication>
@@ -47,10 +48,7 @@ MainWindow::MainWindow(QWidget* parent)
     addPage(QStringLiteral("planner"), tr("Planner"), QStringLiteral(":/icons/planner.svg"),
             new PlannerPage);
     addPage(QStringLiteral("runs"), tr("Runs"), QStringLiteral(":/icons/runs.svg"),
-            new NotBuiltPage(tr("Runs"),
-                             tr("Fine-tune a model with the embedded LibTorch trainer, here or on "
-                                "machines over SSH, and watch loss, throughput and memory live."),
-                             tr("issues 6 and 7 (trainer and distributed training)")));
+            new RunsPage);
     addPage(QStringLiteral("monitor"), tr("Monitor"), QStringLiteral(":/icons/monitor.svg"),
             new NotBuiltPage(tr("Monitor"),
                              tr("Attach over SSH to a run started earlier, follow it, stop it, "

@@ -2,6 +2,7 @@
 #include "metrics/event_file_reader.h"
 #include "metrics/event_stream_parser.h"
 #include "metrics/event_writer.h"
+#include "metrics/run_history.h"
 #include "metrics/step_record.h"
 
 #include <QTemporaryDir>
@@ -37,6 +38,45 @@ std::vector<StreamItem> pollAll(EventFileReader& reader)
     if (!result.ok())
         qFatal("poll failed: %s", result.error().toString().c_str());
     return std::move(result).value();
+}
+
+// The event lines a run of `steps` steps would write, as compact specs:
+// "start", "start@4" (resumed from step 4), "s3" (step 3), "e3" (eval after
+// step 3), "c3" (checkpoint), "w" (warning), "end:completed".
+std::vector<Event> eventsFrom(const QStringList& specs)
+{
+    std::vector<Event> events;
+    for (const QString& spec : specs) {
+        json line;
+        if (spec.startsWith("start")) {
+            json fields = {{"run_id", "r"}, {"world_size", 2}, {"config", json::object()},
+                {"model", {{"name", "stories260K"}, {"params_total", 260000}}},
+                {"total_steps", 8}, {"sharding", "zero3"}};
+            if (spec.contains('@'))
+                fields["resumed_from_step"] = spec.section('@', 1).toInt();
+            line = makeEvent(EventType::RunStart, 0, 1.0e9, fields);
+        } else if (spec.startsWith("end:")) {
+            line = makeEvent(
+                EventType::RunEnd, 0, 1.0e9, {{"status", spec.section(':', 1).toStdString()}});
+        } else if (spec.startsWith('s')) {
+            line = json::parse(stepLine(spec.mid(1).toInt(), 2.0));
+        } else if (spec.startsWith('e')) {
+            line = makeEvent(EventType::Eval, 0, 1.0e9, {{"step", spec.mid(1).toInt()}, {"loss", 1.5}});
+        } else if (spec.startsWith('c')) {
+            line = makeEvent(EventType::Checkpoint, 0, 1.0e9,
+                {{"step", spec.mid(1).toInt()}, {"path", "checkpoints/x"}});
+        } else if (spec == "w") {
+            line = makeEvent(EventType::Warning, 0, 1.0e9, {{"message", "careful"}});
+        } else {
+            line = makeEvent(EventType::Unknown, 0, 1.0e9, json::object());
+            line["type"] = "from_the_future";
+        }
+        auto event = parseEvent(line.dump());
+        if (!event)
+            qFatal("bad spec %s: %s", qPrintable(spec), event.error().message.c_str());
+        events.push_back(*event);
+    }
+    return events;
 }
 
 } // namespace
@@ -81,6 +121,61 @@ private slots:
         QVERIFY(result.ok());
         QCOMPARE(result->type, EventType::Unknown);
         QCOMPARE(QString::fromStdString(result->typeName), "profile");
+    }
+
+    void historyFoldsEvents_data()
+    {
+        QTest::addColumn<QStringList>("events");
+        QTest::addColumn<QList<qint64>>("steps");
+        QTest::addColumn<QList<qint64>>("evalSteps");
+        QTest::addColumn<QString>("status"); // empty: still running
+        QTest::addColumn<int>("messages");
+        QTest::newRow("fresh run")
+            << QStringList{"start", "s1", "s2", "w", "e2", "c2", "s3", "end:completed"}
+            << QList<qint64>{1, 2, 3} << QList<qint64>{2} << "completed" << 1;
+        QTest::newRow("running") << QStringList{"start", "s1", "s2"} << QList<qint64>{1, 2}
+                                 << QList<qint64>{} << "" << 0;
+        // Killed after step 5, resumed from the checkpoint of step 4: step 5
+        // is trained again and replaces the first one.
+        QTest::newRow("resumed from an earlier checkpoint")
+            << QStringList{"start", "s1", "s2", "s3", "s4", "e4", "c4", "s5", "e5", "start@4",
+                   "s5", "s6"}
+            << QList<qint64>{1, 2, 3, 4, 5, 6} << QList<qint64>{4} << "" << 0;
+        QTest::newRow("stopped, then resumed: running again")
+            << QStringList{"start", "s1", "s2", "c2", "end:stopped", "start@2", "s3"}
+            << QList<qint64>{1, 2, 3} << QList<qint64>{} << "" << 0;
+        QTest::newRow("steps going back without a run_start")
+            << QStringList{"start", "s1", "s2", "s3", "s2"} << QList<qint64>{1, 2}
+            << QList<qint64>{} << "" << 0;
+        QTest::newRow("unknown type ignored")
+            << QStringList{"start", "s1", "future", "end:failed"} << QList<qint64>{1}
+            << QList<qint64>{} << "failed" << 0;
+    }
+
+    void historyFoldsEvents()
+    {
+        QFETCH(QStringList, events);
+        QFETCH(QList<qint64>, steps);
+        QFETCH(QList<qint64>, evalSteps);
+        QFETCH(QString, status);
+        QFETCH(int, messages);
+        RunHistory history;
+        for (const Event& event : eventsFrom(events))
+            history.apply(event);
+        QList<qint64> gotSteps, gotEvals;
+        for (const StepRecord& record : history.steps())
+            gotSteps.append(record.step);
+        for (const EvalPoint& point : history.evals())
+            gotEvals.append(point.step);
+        QCOMPARE(gotSteps, steps);
+        QCOMPARE(gotEvals, evalSteps);
+        QCOMPARE(QString::fromStdString(history.end() ? history.end()->status : ""), status);
+        QCOMPARE(int(history.messages().size()), messages);
+        QVERIFY(history.start().has_value());
+        QCOMPARE(history.start()->modelName, std::string("stories260K"));
+        QCOMPARE(history.start()->worldSize, 2);
+        QCOMPARE(history.start()->totalSteps, int64_t{8});
+        QCOMPARE(history.start()->sharding, std::string("zero3"));
     }
 
     void stepRecordRoundTrips()

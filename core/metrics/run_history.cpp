@@ -1,0 +1,100 @@
+#include "metrics/run_history.h"
+
+#include <algorithm>
+
+namespace tb::metrics {
+
+namespace {
+
+using nlohmann::json;
+
+std::string text(const json& body, const char* key)
+{
+    const auto it = body.find(key);
+    return it != body.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+int64_t integer(const json& body, const char* key, int64_t fallback)
+{
+    const auto it = body.find(key);
+    return it != body.end() && it->is_number() ? it->get<int64_t>() : fallback;
+}
+
+} // namespace
+
+void RunHistory::apply(const Event& event)
+{
+    const json& body = event.body;
+    switch (event.type) {
+    case EventType::RunStart:
+        applyStart(event);
+        break;
+    case EventType::Step:
+        applyStep(event);
+        break;
+    case EventType::Eval:
+        if (const auto loss = body.find("loss"); loss != body.end() && loss->is_number())
+            m_evals.push_back({integer(body, "step", 0), loss->get<double>()});
+        break;
+    case EventType::Checkpoint:
+        m_lastCheckpointStep = integer(body, "step", m_lastCheckpointStep);
+        break;
+    case EventType::Log:
+    case EventType::Warning:
+    case EventType::Error:
+        m_messages.push_back({event.typeName, lastStep(), text(body, "message")});
+        break;
+    case EventType::RunEnd:
+        m_end = RunEndInfo{text(body, "status"), text(body, "message"), integer(body, "steps", -1)};
+        break;
+    case EventType::Unknown:
+        break;
+    }
+}
+
+void RunHistory::addUnreadableLine(const std::string& what)
+{
+    m_messages.push_back({"unreadable", lastStep(), what});
+}
+
+void RunHistory::applyStart(const Event& event)
+{
+    const json& body = event.body;
+    RunStartInfo info;
+    info.runId = text(body, "run_id");
+    info.worldSize = static_cast<int>(integer(body, "world_size", 1));
+    info.globalBatch = integer(body, "global_batch", -1);
+    info.totalSteps = integer(body, "total_steps", -1);
+    info.resumedFromStep = integer(body, "resumed_from_step", -1);
+    info.sharding = text(body, "sharding");
+    info.host = text(body, "host");
+    if (const auto model = body.find("model"); model != body.end() && model->is_object()) {
+        info.modelName = text(*model, "name");
+        info.paramsTotal = integer(*model, "params_total", -1);
+        info.paramsTrainable = integer(*model, "params_trainable", -1);
+    }
+    m_start = info;
+    m_end.reset(); // a resumed run is running again
+    if (info.resumedFromStep >= 0)
+        purgeFrom(info.resumedFromStep + 1);
+}
+
+void RunHistory::applyStep(const Event& event)
+{
+    const StepRecord record = StepRecord::fromEvent(event);
+    // A step at or before the last one: the run went back (resumed from an
+    // older checkpoint than its last step).
+    if (!m_steps.empty() && record.step <= m_steps.back().step)
+        purgeFrom(record.step);
+    m_steps.push_back(record);
+}
+
+void RunHistory::purgeFrom(int64_t step)
+{
+    const auto firstStep = std::find_if(
+        m_steps.begin(), m_steps.end(), [step](const StepRecord& r) { return r.step >= step; });
+    m_steps.erase(firstStep, m_steps.end());
+    std::erase_if(m_evals, [step](const EvalPoint& e) { return e.step >= step; });
+}
+
+} // namespace tb::metrics

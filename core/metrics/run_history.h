@@ -1,0 +1,76 @@
+#pragma once
+
+#include "metrics/event.h"
+#include "metrics/step_record.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tb::metrics {
+
+// What a run's run_start said about it.
+struct RunStartInfo {
+    std::string runId;
+    std::string modelName;
+    int64_t paramsTotal = -1;
+    int64_t paramsTrainable = -1;
+    int worldSize = 1;
+    int64_t globalBatch = -1;
+    int64_t totalSteps = -1;
+    int64_t resumedFromStep = -1; // -1: a fresh start
+    std::string sharding; // data-parallel runs only
+    std::string host;
+};
+
+struct EvalPoint {
+    int64_t step = 0;
+    double loss = 0;
+};
+
+// A log, warning or error event, or a line the reader rejected.
+struct RunMessage {
+    std::string level; // "log", "warning", "error", "unreadable"
+    int64_t afterStep = 0; // the last step seen when it came
+    std::string text;
+};
+
+struct RunEndInfo {
+    std::string status; // completed, stopped, failed
+    std::string message;
+    int64_t steps = -1;
+};
+
+// A run as its event stream tells it, folded one event at a time, for the
+// charts and the summary line. A resumed run appends a new run_start and
+// repeats the steps after its checkpoint: the repeated steps replace the
+// ones recorded before (as TensorBoard purges them), so a curve never
+// doubles back.
+class RunHistory {
+public:
+    void apply(const Event& event);
+    void addUnreadableLine(const std::string& what);
+
+    const std::optional<RunStartInfo>& start() const { return m_start; }
+    const std::vector<StepRecord>& steps() const { return m_steps; }
+    const std::vector<EvalPoint>& evals() const { return m_evals; }
+    const std::vector<RunMessage>& messages() const { return m_messages; }
+    const std::optional<RunEndInfo>& end() const { return m_end; }
+    int64_t lastCheckpointStep() const { return m_lastCheckpointStep; }
+    int64_t lastStep() const { return m_steps.empty() ? 0 : m_steps.back().step; }
+
+private:
+    void applyStart(const Event& event);
+    void applyStep(const Event& event);
+    void purgeFrom(int64_t step);
+
+    std::optional<RunStartInfo> m_start;
+    std::vector<StepRecord> m_steps;
+    std::vector<EvalPoint> m_evals;
+    std::vector<RunMessage> m_messages;
+    std::optional<RunEndInfo> m_end;
+    int64_t m_lastCheckpointStep = -1;
+};
+
+} // namespace tb::metrics

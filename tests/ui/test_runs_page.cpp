@@ -1,0 +1,224 @@
+// The Runs page under Xvfb: it follows a run's event file as it grows (the
+// file written here line by line, as a trainer does), drops a followed run
+// when another folder is opened, reports unreadable lines, and starts and
+// stops a real run of the trainer through tunebench-cli launch.
+#include "metrics/event.h"
+#include "metrics/step_record.h"
+#include "runs/run_charts.h"
+#include "runs/run_follower.h"
+#include "runs/run_launcher.h"
+#include "runs/runs_page.h"
+
+#include <QDir>
+#include <QFile>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using tb::metrics::EventType;
+using tb::metrics::makeEvent;
+using tb::ui::RunsPage;
+using nlohmann::json;
+
+namespace {
+
+void appendLine(const QString& path, const std::string& line)
+{
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::Append));
+    file.write(QByteArray::fromStdString(line + "\n"));
+}
+
+std::string runStart()
+{
+    return makeEvent(EventType::RunStart, 0, 1.0e9,
+        {{"run_id", "demo"}, {"world_size", 2}, {"config", json::object()},
+            {"model", {{"name", "stories260K"}, {"params_total", 260000}, {"params_trainable", 8192}}},
+            {"global_batch", 16}, {"total_steps", 8}, {"sharding", "zero3"}})
+        .dump();
+}
+
+std::string step(int number)
+{
+    tb::metrics::StepRecord record;
+    record.step = number;
+    record.loss = 3.0 - 0.1 * number;
+    record.tokensPerSecond = 2000.0 + number;
+    record.memAllocatedBytes = 300000000 + number;
+    record.memPeakBytes = 400000000;
+    return makeEvent(EventType::Step, 0, 1.0e9 + number, record.toFields()).dump();
+}
+
+bool sharedModelPresent()
+{
+    return QFile::exists(QStringLiteral(TB_SHARED_DATA_DIR "/models/stories260K/config.json"));
+}
+
+} // namespace
+
+class TestRunsPage : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase()
+    {
+        QVERIFY(m_dir.isValid());
+        QDir().mkpath(QStringLiteral(TB_BINARY_DIR "/screenshots"));
+    }
+
+    void followsAGrowingEventFile()
+    {
+        const QString folder = m_dir.filePath(QStringLiteral("growing"));
+        QVERIFY(QDir().mkpath(folder));
+        const QString events = folder + QStringLiteral("/events.jsonl");
+        appendLine(events, runStart());
+        for (int number = 1; number <= 3; ++number)
+            appendLine(events, step(number));
+
+        RunsPage page;
+        page.resize(1200, 800);
+        page.show();
+        page.followRunFolder(folder);
+        QTRY_COMPARE(page.charts()->lossPointCount(), 3);
+        QCOMPARE(page.charts()->throughputPointCount(), 3);
+        QCOMPARE(page.charts()->memoryPointCount(), 3);
+        QVERIFY2(page.summaryText().contains(QStringLiteral("step 3 of 8")), qPrintable(page.summaryText()));
+        QVERIFY(page.summaryText().contains(QStringLiteral("2 ranks, zero3")));
+        QVERIFY(page.summaryText().endsWith(QStringLiteral("running")));
+
+        // The trainer goes on: two steps, an evaluation, a warning, and a
+        // line torn by a crash that the next writer closed.
+        appendLine(events, step(4));
+        appendLine(events, step(5));
+        appendLine(events, makeEvent(EventType::Eval, 0, 1.0e9, {{"step", 5}, {"loss", 2.6}}).dump());
+        appendLine(events,
+            makeEvent(EventType::Warning, 0, 1.0e9, {{"message", "a warning from the trainer"}}).dump());
+        appendLine(events, "{\"schema\":1,\"type\":\"step\",\"ti");
+        QTRY_COMPARE(page.charts()->lossPointCount(), 5);
+        QCOMPARE(page.charts()->evalPointCount(), 1);
+        const QStringList messages = page.messageTexts();
+        QCOMPARE(messages.size(), 2);
+        QVERIFY2(messages[0].contains(QStringLiteral("[warning, after step 5] a warning from the trainer")),
+            qPrintable(messages[0]));
+        QVERIFY2(messages[1].startsWith(QStringLiteral("[unreadable, after step 5] ")), qPrintable(messages[1]));
+        QVERIFY2(messages[1].contains(events + QStringLiteral(":9")), qPrintable(messages[1]));
+
+        appendLine(events, makeEvent(EventType::RunEnd, 0, 1.0e9, {{"status", "completed"}, {"steps", 5}}).dump());
+        QTRY_VERIFY(page.summaryText().endsWith(QStringLiteral("completed")));
+        QVERIFY(page.summaryText().contains(QStringLiteral("validation loss 2.6000 at step 5")));
+    }
+
+    void anotherFolderReplacesTheRun()
+    {
+        const QString first = m_dir.filePath(QStringLiteral("first"));
+        const QString second = m_dir.filePath(QStringLiteral("second"));
+        QVERIFY(QDir().mkpath(first) && QDir().mkpath(second));
+        appendLine(first + "/events.jsonl", runStart());
+        for (int number = 1; number <= 4; ++number)
+            appendLine(first + "/events.jsonl", step(number));
+        appendLine(second + "/events.jsonl", runStart());
+        appendLine(second + "/events.jsonl", step(1));
+
+        RunsPage page;
+        page.followRunFolder(first);
+        QTRY_COMPARE(page.charts()->lossPointCount(), 4);
+        page.followRunFolder(second);
+        QCOMPARE(page.charts()->lossPointCount(), 0); // cleared at once
+        QTRY_COMPARE(page.charts()->lossPointCount(), 1);
+        // Nothing from the first folder arrives late.
+        QTest::qWait(3 * tb::ui::RunFollower::kPollMilliseconds);
+        QCOMPARE(page.charts()->lossPointCount(), 1);
+        QCOMPARE(page.followedFolder(), QDir(second).absolutePath());
+    }
+
+    void replacedFileStopsFollowing()
+    {
+        const QString folder = m_dir.filePath(QStringLiteral("replaced"));
+        QVERIFY(QDir().mkpath(folder));
+        const QString events = folder + QStringLiteral("/events.jsonl");
+        appendLine(events, runStart());
+        appendLine(events, step(1));
+        appendLine(events, step(2));
+        RunsPage page;
+        page.followRunFolder(folder);
+        QTRY_COMPARE(page.charts()->lossPointCount(), 2);
+        // Another run started over in the same folder: the file shrank.
+        QFile file(events);
+        QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        file.write(QByteArray::fromStdString(runStart() + "\n"));
+        file.close();
+        QTRY_VERIFY(!page.messageTexts().isEmpty());
+        QVERIFY2(page.messageTexts().last().contains(QStringLiteral("shrank")), qPrintable(page.messageTexts().last()));
+        QVERIFY(page.messageTexts().last().contains(QStringLiteral("stopped following")));
+    }
+
+    void badConfigIsRefused()
+    {
+        const QString config = m_dir.filePath(QStringLiteral("bad.yaml"));
+        QFile file(config);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write("model: ./m\ntraining:\n  micro_batch: -3\n");
+        file.close();
+        RunsPage page;
+        QString error;
+        QVERIFY(!page.startRun(config, 1, &error));
+        QVERIFY2(error.contains(config) && error.contains(QStringLiteral("micro_batch")), qPrintable(error));
+        QVERIFY(!page.launcher()->isRunning());
+    }
+
+    // A LoRA run of stories260K on the demo instructions, two ranks under
+    // ZeRO-3, followed live and stopped from the page.
+    void startsAndStopsARealRun()
+    {
+#ifndef TB_CLI_HAS_TRAINER
+        QSKIP("this build has no trainer (TUNEBENCH_TRAINER off)");
+#endif
+        if (!sharedModelPresent())
+            QSKIP("../shared/data/models/stories260K is absent");
+        const QString runDir = m_dir.filePath(QStringLiteral("real-run"));
+        const QString config = m_dir.filePath(QStringLiteral("real.yaml"));
+        QFile file(config);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write(QStringLiteral(
+            "model: " TB_SHARED_DATA_DIR "/models/stories260K\n"
+            "method: lora\n"
+            "data: {train: " TB_SOURCE_DIR "/resources/demo/tiny_instructions.jsonl, format: alpaca,"
+            " sequence_length: 128, validation_split: 0.1}\n"
+            "training: {max_steps: 100000, micro_batch: 4, learning_rate: 3.0e-3, eval_every: 2}\n"
+            "distributed: {sharding: zero3}\n"
+            "output: {dir: %1}\n").arg(runDir).toUtf8());
+        file.close();
+
+        RunsPage page;
+        page.resize(1400, 900);
+        page.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&page));
+        page.launcher()->setCliProgram(QStringLiteral(TB_BINARY_DIR "/app/cli/tunebench-cli"));
+        QSignalSpy finished(&page, &RunsPage::runFinished);
+        QString error;
+        QVERIFY2(page.startRun(config, 2, &error), qPrintable(error));
+        QVERIFY(page.launcher()->isRunning());
+        QTRY_VERIFY_WITH_TIMEOUT(page.charts()->lossPointCount() >= 6, 120000);
+        QVERIFY(page.charts()->evalPointCount() >= 2);
+        QVERIFY2(page.summaryText().contains(QStringLiteral("2 ranks, zero3")), qPrintable(page.summaryText()));
+        QVERIFY(page.grab().save(QStringLiteral(TB_BINARY_DIR "/screenshots/runs_page.png")));
+
+        page.stopRun();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        QCOMPARE(finished.first().first().toInt(), 128 + 15); // stopped by SIGTERM, as a shell says
+        QTRY_VERIFY(page.history().end().has_value());
+        QCOMPARE(page.history().end()->status, std::string("stopped"));
+        QVERIFY(page.history().lastCheckpointStep() >= 6);
+        QVERIFY2(page.summaryText().endsWith(QStringLiteral("stopped")) || page.summaryText().contains(QStringLiteral("· stopped")),
+            qPrintable(page.summaryText()));
+        qInfo("followed %lld steps live, stopped with a checkpoint at step %lld",
+            static_cast<long long>(page.history().lastStep()),
+            static_cast<long long>(page.history().lastCheckpointStep()));
+    }
+
+private:
+    QTemporaryDir m_dir;
+};
+
+QTEST_MAIN(TestRunsPage)
+#include "test_runs_page.moc"

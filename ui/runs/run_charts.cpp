@@ -1,0 +1,152 @@
+#include "runs/run_charts.h"
+
+
+#include <cmath>
+
+namespace tb::ui {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+QPen linePen(const QColor& color) { return QPen(color, 1.6); }
+
+// Only the figures the run reported: negative means "not known" in a
+// StepRecord, NaN a diverged loss.
+void addIfKnown(QVector<double>& keys, QVector<double>& values, double step, double value)
+{
+    if (value >= 0 && std::isfinite(value)) {
+        keys.append(step);
+        values.append(value);
+    }
+}
+
+void rescale(QCPGraph* graph)
+{
+    bool found = false;
+    const QCPRange range = graph->getValueRange(found);
+    if (found)
+        graph->valueAxis()->setRange(range.lower >= 0 ? 0 : range.lower, range.upper * 1.08 + 1e-12);
+}
+
+} // namespace
+
+RunCharts::RunCharts(QWidget* parent)
+    : QCustomPlot(parent)
+{
+    setObjectName(QStringLiteral("runCharts"));
+    setMinimumHeight(360);
+    plotLayout()->clear();
+
+    QCPAxisRect* lossPanel = addPanel(0, tr("loss (nats/token)"));
+    QCPAxisRect* speedPanel = addPanel(1, tr("tokens/s"));
+    QCPAxisRect* memoryPanel = addPanel(2, tr("memory (GiB)"));
+    memoryPanel->axis(QCPAxis::atBottom)->setLabel(tr("optimizer step"));
+    // One step axis: panning or zooming one panel moves the others.
+    auto* group = new QCPMarginGroup(this);
+    for (QCPAxisRect* panel : {lossPanel, speedPanel, memoryPanel}) {
+        panel->setMarginGroup(QCP::msLeft | QCP::msRight, group);
+        for (QCPAxisRect* other : {lossPanel, speedPanel, memoryPanel}) {
+            if (other != panel)
+                connect(panel->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::rangeChanged),
+                    other->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::setRange));
+        }
+    }
+
+    auto graphIn = [this](QCPAxisRect* panel, const QString& name, const QColor& color) {
+        QCPGraph* graph = addGraph(panel->axis(QCPAxis::atBottom), panel->axis(QCPAxis::atLeft));
+        graph->setName(name);
+        graph->setPen(linePen(color));
+        return graph;
+    };
+    m_loss = graphIn(lossPanel, tr("training loss"), QColor(31, 119, 180));
+    m_evalLoss = graphIn(lossPanel, tr("validation loss"), QColor(214, 39, 40));
+    m_evalLoss->setLineStyle(QCPGraph::lsLine);
+    m_evalLoss->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 7));
+    m_tokensPerSecond = graphIn(speedPanel, tr("tokens/s"), QColor(44, 160, 44));
+    m_memory = graphIn(memoryPanel, tr("resident"), QColor(148, 103, 189));
+    m_peakMemory = graphIn(memoryPanel, tr("peak"), QColor(140, 86, 75));
+    m_peakMemory->setPen(QPen(QColor(140, 86, 75), 1.2, Qt::DashLine));
+
+    // A legend per panel with two curves, inside its top right corner.
+    for (QCPAxisRect* panel : {lossPanel, memoryPanel}) {
+        auto* panelLegend = new QCPLegend;
+        panel->insetLayout()->addElement(panelLegend, Qt::AlignTop | Qt::AlignRight);
+        panelLegend->setLayer(QStringLiteral("legend"));
+        panelLegend->setFont(font());
+        for (QCPGraph* graph : {m_loss, m_evalLoss, m_memory, m_peakMemory}) {
+            if (graph->keyAxis()->axisRect() == panel)
+                graph->addToLegend(panelLegend);
+        }
+    }
+    setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+}
+
+QCPAxisRect* RunCharts::addPanel(int row, const QString& label)
+{
+    auto* panel = new QCPAxisRect(this);
+    plotLayout()->addElement(row, 0, panel);
+    panel->axis(QCPAxis::atLeft)->setLabel(label);
+    panel->setRangeDrag(Qt::Horizontal);
+    panel->setRangeZoom(Qt::Horizontal);
+    return panel;
+}
+
+void RunCharts::showHistory(const metrics::RunHistory& history)
+{
+    QVector<double> lossSteps, losses, speedSteps, speeds, memorySteps, memory, peakSteps, peaks;
+    for (const metrics::StepRecord& record : history.steps()) {
+        const double step = double(record.step);
+        addIfKnown(lossSteps, losses, step, record.loss);
+        addIfKnown(speedSteps, speeds, step, record.tokensPerSecond);
+        if (record.memAllocatedBytes >= 0)
+            addIfKnown(memorySteps, memory, step, double(record.memAllocatedBytes) / kGiB);
+        if (record.memPeakBytes >= 0)
+            addIfKnown(peakSteps, peaks, step, double(record.memPeakBytes) / kGiB);
+    }
+    QVector<double> evalSteps, evalLosses;
+    for (const metrics::EvalPoint& point : history.evals())
+        addIfKnown(evalSteps, evalLosses, double(point.step), point.loss);
+
+    m_loss->setData(lossSteps, losses, true);
+    m_evalLoss->setData(evalSteps, evalLosses, true);
+    m_tokensPerSecond->setData(speedSteps, speeds, true);
+    m_memory->setData(memorySteps, memory, true);
+    m_peakMemory->setData(peakSteps, peaks, true);
+
+    const double lastStep = std::max<double>(double(history.lastStep()), 1.0);
+    const double firstStep = history.steps().empty() ? 0.0 : double(history.steps().front().step);
+    m_loss->keyAxis()->setRange(std::min(firstStep, lastStep - 1.0), lastStep); // moves the others
+    for (QCPGraph* graph : {m_loss, m_tokensPerSecond, m_memory})
+        rescale(graph);
+    // Losses can share a panel with the validation points only on one scale.
+    bool found = false;
+    QCPRange lossRange = m_loss->getValueRange(found);
+    bool evalFound = false;
+    const QCPRange evalRange = m_evalLoss->getValueRange(evalFound);
+    if (evalFound)
+        lossRange = found ? QCPRange(std::min(lossRange.lower, evalRange.lower),
+                                std::max(lossRange.upper, evalRange.upper))
+                          : evalRange;
+    if (found || evalFound)
+        m_loss->valueAxis()->setRange(0, lossRange.upper * 1.08 + 1e-12);
+    bool peakFound = false;
+    const QCPRange peakRange = m_peakMemory->getValueRange(peakFound);
+    if (peakFound)
+        m_memory->valueAxis()->setRange(0, peakRange.upper * 1.08 + 1e-12);
+    replot(QCustomPlot::rpQueuedReplot);
+}
+
+void RunCharts::clearCurves()
+{
+    for (QCPGraph* graph : {m_loss, m_evalLoss, m_tokensPerSecond, m_memory, m_peakMemory})
+        graph->data()->clear();
+    replot(QCustomPlot::rpQueuedReplot);
+}
+
+int RunCharts::lossPointCount() const { return m_loss->dataCount(); }
+int RunCharts::evalPointCount() const { return m_evalLoss->dataCount(); }
+int RunCharts::throughputPointCount() const { return m_tokensPerSecond->dataCount(); }
+int RunCharts::memoryPointCount() const { return m_memory->dataCount(); }
+
+} // namespace tb::ui

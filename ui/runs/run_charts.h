@@ -1,0 +1,37 @@
+#pragma once
+
+#include "metrics/run_history.h"
+
+#include <qcustomplot.h>
+
+namespace tb::ui {
+
+// A run's curves over optimizer steps, stacked on one step axis: training
+// loss with the validation losses as points, tokens/s, and the process's
+// memory (resident now and its peak). Redrawn whole from the history: a
+// resumed run that repeated steps never leaves a curve doubling back.
+class RunCharts : public QCustomPlot {
+    Q_OBJECT
+
+public:
+    explicit RunCharts(QWidget* parent = nullptr);
+
+    void showHistory(const metrics::RunHistory& history);
+    void clearCurves();
+
+    int lossPointCount() const;
+    int evalPointCount() const;
+    int throughputPointCount() const;
+    int memoryPointCount() const;
+
+private:
+    QCPAxisRect* addPanel(int row, const QString& label);
+
+    QCPGraph* m_loss = nullptr;
+    QCPGraph* m_evalLoss = nullptr;
+    QCPGraph* m_tokensPerSecond = nullptr;
+    QCPGraph* m_memory = nullptr;
+    QCPGraph* m_peakMemory = nullptr;
+};
+
+} // namespace tb::ui

@@ -1,0 +1,54 @@
+#include "runs/run_follower.h"
+
+#include "metrics/event_file_reader.h"
+
+#include <QTimer>
+
+namespace tb::ui {
+
+RunFollower::RunFollower(QObject* parent)
+    : QObject(parent)
+{
+    qRegisterMetaType<QVector<tb::metrics::StreamItem>>();
+}
+
+RunFollower::~RunFollower() = default;
+
+void RunFollower::follow(const QString& eventsPath)
+{
+    // Made here, so it lives on this object's thread.
+    if (!m_timer) {
+        m_timer = new QTimer(this);
+        m_timer->setInterval(kPollMilliseconds);
+        connect(m_timer, &QTimer::timeout, this, &RunFollower::poll);
+    }
+    ++m_generation;
+    m_reader = std::make_unique<metrics::EventFileReader>(eventsPath.toStdString());
+    poll();
+    m_timer->start();
+}
+
+void RunFollower::stop()
+{
+    if (m_timer)
+        m_timer->stop();
+    m_reader.reset();
+}
+
+void RunFollower::poll()
+{
+    if (!m_reader)
+        return;
+    common::Result<std::vector<metrics::StreamItem>> items = m_reader->poll();
+    if (!items) {
+        // A file that shrank was replaced or truncated: following it further
+        // would mix two runs.
+        m_timer->stop();
+        emit readFailed(m_generation, QString::fromStdString(items.error().toString()));
+        return;
+    }
+    if (!items->empty())
+        emit linesRead(m_generation, QVector<metrics::StreamItem>(items->begin(), items->end()));
+}
+
+} // namespace tb::ui

@@ -1,0 +1,97 @@
+#include "runs/run_launcher.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
+#include <QStandardPaths>
+
+namespace tb::ui {
+
+RunLauncher::RunLauncher(QObject* parent)
+    : QObject(parent)
+    , m_program(findCli())
+{
+}
+
+RunLauncher::~RunLauncher()
+{
+    // A window closed while a run goes on: the run is the user's work, so it
+    // is asked to stop (and checkpoint) rather than killed outright.
+    if (isRunning()) {
+        m_process->terminate();
+        if (!m_process->waitForFinished(15000))
+            m_process->kill();
+        m_process->waitForFinished(2000);
+    }
+}
+
+QString RunLauncher::findCli()
+{
+    const QDir here(QCoreApplication::applicationDirPath());
+    for (const QString& candidate :
+        {here.filePath(QStringLiteral("tunebench-cli")),
+            here.filePath(QStringLiteral("../cli/tunebench-cli")),
+            here.filePath(QStringLiteral("../../app/cli/tunebench-cli"))}) {
+        const QFileInfo info(candidate);
+        if (info.isFile() && info.isExecutable())
+            return info.canonicalFilePath();
+    }
+    return QStandardPaths::findExecutable(QStringLiteral("tunebench-cli"));
+}
+
+bool RunLauncher::start(const QString& configPath, int ranks, QString* error)
+{
+    if (isRunning()) {
+        *error = tr("a run is already going; stop it first");
+        return false;
+    }
+    if (m_program.isEmpty()) {
+        *error = tr("tunebench-cli was not found beside this program or on PATH");
+        return false;
+    }
+    delete m_process;
+    m_partialLine.clear();
+    m_process = new QProcess(this);
+    m_process->setProcessChannelMode(QProcess::MergedChannels);
+    connect(m_process, &QProcess::readyReadStandardOutput, this, &RunLauncher::readOutput);
+    connect(m_process, &QProcess::finished, this,
+        [this](int exitCode, QProcess::ExitStatus status) {
+            readOutput();
+            if (!m_partialLine.isEmpty())
+                emit outputLine(QString::fromUtf8(m_partialLine));
+            m_partialLine.clear();
+            emit finished(exitCode,
+                status == QProcess::CrashExit ? tr("the launcher crashed")
+                                              : tr("the launcher exited with status %1").arg(exitCode));
+        });
+    connect(m_process, &QProcess::errorOccurred, this, [this](QProcess::ProcessError failure) {
+        if (failure == QProcess::FailedToStart)
+            emit finished(-1, tr("%1 could not be started: %2").arg(m_program, m_process->errorString()));
+    });
+    m_process->start(m_program,
+        {QStringLiteral("launch"), configPath, QStringLiteral("--nproc"), QString::number(ranks)});
+    return true;
+}
+
+void RunLauncher::stop()
+{
+    if (isRunning())
+        m_process->terminate(); // SIGTERM: the launcher forwards it to the ranks
+}
+
+bool RunLauncher::isRunning() const
+{
+    return m_process && m_process->state() != QProcess::NotRunning;
+}
+
+void RunLauncher::readOutput()
+{
+    m_partialLine += m_process->readAllStandardOutput();
+    qsizetype newline = 0;
+    while ((newline = m_partialLine.indexOf('\n')) >= 0) {
+        emit outputLine(QString::fromUtf8(m_partialLine.left(newline)));
+        m_partialLine.remove(0, newline + 1);
+    }
+}
+
+} // namespace tb::ui

@@ -1,0 +1,44 @@
+#pragma once
+
+#include <QObject>
+#include <QProcess>
+#include <QString>
+
+namespace tb::ui {
+
+// Starts `tunebench-cli launch RUN.yaml --nproc N` as a child process, never
+// blocking the UI: its output comes back line by line, its end as a signal.
+// stop() sends SIGTERM, which the launcher forwards to every rank for a
+// graceful stop (a checkpoint, then run_end "stopped").
+class RunLauncher : public QObject {
+    Q_OBJECT
+
+public:
+    explicit RunLauncher(QObject* parent = nullptr);
+    ~RunLauncher() override;
+
+    // The CLI beside this executable (installed, or app/cli in a build
+    // tree), else the first on PATH; empty when there is none.
+    static QString findCli();
+
+    void setCliProgram(const QString& program) { m_program = program; }
+    QString cliProgram() const { return m_program; }
+
+    // False (with `error` set) when the CLI is missing or a run is going.
+    bool start(const QString& configPath, int ranks, QString* error);
+    void stop();
+    bool isRunning() const;
+
+signals:
+    void outputLine(const QString& line);
+    void finished(int exitCode, const QString& description);
+
+private:
+    void readOutput();
+
+    QString m_program;
+    QProcess* m_process = nullptr;
+    QByteArray m_partialLine;
+};
+
+} // namespace tb::ui

@@ -1,0 +1,84 @@
+#pragma once
+
+#include "metrics/event_stream_parser.h"
+#include "metrics/run_history.h"
+
+#include <QWidget>
+
+class QLabel;
+class QLineEdit;
+class QListWidget;
+class QPlainTextEdit;
+class QPushButton;
+class QSpinBox;
+class QThread;
+
+namespace tb::ui {
+
+class RunCharts;
+class RunFollower;
+class RunLauncher;
+
+// Runs on this machine: start one from a run config (tunebench-cli launch,
+// one or more ranks) or open a run folder written earlier or by another
+// program, and follow its event stream live: loss with validation points,
+// tokens/s and memory over steps, a summary line, the run's warnings and
+// errors (and lines the reader could not parse), and the launcher's output.
+// The file is read on a worker thread; the UI thread only folds and draws.
+class RunsPage : public QWidget {
+    Q_OBJECT
+
+public:
+    explicit RunsPage(QWidget* parent = nullptr);
+    ~RunsPage() override;
+
+    // Follows <dir>/events.jsonl (rank 0's stream) from its first byte.
+    void followRunFolder(const QString& dir);
+    // Loads the config (for its output folder), starts the launcher and
+    // follows the folder. False with `error` set when it cannot start.
+    bool startRun(const QString& configPath, int ranks, QString* error);
+    void stopRun();
+
+    const metrics::RunHistory& history() const { return m_history; }
+    RunCharts* charts() const { return m_charts; }
+    RunLauncher* launcher() const { return m_launcher; }
+    QString followedFolder() const { return m_folder; }
+    QString summaryText() const;
+    QStringList messageTexts() const;
+
+signals:
+    // After each batch of lines read (tests and the status bar listen).
+    void historyChanged();
+    void runFinished(int exitCode);
+
+private:
+    void buildLayout();
+    void onLinesRead(quint64 generation, const QVector<tb::metrics::StreamItem>& items);
+    void onReadFailed(quint64 generation, const QString& message);
+    void showHistory();
+    void browseConfig();
+    void browseRunFolder();
+    void startFromForm();
+    void updateButtons();
+
+    metrics::RunHistory m_history;
+    std::size_t m_messagesShown = 0;
+    quint64 m_generation = 0;
+    QString m_folder;
+
+    QThread* m_readerThread = nullptr;
+    RunFollower* m_follower = nullptr;
+    RunLauncher* m_launcher = nullptr;
+
+    QLineEdit* m_configPath = nullptr;
+    QSpinBox* m_ranks = nullptr;
+    QPushButton* m_start = nullptr;
+    QPushButton* m_stop = nullptr;
+    QLabel* m_folderLabel = nullptr;
+    QLabel* m_summary = nullptr;
+    RunCharts* m_charts = nullptr;
+    QListWidget* m_messages = nullptr;
+    QPlainTextEdit* m_output = nullptr;
+};
+
+} // namespace tb::ui
