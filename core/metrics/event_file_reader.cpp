@@ -1,6 +1,7 @@
 #include "metrics/event_file_reader.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -19,6 +20,12 @@ EventFileReader::EventFileReader(std::string path, uint64_t offset, uint64_t fir
 
 common::Result<std::vector<StreamItem>> EventFileReader::poll()
 {
+    return poll(UINT64_MAX);
+}
+
+common::Result<std::vector<StreamItem>> EventFileReader::poll(uint64_t maxBytes)
+{
+    m_moreAvailable = false;
     const int fd = ::open(m_path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ENOENT)
@@ -40,7 +47,8 @@ common::Result<std::vector<StreamItem>> EventFileReader::poll()
 
     std::vector<StreamItem> items;
     std::string buffer(1 << 16, '\0');
-    while (m_readOffset < size) {
+    const uint64_t start = m_readOffset;
+    while (m_readOffset < size && m_readOffset - start < maxBytes) {
         const ssize_t n = ::pread(fd, buffer.data(), buffer.size(), static_cast<off_t>(m_readOffset));
         if (n < 0 && errno == EINTR)
             continue;
@@ -54,6 +62,7 @@ common::Result<std::vector<StreamItem>> EventFileReader::poll()
         }
     }
     ::close(fd);
+    m_moreAvailable = m_readOffset < size;
     return items;
 }
 

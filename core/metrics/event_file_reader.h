@@ -17,6 +17,11 @@ public:
     // items whose error names the file and line. The file not existing yet
     // is not an error (a run that has not started); a file that shrank is.
     common::Result<std::vector<StreamItem>> poll();
+    // The same, reading at most about `maxBytes` (whole 64 KiB reads), so a
+    // long file already written comes in bounded batches; moreAvailable()
+    // says whether the file held more than was read.
+    common::Result<std::vector<StreamItem>> poll(uint64_t maxBytes);
+    bool moreAvailable() const { return m_moreAvailable; }
 
     uint64_t offset() const { return m_parser.offset(); }
     uint64_t nextLineNumber() const { return m_parser.nextLineNumber(); }
@@ -26,6 +31,7 @@ private:
     std::string m_path;
     EventStreamParser m_parser;
     uint64_t m_readOffset; // bytes read from the file: offset() plus the pending partial line
+    bool m_moreAvailable = false;
 };
 
 } // namespace tb::metrics

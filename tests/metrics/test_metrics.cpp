@@ -243,6 +243,38 @@ private slots:
         QCOMPARE(reader.offset(), uint64_t(line.size() + 1));
     }
 
+    // A long file read in bounded batches gives the same lines as one read.
+    void readerBatchesLongFile()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("events.jsonl").toStdString();
+        std::string lines;
+        for (int step = 1; step <= 3000; ++step)
+            lines += stepLine(step, 1.0) + "\n";
+        appendRaw(path, lines);
+        EventFileReader whole(path);
+        const size_t expected = pollAll(whole).size();
+        QCOMPARE(expected, size_t{3000});
+        QVERIFY(!whole.moreAvailable());
+
+        EventFileReader batched(path);
+        std::vector<uint64_t> lineNumbers;
+        int batches = 0;
+        do {
+            auto items = batched.poll(64 * 1024);
+            QVERIFY(items.ok());
+            for (const StreamItem& item : *items) {
+                QVERIFY(item.event.has_value());
+                lineNumbers.push_back(item.lineNumber);
+            }
+            ++batches;
+        } while (batched.moreAvailable());
+        QCOMPARE(lineNumbers.size(), expected);
+        for (size_t index = 0; index < lineNumbers.size(); ++index)
+            QCOMPARE(lineNumbers[index], uint64_t(index + 1));
+        QCOMPARE(batches, int((lines.size() + 65535) / 65536));
+    }
+
     void readerResumesFromOffset()
     {
         QTemporaryDir dir;

@@ -210,6 +210,24 @@ private slots:
         QVERIFY(chart->pointCount() >= 2);
     }
 
+    // The memory axis stops near twice the capacity; what it cuts off is
+    // said in words, and only then.
+    void whatIfSaysWhatIsOffTheScale()
+    {
+        PlannerPage page;
+        page.setInput(headlinePlan(QStringLiteral("llama-3.3-70b-lora-2xh100-fsdp")));
+        page.setWhatIfAxis(plan::SweepAxis::MicroBatch);
+        const ui::WhatIfChart* chart = page.whatIfChart();
+        double highest = 0;
+        for (const QCPGraphData& point : *chart->graph(0)->data())
+            highest = std::max(highest, point.value);
+        QVERIFY(highest > chart->yAxis->range().upper); // 70B at micro-batch 128 x 2048 tokens
+        QVERIFY2(chart->offScaleNote().contains(QStringLiteral("at micro-batch 128")),
+            qPrintable(chart->offScaleNote()));
+        page.setWhatIfAxis(plan::SweepAxis::GpuCount); // memory only falls with more GPUs
+        QVERIFY2(chart->offScaleNote().isEmpty(), qPrintable(chart->offScaleNote()));
+    }
+
     void recommendationsTableFiltersAndApplies()
     {
         PlannerPage page;

@@ -23,6 +23,21 @@ QString axisLabel(plan::SweepAxis axis)
     return {};
 }
 
+// "micro-batch 128", "131072 tokens", "64 GPUs"
+QString pointLabel(plan::SweepAxis axis, double value)
+{
+    const QString number = QString::number(value, 'f', 0);
+    switch (axis) {
+    case plan::SweepAxis::MicroBatch:
+        return QObject::tr("micro-batch %1").arg(number);
+    case plan::SweepAxis::SeqLen:
+        return QObject::tr("%1 tokens").arg(number);
+    case plan::SweepAxis::GpuCount:
+        return QObject::tr("%1 GPUs").arg(number);
+    }
+    return number;
+}
+
 } // namespace
 
 std::vector<long long> sweepValues(plan::SweepAxis axis, long long currentValue, int gpusPerVm)
@@ -95,6 +110,12 @@ WhatIfChart::WhatIfChart(QWidget* parent)
     m_capacityLabel->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
     m_capacityLabel->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
     m_capacityLabel->position->setTypeY(QCPItemPosition::ptPlotCoords);
+    m_offScaleLabel = new QCPItemText(this);
+    m_offScaleLabel->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
+    m_offScaleLabel->position->setType(QCPItemPosition::ptAxisRectRatio);
+    m_offScaleLabel->position->setCoords(0.99, 0.01);
+    m_offScaleLabel->setColor(overCapacityColor());
+    m_offScaleLabel->setBrush(QColor(255, 255, 255, 210));
     m_currentLine = new QCPItemStraightLine(this);
     m_currentLine->setPen(QPen(QColor(0x80, 0x80, 0x80), 1, Qt::DotLine));
     for (QCPItemPosition* point : {m_currentLine->point1, m_currentLine->point2})
@@ -116,6 +137,7 @@ void WhatIfChart::setSweep(plan::SweepAxis axis, const std::vector<plan::SweepPo
     QVector<double> overMemory;
     double usable = 0;
     double maxMemory = 0;
+    double maxMemoryKey = 0;
     m_fitting = 0;
     for (const plan::SweepPoint& point : points) {
         const double key = double(point.value);
@@ -124,7 +146,10 @@ void WhatIfChart::setSweep(plan::SweepAxis axis, const std::vector<plan::SweepPo
         memory << gib;
         throughput << point.tokensPerSecond;
         usable = point.usableBytes / common::kGiB;
-        maxMemory = std::max(maxMemory, gib);
+        if (gib > maxMemory) {
+            maxMemory = gib;
+            maxMemoryKey = key;
+        }
         if (point.fits) {
             ++m_fitting;
         } else {
@@ -148,8 +173,17 @@ void WhatIfChart::setSweep(plan::SweepAxis axis, const std::vector<plan::SweepPo
     xAxis->setLabel(axisLabel(axis));
     if (!keys.isEmpty())
         xAxis->setRange(keys.front() / 1.25, keys.back() * 1.25);
-    // Memory past twice the capacity says nothing new; keep the line readable.
-    yAxis->setRange(0, std::min(std::max(usable, maxMemory), 2.2 * std::max(usable, 1.0)) * 1.1);
+    // Memory past twice the capacity says nothing new; keep the line readable
+    // and say in words how far the curve goes above the top.
+    const double top = std::min(std::max(usable, maxMemory), 2.2 * std::max(usable, 1.0)) * 1.1;
+    yAxis->setRange(0, top);
+    const bool clipped = maxMemory > top;
+    m_offScaleLabel->setVisible(clipped);
+    m_offScaleLabel->setText(clipped
+            ? tr("off the scale above: up to %1 at %2")
+                  .arg(QString::fromStdString(common::formatBytes(maxMemory * common::kGiB)),
+                      pointLabel(axis, maxMemoryKey))
+            : QString());
     m_throughput->rescaleValueAxis(false, true);
     yAxis2->setRangeLower(0);
     yAxis2->setRangeUpper(yAxis2->range().upper * 1.1 + 1);
@@ -163,6 +197,11 @@ int WhatIfChart::pointCount() const
 int WhatIfChart::fittingPointCount() const
 {
     return m_fitting;
+}
+
+QString WhatIfChart::offScaleNote() const
+{
+    return m_offScaleLabel->visible() ? m_offScaleLabel->text() : QString();
 }
 
 double WhatIfChart::capacityGiB() const

@@ -22,6 +22,10 @@ public:
     int pointCount() const;
     int fittingPointCount() const;
     double capacityGiB() const;
+    // What the memory axis, capped near twice the capacity, leaves out
+    // ("off the scale: up to 412 GiB at micro-batch 128"); empty when
+    // every point is drawn.
+    QString offScaleNote() const;
 
 private:
     QCPGraph* m_memory = nullptr;
@@ -30,6 +34,7 @@ private:
     QCPItemStraightLine* m_capacityLine = nullptr;
     QCPItemStraightLine* m_currentLine = nullptr;
     QCPItemText* m_capacityLabel = nullptr;
+    QCPItemText* m_offScaleLabel = nullptr;
     int m_fitting = 0;
 };
 

@@ -39,7 +39,7 @@ void RunFollower::poll()
 {
     if (!m_reader)
         return;
-    common::Result<std::vector<metrics::StreamItem>> items = m_reader->poll();
+    common::Result<std::vector<metrics::StreamItem>> items = m_reader->poll(kBytesPerBatch);
     if (!items) {
         // A file that shrank was replaced or truncated: following it further
         // would mix two runs.
@@ -49,6 +49,10 @@ void RunFollower::poll()
     }
     if (!items->empty())
         emit linesRead(m_generation, QVector<metrics::StreamItem>(items->begin(), items->end()));
+    // A long run opened late: the rest at once, batch by batch, rather than
+    // one batch per poll interval.
+    if (m_reader->moreAvailable())
+        QTimer::singleShot(0, this, &RunFollower::poll);
 }
 
 } // namespace tb::ui

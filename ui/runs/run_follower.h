@@ -27,6 +27,9 @@ public:
     ~RunFollower() override;
 
     static constexpr int kPollMilliseconds = 250;
+    // Read per batch: bounds the events (with their JSON) in flight to the
+    // UI thread when a long file is opened.
+    static constexpr quint64 kBytesPerBatch = 4 * 1024 * 1024;
 
 public slots:
     // Starts over with `eventsPath` (which need not exist yet).
