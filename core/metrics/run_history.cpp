@@ -68,6 +68,7 @@ void RunHistory::applyStart(const Event& event)
     info.resumedFromStep = integer(body, "resumed_from_step", -1);
     info.sharding = text(body, "sharding");
     info.host = text(body, "host");
+    info.pid = integer(body, "pid", -1);
     if (const auto model = body.find("model"); model != body.end() && model->is_object()) {
         info.modelName = text(*model, "name");
         info.paramsTotal = integer(*model, "params_total", -1);

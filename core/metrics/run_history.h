@@ -22,6 +22,7 @@ struct RunStartInfo {
     int64_t resumedFromStep = -1; // -1: a fresh start
     std::string sharding; // data-parallel runs only
     std::string host;
+    long long pid = -1; // the writer's process on `host`
 };
 
 struct EvalPoint {

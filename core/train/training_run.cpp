@@ -69,6 +69,7 @@ void TrainingRun::writeRunStart(bool resumed)
                 {"params_total", m_session->totalParameters},
                 {"params_trainable", m_session->trainableParameters}}},
         {"global_batch", t.microBatch * t.gradAccum * world}, {"host", hostName()},
+        {"pid", static_cast<long long>(::getpid())},
         {"total_steps", m_totalSteps}, {"threads", computeThreads()},
         {"train_rows", m_session->data.train.size()},
         {"validation_rows", m_session->data.validation.size()}};

@@ -11,6 +11,7 @@
 
 #include <QDir>
 #include <QFile>
+#include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -54,6 +55,21 @@ bool sharedModelPresent()
     return QFile::exists(QStringLiteral(TB_SHARED_DATA_DIR "/models/stories260K/config.json"));
 }
 
+// A LoRA run of stories260K on the demo instructions that goes on until
+// stopped; `extra` adds YAML (a distributed section).
+void writeEndlessRunConfig(const QString& path, const QString& runDir, const QString& extra)
+{
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(QStringLiteral(
+        "model: " TB_SHARED_DATA_DIR "/models/stories260K\n"
+        "method: lora\n"
+        "data: {train: " TB_SOURCE_DIR "/resources/demo/tiny_instructions.jsonl, format: alpaca,"
+        " sequence_length: 128, validation_split: 0.1}\n"
+        "training: {max_steps: 100000, micro_batch: 4, learning_rate: 3.0e-3, eval_every: 2}\n"
+        "output: {dir: %1}\n%2").arg(runDir, extra).toUtf8());
+}
+
 } // namespace
 
 class TestRunsPage : public QObject {
@@ -85,6 +101,9 @@ private slots:
         QVERIFY2(page.summaryText().contains(QStringLiteral("step 3 of 8")), qPrintable(page.summaryText()));
         QVERIFY(page.summaryText().contains(QStringLiteral("2 ranks, zero3")));
         QVERIFY(page.summaryText().endsWith(QStringLiteral("running")));
+        // Written without a pid: nothing this page could signal.
+        QVERIFY(!page.canStop());
+        QVERIFY2(page.stopRun().contains(QStringLiteral("names no pid")), qPrintable(page.messageTexts().join('\n')));
 
         // The trainer goes on: two steps, an evaluation, a warning, and a
         // line torn by a crash that the next writer closed.
@@ -96,7 +115,7 @@ private slots:
         appendLine(events, "{\"schema\":1,\"type\":\"step\",\"ti");
         QTRY_COMPARE(page.charts()->lossPointCount(), 5);
         QCOMPARE(page.charts()->evalPointCount(), 1);
-        const QStringList messages = page.messageTexts();
+        const QStringList messages = page.messageTexts().mid(1); // after the refused stop
         QCOMPARE(messages.size(), 2);
         QVERIFY2(messages[0].contains(QStringLiteral("[warning, after step 5] a warning from the trainer")),
             qPrintable(messages[0]));
@@ -177,17 +196,7 @@ private slots:
             QSKIP("../shared/data/models/stories260K is absent");
         const QString runDir = m_dir.filePath(QStringLiteral("real-run"));
         const QString config = m_dir.filePath(QStringLiteral("real.yaml"));
-        QFile file(config);
-        QVERIFY(file.open(QIODevice::WriteOnly));
-        file.write(QStringLiteral(
-            "model: " TB_SHARED_DATA_DIR "/models/stories260K\n"
-            "method: lora\n"
-            "data: {train: " TB_SOURCE_DIR "/resources/demo/tiny_instructions.jsonl, format: alpaca,"
-            " sequence_length: 128, validation_split: 0.1}\n"
-            "training: {max_steps: 100000, micro_batch: 4, learning_rate: 3.0e-3, eval_every: 2}\n"
-            "distributed: {sharding: zero3}\n"
-            "output: {dir: %1}\n").arg(runDir).toUtf8());
-        file.close();
+        writeEndlessRunConfig(config, runDir, QStringLiteral("distributed: {sharding: zero3}\n"));
 
         RunsPage page;
         page.resize(1400, 900);
@@ -203,7 +212,8 @@ private slots:
         QVERIFY2(page.summaryText().contains(QStringLiteral("2 ranks, zero3")), qPrintable(page.summaryText()));
         QVERIFY(page.grab().save(QStringLiteral(TB_BINARY_DIR "/screenshots/runs_page.png")));
 
-        page.stopRun();
+        QVERIFY(page.canStop());
+        QCOMPARE(page.stopRun(), QString());
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
         QCOMPARE(finished.first().first().toInt(), 128 + 15); // stopped by SIGTERM, as a shell says
         QTRY_VERIFY(page.history().end().has_value());
@@ -214,6 +224,39 @@ private slots:
         qInfo("followed %lld steps live, stopped with a checkpoint at step %lld",
             static_cast<long long>(page.history().lastStep()),
             static_cast<long long>(page.history().lastCheckpointStep()));
+    }
+
+    // A run started from a terminal, only followed here: the page stops it
+    // through the pid its run_start names.
+    void stopsARunStartedElsewhere()
+    {
+#ifndef TB_CLI_HAS_TRAINER
+        QSKIP("this build has no trainer (TUNEBENCH_TRAINER off)");
+#endif
+        if (!sharedModelPresent())
+            QSKIP("../shared/data/models/stories260K is absent");
+        const QString runDir = m_dir.filePath(QStringLiteral("terminal-run"));
+        const QString config = m_dir.filePath(QStringLiteral("terminal.yaml"));
+        writeEndlessRunConfig(config, runDir, QString());
+        QProcess trainer;
+        trainer.setStandardOutputFile(QProcess::nullDevice());
+        trainer.setStandardErrorFile(QProcess::nullDevice());
+        trainer.start(QStringLiteral(TB_BINARY_DIR "/app/cli/tunebench-cli"),
+            {QStringLiteral("train"), config, QStringLiteral("--threads"), QStringLiteral("1")});
+        QVERIFY(trainer.waitForStarted());
+
+        RunsPage page;
+        page.followRunFolder(runDir);
+        QTRY_VERIFY_WITH_TIMEOUT(page.charts()->lossPointCount() >= 3, 120000);
+        QCOMPARE(page.history().start()->pid, static_cast<long long>(trainer.processId()));
+        QVERIFY2(page.canStop(), "the Stop button is disabled");
+        QCOMPARE(page.stopRun(), QString());
+        QVERIFY(trainer.waitForFinished(60000));
+        QTRY_VERIFY(page.history().end().has_value());
+        QCOMPARE(page.history().end()->status, std::string("stopped"));
+        QVERIFY(!page.canStop());
+        QVERIFY2(page.stopRun().contains(QStringLiteral("the run has ended (stopped)")),
+            qPrintable(page.messageTexts().join('\n')));
     }
 
 private:

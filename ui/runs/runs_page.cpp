@@ -1,6 +1,7 @@
 #include "runs/runs_page.h"
 
 #include "config/config_loader.h"
+#include "runs/local_run_control.h"
 #include "runs/run_charts.h"
 #include "runs/run_follower.h"
 #include "runs/run_launcher.h"
@@ -108,8 +109,7 @@ void RunsPage::buildLayout()
     controls->addWidget(m_start);
     m_stop = new QPushButton(tr("Stop"), this);
     m_stop->setObjectName(QStringLiteral("stopRun"));
-    m_stop->setToolTip(tr("Graceful stop: every rank checkpoints and ends with status stopped"));
-    connect(m_stop, &QPushButton::clicked, this, &RunsPage::stopRun);
+    connect(m_stop, &QPushButton::clicked, this, [this] { stopRun(); });
     controls->addWidget(m_stop);
     controls->addSpacing(24);
     auto* open = new QPushButton(tr("Open run folder…"), this);
@@ -182,9 +182,17 @@ bool RunsPage::startRun(const QString& configPath, int ranks, QString* error)
     return true;
 }
 
-void RunsPage::stopRun()
+QString RunsPage::stopRun()
 {
-    m_launcher->stop();
+    if (m_launcher->isRunning()) {
+        m_launcher->stop();
+        return {};
+    }
+    const QString failure = stopLocalRun(m_history);
+    m_messages->addItem(failure.isEmpty()
+            ? tr("[stop] SIGTERM sent to process %1").arg(m_history.start()->pid)
+            : tr("[stop] not sent: %1").arg(failure));
+    return failure;
 }
 
 void RunsPage::startFromForm()
@@ -242,6 +250,7 @@ void RunsPage::showHistory()
             ? QStringLiteral("color: #b41e1e;")
             : QString());
     m_summary->setText(describeRun(m_history));
+    updateButtons();
     const std::vector<metrics::RunMessage>& messages = m_history.messages();
     for (; m_messagesShown < messages.size(); ++m_messagesShown) {
         const metrics::RunMessage& message = messages[m_messagesShown];
@@ -255,7 +264,16 @@ void RunsPage::updateButtons()
 {
     const bool running = m_launcher->isRunning();
     m_start->setEnabled(!running);
-    m_stop->setEnabled(running);
+    const QString notStoppable = running ? QString() : whyNotStoppable(m_history);
+    m_stop->setEnabled(notStoppable.isEmpty());
+    m_stop->setToolTip(notStoppable.isEmpty()
+            ? tr("Graceful stop: every rank checkpoints and ends with status stopped")
+            : tr("Cannot stop: %1").arg(notStoppable));
+}
+
+bool RunsPage::canStop() const
+{
+    return m_stop->isEnabled();
 }
 
 QString RunsPage::summaryText() const

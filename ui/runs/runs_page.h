@@ -37,13 +37,17 @@ public:
     // Loads the config (for its output folder), starts the launcher and
     // follows the folder. False with `error` set when it cannot start.
     bool startRun(const QString& configPath, int ranks, QString* error);
-    void stopRun();
+    // The run this page started (through its launcher), else the followed
+    // run when it runs on this machine (local_run_control.h). Empty when a
+    // stop was sent, otherwise why none could be.
+    QString stopRun();
 
     const metrics::RunHistory& history() const { return m_history; }
     RunCharts* charts() const { return m_charts; }
     RunLauncher* launcher() const { return m_launcher; }
     QString followedFolder() const { return m_folder; }
     QString summaryText() const;
+    bool canStop() const;
     QStringList messageTexts() const;
 
 signals:
