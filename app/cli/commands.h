@@ -12,8 +12,7 @@ inline constexpr int kExitUsage = 2;     // bad input or a feature not built: no
 
 using Args = std::vector<std::string>;
 
-// One function per subcommand, each in its own file. Those not built yet live
-// in not_built.cpp and say so.
+// One function per subcommand, each in its own file.
 int runPlan(const Args& args);
 int runTrain(const Args& args);
 int runLaunch(const Args& args);

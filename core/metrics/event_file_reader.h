@@ -1,7 +1,9 @@
 #pragma once
 
+#include "metrics/event_source.h"
 #include "metrics/event_stream_parser.h"
 
+#include <memory>
 #include <string>
 
 namespace tb::metrics {
@@ -11,7 +13,11 @@ namespace tb::metrics {
 // line number to continue where an earlier reader stopped.
 class EventFileReader {
 public:
+    // A file on this machine.
     explicit EventFileReader(std::string path, uint64_t offset = 0, uint64_t firstLineNumber = 1);
+    // A file wherever `source` reads it from (another machine over SFTP).
+    explicit EventFileReader(
+        std::unique_ptr<EventSource> source, uint64_t offset = 0, uint64_t firstLineNumber = 1);
 
     // New complete lines since the last poll. Malformed lines come back as
     // items whose error names the file and line. The file not existing yet
@@ -28,7 +34,8 @@ public:
     const std::string& path() const { return m_path; }
 
 private:
-    std::string m_path;
+    std::unique_ptr<EventSource> m_source;
+    std::string m_path; // the source's name
     EventStreamParser m_parser;
     uint64_t m_readOffset; // bytes read from the file: offset() plus the pending partial line
     bool m_moreAvailable = false;

@@ -2,6 +2,7 @@
 #include "metrics/event_file_reader.h"
 #include "metrics/event_stream_parser.h"
 #include "metrics/event_writer.h"
+#include "metrics/run_control.h"
 #include "metrics/run_history.h"
 #include "metrics/step_record.h"
 
@@ -176,6 +177,61 @@ private slots:
         QCOMPARE(history.start()->worldSize, 2);
         QCOMPARE(history.start()->totalSteps, int64_t{8});
         QCOMPARE(history.start()->sharding, std::string("zero3"));
+    }
+
+    void stoppableTrainer_data()
+    {
+        QTest::addColumn<QStringList>("events");
+        QTest::addColumn<QString>("pid"); // run_start's pid, empty: none
+        QTest::addColumn<QString>("host"); // the caller's host
+        QTest::addColumn<QString>("commandLine"); // of that pid there
+        QTest::addColumn<QString>("expected"); // empty: stoppable
+        const QString trainer = "/usr/bin/tunebench-cli train run.yaml";
+        QTest::newRow("running here") << QStringList{"start", "s1"} << "4242" << "node0" << trainer << "";
+        QTest::newRow("nothing read") << QStringList{} << "4242" << "node0" << trainer
+                                      << "no run_start";
+        QTest::newRow("ended") << QStringList{"start", "s1", "end:completed"} << "4242" << "node0"
+                               << trainer << "the run has ended (completed)";
+        QTest::newRow("no pid") << QStringList{"start"} << "" << "node0" << trainer << "names no pid";
+        QTest::newRow("another host") << QStringList{"start"} << "4242" << "laptop" << trainer
+                                      << "it runs on node0, not on laptop";
+        QTest::newRow("process gone") << QStringList{"start"} << "4242" << "node0" << ""
+                                      << "process 4242 on node0 is gone";
+        QTest::newRow("pid reused") << QStringList{"start"} << "4242" << "node0" << "/usr/bin/vim notes"
+                                    << "is no longer the trainer (/usr/bin/vim notes)";
+    }
+
+    void stoppableTrainer()
+    {
+        QFETCH(QStringList, events);
+        QFETCH(QString, pid);
+        QFETCH(QString, host);
+        QFETCH(QString, commandLine);
+        QFETCH(QString, expected);
+        RunHistory history;
+        for (Event event : eventsFrom(events)) {
+            if (event.type == EventType::RunStart) {
+                event.body["host"] = "node0";
+                if (!pid.isEmpty())
+                    event.body["pid"] = pid.toLongLong();
+            }
+            history.apply(event);
+        }
+        long long asked = -1;
+        const auto result = tb::metrics::stoppableTrainer(history, host.toStdString(),
+            [&](long long candidate) {
+                asked = candidate;
+                return commandLine.toStdString();
+            });
+        if (expected.isEmpty()) {
+            QVERIFY2(result.ok(), result.ok() ? "" : result.error().message.c_str());
+            QCOMPARE(*result, 4242LL);
+            QCOMPARE(asked, 4242LL);
+        } else {
+            QVERIFY(!result.ok());
+            QVERIFY2(QString::fromStdString(result.error().message).contains(expected),
+                result.error().message.c_str());
+        }
     }
 
     void stepRecordRoundTrips()

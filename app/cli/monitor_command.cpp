@@ -1,0 +1,266 @@
+// tunebench-cli monitor: follow a run's event stream from its folder, here or
+// on another machine over SSH, print it as it grows, and stop the run.
+#include "arg_parser.h"
+#include "commands.h"
+
+#include "common/units.h"
+#include "metrics/event_file_reader.h"
+#include "metrics/run_control.h"
+#include "metrics/run_history.h"
+
+#ifdef TB_HAVE_SSH
+#include "remote/remote_run_control.h"
+#include "remote/sftp_event_source.h"
+#include "remote/ssh_session.h"
+#endif
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+namespace tb::cli {
+
+namespace {
+
+using common::Error;
+
+std::atomic<bool> g_detach{false};
+
+void onDetachSignal(int) { g_detach = true; }
+
+ArgParser makeParser()
+{
+    ArgParser p("monitor",
+        "Follow a run from its folder: every step, evaluation, warning and error as the run "
+        "writes them to events.jsonl (rank 0's stream), until the run ends. With --host the "
+        "folder is on another machine, read over SSH (SFTP). Ctrl-C detaches; the run goes on.");
+    p.addPositional("RUN_DIR", "the run folder (output.dir of its run config)");
+    p.addOption("host", "[USER@]HOST", "the machine the run is on (default: this one)");
+    p.addOption("port", "N", "its SSH port (default 22)");
+    p.addOption("identity", "FILE", "private key (default: ssh-agent, then ~/.ssh keys)");
+    p.addOption("known-hosts", "FILE", "known hosts file (default ~/.ssh/known_hosts)");
+    p.addOption("poll", "SECONDS", "how often to read the file (default 1)");
+    p.addFlag("once", "print what the run has written so far, then exit");
+    p.addFlag("stop", "ask the run to stop (SIGTERM to rank 0: it checkpoints and ends 'stopped'), "
+                      "then follow it to its end");
+    p.setEpilog("Exit status: 0 the run completed or stopped (or --once), 1 it failed or could not\n"
+                "be stopped, 2 bad input or no connection, 130 detached with Ctrl-C.");
+    return p;
+}
+
+std::string stepLine(const metrics::StepRecord& step, int64_t totalSteps)
+{
+    std::string line = "step " + std::to_string(step.step);
+    if (totalSteps > 0)
+        line += "/" + std::to_string(totalSteps);
+    line += "  loss " + (std::isfinite(step.loss) ? common::formatFixed(step.loss, 4) : "nan");
+    if (step.tokensPerSecond > 0)
+        line += "  " + common::formatRate(step.tokensPerSecond, "tokens");
+    if (step.memPeakBytes > 0)
+        line += "  peak " + common::formatBytes(double(step.memPeakBytes));
+    return line;
+}
+
+// One line per event worth a line, as the run wrote it.
+void printEvent(const metrics::Event& event, const metrics::RunHistory& history)
+{
+    const nlohmann::json& body = event.body;
+    switch (event.type) {
+    case metrics::EventType::RunStart: {
+        const metrics::RunStartInfo& start = *history.start();
+        const std::string pid = start.pid > 0 ? " (pid " + std::to_string(start.pid) + ")" : "";
+        std::printf("run_start  %s on %s%s: %s, world size %d%s%s\n", start.runId.c_str(),
+            start.host.c_str(), pid.c_str(), start.modelName.c_str(), start.worldSize,
+            start.sharding.empty() ? "" : ", ", start.sharding.c_str());
+        if (start.resumedFromStep >= 0)
+            std::printf("           resumed from step %lld\n", static_cast<long long>(start.resumedFromStep));
+        break;
+    }
+    case metrics::EventType::Step:
+        std::printf("%s\n",
+            stepLine(metrics::StepRecord::fromEvent(event),
+                history.start() ? history.start()->totalSteps : -1)
+                .c_str());
+        break;
+    case metrics::EventType::Eval:
+        std::printf("eval       step %lld  validation loss %s\n", body.value("step", 0LL),
+            common::formatFixed(body.value("loss", 0.0), 4).c_str());
+        break;
+    case metrics::EventType::Checkpoint:
+        std::printf("checkpoint step %lld  %s\n", body.value("step", 0LL),
+            body.value("path", std::string()).c_str());
+        break;
+    case metrics::EventType::Warning:
+    case metrics::EventType::Error:
+        std::printf("%-10s %s\n", event.typeName.c_str(), body.value("message", std::string()).c_str());
+        break;
+    case metrics::EventType::RunEnd:
+        std::printf("run_end    %s%s%s\n", history.end()->status.c_str(),
+            history.end()->message.empty() ? "" : ": ", history.end()->message.c_str());
+        break;
+    case metrics::EventType::Log:
+    case metrics::EventType::Unknown:
+        break;
+    }
+}
+
+// Reads what is new, prints it, folds it into `history`.
+common::Status readNew(metrics::EventFileReader& reader, metrics::RunHistory& history)
+{
+    common::Result<std::vector<metrics::StreamItem>> items = reader.poll();
+    if (!items)
+        return items.error();
+    for (const metrics::StreamItem& item : *items) {
+        if (!item.event) {
+            history.addUnreadableLine(item.error);
+            std::printf("unreadable %s\n", item.error.c_str());
+            continue;
+        }
+        history.apply(*item.event);
+        printEvent(*item.event, history);
+    }
+    std::fflush(stdout);
+    return common::Ok{};
+}
+
+// Where the run is: this machine's file system, or a session to another.
+struct Connection {
+#ifdef TB_HAVE_SSH
+    std::unique_ptr<remote::SshSession> session;
+#endif
+    std::unique_ptr<metrics::EventFileReader> reader;
+
+    common::Result<long long> stop(const metrics::RunHistory& history)
+    {
+#ifdef TB_HAVE_SSH
+        if (session)
+            return remote::stopRemoteRun(*session, history);
+#endif
+        return metrics::stopLocalTrainer(history);
+    }
+};
+
+common::Result<Connection> connect(const ArgParser& p, const std::string& runDir)
+{
+    Connection connection;
+    const std::string events = runDir + "/events.jsonl";
+    if (!p.isSet("host")) {
+        for (const char* remoteOnly : {"port", "identity", "known-hosts"}) {
+            if (p.isSet(remoteOnly))
+                return Error{std::string("monitor: --") + remoteOnly + " needs --host", {}};
+        }
+        connection.reader = std::make_unique<metrics::EventFileReader>(events);
+        return connection;
+    }
+#ifdef TB_HAVE_SSH
+    common::Result<remote::SshTarget> parsed = remote::parseSshTarget(p.value("host"));
+    if (!parsed)
+        return Error{"monitor: --host: " + parsed.error().message, parsed.error().hint};
+    const common::Result<long long> port = p.integer("port", 22, 1, 65535);
+    if (!port)
+        return port.error();
+    remote::SshTarget target = parsed.value();
+    target.port = int(*port);
+    target.identityFile = p.value("identity");
+    target.knownHostsFile = p.value("known-hosts");
+    common::Result<std::unique_ptr<remote::SshSession>> session = remote::SshSession::connect(target);
+    if (!session)
+        return session.error();
+    connection.session = std::move(session).value();
+    connection.reader = std::make_unique<metrics::EventFileReader>(
+        remote::sftpEventSource(*connection.session, events));
+    return connection;
+#else
+    return Error{"monitor: --host: this build has no SSH (TUNEBENCH_SSH off)", {}};
+#endif
+}
+
+int exitStatusOf(const metrics::RunHistory& history)
+{
+    const std::string& status = history.end()->status;
+    return status == "completed" || status == "stopped" ? kExitOk : kExitFailure;
+}
+
+} // namespace
+
+int runMonitor(const Args& args)
+{
+    ArgParser p = makeParser();
+    if (common::Status parsed = p.parse(args); !parsed) {
+        std::cerr << parsed.error().toString() << "\n";
+        return kExitUsage;
+    }
+    if (p.helpRequested()) {
+        std::cout << p.helpText();
+        return kExitOk;
+    }
+    if (p.positionals().size() != 1) {
+        std::cerr << "monitor: expected one run folder, got " << p.positionals().size()
+                  << " arguments (see tunebench-cli monitor --help)\n";
+        return kExitUsage;
+    }
+    const common::Result<double> poll = p.number("poll", 1.0, 0.05, 3600.0);
+    if (!poll) {
+        std::cerr << poll.error().toString() << "\n";
+        return kExitUsage;
+    }
+    common::Result<Connection> connected = connect(p, p.positionals()[0]);
+    if (!connected) {
+        std::cerr << "tunebench-cli monitor: " << connected.error().toString() << "\n";
+        return kExitUsage;
+    }
+    Connection connection = std::move(connected).value();
+
+    g_detach = false;
+    struct sigaction action {};
+    action.sa_handler = onDetachSignal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGTERM, &action, nullptr);
+
+    metrics::RunHistory history;
+    bool stopSent = false;
+    const auto interval = std::chrono::milliseconds(static_cast<long long>(*poll * 1000));
+    for (;;) {
+        if (common::Status read = readNew(*connection.reader, history); !read) {
+            std::cerr << "tunebench-cli monitor: " << read.error().toString() << "\n";
+            return kExitFailure;
+        }
+        if (p.isSet("stop") && !stopSent && history.start() && !history.end()) {
+            const common::Result<long long> pid = connection.stop(history);
+            if (!pid) {
+                std::cerr << "tunebench-cli monitor: --stop: " << pid.error().toString() << "\n";
+                return kExitFailure;
+            }
+            std::printf("stop       SIGTERM sent to process %lld on %s\n", *pid,
+                history.start()->host.c_str());
+            std::fflush(stdout);
+            stopSent = true;
+        }
+        if (p.isSet("once")) {
+            if (!history.start())
+                std::printf("no run_start in %s yet\n", connection.reader->path().c_str());
+            return kExitOk;
+        }
+        if (history.end()) {
+            if (p.isSet("stop") && !stopSent)
+                std::fprintf(stderr, "tunebench-cli monitor: --stop: nothing to stop, the run had "
+                                     "already ended (%s)\n", history.end()->status.c_str());
+            return exitStatusOf(history);
+        }
+        // Sleep in short slices so Ctrl-C detaches at once.
+        for (auto slept = std::chrono::milliseconds(0); slept < interval && !g_detach;
+             slept += std::chrono::milliseconds(50))
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (g_detach) {
+            std::fprintf(stderr, "tunebench-cli monitor: detached; the run goes on\n");
+            return 130;
+        }
+    }
+}
+
+} // namespace tb::cli

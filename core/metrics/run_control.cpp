@@ -1,0 +1,70 @@
+#include "metrics/run_control.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <unistd.h>
+
+namespace tb::metrics {
+
+common::Result<long long> stoppableTrainer(const RunHistory& history, const std::string& hostName,
+    const std::function<std::string(long long pid)>& commandLineOf)
+{
+    using common::Error;
+    if (!history.start())
+        return Error{"no run_start has been read", {}};
+    if (history.end())
+        return Error{"the run has ended (" + history.end()->status + ")", {}};
+    const RunStartInfo& start = *history.start();
+    if (start.pid <= 0)
+        return Error{"its run_start names no pid (a trainer older than this program)", {}};
+    if (start.host != hostName)
+        return Error{"it runs on " + start.host + ", not on " + hostName, {}};
+    const std::string command = commandLineOf(start.pid);
+    if (command.empty())
+        return Error{"process " + std::to_string(start.pid) + " on " + hostName
+                + " is gone: the run stopped without a run_end (killed?)",
+            {}};
+    if (command.find("tunebench-cli") == std::string::npos
+        || command.find(" train ") == std::string::npos)
+        return Error{"process " + std::to_string(start.pid) + " on " + hostName
+                + " is no longer the trainer (" + command.substr(0, 80) + ")",
+            {}};
+    return start.pid;
+}
+
+std::string localHostName()
+{
+    char name[256] = {};
+    return ::gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string();
+}
+
+std::string localCommandLineOf(long long pid)
+{
+    std::ifstream file("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    for (char& c : text) {
+        if (c == '\0')
+            c = ' ';
+    }
+    while (!text.empty() && text.back() == ' ')
+        text.pop_back();
+    return text;
+}
+
+common::Result<long long> stopLocalTrainer(const RunHistory& history)
+{
+    const common::Result<long long> pid =
+        stoppableTrainer(history, localHostName(), localCommandLineOf);
+    if (!pid)
+        return pid;
+    if (::kill(static_cast<pid_t>(*pid), SIGTERM) != 0)
+        return common::Error{"could not signal process " + std::to_string(*pid) + ": "
+                + std::strerror(errno),
+            {}};
+    return pid;
+}
+
+} // namespace tb::metrics

@@ -1,0 +1,215 @@
+#include "remote/ssh_session.h"
+
+#include <libssh/libssh.h>
+#include <libssh/sftp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+
+namespace tb::remote {
+
+namespace {
+
+using common::Error;
+using Clock = std::chrono::steady_clock;
+
+std::string sessionError(ssh_session session)
+{
+    return ssh_get_error(session);
+}
+
+// "SHA256:..." of the server's host key, as ssh prints it.
+std::string hostKeyFingerprint(ssh_session session)
+{
+    ssh_key key = nullptr;
+    if (ssh_get_server_publickey(session, &key) != SSH_OK)
+        return "(no host key)";
+    unsigned char* hash = nullptr;
+    size_t length = 0;
+    std::string text = "(unreadable host key)";
+    if (ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash, &length) == 0) {
+        char* fingerprint = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, length);
+        if (fingerprint) {
+            text = fingerprint;
+            ssh_string_free_char(fingerprint);
+        }
+        ssh_clean_pubkey_hash(&hash);
+    }
+    ssh_key_free(key);
+    return text;
+}
+
+common::Status verifyHostKey(ssh_session session, const SshTarget& target)
+{
+    const std::string where = target.describe();
+    const std::string file =
+        target.knownHostsFile.empty() ? std::string("~/.ssh/known_hosts") : target.knownHostsFile;
+    const std::string keyscan = "ssh-keyscan -p " + std::to_string(target.port) + " " + target.host
+        + " >> " + file;
+    switch (ssh_session_is_known_server(session)) {
+    case SSH_KNOWN_HOSTS_OK:
+        return common::Ok{};
+    case SSH_KNOWN_HOSTS_CHANGED:
+    case SSH_KNOWN_HOSTS_OTHER:
+        return Error{where + ": the host key changed (now " + hostKeyFingerprint(session)
+                + ", not the one in " + file + "): refusing to connect",
+            "if the machine was reinstalled, remove its old line from " + file
+                + " and check the new key with its administrator"};
+    case SSH_KNOWN_HOSTS_UNKNOWN:
+    case SSH_KNOWN_HOSTS_NOT_FOUND:
+        return Error{where + ": host key " + hostKeyFingerprint(session) + " is not in " + file,
+            "check the fingerprint with the machine's administrator, then add it: " + keyscan};
+    case SSH_KNOWN_HOSTS_ERROR:
+        break;
+    }
+    return Error{where + ": cannot check the host key against " + file + ": "
+            + sessionError(session),
+        {}};
+}
+
+common::Status authenticate(ssh_session session, const SshTarget& target)
+{
+    const std::string where = target.describe();
+    if (target.identityFile.empty()) {
+        if (ssh_userauth_publickey_auto(session, nullptr, nullptr) == SSH_AUTH_SUCCESS)
+            return common::Ok{};
+        return Error{where + ": no key was accepted (ssh-agent and the keys in ~/.ssh tried): "
+                + sessionError(session),
+            "give the key with --identity, or add this machine's public key to the remote "
+            "~/.ssh/authorized_keys"};
+    }
+    ssh_key key = nullptr;
+    if (ssh_pki_import_privkey_file(target.identityFile.c_str(), nullptr, nullptr, nullptr, &key)
+        != SSH_OK)
+        return Error{"identity file '" + target.identityFile
+                + "': cannot read a private key (missing, unreadable, or protected by a passphrase)",
+            "use an unencrypted key, or leave --identity out to use ssh-agent"};
+    const int result = ssh_userauth_publickey(session, nullptr, key);
+    ssh_key_free(key);
+    if (result == SSH_AUTH_SUCCESS)
+        return common::Ok{};
+    return Error{where + ": the key in '" + target.identityFile + "' was not accepted",
+        "is its public key in the remote ~/.ssh/authorized_keys?"};
+}
+
+} // namespace
+
+std::string shellQuote(const std::string& text)
+{
+    std::string quoted = "'";
+    for (const char c : text) {
+        if (c == '\'')
+            quoted += "'\\''";
+        else
+            quoted += c;
+    }
+    return quoted + "'";
+}
+
+common::Result<std::unique_ptr<SshSession>> SshSession::connect(const SshTarget& target)
+{
+    ssh_session session = ssh_new();
+    if (!session)
+        return Error{target.describe() + ": cannot create an SSH session", {}};
+    std::unique_ptr<SshSession> owner(new SshSession(target, session));
+    const long timeout = static_cast<long>(std::max(1.0, target.timeoutSeconds));
+    const unsigned int port = static_cast<unsigned int>(target.port);
+    ssh_options_set(session, SSH_OPTIONS_HOST, target.host.c_str());
+    ssh_options_set(session, SSH_OPTIONS_PORT, &port);
+    ssh_options_set(session, SSH_OPTIONS_TIMEOUT, &timeout);
+    if (!target.user.empty())
+        ssh_options_set(session, SSH_OPTIONS_USER, target.user.c_str());
+    if (!target.knownHostsFile.empty())
+        ssh_options_set(session, SSH_OPTIONS_KNOWNHOSTS, target.knownHostsFile.c_str());
+    if (ssh_connect(session) != SSH_OK)
+        return Error{target.describe() + ": cannot connect: " + sessionError(session),
+            "is the machine up, sshd listening on that port, and the address right?"};
+    if (auto known = verifyHostKey(session, target); !known)
+        return known.error();
+    if (auto accepted = authenticate(session, target); !accepted)
+        return accepted.error();
+    return owner;
+}
+
+SshSession::SshSession(const SshTarget& target, ssh_session_struct* session)
+    : m_target(target)
+    , m_session(session)
+{
+}
+
+SshSession::~SshSession()
+{
+    if (m_sftp)
+        sftp_free(m_sftp);
+    if (ssh_is_connected(m_session))
+        ssh_disconnect(m_session);
+    ssh_free(m_session);
+}
+
+common::Result<CommandResult> SshSession::run(const std::string& command)
+{
+    const std::string where = m_target.describe();
+    ssh_channel channel = ssh_channel_new(m_session);
+    if (!channel)
+        return Error{where + ": cannot open a channel: " + sessionError(m_session), {}};
+    struct ChannelCloser {
+        ssh_channel channel;
+        ~ChannelCloser()
+        {
+            ssh_channel_close(channel);
+            ssh_channel_free(channel);
+        }
+    } closer{channel};
+    if (ssh_channel_open_session(channel) != SSH_OK
+        || ssh_channel_request_exec(channel, command.c_str()) != SSH_OK)
+        return Error{where + ": cannot run '" + command + "': " + sessionError(m_session), {}};
+
+    CommandResult result;
+    const auto deadline =
+        Clock::now() + std::chrono::milliseconds(static_cast<long long>(m_target.timeoutSeconds * 1000));
+    char buffer[16384];
+    while (!ssh_channel_is_eof(channel)) {
+        if (Clock::now() >= deadline)
+            return Error{where + ": '" + command + "' did not finish within "
+                    + std::to_string(static_cast<int>(m_target.timeoutSeconds)) + " s",
+                {}};
+        for (const int isStderr : {0, 1}) {
+            const int n = ssh_channel_read_timeout(channel, buffer, sizeof buffer, isStderr, 100);
+            if (n == SSH_ERROR)
+                return Error{where + ": lost the connection while running '" + command
+                        + "': " + sessionError(m_session),
+                    {}};
+            if (n > 0)
+                (isStderr ? result.errorOutput : result.output).append(buffer, std::size_t(n));
+        }
+    }
+    // What arrived together with the end of file.
+    for (const int isStderr : {0, 1}) {
+        int n = 0;
+        while ((n = ssh_channel_read_nonblocking(channel, buffer, sizeof buffer, isStderr)) > 0)
+            (isStderr ? result.errorOutput : result.output).append(buffer, std::size_t(n));
+    }
+    ssh_channel_send_eof(channel);
+    result.exitStatus = ssh_channel_get_exit_status(channel);
+    return result;
+}
+
+common::Result<sftp_session_struct*> SshSession::sftp()
+{
+    if (m_sftp)
+        return m_sftp;
+    sftp_session sftp = sftp_new(m_session);
+    if (!sftp)
+        return Error{m_target.describe() + ": cannot start SFTP: " + sessionError(m_session), {}};
+    if (sftp_init(sftp) != SSH_OK) {
+        const std::string reason = sessionError(m_session);
+        sftp_free(sftp);
+        return Error{m_target.describe() + ": the SFTP subsystem did not start: " + reason,
+            "is 'Subsystem sftp' enabled in the remote sshd_config?"};
+    }
+    m_sftp = sftp;
+    return m_sftp;
+}
+
+} // namespace tb::remote

@@ -1,0 +1,146 @@
+#pragma once
+
+// A real OpenSSH sshd for tests: its own host key, a user key in its
+// authorized_keys, listening on 127.0.0.1 at a free port, logging in as the
+// user running the test. Stopped (and its folder removed) on destruction.
+#include "launch/free_port.h"
+
+#include <QDir>
+#include <QFile>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QThread>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace tb::test {
+
+class SshdServer {
+public:
+    ~SshdServer()
+    {
+        if (m_sshd.state() != QProcess::NotRunning) {
+            m_sshd.terminate();
+            if (!m_sshd.waitForFinished(5000))
+                m_sshd.kill();
+            m_sshd.waitForFinished(2000);
+        }
+    }
+
+    // Empty on success, else what went wrong (with sshd's own words).
+    QString start()
+    {
+        if (!m_dir.isValid())
+            return QStringLiteral("no temporary folder");
+        if (!QFile::exists(QStringLiteral("/usr/sbin/sshd")))
+            return QStringLiteral("/usr/sbin/sshd is missing (install openssh-server)");
+        for (const QString& key : {QStringLiteral("host_key"), QStringLiteral("user_key"),
+                 QStringLiteral("other_key"), QStringLiteral("other_host_key")}) {
+            if (QString failure = keygen(key); !failure.isEmpty())
+                return failure;
+        }
+        if (!QFile::copy(path("user_key.pub"), path("authorized_keys")))
+            return QStringLiteral("cannot write authorized_keys");
+        // sshd started as root wants its privilege-separation folder.
+        if (::geteuid() == 0)
+            QDir().mkpath(QStringLiteral("/run/sshd"));
+
+        const auto port = tb::launch::pickFreePort("127.0.0.1");
+        if (!port.ok())
+            return QString::fromStdString(port.error().message);
+        m_port = port.value();
+        QFile config(path("sshd_config"));
+        if (!config.open(QIODevice::WriteOnly))
+            return QStringLiteral("cannot write sshd_config");
+        config.write(QStringLiteral(
+            "Port %1\nListenAddress 127.0.0.1\nHostKey %2\nPidFile %3\nAuthorizedKeysFile %4\n"
+            "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n"
+            "PermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\n"
+            "Subsystem sftp internal-sftp\nLogLevel ERROR\n")
+                         .arg(m_port)
+                         .arg(path("host_key"), path("sshd.pid"), path("authorized_keys"))
+                         .toUtf8());
+        config.close();
+        m_sshd.setProcessChannelMode(QProcess::MergedChannels);
+        m_sshd.start(QStringLiteral("/usr/sbin/sshd"),
+            {QStringLiteral("-D"), QStringLiteral("-e"), QStringLiteral("-f"), path("sshd_config")});
+        if (!m_sshd.waitForStarted(5000))
+            return QStringLiteral("sshd did not start: ") + m_sshd.errorString();
+        for (int attempt = 0; attempt < 100; ++attempt) {
+            if (m_sshd.state() == QProcess::NotRunning)
+                return QStringLiteral("sshd exited: ") + QString::fromUtf8(m_sshd.readAll());
+            if (accepts(m_port))
+                return writeKnownHosts();
+            QThread::msleep(100);
+        }
+        return QStringLiteral("sshd never listened on port %1").arg(m_port);
+    }
+
+    int port() const { return m_port; }
+    QString user() const { return QString::fromLocal8Bit(::getpwuid(::geteuid())->pw_name); }
+    QString path(const QString& name) const { return m_dir.filePath(name); }
+    QString userKey() const { return path("user_key"); }
+    QString otherUserKey() const { return path("other_key"); }
+    QString knownHosts() const { return path("known_hosts"); }
+
+    // A known-hosts file that names another key for this server.
+    QString knownHostsWithOtherKey()
+    {
+        writeKnownHostsFile(path("known_hosts_changed"), path("other_host_key.pub"));
+        return path("known_hosts_changed");
+    }
+
+private:
+    static bool accepts(int port)
+    {
+        const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_port = htons(static_cast<uint16_t>(port));
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        const bool connected =
+            ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
+        ::close(fd);
+        return connected;
+    }
+
+    QString keygen(const QString& name)
+    {
+        QProcess keygen;
+        keygen.start(QStringLiteral("ssh-keygen"),
+            {QStringLiteral("-q"), QStringLiteral("-t"), QStringLiteral("ed25519"), QStringLiteral("-N"),
+                QString(), QStringLiteral("-f"), path(name)});
+        if (!keygen.waitForFinished(10000) || keygen.exitCode() != 0)
+            return QStringLiteral("ssh-keygen failed: ") + QString::fromUtf8(keygen.readAllStandardError());
+        return {};
+    }
+
+    void writeKnownHostsFile(const QString& file, const QString& publicKey) const
+    {
+        QFile key(publicKey);
+        if (!key.open(QIODevice::ReadOnly))
+            return;
+        // "type base64 comment": the line is "[host]:port type base64".
+        const QList<QByteArray> fields = key.readAll().trimmed().split(' ');
+        QFile out(file);
+        if (!out.open(QIODevice::WriteOnly) || fields.size() < 2)
+            return;
+        out.write(QStringLiteral("[127.0.0.1]:%1 ").arg(m_port).toUtf8() + fields[0] + ' ' + fields[1] + '\n');
+    }
+
+    QString writeKnownHosts()
+    {
+        writeKnownHostsFile(knownHosts(), path("host_key.pub"));
+        return QFile::exists(knownHosts()) ? QString() : QStringLiteral("cannot write known_hosts");
+    }
+
+    QTemporaryDir m_dir;
+    QProcess m_sshd;
+    int m_port = 0;
+};
+
+} // namespace tb::test

@@ -1,0 +1,274 @@
+// core/remote against a real OpenSSH sshd on loopback: commands, host-key
+// and key checks, an event file followed over SFTP, and `tunebench-cli
+// monitor` following and stopping a real run over SSH.
+#include "sshd_server.h"
+
+#include "metrics/event.h"
+#include "metrics/event_file_reader.h"
+#include "metrics/step_record.h"
+#include "remote/sftp_event_source.h"
+#include "remote/ssh_session.h"
+
+#include <QRegularExpression>
+#include <QtTest>
+
+using tb::remote::SshSession;
+using tb::remote::SshTarget;
+
+namespace {
+
+void appendLine(const QString& path, const std::string& line)
+{
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::Append));
+    file.write(QByteArray::fromStdString(line + "\n"));
+}
+
+std::string stepEvent(int number)
+{
+    tb::metrics::StepRecord record;
+    record.step = number;
+    record.loss = 3.0 - 0.1 * number;
+    record.tokensPerSecond = 1500.0;
+    return tb::metrics::makeEvent(tb::metrics::EventType::Step, 0, 1.0e9 + number, record.toFields()).dump();
+}
+
+std::string runStartEvent()
+{
+    return tb::metrics::makeEvent(tb::metrics::EventType::RunStart, 0, 1.0e9,
+        {{"run_id", "remote-demo"}, {"world_size", 1}, {"config", nlohmann::json::object()},
+            {"model", {{"name", "stories260K"}}}, {"total_steps", 4}, {"host", "somewhere"}})
+        .dump();
+}
+
+struct CliRun {
+    int exitCode = -1;
+    QString out;
+    QString err;
+};
+
+CliRun cli(const QStringList& arguments, int timeoutMs = 120000)
+{
+    QProcess process;
+    process.start(QStringLiteral(TB_BINARY_DIR "/app/cli/tunebench-cli"), arguments);
+    CliRun run;
+    if (!process.waitForFinished(timeoutMs)) {
+        process.kill();
+        process.waitForFinished();
+        run.err = QStringLiteral("timed out\n");
+    }
+    run.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
+    run.out = QString::fromUtf8(process.readAllStandardOutput());
+    run.err += QString::fromUtf8(process.readAllStandardError());
+    return run;
+}
+
+} // namespace
+
+class TestRemote : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase()
+    {
+        const QString failure = m_server.start();
+        QVERIFY2(failure.isEmpty(), qPrintable(failure));
+        QVERIFY(m_work.isValid());
+    }
+
+    void runsCommands()
+    {
+        auto session = SshSession::connect(target());
+        QVERIFY2(session.ok(), session.ok() ? "" : session.error().toString().c_str());
+        const auto result = (*session)->run("echo out; echo err >&2; exit 3");
+        QVERIFY(result.ok());
+        QCOMPARE(result->exitStatus, 3);
+        QCOMPARE(result->output, std::string("out\n"));
+        QCOMPARE(result->errorOutput, std::string("err\n"));
+        const auto quoted = (*session)->run("printf %s " + tb::remote::shellQuote("it's a 'test' $HOME"));
+        QVERIFY(quoted.ok());
+        QCOMPARE(quoted->output, std::string("it's a 'test' $HOME"));
+    }
+
+    void refusals_data()
+    {
+        QTest::addColumn<QString>("problem");
+        QTest::addColumn<QStringList>("expected");
+        QTest::newRow("unknown host key")
+            << "unknown" << QStringList{"host key SHA256:", "is not in", "ssh-keyscan -p"};
+        QTest::newRow("changed host key")
+            << "changed" << QStringList{"the host key changed", "refusing to connect"};
+        QTest::newRow("key not authorized") << "key" << QStringList{"was not accepted"};
+        QTest::newRow("missing identity file") << "no-key" << QStringList{"identity file", "cannot read"};
+        QTest::newRow("nothing listening") << "port" << QStringList{"cannot connect"};
+    }
+
+    void refusals()
+    {
+        QFETCH(QString, problem);
+        QFETCH(QStringList, expected);
+        SshTarget bad = target();
+        if (problem == "unknown")
+            bad.knownHostsFile = m_work.filePath(QStringLiteral("empty_known_hosts")).toStdString();
+        else if (problem == "changed")
+            bad.knownHostsFile = m_server.knownHostsWithOtherKey().toStdString();
+        else if (problem == "key")
+            bad.identityFile = m_server.otherUserKey().toStdString();
+        else if (problem == "no-key")
+            bad.identityFile = m_work.filePath(QStringLiteral("no_such_key")).toStdString();
+        else
+            bad.port = tb::launch::pickFreePort("127.0.0.1").value();
+        const auto session = SshSession::connect(bad);
+        QVERIFY(!session.ok());
+        const QString message = QString::fromStdString(session.error().toString());
+        for (const QString& fragment : expected)
+            QVERIFY2(message.contains(fragment), qPrintable(message));
+        if (problem != "no-key")
+            QVERIFY2(message.contains(QString::fromStdString(bad.describe())), qPrintable(message));
+    }
+
+    void followsAnEventFileOverSftp()
+    {
+        auto session = SshSession::connect(target());
+        QVERIFY(session.ok());
+        const QString path = m_work.filePath(QStringLiteral("sftp/events.jsonl"));
+        tb::metrics::EventFileReader reader(tb::remote::sftpEventSource(**session, path.toStdString()));
+        auto nothing = reader.poll();
+        QVERIFY2(nothing.ok(), nothing.ok() ? "" : nothing.error().toString().c_str());
+        QVERIFY(nothing->empty()); // not written yet: not an error
+        QVERIFY(QDir().mkpath(m_work.filePath(QStringLiteral("sftp"))));
+        appendLine(path, runStartEvent());
+        appendLine(path, stepEvent(1));
+        auto first = reader.poll();
+        QVERIFY(first.ok());
+        QCOMPARE(first->size(), std::size_t{2});
+        appendLine(path, stepEvent(2));
+        appendLine(path, "{\"schema\":1,\"type\":\"step\"");
+        auto second = reader.poll();
+        QVERIFY(second.ok());
+        QCOMPARE(second->size(), std::size_t{2});
+        QCOMPARE((*second)[0].event->body["step"].get<int>(), 2);
+        QVERIFY2(QString::fromStdString((*second)[1].error).startsWith(QStringLiteral("127.0.0.1:") + path + ":4:"),
+            (*second)[1].error.c_str());
+        QFile::resize(path, 10);
+        const auto shrunk = reader.poll();
+        QVERIFY(!shrunk.ok());
+        QVERIFY2(shrunk.error().message.find("shrank") != std::string::npos, shrunk.error().message.c_str());
+    }
+
+    void monitorCommandOnce()
+    {
+        const QString run = m_work.filePath(QStringLiteral("once"));
+        QVERIFY(QDir().mkpath(run));
+        appendLine(run + "/events.jsonl", runStartEvent());
+        appendLine(run + "/events.jsonl", stepEvent(1));
+        appendLine(run + "/events.jsonl", stepEvent(2));
+        for (const bool overSsh : {false, true}) {
+            QStringList arguments{QStringLiteral("monitor"), run, QStringLiteral("--once")};
+            if (overSsh)
+                arguments << sshArguments();
+            const CliRun result = cli(arguments);
+            QVERIFY2(result.exitCode == 0, qPrintable(result.err));
+            QVERIFY2(result.out.contains(QStringLiteral("run_start  remote-demo on somewhere")), qPrintable(result.out));
+            QVERIFY2(result.out.contains(QStringLiteral("step 2/4  loss 2.8000  1.5 k tokens/s")),
+                qPrintable(result.out));
+        }
+    }
+
+    void monitorCommandBadInput_data()
+    {
+        QTest::addColumn<QStringList>("arguments");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("no folder") << QStringList{} << "expected one run folder";
+        QTest::newRow("port without host") << QStringList{"run", "--port", "22"} << "--port needs --host";
+        QTest::newRow("bad host") << QStringList{"run", "--host", "user@"} << "expected [USER@]HOST";
+        QTest::newRow("bad port") << QStringList{"run", "--host", "h", "--port", "0"} << "--port";
+        QTest::newRow("bad poll") << QStringList{"run", "--poll", "0"} << "--poll";
+    }
+
+    void monitorCommandBadInput()
+    {
+        QFETCH(QStringList, arguments);
+        QFETCH(QString, expected);
+        const CliRun result = cli(QStringList{QStringLiteral("monitor")} + arguments);
+        QCOMPARE(result.exitCode, 2);
+        QVERIFY2(result.err.contains(expected), qPrintable(result.err));
+    }
+
+    // A run started here, followed and stopped over SSH as from another machine.
+    void monitorStopsARunOverSsh()
+    {
+#ifndef TB_CLI_HAS_TRAINER
+        QSKIP("this build has no trainer (TUNEBENCH_TRAINER off)");
+#endif
+        if (!QFile::exists(QStringLiteral(TB_SHARED_DATA_DIR "/models/stories260K/config.json")))
+            QSKIP("../shared/data/models/stories260K is absent");
+        const QString runDir = m_work.filePath(QStringLiteral("ssh-run"));
+        const QString config = m_work.filePath(QStringLiteral("ssh-run.yaml"));
+        QFile file(config);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write(QStringLiteral(
+            "model: " TB_SHARED_DATA_DIR "/models/stories260K\nmethod: lora\n"
+            "data: {train: " TB_SOURCE_DIR "/resources/demo/tiny_instructions.jsonl, format: alpaca,"
+            " sequence_length: 128}\n"
+            "training: {max_steps: 100000, micro_batch: 4, learning_rate: 3.0e-3}\n"
+            "output: {dir: %1}\n").arg(runDir).toUtf8());
+        file.close();
+        QProcess trainer;
+        trainer.setStandardOutputFile(QProcess::nullDevice());
+        trainer.setStandardErrorFile(QProcess::nullDevice());
+        trainer.start(QStringLiteral(TB_BINARY_DIR "/app/cli/tunebench-cli"),
+            {QStringLiteral("train"), config, QStringLiteral("--threads"), QStringLiteral("1")});
+        QVERIFY(trainer.waitForStarted());
+        const qint64 pid = trainer.processId();
+        // Stop once it has trained a few steps.
+        QTRY_VERIFY_WITH_TIMEOUT(QFile(runDir + "/events.jsonl").size() > 2000, 60000);
+
+        const CliRun result = cli(QStringList{QStringLiteral("monitor"), runDir, QStringLiteral("--stop"),
+                                      QStringLiteral("--poll"), QStringLiteral("0.2")}
+            + sshArguments());
+        QVERIFY2(result.exitCode == 0, qPrintable(result.err + result.out));
+        QVERIFY2(result.out.contains(QStringLiteral("stop       SIGTERM sent to process %1").arg(pid)),
+            qPrintable(result.out));
+        QVERIFY2(result.out.contains(QStringLiteral("run_end    stopped")), qPrintable(result.out));
+        QVERIFY(trainer.waitForFinished(30000));
+        const QStringList lines = result.out.split('\n');
+        qInfo("monitor over SSH printed %lld lines and stopped pid %lld",
+            static_cast<long long>(lines.size()), static_cast<long long>(pid));
+
+        // Ended: a second stop is refused with the reason.
+        const CliRun again = cli(QStringList{QStringLiteral("monitor"), runDir, QStringLiteral("--stop")}
+            + sshArguments());
+        QCOMPARE(again.exitCode, 0); // the run's own end status: stopped
+        QVERIFY(again.out.contains(QStringLiteral("run_end    stopped")));
+        QVERIFY(!again.out.contains(QStringLiteral("SIGTERM sent")));
+        QVERIFY2(again.err.contains(QStringLiteral("nothing to stop, the run had already ended (stopped)")),
+            qPrintable(again.err));
+    }
+
+private:
+    SshTarget target() const
+    {
+        SshTarget target;
+        target.user = m_server.user().toStdString();
+        target.host = "127.0.0.1";
+        target.port = m_server.port();
+        target.identityFile = m_server.userKey().toStdString();
+        target.knownHostsFile = m_server.knownHosts().toStdString();
+        target.timeoutSeconds = 10;
+        return target;
+    }
+
+    QStringList sshArguments() const
+    {
+        return {QStringLiteral("--host"), m_server.user() + QStringLiteral("@127.0.0.1"), QStringLiteral("--port"),
+            QString::number(m_server.port()), QStringLiteral("--identity"), m_server.userKey(),
+            QStringLiteral("--known-hosts"), m_server.knownHosts()};
+    }
+
+    tb::test::SshdServer m_server;
+    QTemporaryDir m_work;
+};
+
+QTEST_GUILESS_MAIN(TestRemote)
+#include "test_remote.moc"
