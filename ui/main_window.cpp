@@ -4,6 +4,9 @@
 #include "app_settings.h"
 #include "pages/not_built_page.h"
 #include "runs/runs_page.h"
+#ifdef TB_HAVE_SSH
+#include "monitor/monitor_page.h"
+#endif
 #include "planner/planner_page.h"
 
 #include <QApplication>
@@ -50,10 +53,13 @@ MainWindow::MainWindow(QWidget* parent)
     addPage(QStringLiteral("runs"), tr("Runs"), QStringLiteral(":/icons/runs.svg"),
             new RunsPage);
     addPage(QStringLiteral("monitor"), tr("Monitor"), QStringLiteral(":/icons/monitor.svg"),
+#ifdef TB_HAVE_SSH
+            new MonitorPage);
+#else
             new NotBuiltPage(tr("Monitor"),
-                             tr("Attach over SSH to a run started earlier, follow it, stop it, "
-                                "fetch its outputs."),
-                             tr("the monitor issue")));
+                             tr("Attach over SSH to a run started earlier, follow it, stop it."),
+                             tr("a build with SSH (TUNEBENCH_SSH and libssh)")));
+#endif
     addPage(QStringLiteral("hosts"), tr("Hosts"), QStringLiteral(":/icons/hosts.svg"),
             new NotBuiltPage(tr("Hosts"),
                              tr("The machines Tunebench can reach over SSH, their GPUs and what "

@@ -1,6 +1,7 @@
 #include "runs/run_charts.h"
 
 
+#include <algorithm>
 #include <cmath>
 
 namespace tb::ui {
@@ -115,7 +116,9 @@ void RunCharts::showHistory(const metrics::RunHistory& history)
     m_peakMemory->setData(peakSteps, peaks, true);
 
     const double lastStep = std::max<double>(double(history.lastStep()), 1.0);
-    const double firstStep = history.steps().empty() ? 0.0 : double(history.steps().front().step);
+    double firstStep = history.steps().empty() ? 0.0 : double(history.steps().front().step);
+    if (!history.evals().empty()) // the evaluation before training is at step 0
+        firstStep = std::min(firstStep, double(history.evals().front().step));
     m_loss->keyAxis()->setRange(std::min(firstStep, lastStep - 1.0), lastStep); // moves the others
     for (QCPGraph* graph : {m_loss, m_tokensPerSecond, m_memory})
         rescale(graph);

@@ -16,14 +16,19 @@ RunFollower::~RunFollower() = default;
 
 void RunFollower::follow(const QString& eventsPath)
 {
+    beginGeneration();
+    followReader(std::make_unique<metrics::EventFileReader>(eventsPath.toStdString()));
+}
+
+void RunFollower::followReader(std::unique_ptr<metrics::EventFileReader> reader)
+{
     // Made here, so it lives on this object's thread.
     if (!m_timer) {
         m_timer = new QTimer(this);
-        m_timer->setInterval(kPollMilliseconds);
+        m_timer->setInterval(m_pollMilliseconds);
         connect(m_timer, &QTimer::timeout, this, &RunFollower::poll);
     }
-    ++m_generation;
-    m_reader = std::make_unique<metrics::EventFileReader>(eventsPath.toStdString());
+    m_reader = std::move(reader);
     poll();
     m_timer->start();
 }

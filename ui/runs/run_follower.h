@@ -36,6 +36,17 @@ public slots:
     void follow(const QString& eventsPath);
     void stop();
 
+public:
+    // Starts following with `reader`, made on this thread, under the
+    // current generation (follow() and subclasses begin one).
+    void followReader(std::unique_ptr<metrics::EventFileReader> reader);
+
+protected:
+    // Before the first follow: over SSH each poll costs round trips.
+    void setPollMilliseconds(int milliseconds) { m_pollMilliseconds = milliseconds; }
+    quint64 beginGeneration() { return ++m_generation; }
+    quint64 generation() const { return m_generation; }
+
 signals:
     // `generation` counts follow() calls, so the receiver drops what an
     // earlier file sent after it switched.
@@ -48,6 +59,7 @@ private:
     QTimer* m_timer = nullptr;
     std::unique_ptr<metrics::EventFileReader> m_reader;
     quint64 m_generation = 0;
+    int m_pollMilliseconds = kPollMilliseconds;
 };
 
 } // namespace tb::ui

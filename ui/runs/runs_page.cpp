@@ -5,18 +5,16 @@
 #include "runs/run_charts.h"
 #include "runs/run_follower.h"
 #include "runs/run_launcher.h"
-#include "runs/run_summary.h"
+#include "runs/run_view.h"
 
 #include <QDir>
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
-#include <QListWidget>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSpinBox>
-#include <QSplitter>
 #include <QTabWidget>
 #include <QThread>
 #include <QToolButton>
@@ -27,23 +25,6 @@ namespace tb::ui {
 namespace {
 
 constexpr int kMaxOutputLines = 5000;
-
-QString messageLine(const metrics::RunMessage& message)
-{
-    return QStringLiteral("[%1, after step %2] %3")
-        .arg(QString::fromStdString(message.level))
-        .arg(message.afterStep)
-        .arg(QString::fromStdString(message.text));
-}
-
-QColor messageColor(const std::string& level)
-{
-    if (level == "error" || level == "unreadable")
-        return QColor(180, 30, 30);
-    if (level == "warning")
-        return QColor(160, 100, 0);
-    return QColor();
-}
 
 } // namespace
 
@@ -121,45 +102,25 @@ void RunsPage::buildLayout()
     m_folderLabel = new QLabel(tr("No run followed. Start one, or open a run folder."), this);
     m_folderLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layout->addWidget(m_folderLabel);
-    m_summary = new QLabel(this);
-    m_summary->setObjectName(QStringLiteral("runSummary"));
-    m_summary->setWordWrap(true);
-    QFont bold = m_summary->font();
-    bold.setBold(true);
-    m_summary->setFont(bold);
-    layout->addWidget(m_summary);
-
-    auto* splitter = new QSplitter(Qt::Vertical, this);
-    m_charts = new RunCharts(splitter);
-    auto* tabs = new QTabWidget(splitter);
-    m_messages = new QListWidget(tabs);
-    m_messages->setObjectName(QStringLiteral("runMessages"));
-    m_output = new QPlainTextEdit(tabs);
+    m_view = new RunView(this);
+    m_output = new QPlainTextEdit(m_view->tabs());
     m_output->setObjectName(QStringLiteral("launcherOutput"));
     m_output->setReadOnly(true);
     m_output->setMaximumBlockCount(kMaxOutputLines);
     m_output->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
-    tabs->addTab(m_messages, tr("Warnings and errors"));
-    tabs->addTab(m_output, tr("Launcher output"));
-    splitter->addWidget(m_charts);
-    splitter->addWidget(tabs);
-    splitter->setStretchFactor(0, 4);
-    splitter->setStretchFactor(1, 1);
-    layout->addWidget(splitter, 1);
+    m_view->tabs()->addTab(m_output, tr("Launcher output"));
+    layout->addWidget(m_view, 1);
 }
 
 void RunsPage::followRunFolder(const QString& dir)
 {
     m_folder = QDir(dir).absolutePath();
-    m_history = metrics::RunHistory{};
-    m_messagesShown = 0;
-    m_messages->clear();
-    m_charts->clearCurves();
+    m_view->reset();
     const QString events = QDir(m_folder).filePath(QStringLiteral("events.jsonl"));
     m_folderLabel->setText(tr("Following %1").arg(QDir::toNativeSeparators(events)));
     ++m_generation;
     QMetaObject::invokeMethod(m_follower, "follow", Qt::QueuedConnection, Q_ARG(QString, events));
-    showHistory();
+    updateButtons();
 }
 
 bool RunsPage::startRun(const QString& configPath, int ranks, QString* error)
@@ -188,9 +149,9 @@ QString RunsPage::stopRun()
         m_launcher->stop();
         return {};
     }
-    const QString failure = stopLocalRun(m_history);
-    m_messages->addItem(failure.isEmpty()
-            ? tr("[stop] SIGTERM sent to process %1").arg(m_history.start()->pid)
+    const QString failure = stopLocalRun(m_view->history());
+    m_view->addNote(failure.isEmpty()
+            ? tr("[stop] SIGTERM sent to process %1").arg(m_view->history().start()->pid)
             : tr("[stop] not sent: %1").arg(failure));
     return failure;
 }
@@ -198,10 +159,8 @@ QString RunsPage::stopRun()
 void RunsPage::startFromForm()
 {
     QString error;
-    if (!startRun(m_configPath->text().trimmed(), m_ranks->value(), &error)) {
-        m_summary->setText(tr("Could not start: %1").arg(error));
-        m_summary->setStyleSheet(QStringLiteral("color: #b41e1e;"));
-    }
+    if (!startRun(m_configPath->text().trimmed(), m_ranks->value(), &error))
+        m_view->setSummaryError(tr("Could not start: %1").arg(error));
 }
 
 void RunsPage::browseConfig()
@@ -223,13 +182,8 @@ void RunsPage::onLinesRead(quint64 generation, const QVector<tb::metrics::Stream
 {
     if (generation != m_generation)
         return; // from the folder followed before
-    for (const metrics::StreamItem& item : items) {
-        if (item.event)
-            m_history.apply(*item.event);
-        else
-            m_history.addUnreadableLine(item.error);
-    }
-    showHistory();
+    m_view->addLines(items);
+    updateButtons();
     emit historyChanged();
 }
 
@@ -237,34 +191,17 @@ void RunsPage::onReadFailed(quint64 generation, const QString& message)
 {
     if (generation != m_generation)
         return;
-    m_history.addUnreadableLine(message.toStdString() + " (stopped following)");
-    showHistory();
-    emit historyChanged();
-}
-
-void RunsPage::showHistory()
-{
-    m_charts->showHistory(m_history);
-    const QString state = runState(m_history);
-    m_summary->setStyleSheet(state == QStringLiteral("failed")
-            ? QStringLiteral("color: #b41e1e;")
-            : QString());
-    m_summary->setText(describeRun(m_history));
+    m_view->addLines({metrics::StreamItem{0, 0, std::nullopt,
+        message.toStdString() + " (stopped following)"}});
     updateButtons();
-    const std::vector<metrics::RunMessage>& messages = m_history.messages();
-    for (; m_messagesShown < messages.size(); ++m_messagesShown) {
-        const metrics::RunMessage& message = messages[m_messagesShown];
-        auto* item = new QListWidgetItem(messageLine(message), m_messages);
-        if (const QColor color = messageColor(message.level); color.isValid())
-            item->setForeground(color);
-    }
+    emit historyChanged();
 }
 
 void RunsPage::updateButtons()
 {
     const bool running = m_launcher->isRunning();
     m_start->setEnabled(!running);
-    const QString notStoppable = running ? QString() : whyNotStoppable(m_history);
+    const QString notStoppable = running ? QString() : whyNotStoppable(m_view->history());
     m_stop->setEnabled(notStoppable.isEmpty());
     m_stop->setToolTip(notStoppable.isEmpty()
             ? tr("Graceful stop: every rank checkpoints and ends with status stopped")
@@ -276,17 +213,24 @@ bool RunsPage::canStop() const
     return m_stop->isEnabled();
 }
 
+const metrics::RunHistory& RunsPage::history() const
+{
+    return m_view->history();
+}
+
+RunCharts* RunsPage::charts() const
+{
+    return m_view->charts();
+}
+
 QString RunsPage::summaryText() const
 {
-    return m_summary->text();
+    return m_view->summaryText();
 }
 
 QStringList RunsPage::messageTexts() const
 {
-    QStringList texts;
-    for (int row = 0; row < m_messages->count(); ++row)
-        texts << m_messages->item(row)->text();
-    return texts;
+    return m_view->messageTexts();
 }
 
 } // namespace tb::ui

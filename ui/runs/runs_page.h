@@ -7,7 +7,6 @@
 
 class QLabel;
 class QLineEdit;
-class QListWidget;
 class QPlainTextEdit;
 class QPushButton;
 class QSpinBox;
@@ -18,13 +17,13 @@ namespace tb::ui {
 class RunCharts;
 class RunFollower;
 class RunLauncher;
+class RunView;
 
 // Runs on this machine: start one from a run config (tunebench-cli launch,
 // one or more ranks) or open a run folder written earlier or by another
-// program, and follow its event stream live: loss with validation points,
-// tokens/s and memory over steps, a summary line, the run's warnings and
-// errors (and lines the reader could not parse), and the launcher's output.
-// The file is read on a worker thread; the UI thread only folds and draws.
+// program, and follow its event stream live (RunView: summary, curves,
+// warnings and errors) with the launcher's output beside it. The file is
+// read on a worker thread; the UI thread only folds and draws.
 class RunsPage : public QWidget {
     Q_OBJECT
 
@@ -38,17 +37,17 @@ public:
     // follows the folder. False with `error` set when it cannot start.
     bool startRun(const QString& configPath, int ranks, QString* error);
     // The run this page started (through its launcher), else the followed
-    // run when it runs on this machine (local_run_control.h). Empty when a
+    // run when it runs on this machine (metrics/run_control.h). Empty when a
     // stop was sent, otherwise why none could be.
     QString stopRun();
 
-    const metrics::RunHistory& history() const { return m_history; }
-    RunCharts* charts() const { return m_charts; }
+    const metrics::RunHistory& history() const;
+    RunCharts* charts() const;
     RunLauncher* launcher() const { return m_launcher; }
     QString followedFolder() const { return m_folder; }
     QString summaryText() const;
-    bool canStop() const;
     QStringList messageTexts() const;
+    bool canStop() const;
 
 signals:
     // After each batch of lines read (tests and the status bar listen).
@@ -59,14 +58,11 @@ private:
     void buildLayout();
     void onLinesRead(quint64 generation, const QVector<tb::metrics::StreamItem>& items);
     void onReadFailed(quint64 generation, const QString& message);
-    void showHistory();
     void browseConfig();
     void browseRunFolder();
     void startFromForm();
     void updateButtons();
 
-    metrics::RunHistory m_history;
-    std::size_t m_messagesShown = 0;
     quint64 m_generation = 0;
     QString m_folder;
 
@@ -79,9 +75,7 @@ private:
     QPushButton* m_start = nullptr;
     QPushButton* m_stop = nullptr;
     QLabel* m_folderLabel = nullptr;
-    QLabel* m_summary = nullptr;
-    RunCharts* m_charts = nullptr;
-    QListWidget* m_messages = nullptr;
+    RunView* m_view = nullptr;
     QPlainTextEdit* m_output = nullptr;
 };
 

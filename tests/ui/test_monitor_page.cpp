@@ -1,0 +1,156 @@
+// The Monitor page against a real sshd on loopback: it follows a run
+// folder over SSH as the file grows, says why a connection is refused, and
+// stops a real run there.
+#include "sshd_server.h"
+
+#include "metrics/event.h"
+#include "metrics/step_record.h"
+#include "monitor/monitor_page.h"
+#include "runs/run_charts.h"
+#include "runs/run_view.h"
+
+#include <QSignalSpy>
+#include <QtTest>
+
+using tb::metrics::EventType;
+using tb::metrics::makeEvent;
+using tb::ui::MonitorPage;
+
+namespace {
+
+void appendLine(const QString& path, const std::string& line)
+{
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::Append));
+    file.write(QByteArray::fromStdString(line + "\n"));
+}
+
+std::string step(int number)
+{
+    tb::metrics::StepRecord record;
+    record.step = number;
+    record.loss = 3.0 - 0.1 * number;
+    record.tokensPerSecond = 1800.0;
+    return makeEvent(EventType::Step, 0, 1.0e9 + number, record.toFields()).dump();
+}
+
+} // namespace
+
+class TestMonitorPage : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase()
+    {
+        const QString failure = m_server.start();
+        QVERIFY2(failure.isEmpty(), qPrintable(failure));
+        QVERIFY(m_work.isValid());
+        QDir().mkpath(QStringLiteral(TB_BINARY_DIR "/screenshots"));
+    }
+
+    void followsARunOverSsh()
+    {
+        const QString run = m_work.filePath(QStringLiteral("followed"));
+        QVERIFY(QDir().mkpath(run));
+        appendLine(run + "/events.jsonl",
+            makeEvent(EventType::RunStart, 0, 1.0e9,
+                {{"run_id", "far"}, {"world_size", 8}, {"config", nlohmann::json::object()},
+                    {"model", {{"name", "Llama-3.1-8B"}}}, {"total_steps", 6}, {"sharding", "fsdp-full"}})
+                .dump());
+        appendLine(run + "/events.jsonl", step(1));
+
+        MonitorPage page;
+        page.resize(1400, 900);
+        page.show();
+        connectPage(page, run, m_server.knownHosts());
+        QTRY_VERIFY(page.isConnected());
+        QVERIFY2(page.statusText().startsWith(QStringLiteral("Following 127.0.0.1:") + run), qPrintable(page.statusText()));
+        QTRY_COMPARE(page.view()->charts()->lossPointCount(), 1);
+        appendLine(run + "/events.jsonl", step(2));
+        appendLine(run + "/events.jsonl", step(3));
+        QTRY_COMPARE_WITH_TIMEOUT(page.view()->charts()->lossPointCount(), 3, 10000);
+        QVERIFY2(page.view()->summaryText().contains(QStringLiteral("8 ranks, fsdp-full")),
+            qPrintable(page.view()->summaryText()));
+        QVERIFY(page.canStop()); // decided there, over SSH: this run names no pid
+        QSignalSpy stopped(&page, &MonitorPage::stopFinished);
+        page.stopRun();
+        QTRY_COMPARE(stopped.count(), 1);
+        QVERIFY2(stopped.first().first().toString().contains(QStringLiteral("names no pid")),
+            qPrintable(stopped.first().first().toString()));
+
+        page.disconnectFromHost();
+        QVERIFY(!page.isConnected());
+        appendLine(run + "/events.jsonl", step(4));
+        QTest::qWait(1500);
+        QCOMPARE(page.view()->charts()->lossPointCount(), 3); // nothing read once disconnected
+    }
+
+    void refusedConnectionSaysWhy()
+    {
+        MonitorPage page;
+        const QString emptyKnownHosts = m_work.filePath(QStringLiteral("empty_known_hosts"));
+        connectPage(page, m_work.path(), emptyKnownHosts);
+        QTRY_VERIFY(page.statusText().contains(QStringLiteral("is not in")));
+        QVERIFY2(page.statusText().contains(QStringLiteral("SHA256:")), qPrintable(page.statusText()));
+        QVERIFY(!page.isConnected());
+        QVERIFY(!page.canStop());
+    }
+
+    void stopsARealRunOverSsh()
+    {
+#ifndef TB_CLI_HAS_TRAINER
+        QSKIP("this build has no trainer (TUNEBENCH_TRAINER off)");
+#endif
+        if (!QFile::exists(QStringLiteral(TB_SHARED_DATA_DIR "/models/stories260K/config.json")))
+            QSKIP("../shared/data/models/stories260K is absent");
+        const QString runDir = m_work.filePath(QStringLiteral("real"));
+        const QString config = m_work.filePath(QStringLiteral("real.yaml"));
+        QFile file(config);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write(QStringLiteral(
+            "model: " TB_SHARED_DATA_DIR "/models/stories260K\nmethod: lora\n"
+            "data: {train: " TB_SOURCE_DIR "/resources/demo/tiny_instructions.jsonl, format: alpaca,"
+            " sequence_length: 128, validation_split: 0.1}\n"
+            "training: {max_steps: 100000, micro_batch: 4, learning_rate: 3.0e-3, eval_every: 3}\n"
+            "output: {dir: %1}\n").arg(runDir).toUtf8());
+        file.close();
+        QProcess trainer;
+        trainer.setStandardOutputFile(QProcess::nullDevice());
+        trainer.setStandardErrorFile(QProcess::nullDevice());
+        trainer.start(QStringLiteral(TB_BINARY_DIR "/app/cli/tunebench-cli"),
+            {QStringLiteral("train"), config, QStringLiteral("--threads"), QStringLiteral("1")});
+        QVERIFY(trainer.waitForStarted());
+        const qint64 pid = trainer.processId();
+
+        MonitorPage page;
+        page.resize(1400, 900);
+        page.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&page));
+        connectPage(page, runDir, m_server.knownHosts());
+        QTRY_VERIFY_WITH_TIMEOUT(page.view()->charts()->lossPointCount() >= 8, 120000);
+        QVERIFY(page.grab().save(QStringLiteral(TB_BINARY_DIR "/screenshots/monitor_page.png")));
+        QSignalSpy stopped(&page, &MonitorPage::stopFinished);
+        QVERIFY(page.canStop());
+        page.stopRun();
+        QTRY_COMPARE_WITH_TIMEOUT(stopped.count(), 1, 20000);
+        QCOMPARE(stopped.first().first().toString(), QString());
+        QVERIFY(trainer.waitForFinished(60000));
+        QTRY_VERIFY_WITH_TIMEOUT(page.history().end().has_value(), 10000);
+        QCOMPARE(page.history().end()->status, std::string("stopped"));
+        QVERIFY(page.view()->messageTexts().contains(QStringLiteral("[stop] SIGTERM sent to process %1").arg(pid)));
+        QVERIFY(!page.canStop());
+    }
+
+private:
+    void connectPage(MonitorPage& page, const QString& runDir, const QString& knownHosts)
+    {
+        page.connectTo(m_server.user() + QStringLiteral("@127.0.0.1"), m_server.port(), m_server.userKey(),
+            knownHosts, runDir);
+    }
+
+    tb::test::SshdServer m_server;
+    QTemporaryDir m_work;
+};
+
+QTEST_MAIN(TestMonitorPage)
+#include "test_monitor_page.moc"

@@ -1,0 +1,227 @@
+#include "monitor/monitor_page.h"
+
+#include "monitor/remote_follower.h"
+#include "runs/run_view.h"
+
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QThread>
+#include <QVBoxLayout>
+
+namespace tb::ui {
+
+MonitorPage::MonitorPage(QWidget* parent)
+    : QWidget(parent)
+{
+    buildLayout();
+    m_thread = new QThread(this);
+    m_thread->setObjectName(QStringLiteral("ssh monitor"));
+    m_follower = new RemoteFollower;
+    m_follower->moveToThread(m_thread);
+    connect(m_thread, &QThread::finished, m_follower, &QObject::deleteLater);
+    connect(m_follower, &RemoteFollower::connected, this, &MonitorPage::onConnected);
+    connect(m_follower, &RemoteFollower::connectFailed, this, &MonitorPage::onConnectFailed);
+    connect(m_follower, &RunFollower::linesRead, this, &MonitorPage::onLinesRead);
+    connect(m_follower, &RunFollower::readFailed, this, &MonitorPage::onReadFailed);
+    connect(m_follower, &RemoteFollower::stopFinished, this, &MonitorPage::onStopFinished);
+    m_thread->start();
+    updateButtons();
+}
+
+MonitorPage::~MonitorPage()
+{
+    // A connect in progress finishes (or times out) before the thread can end.
+    QMetaObject::invokeMethod(m_follower, &RemoteFollower::disconnectFromHost, Qt::QueuedConnection);
+    m_thread->quit();
+    m_thread->wait();
+}
+
+void MonitorPage::buildLayout()
+{
+    auto* layout = new QVBoxLayout(this);
+    auto* form = new QGridLayout;
+    m_host = new QLineEdit(this);
+    m_host->setObjectName(QStringLiteral("host"));
+    m_host->setPlaceholderText(tr("[user@]host, e.g. azureuser@10.0.0.4"));
+    m_port = new QSpinBox(this);
+    m_port->setRange(1, 65535);
+    m_port->setValue(22);
+    m_runDir = new QLineEdit(this);
+    m_runDir->setObjectName(QStringLiteral("runDir"));
+    m_runDir->setPlaceholderText(tr("the run folder there (output.dir of its run config)"));
+    m_identity = new QLineEdit(this);
+    m_identity->setPlaceholderText(tr("default: ssh-agent, then the keys in ~/.ssh"));
+    m_knownHosts = new QLineEdit(this);
+    m_knownHosts->setPlaceholderText(tr("default: ~/.ssh/known_hosts (the host's key must be there)"));
+    form->addWidget(new QLabel(tr("Host"), this), 0, 0);
+    form->addWidget(m_host, 0, 1);
+    form->addWidget(new QLabel(tr("Port"), this), 0, 2);
+    form->addWidget(m_port, 0, 3);
+    form->addWidget(new QLabel(tr("Run folder"), this), 0, 4);
+    form->addWidget(m_runDir, 0, 5);
+    form->addWidget(new QLabel(tr("Key"), this), 1, 0);
+    form->addWidget(m_identity, 1, 1);
+    form->addWidget(new QLabel(tr("Known hosts"), this), 1, 4);
+    form->addWidget(m_knownHosts, 1, 5);
+    form->setColumnStretch(1, 2);
+    form->setColumnStretch(5, 3);
+
+    auto* buttons = new QHBoxLayout;
+    m_connect = new QPushButton(tr("Connect"), this);
+    m_disconnect = new QPushButton(tr("Disconnect"), this);
+    m_stop = new QPushButton(tr("Stop run"), this);
+    m_stop->setToolTip(tr("SIGTERM to rank 0's trainer there: it checkpoints and every rank "
+                          "ends with status stopped"));
+    connect(m_connect, &QPushButton::clicked, this, &MonitorPage::connectFromForm);
+    connect(m_disconnect, &QPushButton::clicked, this, &MonitorPage::disconnectFromHost);
+    connect(m_stop, &QPushButton::clicked, this, &MonitorPage::stopRun);
+    m_status = new QLabel(tr("Not connected."), this);
+    m_status->setObjectName(QStringLiteral("monitorStatus"));
+    m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_status->setWordWrap(true);
+    buttons->addWidget(m_connect);
+    buttons->addWidget(m_disconnect);
+    buttons->addWidget(m_stop);
+    buttons->addWidget(m_status, 1);
+
+    layout->addLayout(form);
+    layout->addLayout(buttons);
+    m_view = new RunView(this);
+    layout->addWidget(m_view, 1);
+}
+
+void MonitorPage::connectFromForm()
+{
+    connectTo(m_host->text(), m_port->value(), m_identity->text(), m_knownHosts->text(),
+        m_runDir->text());
+}
+
+void MonitorPage::connectTo(const QString& host, int port, const QString& identity,
+    const QString& knownHosts, const QString& runDir)
+{
+    m_host->setText(host);
+    m_port->setValue(port);
+    m_identity->setText(identity);
+    m_knownHosts->setText(knownHosts);
+    m_runDir->setText(runDir);
+    if (runDir.trimmed().isEmpty()) {
+        setStatus(tr("Give the run folder on that machine."), true);
+        return;
+    }
+    ++m_generation;
+    m_connected = false;
+    m_connecting = true;
+    m_view->reset();
+    setStatus(tr("Connecting to %1:%2 …").arg(host.trimmed()).arg(port), false);
+    QMetaObject::invokeMethod(m_follower, "connectTo", Qt::QueuedConnection, Q_ARG(QString, host),
+        Q_ARG(int, port), Q_ARG(QString, identity), Q_ARG(QString, knownHosts),
+        Q_ARG(QString, runDir));
+    updateButtons();
+    emit connectionChanged(false);
+}
+
+void MonitorPage::disconnectFromHost()
+{
+    ++m_generation; // whatever is still in flight is dropped
+    QMetaObject::invokeMethod(m_follower, &RemoteFollower::disconnectFromHost, Qt::QueuedConnection);
+    const bool was = m_connected || m_connecting;
+    m_connected = false;
+    m_connecting = false;
+    if (was)
+        setStatus(tr("Disconnected; the run goes on."), false);
+    updateButtons();
+    emit connectionChanged(false);
+}
+
+void MonitorPage::stopRun()
+{
+    if (!m_connected)
+        return;
+    m_stopping = true;
+    updateButtons();
+    QMetaObject::invokeMethod(m_follower, "stopRun", Qt::QueuedConnection,
+        Q_ARG(tb::metrics::RunHistory, m_view->history()));
+}
+
+void MonitorPage::onConnected(quint64 generation, const QString& eventsFile)
+{
+    if (generation != m_generation)
+        return;
+    m_connecting = false;
+    m_connected = true;
+    setStatus(tr("Following %1").arg(eventsFile), false);
+    updateButtons();
+    emit connectionChanged(true);
+}
+
+void MonitorPage::onConnectFailed(quint64 generation, const QString& message)
+{
+    if (generation != m_generation)
+        return;
+    m_connecting = false;
+    setStatus(message, true);
+    updateButtons();
+    emit connectionChanged(false);
+}
+
+void MonitorPage::onLinesRead(quint64 generation, const QVector<tb::metrics::StreamItem>& items)
+{
+    if (generation != m_generation)
+        return;
+    m_view->addLines(items);
+    updateButtons();
+    emit historyChanged();
+}
+
+void MonitorPage::onReadFailed(quint64 generation, const QString& message)
+{
+    if (generation != m_generation)
+        return;
+    setStatus(tr("Stopped following: %1").arg(message), true);
+    updateButtons();
+    emit historyChanged();
+}
+
+void MonitorPage::onStopFinished(const QString& failure, qlonglong pid)
+{
+    m_stopping = false;
+    m_view->addNote(failure.isEmpty() ? tr("[stop] SIGTERM sent to process %1").arg(pid)
+                                      : tr("[stop] not sent: %1").arg(failure));
+    updateButtons();
+    emit stopFinished(failure);
+}
+
+void MonitorPage::setStatus(const QString& text, bool error)
+{
+    m_status->setText(text);
+    m_status->setStyleSheet(error ? QStringLiteral("color: #b41e1e;") : QString());
+}
+
+void MonitorPage::updateButtons()
+{
+    m_connect->setEnabled(!m_connecting);
+    m_disconnect->setEnabled(m_connected || m_connecting);
+    m_stop->setEnabled(canStop());
+}
+
+bool MonitorPage::canStop() const
+{
+    const metrics::RunHistory& run = m_view->history();
+    return m_connected && !m_stopping && run.start() && !run.end();
+}
+
+const metrics::RunHistory& MonitorPage::history() const
+{
+    return m_view->history();
+}
+
+QString MonitorPage::statusText() const
+{
+    return m_status->text();
+}
+
+} // namespace tb::ui

@@ -1,0 +1,47 @@
+#pragma once
+
+#include "runs/run_follower.h"
+
+#include "metrics/run_history.h"
+
+#include <memory>
+
+namespace tb::remote {
+class SshSession;
+}
+
+namespace tb::ui {
+
+// A RunFollower for a run folder on another machine: connects over SSH on
+// its worker thread (connecting blocks for up to the timeout), then reads
+// events.jsonl over SFTP once a second, and stops the run there.
+class RemoteFollower : public RunFollower {
+    Q_OBJECT
+
+public:
+    explicit RemoteFollower(QObject* parent = nullptr);
+    ~RemoteFollower() override;
+
+    static constexpr int kRemotePollMilliseconds = 1000;
+
+public slots:
+    // `host` is [USER@]HOST; empty identity or knownHosts: ssh's defaults.
+    void connectTo(const QString& host, int port, const QString& identity,
+        const QString& knownHosts, const QString& runDir);
+    void disconnectFromHost();
+    // Stops the followed run (remote/remote_run_control.h), deciding from
+    // `history` (the page's copy of what was read).
+    void stopRun(const tb::metrics::RunHistory& history);
+
+signals:
+    void connected(quint64 generation, const QString& eventsFile);
+    void connectFailed(quint64 generation, const QString& message);
+    void stopFinished(const QString& failure, qlonglong pid);
+
+private:
+    std::unique_ptr<remote::SshSession> m_session;
+};
+
+} // namespace tb::ui
+
+Q_DECLARE_METATYPE(tb::metrics::RunHistory)

@@ -1,0 +1,121 @@
+#include "runs/run_view.h"
+
+#include "runs/run_charts.h"
+#include "runs/run_summary.h"
+
+#include <QLabel>
+#include <QListWidget>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QVBoxLayout>
+
+namespace tb::ui {
+
+namespace {
+
+const QString kErrorStyle = QStringLiteral("color: #b41e1e;");
+
+QString messageLine(const metrics::RunMessage& message)
+{
+    return QStringLiteral("[%1, after step %2] %3")
+        .arg(QString::fromStdString(message.level))
+        .arg(message.afterStep)
+        .arg(QString::fromStdString(message.text));
+}
+
+QColor messageColor(const std::string& level)
+{
+    if (level == "error" || level == "unreadable")
+        return QColor(180, 30, 30);
+    if (level == "warning")
+        return QColor(160, 100, 0);
+    return QColor();
+}
+
+} // namespace
+
+RunView::RunView(QWidget* parent)
+    : QWidget(parent)
+{
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    m_summary = new QLabel(this);
+    m_summary->setObjectName(QStringLiteral("runSummary"));
+    m_summary->setWordWrap(true);
+    QFont bold = m_summary->font();
+    bold.setBold(true);
+    m_summary->setFont(bold);
+    layout->addWidget(m_summary);
+
+    auto* splitter = new QSplitter(Qt::Vertical, this);
+    m_charts = new RunCharts(splitter);
+    m_tabs = new QTabWidget(splitter);
+    m_messages = new QListWidget(m_tabs);
+    m_messages->setObjectName(QStringLiteral("runMessages"));
+    m_tabs->addTab(m_messages, tr("Warnings and errors"));
+    splitter->addWidget(m_charts);
+    splitter->addWidget(m_tabs);
+    splitter->setStretchFactor(0, 4);
+    splitter->setStretchFactor(1, 1);
+    layout->addWidget(splitter, 1);
+}
+
+void RunView::reset()
+{
+    m_history = metrics::RunHistory{};
+    m_messagesShown = 0;
+    m_messages->clear();
+    m_charts->clearCurves();
+    show();
+}
+
+void RunView::addLines(const QVector<tb::metrics::StreamItem>& items)
+{
+    for (const metrics::StreamItem& item : items) {
+        if (item.event)
+            m_history.apply(*item.event);
+        else
+            m_history.addUnreadableLine(item.error);
+    }
+    show();
+}
+
+void RunView::addNote(const QString& text)
+{
+    m_messages->addItem(text);
+}
+
+void RunView::setSummaryError(const QString& text)
+{
+    m_summary->setText(text);
+    m_summary->setStyleSheet(kErrorStyle);
+}
+
+void RunView::show()
+{
+    m_charts->showHistory(m_history);
+    m_summary->setStyleSheet(runState(m_history) == QStringLiteral("failed") ? kErrorStyle : QString());
+    m_summary->setText(describeRun(m_history));
+    const std::vector<metrics::RunMessage>& messages = m_history.messages();
+    for (; m_messagesShown < messages.size(); ++m_messagesShown) {
+        const metrics::RunMessage& message = messages[m_messagesShown];
+        auto* item = new QListWidgetItem(messageLine(message), m_messages);
+        if (const QColor color = messageColor(message.level); color.isValid())
+            item->setForeground(color);
+    }
+}
+
+QString RunView::summaryText() const
+{
+    return m_summary->text();
+}
+
+QStringList RunView::messageTexts() const
+{
+    QStringList texts;
+    for (int row = 0; row < m_messages->count(); ++row)
+        texts << m_messages->item(row)->text();
+    return texts;
+}
+
+} // namespace tb::ui
