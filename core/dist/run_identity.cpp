@@ -15,7 +15,7 @@ constexpr auto kPollInterval = std::chrono::milliseconds(50);
 
 std::string jobKeyPrefix(const RankEnvironment& environment)
 {
-    return "run/" + environment.runId + "/";
+    return "run/" + environment.runId; // PrefixStore adds the '/'
 }
 
 void announceRunId(c10d::Store& store, const RankEnvironment& environment)

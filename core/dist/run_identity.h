@@ -13,7 +13,8 @@ namespace tb::dist {
 // bind it serves both. Rank 0 writes its run id under a key outside every
 // job's prefix; the other ranks read it before announcing themselves.
 
-// "run/<run id>/": every key of the job lives under it.
+// "run/<run id>": every key of the job lives under it (PrefixStore joins
+// prefix and key with '/').
 std::string jobKeyPrefix(const RankEnvironment& environment);
 
 // Rank 0, right after serving the store.
