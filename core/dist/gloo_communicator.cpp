@@ -10,6 +10,14 @@ namespace {
 // A c10d work item, and what must happen on this rank once it finished (the
 // emulations copy results out of temporaries). A failure becomes a
 // CommunicationError whose message comes from the liveness check.
+// Why a collective failed, with the ranks that died when a Liveness can tell.
+std::string explainFailure(const Liveness* liveness, const std::string& operation,
+    const std::string& group, const std::string& what)
+{
+    return liveness ? liveness->explainFailure(operation, group, what)
+                    : operation + " on group '" + group + "' failed: " + what;
+}
+
 class TrackedWork final : public PendingWork {
 public:
     TrackedWork(compat::WorkHandle work, std::function<void()> finish, std::string operation,
@@ -29,10 +37,8 @@ public:
         try {
             m_work->wait();
         } catch (const std::exception& error) {
-            const std::string what = compat::describe(error);
-            throw CommunicationError(m_liveness
-                    ? m_liveness->explainFailure(m_operation, m_group, what)
-                    : m_operation + " on group '" + m_group + "' failed: " + what);
+            throw CommunicationError(
+                explainFailure(m_liveness.get(), m_operation, m_group, compat::describe(error)));
         }
         if (m_finish)
             m_finish();
@@ -85,7 +91,8 @@ public:
         if (m_native) {
             torch::Tensor flatOutput = output.detach().view(-1);
             torch::Tensor flatInput = input.detach().view(-1);
-            return track("all-gather", m_group->_allgather_base(flatOutput, flatInput), {});
+            return track("all-gather",
+                [&] { return m_group->_allgather_base(flatOutput, flatInput); }, {});
         }
         // The list form into temporaries, then one copy per rank into the flat
         // output below autograd (the copy must not bump its version counter).
@@ -94,8 +101,7 @@ public:
         for (int index = 0; index < size(); ++index)
             pieces.push_back(torch::empty_like(inputs.front()));
         std::vector<std::vector<torch::Tensor>> outputs{pieces};
-        auto work = m_group->allgather(outputs, inputs);
-        return track("all-gather", std::move(work),
+        return track("all-gather", [&] { return m_group->allgather(outputs, inputs); },
             [output, pieces] { copySlicesWithoutVersionBump(output, pieces); });
     }
 
@@ -106,8 +112,8 @@ public:
         if (m_native) {
             torch::Tensor flatOutput = output.detach().view(-1);
             torch::Tensor flatInput = input.detach().view(-1);
-            return track(
-                "reduce-scatter", m_group->_reduce_scatter_base(flatOutput, flatInput), {});
+            return track("reduce-scatter",
+                [&] { return m_group->_reduce_scatter_base(flatOutput, flatInput); }, {});
         }
         // All-reduce the whole buffer, keep this rank's slice.
         torch::Tensor summed = input.detach().view(-1);
@@ -128,13 +134,13 @@ public:
         options.rootRank = root;
         // In place: the bits view shares the tensor's storage.
         std::vector<torch::Tensor> tensors{m_native ? tensor.detach() : bitsView(tensor.detach())};
-        return track("broadcast", m_group->broadcast(tensors, options), {});
+        return track("broadcast", [&] { return m_group->broadcast(tensors, options); }, {});
     }
 
     void barrier() override
     {
         m_stats.barrier();
-        track("barrier", m_group->barrier(), {})->wait();
+        track("barrier", [&] { return m_group->barrier(); }, {})->wait();
     }
 
     CommunicationStats stats() const override { return m_stats.snapshot(); }
@@ -145,11 +151,23 @@ private:
         std::vector<torch::Tensor> tensors{std::move(tensor)};
         c10d::AllreduceOptions options;
         options.reduceOp = c10d::ReduceOp::SUM;
-        return track("all-reduce", m_group->allreduce(tensors, options), std::move(finish));
+        return track(
+            "all-reduce", [&] { return m_group->allreduce(tensors, options); }, std::move(finish));
     }
 
-    Work track(const char* operation, compat::WorkHandle work, std::function<void()> finish)
+    // Issues a collective and tracks it. Gloo can fail already when a
+    // collective is issued (a peer's connection closed between two of them):
+    // that failure is explained like one at wait().
+    template <typename Issue>
+    Work track(const char* operation, Issue&& issue, std::function<void()> finish)
     {
+        compat::WorkHandle work;
+        try {
+            work = issue();
+        } catch (const std::exception& error) {
+            throw CommunicationError(explainFailure(
+                m_liveness.get(), operation, m_description.name, compat::describe(error)));
+        }
         return std::make_unique<TrackedWork>(
             std::move(work), std::move(finish), operation, m_description.name, m_liveness);
     }
