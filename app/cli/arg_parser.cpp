@@ -1,8 +1,11 @@
 #include "arg_parser.h"
 
+#include "commands.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
 #include <sstream>
 
 namespace tb::cli {
@@ -153,6 +156,19 @@ std::string ArgParser::helpText() const
     if (!m_epilog.empty())
         out << "\n" << m_epilog << "\n";
     return out.str();
+}
+
+std::optional<int> ArgParser::parseOrExitStatus(const std::vector<std::string>& args)
+{
+    if (common::Status parsed = parse(args); !parsed) {
+        std::cerr << "tunebench-cli " << parsed.error().toString() << "\n";
+        return kExitUsage;
+    }
+    if (m_help) {
+        std::cout << helpText();
+        return kExitOk;
+    }
+    return std::nullopt;
 }
 
 } // namespace tb::cli

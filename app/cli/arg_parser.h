@@ -22,6 +22,10 @@ public:
     void setEpilog(const std::string& text) { m_epilog = text; }
 
     common::Status parse(const std::vector<std::string>& args);
+    // parse(), and what every subcommand does first with its result: bad
+    // arguments go to stderr with "tunebench-cli " before them and give the
+    // usage status; --help prints the help and gives 0. Empty: go on.
+    std::optional<int> parseOrExitStatus(const std::vector<std::string>& args);
 
     bool helpRequested() const { return m_help; }
     std::string helpText() const;

@@ -44,14 +44,8 @@ int runEval(const Args& args)
     parser.addOption("dtype", "TYPE", "compute dtype: fp32 (default), bf16 or fp64");
     parser.addOption("threads", "N", "compute threads (default: every core)");
     parser.addFlag("json", "print the result as JSON");
-    if (auto parsed = parser.parse(args); !parsed) {
-        std::cerr << "tunebench-cli eval: " << parsed.error().toString() << "\n";
-        return kExitUsage;
-    }
-    if (parser.helpRequested()) {
-        std::cout << parser.helpText();
-        return kExitOk;
-    }
+    if (const std::optional<int> status = parser.parseOrExitStatus(args))
+        return *status;
     if (!parser.isSet("model") || !parser.isSet("data")) {
         std::cerr << "tunebench-cli eval: --model and --data are required\n\n" << parser.helpText();
         return kExitUsage;

@@ -160,14 +160,8 @@ common::Result<Rendered> render(launch::ExportFormat format, const ArgParser& p)
 int runExport(const Args& args)
 {
     ArgParser p = makeParser();
-    if (common::Status parsed = p.parse(args); !parsed) {
-        std::cerr << parsed.error().toString() << "\n";
-        return kExitUsage;
-    }
-    if (p.helpRequested()) {
-        std::cout << p.helpText();
-        return kExitOk;
-    }
+    if (const std::optional<int> status = p.parseOrExitStatus(args))
+        return *status;
     const std::vector<std::string> positionals = p.positionals();
     if (positionals.size() != 1) {
         std::cerr << "export: expected one format (" << joined(launch::exportFormatNames())

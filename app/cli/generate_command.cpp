@@ -81,14 +81,8 @@ int runGenerate(const Args& args)
     parser.addOption("dtype", "TYPE", "compute dtype: fp32 (default), bf16 or fp64");
     parser.addOption("threads", "N", "compute threads (default: every core)");
     parser.addFlag("json", "print ids, text and why it stopped as JSON");
-    if (auto parsed = parser.parse(args); !parsed) {
-        std::cerr << "tunebench-cli generate: " << parsed.error().toString() << "\n";
-        return kExitUsage;
-    }
-    if (parser.helpRequested()) {
-        std::cout << parser.helpText();
-        return kExitOk;
-    }
+    if (const std::optional<int> status = parser.parseOrExitStatus(args))
+        return *status;
     if (!parser.isSet("model") || !parser.isSet("prompt")) {
         std::cerr << "tunebench-cli generate: --model and --prompt are required\n\n"
                   << parser.helpText();

@@ -198,14 +198,8 @@ int runLaunch(const Args& allArgs)
     const std::vector<std::string> extra(
         dashes == allArgs.end() ? dashes : dashes + 1, allArgs.end());
     ArgParser p = makeParser();
-    if (common::Status parsed = p.parse(args); !parsed) {
-        std::cerr << parsed.error().toString() << "\n";
-        return kExitUsage;
-    }
-    if (p.helpRequested()) {
-        std::cout << p.helpText();
-        return kExitOk;
-    }
+    if (const std::optional<int> status = p.parseOrExitStatus(args))
+        return *status;
     common::Result<launch::LaunchOptions> built = buildOptions(p, extra);
     if (!built) {
         std::cerr << built.error().toString() << "\n";

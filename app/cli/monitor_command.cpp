@@ -190,14 +190,8 @@ int exitStatusOf(const metrics::RunHistory& history)
 int runMonitor(const Args& args)
 {
     ArgParser p = makeParser();
-    if (common::Status parsed = p.parse(args); !parsed) {
-        std::cerr << parsed.error().toString() << "\n";
-        return kExitUsage;
-    }
-    if (p.helpRequested()) {
-        std::cout << p.helpText();
-        return kExitOk;
-    }
+    if (const std::optional<int> status = p.parseOrExitStatus(args))
+        return *status;
     if (p.positionals().size() != 1) {
         std::cerr << "monitor: expected one run folder, got " << p.positionals().size()
                   << " arguments (see tunebench-cli monitor --help)\n";
@@ -224,6 +218,7 @@ int runMonitor(const Args& args)
 
     metrics::RunHistory history;
     bool stopSent = false;
+    bool saidWaiting = false;
     const auto interval = std::chrono::milliseconds(static_cast<long long>(*poll * 1000));
     for (;;) {
         if (common::Status read = readNew(*connection.reader, history); !read) {
@@ -251,6 +246,11 @@ int runMonitor(const Args& args)
                 std::fprintf(stderr, "tunebench-cli monitor: --stop: nothing to stop, the run had "
                                      "already ended (%s)\n", history.end()->status.c_str());
             return exitStatusOf(history);
+        }
+        if (!history.start() && !saidWaiting) {
+            std::fprintf(stderr, "tunebench-cli monitor: waiting for a run_start in %s\n",
+                connection.reader->path().c_str());
+            saidWaiting = true;
         }
         // Sleep in short slices so Ctrl-C detaches at once.
         for (auto slept = std::chrono::milliseconds(0); slept < interval && !g_detach;

@@ -122,14 +122,8 @@ int runTokenize(const Args& args)
     parser.addFlag("json", "print JSON");
     parser.setEpilog("stdin is encoded byte for byte, a final newline included "
                      "(use printf or echo -n to leave it out).");
-    if (const auto status = parser.parse(args); !status) {
-        std::cerr << status.error().toString() << "\n";
-        return kExitUsage;
-    }
-    if (parser.helpRequested()) {
-        std::cout << parser.helpText();
-        return kExitOk;
-    }
+    if (const std::optional<int> status = parser.parseOrExitStatus(args))
+        return *status;
     if (!parser.positionals().empty()) {
         std::cerr << "tokenize: unexpected argument '" << parser.positionals().front()
                   << "' (see --help)\n";

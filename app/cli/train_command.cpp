@@ -110,14 +110,8 @@ int runTrain(const Args& args)
         "with --resume or --resume-from: write the adapter / merged weights of that "
         "checkpoint (sharded or not, at any number of ranks) and stop");
     parser.addFlag("quiet", "no progress lines, only the summary");
-    if (auto parsed = parser.parse(args); !parsed) {
-        std::cerr << "tunebench-cli train: " << parsed.error().toString() << "\n";
-        return kExitUsage;
-    }
-    if (parser.helpRequested()) {
-        std::cout << parser.helpText();
-        return kExitOk;
-    }
+    if (const std::optional<int> status = parser.parseOrExitStatus(args))
+        return *status;
     if (parser.positionals().size() != 1) {
         std::cerr << "tunebench-cli train: expected one run config\n\n" << parser.helpText();
         return kExitUsage;

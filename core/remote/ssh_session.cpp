@@ -95,18 +95,6 @@ common::Status authenticate(ssh_session session, const SshTarget& target)
 
 } // namespace
 
-std::string shellQuote(const std::string& text)
-{
-    std::string quoted = "'";
-    for (const char c : text) {
-        if (c == '\'')
-            quoted += "'\\''";
-        else
-            quoted += c;
-    }
-    return quoted + "'";
-}
-
 common::Result<std::unique_ptr<SshSession>> SshSession::connect(const SshTarget& target)
 {
     ssh_session session = ssh_new();

@@ -30,7 +30,8 @@ public:
     SshSession(const SshSession&) = delete;
     SshSession& operator=(const SshSession&) = delete;
 
-    // Runs `command` through the remote user's shell and waits for it, at
+    // Runs `command` through the remote user's shell (quote its words with
+    // launch::shellQuote) and waits for it, at
     // most the target's timeout. A failure to run it is an Error; a command
     // that ran and failed is a CommandResult with its exit status.
     common::Result<CommandResult> run(const std::string& command);
@@ -47,8 +48,5 @@ private:
     ssh_session_struct* m_session = nullptr;
     sftp_session_struct* m_sftp = nullptr;
 };
-
-// `text` quoted for a POSIX shell: 'text', with ' written as '\''.
-std::string shellQuote(const std::string& text);
 
 } // namespace tb::remote

@@ -2,7 +2,9 @@
 // and key checks, an event file followed over SFTP, and `tunebench-cli
 // monitor` following and stopping a real run over SSH.
 #include "sshd_server.h"
+#include "../support/endless_run.h"
 
+#include "launch/text_quote.h"
 #include "metrics/event.h"
 #include "metrics/event_file_reader.h"
 #include "metrics/step_record.h"
@@ -85,7 +87,7 @@ private slots:
         QCOMPARE(result->exitStatus, 3);
         QCOMPARE(result->output, std::string("out\n"));
         QCOMPARE(result->errorOutput, std::string("err\n"));
-        const auto quoted = (*session)->run("printf %s " + tb::remote::shellQuote("it's a 'test' $HOME"));
+        const auto quoted = (*session)->run("printf %s " + tb::launch::shellQuote("it's a 'test' $HOME"));
         QVERIFY(quoted.ok());
         QCOMPARE(quoted->output, std::string("it's a 'test' $HOME"));
     }
@@ -201,25 +203,13 @@ private slots:
 #ifndef TB_CLI_HAS_TRAINER
         QSKIP("this build has no trainer (TUNEBENCH_TRAINER off)");
 #endif
-        if (!QFile::exists(QStringLiteral(TB_SHARED_DATA_DIR "/models/stories260K/config.json")))
+        if (!tb::test::sharedModelPresent())
             QSKIP("../shared/data/models/stories260K is absent");
         const QString runDir = m_work.filePath(QStringLiteral("ssh-run"));
         const QString config = m_work.filePath(QStringLiteral("ssh-run.yaml"));
-        QFile file(config);
-        QVERIFY(file.open(QIODevice::WriteOnly));
-        file.write(QStringLiteral(
-            "model: " TB_SHARED_DATA_DIR "/models/stories260K\nmethod: lora\n"
-            "data: {train: " TB_SOURCE_DIR "/resources/demo/tiny_instructions.jsonl, format: alpaca,"
-            " sequence_length: 128}\n"
-            "training: {max_steps: 100000, micro_batch: 4, learning_rate: 3.0e-3}\n"
-            "output: {dir: %1}\n").arg(runDir).toUtf8());
-        file.close();
+        QVERIFY(tb::test::writeEndlessRunConfig(config, runDir));
         QProcess trainer;
-        trainer.setStandardOutputFile(QProcess::nullDevice());
-        trainer.setStandardErrorFile(QProcess::nullDevice());
-        trainer.start(QStringLiteral(TB_BINARY_DIR "/app/cli/tunebench-cli"),
-            {QStringLiteral("train"), config, QStringLiteral("--threads"), QStringLiteral("1")});
-        QVERIFY(trainer.waitForStarted());
+        QVERIFY(tb::test::startTrainer(trainer, config));
         const qint64 pid = trainer.processId();
         // Stop once it has trained a few steps.
         QTRY_VERIFY_WITH_TIMEOUT(QFile(runDir + "/events.jsonl").size() > 2000, 60000);

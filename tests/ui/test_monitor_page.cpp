@@ -2,6 +2,7 @@
 // folder over SSH as the file grows, says why a connection is refused, and
 // stops a real run there.
 #include "sshd_server.h"
+#include "../support/endless_run.h"
 
 #include "metrics/event.h"
 #include "metrics/step_record.h"
@@ -101,25 +102,13 @@ private slots:
 #ifndef TB_CLI_HAS_TRAINER
         QSKIP("this build has no trainer (TUNEBENCH_TRAINER off)");
 #endif
-        if (!QFile::exists(QStringLiteral(TB_SHARED_DATA_DIR "/models/stories260K/config.json")))
+        if (!tb::test::sharedModelPresent())
             QSKIP("../shared/data/models/stories260K is absent");
         const QString runDir = m_work.filePath(QStringLiteral("real"));
         const QString config = m_work.filePath(QStringLiteral("real.yaml"));
-        QFile file(config);
-        QVERIFY(file.open(QIODevice::WriteOnly));
-        file.write(QStringLiteral(
-            "model: " TB_SHARED_DATA_DIR "/models/stories260K\nmethod: lora\n"
-            "data: {train: " TB_SOURCE_DIR "/resources/demo/tiny_instructions.jsonl, format: alpaca,"
-            " sequence_length: 128, validation_split: 0.1}\n"
-            "training: {max_steps: 100000, micro_batch: 4, learning_rate: 3.0e-3, eval_every: 3}\n"
-            "output: {dir: %1}\n").arg(runDir).toUtf8());
-        file.close();
+        QVERIFY(tb::test::writeEndlessRunConfig(config, runDir));
         QProcess trainer;
-        trainer.setStandardOutputFile(QProcess::nullDevice());
-        trainer.setStandardErrorFile(QProcess::nullDevice());
-        trainer.start(QStringLiteral(TB_BINARY_DIR "/app/cli/tunebench-cli"),
-            {QStringLiteral("train"), config, QStringLiteral("--threads"), QStringLiteral("1")});
-        QVERIFY(trainer.waitForStarted());
+        QVERIFY(tb::test::startTrainer(trainer, config));
         const qint64 pid = trainer.processId();
 
         MonitorPage page;

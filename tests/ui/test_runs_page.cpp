@@ -8,6 +8,7 @@
 #include "runs/run_follower.h"
 #include "runs/run_launcher.h"
 #include "runs/runs_page.h"
+#include "../support/endless_run.h"
 
 #include <QDir>
 #include <QFile>
@@ -20,6 +21,8 @@ using tb::metrics::EventType;
 using tb::metrics::makeEvent;
 using tb::ui::RunsPage;
 using nlohmann::json;
+using tb::test::sharedModelPresent;
+using tb::test::writeEndlessRunConfig;
 
 namespace {
 
@@ -48,26 +51,6 @@ std::string step(int number)
     record.memAllocatedBytes = 300000000 + number;
     record.memPeakBytes = 400000000;
     return makeEvent(EventType::Step, 0, 1.0e9 + number, record.toFields()).dump();
-}
-
-bool sharedModelPresent()
-{
-    return QFile::exists(QStringLiteral(TB_SHARED_DATA_DIR "/models/stories260K/config.json"));
-}
-
-// A LoRA run of stories260K on the demo instructions that goes on until
-// stopped; `extra` adds YAML (a distributed section).
-void writeEndlessRunConfig(const QString& path, const QString& runDir, const QString& extra)
-{
-    QFile file(path);
-    QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write(QStringLiteral(
-        "model: " TB_SHARED_DATA_DIR "/models/stories260K\n"
-        "method: lora\n"
-        "data: {train: " TB_SOURCE_DIR "/resources/demo/tiny_instructions.jsonl, format: alpaca,"
-        " sequence_length: 128, validation_split: 0.1}\n"
-        "training: {max_steps: 100000, micro_batch: 4, learning_rate: 3.0e-3, eval_every: 2}\n"
-        "output: {dir: %1}\n%2").arg(runDir, extra).toUtf8());
 }
 
 } // namespace
@@ -196,7 +179,7 @@ private slots:
             QSKIP("../shared/data/models/stories260K is absent");
         const QString runDir = m_dir.filePath(QStringLiteral("real-run"));
         const QString config = m_dir.filePath(QStringLiteral("real.yaml"));
-        writeEndlessRunConfig(config, runDir, QStringLiteral("distributed: {sharding: zero3}\n"));
+        QVERIFY(writeEndlessRunConfig(config, runDir, QStringLiteral("distributed: {sharding: zero3}\n")));
 
         RunsPage page;
         page.resize(1400, 900);
@@ -237,13 +220,9 @@ private slots:
             QSKIP("../shared/data/models/stories260K is absent");
         const QString runDir = m_dir.filePath(QStringLiteral("terminal-run"));
         const QString config = m_dir.filePath(QStringLiteral("terminal.yaml"));
-        writeEndlessRunConfig(config, runDir, QString());
+        QVERIFY(writeEndlessRunConfig(config, runDir));
         QProcess trainer;
-        trainer.setStandardOutputFile(QProcess::nullDevice());
-        trainer.setStandardErrorFile(QProcess::nullDevice());
-        trainer.start(QStringLiteral(TB_BINARY_DIR "/app/cli/tunebench-cli"),
-            {QStringLiteral("train"), config, QStringLiteral("--threads"), QStringLiteral("1")});
-        QVERIFY(trainer.waitForStarted());
+        QVERIFY(tb::test::startTrainer(trainer, config));
 
         RunsPage page;
         page.followRunFolder(runDir);

@@ -1,0 +1,45 @@
+#pragma once
+
+// A real run for the suites that follow and stop one: a LoRA fine-tune of
+// ../shared/data's stories260K on the demo instructions that goes on until
+// it is stopped, started as `tunebench-cli train` (TB_BINARY_DIR's build).
+#include <QFile>
+#include <QProcess>
+#include <QString>
+#include <QStringList>
+
+namespace tb::test {
+
+inline bool sharedModelPresent()
+{
+    return QFile::exists(QStringLiteral(TB_SHARED_DATA_DIR "/models/stories260K/config.json"));
+}
+
+// Writes the run config; `extra` adds YAML (a distributed section). False
+// when the file cannot be written.
+inline bool writeEndlessRunConfig(const QString& path, const QString& runDir, const QString& extra = {})
+{
+    QFile file(path);
+    if (!file.open(QIODevice::WriteOnly))
+        return false;
+    file.write(QStringLiteral(
+        "model: " TB_SHARED_DATA_DIR "/models/stories260K\n"
+        "method: lora\n"
+        "data: {train: " TB_SOURCE_DIR "/resources/demo/tiny_instructions.jsonl, format: alpaca,"
+        " sequence_length: 128, validation_split: 0.1}\n"
+        "training: {max_steps: 100000, micro_batch: 4, learning_rate: 3.0e-3, eval_every: 2}\n"
+        "output: {dir: %1}\n%2").arg(runDir, extra).toUtf8());
+    return true;
+}
+
+// `tunebench-cli train CONFIG` on one thread, its output discarded.
+inline bool startTrainer(QProcess& trainer, const QString& config)
+{
+    trainer.setStandardOutputFile(QProcess::nullDevice());
+    trainer.setStandardErrorFile(QProcess::nullDevice());
+    trainer.start(QStringLiteral(TB_BINARY_DIR "/app/cli/tunebench-cli"),
+        {QStringLiteral("train"), config, QStringLiteral("--threads"), QStringLiteral("1")});
+    return trainer.waitForStarted();
+}
+
+} // namespace tb::test
