@@ -2,6 +2,7 @@
 
 #include <QByteArray>
 #include <QString>
+#include <QStringList>
 #include <QVariant>
 
 // Every persistent setting of the GUI in one typed table, so keys and
@@ -27,6 +28,8 @@ inline const SettingKey<QString> currentPage{"window/currentPage", QStringLitera
 // The planner's whole input as plan YAML (core/plan/plan_file.h), so every
 // field persists and a newer version reads an older plan with defaults.
 inline const SettingKey<QString> plannerPlan{"planner/plan", QString()};
+// The Hosts page's SSH hosts, one "user@host|port|identity|known hosts" each.
+inline const SettingKey<QStringList> sshHosts{"hosts/ssh", QStringList()};
 } // namespace settings
 
 class AppSettings {

@@ -5,6 +5,7 @@
 #include "pages/not_built_page.h"
 #include "runs/runs_page.h"
 #ifdef TB_HAVE_SSH
+#include "hosts/hosts_page.h"
 #include "monitor/monitor_page.h"
 #endif
 #include "planner/planner_page.h"
@@ -61,10 +62,14 @@ MainWindow::MainWindow(QWidget* parent)
                              tr("a build with SSH (TUNEBENCH_SSH and libssh)")));
 #endif
     addPage(QStringLiteral("hosts"), tr("Hosts"), QStringLiteral(":/icons/hosts.svg"),
+#ifdef TB_HAVE_SSH
+            new HostsPage);
+#else
             new NotBuiltPage(tr("Hosts"),
                              tr("The machines Tunebench can reach over SSH, their GPUs and what "
                                 "runs on them."),
-                             tr("the SSH launcher issue")));
+                             tr("a build with SSH (TUNEBENCH_SSH and libssh)")));
+#endif
 
     connect(m_navigation, &QListWidget::currentRowChanged, m_pages,
             &QStackedWidget::setCurrentIndex);

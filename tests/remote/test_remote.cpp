@@ -8,10 +8,12 @@
 #include "metrics/event.h"
 #include "metrics/event_file_reader.h"
 #include "metrics/step_record.h"
+#include "remote/host_probe.h"
 #include "remote/sftp_event_source.h"
 #include "remote/ssh_session.h"
 
 #include <QRegularExpression>
+#include <QStandardPaths>
 #include <QtTest>
 
 using tb::remote::SshSession;
@@ -156,6 +158,92 @@ private slots:
         const auto shrunk = reader.poll();
         QVERIFY(!shrunk.ok());
         QVERIFY2(shrunk.error().message.find("shrank") != std::string::npos, shrunk.error().message.c_str());
+    }
+
+    void parseHostProbe_data()
+    {
+        QTest::addColumn<QString>("output");
+        QTest::addColumn<QString>("expected"); // a summary of the facts, or "error: <fragment>"
+        const QString base = "host node7\ncpus 96\nmemtotal 1843200000\nmemavailable 1000000000\n";
+        QTest::newRow("no GPU") << base + "nogpu nvidia-smi not found\n"
+                                << "node7 96 cpus, 0 GPUs (nvidia-smi not found), 0 trainers";
+        QTest::newRow("eight H100")
+            << base + QString("gpu NVIDIA H100 80GB HBM3, 81559, 1, 0\n").repeated(8)
+            << "node7 96 cpus, 8 GPUs NVIDIA H100 80GB HBM3 81559 MiB, 0 trainers";
+        QTest::newRow("figures not available")
+            << base + "gpu NVIDIA A10-4Q, [N/A], [N/A], [N/A]\n" << "node7 96 cpus, 1 GPUs NVIDIA A10-4Q -1 MiB, 0 trainers";
+        QTest::newRow("nvidia-smi failing")
+            << base + "gpu NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"
+            << "node7 96 cpus, 0 GPUs (nvidia-smi: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.), 0 trainers";
+        QTest::newRow("two trainers")
+            << base + "nogpu nvidia-smi not found\ntrainer 4242 /usr/bin/tunebench-cli train a.yaml\n"
+                      "trainer 4243 /usr/bin/tunebench-cli train a.yaml\n"
+            << "node7 96 cpus, 0 GPUs (nvidia-smi not found), 2 trainers";
+        QTest::newRow("unknown line ignored") << base + "motd welcome\n"
+                                              << "node7 96 cpus, 0 GPUs (), 0 trainers";
+        QTest::newRow("bad cpu count") << "host a\ncpus many\n" << "error: line 2 'cpus many'";
+        QTest::newRow("not a probe") << "Welcome to the shell\n" << "error: no 'host' or 'cpus' line";
+    }
+
+    void parseHostProbe()
+    {
+        QFETCH(QString, output);
+        QFETCH(QString, expected);
+        const auto facts = tb::remote::parseHostProbe(output.toStdString());
+        if (expected.startsWith("error: ")) {
+            QVERIFY(!facts.ok());
+            QVERIFY2(QString::fromStdString(facts.error().message).contains(expected.mid(7)),
+                facts.error().message.c_str());
+            return;
+        }
+        QVERIFY2(facts.ok(), facts.ok() ? "" : facts.error().message.c_str());
+        QString summary = QString("%1 %2 cpus, %3 GPUs")
+                              .arg(QString::fromStdString(facts->hostName))
+                              .arg(facts->cpuCount)
+                              .arg(facts->gpus.size());
+        if (facts->gpus.empty())
+            summary += QString(" (%1)").arg(QString::fromStdString(facts->gpuNote));
+        else
+            summary += QString(" %1 %2 MiB")
+                           .arg(QString::fromStdString(facts->gpus.front().name))
+                           .arg(facts->gpus.front().memoryTotalMiB);
+        summary += QString(", %1 trainers").arg(facts->trainers.size());
+        QCOMPARE(summary, expected);
+        QCOMPARE(facts->memoryTotalBytes, int64_t{1843200000} * 1024);
+    }
+
+    // The probe over SSH answers as the same probe run here, and finds a
+    // running trainer by its pid.
+    void probesAHostOverSsh()
+    {
+        auto session = SshSession::connect(target());
+        QVERIFY(session.ok());
+        const auto here = tb::remote::probeLocalHost();
+        QVERIFY2(here.ok(), here.ok() ? "" : here.error().message.c_str());
+        const auto there = tb::remote::probeHost(**session);
+        QVERIFY2(there.ok(), there.ok() ? "" : there.error().message.c_str());
+        QCOMPARE(there->hostName, here->hostName);
+        QCOMPARE(there->cpuCount, here->cpuCount);
+        QVERIFY(there->memoryTotalBytes > 0 && there->memoryAvailableBytes > 0);
+        QCOMPARE(there->memoryTotalBytes, here->memoryTotalBytes);
+        if (QStandardPaths::findExecutable("nvidia-smi").isEmpty())
+            QCOMPARE(there->gpuNote, std::string("nvidia-smi not found"));
+        if (!tb::test::sharedModelPresent())
+            return;
+        const QString config = m_work.filePath(QStringLiteral("probed.yaml"));
+        QVERIFY(tb::test::writeEndlessRunConfig(config, m_work.filePath(QStringLiteral("probed"))));
+        QProcess trainer;
+        QVERIFY(tb::test::startTrainer(trainer, config));
+        const long long pid = trainer.processId();
+        QTest::qWait(300); // exec'd, so /proc shows its command line
+        const auto busy = tb::remote::probeHost(**session);
+        trainer.kill();
+        trainer.waitForFinished();
+        QVERIFY(busy.ok());
+        bool found = false;
+        for (const auto& running : busy->trainers)
+            found = found || (running.pid == pid && running.commandLine.find(config.toStdString()) != std::string::npos);
+        QVERIFY2(found, "the running trainer was not listed with its pid and command line");
     }
 
     void monitorCommandOnce()

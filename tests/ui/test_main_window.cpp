@@ -57,14 +57,16 @@ private slots:
     {
         MainWindow window;
 #ifdef TB_HAVE_SSH
-        const QStringList notBuilt{QStringLiteral("hosts")};
+        const QStringList notBuilt;
 #else
         const QStringList notBuilt{QStringLiteral("monitor"), QStringLiteral("hosts")};
 #endif
-        for (const QString& id : notBuilt) {
+        // Exactly the pages this build lacks say so; every other page is real.
+        for (const QString& id : window.pageIds()) {
             auto* status = window.page(id)->findChild<QLabel*>(QStringLiteral("notBuiltStatus"));
-            QVERIFY2(status, qPrintable(id));
-            QVERIFY(status->text().contains(QStringLiteral("Not built yet")));
+            QCOMPARE(status != nullptr, notBuilt.contains(id));
+            if (status)
+                QVERIFY(status->text().contains(QStringLiteral("Not built yet")));
         }
     }
 

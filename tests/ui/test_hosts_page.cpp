@@ -1,0 +1,95 @@
+// The Hosts page: this machine and an SSH host (a real sshd on loopback)
+// probed off the UI thread; a host that refuses marks only its own row; the
+// list survives a restart.
+#include "sshd_server.h"
+
+#include "hosts/hosts_model.h"
+#include "hosts/hosts_page.h"
+
+#include <QApplication>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QtTest>
+
+using tb::ui::HostsModel;
+using tb::ui::HostsPage;
+
+namespace {
+
+QString cell(const HostsModel& model, int row, int column)
+{
+    return model.data(model.index(row, column), Qt::DisplayRole).toString();
+}
+
+} // namespace
+
+class TestHostsPage : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase()
+    {
+        QStandardPaths::setTestModeEnabled(true);
+        QApplication::setOrganizationName(QStringLiteral("TunebenchTest"));
+        QApplication::setApplicationName(QStringLiteral("test_hosts_page"));
+        QSettings().clear();
+        const QString failure = m_server.start();
+        QVERIFY2(failure.isEmpty(), qPrintable(failure));
+        QVERIFY(m_work.isValid());
+    }
+
+    void probesThisMachineAndAnSshHost()
+    {
+        HostsPage page;
+        page.resize(1400, 500);
+        page.show();
+        HostsModel& model = *page.model();
+        QCOMPARE(model.rowCount(), 1);
+        QCOMPARE(cell(model, 0, HostsModel::Host).startsWith(QStringLiteral("this machine")), true);
+        QString error;
+        QVERIFY2(page.addHost(m_server.user() + "@127.0.0.1", m_server.port(), m_server.userKey(),
+                     m_server.knownHosts(), &error),
+            qPrintable(error));
+        QVERIFY(!page.addHost(m_server.user() + "@127.0.0.1", m_server.port(), {}, {}, &error));
+        QVERIFY2(error.contains(QStringLiteral("already listed")), qPrintable(error));
+        QVERIFY(!page.addHost(QStringLiteral("user@"), 22, {}, {}, &error));
+        QVERIFY2(error.contains(QStringLiteral("expected [USER@]HOST")), qPrintable(error));
+        QTRY_COMPARE_WITH_TIMEOUT(page.probesRunning(), 0, 30000);
+        QCOMPARE(model.rowCount(), 2);
+        for (int row : {0, 1}) {
+            QCOMPARE(cell(model, row, HostsModel::Status), QStringLiteral("ok"));
+            QVERIFY(cell(model, row, HostsModel::Cpus).toInt() >= 1);
+            QVERIFY2(cell(model, row, HostsModel::Memory).contains(QStringLiteral(" free of ")),
+                qPrintable(cell(model, row, HostsModel::Memory)));
+        }
+        // The same machine, reached both ways.
+        QCOMPARE(cell(model, 1, HostsModel::Cpus), cell(model, 0, HostsModel::Cpus));
+        if (QStandardPaths::findExecutable(QStringLiteral("nvidia-smi")).isEmpty())
+            QCOMPARE(cell(model, 1, HostsModel::Gpus), QStringLiteral("none (nvidia-smi not found)"));
+        QVERIFY(page.grab().save(QStringLiteral(TB_BINARY_DIR "/screenshots/hosts_page.png")));
+    }
+
+    void refusingHostMarksOnlyItsRow()
+    {
+        HostsPage page; // restores the host added above
+        HostsModel& model = *page.model();
+        QCOMPARE(model.rowCount(), 2);
+        QString error;
+        // The same host at a port nothing serves.
+        QVERIFY(page.addHost(m_server.user() + "@127.0.0.1", tb::launch::pickFreePort("127.0.0.1").value(),
+            m_server.userKey(), m_server.knownHosts(), &error));
+        QTRY_COMPARE_WITH_TIMEOUT(page.probesRunning(), 0, 30000);
+        QCOMPARE(model.rowCount(), 3);
+        QCOMPARE(cell(model, 1, HostsModel::Status), QStringLiteral("ok"));
+        QVERIFY2(cell(model, 2, HostsModel::Status).contains(QStringLiteral("cannot connect")),
+            qPrintable(cell(model, 2, HostsModel::Status)));
+        QVERIFY(cell(model, 2, HostsModel::Cpus).isEmpty());
+    }
+
+private:
+    tb::test::SshdServer m_server;
+    QTemporaryDir m_work;
+};
+
+QTEST_MAIN(TestHostsPage)
+#include "test_hosts_page.moc"
