@@ -57,6 +57,10 @@ RunsPage::RunsPage(QWidget* parent)
 
 RunsPage::~RunsPage()
 {
+    // The launcher asks a running run to stop as it goes; its signals must
+    // not reach this half-destroyed page.
+    disconnect(m_launcher, nullptr, this, nullptr);
+    delete m_launcher;
     QMetaObject::invokeMethod(m_follower, &RunFollower::stop, Qt::BlockingQueuedConnection);
     m_readerThread->quit();
     m_readerThread->wait();
