@@ -3,6 +3,7 @@
 // monitor` following and stopping a real run over SSH.
 #include "sshd_server.h"
 #include "../support/endless_run.h"
+#include "../support/event_lines.h"
 
 #include "launch/text_quote.h"
 #include "metrics/event.h"
@@ -18,24 +19,10 @@
 
 using tb::remote::SshSession;
 using tb::remote::SshTarget;
+using tb::test::appendLine;
+using tb::test::stepLine;
 
 namespace {
-
-void appendLine(const QString& path, const std::string& line)
-{
-    QFile file(path);
-    QVERIFY(file.open(QIODevice::Append));
-    file.write(QByteArray::fromStdString(line + "\n"));
-}
-
-std::string stepEvent(int number)
-{
-    tb::metrics::StepRecord record;
-    record.step = number;
-    record.loss = 3.0 - 0.1 * number;
-    record.tokensPerSecond = 1500.0;
-    return tb::metrics::makeEvent(tb::metrics::EventType::Step, 0, 1.0e9 + number, record.toFields()).dump();
-}
 
 std::string runStartEvent()
 {
@@ -142,11 +129,11 @@ private slots:
         QVERIFY(nothing->empty()); // not written yet: not an error
         QVERIFY(QDir().mkpath(m_work.filePath(QStringLiteral("sftp"))));
         appendLine(path, runStartEvent());
-        appendLine(path, stepEvent(1));
+        appendLine(path, stepLine(1, 1500.0));
         auto first = reader.poll();
         QVERIFY(first.ok());
         QCOMPARE(first->size(), std::size_t{2});
-        appendLine(path, stepEvent(2));
+        appendLine(path, stepLine(2, 1500.0));
         appendLine(path, "{\"schema\":1,\"type\":\"step\"");
         auto second = reader.poll();
         QVERIFY(second.ok());
@@ -251,8 +238,8 @@ private slots:
         const QString run = m_work.filePath(QStringLiteral("once"));
         QVERIFY(QDir().mkpath(run));
         appendLine(run + "/events.jsonl", runStartEvent());
-        appendLine(run + "/events.jsonl", stepEvent(1));
-        appendLine(run + "/events.jsonl", stepEvent(2));
+        appendLine(run + "/events.jsonl", stepLine(1, 1500.0));
+        appendLine(run + "/events.jsonl", stepLine(2, 1500.0));
         for (const bool overSsh : {false, true}) {
             QStringList arguments{QStringLiteral("monitor"), run, QStringLiteral("--once")};
             if (overSsh)

@@ -3,6 +3,7 @@
 // stops a real run there.
 #include "sshd_server.h"
 #include "../support/endless_run.h"
+#include "../support/event_lines.h"
 
 #include "metrics/event.h"
 #include "metrics/step_record.h"
@@ -16,26 +17,8 @@
 using tb::metrics::EventType;
 using tb::metrics::makeEvent;
 using tb::ui::MonitorPage;
-
-namespace {
-
-void appendLine(const QString& path, const std::string& line)
-{
-    QFile file(path);
-    QVERIFY(file.open(QIODevice::Append));
-    file.write(QByteArray::fromStdString(line + "\n"));
-}
-
-std::string step(int number)
-{
-    tb::metrics::StepRecord record;
-    record.step = number;
-    record.loss = 3.0 - 0.1 * number;
-    record.tokensPerSecond = 1800.0;
-    return makeEvent(EventType::Step, 0, 1.0e9 + number, record.toFields()).dump();
-}
-
-} // namespace
+using tb::test::appendLine;
+using tb::test::stepLine;
 
 class TestMonitorPage : public QObject {
     Q_OBJECT
@@ -58,7 +41,7 @@ private slots:
                 {{"run_id", "far"}, {"world_size", 8}, {"config", nlohmann::json::object()},
                     {"model", {{"name", "Llama-3.1-8B"}}}, {"total_steps", 6}, {"sharding", "fsdp-full"}})
                 .dump());
-        appendLine(run + "/events.jsonl", step(1));
+        appendLine(run + "/events.jsonl", stepLine(1, 1800.0));
 
         MonitorPage page;
         page.resize(1400, 900);
@@ -67,8 +50,8 @@ private slots:
         QTRY_VERIFY(page.isConnected());
         QVERIFY2(page.statusText().startsWith(QStringLiteral("Following 127.0.0.1:") + run), qPrintable(page.statusText()));
         QTRY_COMPARE(page.view()->charts()->lossPointCount(), 1);
-        appendLine(run + "/events.jsonl", step(2));
-        appendLine(run + "/events.jsonl", step(3));
+        appendLine(run + "/events.jsonl", stepLine(2, 1800.0));
+        appendLine(run + "/events.jsonl", stepLine(3, 1800.0));
         QTRY_COMPARE_WITH_TIMEOUT(page.view()->charts()->lossPointCount(), 3, 10000);
         QVERIFY2(page.view()->summaryText().contains(QStringLiteral("8 ranks, fsdp-full")),
             qPrintable(page.view()->summaryText()));
@@ -81,7 +64,7 @@ private slots:
 
         page.disconnectFromHost();
         QVERIFY(!page.isConnected());
-        appendLine(run + "/events.jsonl", step(4));
+        appendLine(run + "/events.jsonl", stepLine(4, 1800.0));
         QTest::qWait(1500);
         QCOMPARE(page.view()->charts()->lossPointCount(), 3); // nothing read once disconnected
     }

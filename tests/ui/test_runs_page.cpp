@@ -9,6 +9,7 @@
 #include "runs/run_launcher.h"
 #include "runs/runs_page.h"
 #include "../support/endless_run.h"
+#include "../support/event_lines.h"
 
 #include <QDir>
 #include <QFile>
@@ -23,15 +24,10 @@ using tb::ui::RunsPage;
 using nlohmann::json;
 using tb::test::sharedModelPresent;
 using tb::test::writeEndlessRunConfig;
+using tb::test::appendLine;
+using tb::test::stepLine;
 
 namespace {
-
-void appendLine(const QString& path, const std::string& line)
-{
-    QFile file(path);
-    QVERIFY(file.open(QIODevice::Append));
-    file.write(QByteArray::fromStdString(line + "\n"));
-}
 
 std::string runStart()
 {
@@ -40,17 +36,6 @@ std::string runStart()
             {"model", {{"name", "stories260K"}, {"params_total", 260000}, {"params_trainable", 8192}}},
             {"global_batch", 16}, {"total_steps", 8}, {"sharding", "zero3"}})
         .dump();
-}
-
-std::string step(int number)
-{
-    tb::metrics::StepRecord record;
-    record.step = number;
-    record.loss = 3.0 - 0.1 * number;
-    record.tokensPerSecond = 2000.0 + number;
-    record.memAllocatedBytes = 300000000 + number;
-    record.memPeakBytes = 400000000;
-    return makeEvent(EventType::Step, 0, 1.0e9 + number, record.toFields()).dump();
 }
 
 } // namespace
@@ -72,7 +57,7 @@ private slots:
         const QString events = folder + QStringLiteral("/events.jsonl");
         appendLine(events, runStart());
         for (int number = 1; number <= 3; ++number)
-            appendLine(events, step(number));
+            appendLine(events, stepLine(number, 2000.0, 300000000, 400000000));
 
         RunsPage page;
         page.resize(1200, 800);
@@ -90,8 +75,8 @@ private slots:
 
         // The trainer goes on: two steps, an evaluation, a warning, and a
         // line torn by a crash that the next writer closed.
-        appendLine(events, step(4));
-        appendLine(events, step(5));
+        appendLine(events, stepLine(4, 2000.0, 300000000, 400000000));
+        appendLine(events, stepLine(5, 2000.0, 300000000, 400000000));
         appendLine(events, makeEvent(EventType::Eval, 0, 1.0e9, {{"step", 5}, {"loss", 2.6}}).dump());
         appendLine(events,
             makeEvent(EventType::Warning, 0, 1.0e9, {{"message", "a warning from the trainer"}}).dump());
@@ -117,9 +102,9 @@ private slots:
         QVERIFY(QDir().mkpath(first) && QDir().mkpath(second));
         appendLine(first + "/events.jsonl", runStart());
         for (int number = 1; number <= 4; ++number)
-            appendLine(first + "/events.jsonl", step(number));
+            appendLine(first + "/events.jsonl", stepLine(number, 2000.0, 300000000, 400000000));
         appendLine(second + "/events.jsonl", runStart());
-        appendLine(second + "/events.jsonl", step(1));
+        appendLine(second + "/events.jsonl", stepLine(1, 2000.0, 300000000, 400000000));
 
         RunsPage page;
         page.followRunFolder(first);
@@ -139,8 +124,8 @@ private slots:
         QVERIFY(QDir().mkpath(folder));
         const QString events = folder + QStringLiteral("/events.jsonl");
         appendLine(events, runStart());
-        appendLine(events, step(1));
-        appendLine(events, step(2));
+        appendLine(events, stepLine(1, 2000.0, 300000000, 400000000));
+        appendLine(events, stepLine(2, 2000.0, 300000000, 400000000));
         RunsPage page;
         page.followRunFolder(folder);
         QTRY_COMPARE(page.charts()->lossPointCount(), 2);
