@@ -1,7 +1,8 @@
 #include "dist/liveness.h"
 
+#include "common/units.h"
+
 #include <algorithm>
-#include <cstdio>
 
 namespace tb::dist {
 namespace {
@@ -28,13 +29,6 @@ std::string listRanks(const std::vector<int>& ranks)
             text += index + 1 == ranks.size() ? " and " : ", ";
         text += "rank " + std::to_string(ranks[index]);
     }
-    return text;
-}
-
-std::string seconds(double value)
-{
-    char text[32];
-    std::snprintf(text, sizeof text, "%.1f s", value);
     return text;
 }
 
@@ -151,12 +145,12 @@ std::string Liveness::explainFailure(
         }
         if (silent.empty() && failedToo.empty())
             return prefix + "every rank still sends heartbeats, so none died (the timeout of "
-                + seconds(m_options.timeoutSeconds)
+                + common::formatFixed(m_options.timeoutSeconds, 1) + " s"
                 + " passed, or the ranks called different collectives)" + suffix;
         std::string text = prefix;
         if (!silent.empty()) {
             const std::string verdict = listRanks(silent) + " stopped responding (no heartbeat for "
-                + seconds(waited) + ")";
+                + common::formatFixed(waited, 1) + " s)";
             m_store->set(kVerdictKey, std::vector<std::uint8_t>(verdict.begin(), verdict.end()));
             text += verdict;
         }

@@ -1,5 +1,7 @@
 #include "launch/local_launcher.h"
 
+#include "common/units.h"
+
 #include "common/text.h"
 #include "launch/child_process.h"
 #include "launch/free_port.h"
@@ -10,7 +12,6 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
-#include <cstdio>
 #include <memory>
 #include <poll.h>
 #include <sched.h>
@@ -248,13 +249,6 @@ LaunchReport Supervisor::run()
     return m_report;
 }
 
-std::string formatSeconds(double seconds)
-{
-    char text[32];
-    std::snprintf(text, sizeof text, "%.3f s", seconds);
-    return text;
-}
-
 } // namespace
 
 int usableCpuCount()
@@ -313,7 +307,7 @@ std::string LaunchReport::summary() const
             + " rank(s) ended";
         break;
     }
-    text += " in " + formatSeconds(stopSeconds);
+    text += " in " + common::formatFixed(stopSeconds, 3) + " s";
     if (const int killed = killedCount(); killed > 0) {
         text += " (" + std::to_string(killed) + " killed with SIGKILL after ignoring "
             + signalName(stopSignal) + ":";

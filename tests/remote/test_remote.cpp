@@ -215,8 +215,10 @@ private slots:
         QCOMPARE(there->memoryTotalBytes, here->memoryTotalBytes);
         if (QStandardPaths::findExecutable("nvidia-smi").isEmpty())
             QCOMPARE(there->gpuNote, std::string("nvidia-smi not found"));
-        if (!tb::test::sharedModelPresent())
+        if (const QString why = tb::test::whyNoEndlessRun(); !why.isEmpty()) {
+            qInfo("the running-trainer part is left out: %s", qPrintable(why));
             return;
+        }
         const QString config = m_work.filePath(QStringLiteral("probed.yaml"));
         QVERIFY(tb::test::writeEndlessRunConfig(config, m_work.filePath(QStringLiteral("probed"))));
         QProcess trainer;
@@ -275,11 +277,8 @@ private slots:
     // A run started here, followed and stopped over SSH as from another machine.
     void monitorStopsARunOverSsh()
     {
-#ifndef TB_CLI_HAS_TRAINER
-        QSKIP("this build has no trainer (TUNEBENCH_TRAINER off)");
-#endif
-        if (!tb::test::sharedModelPresent())
-            QSKIP("../shared/data/models/stories260K is absent");
+        if (const QString why = tb::test::whyNoEndlessRun(); !why.isEmpty())
+            QSKIP(qPrintable(why));
         const QString runDir = m_work.filePath(QStringLiteral("ssh-run"));
         const QString config = m_work.filePath(QStringLiteral("ssh-run.yaml"));
         QVERIFY(tb::test::writeEndlessRunConfig(config, runDir));

@@ -15,6 +15,20 @@ inline bool sharedModelPresent()
     return QFile::exists(QStringLiteral(TB_SHARED_DATA_DIR "/models/stories260K/config.json"));
 }
 
+// Why this build or machine cannot start the endless run (the suite's
+// target defines TB_CLI_HAS_TRAINER when app/cli's tunebench-cli trains);
+// empty when it can. A suite skips the case with this reason.
+inline QString whyNoEndlessRun()
+{
+#ifndef TB_CLI_HAS_TRAINER
+    return QStringLiteral("this build has no trainer (TUNEBENCH_TRAINER off)");
+#else
+    if (!sharedModelPresent())
+        return QStringLiteral(TB_SHARED_DATA_DIR "/models/stories260K is absent");
+    return {};
+#endif
+}
+
 // Writes the run config; `extra` adds YAML (a distributed section). False
 // when the file cannot be written.
 inline bool writeEndlessRunConfig(const QString& path, const QString& runDir, const QString& extra = {})

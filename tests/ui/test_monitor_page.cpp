@@ -82,11 +82,8 @@ private slots:
 
     void stopsARealRunOverSsh()
     {
-#ifndef TB_CLI_HAS_TRAINER
-        QSKIP("this build has no trainer (TUNEBENCH_TRAINER off)");
-#endif
-        if (!tb::test::sharedModelPresent())
-            QSKIP("../shared/data/models/stories260K is absent");
+        if (const QString why = tb::test::whyNoEndlessRun(); !why.isEmpty())
+            QSKIP(qPrintable(why));
         const QString runDir = m_work.filePath(QStringLiteral("real"));
         const QString config = m_work.filePath(QStringLiteral("real.yaml"));
         QVERIFY(tb::test::writeEndlessRunConfig(config, runDir));

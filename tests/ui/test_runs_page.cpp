@@ -22,7 +22,6 @@ using tb::metrics::EventType;
 using tb::metrics::makeEvent;
 using tb::ui::RunsPage;
 using nlohmann::json;
-using tb::test::sharedModelPresent;
 using tb::test::writeEndlessRunConfig;
 using tb::test::appendLine;
 using tb::test::stepLine;
@@ -157,11 +156,8 @@ private slots:
     // ZeRO-3, followed live and stopped from the page.
     void startsAndStopsARealRun()
     {
-#ifndef TB_CLI_HAS_TRAINER
-        QSKIP("this build has no trainer (TUNEBENCH_TRAINER off)");
-#endif
-        if (!sharedModelPresent())
-            QSKIP("../shared/data/models/stories260K is absent");
+        if (const QString why = tb::test::whyNoEndlessRun(); !why.isEmpty())
+            QSKIP(qPrintable(why));
         const QString runDir = m_dir.filePath(QStringLiteral("real-run"));
         const QString config = m_dir.filePath(QStringLiteral("real.yaml"));
         QVERIFY(writeEndlessRunConfig(config, runDir, QStringLiteral("distributed: {sharding: zero3}\n")));
@@ -198,11 +194,8 @@ private slots:
     // through the pid its run_start names.
     void stopsARunStartedElsewhere()
     {
-#ifndef TB_CLI_HAS_TRAINER
-        QSKIP("this build has no trainer (TUNEBENCH_TRAINER off)");
-#endif
-        if (!sharedModelPresent())
-            QSKIP("../shared/data/models/stories260K is absent");
+        if (const QString why = tb::test::whyNoEndlessRun(); !why.isEmpty())
+            QSKIP(qPrintable(why));
         const QString runDir = m_dir.filePath(QStringLiteral("terminal-run"));
         const QString config = m_dir.filePath(QStringLiteral("terminal.yaml"));
         QVERIFY(writeEndlessRunConfig(config, runDir));
