@@ -69,10 +69,12 @@ RunCharts::RunCharts(QWidget* parent)
     m_peakMemory = graphIn(memoryPanel, tr("peak"), QColor(140, 86, 75));
     m_peakMemory->setPen(QPen(QColor(140, 86, 75), 1.2, Qt::DashLine));
 
-    // A legend per panel with two curves, inside its top right corner.
+    // A legend per panel with two curves, in its lower left corner: the
+    // value axes start at 0, so the curves (losses, memory) stay above it,
+    // and the newest steps at the right are never covered.
     for (QCPAxisRect* panel : {lossPanel, memoryPanel}) {
         auto* panelLegend = new QCPLegend;
-        panel->insetLayout()->addElement(panelLegend, Qt::AlignTop | Qt::AlignRight);
+        panel->insetLayout()->addElement(panelLegend, Qt::AlignBottom | Qt::AlignLeft);
         panelLegend->setLayer(QStringLiteral("legend"));
         panelLegend->setFont(font());
         for (QCPGraph* graph : {m_loss, m_evalLoss, m_memory, m_peakMemory}) {
