@@ -5,9 +5,16 @@
 #                             the default plan (with no display: print that
 #                             plan from the CLI instead)
 #   packaging/setup.sh test   install what is missing, build, run every test
-#                             suite and the sanitizer build of the core
+#                             suite and the sanitizer build of the core, and
+#                             compile the CUDA configuration of the trainer
+#   packaging/setup.sh build  install what is missing and build
 #
-# Idempotent: packages already installed are skipped, CMake and ccache
+# The trainer builds against LibTorch from the PyTorch wheel, in a virtual
+# environment under .venv/ (packaging/torch-versions.txt): the CPU wheel,
+# or the CUDA wheel where nvidia-smi finds a GPU or TUNEBENCH_TORCH=cuda.
+#
+# Idempotent: packages already installed are skipped, a virtual environment
+# is reinstalled only when its requirements changed, CMake and ccache
 # rebuild only what changed. Run as root or as a user with sudo.
 set -euo pipefail
 
@@ -36,12 +43,50 @@ install_missing_packages() {
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
 }
 
+torch_version() {
+    awk -v flavour="$1" '$1 == flavour { print $2 }' packaging/torch-versions.txt
+}
+
+# cpu or cuda: TUNEBENCH_TORCH when set, else cuda where nvidia-smi sees a GPU.
+torch_flavour() {
+    case "${TUNEBENCH_TORCH:-auto}" in
+    cpu | cuda) echo "$TUNEBENCH_TORCH" ;;
+    auto) if nvidia-smi -L >/dev/null 2>&1; then echo cuda; else echo cpu; fi ;;
+    *)
+        echo "TUNEBENCH_TORCH=$TUNEBENCH_TORCH: expected cpu, cuda or auto" >&2
+        exit 2
+        ;;
+    esac
+}
+
+# .venv/<flavour> with torch and the requirement files given. A stamp of
+# what was asked keeps a second call from asking pip again.
+python_env() {
+    local flavour="$1" venv=".venv/$1"
+    shift
+    local version wanted stamp
+    version=$(torch_version "$flavour")
+    wanted="torch==$version"
+    if [ $# -gt 0 ]; then
+        wanted="$wanted $(sed -e 's/#.*//' "$@" | tr -s '[:space:]' ' ')"
+    fi
+    stamp="$venv/.tunebench-requirements"
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
+        return
+    fi
+    log "python environment $venv: torch $version ($flavour) $(echo "$@")"
+    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+    local requirements=("torch==$version")
+    for file in "$@"; do requirements+=(-r "$file"); done
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check "${requirements[@]}"
+    echo "$wanted" >"$stamp"
+}
+
 build() {
     local preset="$1"
+    shift
     log "configure and build: preset '$preset'"
-    if [ ! -f "build/$preset/build.ninja" ]; then
-        cmake --preset "$preset" >/dev/null
-    fi
+    cmake --preset "$preset" "$@" >/dev/null
     cmake --build --preset "$preset"
 }
 
@@ -51,8 +96,19 @@ have_display() {
     [ -n "${DISPLAY:-}" ] || [ -n "${WAYLAND_DISPLAY:-}" ]
 }
 
+build_default() {
+    local flavour
+    flavour=$(torch_flavour)
+    if [ "$flavour" = cuda ]; then
+        python_env cuda packaging/python-cuda-toolkit.txt
+    else
+        python_env cpu
+    fi
+    build default -DTUNEBENCH_TORCH_FLAVOUR="$flavour" -DTUNEBENCH_TORCH_VENV="$root/.venv/$flavour"
+}
+
 run_main_job() {
-    build default
+    build_default
     if have_display; then
         log "opening Tunebench on the default plan"
         exec build/default/app/gui/tunebench
@@ -62,7 +118,10 @@ run_main_job() {
 }
 
 run_tests() {
-    build default
+    # Tests train on the CPU and hold the trainer against the Hugging Face
+    # stack installed beside the CPU wheel.
+    python_env cpu packaging/python-reference.txt
+    build default -DTUNEBENCH_TORCH_FLAVOUR=cpu -DTUNEBENCH_TORCH_VENV="$root/.venv/cpu"
     log "every test suite (GUI tests under Xvfb)"
     local jobs
     jobs=$(nproc)
@@ -70,6 +129,9 @@ run_tests() {
     build asan
     log "AddressSanitizer + UndefinedBehaviorSanitizer over the Qt-free core"
     ctest --preset asan -j "$jobs"
+    # No GPU here: every CUDA and NCCL line is compiled and linked, not run.
+    python_env cuda packaging/python-cuda-toolkit.txt
+    build headless-cuda -DTUNEBENCH_TORCH_VENV="$root/.venv/cuda"
 }
 
 case "$mode" in
@@ -81,8 +143,12 @@ test)
     install_missing_packages
     run_tests
     ;;
+build)
+    install_missing_packages
+    build_default
+    ;;
 *)
-    echo "usage: packaging/setup.sh run|test" >&2
+    echo "usage: packaging/setup.sh run|test|build" >&2
     exit 2
     ;;
 esac

@@ -39,8 +39,8 @@ template <> struct Names<Precision> {
             {Precision::Bf16, "bf16"}}};
 };
 template <> struct Names<Device> {
-    static constexpr std::array<std::pair<Device, std::string_view>, 2> table{
-        {{Device::Cpu, "cpu"}, {Device::Cuda, "cuda"}}};
+    static constexpr std::array<std::pair<Device, std::string_view>, 3> table{
+        {{Device::Cpu, "cpu"}, {Device::Cuda, "cuda"}, {Device::Auto, "auto"}}};
 };
 template <> struct Names<ExportKind> {
     static constexpr std::array<std::pair<ExportKind, std::string_view>, 3> table{

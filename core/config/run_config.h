@@ -22,7 +22,8 @@ enum class PromptTemplate { Auto, Alpaca, Llama3, ChatMl, Mistral, None };
 enum class MalformedPolicy { Skip, Fail };
 enum class Schedule { Cosine, Linear, Constant };
 enum class Precision { Fp32, Bf16Mixed, Bf16 };
-enum class Device { Cpu, Cuda };
+// Auto: CUDA when LibTorch sees a GPU, else the CPU (resolved by the trainer).
+enum class Device { Cpu, Cuda, Auto };
 enum class ExportKind { Adapter, Merged, Both };
 // Data-parallel strategies (docs/DISTRIBUTED.md); the spellings are the planner's.
 enum class Sharding { Ddp, Zero1, Zero2, Zero3, FsdpFull, FsdpGradOp, FsdpHybrid };

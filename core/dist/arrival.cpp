@@ -89,7 +89,7 @@ common::Status awaitAllRanks(c10d::Store& store, const RankEnvironment& environm
     } catch (const std::exception& error) {
         std::string message = rendezvousPlace(environment)
             + ": the store of rank 0 went away before every rank arrived ("
-            + compat::describe(error) + ")";
+            + describeTorchError(error) + ")";
         if (!lastMissing.empty())
             message += "; " + describeMissing(lastMissing, worldSize);
         return common::Error{message, {}};

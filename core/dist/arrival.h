@@ -1,6 +1,6 @@
 #pragma once
 
-#include "dist/c10d_compat.h"
+#include "dist/c10d_handles.h"
 #include "dist/rendezvous.h"
 
 #include <chrono>

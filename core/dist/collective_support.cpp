@@ -95,32 +95,18 @@ void checkReduceScatterArguments(
             + ", expected input = " + std::to_string(groupSize) + " x output, same dtype");
 }
 
-bool isNarrowFloat(const torch::Tensor& tensor)
-{
-    return tensor.scalar_type() == torch::kBFloat16 || tensor.scalar_type() == torch::kHalf;
-}
-
-torch::Tensor bitsView(const torch::Tensor& tensor)
-{
-    return tensor.scalar_type() == torch::kBFloat16 ? tensor.view(torch::kHalf) : tensor;
-}
-
 void copySlicesWithoutVersionBump(
     const torch::Tensor& output, const std::vector<torch::Tensor>& pieces)
 {
     // Version counters are bumped by the ADInplaceOrView kernel; dispatching
-    // below it runs the plain CPU/CUDA copy only. detach() first, because a
-    // dtype view of a tensor that requires grad is refused.
+    // below it runs the plain CPU/CUDA copy only.
     at::AutoDispatchBelowADInplaceOrView belowAutograd;
     const torch::Tensor flat = output.detach().view(-1);
     const auto count = static_cast<std::int64_t>(pieces.size());
     const std::int64_t slice = flat.numel() / count;
     for (std::int64_t index = 0; index < count; ++index) {
         const torch::Tensor& piece = pieces[static_cast<std::size_t>(index)];
-        torch::Tensor target = flat.narrow(0, index * slice, slice);
-        if (piece.scalar_type() != target.scalar_type())
-            target = bitsView(target);
-        target.copy_(piece.view(-1));
+        flat.narrow(0, index * slice, slice).copy_(piece.view(-1));
     }
 }
 

@@ -10,7 +10,7 @@
 namespace tb::dist {
 
 // Thread-safe CommunicationStats, counted with the ring formulas of
-// communicator.h from the logical buffers (not from what an emulation sends).
+// communicator.h from the logical buffers.
 class StatsCounter {
 public:
     void allReduce(const torch::Tensor& tensor, int groupSize);
@@ -35,17 +35,11 @@ void checkReduceScatterArguments(
     const torch::Tensor& output, const torch::Tensor& input, int groupSize);
 void checkContiguous(const char* operation, const torch::Tensor& tensor);
 
-// bf16 viewed as fp16, so transports that only move bytes carry its exact
-// bits: Gloo's all-gather and broadcast in 1.13 know neither bf16 nor int16
-// ("Invalid scalar type"), but move fp16 as opaque 2-byte elements.
-torch::Tensor bitsView(const torch::Tensor& tensor);
-bool isNarrowFloat(const torch::Tensor& tensor);
-
 // Copies pieces[i] into the i-th of pieces.size() equal slices of the flat
 // `output`, below autograd's ADInplaceOrView layer: the data changes but the
 // version counter (shared with every view of output's base) does not, so
 // tensors autograd saved from it stay valid (FSDP's gathered parameters).
-// Pieces may hold output's dtype or its bitsView.
+// Pieces hold output's dtype.
 void copySlicesWithoutVersionBump(
     const torch::Tensor& output, const std::vector<torch::Tensor>& pieces);
 

@@ -7,8 +7,7 @@
 #include <string>
 
 // What the data-parallel strategies need of c10d, behind one small interface,
-// so that Gloo or NCCL, and LibTorch 1.13 or 2.x (where the concrete groups
-// became `Backend`s), stay inside core/dist (LIBTORCH.md, "c10d").
+// so that the backend (Gloo, NCCL, a group of one) stays inside core/dist.
 namespace tb::dist {
 
 // A collective in flight. wait() returns when this rank's part is done and

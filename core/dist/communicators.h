@@ -1,6 +1,6 @@
 #pragma once
 
-#include "dist/c10d_compat.h"
+#include "dist/c10d_handles.h"
 #include "dist/liveness.h"
 #include "dist/rendezvous.h"
 
@@ -26,7 +26,7 @@ std::shared_ptr<Communicator> makeSelfCommunicator(std::string name);
 // group of one gives makeSelfCommunicator.
 common::Result<std::shared_ptr<Communicator>> makeProcessGroupCommunicator(
     const GroupDescription& group, const RankEnvironment& environment,
-    const RendezvousOptions& options, const compat::StoreHandle& store,
+    const RendezvousOptions& options, const StoreHandle& store,
     std::shared_ptr<Liveness> liveness);
 
 } // namespace tb::dist

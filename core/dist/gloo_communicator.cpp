@@ -2,14 +2,10 @@
 #include "dist/communicators.h"
 
 #include <cstdlib>
-#include <functional>
 
 namespace tb::dist {
 namespace {
 
-// A c10d work item, and what must happen on this rank once it finished (the
-// emulations copy results out of temporaries). A failure becomes a
-// CommunicationError whose message comes from the liveness check.
 // Why a collective failed, with the ranks that died when a Liveness can tell.
 std::string explainFailure(const Liveness* liveness, const std::string& operation,
     const std::string& group, const std::string& what)
@@ -18,12 +14,13 @@ std::string explainFailure(const Liveness* liveness, const std::string& operatio
                     : operation + " on group '" + group + "' failed: " + what;
 }
 
+// A c10d work item. A failure becomes a CommunicationError whose message
+// comes from the liveness check.
 class TrackedWork final : public PendingWork {
 public:
-    TrackedWork(compat::WorkHandle work, std::function<void()> finish, std::string operation,
-        std::string group, std::shared_ptr<Liveness> liveness)
+    TrackedWork(WorkHandle work, std::string operation, std::string group,
+        std::shared_ptr<Liveness> liveness)
         : m_work(std::move(work))
-        , m_finish(std::move(finish))
         , m_operation(std::move(operation))
         , m_group(std::move(group))
         , m_liveness(std::move(liveness))
@@ -38,33 +35,28 @@ public:
             m_work->wait();
         } catch (const std::exception& error) {
             throw CommunicationError(
-                explainFailure(m_liveness.get(), m_operation, m_group, compat::describe(error)));
+                explainFailure(m_liveness.get(), m_operation, m_group, describeTorchError(error)));
         }
-        if (m_finish)
-            m_finish();
         m_done = true;
     }
 
 private:
-    compat::WorkHandle m_work;
-    std::function<void()> m_finish;
+    WorkHandle m_work;
     std::string m_operation;
     std::string m_group;
     std::shared_ptr<Liveness> m_liveness;
     bool m_done = false;
 };
 
-// A c10d process group behind Communicator. `native` (NCCL) has bf16
-// all-reduce, all-gather into one tensor and reduce-scatter; Gloo in 1.13 has
-// none of them, so they are emulated (docs/DISTRIBUTED_COMM.md): the same
-// numbers, more bytes on the wire.
+// A c10d process group (Gloo or NCCL) behind Communicator. Both carry every
+// collective the strategies use natively in LibTorch 2.x: all-reduce in any
+// float dtype, all-gather into one tensor, reduce-scatter of one tensor.
 class ProcessGroupCommunicator final : public Communicator {
 public:
-    ProcessGroupCommunicator(compat::GroupHandle group, GroupDescription description, bool native,
-        std::shared_ptr<Liveness> liveness)
+    ProcessGroupCommunicator(
+        GroupHandle group, GroupDescription description, std::shared_ptr<Liveness> liveness)
         : m_group(std::move(group))
         , m_description(std::move(description))
-        , m_native(native)
         , m_liveness(std::move(liveness))
     {
     }
@@ -77,53 +69,32 @@ public:
     {
         checkContiguous("all-reduce", tensor);
         m_stats.allReduce(tensor, size());
-        if (m_native || !isNarrowFloat(tensor))
-            return allReduceInPlace(tensor.detach(), {});
-        // Gloo in 1.13 cannot sum bf16: sum an fp32 copy and round once.
-        torch::Tensor wide = tensor.detach().to(torch::kFloat32);
-        return allReduceInPlace(wide, [tensor, wide] { tensor.detach().copy_(wide); });
+        std::vector<torch::Tensor> tensors{tensor.detach()};
+        c10d::AllreduceOptions options;
+        options.reduceOp = c10d::ReduceOp::SUM;
+        return track("all-reduce", [&] { return m_group->allreduce(tensors, options); });
     }
 
+    // The collective writes the output's memory directly, below autograd, so
+    // its version counter stays as it was (communicator.h).
     Work allGather(torch::Tensor output, torch::Tensor input) override
     {
         checkAllGatherArguments(output, input, size());
         m_stats.allGather(output, size());
-        if (m_native) {
-            torch::Tensor flatOutput = output.detach().view(-1);
-            torch::Tensor flatInput = input.detach().view(-1);
-            return track("all-gather",
-                [&] { return m_group->_allgather_base(flatOutput, flatInput); }, {});
-        }
-        // The list form into temporaries, then one copy per rank into the flat
-        // output below autograd (the copy must not bump its version counter).
-        std::vector<torch::Tensor> inputs{bitsView(input.detach()).view(-1)};
-        std::vector<torch::Tensor> pieces;
-        for (int index = 0; index < size(); ++index)
-            pieces.push_back(torch::empty_like(inputs.front()));
-        std::vector<std::vector<torch::Tensor>> outputs{pieces};
-        return track("all-gather", [&] { return m_group->allgather(outputs, inputs); },
-            [output, pieces] { copySlicesWithoutVersionBump(output, pieces); });
+        torch::Tensor flatOutput = output.detach().view(-1);
+        torch::Tensor flatInput = input.detach().view(-1);
+        return track(
+            "all-gather", [&] { return m_group->_allgather_base(flatOutput, flatInput); });
     }
 
     Work reduceScatterSum(torch::Tensor output, torch::Tensor input) override
     {
         checkReduceScatterArguments(output, input, size());
         m_stats.reduceScatter(input, size());
-        if (m_native) {
-            torch::Tensor flatOutput = output.detach().view(-1);
-            torch::Tensor flatInput = input.detach().view(-1);
-            return track("reduce-scatter",
-                [&] { return m_group->_reduce_scatter_base(flatOutput, flatInput); }, {});
-        }
-        // All-reduce the whole buffer, keep this rank's slice.
-        torch::Tensor summed = input.detach().view(-1);
-        if (isNarrowFloat(summed))
-            summed = summed.to(torch::kFloat32);
-        const std::int64_t slice = output.numel();
-        const std::int64_t offset = slice * rank();
-        return allReduceInPlace(summed, [output, summed, slice, offset] {
-            output.detach().view(-1).copy_(summed.narrow(0, offset, slice));
-        });
+        torch::Tensor flatOutput = output.detach().view(-1);
+        torch::Tensor flatInput = input.detach().view(-1);
+        return track("reduce-scatter",
+            [&] { return m_group->_reduce_scatter_base(flatOutput, flatInput); });
     }
 
     Work broadcast(torch::Tensor tensor, int root) override
@@ -132,49 +103,38 @@ public:
         m_stats.broadcast(tensor);
         c10d::BroadcastOptions options;
         options.rootRank = root;
-        // In place: the bits view shares the tensor's storage.
-        std::vector<torch::Tensor> tensors{m_native ? tensor.detach() : bitsView(tensor.detach())};
-        return track("broadcast", [&] { return m_group->broadcast(tensors, options); }, {});
+        std::vector<torch::Tensor> tensors{tensor.detach()};
+        return track("broadcast", [&] { return m_group->broadcast(tensors, options); });
     }
 
     void barrier() override
     {
         m_stats.barrier();
-        track("barrier", [&] { return m_group->barrier(); }, {})->wait();
+        track("barrier", [&] { return m_group->barrier(); })->wait();
     }
 
     CommunicationStats stats() const override { return m_stats.snapshot(); }
 
 private:
-    Work allReduceInPlace(torch::Tensor tensor, std::function<void()> finish)
-    {
-        std::vector<torch::Tensor> tensors{std::move(tensor)};
-        c10d::AllreduceOptions options;
-        options.reduceOp = c10d::ReduceOp::SUM;
-        return track(
-            "all-reduce", [&] { return m_group->allreduce(tensors, options); }, std::move(finish));
-    }
-
     // Issues a collective and tracks it. Gloo can fail already when a
     // collective is issued (a peer's connection closed between two of them):
     // that failure is explained like one at wait().
     template <typename Issue>
-    Work track(const char* operation, Issue&& issue, std::function<void()> finish)
+    Work track(const char* operation, Issue&& issue)
     {
-        compat::WorkHandle work;
+        WorkHandle work;
         try {
             work = issue();
         } catch (const std::exception& error) {
             throw CommunicationError(explainFailure(
-                m_liveness.get(), operation, m_description.name, compat::describe(error)));
+                m_liveness.get(), operation, m_description.name, describeTorchError(error)));
         }
         return std::make_unique<TrackedWork>(
-            std::move(work), std::move(finish), operation, m_description.name, m_liveness);
+            std::move(work), operation, m_description.name, m_liveness);
     }
 
-    compat::GroupHandle m_group;
+    GroupHandle m_group;
     GroupDescription m_description;
-    bool m_native;
     std::shared_ptr<Liveness> m_liveness;
     StatsCounter m_stats;
 };
@@ -195,21 +155,21 @@ std::shared_ptr<::gloo::transport::Device> glooDevice(const RankEnvironment& env
     return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 
-compat::GroupHandle makeGlooGroup(const compat::StoreHandle& store, const GroupDescription& group,
+GroupHandle makeGlooGroup(const StoreHandle& store, const GroupDescription& group,
     const RankEnvironment& environment, const RendezvousOptions& options)
 {
     auto glooOptions =
-        c10d::ProcessGroupGloo::Options::create(compat::toMilliseconds(options.timeoutSeconds));
+        c10d::ProcessGroupGloo::Options::create(toMilliseconds(options.timeoutSeconds));
     glooOptions->devices.push_back(glooDevice(environment));
     return c10::make_intrusive<c10d::ProcessGroupGloo>(store, group.rank, group.size, glooOptions);
 }
 
 #ifdef USE_C10D_NCCL
-compat::GroupHandle makeNcclGroup(const compat::StoreHandle& store, const GroupDescription& group,
+GroupHandle makeNcclGroup(const StoreHandle& store, const GroupDescription& group,
     const RendezvousOptions& options)
 {
     auto ncclOptions = c10d::ProcessGroupNCCL::Options::create();
-    ncclOptions->timeout = compat::toMilliseconds(options.timeoutSeconds);
+    ncclOptions->timeout = toMilliseconds(options.timeoutSeconds);
     return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, group.rank, group.size, ncclOptions);
 }
 #endif
@@ -218,7 +178,7 @@ compat::GroupHandle makeNcclGroup(const compat::StoreHandle& store, const GroupD
 
 common::Result<std::shared_ptr<Communicator>> makeProcessGroupCommunicator(
     const GroupDescription& group, const RankEnvironment& environment,
-    const RendezvousOptions& options, const compat::StoreHandle& store,
+    const RendezvousOptions& options, const StoreHandle& store,
     std::shared_ptr<Liveness> liveness)
 {
     if (group.size == 1)
@@ -227,13 +187,12 @@ common::Result<std::shared_ptr<Communicator>> makeProcessGroupCommunicator(
     try {
         if (options.backend == Backend::Gloo) {
             std::shared_ptr<Communicator> communicator = std::make_shared<ProcessGroupCommunicator>(
-                makeGlooGroup(groupStore, group, environment, options), group, false,
-                std::move(liveness));
+                makeGlooGroup(groupStore, group, environment, options), group, std::move(liveness));
             return communicator;
         }
 #ifdef USE_C10D_NCCL
         std::shared_ptr<Communicator> communicator = std::make_shared<ProcessGroupCommunicator>(
-            makeNcclGroup(groupStore, group, options), group, true, std::move(liveness));
+            makeNcclGroup(groupStore, group, options), group, std::move(liveness));
         return communicator;
 #else
         return common::Error{"backend nccl: this LibTorch was built without CUDA/NCCL",
@@ -242,7 +201,7 @@ common::Result<std::shared_ptr<Communicator>> makeProcessGroupCommunicator(
     } catch (const std::exception& error) {
         return common::Error{"could not make the process group '" + group.name + "' (rank "
                 + std::to_string(group.rank) + " of " + std::to_string(group.size)
-                + "): " + compat::describe(error),
+                + "): " + describeTorchError(error),
             {}};
     }
 }

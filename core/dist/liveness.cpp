@@ -34,7 +34,7 @@ std::string listRanks(const std::vector<int>& ranks)
 
 } // namespace
 
-Liveness::Liveness(Options options, compat::StoreHandle store)
+Liveness::Liveness(Options options, StoreHandle store)
     : m_options(std::move(options))
     , m_store(std::move(store))
 {
@@ -45,7 +45,7 @@ Liveness::Liveness(Options options, compat::StoreHandle store)
     // A short timeout, so stopping never waits long on a store that hangs.
     const double timeout =
         std::min(m_options.timeoutSeconds, std::max(10.0, 5.0 * m_options.heartbeatSeconds));
-    storeOptions.timeout = compat::toMilliseconds(timeout);
+    storeOptions.timeout = toMilliseconds(timeout);
     m_heartbeatStore = c10::make_intrusive<c10d::PrefixStore>(m_options.storePrefix,
         c10::make_intrusive<c10d::TCPStore>(m_options.host, storeOptions));
     // The first beat before returning: after the rendezvous every rank's
@@ -67,7 +67,7 @@ Liveness::~Liveness()
 
 void Liveness::beat()
 {
-    const auto period = compat::toMilliseconds(m_options.heartbeatSeconds);
+    const auto period = toMilliseconds(m_options.heartbeatSeconds);
     std::unique_lock lock(m_mutex);
     while (!m_wake.wait_for(lock, period, [this] { return m_stopping; })) {
         try {
@@ -112,7 +112,7 @@ std::string Liveness::explainFailure(
         const auto start = std::chrono::steady_clock::now();
         const auto before = readCounters();
         const double window = std::max(0.5, 2.5 * m_options.heartbeatSeconds);
-        std::this_thread::sleep_for(compat::toMilliseconds(window));
+        std::this_thread::sleep_for(toMilliseconds(window));
         auto after = readCounters();
         const auto quiet = [&](int rank) {
             return rank != m_options.rank
@@ -126,7 +126,7 @@ std::string Liveness::explainFailure(
         for (int rank = 0; rank < m_options.worldSize; ++rank)
             anyQuiet = anyQuiet || quiet(rank);
         if (anyQuiet) {
-            std::this_thread::sleep_for(compat::toMilliseconds(window));
+            std::this_thread::sleep_for(toMilliseconds(window));
             after = readCounters();
         }
         const double waited =
@@ -160,14 +160,14 @@ std::string Liveness::explainFailure(
         // Rank 0 serves the store: leaving at once could keep the others'
         // heartbeat threads from reading the verdict just published.
         if (m_options.rank == 0)
-            std::this_thread::sleep_for(compat::toMilliseconds(window));
+            std::this_thread::sleep_for(toMilliseconds(window));
         return text + suffix;
     } catch (const std::exception& error) {
         if (const std::string verdict = publishedVerdict(); !verdict.empty())
             return prefix + verdict + ", as another rank found before the store closed" + suffix;
         return prefix + "rank 0 (which serves the rendezvous store at " + m_options.host + ":"
             + std::to_string(m_options.port) + ") is gone: the store said "
-            + compat::describe(error) + suffix;
+            + describeTorchError(error) + suffix;
     }
 }
 

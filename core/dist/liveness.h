@@ -1,6 +1,6 @@
 #pragma once
 
-#include "dist/c10d_compat.h"
+#include "dist/c10d_handles.h"
 
 #include <atomic>
 #include <condition_variable>
@@ -36,7 +36,7 @@ public:
     // Connects the heartbeat client and starts beating; throws what the store
     // throws when rank 0's store cannot be reached. `store` (the rendezvous
     // connection) serves the diagnosis reads.
-    Liveness(Options options, compat::StoreHandle store);
+    Liveness(Options options, StoreHandle store);
     ~Liveness();
     Liveness(const Liveness&) = delete;
     Liveness& operator=(const Liveness&) = delete;
@@ -58,10 +58,10 @@ private:
     std::string publishedVerdict() const;
 
     Options m_options;
-    compat::StoreHandle m_store;
+    StoreHandle m_store;
     mutable std::mutex m_verdictMutex;
     std::string m_verdict; // "rank 1 stopped responding (...)", read by the heartbeat thread
-    compat::StoreHandle m_heartbeatStore;
+    StoreHandle m_heartbeatStore;
     std::atomic<std::int64_t> m_sent{0};
     std::mutex m_mutex;
     std::condition_variable m_wake;

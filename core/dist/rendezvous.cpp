@@ -55,27 +55,27 @@ common::Status checkOptions(const RendezvousOptions& options)
 // Rank 0 serves the store; every rank (rank 0 too) is a client of it. A
 // client retries the connection until the rendezvous timeout, so ranks may
 // start in any order.
-common::Result<compat::StoreHandle> connectStore(
+common::Result<StoreHandle> connectStore(
     const RankEnvironment& environment, double timeoutSeconds)
 {
     c10d::TCPStoreOptions storeOptions;
     storeOptions.port = static_cast<std::uint16_t>(environment.masterPort);
     storeOptions.isServer = environment.rank == 0;
     storeOptions.waitWorkers = false; // awaitAllRanks waits, and names who is missing
-    storeOptions.timeout = compat::toMilliseconds(timeoutSeconds);
+    storeOptions.timeout = toMilliseconds(timeoutSeconds);
     try {
-        compat::StoreHandle store =
+        StoreHandle store =
             c10::make_intrusive<c10d::TCPStore>(environment.masterAddr, storeOptions);
         return store;
     } catch (const std::exception& error) {
         if (environment.rank == 0)
             return common::Error{rendezvousPlace(environment)
                     + ": rank 0 could not serve the store on port "
-                    + std::to_string(environment.masterPort) + ": " + compat::describe(error),
+                    + std::to_string(environment.masterPort) + ": " + describeTorchError(error),
                 "is another job using MASTER_PORT?"};
         return common::Error{rendezvousPlace(environment) + " timed out after "
                 + formatSeconds(timeoutSeconds)
-                + ": could not reach the store of rank 0: " + compat::describe(error),
+                + ": could not reach the store of rank 0: " + describeTorchError(error),
             "did rank 0 start, and is MASTER_ADDR reachable from this node?"};
     }
 }
@@ -101,7 +101,7 @@ common::Result<World> rendezvous(
         return world;
     }
 
-    const auto deadline = Clock::now() + compat::toMilliseconds(options.timeoutSeconds);
+    const auto deadline = Clock::now() + toMilliseconds(options.timeoutSeconds);
     auto served = connectStore(environment, options.timeoutSeconds);
     if (!served)
         return served.error();
@@ -110,14 +110,14 @@ common::Result<World> rendezvous(
             announceRunId(**served, environment);
         } catch (const std::exception& error) {
             return common::Error{rendezvousPlace(environment)
-                    + ": could not write the run id in the store: " + compat::describe(error),
+                    + ": could not write the run id in the store: " + describeTorchError(error),
                 {}};
         }
     } else if (auto sameJob = checkRunId(**served, environment, deadline); !sameJob) {
         return sameJob.error();
     }
     const std::string prefix = jobKeyPrefix(environment);
-    const compat::StoreHandle store = c10::make_intrusive<c10d::PrefixStore>(prefix, *served);
+    const StoreHandle store = c10::make_intrusive<c10d::PrefixStore>(prefix, *served);
     if (auto arrived = awaitAllRanks(*store, environment, options.timeoutSeconds, deadline);
         !arrived)
         return arrived.error();
@@ -136,7 +136,7 @@ common::Result<World> rendezvous(
         liveness = std::make_shared<Liveness>(livenessOptions, store);
     } catch (const std::exception& error) {
         return common::Error{rendezvousPlace(environment)
-                + ": could not start the heartbeat: " + compat::describe(error),
+                + ": could not start the heartbeat: " + describeTorchError(error),
             {}};
     }
 

@@ -43,7 +43,7 @@ common::Status checkRunId(c10d::Store& store, const RankEnvironment& environment
     } catch (const std::exception& error) {
         return common::Error{rendezvousPlace(environment)
                 + ": the store of rank 0 went away before it said which job it serves ("
-                + compat::describe(error) + ")",
+                + describeTorchError(error) + ")",
             {}};
     }
 }

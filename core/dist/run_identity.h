@@ -1,7 +1,7 @@
 #pragma once
 
 #include "common/error.h"
-#include "dist/c10d_compat.h"
+#include "dist/c10d_handles.h"
 #include "dist/rendezvous.h"
 
 #include <chrono>

@@ -1,5 +1,7 @@
 #include "metrics/run_control.h"
 
+#include "common/build_info.h"
+
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -27,7 +29,7 @@ common::Result<long long> stoppableTrainer(const RunHistory& history, const std:
         return Error{"process " + std::to_string(start.pid) + " on " + hostName
                 + " is gone: the run stopped without a run_end (killed?)",
             {}};
-    if (command.find("tunebench-cli") == std::string::npos
+    if (command.find(common::buildinfo::kTrainerExecutable) == std::string::npos
         || command.find(" train ") == std::string::npos)
         return Error{"process " + std::to_string(start.pid) + " on " + hostName
                 + " is no longer the trainer (" + command.substr(0, 80) + ")",

@@ -14,7 +14,7 @@ namespace tb::metrics {
 // and pid. Ok(pid) when the run has not ended, `hostName` (the machine the
 // caller can signal on) is that host, and `commandLineOf(pid)` (that
 // machine's /proc/<pid>/cmdline, arguments joined by spaces; empty when no
-// such process) is still `tunebench-cli ... train ...`, not a reused pid.
+// such process) is still `tunebench-trainer train ...`, not a reused pid.
 // Otherwise an Error that says why not.
 common::Result<long long> stoppableTrainer(const RunHistory& history, const std::string& hostName,
     const std::function<std::string(long long pid)>& commandLineOf);

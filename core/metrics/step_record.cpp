@@ -44,6 +44,8 @@ json StepRecord::toFields() const
     putIfKnown(fields, "tokens_per_second", tokensPerSecond);
     putIfKnown(fields, "mem_allocated_bytes", memAllocatedBytes);
     putIfKnown(fields, "mem_peak_bytes", memPeakBytes);
+    putIfKnown(fields, "mem_reserved_bytes", memReservedBytes);
+    putIfKnown(fields, "mem_peak_reserved_bytes", memPeakReservedBytes);
     return fields;
 }
 
@@ -61,6 +63,8 @@ StepRecord StepRecord::fromEvent(const Event& event)
     record.tokensPerSecond = read<double>(body, "tokens_per_second", -1);
     record.memAllocatedBytes = read<int64_t>(body, "mem_allocated_bytes", -1);
     record.memPeakBytes = read<int64_t>(body, "mem_peak_bytes", -1);
+    record.memReservedBytes = read<int64_t>(body, "mem_reserved_bytes", -1);
+    record.memPeakReservedBytes = read<int64_t>(body, "mem_peak_reserved_bytes", -1);
     return record;
 }
 

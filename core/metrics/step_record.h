@@ -19,8 +19,13 @@ struct StepRecord {
     int64_t samples = -1;
     double stepSeconds = -1;
     double tokensPerSecond = -1;
+    // On a GPU the caching allocator's allocated bytes and their peak
+    // (torch.cuda.memory_allocated / max_memory_allocated), with its reserved
+    // bytes beside them; on the CPU the process's resident memory and its peak.
     int64_t memAllocatedBytes = -1;
     int64_t memPeakBytes = -1;
+    int64_t memReservedBytes = -1; // GPU only
+    int64_t memPeakReservedBytes = -1; // GPU only
 
     nlohmann::json toFields() const;
     static StepRecord fromEvent(const Event& event); // event.type must be Step

@@ -57,7 +57,7 @@ const std::string& hostProbeScript()
         "nvidia-smi --query-gpu=name,memory.total,memory.used,utilization.gpu "
         "--format=csv,noheader,nounits 2>&1 | sed 's/^/gpu /'; "
         "else echo 'nogpu nvidia-smi not found'; fi; "
-        "pgrep -a -f '[t]unebench-cli.* train ' | sed 's/^/trainer /'; true";
+        "pgrep -a -f '[t]unebench-trainer train ' | sed 's/^/trainer /'; true";
     return script;
 }
 

@@ -29,7 +29,7 @@ struct HostFacts {
     int64_t memoryAvailableBytes = -1;
     std::vector<GpuFacts> gpus;
     std::string gpuNote; // why no GPU is listed ("nvidia-smi not found")
-    std::vector<RunningTrainer> trainers; // tunebench-cli train processes
+    std::vector<RunningTrainer> trainers; // tunebench-trainer train processes
 };
 
 // The shell script a probe runs (one command, one round trip): hostname,

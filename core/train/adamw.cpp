@@ -1,7 +1,7 @@
 #include "train/adamw.h"
 
 #include <algorithm>
-#include <cmath>
+#include <array>
 
 namespace tb::train {
 
@@ -19,36 +19,36 @@ void FlatAdamW::step(double learningRate)
 {
     torch::NoGradGuard noGrad;
     ++m_step;
-    const AdamWSettings& s = m_settings;
-    const auto step = static_cast<double>(m_step);
-    const double biasCorrection1 = 1.0 - std::pow(s.beta1, step);
-    const double biasCorrection2Root = std::sqrt(1.0 - std::pow(s.beta2, step));
-    const double stepSize = learningRate / biasCorrection1;
+    // LibTorch's fused kernel (CPU and CUDA) does the whole update in one
+    // pass per tensor, with no temporary. It takes one weight decay per
+    // call: the decayed prefixes go in one call, the rest in another.
+    std::array<std::vector<torch::Tensor>, 2> values, gradients, expAvg, expAvgSq, steps;
     auto& units = m_parameters.units();
     for (size_t u = 0; u < units.size(); ++u) {
-        torch::Tensor& values = units[u].master;
-        const torch::Tensor& gradients = units[u].masterGradients;
-        const std::int64_t total = values.numel();
-        const std::int64_t decayed = units[u].shardDecayRange().second;
-        // Element-wise, so chunks give the same bits as one pass; they bound
-        // the temporary (the denominator) to kChunk elements instead of a
-        // third copy of the weights.
-        constexpr std::int64_t kChunk = std::int64_t(1) << 22;
-        for (std::int64_t begin = 0; begin < total; begin += kChunk) {
-            const std::int64_t count = std::min(kChunk, total - begin);
-            torch::Tensor p = values.narrow(0, begin, count);
-            const torch::Tensor g = gradients.narrow(0, begin, count);
-            torch::Tensor m = m_expAvg[u].narrow(0, begin, count);
-            torch::Tensor v = m_expAvgSq[u].narrow(0, begin, count);
-            if (s.weightDecay > 0 && begin < decayed)
-                p.narrow(0, 0, std::min(count, decayed - begin))
-                    .mul_(1.0 - learningRate * s.weightDecay);
-            m.lerp_(g, 1.0 - s.beta1);
-            v.mul_(s.beta2).addcmul_(g, g, 1.0 - s.beta2);
-            torch::Tensor denominator = v.sqrt();
-            denominator.div_(biasCorrection2Root).add_(s.epsilon);
-            p.addcdiv_(m, denominator, -stepSize);
+        const std::int64_t total = units[u].master.numel();
+        const std::int64_t decayed = std::min(total, units[u].shardDecayRange().second);
+        const std::array<std::pair<std::int64_t, std::int64_t>, 2> parts{
+            {{0, decayed}, {decayed, total - decayed}}};
+        for (size_t part = 0; part < parts.size(); ++part) {
+            const auto [begin, count] = parts[part];
+            if (count <= 0)
+                continue;
+            values[part].push_back(units[u].master.narrow(0, begin, count));
+            gradients[part].push_back(units[u].masterGradients.narrow(0, begin, count));
+            expAvg[part].push_back(m_expAvg[u].narrow(0, begin, count));
+            expAvgSq[part].push_back(m_expAvgSq[u].narrow(0, begin, count));
+            steps[part].push_back(torch::full({}, static_cast<double>(m_step),
+                torch::TensorOptions().dtype(torch::kFloat).device(units[u].master.device())));
         }
+    }
+    const AdamWSettings& s = m_settings;
+    const std::array<double, 2> decay{s.weightDecay, 0.0};
+    for (size_t part = 0; part < values.size(); ++part) {
+        if (values[part].empty())
+            continue;
+        at::_fused_adamw_(values[part], gradients[part], expAvg[part], expAvgSq[part], {},
+            steps[part], learningRate, s.beta1, s.beta2, decay[part], s.epsilon,
+            /*amsgrad=*/false, /*maximize=*/false);
     }
 }
 

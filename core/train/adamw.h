@@ -16,9 +16,10 @@ struct AdamWSettings {
 // AdamW (Loshchilov and Hutter, arXiv:1711.05101) over FlatParameters: the
 // same arithmetic as torch.optim.AdamW (decay p *= 1 - lr * wd first, then
 // m, v, bias corrections, p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps)),
-// on a handful of flat tensors: each unit's master shard. Decay only touches
-// the decayed prefix of each unit. Moments are kept in the master precision,
-// one pair per unit, the size of this rank's shard (ZeRO partitions them).
+// on a handful of flat tensors: each unit's master shard, through LibTorch's
+// fused AdamW kernel. Decay only touches the decayed prefix of each unit.
+// Moments are kept in the master precision, one pair per unit, the size of
+// this rank's shard (ZeRO partitions them), on the master's device.
 class FlatAdamW {
 public:
     FlatAdamW(FlatParameters& parameters, AdamWSettings settings);

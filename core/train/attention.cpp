@@ -1,7 +1,5 @@
 #include "train/attention.h"
 
-#include "train/torch_compat.h"
-
 #include <cmath>
 
 namespace tb::train {
@@ -23,6 +21,16 @@ torch::Tensor repeatKv(const torch::Tensor& kv, std::int64_t groups)
         return kv;
     const auto b = kv.size(0), heads = kv.size(1), t = kv.size(2), d = kv.size(3);
     return kv.unsqueeze(2).expand({b, heads, groups, t, d}).reshape({b, heads * groups, t, d});
+}
+
+// K/V heads come expanded: grouped K/V (enable_gqa) can fall back to the
+// math kernel, which costs more than the expansion.
+torch::Tensor fusedAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+    const torch::Tensor& allowed, bool causal)
+{
+    if (allowed.defined())
+        return at::scaled_dot_product_attention(q, k, v, allowed, 0.0, causal);
+    return at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal);
 }
 
 torch::Tensor plainAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
@@ -84,7 +92,7 @@ torch::Tensor SelfAttention::forward(
     const torch::Tensor kAll = repeatKv(k, groups);
     const torch::Tensor vAll = repeatKv(v, groups);
     const torch::Tensor attended = inputs.backend == AttentionBackend::Fused
-        ? compat::scaledDotProductAttention(q, kAll, vAll, inputs.allowed, inputs.causal)
+        ? fusedAttention(q, kAll, vAll, inputs.allowed, inputs.causal)
         : plainAttention(q, kAll, vAll, inputs.allowed, inputs.causal);
     return m_o->forward(attended.transpose(1, 2).reshape({batch, tokens, m_numHeads * m_headDim}));
 }

@@ -8,7 +8,7 @@
 namespace tb::train {
 
 enum class AttentionBackend {
-    Fused, // the LibTorch version's scaled-dot-product attention (torch_compat.h)
+    Fused, // at::scaled_dot_product_attention: LibTorch picks flash, memory-efficient or math
     Plain, // matmul, mask, softmax in fp32, matmul: the reference formulation
 };
 
@@ -40,6 +40,12 @@ torch::Tensor repeatKv(const torch::Tensor& kv, std::int64_t groups);
 // softmax(q k^T / sqrt(d) + mask) v with the softmax in fp32 (fp64 for fp64), as
 // transformers' eager attention does. Heads already expanded.
 torch::Tensor plainAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+    const torch::Tensor& allowed, bool causal);
+
+// The same through at::scaled_dot_product_attention, which picks the flash,
+// memory-efficient or math kernel. `allowed` as above, or undefined; `causal`
+// only with no mask and as many queries as keys.
+torch::Tensor fusedAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
     const torch::Tensor& allowed, bool causal);
 
 // Causal self-attention with rotary positions and grouped K/V heads.

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <list>
 
 namespace tb::train {
 
@@ -74,15 +75,23 @@ common::Status writeRankFile(const std::string& path, FlatParameters& parameters
         : torch::Tensor();
     if (rng.defined())
         tensors.push_back({"rng.dropout", safetensors::DType::U8, {rng.numel()}, bytesOf(rng)});
+    // Host copies of states that live on a GPU; the list keeps them alive
+    // until the file is written (the same bytes resume on either device).
+    std::list<torch::Tensor> onHost;
+    const auto hostBytes = [&onHost](const torch::Tensor& tensor) {
+        if (tensor.is_cpu())
+            return bytesOf(tensor);
+        return bytesOf(onHost.emplace_back(tensor.to(torch::kCPU)));
+    };
     auto& units = parameters.units();
     for (size_t u = 0; withShard && u < units.size(); ++u) {
         const std::string prefix = "unit." + std::to_string(units[u].id) + ".";
         const safetensors::DType dtype = fileType(units[u].master.scalar_type());
         const std::vector<std::int64_t> shape{units[u].shardNumel};
-        tensors.push_back({prefix + "master", dtype, shape, bytesOf(units[u].master)});
-        tensors.push_back({prefix + "exp_avg", dtype, shape, bytesOf(optimizer.firstMoment(u))});
+        tensors.push_back({prefix + "master", dtype, shape, hostBytes(units[u].master)});
+        tensors.push_back({prefix + "exp_avg", dtype, shape, hostBytes(optimizer.firstMoment(u))});
         tensors.push_back(
-            {prefix + "exp_avg_sq", dtype, shape, bytesOf(optimizer.secondMoment(u))});
+            {prefix + "exp_avg_sq", dtype, shape, hostBytes(optimizer.secondMoment(u))});
     }
     return safetensors::writeSafetensors(path, tensors, {{"format", "pt"}});
 }
@@ -117,7 +126,8 @@ common::Status readUnitRange(const std::vector<safetensors::SafetensorsFile>& sh
             return Error::at(shards[k].path(), "tensor '" + name + "'",
                 "has " + std::to_string(info->elementCount()) + " elements, the other shards "
                     + std::to_string(shardNumel));
-        torch::Tensor whole = torch::empty({shardNumel}, target.options());
+        // Read on the host; the copy below moves it to the target's device.
+        torch::Tensor whole = torch::empty({shardNumel}, target.options().device(torch::kCPU));
         if (auto status = shards[k].read(*info,
                 {static_cast<std::byte*>(whole.data_ptr()), static_cast<size_t>(whole.nbytes())});
             !status)

@@ -125,8 +125,9 @@ void DataParallel::startReduction(size_t u)
     Reduction reduction;
     reduction.unit = u;
     if (!m_groups.shard || m_parameters.shard().count == 1) {
-        // DDP: all-reduce the whole unit, in fp32 at least.
-        if (unit.masterGradientsSeparate) {
+        // DDP: all-reduce the whole unit, in fp32 at least (on the GPU when
+        // the master gradient is offloaded to the host).
+        if (unit.masterGradientsSeparate && !m_parameters.offloaded()) {
             m_parameters.accumulateUnitGradients(unit);
             reduction.input = unit.masterGradients;
         } else {
@@ -151,6 +152,11 @@ void DataParallel::finishReduction(Reduction& reduction)
     reduction.work->wait();
     torch::NoGradGuard noGrad;
     FlatParameters::Unit& unit = m_parameters.units()[reduction.unit];
+    if (!reduction.output.defined() && m_parameters.offloaded()) {
+        m_parameters.stageGradientToHost(unit, reduction.input);
+        unit.gradients.zero_();
+        return;
+    }
     if (!reduction.output.defined()) {
         // DDP: the sum is in place; copy back when it travelled as fp32.
         torch::Tensor& target =
@@ -161,7 +167,10 @@ void DataParallel::finishReduction(Reduction& reduction)
     }
     if (m_groups.replicas && m_groups.replicas->size() > 1)
         m_groups.replicas->allReduceSum(reduction.output)->wait();
-    unit.masterGradients.add_(reduction.output.to(unit.masterGradients.scalar_type()));
+    if (m_parameters.offloaded())
+        m_parameters.stageGradientToHost(unit, reduction.output);
+    else
+        unit.masterGradients.add_(reduction.output.to(unit.masterGradients.scalar_type()));
     if (shardsGradients())
         m_parameters.releaseGradients(unit);
     else
@@ -189,14 +198,22 @@ void DataParallel::endMicroStep()
         finishOldestReduction();
     if (!m_communicating)
         m_parameters.accumulateGradients();
+    m_parameters.drainHostGradients();
     if (shardsParameters() && m_rootUnit)
         release(*m_rootUnit);
     m_communicating = false;
 }
 
+torch::Tensor DataParallel::scalarBuffer(double value) const
+{
+    // NCCL reduces tensors on the GPU only; Gloo takes either.
+    const torch::Device device = m_parameters.units().front().values.device();
+    return torch::full({1}, value, torch::TensorOptions().dtype(torch::kDouble).device(device));
+}
+
 double DataParallel::sumOverWorld(double value)
 {
-    torch::Tensor buffer = torch::full({1}, value, torch::kDouble);
+    torch::Tensor buffer = scalarBuffer(value);
     m_groups.world->allReduceSum(buffer)->wait();
     return buffer.item<double>();
 }
@@ -205,7 +222,7 @@ double DataParallel::gradientNorm()
 {
     double squares = m_parameters.localGradientSquares();
     if (m_parameters.shard().count > 1) {
-        torch::Tensor buffer = torch::full({1}, squares, torch::kDouble);
+        torch::Tensor buffer = scalarBuffer(squares);
         m_groups.shard->allReduceSum(buffer)->wait();
         squares = buffer.item<double>();
     }
@@ -224,9 +241,7 @@ void DataParallel::afterOptimizerStep()
     std::vector<Gather> gathers;
     for (FlatParameters::Unit& unit : m_parameters.units()) {
         Gather gather;
-        gather.source = unit.master.scalar_type() == unit.values.scalar_type()
-            ? unit.master.clone()
-            : unit.master.to(unit.values.scalar_type());
+        gather.source = m_parameters.masterAsModel(unit, /*fresh=*/true);
         gather.work = m_groups.shard->allGather(unit.values, gather.source);
         gathers.push_back(std::move(gather));
     }
@@ -240,9 +255,7 @@ void DataParallel::startGather(size_t u)
     FlatParameters::Unit& unit = m_parameters.units()[u];
     m_parameters.allocateValues(unit);
     Gather gather;
-    gather.source = unit.master.scalar_type() == unit.values.scalar_type()
-        ? unit.master
-        : unit.master.to(unit.values.scalar_type());
+    gather.source = m_parameters.masterAsModel(unit, /*fresh=*/false);
     gather.work = m_groups.shard->allGather(unit.values, gather.source);
     m_gathers.emplace(u, std::move(gather));
 }
@@ -341,8 +354,10 @@ std::map<std::string, torch::Tensor> DataParallel::gatherMasterValues()
     for (const FlatParameters::Unit& unit : m_parameters.units()) {
         torch::Tensor whole = unit.master;
         if (sharded) {
-            whole = torch::empty({unit.paddedNumel}, unit.master.options());
-            m_groups.shard->allGather(whole, unit.master)->wait();
+            // Collectives run where the model is (an offloaded master is not).
+            const torch::Tensor shard = unit.master.to(unit.values.device());
+            whole = torch::empty({unit.paddedNumel}, shard.options());
+            m_groups.shard->allGather(whole, shard)->wait();
         }
         for (const size_t s : unit.segments) {
             const FlatParameters::Segment& slot = m_parameters.segments()[s];

@@ -108,6 +108,7 @@ private:
     bool shardsParameters() const { return m_parameters.shard().parameters; }
     bool shardsGradients() const { return m_parameters.shard().gradients; }
     bool reshardAfterForward() const;
+    torch::Tensor scalarBuffer(double value) const; // on the model's device
     std::optional<size_t> unitOfLayer(size_t layer) const;
     void startReduction(size_t unit);
     void finishReduction(Reduction& reduction);
@@ -121,7 +122,7 @@ private:
     FlatParameters& m_parameters;
     config::Sharding m_sharding;
     DataParallelGroups m_groups;
-    std::vector<std::shared_ptr<torch::autograd::Node>> m_accumulators; // keeps hooks' owners alive
+    std::vector<c10::intrusive_ptr<torch::autograd::Node>> m_accumulators; // keeps hooks' owners alive
     std::vector<int> m_remaining; // per unit: gradients not yet produced in this backward
     std::vector<bool> m_reduced; // per unit, in this micro-step
     std::vector<bool> m_gathered; // per unit: values hold the full unit

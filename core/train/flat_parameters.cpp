@@ -1,5 +1,7 @@
 #include "train/flat_parameters.h"
 
+#include <ATen/DeviceAccelerator.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -27,8 +29,21 @@ std::pair<std::int64_t, std::int64_t> FlatParameters::Unit::shardDecayRange() co
     return {begin, end};
 }
 
+namespace {
+
+// Host memory the GPU can copy to and from asynchronously (cudaHostAlloc,
+// through LibTorch's caching host allocator).
+torch::Tensor pinnedZeros(std::int64_t numel, torch::ScalarType type)
+{
+    return torch::zeros(
+        {numel}, torch::TensorOptions().dtype(type).device(torch::kCPU).pinned_memory(true));
+}
+
+} // namespace
+
 FlatParameters::FlatParameters(std::vector<TrainableParameter> parameters,
-    torch::ScalarType masterType, const std::vector<torch::Tensor>& initialMaster, ShardSpec shard)
+    torch::ScalarType masterType, const std::vector<torch::Tensor>& initialMaster, ShardSpec shard,
+    bool offloadMaster)
     : m_shard(shard)
     , m_masterType(masterType)
 {
@@ -40,6 +55,7 @@ FlatParameters::FlatParameters(std::vector<TrainableParameter> parameters,
     const torch::Tensor& first = parameters.front().tensor;
     m_modelType = first.scalar_type();
     const torch::Device device = first.device();
+    m_offloaded = offloadMaster && device.is_cuda();
 
     // Units in id order; inside each, decayed parameters first, in model order.
     std::map<int, std::vector<size_t>> members;
@@ -95,18 +111,26 @@ FlatParameters::FlatParameters(std::vector<TrainableParameter> parameters,
             parameters[i].tensor.mutable_grad() =
                 unit.gradients.narrow(0, slot.offset, slot.numel).view(slot.shape);
         }
-        unit.masterSeparate = masterType != m_modelType || (sharded && shard.parameters);
-        unit.masterGradientsSeparate = masterType != m_modelType || sharded;
-        if (unit.masterSeparate) {
-            unit.master = start.narrow(0, unit.shardOffset, unit.shardNumel).clone();
-            if (masterType != m_modelType)
-                unit.values.copy_(start); // the model copy rounded from the exact start
+        unit.masterSeparate =
+            m_offloaded || masterType != m_modelType || (sharded && shard.parameters);
+        unit.masterGradientsSeparate = m_offloaded || masterType != m_modelType || sharded;
+        const torch::Tensor startShard = start.narrow(0, unit.shardOffset, unit.shardNumel);
+        if (m_offloaded) {
+            unit.master = pinnedZeros(unit.shardNumel, masterType);
+            unit.master.copy_(startShard);
+        } else if (unit.masterSeparate) {
+            unit.master = startShard.clone();
         } else {
             unit.master = unit.values.narrow(0, unit.shardOffset, unit.shardNumel);
         }
-        unit.masterGradients = unit.masterGradientsSeparate
-            ? torch::zeros({unit.shardNumel}, modelOptions.dtype(masterType))
-            : unit.gradients.narrow(0, unit.shardOffset, unit.shardNumel);
+        if (unit.masterSeparate && masterType != m_modelType)
+            unit.values.copy_(start); // the model copy rounded from the exact start
+        if (m_offloaded)
+            unit.masterGradients = pinnedZeros(unit.shardNumel, masterType);
+        else if (unit.masterGradientsSeparate)
+            unit.masterGradients = torch::zeros({unit.shardNumel}, modelOptions.dtype(masterType));
+        else
+            unit.masterGradients = unit.gradients.narrow(0, unit.shardOffset, unit.shardNumel);
         if (shard.parameters && sharded)
             releaseValues(unit);
         if (shard.gradients && sharded)
@@ -131,7 +155,10 @@ void FlatParameters::accumulateUnitGradients(Unit& unit)
     if (!unit.masterGradientsSeparate || m_shard.count > 1)
         return;
     torch::NoGradGuard noGrad;
-    unit.masterGradients.add_(unit.gradients);
+    if (m_offloaded)
+        stageGradientToHost(unit, unit.gradients);
+    else
+        unit.masterGradients.add_(unit.gradients);
     unit.gradients.zero_();
 }
 
@@ -139,6 +166,41 @@ void FlatParameters::accumulateGradients()
 {
     for (Unit& unit : m_units)
         accumulateUnitGradients(unit);
+    drainHostGradients();
+}
+
+void FlatParameters::stageGradientToHost(Unit& unit, const torch::Tensor& gradient)
+{
+    TORCH_CHECK(m_offloaded, "gradients are staged to the host only when offloaded");
+    TORCH_CHECK(gradient.numel() == unit.masterGradients.numel(), "staging ",
+        gradient.numel(), " gradient elements for a master gradient of ",
+        unit.masterGradients.numel());
+    torch::NoGradGuard noGrad;
+    const auto length = static_cast<std::int64_t>(gradient.numel());
+    HostCopy copy{static_cast<size_t>(&unit - m_units.data()),
+        pinnedZeros(length, gradient.scalar_type()), c10::Event(c10::DeviceType::CUDA)};
+    copy.staging.copy_(gradient.reshape({-1}), /*non_blocking=*/true);
+    copy.done.record(at::accelerator::getCurrentStream(gradient.device().index()));
+    m_hostCopies.push_back(std::move(copy));
+}
+
+void FlatParameters::drainHostGradients()
+{
+    torch::NoGradGuard noGrad;
+    for (HostCopy& copy : m_hostCopies) {
+        copy.done.synchronize();
+        m_units[copy.unit].masterGradients.add_(copy.staging);
+    }
+    m_hostCopies.clear();
+}
+
+torch::Tensor FlatParameters::masterAsModel(const Unit& unit, bool fresh) const
+{
+    const bool same = unit.master.scalar_type() == unit.values.scalar_type()
+        && unit.master.device() == unit.values.device();
+    if (same && !fresh)
+        return unit.master;
+    return unit.master.to(unit.values.options(), /*non_blocking=*/false, /*copy=*/true);
 }
 
 void FlatParameters::zeroGradients()
@@ -196,7 +258,7 @@ void FlatParameters::copyMasterToModel()
     torch::NoGradGuard noGrad;
     for (Unit& unit : m_units) {
         if (unit.masterSeparate)
-            unit.values.copy_(unit.master);
+            unit.values.copy_(unit.master, /*non_blocking=*/m_offloaded);
     }
 }
 
@@ -229,6 +291,7 @@ void keepLarger(ResidentStateBytes& peak, const ResidentStateBytes& now)
     peak.parameters = std::max(peak.parameters, now.parameters);
     peak.gradients = std::max(peak.gradients, now.gradients);
     peak.master = std::max(peak.master, now.master);
+    peak.masterOnHost = now.masterOnHost;
 }
 
 } // namespace
@@ -293,6 +356,7 @@ ResidentStateBytes FlatParameters::residentBytes() const
         count(unit.master, bytes.master);
         count(unit.masterGradients, bytes.master);
     }
+    bytes.masterOnHost = m_offloaded;
     return bytes;
 }
 

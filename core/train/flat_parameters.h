@@ -1,5 +1,6 @@
 #pragma once
 
+#include <c10/core/Event.h>
 #include <torch/torch.h>
 
 #include <string>
@@ -37,6 +38,7 @@ struct ResidentStateBytes {
     std::int64_t parameters = 0; // model-precision values
     std::int64_t gradients = 0; // model-precision gradients
     std::int64_t master = 0; // master weights and their gradients, when separate
+    bool masterOnHost = false; // offloaded: `master` (and the optimizer) is host memory
 };
 
 // The trainable parameters of a model laid out in flat buffers, one per unit
@@ -54,13 +56,21 @@ struct ResidentStateBytes {
 //
 // Inside a unit, parameters that take weight decay come first: elements
 // [0, decayCount) of the unit.
+//
+// Offload (a model on a GPU): the master weights, their gradients and so the
+// optimizer's moments live in pinned host memory. Gradients leave the GPU by
+// asynchronous copies as soon as each unit's are final (they overlap the rest
+// of backward) and are added on the host when drained; updated weights return
+// by asynchronous copies the next forward waits for in stream order.
 class FlatParameters {
 public:
     // `initialMaster`, when given, holds the exact starting value of each
     // parameter in at least the master precision (e.g. the fp32 weights a
     // bf16 model was rounded from), in the order of `parameters`.
+    // `offloadMaster` takes effect for parameters on a GPU only.
     FlatParameters(std::vector<TrainableParameter> parameters, torch::ScalarType masterType,
-        const std::vector<torch::Tensor>& initialMaster = {}, ShardSpec shard = {});
+        const std::vector<torch::Tensor>& initialMaster = {}, ShardSpec shard = {},
+        bool offloadMaster = false);
 
     struct Segment {
         std::string name;
@@ -101,6 +111,7 @@ public:
     std::int64_t numel() const { return m_numel; }
     torch::ScalarType masterType() const { return m_masterType; }
     torch::ScalarType modelType() const { return m_modelType; }
+    bool offloaded() const { return m_offloaded; }
 
     // One parameter's master value, shaped like the parameter. Only without
     // sharding (a sharded run gathers the whole unit first).
@@ -109,9 +120,20 @@ public:
     // After each micro-batch's backward: add the model-precision gradient
     // into the master gradient and zero it (nothing to do when they are one
     // buffer). Units with sharded gradients are reduced by the data-parallel
-    // engine instead and are skipped.
+    // engine instead and are skipped. Offloaded, the gradients are staged to
+    // the host and accumulateGradients drains them.
     void accumulateGradients();
     void accumulateUnitGradients(Unit& unit);
+    // Offload: starts copying `gradient` (on the GPU; the unit's whole
+    // gradient, or this rank's reduced shard) to the host, to be added into
+    // the unit's master gradient by drainHostGradients(), which waits for
+    // every copy started. The GPU tensor may be reused once this returns.
+    void stageGradientToHost(Unit& unit, const torch::Tensor& gradient);
+    void drainHostGradients();
+    // The unit's master values in the model's dtype on the model's device:
+    // the master itself where that is the same tensor type and `fresh` is
+    // false, else a new tensor (what an all-gather sends).
+    torch::Tensor masterAsModel(const Unit& unit, bool fresh) const;
     void zeroGradients();
     // Sum of squares of this rank's master gradients, in double.
     double localGradientSquares() const;
@@ -149,6 +171,13 @@ private:
     std::vector<Unit> m_units;
     ShardSpec m_shard;
     ResidentStateBytes m_peak;
+    struct HostCopy {
+        size_t unit = 0;
+        torch::Tensor staging; // pinned host memory, the gradient's dtype
+        c10::Event done; // recorded on the GPU stream after the copy
+    };
+    std::vector<HostCopy> m_hostCopies; // offload: gradient copies in flight
+    bool m_offloaded = false;
     std::int64_t m_numel = 0;
     torch::ScalarType m_masterType = torch::kFloat;
     torch::ScalarType m_modelType = torch::kFloat;

@@ -30,7 +30,9 @@ std::vector<double> lastLogits(LlamaForCausalLm& model, const torch::Tensor& ids
 {
     const torch::Tensor hidden = model.hiddenStates(ids, &cache);
     const torch::Tensor logits =
-        model.logitsFrom(hidden.select(1, hidden.size(1) - 1)).to(torch::kDouble).contiguous();
+        model.logitsFrom(hidden.select(1, hidden.size(1) - 1))
+            .to(torch::kCPU, torch::kDouble)
+            .contiguous();
     const double* data = logits.data_ptr<double>();
     return std::vector<double>(data, data + logits.numel());
 }

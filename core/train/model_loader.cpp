@@ -3,7 +3,6 @@
 #include "safetensors/tensor_store.h"
 #include "safetensors/writer.h"
 #include "train/llama_model.h"
-#include "train/torch_compat.h"
 
 #include <map>
 
@@ -181,10 +180,6 @@ Status saveWeights(LlamaForCausalLm& model, const std::string& path, ComputeDTyp
 Result<std::shared_ptr<LlamaForCausalLm>> loadCausalLm(
     const std::string& modelDir, ComputeDType dtype)
 {
-    if (dtype == ComputeDType::Float16 && !compat::cpuHalfMatmulSupported())
-        return Error::at(modelDir, "",
-            "float16 compute is not available on the CPU in this LibTorch",
-            "use bf16 or fp32 (float16 weights are converted on load)");
     const Result<LlamaConfig> config = loadLlamaConfig(modelDir);
     if (!config)
         return config.error();

@@ -4,7 +4,8 @@ namespace tb::train {
 
 using config::Sharding;
 
-common::Result<ParallelContext> ParallelContext::join(const config::RunConfig& config)
+common::Result<ParallelContext> ParallelContext::join(
+    const config::RunConfig& config, const c10::Device& device)
 {
     auto environment = dist::readRankEnvironment();
     if (!environment)
@@ -15,8 +16,7 @@ common::Result<ParallelContext> ParallelContext::join(const config::RunConfig& c
     if (!environment->distributed())
         return context;
     dist::RendezvousOptions options;
-    options.backend =
-        config.device == config::Device::Cuda ? dist::Backend::Nccl : dist::Backend::Gloo;
+    options.backend = device.is_cuda() ? dist::Backend::Nccl : dist::Backend::Gloo;
     options.timeoutSeconds = config.distributed.timeoutSeconds;
     auto world = dist::rendezvous(*environment, options);
     if (!world)

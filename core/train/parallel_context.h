@@ -16,8 +16,9 @@ class ParallelContext {
 public:
     // Reads the rank environment and, when WORLD_SIZE > 1, joins the job
     // (rendezvous within distributed.timeout_seconds) and makes the groups
-    // distributed.sharding needs.
-    static common::Result<ParallelContext> join(const config::RunConfig& config);
+    // distributed.sharding needs: NCCL for a rank on a GPU, else Gloo.
+    static common::Result<ParallelContext> join(
+        const config::RunConfig& config, const c10::Device& device);
 
     bool distributed() const { return m_world.has_value(); }
     int rank() const { return m_environment.rank; }

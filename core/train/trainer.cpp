@@ -3,6 +3,7 @@
 #include "train/checkpoint.h"
 #include "train/model_loader.h"
 #include "train/staging_directory.h"
+#include "train/training_device.h"
 #include "train/training_run.h"
 
 #include <filesystem>
@@ -52,7 +53,13 @@ common::Result<TrainOutcome> setUpAndRun(
         return Error::at(runDir, "", "the run folder already holds checkpoints",
             "pass --resume to continue that run, or choose another output.dir");
 
-    auto joined = ParallelContext::join(config);
+    const auto environment = dist::readRankEnvironment();
+    if (!environment)
+        return environment.error();
+    const auto device = selectTrainingDevice(config, environment->localRank);
+    if (!device)
+        return device.error();
+    auto joined = ParallelContext::join(config, *device);
     if (!joined)
         return joined.error();
     ParallelContext context = std::move(joined).value();
@@ -75,7 +82,7 @@ common::Result<TrainOutcome> setUpAndRun(
     if (!events)
         return events.error();
 
-    auto session = buildSession(config, options, context.shardSpec(), rank);
+    auto session = buildSession(config, options, context.shardSpec(), rank, *device);
     if (!session && options.stopRequested && options.stopRequested->load()) {
         // Asked to stop while loading or preparing data: nothing was trained.
         (*events)->write(metrics::EventType::RunEnd,

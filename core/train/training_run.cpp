@@ -7,6 +7,7 @@
 #include "train/lr_schedule.h"
 #include "train/model_loader.h"
 #include "train/process_memory.h"
+#include "train/training_device.h"
 
 #include <cmath>
 #include <filesystem>
@@ -24,6 +25,22 @@ std::string hostName()
 {
     char name[256] = {};
     return ::gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string();
+}
+
+// A GPU run reports its caching allocator (what torch.cuda reports); a CPU
+// run, which has no allocator of its own, its resident memory.
+void fillMemory(metrics::StepRecord& record, const ProcessMemory& process, const c10::Device& device)
+{
+    const DeviceMemory gpu = deviceMemory(device);
+    if (!device.is_cuda()) {
+        record.memAllocatedBytes = process.residentBytes;
+        record.memPeakBytes = process.peakResidentBytes;
+        return;
+    }
+    record.memAllocatedBytes = gpu.allocatedBytes;
+    record.memPeakBytes = gpu.peakAllocatedBytes;
+    record.memReservedBytes = gpu.reservedBytes;
+    record.memPeakReservedBytes = gpu.peakReservedBytes;
 }
 
 } // namespace
@@ -72,7 +89,8 @@ void TrainingRun::writeRunStart(bool resumed)
         {"pid", static_cast<long long>(::getpid())},
         {"total_steps", m_totalSteps}, {"threads", computeThreads()},
         {"train_rows", m_session->data.train.size()},
-        {"validation_rows", m_session->data.validation.size()}};
+        {"validation_rows", m_session->data.validation.size()},
+        {"device", describeDevice(m_session->device)}};
     if (resumed)
         fields["resumed_from_step"] = m_step;
     if (m_context.distributed()) {
@@ -97,9 +115,6 @@ void TrainingRun::warnAboutParallelSettings()
     if (!m_context.distributed() && d.sharding != config::Sharding::Ddp)
         warn("distributed.sharding " + std::string(config::toString(d.sharding))
             + " has no effect in a single process (WORLD_SIZE is 1)");
-    if (d.offload != config::Offload::None && m_config.device == config::Device::Cpu)
-        warn("distributed.offload " + std::string(config::toString(d.offload))
-            + " has no effect: with device cpu the states already live in CPU memory");
 }
 
 // What this rank holds of the training state, and what it sent (docs/EVENTS.md).
@@ -107,7 +122,8 @@ void TrainingRun::addStateFields(json& fields)
 {
     const ResidentStateBytes bytes = m_session->parameters->peakResidentBytes();
     fields["state_bytes"] = {{"parameters", bytes.parameters}, {"gradients", bytes.gradients},
-        {"master", bytes.master}, {"optimizer", m_session->optimizer->residentBytes()}};
+        {"master", bytes.master}, {"optimizer", m_session->optimizer->residentBytes()},
+        {"master_on_host", bytes.masterOnHost}};
     m_session->parameters->resetPeakResidentBytes();
     if (m_parallel) {
         const dist::CommunicationStats now = m_parallel->stats();
@@ -157,6 +173,7 @@ common::Result<TrainOutcome> TrainingRun::run(const std::string& resumeDir)
     // Step events report the peak of training, not of loading (a bf16 run
     // reads the fp32 weights first).
     resetPeakResidentMemory();
+    resetDevicePeakMemory(m_session->device);
     const auto loopStart = Clock::now();
     try {
         if (m_options.exportOnly) {
@@ -210,8 +227,7 @@ common::Result<TrainOutcome> TrainingRun::run(const std::string& resumeDir)
                 record.samples = result.samples;
                 record.stepSeconds = stepSeconds;
                 record.tokensPerSecond = static_cast<double>(stepTokens) / stepSeconds;
-                record.memAllocatedBytes = memory.residentBytes;
-                record.memPeakBytes = memory.peakResidentBytes;
+                fillMemory(record, memory, m_session->device);
                 json fields = record.toFields();
                 addStateFields(fields);
                 emit(metrics::EventType::Step, std::move(fields));

@@ -6,8 +6,7 @@
 #include "train/model_loader.h"
 #include "train/nf4.h"
 #include "train/peft_adapter.h"
-
-#include <ATen/CPUGeneratorImpl.h>
+#include "train/training_device.h"
 
 #include <algorithm>
 #include <set>
@@ -93,7 +92,7 @@ common::Status prepareTrainableModel(TrainingSession& session,
                 item.value().copy_(source[item.key()]);
         }
         session.totalParameters = base->config().parameterCount();
-        session.dropoutGenerator = at::detail::createCPUGenerator(data::deriveSeed(
+        session.dropoutGenerator = makeGenerator(session.device, data::deriveSeed(
             config.training.seed, kDropoutStream + static_cast<std::uint64_t>(rank) * 1000));
         if (config.method == config::Method::Qlora)
             session.quantizedBytes = quantizeProjections(*model, *base);
@@ -117,6 +116,9 @@ common::Status prepareTrainableModel(TrainingSession& session,
             }
             freezeAllButLora(*model);
         }
+        // Built on the CPU (quantised from the fp32 base there), trained on
+        // the session's device; NF4 codes move as buffers.
+        model->to(session.device);
 
         std::vector<TrainableParameter> trainables;
         std::vector<torch::Tensor> initial;
@@ -132,8 +134,12 @@ common::Status prepareTrainableModel(TrainingSession& session,
                 initial.push_back(baseValues[item.key()]);
             session.trainableParameters += item.value().numel();
         }
-        session.parameters = std::make_unique<FlatParameters>(
-            std::move(trainables), masterTypeOf(config.precision), initial, shard);
+        // Offload moves the master and optimizer states to the host; with
+        // sharded parameters (ZeRO-3, FSDP) nothing of a unit stays on the
+        // GPU between uses, so optimizer+params needs nothing more.
+        session.parameters = std::make_unique<FlatParameters>(std::move(trainables),
+            masterTypeOf(config.precision), initial, shard,
+            config.distributed.offload != config::Offload::None);
         const config::TrainingConfig& t = config.training;
         session.optimizer = std::make_unique<FlatAdamW>(*session.parameters,
             AdamWSettings{t.adamBeta1, t.adamBeta2, t.adamEpsilon, t.weightDecay});
@@ -147,15 +153,12 @@ common::Status prepareTrainableModel(TrainingSession& session,
     return common::Ok{};
 }
 
-common::Result<std::unique_ptr<TrainingSession>> buildSession(
-    const config::RunConfig& config, const TrainerOptions& options, ShardSpec shard, int rank)
+common::Result<std::unique_ptr<TrainingSession>> buildSession(const config::RunConfig& config,
+    const TrainerOptions& options, ShardSpec shard, int rank, const c10::Device& device)
 {
     auto session = std::make_unique<TrainingSession>();
     session->config = config;
-    if (config.device == config::Device::Cuda)
-        return Error::at(config.model, "device",
-            "cuda was asked for, but this build trains on the CPU only",
-            "set device: cpu (the CUDA path is not built or tested yet)");
+    session->device = device;
 
     report(options, "tokenizer " + config.tokenizer);
     auto tokenizer = tokenizer::Tokenizer::load(config.tokenizer);

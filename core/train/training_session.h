@@ -24,6 +24,7 @@ class LlamaForCausalLm;
 // dropout draws from.
 struct TrainingSession {
     config::RunConfig config;
+    c10::Device device = c10::Device(c10::DeviceType::CPU); // where the model trains
     std::optional<tokenizer::Tokenizer> tokenizer;
     data::PreparedData data;
     std::int32_t padId = 0;
@@ -49,13 +50,16 @@ torch::ScalarType masterTypeOf(config::Precision precision);
 // quantises the base projections to NF4 first), freezes and flattens the
 // trainable parameters. `progress` hears "Setup" messages.
 // `shard` splits the trainable states across a shard group; `rank` picks
-// this rank's dropout stream (the LoRA initialisation is the same on all).
+// this rank's dropout stream (the LoRA initialisation is the same on all);
+// `device` is selectTrainingDevice's choice.
 common::Result<std::unique_ptr<TrainingSession>> buildSession(const config::RunConfig& config,
-    const TrainerOptions& options, ShardSpec shard = {}, int rank = 0);
+    const TrainerOptions& options, ShardSpec shard = {}, int rank = 0,
+    const c10::Device& device = c10::Device(c10::DeviceType::CPU));
 
 // The model part alone, for tests and benchmarks: LoRA/QLoRA/freezing and
 // flat parameters over an already built fp32 model `base` (whose weights are
-// the masters' starting values). `model` receives the compute-dtype model.
+// the masters' starting values), moved to session.device. `model` receives
+// the compute-dtype model.
 common::Status prepareTrainableModel(TrainingSession& session,
     const std::shared_ptr<LlamaForCausalLm>& base, const std::string& initAdapter = {},
     ShardSpec shard = {}, int rank = 0);

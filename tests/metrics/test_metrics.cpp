@@ -186,7 +186,7 @@ private slots:
         QTest::addColumn<QString>("host"); // the caller's host
         QTest::addColumn<QString>("commandLine"); // of that pid there
         QTest::addColumn<QString>("expected"); // empty: stoppable
-        const QString trainer = "/usr/bin/tunebench-cli train run.yaml";
+        const QString trainer = "/usr/bin/tunebench-trainer train run.yaml";
         QTest::newRow("running here") << QStringList{"start", "s1"} << "4242" << "node0" << trainer << "";
         QTest::newRow("nothing read") << QStringList{} << "4242" << "node0" << trainer
                                       << "no run_start";

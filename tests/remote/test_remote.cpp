@@ -163,8 +163,8 @@ private slots:
             << base + "gpu NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"
             << "node7 96 cpus, 0 GPUs (nvidia-smi: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.), 0 trainers";
         QTest::newRow("two trainers")
-            << base + "nogpu nvidia-smi not found\ntrainer 4242 /usr/bin/tunebench-cli train a.yaml\n"
-                      "trainer 4243 /usr/bin/tunebench-cli train a.yaml\n"
+            << base + "nogpu nvidia-smi not found\ntrainer 4242 /usr/bin/tunebench-trainer train a.yaml\n"
+                      "trainer 4243 /usr/bin/tunebench-trainer train a.yaml\n"
             << "node7 96 cpus, 0 GPUs (nvidia-smi not found), 2 trainers";
         QTest::newRow("unknown line ignored") << base + "motd welcome\n"
                                               << "node7 96 cpus, 0 GPUs (), 0 trainers";

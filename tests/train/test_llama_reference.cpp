@@ -3,7 +3,6 @@
 #include "train/llama_model.h"
 #include "train/model_loader.h"
 #include "train/text_documents.h"
-#include "train/torch_compat.h"
 #include "train_test_util.h"
 
 #include "safetensors/tensor_store.h"
@@ -123,16 +122,10 @@ private slots:
             expected[0][-1].argmax().item<std::int64_t>());
 
         auto half = loadCausalLm(sharedModelDir(), ComputeDType::Float16);
-        if (!compat::cpuHalfMatmulSupported()) {
-            QVERIFY(!half.ok());
-            QVERIFY(QString::fromStdString(half.error().toString())
-                        .contains("float16 compute is not available"));
-        } else {
-            QVERIFY(half.ok());
-            const double halfWorst = maxAbsDiff((*half)->forward(ids(m_prompt)), expected);
-            qInfo("fp16 compute: max |logit - fp64| = %.3g", halfWorst);
-            QVERIFY(halfWorst <= 0.06);
-        }
+        QVERIFY(half.ok());
+        const double halfWorst = maxAbsDiff((*half)->forward(ids(m_prompt)), expected);
+        qInfo("fp16 compute: max |logit - fp64| = %.3g", halfWorst);
+        QVERIFY(halfWorst <= 0.06);
     }
 
     void reducedPrecisionFilesConvertOnLoad_data()

@@ -1,14 +1,11 @@
 #pragma once
 
-// Everything that differs between LibTorch 1.13 and 2.x in c10d, in one place
-// (LIBTORCH.md, "c10d"): in 2.0 the concrete groups became subclasses of
-// `Backend` instead of `ProcessGroup`. The collective methods we call have the
-// same names and arguments on both, so the rest of core/dist only sees
-// GroupHandle and WorkHandle.
+// The c10d types the rest of core/dist holds, and two helpers for its
+// messages and timeouts. The concrete groups (Gloo, NCCL) are c10d::Backend
+// subclasses in LibTorch 2.x.
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#include <torch/version.h>
 
 #ifdef USE_C10D_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
@@ -17,14 +14,9 @@
 #include <chrono>
 #include <string>
 
-namespace tb::dist::compat {
+namespace tb::dist {
 
-#if TORCH_VERSION_MAJOR >= 2
-using GroupBase = c10d::Backend;
-#else
-using GroupBase = c10d::ProcessGroup;
-#endif
-using GroupHandle = c10::intrusive_ptr<GroupBase>;
+using GroupHandle = c10::intrusive_ptr<c10d::Backend>;
 using WorkHandle = c10::intrusive_ptr<c10d::Work>;
 using StoreHandle = c10::intrusive_ptr<c10d::Store>;
 
@@ -35,11 +27,11 @@ inline std::chrono::milliseconds toMilliseconds(double seconds)
 
 // The message of a LibTorch exception without the C++ backtrace c10::Error
 // appends (it would bury the one line a user needs).
-inline std::string describe(const std::exception& error)
+inline std::string describeTorchError(const std::exception& error)
 {
     if (const auto* torchError = dynamic_cast<const c10::Error*>(&error))
         return torchError->what_without_backtrace();
     return error.what();
 }
 
-} // namespace tb::dist::compat
+} // namespace tb::dist

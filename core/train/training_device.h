@@ -1,0 +1,44 @@
+#pragma once
+
+#include "common/error.h"
+#include "config/run_config.h"
+
+#include <ATen/core/Generator.h>
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <string>
+
+// Which device a rank trains on, and what its caching allocator holds.
+// Written against LibTorch's device-generic API (at::accelerator, the CUDA
+// hooks), so the same code compiles with the CPU and the CUDA wheel and
+// finds the GPU at run time.
+namespace tb::train {
+
+// config.device with `auto` resolved (CUDA when LibTorch sees a GPU), and a
+// rank's GPU: cuda:LOCAL_RANK, made the current device (NCCL and the
+// allocator follow it). Refuses what cannot run: cuda with no GPU visible,
+// more local ranks than GPUs, CPU offload on the CPU.
+common::Result<c10::Device> selectTrainingDevice(const config::RunConfig& config, int localRank);
+
+// "cpu", or "cuda:0" with the GPU count, for logs and run_start.
+std::string describeDevice(const c10::Device& device);
+
+// The CUDA caching allocator's figures for `device` (torch.cuda.memory_allocated,
+// memory_reserved and their peaks); all -1 on the CPU, which has no such
+// allocator (process_memory.h gives resident memory there).
+struct DeviceMemory {
+    std::int64_t allocatedBytes = -1;
+    std::int64_t reservedBytes = -1;
+    std::int64_t peakAllocatedBytes = -1;
+    std::int64_t peakReservedBytes = -1;
+};
+DeviceMemory deviceMemory(const c10::Device& device);
+// Starts the peaks again from the current figures (no-op on the CPU).
+void resetDevicePeakMemory(const c10::Device& device);
+
+// A generator of its own on `device` seeded with `seed`: the per-rank
+// dropout stream must live where the dropout masks are drawn.
+at::Generator makeGenerator(const c10::Device& device, std::uint64_t seed);
+
+} // namespace tb::train
