@@ -78,7 +78,7 @@ python_env() {
     [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
     local requirements=("torch==$version")
     for file in "$@"; do requirements+=(-r "$file"); done
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check "${requirements[@]}"
+    "$venv/bin/python" -m pip install -q --no-compile --disable-pip-version-check "${requirements[@]}"
     echo "$wanted" >"$stamp"
 }
 

@@ -75,14 +75,18 @@ public:
         return track("all-reduce", [&] { return m_group->allreduce(tensors, options); });
     }
 
-    // The collective writes the output's memory directly, below autograd, so
-    // its version counter stays as it was (communicator.h).
     Work allGather(torch::Tensor output, torch::Tensor input) override
     {
         checkAllGatherArguments(output, input, size());
         m_stats.allGather(output, size());
         torch::Tensor flatOutput = output.detach().view(-1);
         torch::Tensor flatInput = input.detach().view(-1);
+        // Gloo copies into the output with ordinary tensor ops, which would
+        // bump its version counter (shared with the parameters autograd saved
+        // from it: FSDP's re-gather). The backend runs the work with the
+        // issuing thread's dispatch state, so issuing it below the
+        // ADInplaceOrView layer keeps the counter where it was (communicator.h).
+        at::AutoDispatchBelowADInplaceOrView belowAutograd;
         return track(
             "all-gather", [&] { return m_group->_allgather_base(flatOutput, flatInput); });
     }

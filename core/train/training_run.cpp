@@ -141,11 +141,30 @@ void TrainingRun::finish(RunStatus status, const std::string& message)
     json fields = {{"status", std::string(runStatusName(status))}, {"steps", m_step}};
     if (!message.empty())
         fields["message"] = message;
-    emit(metrics::EventType::RunEnd, std::move(fields));
+    tryEmit(metrics::EventType::RunEnd, std::move(fields));
     m_events->sync();
+    if (!m_eventsError.empty()) {
+        m_outcome.status = RunStatus::Failed;
+        m_outcome.message = m_eventsError;
+    }
 }
 
 common::Result<TrainOutcome> TrainingRun::run(const std::string& resumeDir)
+{
+    // What fails outside the loop's own handling (an event that cannot be
+    // written while resuming) ends the run as failed too; a lost rank during
+    // the resume is the caller's to explain.
+    const auto start = Clock::now();
+    try {
+        return resumeAndTrain(resumeDir);
+    } catch (const dist::CommunicationError&) {
+        throw;
+    } catch (const std::exception& e) {
+        return fail(e.what(), start);
+    }
+}
+
+common::Result<TrainOutcome> TrainingRun::resumeAndTrain(const std::string& resumeDir)
 {
     const config::TrainingConfig& t = m_config.training;
     if (!resumeDir.empty()) {
@@ -168,14 +187,14 @@ common::Result<TrainOutcome> TrainingRun::run(const std::string& resumeDir)
     const LrSchedule schedule(
         t.schedule, t.learningRate, warmupStepsFor(t, m_totalSteps), m_totalSteps);
 
-    writeRunStart(!resumeDir.empty());
-    warnAboutParallelSettings();
     // Step events report the peak of training, not of loading (a bf16 run
     // reads the fp32 weights first).
     resetPeakResidentMemory();
     resetDevicePeakMemory(m_session->device);
     const auto loopStart = Clock::now();
     try {
+        writeRunStart(!resumeDir.empty());
+        warnAboutParallelSettings();
         if (m_options.exportOnly) {
             // Consolidates a (possibly sharded) checkpoint, at any world size.
             if (auto status = exportResults(); !status)

@@ -50,6 +50,7 @@ public:
     common::Result<TrainOutcome> run(const std::string& resumeDir);
 
 private:
+    common::Result<TrainOutcome> resumeAndTrain(const std::string& resumeDir);
     bool stopRequested() const
     {
         const bool here = m_options.stopRequested && m_options.stopRequested->load();
@@ -68,9 +69,23 @@ private:
             who.barrier = [this] { m_context.barrier(); };
         return who;
     }
+    // A run whose events cannot be written (disk full, folder removed) must
+    // not go on unseen: the first failed write ends it as failed, with the
+    // reason; nothing more is written after it.
     void emit(metrics::EventType type, nlohmann::json fields)
     {
-        m_events->write(type, std::move(fields));
+        if (!tryEmit(type, std::move(fields)))
+            throw std::runtime_error(m_eventsError);
+    }
+    bool tryEmit(metrics::EventType type, nlohmann::json fields)
+    {
+        if (!m_eventsError.empty())
+            return false;
+        if (auto status = m_events->write(type, std::move(fields)); !status) {
+            m_eventsError = "cannot write the run's events: " + status.error().toString();
+            return false;
+        }
+        return true;
     }
     void progress(TrainerProgress item)
     {
@@ -97,7 +112,7 @@ private:
     void finish(RunStatus status, const std::string& message);
     TrainOutcome fail(const std::string& message, Clock::time_point loopStart)
     {
-        emit(metrics::EventType::Error, {{"message", message}});
+        tryEmit(metrics::EventType::Error, {{"message", message}});
         finish(RunStatus::Failed, message);
         m_outcome.seconds = secondsSince(loopStart);
         return m_outcome;
@@ -107,6 +122,7 @@ private:
     const TrainerOptions& m_options;
     const config::RunConfig& m_config;
     std::unique_ptr<metrics::EventWriter> m_events;
+    std::string m_eventsError; // the first failed write: the run ends there
     ParallelContext& m_context;
     std::unique_ptr<DataParallel> m_parallel; // when distributed
     dist::CommunicationStats m_lastCommunication;

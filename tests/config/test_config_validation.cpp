@@ -123,7 +123,7 @@ private slots:
                                        << "expected fp32, bf16-mixed or bf16" << 4;
         QTest::addRow("bad device") << base + "device: gpu\n"
                                     << "device"
-                                    << "expected cpu or cuda" << 4;
+                                    << "expected cpu, cuda or auto" << 4;
         QTest::addRow("checkpointing not bool") << base + "activation_checkpointing: maybe\n"
                                                 << "activation_checkpointing"
                                                 << "expected true or false" << 4;

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <QDir>
 #include <QElapsedTimer>
 #include <QProcess>
 #include <QTemporaryDir>
@@ -11,6 +12,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <unistd.h>
 
 // tunebench-cli train as a user (or a launcher) runs it: every recipe end to
 // end, bit-identical resume after SIGKILL, graceful stop on SIGTERM, and
@@ -129,6 +131,8 @@ private slots:
         QVERIFY2(run.err.contains("step    2/2  loss "), qPrintable(run.err));
         const auto all = events(runDir);
         QCOMPARE(ofType(all, "run_start").size(), size_t(1));
+        // The recipes say device: auto, which is the CPU on a machine without a GPU.
+        QCOMPARE(ofType(all, "run_start").front()["device"].get<std::string>(), std::string("cpu"));
         const auto steps = ofType(all, "step");
         QCOMPARE(steps.size(), size_t(2));
         for (const char* field : {"loss", "lr", "grad_norm", "tokens", "samples", "step_seconds",
@@ -136,6 +140,8 @@ private slots:
             QVERIFY2(steps.back().contains(field), field);
         QVERIFY(steps.back()["mem_peak_bytes"].get<double>()
             >= steps.back()["mem_allocated_bytes"].get<double>());
+        QVERIFY(!steps.back().contains("mem_reserved_bytes")); // a GPU allocator's figure
+        QCOMPARE(steps.back()["state_bytes"]["master_on_host"].get<bool>(), false);
         QVERIFY(ofType(all, "eval").size() >= 2); // before and after
         QCOMPARE(ofType(all, "checkpoint").size(), size_t(1));
         QCOMPARE(all.back()["type"].get<std::string>(), std::string("run_end"));
@@ -270,6 +276,33 @@ private slots:
         QVERIFY(ended < ofType(events(first), "eval").front()["loss"].get<double>());
     }
 
+    // The run folder on a small tmpfs that is full but for the one page the
+    // saved config.yaml takes: the first event cannot be written. The run
+    // must end at once, failed, saying why on stderr, and never hang.
+    void aRunThatCannotWriteItsEventsFails()
+    {
+        if (::geteuid() != 0)
+            QSKIP("mounting a tmpfs for the run folder needs root (CI runs as root)");
+        QTemporaryDir dir;
+        const std::string config = writeConfig(dir, "lora", "method: lora\n");
+        const QString mount = dir.filePath("small");
+        QVERIFY(QDir().mkpath(mount));
+        const QString script =
+            "mount -t tmpfs -o size=256k tmpfs \"$1\" || exit 99; "
+            "dd if=/dev/zero of=\"$1/fill\" bs=4k 2>/dev/null; "
+            "truncate -s -4096 \"$1/fill\"; "
+            "exec \"$2\" train \"$3\" --output \"$1/run\" --max-steps 2 --threads 1";
+        QProcess process;
+        process.start("unshare", {"--mount", "--propagation", "private", "sh", "-c", script, "sh",
+                                     mount, kCli, QString::fromStdString(config)});
+        QVERIFY(process.waitForFinished(120000));
+        const QString err = QString::fromUtf8(process.readAllStandardError());
+        QVERIFY2(process.exitCode() != 99, qPrintable("could not mount a tmpfs: " + err));
+        QCOMPARE(process.exitCode(), 1);
+        QVERIFY2(err.contains("cannot write the run's events"), qPrintable(err));
+        QVERIFY2(err.contains("No space left on device"), qPrintable(err));
+    }
+
     void badInputExitsWithUsageStatus_data()
     {
         QTest::addColumn<QString>("yaml");
@@ -283,6 +316,16 @@ private slots:
         QTest::addRow("missing model folder")
             << QString::fromStdString("model: /nonexistent/model\ndata: {train: " + kDemo + "}\n")
             << "/nonexistent/model";
+        // Offload moves states off a GPU: on the CPU it is refused, never ignored.
+        QTest::addRow("offload on the cpu") << QString::fromStdString("model: " + kModel
+            + "\ndata: {train: " + kDemo + "}\ndevice: cpu\n"
+              "distributed: {sharding: zero2, offload: optimizer}\n")
+                                            << "distributed.offload";
+        // This machine has no GPU (the tests run on the CPU wheel).
+        QTest::addRow("cuda without a gpu")
+            << QString::fromStdString(
+                   "model: " + kModel + "\ndata: {train: " + kDemo + "}\ndevice: cuda\n")
+            << "cuda was asked for, but LibTorch";
     }
 
     void badInputExitsWithUsageStatus()

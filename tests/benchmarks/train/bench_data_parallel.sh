@@ -126,9 +126,8 @@ cat <<'EOF'
 
 tokens/s: rank 0's figure for the whole job (all ranks' tokens / step time); "vs 1 rank" is its ratio
   to the one-process run. comm: bytes rank 0 sent per step as the trainer counts them (ring: all-reduce
-  2(n-1)/n, all-gather / reduce-scatter (n-1)/n of the full buffer); Gloo on the CPU emulates
-  reduce-scatter with an all-reduce, so the bytes on the wire are higher than counted for the sharded
-  strategies. planner: docs/PLANNER.md 5.3 for the same configuration (fp32: 4-byte weights and
+  2(n-1)/n, all-gather / reduce-scatter (n-1)/n of the full buffer); bench_wire_bytes.sh holds them
+  against the bytes Gloo really sends. planner: docs/PLANNER.md 5.3 for the same configuration (fp32: 4-byte weights and
   gradients). state: the most any rank held per kind during a step (P parameters, G gradients,
   M separate master weights + master gradients, O AdamW moments), KiB; planner: its per-GPU model
   states (weights + gradients + optimizer, + ZeRO-3's gathered-layer buffer).
