@@ -79,6 +79,28 @@ std::string figureValue(const plan::Figure& f)
     return formatCount(f.value) + (f.unit.empty() ? "" : " " + f.unit);
 }
 
+// The components in order, each peak's subtotal after its last component:
+// allocated (torch.cuda.max_memory_allocated), then reserved
+// (max_memory_reserved); device used is the total.
+void printMemory(std::ostream& out, const plan::PlanResult& r, bool explain)
+{
+    auto subtotal = [&](plan::PeakLevel level, const char* measuredBy) {
+        row(out, "= " + std::string(plan::peakLabel(level)), formatBytes(r.peaks.at(level)),
+            measuredBy);
+    };
+    plan::PeakLevel shown = plan::PeakLevel::Allocated;
+    for (const plan::MemoryComponent& c : r.memory) {
+        const plan::PeakLevel level = plan::peakLevel(c.key);
+        if (shown == plan::PeakLevel::Allocated && level != shown)
+            subtotal(plan::PeakLevel::Allocated, "torch.cuda.max_memory_allocated");
+        if (shown != plan::PeakLevel::Device && level == plan::PeakLevel::Device)
+            subtotal(plan::PeakLevel::Reserved, "torch.cuda.max_memory_reserved");
+        shown = level;
+        row(out, c.label, formatBytes(c.bytes));
+        because(out, explain, c.explanation, c.source);
+    }
+}
+
 } // namespace
 
 void printPlan(
@@ -104,13 +126,11 @@ void printPlan(
         << ", " << plan::toString(in.loss) << " loss\n\n";
 
     out << "Memory per GPU\n";
-    for (const plan::MemoryComponent& c : r.memory) {
-        row(out, c.label, formatBytes(c.bytes));
-        because(out, explain, c.explanation, c.source);
-    }
+    printMemory(out, r, explain);
     const double usedPercent = r.usableBytes > 0 ? 100.0 * r.perGpuBytes / r.usableBytes : 0;
-    row(out, "Total", formatBytes(r.perGpuBytes),
-        "of " + formatBytes(r.usableBytes) + " usable (" + formatFixed(usedPercent, 0) + " %)");
+    row(out, "= Device used (total)", formatBytes(r.perGpuBytes),
+        "of " + formatBytes(r.usableBytes) + " usable (" + formatFixed(usedPercent, 0)
+            + " %); nvidia-smi");
     if (r.fits)
         out << "  FITS with " << formatBytes(r.headroomBytes) << " headroom\n";
     else if (r.headroomBytes < 0)

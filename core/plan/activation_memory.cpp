@@ -7,8 +7,8 @@
 #include <algorithm>
 
 // Memory that lives for one step: activations (per tensor, for Llama-style
-// blocks), attention scores, logits and loss buffers, and the overhead the
-// CUDA runtime and PyTorch's allocator add. docs/PLANNER.md, 4.3 to 4.7.
+// blocks), attention scores, logits and loss buffers. docs/PLANNER.md, 4.3
+// to 4.6.
 namespace tb::plan::detail {
 
 namespace {
@@ -80,9 +80,7 @@ LayerActivations layerActivations(const PlanContext& ctx)
 
 void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b)
 {
-    PlanResult& r = b.result;
     const double a = ctx.act;
-    const double W = ctx.world;
     // Activations
     const LayerActivations layer = layerActivations(ctx);
     const double L = double(ctx.model.numLayers);
@@ -156,30 +154,6 @@ void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b)
               << " chunks, full logits never exist";
         l << " = " << Bytes{logits};
     }
-
-    // Overhead
-    const double contextBytes =
-        (ctx.in.cudaContextGiB > 0 ? ctx.in.cudaContextGiB
-                                   : kCudaContextGiB + (W > 1 ? kNcclGiB : 0))
-        * common::kGiB;
-    if (auto* c = b.add("cuda_context", MemoryCategory::Overhead, "CUDA context and libraries",
-            contextBytes, kSrcContext);
-        c && ctx.explain)
-        Line(c->explanation)
-            << (ctx.in.cudaContextGiB > 0 ? "given: "
-                                          : "CUDA context + cuBLAS/cuDNN workspaces 0.5 GiB")
-            << (ctx.in.cudaContextGiB == 0 && W > 1 ? " + NCCL communicator buffers 0.25 GiB" : "")
-            << " = " << Bytes{contextBytes};
-    double dynamic = 0;
-    for (const MemoryComponent& c : r.memory)
-        if (c.category == MemoryCategory::Activations || c.category == MemoryCategory::Logits
-            || c.category == MemoryCategory::Buffers)
-            dynamic += c.bytes;
-    if (auto* c = b.add("allocator_slack", MemoryCategory::Overhead, "Allocator fragmentation",
-            kAllocatorFraction * dynamic, kSrcAllocator);
-        c && ctx.explain)
-        Line(c->explanation) << "5% of the short-lived allocations (activations, logits, buffers: "
-                             << Bytes{dynamic} << ") reserved but unusable = " << Bytes{c->bytes};
 }
 
 } // namespace tb::plan::detail

@@ -312,10 +312,10 @@ void computeMemory(const PlanContext& ctx, PlanResult& r)
             r.modelStatesBytes += c.bytes;
 
     addTransientMemory(ctx, b);
+    addDeviceOverhead(ctx, b);
 
-    double total = 0;
-    for (const MemoryComponent& c : r.memory)
-        total += c.bytes;
+    r.peaks = peaksOf(r.memory);
+    const double total = r.peaks.deviceUsed;
     r.perGpuBytes = total;
     r.usableBytes = ctx.gpu.usableBytes() * ctx.gpuFraction;
     r.headroomBytes = r.usableBytes - total;

@@ -27,8 +27,12 @@ struct MemoryBuilder {
     }
 };
 
-// Activations, eager attention scores, logits and loss, CUDA context and
-// allocator slack, appended to the builder's result.
+// Activations, eager attention scores, logits and loss, appended to the
+// builder's result.
 void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b);
+
+// What the caching allocator reserves beyond the allocations, and what the
+// CUDA runtime and NCCL hold outside it (device_overhead.cpp).
+void addDeviceOverhead(const PlanContext& ctx, MemoryBuilder& b);
 
 } // namespace tb::plan::detail

@@ -2,7 +2,8 @@
 
 // Sources cited by the memory model's explanations, and the framework
 // defaults it assumes; docs/PLANNER.md gives each in full. Shared by the
-// model-states half (memory_model.cpp) and the transients (activation_memory.cpp).
+// model-states half (memory_model.cpp), the transients (activation_memory.cpp)
+// and the device overhead (device_overhead.cpp).
 namespace tb::plan::detail {
 
 inline constexpr const char* kSrcZero =
@@ -24,8 +25,11 @@ inline constexpr const char* kSrcLoss = "docs/PLANNER.md, Logits: HF ForCausalLM
                                         "CEWithChunkedOutputLoss / Liger fused CE";
 inline constexpr const char* kSrcContext =
     "non-PyTorch memory in CUDA OOM reports (about 0.5 GiB, docs/PLANNER.md)";
-inline constexpr const char* kSrcAllocator =
-    "PyTorch caching allocator: reserved but unallocated (docs/PLANNER.md)";
+inline constexpr const char* kSrcAllocator = "PyTorch CUDA caching allocator: "
+                                             "max_memory_reserved - max_memory_allocated "
+                                             "(docs/PLANNER.md 4.7)";
+inline constexpr const char* kSrcNccl = "NCCL buffers (NCCL_BUFFSIZE 4 MiB per channel and "
+                                        "peer); an assumption (docs/PLANNER.md 4.7)";
 inline constexpr const char* kSrcOptimizer =
     "docs/PLANNER.md, Optimizer states (Adam, bnb 8-bit, SGD, Adafactor)";
 

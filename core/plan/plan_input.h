@@ -108,6 +108,7 @@ struct PlanInput {
     // Calibration overrides (0: the GPU preset's documented value).
     double utilisationOverride = 0.0; // achievable fraction of dense peak
     double cudaContextGiB = 0.0; // CUDA context + library workspaces per GPU
+    double allocatorOverhead = 0.0; // reserved beyond allocated, as a fraction of transients
 
     std::int64_t trainingTokens() const; // dataset tokens x epochs
 };

@@ -46,12 +46,15 @@ json planResultToJson(const PlanInput& input, const PlanResult& r)
     for (int c = 0; c < kMemoryCategoryCount; ++c)
         perGpu[std::string(categoryKey(MemoryCategory(c)))] =
             wholeBytes(r.categoryBytes(MemoryCategory(c)));
+    for (PeakLevel level : {PeakLevel::Allocated, PeakLevel::Reserved, PeakLevel::Device})
+        perGpu[std::string(peakKey(level))] = wholeBytes(r.peaks.at(level));
     perGpu["total"] = wholeBytes(r.perGpuBytes);
     out["per_gpu_bytes"] = perGpu;
     json components = json::array();
     for (const MemoryComponent& m : r.memory)
         components.push_back({{"key", m.key}, {"category", categoryKey(m.category)},
-            {"label", m.label}, {"bytes", wholeBytes(m.bytes)}, {"explanation", m.explanation},
+            {"peak", peakKey(peakLevel(m.key))}, {"label", m.label},
+            {"bytes", wholeBytes(m.bytes)}, {"explanation", m.explanation},
             {"source", m.source}});
     out["components"] = components;
     out["fits"] = r.fits;

@@ -89,6 +89,7 @@ common::Result<PlanInput> parsePlanYaml(std::string_view yaml, const std::string
         YamlFields c(calibration, origin, "calibration", &problems);
         in.utilisationOverride = c.number("utilisation", false, 0, 1).value_or(0);
         in.cudaContextGiB = c.number("cuda_context_gib", false, 0, 64).value_or(0);
+        in.allocatorOverhead = c.number("allocator_overhead", false, 0, 1).value_or(0);
         c.finish();
     }
     f.finish();
@@ -146,6 +147,7 @@ std::string planToYaml(const PlanInput& in)
     out << YAML::Key << "calibration" << YAML::Value << YAML::BeginMap;
     out << YAML::Key << "utilisation" << YAML::Value << in.utilisationOverride;
     out << YAML::Key << "cuda_context_gib" << YAML::Value << in.cudaContextGiB;
+    out << YAML::Key << "allocator_overhead" << YAML::Value << in.allocatorOverhead;
     out << YAML::EndMap;
     out << YAML::EndMap;
     return "# Tunebench plan (docs/PLANNER.md, Plan files)\n" + std::string(out.c_str()) + "\n";

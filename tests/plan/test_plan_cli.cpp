@@ -66,10 +66,20 @@ private slots:
                  "step_seconds", "components", "figures", "hours", "cost_usd", "scaling"})
             QVERIFY2(j.contains(key), key);
         long long sum = 0;
-        for (const auto& [key, value] : j["per_gpu_bytes"].items())
-            if (key != "total")
-                sum += value.get<long long>();
-        QVERIFY(std::llabs(sum - j["per_gpu_bytes"]["total"].get<long long>()) <= 8);
+        const nlohmann::json& perGpu = j["per_gpu_bytes"];
+        for (const char* key :
+            {"weights", "gradients", "optimizer", "activations", "logits", "buffers", "overhead"})
+            sum += perGpu[key].get<long long>();
+        QVERIFY(std::llabs(sum - perGpu["total"].get<long long>()) <= 8);
+        // The three peaks nest, and the total is the device's figure.
+        const long long allocated = perGpu["peak_allocated"].get<long long>();
+        const long long reserved = perGpu["peak_reserved"].get<long long>();
+        QVERIFY(allocated > 0 && allocated < reserved);
+        QVERIFY(reserved < perGpu["device_used"].get<long long>());
+        QCOMPARE(perGpu["device_used"], perGpu["total"]);
+        for (const nlohmann::json& c : j["components"])
+            QVERIFY(c["peak"] == "peak_allocated" || c["peak"] == "peak_reserved"
+                || c["peak"] == "device_used");
     }
 
     void recommendJson()

@@ -123,6 +123,26 @@ private slots:
         }
     }
 
+    // The bar marks the three peaks where the planner puts them, and names them.
+    void marksTheThreePeaks_data()
+    {
+        QTest::addColumn<int>("level");
+        QTest::addRow("allocated") << int(plan::PeakLevel::Allocated);
+        QTest::addRow("reserved") << int(plan::PeakLevel::Reserved);
+        QTest::addRow("device used") << int(plan::PeakLevel::Device);
+    }
+    void marksTheThreePeaks()
+    {
+        QFETCH(int, level);
+        PlannerPage page;
+        const auto peak = static_cast<plan::PeakLevel>(level);
+        const double bytes = page.result()->peaks.at(peak);
+        QCOMPARE(page.breakdownChart()->peakMarkGiB(peak), bytes / common::kGiB);
+        QVERIFY2(page.breakdownChart()->peaksText().contains(
+                     QString::fromStdString(common::formatBytes(bytes))),
+                 qPrintable(page.breakdownChart()->peaksText()));
+    }
+
     void hoverTextExplainsComponents()
     {
         PlannerPage page;
