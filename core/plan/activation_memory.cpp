@@ -43,18 +43,22 @@ LayerActivations layerActivations(const PlanContext& ctx)
         act.attention += 4 * t * double(m.numHeads);
     if (m.qkNorm)
         act.attention += (4 + (full ? a : 0)) * t * (qd + kvd);
-    // The norm output feeds q/k/v: saved when their weights train, or when a
-    // LoRA A matrix reads it directly (no dropout).
-    if (full || (!dropout && (tg.q || tg.k || tg.v)))
+    // A linear layer's input is saved when its weight trains, or when a LoRA
+    // A matrix reads it directly (no dropout). bitsandbytes' 4-bit matmul
+    // saves its input for backward even for a frozen weight
+    // (MatMul4Bit.forward keeps (A, B)), so QLoRA saves every block input.
+    const bool savesInputs = full || ctx.qlora;
+    // The norm output feeds q/k/v.
+    if (savesInputs || (!dropout && (tg.q || tg.k || tg.v)))
         act.attention += a * t * h;
 
     if (m.mlp == model::MlpKind::Gated)
         act.mlp = 3 * a * t * f; // gate out (SiLU input), SiLU out, up out (the product's inputs)
     else
         act.mlp = a * t * f; // up out (GELU input)
-    if (full || (!dropout && (tg.gate || tg.up)))
+    if (savesInputs || (!dropout && (tg.gate || tg.up)))
         act.mlp += a * t * h; // second norm's output, read by gate/up
-    if (full || (!dropout && tg.down))
+    if (savesInputs || (!dropout && tg.down))
         act.mlp += a * t * f; // down_proj's input
 
     if (ctx.lora) {
@@ -128,7 +132,10 @@ void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b)
     double logits = 0;
     switch (ctx.in.loss) {
     case LossMode::FullFp32:
-        logits = 12 * tv;
+        // At log-softmax's backward: the 16-bit logits (the model output
+        // keeps them), the saved fp32 log-probs, the incoming fp32 gradient
+        // and the fp32 gradient it produces.
+        logits = (a + 12) * tv;
         break;
     case LossMode::Chunked:
         logits = (a + 4) * tv + 8 * tv / k;
@@ -143,8 +150,10 @@ void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b)
         l << Count{t} << " tokens x " << Count{double(ctx.model.vocabSize)}
           << " vocab = " << Count{tv} << " logits; ";
         if (ctx.in.loss == LossMode::FullFp32)
-            l << "whole batch upcast: fp32 logits 4 B + fp32 log-softmax 4 B + fp32 gradient 4 B = "
-                 "12 B each";
+            l << Fixed{a, 0} << " B " << ctx.actName
+              << " logits kept by the model output + whole batch upcast: fp32 log-softmax 4 B "
+                 "+ its fp32 incoming and outgoing gradients 4 B + 4 B = "
+              << Fixed{a + 12, 0} << " B each";
         else if (ctx.in.loss == LossMode::Chunked)
             l << Fixed{a, 0} << " B " << ctx.actName
               << " logits + 4 B fp32 log-probs kept for backward + 8 B fp32 work for 1 of "

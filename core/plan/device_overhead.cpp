@@ -49,12 +49,17 @@ void addOutsideAllocator(const PlanContext& ctx, MemoryBuilder& b)
                              << Bytes{context};
     if (ctx.world <= 1)
         return;
+    // NCCL's memory grows with its channels and peers (NVIDIA/nccl#986);
+    // these are measured totals for one process group.
+    const double groupMiB = ctx.world == 2 ? kNcclPairMiB : kNcclGroupMiB;
+    const double netMiB = ctx.nodes > 1 ? kNcclNetMiB : 0;
     if (auto* c = b.add("nccl_buffers", MemoryCategory::Overhead, "NCCL communicator buffers",
-            kNcclGiB * common::kGiB, kSrcNccl);
+            (groupMiB + netMiB) * common::kMiB, kSrcNccl);
         c && ctx.explain)
-        Line(c->explanation) << "NCCL's own device buffers for the process group, outside "
-                                "PyTorch's allocator: "
-                             << Bytes{c->bytes};
+        Line(c->explanation) << "NCCL's own device buffers for a process group of " << ctx.world
+                             << " GPUs, outside PyTorch's allocator: " << Fixed{groupMiB, 0}
+                             << " MiB" << (netMiB > 0 ? " + 512 MiB NET buffer across nodes" : "")
+                             << " = " << Bytes{c->bytes};
 }
 
 } // namespace

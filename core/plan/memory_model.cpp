@@ -143,6 +143,39 @@ double rootParams(const PlanContext& ctx)
     return double(ctx.counts.embedding + ctx.counts.lmHead + ctx.counts.finalNorm);
 }
 
+// One GPU without accumulation: zero_grad(set_to_none=True), PyTorch's
+// default, frees the gradients after each step, and backward creates them
+// as it frees the activations. At the start of backward, when activations
+// and logits peak, only the first module's gradients exist (lm_head's, or
+// the last layer's adapters). That moment is the peak unless the gradients
+// outweigh the transients, in which case the optimizer step is, with all
+// gradients and no activations (the full count stays, an upper bound).
+void gradientsAtPeak(const PlanContext& ctx, PlanResult& r)
+{
+    if (ctx.world > 1 || ctx.in.gradAccum > 1)
+        return;
+    MemoryComponent* grads = nullptr;
+    double transients = 0;
+    for (MemoryComponent& c : r.memory) {
+        if (c.key == "gradients")
+            grads = &c;
+        if (c.category == MemoryCategory::Activations || c.category == MemoryCategory::Logits
+            || c.category == MemoryCategory::Buffers)
+            transients += c.bytes;
+    }
+    if (!grads)
+        return;
+    const double firstParams = ctx.full ? double(ctx.counts.largestLayer) : ctx.loraPerLayer;
+    const double first = std::min(grads->bytes, firstParams * grads->bytes / ctx.trainable);
+    if (transients < grads->bytes - first)
+        return;
+    if (ctx.explain)
+        grads->explanation += "; only the first module's gradients, " + common::formatBytes(first)
+            + ", exist at the peak (one GPU, no accumulation: set_to_none frees them each step "
+              "and backward creates them as activations are freed)";
+    grads->bytes = first;
+}
+
 } // namespace
 
 void computeMemory(const PlanContext& ctx, PlanResult& r)
@@ -312,6 +345,7 @@ void computeMemory(const PlanContext& ctx, PlanResult& r)
             r.modelStatesBytes += c.bytes;
 
     addTransientMemory(ctx, b);
+    gradientsAtPeak(ctx, r);
     addDeviceOverhead(ctx, b);
 
     r.peaks = peaksOf(r.memory);

@@ -28,8 +28,9 @@ inline constexpr const char* kSrcContext =
 inline constexpr const char* kSrcAllocator = "PyTorch CUDA caching allocator: "
                                              "max_memory_reserved - max_memory_allocated "
                                              "(docs/PLANNER.md 4.7)";
-inline constexpr const char* kSrcNccl = "NCCL buffers (NCCL_BUFFSIZE 4 MiB per channel and "
-                                        "peer); an assumption (docs/PLANNER.md 4.7)";
+inline constexpr const char* kSrcNccl =
+    "measured NCCL memory outside PyTorch: 544 / 688 MB per GPU for 2 / more GPUs on A100 "
+    "NVLink (NVIDIA/nccl#964); 512 MiB NET proxy buffer across nodes (NVIDIA/nccl#2363)";
 inline constexpr const char* kSrcOptimizer =
     "docs/PLANNER.md, Optimizer states (Adam, bnb 8-bit, SGD, Adafactor)";
 
@@ -37,7 +38,9 @@ inline constexpr double kDeepSpeedReduceBucket = 5e8; // reduce_bucket_size defa
 inline constexpr double kDeepSpeedPrefetchBucket =
     5e7; // stage3_prefetch_bucket_size default (elements)
 inline constexpr double kCudaContextGiB = 0.5;
-inline constexpr double kNcclGiB = 0.25;
+inline constexpr double kNcclPairMiB = 544; // a process group of two GPUs
+inline constexpr double kNcclGroupMiB = 688; // three or more
+inline constexpr double kNcclNetMiB = 512; // the NET transport's shared buffer, across nodes
 inline constexpr double kAllocatorFraction = 0.05;
 
 } // namespace tb::plan::detail

@@ -134,7 +134,7 @@ inline tb::plan::PlanInput inputOf(const std::map<std::string, std::string>& f, 
     in.gradientCheckpointing = ckpt == "true";
     in.microBatch = int(number(f.at("micro_batch"), line, "micro_batch"));
     in.seqLen = int(number(f.at("seq_len"), line, "seq_len"));
-    in.gradAccum = 1;
+    in.gradAccum = int(number(f.at("grad_accum"), line, "grad_accum"));
     in.attention = parsed(
         parseAttention(f.at("attention")), line, "attention", f.at("attention"), "sdpa or eager");
     in.loss = parsed(parseLossMode(f.at("loss")), line, "loss", f.at("loss"), "a loss mode");

@@ -220,6 +220,32 @@ private slots:
         QVERIFY(!plan::estimatePlan(in, spec, gpu).component("attn_scores"));
     }
 
+    // One GPU without accumulation: gradients are not resident at the
+    // activation peak; with accumulation, or with more GPUs, they are.
+    void gradientsAtThePeak_data()
+    {
+        QTest::addColumn<int>("gradAccum");
+        QTest::addColumn<int>("gpus");
+        QTest::addColumn<bool>("allResident");
+        QTest::addRow("1 GPU, no accumulation") << 1 << 1 << false;
+        QTest::addRow("1 GPU, accumulation 4") << 4 << 1 << true;
+        QTest::addRow("2 GPUs, no accumulation") << 1 << 2 << true;
+    }
+    void gradientsAtThePeak()
+    {
+        QFETCH(int, gradAccum);
+        QFETCH(int, gpus);
+        QFETCH(bool, allResident);
+        plan::PlanInput in = fullInput(Sharding::Ddp, gpus, 1);
+        in.gradAccum = gradAccum;
+        in.microBatch = 4;
+        in.gradientCheckpointing = false;
+        const model::ModelSpec& spec = presetModel("SmolLM2-360M");
+        const plan::PlanResult r = plan::estimatePlan(in, spec, presetGpu("H100-SXM"));
+        const double all = 2.0 * model::countParameters(spec).total; // bf16 gradients
+        QCOMPARE(r.component("gradients")->bytes == all, allResident);
+    }
+
     void lossModes()
     {
         const model::ModelSpec& spec = presetModel("Llama-3-8B"); // 128k vocabulary
@@ -236,7 +262,7 @@ private slots:
         in.loss = plan::LossMode::Fused;
         const double fused =
             plan::estimatePlan(in, spec, presetGpu("A100-80GB-SXM")).component("logits")->bytes;
-        QCOMPARE(full, 12 * tokensTimesVocab);
+        QCOMPARE(full, (2 + 12) * tokensTimesVocab);
         QCOMPARE(chunked, (2 + 4) * tokensTimesVocab + 8 * tokensTimesVocab / 8);
         QCOMPARE(fused, (2 + 4 + 4) * tokensTimesVocab / 8);
         QVERIFY(full > chunked && chunked > fused);
