@@ -1,6 +1,7 @@
 #include "plan_report.h"
 
 #include "common/units.h"
+#include "plan/cpu_device.h"
 
 #include <algorithm>
 #include <iomanip>
@@ -64,8 +65,9 @@ std::string figureValue(const plan::Figure& f)
                            : formatFixed(f.value, 2) + " s";
     if (f.unit == "FLOP")
         return formatCount(f.value);
-    if (f.unit == "TFLOP/s")
-        return formatFixed(f.value, 1) + " TFLOP/s";
+    if (f.unit == "TFLOP/s") // a CPU's rate reads better in GFLOP/s
+        return f.value < 1 ? formatFixed(f.value * 1000, 1) + " GFLOP/s"
+                           : formatFixed(f.value, 1) + " TFLOP/s";
     if (f.unit == "USD")
         return formatMoney(f.value);
     if (f.unit == "h")
@@ -130,7 +132,7 @@ void printPlan(
     const double usedPercent = r.usableBytes > 0 ? 100.0 * r.perGpuBytes / r.usableBytes : 0;
     row(out, "= Device used (total)", formatBytes(r.perGpuBytes),
         "of " + formatBytes(r.usableBytes) + " usable (" + formatFixed(usedPercent, 0)
-            + " %); nvidia-smi");
+            + " %); " + (r.gpuId == plan::kCpuDeviceId ? "resident memory" : "nvidia-smi"));
     if (r.fits)
         out << "  FITS with " << formatBytes(r.headroomBytes) << " headroom\n";
     else if (r.headroomBytes < 0)

@@ -38,6 +38,20 @@ void addAllocatorReserve(const PlanContext& ctx, MemoryBuilder& b)
                              << (ctx.in.allocatorOverhead > 0 ? " (calibrated)" : "");
 }
 
+// Resident memory of a trainer process beyond its tensors: the binary and
+// LibTorch's libraries and threads. Measured: 302 MiB peak RSS for a 4 MiB
+// model on one rank (docs/DISTRIBUTED_BENCHMARKS.md).
+void addProcessRuntime(const PlanContext& ctx, MemoryBuilder& b)
+{
+    const bool given = ctx.in.cudaContextGiB > 0;
+    const double bytes = given ? ctx.in.cudaContextGiB * common::kGiB : kProcessRuntimeMiB * common::kMiB;
+    if (auto* c = b.add("process_runtime", MemoryCategory::Overhead, "Process and LibTorch",
+            bytes, kSrcProcess);
+        c && ctx.explain)
+        Line(c->explanation) << (given ? "given: " : "a trainer process's resident memory beyond its tensors: ")
+                             << Bytes{bytes};
+}
+
 void addOutsideAllocator(const PlanContext& ctx, MemoryBuilder& b)
 {
     const bool given = ctx.in.cudaContextGiB > 0;
@@ -47,7 +61,7 @@ void addOutsideAllocator(const PlanContext& ctx, MemoryBuilder& b)
         c && ctx.explain)
         Line(c->explanation) << (given ? "given: " : "CUDA context + cuBLAS/cuDNN workspaces ")
                              << Bytes{context};
-    if (ctx.world <= 1)
+    if (ctx.world <= 1 || ctx.gpu.isCpu)
         return;
     // NCCL's memory grows with its channels and peers (NVIDIA/nccl#986);
     // these are measured totals for one process group.
@@ -66,6 +80,12 @@ void addOutsideAllocator(const PlanContext& ctx, MemoryBuilder& b)
 
 void addDeviceOverhead(const PlanContext& ctx, MemoryBuilder& b)
 {
+    // On a CPU, tensors come from the C allocator (no cache to fragment) and
+    // there is no CUDA context or NCCL: the process itself is what is left.
+    if (ctx.gpu.isCpu) {
+        addProcessRuntime(ctx, b);
+        return;
+    }
     addAllocatorReserve(ctx, b);
     addOutsideAllocator(ctx, b);
 }

@@ -38,6 +38,9 @@ inline constexpr double kDeepSpeedReduceBucket = 5e8; // reduce_bucket_size defa
 inline constexpr double kDeepSpeedPrefetchBucket =
     5e7; // stage3_prefetch_bucket_size default (elements)
 inline constexpr double kCudaContextGiB = 0.5;
+inline constexpr const char* kSrcProcess =
+    "peak RSS of a one-rank run of a 4 MiB model, docs/DISTRIBUTED_BENCHMARKS.md";
+inline constexpr double kProcessRuntimeMiB = 298; // 302 MiB RSS - 4 MiB of model states
 inline constexpr double kNcclPairMiB = 544; // a process group of two GPUs
 inline constexpr double kNcclGroupMiB = 688; // three or more
 inline constexpr double kNcclNetMiB = 512; // the NET transport's shared buffer, across nodes

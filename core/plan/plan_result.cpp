@@ -6,7 +6,8 @@ PeakLevel peakLevel(std::string_view componentKey)
 {
     if (componentKey == "allocator_slack")
         return PeakLevel::Reserved;
-    if (componentKey == "cuda_context" || componentKey == "nccl_buffers")
+    if (componentKey == "cuda_context" || componentKey == "nccl_buffers"
+        || componentKey == "process_runtime")
         return PeakLevel::Device;
     return PeakLevel::Allocated;
 }

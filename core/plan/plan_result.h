@@ -19,7 +19,8 @@ std::string_view categoryLabel(MemoryCategory c); // "Weights", ..., "CUDA conte
 // colours): weights, master_weights, quant_constants, lora_weights,
 // weights_full (FSDP SHARD_GRAD_OP's gathered copy), gradients, optimizer,
 // activations, attn_scores, logits, gather_buffers, comm_buckets,
-// allocator_slack, cuda_context, nccl_buffers. Zero-byte components are left out.
+// allocator_slack, cuda_context, nccl_buffers, process_runtime (CPU plans).
+// Zero-byte components are left out.
 struct MemoryComponent {
     std::string key;
     MemoryCategory category = MemoryCategory::Weights;
