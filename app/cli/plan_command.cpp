@@ -83,6 +83,8 @@ ArgParser makeParser()
     p.addOption("max-nodes", "N", "largest node count --recommend may use (default 16)");
     p.addOption("time-budget", "HOURS", "--recommend: reject options slower than this");
     p.addOption("max-usd-per-hour", "USD", "--recommend: reject options dearer per hour");
+    p.addFlag("runnable-only",
+        "--recommend: only GPUs Tunebench's own trainer runs on (NVIDIA, CUDA 13)");
     p.addFlag("json", "one JSON object on stdout (docs/PLAN_JSON.md)");
     p.addOption("presets", "DIR", "presets folder (default: found automatically)");
     p.addFlag("list-models", "list the model presets and exit");
@@ -221,6 +223,7 @@ common::Result<plan::RecommendOptions> recommendOptions(const ArgParser& p)
     TB_INT("max-nodes", options.maxNodes, 1, 16);
     TB_REAL("time-budget", options.timeBudgetHours, 1e-6, 1e7);
     TB_REAL("max-usd-per-hour", options.maxUsdPerHour, 1e-6, 1e9);
+    options.trainerRunnableOnly = p.isSet("runnable-only");
     if (options.rankBy == plan::RankBy::CheapestWithinBudget && options.timeBudgetHours <= 0)
         return Error{"plan: --rank-by budget needs --time-budget HOURS", {}};
     return options;

@@ -200,12 +200,16 @@ void printRecommendation(std::ostream& out, const plan::Recommendation& rec,
                 << formatFixed(100.0 * o.perGpuBytes / std::max(1.0, o.usableBytes), 0) << "%"
                 << std::setw(13) << formatFixed(o.tokensPerSecond, 0) << std::setw(12)
                 << formatDuration(o.hours * 3600) << std::setw(12) << formatMoney(o.costUsd);
+            if (!o.trainer.runs)
+                out << "  [not Tunebench's trainer: " << o.trainer.reason << "]";
             for (const std::string& note : o.notes)
                 out << "  " << note;
             out << "\n";
         }
         if (rows < rec.options.size())
             out << "  ... " << rec.options.size() - rows << " more (--explain lists all)\n";
+        if (!options.trainerRunnableOnly)
+            out << "  (--runnable-only keeps the GPUs Tunebench's own trainer runs on)\n";
     }
     // One line per VM size: the strategies that failed and why, the closest
     // miss first, so 38 sizes x 7 strategies stay readable.

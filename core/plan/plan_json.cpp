@@ -91,7 +91,8 @@ json recommendationToJson(const Recommendation& rec)
             {"gpu_usable_bytes", wholeBytes(o.usableBytes)},
             {"tokens_per_second", finite(o.tokensPerSecond)}, {"hours", finite(o.hours)},
             {"usd_per_hour", finite(o.usdPerHour)}, {"cost_usd", finite(o.costUsd)},
-            {"notes", o.notes}});
+            {"notes", o.notes}, {"tunebench_trainer", o.trainer.runs},
+            {"tunebench_trainer_reason", o.trainer.reason}});
     json rejected = json::array();
     for (const RejectedOption& r : rec.rejected)
         rejected.push_back(

@@ -283,6 +283,22 @@ private slots:
         QVERIFY(filter->rowCount() > bestOnly);
         QCOMPARE(filter->rowCount(), page.recommendationModel()->rowCount());
 
+        // Options Tunebench's trainer cannot run (MI300X) are marked, and hidden on request.
+        const auto trainerRunsAt = [&](int row) {
+            return filter->index(row, ui::RecommendationModel::Trainer)
+                .data(ui::RecommendationModel::kSortRole)
+                .toBool();
+        };
+        bool anyNotRunnable = false;
+        for (int row = 0; row < filter->rowCount(); ++row)
+            anyNotRunnable = anyNotRunnable || !trainerRunsAt(row);
+        QVERIFY(anyNotRunnable);
+        child<QCheckBox>(&page, "trainerRunnableCheck")->setChecked(true);
+        QVERIFY(filter->rowCount() > 0);
+        for (int row = 0; row < filter->rowCount(); ++row)
+            QVERIFY(trainerRunsAt(row));
+        child<QCheckBox>(&page, "trainerRunnableCheck")->setChecked(false);
+
         child<QSpinBox>(&page, "maxNodesSpin")->setValue(1);
         QVERIFY(filter->rowCount() > 0);
         for (int row = 0; row < filter->rowCount(); ++row)
