@@ -201,14 +201,20 @@ void printRecommendation(std::ostream& out, const plan::Recommendation& rec,
                 << std::setw(13) << formatFixed(o.tokensPerSecond, 0) << std::setw(12)
                 << formatDuration(o.hours * 3600) << std::setw(12) << formatMoney(o.costUsd);
             if (!o.trainer.runs)
-                out << "  [not Tunebench's trainer: " << o.trainer.reason << "]";
+                out << "  [not Tunebench's trainer]";
             for (const std::string& note : o.notes)
                 out << "  " << note;
             out << "\n";
         }
         if (rows < rec.options.size())
             out << "  ... " << rec.options.size() - rows << " more (--explain lists all)\n";
-        if (!options.trainerRunnableOnly)
+        std::map<std::string, std::string> notRunnable;
+        for (size_t i = 0; i < rows; ++i)
+            if (!rec.options[i].trainer.runs)
+                notRunnable[rec.options[i].gpuId] = rec.options[i].trainer.reason;
+        for (const auto& [gpu, reason] : notRunnable)
+            out << "  not Tunebench's trainer: " << gpu << ": " << reason << "\n";
+        if (!notRunnable.empty())
             out << "  (--runnable-only keeps the GPUs Tunebench's own trainer runs on)\n";
     }
     // One line per VM size: the strategies that failed and why, the closest
