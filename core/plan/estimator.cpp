@@ -26,6 +26,7 @@ PlanResult estimatePlan(const PlanInput& input, const model::ModelSpec& model, c
     r.nodes = ctx.nodes;
     r.worldSize = ctx.world;
     r.precision = std::string(toString(ctx.precision));
+    r.calibration = input.calibrationNote;
     if (options.explain) {
         r.warnings = model.warnings;
         for (const std::string& name : ctx.unknownTargets)

@@ -109,6 +109,8 @@ struct PlanInput {
     double utilisationOverride = 0.0; // achievable fraction of dense peak
     double cudaContextGiB = 0.0; // CUDA context + library workspaces per GPU
     double allocatorOverhead = 0.0; // reserved beyond allocated, as a fraction of transients
+    // Set by applyCalibration ("calibrated by 3 runs on H100-SXM"); not saved in plan files.
+    std::string calibrationNote;
 
     std::int64_t trainingTokens() const; // dataset tokens x epochs
 };

@@ -41,6 +41,7 @@ json planResultToJson(const PlanInput& input, const PlanResult& r)
     out["grad_accum"] = input.gradAccum;
     out["params_total"] = r.paramsTotal;
     out["params_trainable"] = r.paramsTrainable;
+    out["calibration"] = r.calibration.empty() ? json(nullptr) : json(r.calibration);
 
     json perGpu = json::object();
     for (int c = 0; c < kMemoryCategoryCount; ++c)

@@ -83,6 +83,7 @@ struct PlanResult {
     int nodes = 1;
     int worldSize = 1;
     std::string precision; // the precision actually planned (toString(Precision))
+    std::string calibration; // "calibrated by 3 runs on H100-SXM", empty when none applies
 
     // Memory per GPU, component by component; the components sum to perGpuBytes.
     std::vector<MemoryComponent> memory;

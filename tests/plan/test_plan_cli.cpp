@@ -20,6 +20,9 @@ class TestPlanCli : public QObject {
         QProcess process;
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert("TUNEBENCH_PRESETS_DIR", TB_SOURCE_DIR "/presets");
+        // No calibration file of the user's, and this machine's CPU figures kept apart.
+        env.insert("TUNEBENCH_CALIBRATION", m_scratch.filePath("calibration.json"));
+        env.insert("XDG_CACHE_HOME", m_scratch.path());
         process.setProcessEnvironment(env);
         process.start(TB_CLI_PATH, QStringList{"plan"} + args);
         if (!process.waitForFinished(60000))
@@ -29,7 +32,22 @@ class TestPlanCli : public QObject {
             QString::fromUtf8(process.readAllStandardError())};
     }
 
+    QTemporaryDir m_scratch;
+
 private slots:
+    // A CPU plan: the device is this machine, its memory the process's.
+    void cpuPlan()
+    {
+        const Run r = plan({"--gpu", "cpu", "--model", "SmolLM2-135M", "--method", "full",
+            "--precision", "fp32", "--json"});
+        QCOMPARE(r.exitCode, 0);
+        const nlohmann::json j = nlohmann::json::parse(r.out.toStdString());
+        QCOMPARE(j["gpu"], "cpu");
+        QCOMPARE(j["per_gpu_bytes"]["peak_allocated"], j["per_gpu_bytes"]["peak_reserved"]);
+        QVERIFY(j["tokens_per_second"].get<double>() > 0);
+        QVERIFY(j["calibration"].is_null());
+    }
+
     void defaultPlan()
     {
         const Run r = plan({});
