@@ -99,6 +99,8 @@ private slots:
         QApplication::setOrganizationName(QStringLiteral("TunebenchTest"));
         QApplication::setApplicationName(QStringLiteral("test_planner_page"));
         QSettings().clear();
+        // No calibration file of the user's: each test sets its own.
+        qputenv("TUNEBENCH_CALIBRATION", QByteArray(TB_BINARY_DIR "/no-calibration.json"));
         m_screenshotDir = QStringLiteral(TB_BINARY_DIR "/screenshots");
         QDir().mkpath(m_screenshotDir);
     }
@@ -141,6 +143,23 @@ private slots:
         QVERIFY2(page.breakdownChart()->peaksText().contains(
                      QString::fromStdString(common::formatBytes(bytes))),
                  qPrintable(page.breakdownChart()->peaksText()));
+    }
+
+    // A plan on a calibrated device applies the calibration and says so.
+    void showsWhenCalibrated()
+    {
+        PlannerPage page;
+        QVERIFY(!page.detailsText().contains(QStringLiteral("Calibrated")));
+        plan::CalibrationRun run;
+        run.plannedTokensPerSecond = 1000;
+        run.measuredTokensPerSecond = 500;
+        run.plannedUtilisation = 0.4;
+        plan::Calibration calibration;
+        calibration.set(plan::calibrateDevice(page.result()->gpuId, {run, run}));
+        page.setCalibration(calibration);
+        QVERIFY2(page.detailsText().contains(QStringLiteral("calibrated by 2 runs on ")),
+                 qPrintable(page.detailsText()));
+        QCOMPARE(page.result()->figure("utilisation")->value, 0.2);
     }
 
     void hoverTextExplainsComponents()
