@@ -226,17 +226,13 @@ void computeMemory(const PlanContext& ctx, PlanResult& r)
                           : "");
             addOptimizer(b, W);
         } else {
-            cpuBytesPerGpu = ctx.trainable * (master + gradPartition + ctx.optimizerBytes) / W;
+            const double part = ctx.trainable / W;
+            cpuBytesPerGpu = pinnedHostBytes(
+                ctx, {part * master, part * gradPartition, part * ctx.optimizerBytes});
             cpuWhat = "ZeRO-Offload: fp32 master, fp32 gradient partition and optimizer states";
         }
-        if (W > 1) {
-            if (auto* c = b.add("comm_buckets", MemoryCategory::Buffers, "Reduce bucket",
-                    std::min(kDeepSpeedReduceBucket, ctx.trainable) * work, kSrcDeepSpeed);
-                c && ctx.explain)
-                Line(c->explanation)
-                    << "reduce_bucket_size min(5e8, " << Count{ctx.trainable} << ") x "
-                    << Fixed{work, 0} << " B = " << Bytes{c->bytes} << " (DeepSpeed default)";
-        }
+        if (W > 1)
+            addZeroBuckets(ctx, b, work);
     } else if (s == Sharding::Zero3) {
         const double gradPartition = ctx.mixed ? 4 : work;
         const bool offOpt = offload != Offload::None;
@@ -249,7 +245,9 @@ void computeMemory(const PlanContext& ctx, PlanResult& r)
             addOptimizer(b, W);
         }
         if (offOpt) {
-            cpuBytesPerGpu = ctx.trainable * (master + gradPartition + ctx.optimizerBytes) / W;
+            const double part = ctx.trainable / W;
+            cpuBytesPerGpu = pinnedHostBytes(
+                ctx, {part * master, part * gradPartition, part * ctx.optimizerBytes});
             cpuWhat = "fp32 master, gradient partition and optimizer states";
             if (offParams) {
                 cpuBytesPerGpu +=
@@ -268,17 +266,7 @@ void computeMemory(const PlanContext& ctx, PlanResult& r)
                                  << Fixed{work, 0} << " B params + " << Fixed{work, 0}
                                  << " B grads) = " << Bytes{c->bytes}
                                  << " (DeepSpeed's 4 x largest_layer_params)";
-        if (W > 1) {
-            const double bytes = std::min(kDeepSpeedPrefetchBucket, ctx.total) * work
-                + std::min(kDeepSpeedReduceBucket, ctx.trainable) * work;
-            if (auto* c = b.add("comm_buckets", MemoryCategory::Buffers,
-                    "Prefetch and reduce buckets", bytes, kSrcDeepSpeed);
-                c && ctx.explain)
-                Line(c->explanation)
-                    << "stage3_prefetch_bucket_size 5e7 + reduce_bucket_size min(5e8, trainable), "
-                       "x "
-                    << Fixed{work, 0} << " B = " << Bytes{bytes} << " (DeepSpeed defaults)";
-        }
+        addZero3Buffers(ctx, b, work);
     } else {
         // FSDP: the persistent copy is the sharded flat parameter in its
         // original dtype (fp32 under mixed precision: it is the master);
@@ -325,13 +313,16 @@ void computeMemory(const PlanContext& ctx, PlanResult& r)
                 l << " = " << Bytes{c->bytes};
             }
         } else {
-            const double bytes = root * a + 2 * layerParams + layerGrads + rootGrads;
+            const int layers = fsdpGatheredLayers(ctx);
+            const double bytes = root * a + layers * layerParams + layerGrads + rootGrads;
             if (auto* c = b.add("gather_buffers", MemoryCategory::Buffers, "FSDP gathered units",
                     bytes, kSrcFsdp);
                 c && ctx.explain)
                 Line(c->explanation)
                     << "root unit (embeddings, lm_head) " << Bytes{root * a}
-                    << " stays gathered + 2 decoder layers (current + prefetched) x "
+                    << " stays gathered + " << layers
+                    << " decoder layer(s) (current, prefetched as backward_prefetch, "
+                       "forward_prefetch and limit_all_gathers allow) x "
                     << Bytes{layerParams} << " + one layer's unsharded gradients "
                     << Bytes{layerGrads} << (rootGrads > 0 ? " + root unit gradients" : "") << " = "
                     << Bytes{bytes};

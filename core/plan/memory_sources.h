@@ -34,9 +34,9 @@ inline constexpr const char* kSrcNccl =
 inline constexpr const char* kSrcOptimizer =
     "docs/PLANNER.md, Optimizer states (Adam, bnb 8-bit, SGD, Adafactor)";
 
-inline constexpr double kDeepSpeedReduceBucket = 5e8; // reduce_bucket_size default (elements)
-inline constexpr double kDeepSpeedPrefetchBucket =
-    5e7; // stage3_prefetch_bucket_size default (elements)
+inline constexpr const char* kSrcDeepSpeedConfig =
+    "DeepSpeed configuration JSON docs: ZeRO bucket sizes, overlap_comm (4.5x the buckets), "
+    "contiguous_gradients, stage3_max_live_parameters";
 inline constexpr double kCudaContextGiB = 0.5;
 inline constexpr const char* kSrcProcess =
     "peak RSS of a one-rank run of a 4 MiB model, docs/DISTRIBUTED_BENCHMARKS.md";
