@@ -119,6 +119,9 @@ int runCalibrate(const ArgParser& p, const plan::Catalog& catalog)
                              ? ", allocator reserve " + formatFixed(device.allocatorOverhead * 100, 1)
                                  + " % of the transients"
                              : std::string())
+                  << (device.runtimeBytes > 0
+                             ? ", runtime beyond the tensors " + formatBytes(device.runtimeBytes)
+                             : std::string())
                   << " (" << device.note() << ")\n";
         calibration.value().set(std::move(device));
     }

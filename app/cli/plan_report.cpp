@@ -122,7 +122,7 @@ void printPlan(
         out << r.nodes << " node(s) x " << r.gpusPerNode << " x " << r.gpuId;
     out << " = " << r.worldSize << " GPU" << (r.worldSize > 1 ? "s" : "") << "\n";
     if (!r.calibration.empty())
-        out << "Calibration: " << r.calibration << " (utilisation and allocator reserve)\n";
+        out << "Calibration: " << r.calibration << " (utilisation, allocator reserve, runtime)\n";
     out << "Batch: micro-batch " << in.microBatch << " x " << in.seqLen << " tokens x "
         << in.gradAccum << " accumulation x " << r.worldSize << " GPU(s); "
         << (in.gradientCheckpointing ? "activation checkpointing per layer" : "no checkpointing")

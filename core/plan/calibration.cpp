@@ -1,6 +1,7 @@
 #include "plan/calibration.h"
 
 #include "common/atomic_file.h"
+#include "common/units.h"
 
 #include <nlohmann/json.hpp>
 
@@ -34,6 +35,7 @@ json runToJson(const CalibrationRun& r)
         {"measured_tokens_per_second", r.measuredTokensPerSecond},
         {"planned_utilisation", r.plannedUtilisation}, {"peak", peakKey(r.peak)},
         {"planned_peak_bytes", r.plannedPeakBytes}, {"measured_peak_bytes", r.measuredPeakBytes},
+        {"planned_allocated_bytes", r.plannedAllocatedBytes},
         {"planned_transient_bytes", r.plannedTransientBytes},
         {"measured_reserve_bytes", r.measuredReserveBytes}};
 }
@@ -67,6 +69,7 @@ CalibrationRun runFromJson(const json& j, const std::string& where)
             r.peak = level;
     r.plannedPeakBytes = field<double>(j, "planned_peak_bytes", where);
     r.measuredPeakBytes = field<double>(j, "measured_peak_bytes", where);
+    r.plannedAllocatedBytes = field<double>(j, "planned_allocated_bytes", where);
     r.plannedTransientBytes = field<double>(j, "planned_transient_bytes", where);
     r.measuredReserveBytes = field<double>(j, "measured_reserve_bytes", where);
     return r;
@@ -103,6 +106,7 @@ CalibrationRun calibrationRun(const PlanResult& plan, double utilisation)
     CalibrationRun r;
     r.plannedTokensPerSecond = plan.tokensPerSecond;
     r.plannedUtilisation = utilisation;
+    r.plannedAllocatedBytes = plan.peaks.allocated;
     r.plannedTransientBytes = plan.categoryBytes(MemoryCategory::Activations)
         + plan.categoryBytes(MemoryCategory::Logits) + plan.categoryBytes(MemoryCategory::Buffers);
     return r;
@@ -112,7 +116,7 @@ DeviceCalibration calibrateDevice(const std::string& gpuId, std::vector<Calibrat
 {
     DeviceCalibration d;
     d.gpuId = gpuId;
-    std::vector<double> utilisations, reserves;
+    std::vector<double> utilisations, reserves, runtimes;
     for (const CalibrationRun& r : runs) {
         // A step that is mostly compute scales with utilisation.
         if (r.plannedTokensPerSecond > 0 && r.measuredTokensPerSecond > 0)
@@ -120,7 +124,10 @@ DeviceCalibration calibrateDevice(const std::string& gpuId, std::vector<Calibrat
                 r.plannedUtilisation * r.measuredTokensPerSecond / r.plannedTokensPerSecond);
         if (r.measuredReserveBytes >= 0 && r.plannedTransientBytes > 0)
             reserves.push_back(r.measuredReserveBytes / r.plannedTransientBytes);
+        if (r.peak == PeakLevel::Device && r.measuredPeakBytes > r.plannedAllocatedBytes)
+            runtimes.push_back(r.measuredPeakBytes - r.plannedAllocatedBytes);
     }
+    d.runtimeBytes = median(runtimes);
     d.utilisation = std::min(1.0, median(utilisations));
     d.allocatorOverhead = std::min(1.0, median(reserves));
     d.runs = std::move(runs);
@@ -140,6 +147,10 @@ std::string applyCalibration(const Calibration& calibration, const std::string& 
     }
     if (input.allocatorOverhead <= 0 && d->allocatorOverhead > 0) {
         input.allocatorOverhead = d->allocatorOverhead;
+        applied = true;
+    }
+    if (input.cudaContextGiB <= 0 && d->runtimeBytes > 0) {
+        input.cudaContextGiB = d->runtimeBytes / common::kGiB;
         applied = true;
     }
     if (applied)
@@ -174,6 +185,7 @@ common::Result<Calibration> loadCalibration(const std::string& path)
             const std::string where = "devices[" + device.gpuId + "]";
             device.utilisation = field<double>(d, "utilisation", where);
             device.allocatorOverhead = field<double>(d, "allocator_overhead", where);
+            device.runtimeBytes = field<double>(d, "runtime_bytes", where);
             for (const json& r : d.at("runs"))
                 device.runs.push_back(runFromJson(r, where + ".runs[]"));
             c.devices.push_back(std::move(device));
@@ -192,7 +204,8 @@ common::Status saveCalibration(const std::string& path, const Calibration& calib
         for (const CalibrationRun& r : d.runs)
             runs.push_back(runToJson(r));
         devices.push_back({{"gpu", d.gpuId}, {"utilisation", d.utilisation},
-            {"allocator_overhead", d.allocatorOverhead}, {"note", d.note()}, {"runs", runs}});
+            {"allocator_overhead", d.allocatorOverhead}, {"runtime_bytes", d.runtimeBytes},
+            {"note", d.note()}, {"runs", runs}});
     }
     std::error_code ignored; // writeFileAtomic names the folder if it is still missing
     std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ignored);

@@ -24,6 +24,7 @@ struct CalibrationRun {
     PeakLevel peak = PeakLevel::Device; // which peak the run measured
     double plannedPeakBytes = 0;
     double measuredPeakBytes = -1; // -1: not measured
+    double plannedAllocatedBytes = 0; // what the plan puts in tensors (peak_allocated)
     double plannedTransientBytes = 0; // activations, logits, buffers: what the reserve scales with
     double measuredReserveBytes = -1; // GPU: peak reserved - peak allocated; -1: unknown
 };
@@ -32,6 +33,9 @@ struct DeviceCalibration {
     std::string gpuId;
     double utilisation = 0; // 0: not calibrated
     double allocatorOverhead = 0; // fraction of the transients; 0: not calibrated
+    // Memory beyond the tensors that device_used shows (a CPU run: the
+    // process and LibTorch); 0: not calibrated.
+    double runtimeBytes = 0;
     std::vector<CalibrationRun> runs;
 
     std::string note() const; // "calibrated by 3 runs on H100-SXM"
@@ -47,13 +51,16 @@ struct Calibration {
 
 // The device's figures from its runs: utilisation scaled by measured over
 // planned tokens/s (median over the runs), the allocator's reserve as the
-// median of measured reserve over planned transients (GPU runs).
+// median of measured reserve over planned transients (GPU runs), the
+// runtime as the median of measured device_used minus planned allocations
+// (runs that measured device_used: CPU runs).
 DeviceCalibration calibrateDevice(const std::string& gpuId, std::vector<CalibrationRun> runs);
 
 // The run's figures from its plan (estimated without calibration) and what it measured.
 CalibrationRun calibrationRun(const PlanResult& plan, double utilisation);
 
-// Sets the input's utilisation and allocator overhead from the calibration
+// Sets the input's utilisation, allocator overhead and runtime (as
+// cuda_context_gib, which a CPU plan counts as its process) from the calibration
 // of its device, unless the input gives them; returns the note, empty when
 // none applies.
 std::string applyCalibration(const Calibration& calibration, const std::string& gpuId,

@@ -1,5 +1,6 @@
 #include "plan_fixture.h"
 
+#include "common/units.h"
 #include "plan/calibration.h"
 
 #include <QTemporaryDir>
@@ -55,6 +56,21 @@ private slots:
                 .arg(measuredOverPlanned.size() == 1 ? "" : "s"));
     }
 
+    // Runs that measured device_used (CPU runs) calibrate what is beyond the tensors.
+    void runtimeFromRuns()
+    {
+        plan::CalibrationRun r = run(1, 1, -1, 0);
+        r.peak = plan::PeakLevel::Device;
+        r.plannedAllocatedBytes = 30e6;
+        r.measuredPeakBytes = 190e6;
+        plan::Calibration c;
+        c.set(plan::calibrateDevice("cpu", {r}));
+        QCOMPARE(c.devices[0].runtimeBytes, 160e6);
+        plan::PlanInput in;
+        plan::applyCalibration(c, "cpu", in);
+        QCOMPARE(in.cudaContextGiB, 160e6 / common::kGiB);
+    }
+
     void allocatorReserveFromRuns()
     {
         const plan::DeviceCalibration d =
@@ -108,7 +124,7 @@ private slots:
         QTemporaryDir dir;
         const std::string path = dir.filePath("calibration.json").toStdString();
         std::ofstream(path) << R"({"schema":"tunebench.calibration/1","devices":[{"gpu":"cpu",
-            "utilisation":"high","allocator_overhead":0,"runs":[]}]})";
+            "utilisation":"high","allocator_overhead":0,"runtime_bytes":0,"runs":[]}]})";
         const common::Result<plan::Calibration> loaded = plan::loadCalibration(path);
         QVERIFY(!loaded.ok());
         const QString message = QString::fromStdString(loaded.error().message);
