@@ -18,6 +18,7 @@ struct CommWindows {
     double micro = 0, windowMicro = 0, collectivesMicro = 0;
     double step = 0, windowStep = 0, collectivesStep = 0;
     double afterStep = 0; // never overlapped (ZeRO-1/2's all-gather of updated weights)
+    double edgesMicro = 0, edgesStep = 0; // exposed whatever the overlap
 };
 
 CommWindows commWindows(const PlanContext& ctx, const Links& link, Communication& c,
@@ -31,11 +32,17 @@ CommWindows commWindows(const PlanContext& ctx, const Links& link, Communication
     const double P = c.parameterBytes;
     const double bw = c.bandwidth;
     const double updatedWeights = ring * ctx.trainable * ctx.act / bw;
+    // The last gradient bucket is reduced after backward ends; sharded
+    // strategies gather the first unit before forward can start and
+    // reduce-scatter the last one after backward, one layer each.
+    const double lastBucket = std::min(G, kDdpBucketBytes) / bw;
+    const double layerEdges = ring * (P + G) / L / bw;
     switch (ctx.in.sharding) {
     case Sharding::Ddp:
         w.step = 2 * ring * G / bw;
         w.collectivesStep = std::ceil(G / kDdpBucketBytes);
         w.windowStep = computeMicro * backwardShare;
+        w.edgesStep = 2 * ring * lastBucket;
         c.pattern = "all-reduce of gradients once per step, overlapped with the last backward";
         break;
     case Sharding::Zero1:
@@ -43,6 +50,7 @@ CommWindows commWindows(const PlanContext& ctx, const Links& link, Communication
         w.collectivesStep = std::ceil(G / kDdpBucketBytes);
         w.windowStep = computeMicro * backwardShare;
         w.afterStep = updatedWeights;
+        w.edgesStep = ring * lastBucket;
         c.pattern = "reduce-scatter of gradients per step (overlapped) + all-gather of updated "
                     "weights after the step";
         break;
@@ -51,6 +59,7 @@ CommWindows commWindows(const PlanContext& ctx, const Links& link, Communication
         w.collectivesMicro = std::ceil(G / kDdpBucketBytes);
         w.windowMicro = computeMicro * backwardShare;
         w.afterStep = updatedWeights;
+        w.edgesMicro = ring * lastBucket;
         c.pattern = "reduce-scatter of gradients every micro-batch (overlapped) + all-gather of "
                     "updated weights after the step";
         break;
@@ -59,6 +68,7 @@ CommWindows commWindows(const PlanContext& ctx, const Links& link, Communication
         w.micro = ring * (2 * P + G) / bw;
         w.collectivesMicro = 3 * L;
         w.windowMicro = computeMicro;
+        w.edgesMicro = layerEdges;
         c.pattern = "all-gather of weights in forward and backward + reduce-scatter of "
                     "gradients, every micro-batch, prefetched under compute";
         break;
@@ -66,6 +76,7 @@ CommWindows commWindows(const PlanContext& ctx, const Links& link, Communication
         w.micro = ring * (P + G) / bw;
         w.collectivesMicro = 2 * L;
         w.windowMicro = computeMicro;
+        w.edgesMicro = layerEdges;
         c.pattern = "one all-gather of weights + reduce-scatter of gradients every micro-batch, "
                     "prefetched under compute";
         break;
@@ -77,6 +88,7 @@ CommWindows commWindows(const PlanContext& ctx, const Links& link, Communication
             + (ctx.nodes > 1 ? 2 * ringN * (G / g) / link.interBytesPerSecond : 0);
         w.collectivesMicro = 3 * L + (ctx.nodes > 1 ? L : 0);
         w.windowMicro = computeMicro;
+        w.edgesMicro = ringG * (P + G) / L / link.intraBytesPerSecond;
         c.pattern = "FULL_SHARD inside the node + all-reduce of gradient shards across nodes, "
                     "every micro-batch";
         break;
@@ -160,8 +172,12 @@ Communication communication(
     w.step += w.collectivesStep * latency;
     const double accum = positive(ctx.in.gradAccum);
     c.total = w.micro * accum + w.step + w.afterStep;
-    c.exposed = std::max(0.0, w.micro - w.windowMicro) * accum
-        + std::max(0.0, w.step - w.windowStep) + w.afterStep;
+    // What overlap can hide is what the compute window leaves, but never
+    // the edges.
+    const double exposedMicro = std::max(w.edgesMicro, w.micro - w.windowMicro);
+    const double exposedStep = std::max(w.edgesStep, w.step - w.windowStep);
+    c.edges = w.edgesMicro * accum + w.edgesStep;
+    c.exposed = std::max(0.0, exposedMicro) * accum + std::max(0.0, exposedStep) + w.afterStep;
     return c;
 }
 
@@ -207,6 +223,11 @@ Dataset dataset(const PlanContext& ctx, double tokensPerStep)
     return d;
 }
 
+double stragglerFraction(int nodes)
+{
+    return nodes > 1 ? kNodeStepJitter * std::sqrt(2 * std::log(double(nodes))) : 0;
+}
+
 ThroughputNumbers throughputNumbers(const PlanContext& ctx)
 {
     ThroughputNumbers n;
@@ -220,8 +241,10 @@ ThroughputNumbers throughputNumbers(const PlanContext& ctx)
     n.links = linksOf(ctx);
     n.comm = communication(ctx, n.links, n.computeMicro, backwardShare);
     n.optimizer = optimizerStep(ctx, n.comm);
-    n.stepSeconds =
+    const double alone =
         n.computeStep + n.comm.exposed + n.optimizer.offloadSeconds + n.optimizer.seconds;
+    n.stragglerSeconds = alone * stragglerFraction(ctx.nodes);
+    n.stepSeconds = alone + n.stragglerSeconds;
     n.tokensPerStep = n.tokensPerMicro * accum * ctx.world;
     n.tokensPerSecond = n.stepSeconds > 0 && std::isfinite(n.stepSeconds)
         ? n.tokensPerStep / n.stepSeconds

@@ -17,6 +17,9 @@ inline constexpr double kCpuAdamParamsPerSecond = 1e9; // per node, DeepSpeed CP
 inline constexpr double kFallbackEthernetGbps = 100;
 inline constexpr double kDdpBucketBytes = 25.0 * 1024 * 1024; // bucket_cap_mb=25
 inline constexpr double kOptimizerBandwidthShare = 0.8; // of the GPU's memory bandwidth
+// Step-to-step spread of one node's step time (coefficient of variation):
+// an assumption; the slowest of n nodes sets every synchronous step.
+inline constexpr double kNodeStepJitter = 0.01;
 
 enum class InterNodeLink { InfiniBand, Ethernet, Assumed };
 
@@ -47,6 +50,9 @@ struct Communication {
     double parameterBytes = 0; // P
     double total = 0; // per step
     double exposed = 0; // per step, not hidden behind compute
+    // Of `exposed`: what no overlap can hide, the first all-gather before
+    // forward and the last reduce-scatter (or bucket) after backward.
+    double edges = 0;
 };
 
 struct OptimizerStep {
@@ -70,6 +76,7 @@ struct ThroughputNumbers {
     Links links;
     Communication comm;
     OptimizerStep optimizer;
+    double stragglerSeconds = 0; // waiting for the slowest node
     double stepSeconds = 0;
     double tokensPerStep = 0;
     double tokensPerSecond = 0;
@@ -84,6 +91,10 @@ Communication communication(
     const PlanContext& ctx, const Links& links, double computeMicro, double backwardShare);
 OptimizerStep optimizerStep(const PlanContext& ctx, const Communication& comm);
 Dataset dataset(const PlanContext& ctx, double tokensPerStep);
+// The expected extra of the slowest of n nodes over the mean, as a fraction
+// of the step: jitter x sqrt(2 ln n) (the expected maximum of n normal
+// variables, to first order).
+double stragglerFraction(int nodes);
 
 // All of the above, combined into the step time, tokens/s and hours.
 ThroughputNumbers throughputNumbers(const PlanContext& ctx);

@@ -21,6 +21,9 @@ constexpr const char* kSrcUtil = "assumption per GPU and method (docs/PLANNER.md
 constexpr const char* kSrcComm = "ring collectives: all-reduce 2(n-1)/n, all-gather and "
                                  "reduce-scatter (n-1)/n (NCCL docs; ZeRO Sec. 7)";
 constexpr const char* kSrcOffload = "ZeRO-Offload (Ren et al. 2021); host link from gpus.yaml";
+constexpr const char* kSrcStraggler =
+    "expected maximum of n normal variables, mu + sigma sqrt(2 ln n); spread an assumption "
+    "(docs/PLANNER.md 5.3)";
 constexpr const char* kSrcCost = "presets/hardware/vms.yaml price (Linux pay-as-you-go)";
 
 struct FigureWriter {
@@ -139,8 +142,9 @@ void explainCommunication(FigureWriter& w, const ThroughputNumbers& n)
         l << ") = " << Seconds{c.total};
     }
     Line(w.add("exposed_comm_seconds", "Communication not hidden", c.exposed, "s", kSrcComm))
-        << "communication beyond the compute it overlaps with: " << Seconds{c.exposed}
-        << " per step";
+        << "communication beyond the compute it overlaps with, and never less than what no "
+           "overlap hides (first all-gather, last reduce-scatter or bucket: "
+        << Seconds{c.edges} << "): " << Seconds{c.exposed} << " per step";
 }
 
 void explainOptimizer(FigureWriter& w, const OptimizerStep& o)
@@ -170,10 +174,17 @@ void explainStep(FigureWriter& w, const ThroughputNumbers& n)
 {
     const PlanContext& ctx = w.ctx;
     const PlanInput& in = ctx.in;
+    if (ctx.nodes > 1)
+        Line(w.add("straggler_seconds", "Waiting for the slowest node", n.stragglerSeconds, "s",
+            kSrcStraggler))
+            << Fixed{kNodeStepJitter * 100, 0} << "% step-time spread per node x sqrt(2 ln "
+            << ctx.nodes << " nodes) = " << Fixed{stragglerFraction(ctx.nodes) * 100, 1}
+            << "% of the step = " << Seconds{n.stragglerSeconds};
     Line(w.add("step_seconds", "Step time", n.stepSeconds, "s", "sum of the above"))
         << "compute " << Seconds{n.computeStep} << " + exposed communication "
         << Seconds{n.comm.exposed} << " + offload " << Seconds{n.optimizer.offloadSeconds}
-        << " + optimizer " << Seconds{n.optimizer.seconds} << " = " << Seconds{n.stepSeconds};
+        << " + optimizer " << Seconds{n.optimizer.seconds} << " + waiting for the slowest node "
+        << Seconds{n.stragglerSeconds} << " = " << Seconds{n.stepSeconds};
     Line(w.add("tokens_per_second", "Tokens/s", n.tokensPerSecond, "tokens/s", "step_seconds"))
         << in.microBatch << " x " << in.seqLen << " tokens x " << in.gradAccum
         << " accumulation x " << ctx.world << " GPUs = " << Count{n.tokensPerStep}
