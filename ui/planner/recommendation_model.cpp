@@ -134,6 +134,8 @@ QVariant RecommendationModel::data(const QModelIndex& index, int role) const
 
 QVariant RecommendationModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
+    if (orientation == Qt::Horizontal && role == Qt::ToolTipRole && section == Trainer)
+        return tr("Whether Tunebench's own trainer runs on these GPUs");
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     switch (section) {
@@ -150,7 +152,7 @@ QVariant RecommendationModel::headerData(int section, Qt::Orientation orientatio
     case Fits:
         return tr("Fits");
     case Trainer:
-        return tr("Tunebench trainer");
+        return tr("Trainer");
     case MemoryUsed:
         return tr("Memory used");
     case TokensPerSecond:
