@@ -46,40 +46,39 @@ CommWindows commWindows(const PlanContext& ctx, const Links& link, Communication
         c.pattern = "all-reduce of gradients once per step, overlapped with the last backward";
         break;
     case Sharding::Zero1:
-        w.step = ring * G / bw;
-        w.collectivesStep = std::ceil(G / kDdpBucketBytes);
-        w.windowStep = computeMicro * backwardShare;
+    case Sharding::Zero2: {
+        // ZeRO-2 reduce-scatters its partitioned gradients every
+        // micro-batch, ZeRO-1 once per step; both all-gather the updated
+        // weights after the step.
+        const bool everyMicro = ctx.in.sharding == Sharding::Zero2;
+        (everyMicro ? w.micro : w.step) = ring * G / bw;
+        (everyMicro ? w.collectivesMicro : w.collectivesStep) = std::ceil(G / kDdpBucketBytes);
+        (everyMicro ? w.windowMicro : w.windowStep) = computeMicro * backwardShare;
+        (everyMicro ? w.edgesMicro : w.edgesStep) = ring * lastBucket;
         w.afterStep = updatedWeights;
-        w.edgesStep = ring * lastBucket;
-        c.pattern = "reduce-scatter of gradients per step (overlapped) + all-gather of updated "
-                    "weights after the step";
+        c.pattern = everyMicro ? "reduce-scatter of gradients every micro-batch (overlapped) + "
+                                 "all-gather of updated weights after the step"
+                               : "reduce-scatter of gradients per step (overlapped) + all-gather "
+                                 "of updated weights after the step";
         break;
-    case Sharding::Zero2:
-        w.micro = ring * G / bw;
-        w.collectivesMicro = std::ceil(G / kDdpBucketBytes);
-        w.windowMicro = computeMicro * backwardShare;
-        w.afterStep = updatedWeights;
-        w.edgesMicro = ring * lastBucket;
-        c.pattern = "reduce-scatter of gradients every micro-batch (overlapped) + all-gather of "
-                    "updated weights after the step";
-        break;
+    }
     case Sharding::Zero3:
     case Sharding::FsdpFull:
-        w.micro = ring * (2 * P + G) / bw;
-        w.collectivesMicro = 3 * L;
+    case Sharding::FsdpGradOp: {
+        // SHARD_GRAD_OP keeps the weights gathered from forward to backward:
+        // one all-gather a micro-batch instead of two.
+        const double gathers = ctx.in.sharding == Sharding::FsdpGradOp ? 1 : 2;
+        w.micro = ring * (gathers * P + G) / bw;
+        w.collectivesMicro = (gathers + 1) * L;
         w.windowMicro = computeMicro;
         w.edgesMicro = layerEdges;
-        c.pattern = "all-gather of weights in forward and backward + reduce-scatter of "
-                    "gradients, every micro-batch, prefetched under compute";
+        c.pattern = gathers == 1
+            ? "one all-gather of weights + reduce-scatter of gradients every micro-batch, "
+              "prefetched under compute"
+            : "all-gather of weights in forward and backward + reduce-scatter of gradients, "
+              "every micro-batch, prefetched under compute";
         break;
-    case Sharding::FsdpGradOp:
-        w.micro = ring * (P + G) / bw;
-        w.collectivesMicro = 2 * L;
-        w.windowMicro = computeMicro;
-        w.edgesMicro = layerEdges;
-        c.pattern = "one all-gather of weights + reduce-scatter of gradients every micro-batch, "
-                    "prefetched under compute";
-        break;
+    }
     case Sharding::FsdpHybrid: {
         const double g = ctx.gpusPerNode;
         const double ringG = g > 1 ? (g - 1) / g : 0;
