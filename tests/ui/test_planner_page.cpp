@@ -145,6 +145,19 @@ private slots:
                  qPrintable(page.breakdownChart()->peaksText()));
     }
 
+    // An imported DeepSpeed setting the form has no widget for stays in the plan.
+    void keepsFrameworkSettings()
+    {
+        PlannerPage page;
+        plan::PlanInput in = page.input();
+        in.sharding = plan::Sharding::Zero2;
+        in.deepspeed.reduceBucketSize = 1e8;
+        in.deepspeed.overlapComm = true;
+        page.setInput(in);
+        QCOMPARE(page.input().deepspeed.reduceBucketSize, 1e8);
+        QCOMPARE(page.input().deepspeed.overlapComm, std::optional<bool>(true));
+    }
+
     // A plan on a calibrated device applies the calibration and says so.
     void showsWhenCalibrated()
     {
