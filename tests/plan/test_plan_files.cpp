@@ -134,6 +134,12 @@ private slots:
             in.sharding = Sharding::Zero2;
             in.offload = Offload::Optimizer;
             in.ddpBucketView = false;
+            in.deepspeed.reduceBucketSize = 0; // "auto"
+            in.deepspeed.overlapComm = true;
+            in.deepspeed.pinMemory = true;
+            in.deepspeed.maxLiveParameters = 3e8;
+            in.fsdp.backwardPrefetch = plan::BackwardPrefetch::None;
+            in.fsdp.limitAllGathers = false;
         }
         const auto again = plan::parsePlanYaml(plan::planToYaml(in), "round.yaml");
         QVERIFY2(again.ok(), again.ok() ? "" : again.error().message.c_str());
@@ -143,6 +149,9 @@ private slots:
         QCOMPARE(again->lora.dropout, in.lora.dropout);
         QCOMPARE(again->epochs, in.epochs);
         QCOMPARE(again->lora.targetModules, in.lora.targetModules);
+        QCOMPARE(again->deepspeed.overlapComm, in.deepspeed.overlapComm);
+        QCOMPARE(again->deepspeed.maxLiveParameters, in.deepspeed.maxLiveParameters);
+        QCOMPARE(int(again->fsdp.backwardPrefetch), int(in.fsdp.backwardPrefetch));
     }
 
     void planYamlErrorsListEveryProblem()
