@@ -118,7 +118,7 @@ void printStats(const std::vector<Error>& errors)
     for (bool all : {false, true}) {
         const Stats s = statsOf(errors, {}, all);
         std::printf("  %-34s %3d %8.1f%% %8.1f%% %+13.1f%%\n",
-            all ? "all, with unexplained" : "all counted (fit)", s.count, 100 * s.median,
+            all ? "all, with unexplained" : "all counted", s.count, 100 * s.median,
             100 * s.p90, 100 * s.signedMedian);
     }
 }
