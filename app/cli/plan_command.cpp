@@ -1,5 +1,6 @@
 #include "arg_parser.h"
 #include "commands.h"
+#include "plan_calibrate.h"
 #include "plan_report.h"
 
 #include "common/text.h"
@@ -83,6 +84,15 @@ ArgParser makeParser()
     p.addOption("max-nodes", "N", "largest node count --recommend may use (default 16)");
     p.addOption("time-budget", "HOURS", "--recommend: reject options slower than this");
     p.addOption("max-usd-per-hour", "USD", "--recommend: reject options dearer per hour");
+    p.addFlag("runnable-only",
+        "--recommend: only GPUs Tunebench's own trainer runs on (NVIDIA, CUDA 13)");
+    p.addFlag("calibrate",
+        "plan --calibrate RUN_DIR...: hold runs against their plans and write the calibration "
+        "(utilisation, allocator reserve per device) that later plans apply");
+    p.addOption("calibration", "FILE",
+        "calibration file to write or apply (default $TUNEBENCH_CALIBRATION, else "
+        "~/.config/tunebench/calibration.json)");
+    p.addFlag("no-calibration", "plan without the calibration file");
     p.addFlag("json", "one JSON object on stdout (docs/PLAN_JSON.md)");
     p.addOption("presets", "DIR", "presets folder (default: found automatically)");
     p.addFlag("list-models", "list the model presets and exit");
@@ -221,6 +231,7 @@ common::Result<plan::RecommendOptions> recommendOptions(const ArgParser& p)
     TB_INT("max-nodes", options.maxNodes, 1, 16);
     TB_REAL("time-budget", options.timeBudgetHours, 1e-6, 1e7);
     TB_REAL("max-usd-per-hour", options.maxUsdPerHour, 1e-6, 1e9);
+    options.trainerRunnableOnly = p.isSet("runnable-only");
     if (options.rankBy == plan::RankBy::CheapestWithinBudget && options.timeBudgetHours <= 0)
         return Error{"plan: --rank-by budget needs --time-budget HOURS", {}};
     return options;
@@ -262,11 +273,15 @@ int runPlan(const Args& args)
                       << "\n";
         return kExitOk;
     }
+    if (p.isSet("calibrate"))
+        return runCalibrate(p, *catalog);
     const bool json = p.isSet("json");
     std::ostringstream notes;
     common::Result<plan::PlanInput> input = buildInput(p, notes);
     if (!input)
         return fail(input.error());
+    if (Status calibrated = applyCalibrationFile(p, *catalog, input.value()); !calibrated)
+        return fail(calibrated.error());
     common::Result<plan::RecommendOptions> options = recommendOptions(p);
     if (!options)
         return fail(options.error());

@@ -1,6 +1,7 @@
 #include "plan_report.h"
 
 #include "common/units.h"
+#include "plan/cpu_device.h"
 
 #include <algorithm>
 #include <iomanip>
@@ -64,8 +65,9 @@ std::string figureValue(const plan::Figure& f)
                            : formatFixed(f.value, 2) + " s";
     if (f.unit == "FLOP")
         return formatCount(f.value);
-    if (f.unit == "TFLOP/s")
-        return formatFixed(f.value, 1) + " TFLOP/s";
+    if (f.unit == "TFLOP/s") // a CPU's rate reads better in GFLOP/s
+        return f.value < 1 ? formatFixed(f.value * 1000, 1) + " GFLOP/s"
+                           : formatFixed(f.value, 1) + " TFLOP/s";
     if (f.unit == "USD")
         return formatMoney(f.value);
     if (f.unit == "h")
@@ -77,6 +79,28 @@ std::string figureValue(const plan::Figure& f)
     if (f.unit == "tokens/s" || f.unit == "samples/s")
         return formatRate(f.value, f.unit.substr(0, f.unit.size() - 2));
     return formatCount(f.value) + (f.unit.empty() ? "" : " " + f.unit);
+}
+
+// The components in order, each peak's subtotal after its last component:
+// allocated (torch.cuda.max_memory_allocated), then reserved
+// (max_memory_reserved); device used is the total.
+void printMemory(std::ostream& out, const plan::PlanResult& r, bool explain)
+{
+    auto subtotal = [&](plan::PeakLevel level, const char* measuredBy) {
+        row(out, "= " + std::string(plan::peakLabel(level)), formatBytes(r.peaks.at(level)),
+            measuredBy);
+    };
+    plan::PeakLevel shown = plan::PeakLevel::Allocated;
+    for (const plan::MemoryComponent& c : r.memory) {
+        const plan::PeakLevel level = plan::peakLevel(c.key);
+        if (shown == plan::PeakLevel::Allocated && level != shown)
+            subtotal(plan::PeakLevel::Allocated, "torch.cuda.max_memory_allocated");
+        if (shown != plan::PeakLevel::Device && level == plan::PeakLevel::Device)
+            subtotal(plan::PeakLevel::Reserved, "torch.cuda.max_memory_reserved");
+        shown = level;
+        row(out, c.label, formatBytes(c.bytes));
+        because(out, explain, c.explanation, c.source);
+    }
 }
 
 } // namespace
@@ -97,6 +121,8 @@ void printPlan(
     else
         out << r.nodes << " node(s) x " << r.gpusPerNode << " x " << r.gpuId;
     out << " = " << r.worldSize << " GPU" << (r.worldSize > 1 ? "s" : "") << "\n";
+    if (!r.calibration.empty())
+        out << "Calibration: " << r.calibration << " (utilisation, allocator reserve, runtime)\n";
     out << "Batch: micro-batch " << in.microBatch << " x " << in.seqLen << " tokens x "
         << in.gradAccum << " accumulation x " << r.worldSize << " GPU(s); "
         << (in.gradientCheckpointing ? "activation checkpointing per layer" : "no checkpointing")
@@ -104,13 +130,11 @@ void printPlan(
         << ", " << plan::toString(in.loss) << " loss\n\n";
 
     out << "Memory per GPU\n";
-    for (const plan::MemoryComponent& c : r.memory) {
-        row(out, c.label, formatBytes(c.bytes));
-        because(out, explain, c.explanation, c.source);
-    }
+    printMemory(out, r, explain);
     const double usedPercent = r.usableBytes > 0 ? 100.0 * r.perGpuBytes / r.usableBytes : 0;
-    row(out, "Total", formatBytes(r.perGpuBytes),
-        "of " + formatBytes(r.usableBytes) + " usable (" + formatFixed(usedPercent, 0) + " %)");
+    row(out, "= Device used (total)", formatBytes(r.perGpuBytes),
+        "of " + formatBytes(r.usableBytes) + " usable (" + formatFixed(usedPercent, 0)
+            + " %); " + (r.gpuId == plan::kCpuDeviceId ? "resident memory" : "nvidia-smi"));
     if (r.fits)
         out << "  FITS with " << formatBytes(r.headroomBytes) << " headroom\n";
     else if (r.headroomBytes < 0)
@@ -178,12 +202,22 @@ void printRecommendation(std::ostream& out, const plan::Recommendation& rec,
                 << formatFixed(100.0 * o.perGpuBytes / std::max(1.0, o.usableBytes), 0) << "%"
                 << std::setw(13) << formatFixed(o.tokensPerSecond, 0) << std::setw(12)
                 << formatDuration(o.hours * 3600) << std::setw(12) << formatMoney(o.costUsd);
+            if (!o.trainer.runs)
+                out << "  [not Tunebench's trainer]";
             for (const std::string& note : o.notes)
                 out << "  " << note;
             out << "\n";
         }
         if (rows < rec.options.size())
             out << "  ... " << rec.options.size() - rows << " more (--explain lists all)\n";
+        std::map<std::string, std::string> notRunnable;
+        for (size_t i = 0; i < rows; ++i)
+            if (!rec.options[i].trainer.runs)
+                notRunnable[rec.options[i].gpuId] = rec.options[i].trainer.reason;
+        for (const auto& [gpu, reason] : notRunnable)
+            out << "  not Tunebench's trainer: " << gpu << ": " << reason << "\n";
+        if (!notRunnable.empty())
+            out << "  (--runnable-only keeps the GPUs Tunebench's own trainer runs on)\n";
     }
     // One line per VM size: the strategies that failed and why, the closest
     // miss first, so 38 sizes x 7 strategies stay readable.

@@ -74,6 +74,34 @@ struct Reader {
     }
 };
 
+// fsdp_backward_prefetch and fsdp_forward_prefetch: how many units are
+// gathered at once (docs/PLANNER.md 4.6).
+void readFsdpPrefetch(Reader& r, const YAML::Node& fsdp, FsdpSettings& settings,
+    ImportResult& result)
+{
+    if (const auto prefetch =
+            r.text(fsdp, "fsdp_backward_prefetch", "fsdp_config.fsdp_backward_prefetch")) {
+        const std::string p = common::toLower(*prefetch);
+        if (p == "backward_pre")
+            settings.backwardPrefetch = BackwardPrefetch::Pre;
+        else if (p == "backward_post")
+            settings.backwardPrefetch = BackwardPrefetch::Post;
+        else if (p == "no_prefetch" || p == "none")
+            settings.backwardPrefetch = BackwardPrefetch::None;
+        else
+            r.problems.push_back(r.origin + ": fsdp_config.fsdp_backward_prefetch: got '" + *prefetch
+                + "', expected BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH");
+        result.applied.push_back(
+            "fsdp_config.fsdp_backward_prefetch = " + *prefetch + " (gathered units counted)");
+    }
+    if (const auto forward =
+            r.boolean(fsdp, "fsdp_forward_prefetch", "fsdp_config.fsdp_forward_prefetch")) {
+        settings.forwardPrefetch = *forward;
+        result.applied.push_back(std::string("fsdp_config.fsdp_forward_prefetch = ")
+            + (*forward ? "true" : "false") + " (gathered units counted)");
+    }
+}
+
 } // namespace
 
 common::Result<ImportResult> parseAccelerateYaml(
@@ -122,10 +150,13 @@ common::Result<ImportResult> parseAccelerateYaml(
                 if (const auto ckpt = r.boolean(fsdp, "fsdp_activation_checkpointing",
                         "fsdp_config.fsdp_activation_checkpointing"))
                     in.gradientCheckpointing = *ckpt;
+                readFsdpPrefetch(r, fsdp, in.fsdp, result);
+                static const char* used[] = {"fsdp_sharding_strategy", "fsdp_offload_params",
+                    "fsdp_activation_checkpointing", "fsdp_backward_prefetch",
+                    "fsdp_forward_prefetch"};
                 for (auto it = fsdp.begin(); it != fsdp.end(); ++it) {
                     const std::string key = it->first.Scalar();
-                    if (key != "fsdp_sharding_strategy" && key != "fsdp_offload_params"
-                        && key != "fsdp_activation_checkpointing")
+                    if (std::find(std::begin(used), std::end(used), key) == std::end(used))
                         result.ignored.push_back("fsdp_config." + key);
                 }
             }

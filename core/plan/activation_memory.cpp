@@ -7,8 +7,8 @@
 #include <algorithm>
 
 // Memory that lives for one step: activations (per tensor, for Llama-style
-// blocks), attention scores, logits and loss buffers, and the overhead the
-// CUDA runtime and PyTorch's allocator add. docs/PLANNER.md, 4.3 to 4.7.
+// blocks), attention scores, logits and loss buffers. docs/PLANNER.md, 4.3
+// to 4.6.
 namespace tb::plan::detail {
 
 namespace {
@@ -43,18 +43,22 @@ LayerActivations layerActivations(const PlanContext& ctx)
         act.attention += 4 * t * double(m.numHeads);
     if (m.qkNorm)
         act.attention += (4 + (full ? a : 0)) * t * (qd + kvd);
-    // The norm output feeds q/k/v: saved when their weights train, or when a
-    // LoRA A matrix reads it directly (no dropout).
-    if (full || (!dropout && (tg.q || tg.k || tg.v)))
+    // A linear layer's input is saved when its weight trains, or when a LoRA
+    // A matrix reads it directly (no dropout). bitsandbytes' 4-bit matmul
+    // saves its input for backward even for a frozen weight
+    // (MatMul4Bit.forward keeps (A, B)), so QLoRA saves every block input.
+    const bool savesInputs = full || ctx.qlora;
+    // The norm output feeds q/k/v.
+    if (savesInputs || (!dropout && (tg.q || tg.k || tg.v)))
         act.attention += a * t * h;
 
     if (m.mlp == model::MlpKind::Gated)
         act.mlp = 3 * a * t * f; // gate out (SiLU input), SiLU out, up out (the product's inputs)
     else
         act.mlp = a * t * f; // up out (GELU input)
-    if (full || (!dropout && (tg.gate || tg.up)))
+    if (savesInputs || (!dropout && (tg.gate || tg.up)))
         act.mlp += a * t * h; // second norm's output, read by gate/up
-    if (full || (!dropout && tg.down))
+    if (savesInputs || (!dropout && tg.down))
         act.mlp += a * t * f; // down_proj's input
 
     if (ctx.lora) {
@@ -80,9 +84,7 @@ LayerActivations layerActivations(const PlanContext& ctx)
 
 void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b)
 {
-    PlanResult& r = b.result;
     const double a = ctx.act;
-    const double W = ctx.world;
     // Activations
     const LayerActivations layer = layerActivations(ctx);
     const double L = double(ctx.model.numLayers);
@@ -130,7 +132,10 @@ void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b)
     double logits = 0;
     switch (ctx.in.loss) {
     case LossMode::FullFp32:
-        logits = 12 * tv;
+        // At log-softmax's backward: the 16-bit logits (the model output
+        // keeps them), the saved fp32 log-probs, the incoming fp32 gradient
+        // and the fp32 gradient it produces.
+        logits = (a + 12) * tv;
         break;
     case LossMode::Chunked:
         logits = (a + 4) * tv + 8 * tv / k;
@@ -145,8 +150,10 @@ void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b)
         l << Count{t} << " tokens x " << Count{double(ctx.model.vocabSize)}
           << " vocab = " << Count{tv} << " logits; ";
         if (ctx.in.loss == LossMode::FullFp32)
-            l << "whole batch upcast: fp32 logits 4 B + fp32 log-softmax 4 B + fp32 gradient 4 B = "
-                 "12 B each";
+            l << Fixed{a, 0} << " B " << ctx.actName
+              << " logits kept by the model output + whole batch upcast: fp32 log-softmax 4 B "
+                 "+ its fp32 incoming and outgoing gradients 4 B + 4 B = "
+              << Fixed{a + 12, 0} << " B each";
         else if (ctx.in.loss == LossMode::Chunked)
             l << Fixed{a, 0} << " B " << ctx.actName
               << " logits + 4 B fp32 log-probs kept for backward + 8 B fp32 work for 1 of "
@@ -156,30 +163,6 @@ void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b)
               << " chunks, full logits never exist";
         l << " = " << Bytes{logits};
     }
-
-    // Overhead
-    const double contextBytes =
-        (ctx.in.cudaContextGiB > 0 ? ctx.in.cudaContextGiB
-                                   : kCudaContextGiB + (W > 1 ? kNcclGiB : 0))
-        * common::kGiB;
-    if (auto* c = b.add("cuda_context", MemoryCategory::Overhead, "CUDA context and libraries",
-            contextBytes, kSrcContext);
-        c && ctx.explain)
-        Line(c->explanation)
-            << (ctx.in.cudaContextGiB > 0 ? "given: "
-                                          : "CUDA context + cuBLAS/cuDNN workspaces 0.5 GiB")
-            << (ctx.in.cudaContextGiB == 0 && W > 1 ? " + NCCL communicator buffers 0.25 GiB" : "")
-            << " = " << Bytes{contextBytes};
-    double dynamic = 0;
-    for (const MemoryComponent& c : r.memory)
-        if (c.category == MemoryCategory::Activations || c.category == MemoryCategory::Logits
-            || c.category == MemoryCategory::Buffers)
-            dynamic += c.bytes;
-    if (auto* c = b.add("allocator_slack", MemoryCategory::Overhead, "Allocator fragmentation",
-            kAllocatorFraction * dynamic, kSrcAllocator);
-        c && ctx.explain)
-        Line(c->explanation) << "5% of the short-lived allocations (activations, logits, buffers: "
-                             << Bytes{dynamic} << ") reserved but unusable = " << Bytes{c->bytes};
 }
 
 } // namespace tb::plan::detail

@@ -1,6 +1,7 @@
 #include "plan/estimator.h"
 
 #include "plan/catalog.h"
+#include "plan/cpu_device.h"
 #include "plan/plan_context.h"
 
 #include <algorithm>
@@ -25,6 +26,7 @@ PlanResult estimatePlan(const PlanInput& input, const model::ModelSpec& model, c
     r.nodes = ctx.nodes;
     r.worldSize = ctx.world;
     r.precision = std::string(toString(ctx.precision));
+    r.calibration = input.calibrationNote;
     if (options.explain) {
         r.warnings = model.warnings;
         for (const std::string& name : ctx.unknownTargets)
@@ -65,6 +67,16 @@ common::Status validateForModel(const PlanInput& input, const model::ModelSpec& 
         "expected some of: " + valid + " (or all-linear)"};
 }
 
+namespace {
+
+const GpuSpec& thisCpuDevice()
+{
+    static const GpuSpec device = cpuDevice(thisCpu());
+    return device;
+}
+
+} // namespace
+
 common::Result<ResolvedHardware> resolveHardware(const PlanInput& input, const Catalog& catalog)
 {
     ResolvedHardware hw;
@@ -80,7 +92,7 @@ common::Result<ResolvedHardware> resolveHardware(const PlanInput& input, const C
         hw.gpu = catalog.findGpu(hw.vm->gpuId);
     }
     if (!input.gpu.empty()) {
-        const GpuSpec* gpu = catalog.findGpu(input.gpu);
+        const GpuSpec* gpu = input.gpu == kCpuDeviceId ? &thisCpuDevice() : catalog.findGpu(input.gpu);
         if (!gpu) {
             std::string hint;
             for (const std::string& name : catalog.suggestGpus(input.gpu))

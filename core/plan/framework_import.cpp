@@ -58,6 +58,20 @@ struct JsonImport {
         return std::nullopt;
     }
 
+    // A bucket size in elements; "auto" is 0 (filled from the hidden size).
+    std::optional<double> elements(const json& object, const char* key, const std::string& path)
+    {
+        const auto it = object.find(key);
+        if (it == object.end() || it->is_null())
+            return std::nullopt;
+        if (isAuto(*it))
+            return 0.0;
+        if (it->is_number() && it->get<double>() >= 0 && it->get<double>() <= 1e15)
+            return it->get<double>();
+        problem(path, "got " + it->dump() + ", expected a number of elements from 0 to 1e15 or \"auto\"");
+        return std::nullopt;
+    }
+
     std::optional<std::string> device(const json& object, const char* key, const std::string& path)
     {
         const auto section = object.find(key);
@@ -84,6 +98,52 @@ struct JsonImport {
         return value;
     }
 };
+
+// The zero_optimization settings that size buffers (docs/PLANNER.md 4.6).
+void importZeroSettings(const json& zero, JsonImport& im)
+{
+    DeepSpeedSettings& ds = im.result.input.deepspeed;
+    const auto apply = [&](const char* key, auto value, auto& target) {
+        if (!value)
+            return;
+        target = *value;
+        im.result.applied.push_back("zero_optimization." + std::string(key) + " = "
+            + zero.at(key).dump() + " (counted in the buffers)");
+    };
+    const std::string at = "zero_optimization.";
+    apply("reduce_bucket_size", im.elements(zero, "reduce_bucket_size", at + "reduce_bucket_size"),
+        ds.reduceBucketSize);
+    apply("allgather_bucket_size",
+        im.elements(zero, "allgather_bucket_size", at + "allgather_bucket_size"),
+        ds.allgatherBucketSize);
+    apply("stage3_prefetch_bucket_size",
+        im.elements(zero, "stage3_prefetch_bucket_size", at + "stage3_prefetch_bucket_size"),
+        ds.prefetchBucketSize);
+    apply("stage3_max_live_parameters",
+        im.elements(zero, "stage3_max_live_parameters", at + "stage3_max_live_parameters"),
+        ds.maxLiveParameters);
+    apply("overlap_comm", im.flag(zero, "overlap_comm", at + "overlap_comm"), ds.overlapComm);
+    apply("contiguous_gradients",
+        im.flag(zero, "contiguous_gradients", at + "contiguous_gradients"), ds.contiguousGradients);
+    for (const char* section : {"offload_optimizer", "offload_param"}) {
+        const auto it = zero.find(section);
+        if (it == zero.end() || !it->is_object())
+            continue;
+        if (const auto pin = im.flag(*it, "pin_memory", at + section + ".pin_memory"); pin) {
+            ds.pinMemory = ds.pinMemory || *pin;
+            im.result.applied.push_back(at + section + ".pin_memory = "
+                + (*pin ? "true" : "false") + " (pinned host buffers counted)");
+        }
+    }
+    static const char* counted[] = {"stage", "offload_optimizer", "offload_param", "cpu_offload",
+        "reduce_bucket_size", "allgather_bucket_size", "stage3_prefetch_bucket_size",
+        "stage3_max_live_parameters", "overlap_comm", "contiguous_gradients"};
+    for (auto it = zero.begin(); it != zero.end(); ++it)
+        if (std::find_if(std::begin(counted), std::end(counted),
+                [&](const char* k) { return it.key() == k; })
+            == std::end(counted))
+            im.result.ignored.push_back(at + it.key() + " (no effect on the plan's memory)");
+}
 
 void importDeepSpeedObject(const json& root, JsonImport& im)
 {
@@ -204,11 +264,7 @@ void importDeepSpeedObject(const json& root, JsonImport& im)
     in.offload = offload;
     if (offload != Offload::None)
         im.result.applied.push_back("offload devices -> offload " + std::string(toString(offload)));
-    for (auto it = zero->begin(); it != zero->end(); ++it)
-        if (it.key() != "stage" && it.key() != "offload_optimizer" && it.key() != "offload_param"
-            && it.key() != "cpu_offload")
-            im.result.ignored.push_back(
-                "zero_optimization." + it.key() + " (DeepSpeed defaults are planned)");
+    importZeroSettings(*zero, im);
 }
 
 } // namespace

@@ -143,6 +143,39 @@ double rootParams(const PlanContext& ctx)
     return double(ctx.counts.embedding + ctx.counts.lmHead + ctx.counts.finalNorm);
 }
 
+// One GPU without accumulation: zero_grad(set_to_none=True), PyTorch's
+// default, frees the gradients after each step, and backward creates them
+// as it frees the activations. At the start of backward, when activations
+// and logits peak, only the first module's gradients exist (lm_head's, or
+// the last layer's adapters). That moment is the peak unless the gradients
+// outweigh the transients, in which case the optimizer step is, with all
+// gradients and no activations (the full count stays, an upper bound).
+void gradientsAtPeak(const PlanContext& ctx, PlanResult& r)
+{
+    if (ctx.world > 1 || ctx.in.gradAccum > 1)
+        return;
+    MemoryComponent* grads = nullptr;
+    double transients = 0;
+    for (MemoryComponent& c : r.memory) {
+        if (c.key == "gradients")
+            grads = &c;
+        if (c.category == MemoryCategory::Activations || c.category == MemoryCategory::Logits
+            || c.category == MemoryCategory::Buffers)
+            transients += c.bytes;
+    }
+    if (!grads)
+        return;
+    const double firstParams = ctx.full ? double(ctx.counts.largestLayer) : ctx.loraPerLayer;
+    const double first = std::min(grads->bytes, firstParams * grads->bytes / ctx.trainable);
+    if (transients < grads->bytes - first)
+        return;
+    if (ctx.explain)
+        grads->explanation += "; only the first module's gradients, " + common::formatBytes(first)
+            + ", exist at the peak (one GPU, no accumulation: set_to_none frees them each step "
+              "and backward creates them as activations are freed)";
+    grads->bytes = first;
+}
+
 } // namespace
 
 void computeMemory(const PlanContext& ctx, PlanResult& r)
@@ -193,17 +226,13 @@ void computeMemory(const PlanContext& ctx, PlanResult& r)
                           : "");
             addOptimizer(b, W);
         } else {
-            cpuBytesPerGpu = ctx.trainable * (master + gradPartition + ctx.optimizerBytes) / W;
+            const double part = ctx.trainable / W;
+            cpuBytesPerGpu = pinnedHostBytes(
+                ctx, {part * master, part * gradPartition, part * ctx.optimizerBytes});
             cpuWhat = "ZeRO-Offload: fp32 master, fp32 gradient partition and optimizer states";
         }
-        if (W > 1) {
-            if (auto* c = b.add("comm_buckets", MemoryCategory::Buffers, "Reduce bucket",
-                    std::min(kDeepSpeedReduceBucket, ctx.trainable) * work, kSrcDeepSpeed);
-                c && ctx.explain)
-                Line(c->explanation)
-                    << "reduce_bucket_size min(5e8, " << Count{ctx.trainable} << ") x "
-                    << Fixed{work, 0} << " B = " << Bytes{c->bytes} << " (DeepSpeed default)";
-        }
+        if (W > 1)
+            addZeroBuckets(ctx, b, work);
     } else if (s == Sharding::Zero3) {
         const double gradPartition = ctx.mixed ? 4 : work;
         const bool offOpt = offload != Offload::None;
@@ -216,7 +245,9 @@ void computeMemory(const PlanContext& ctx, PlanResult& r)
             addOptimizer(b, W);
         }
         if (offOpt) {
-            cpuBytesPerGpu = ctx.trainable * (master + gradPartition + ctx.optimizerBytes) / W;
+            const double part = ctx.trainable / W;
+            cpuBytesPerGpu = pinnedHostBytes(
+                ctx, {part * master, part * gradPartition, part * ctx.optimizerBytes});
             cpuWhat = "fp32 master, gradient partition and optimizer states";
             if (offParams) {
                 cpuBytesPerGpu +=
@@ -235,17 +266,7 @@ void computeMemory(const PlanContext& ctx, PlanResult& r)
                                  << Fixed{work, 0} << " B params + " << Fixed{work, 0}
                                  << " B grads) = " << Bytes{c->bytes}
                                  << " (DeepSpeed's 4 x largest_layer_params)";
-        if (W > 1) {
-            const double bytes = std::min(kDeepSpeedPrefetchBucket, ctx.total) * work
-                + std::min(kDeepSpeedReduceBucket, ctx.trainable) * work;
-            if (auto* c = b.add("comm_buckets", MemoryCategory::Buffers,
-                    "Prefetch and reduce buckets", bytes, kSrcDeepSpeed);
-                c && ctx.explain)
-                Line(c->explanation)
-                    << "stage3_prefetch_bucket_size 5e7 + reduce_bucket_size min(5e8, trainable), "
-                       "x "
-                    << Fixed{work, 0} << " B = " << Bytes{bytes} << " (DeepSpeed defaults)";
-        }
+        addZero3Buffers(ctx, b, work);
     } else {
         // FSDP: the persistent copy is the sharded flat parameter in its
         // original dtype (fp32 under mixed precision: it is the master);
@@ -292,13 +313,16 @@ void computeMemory(const PlanContext& ctx, PlanResult& r)
                 l << " = " << Bytes{c->bytes};
             }
         } else {
-            const double bytes = root * a + 2 * layerParams + layerGrads + rootGrads;
+            const int layers = fsdpGatheredLayers(ctx);
+            const double bytes = root * a + layers * layerParams + layerGrads + rootGrads;
             if (auto* c = b.add("gather_buffers", MemoryCategory::Buffers, "FSDP gathered units",
                     bytes, kSrcFsdp);
                 c && ctx.explain)
                 Line(c->explanation)
                     << "root unit (embeddings, lm_head) " << Bytes{root * a}
-                    << " stays gathered + 2 decoder layers (current + prefetched) x "
+                    << " stays gathered + " << layers
+                    << " decoder layer(s) (current, prefetched as backward_prefetch, "
+                       "forward_prefetch and limit_all_gathers allow) x "
                     << Bytes{layerParams} << " + one layer's unsharded gradients "
                     << Bytes{layerGrads} << (rootGrads > 0 ? " + root unit gradients" : "") << " = "
                     << Bytes{bytes};
@@ -312,10 +336,11 @@ void computeMemory(const PlanContext& ctx, PlanResult& r)
             r.modelStatesBytes += c.bytes;
 
     addTransientMemory(ctx, b);
+    gradientsAtPeak(ctx, r);
+    addDeviceOverhead(ctx, b);
 
-    double total = 0;
-    for (const MemoryComponent& c : r.memory)
-        total += c.bytes;
+    r.peaks = peaksOf(r.memory);
+    const double total = r.peaks.deviceUsed;
     r.perGpuBytes = total;
     r.usableBytes = ctx.gpu.usableBytes() * ctx.gpuFraction;
     r.headroomBytes = r.usableBytes - total;

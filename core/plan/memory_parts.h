@@ -2,6 +2,8 @@
 
 #include "plan/plan_context.h"
 
+#include <initializer_list>
+
 // Shared by the two halves of the memory model: model states
 // (memory_model.cpp) and the per-step transients (activation_memory.cpp).
 namespace tb::plan::detail {
@@ -27,8 +29,19 @@ struct MemoryBuilder {
     }
 };
 
-// Activations, eager attention scores, logits and loss, CUDA context and
-// allocator slack, appended to the builder's result.
+// Activations, eager attention scores, logits and loss, appended to the
+// builder's result.
 void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b);
+
+// Buffers sized by DeepSpeed's and FSDP's settings (framework_buffers.cpp).
+void addZeroBuckets(const PlanContext& ctx, MemoryBuilder& b, double work);
+void addZero3Buffers(const PlanContext& ctx, MemoryBuilder& b, double work);
+int fsdpGatheredLayers(const PlanContext& ctx);
+// Host bytes of offloaded flat buffers, rounded as pinned memory is when pin_memory is set.
+double pinnedHostBytes(const PlanContext& ctx, std::initializer_list<double> flatBuffers);
+
+// What the caching allocator reserves beyond the allocations, and what the
+// CUDA runtime and NCCL hold outside it (device_overhead.cpp).
+void addDeviceOverhead(const PlanContext& ctx, MemoryBuilder& b);
 
 } // namespace tb::plan::detail

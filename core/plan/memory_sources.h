@@ -2,7 +2,8 @@
 
 // Sources cited by the memory model's explanations, and the framework
 // defaults it assumes; docs/PLANNER.md gives each in full. Shared by the
-// model-states half (memory_model.cpp) and the transients (activation_memory.cpp).
+// model-states half (memory_model.cpp), the transients (activation_memory.cpp)
+// and the device overhead (device_overhead.cpp).
 namespace tb::plan::detail {
 
 inline constexpr const char* kSrcZero =
@@ -24,16 +25,25 @@ inline constexpr const char* kSrcLoss = "docs/PLANNER.md, Logits: HF ForCausalLM
                                         "CEWithChunkedOutputLoss / Liger fused CE";
 inline constexpr const char* kSrcContext =
     "non-PyTorch memory in CUDA OOM reports (about 0.5 GiB, docs/PLANNER.md)";
-inline constexpr const char* kSrcAllocator =
-    "PyTorch caching allocator: reserved but unallocated (docs/PLANNER.md)";
+inline constexpr const char* kSrcAllocator = "PyTorch CUDA caching allocator: "
+                                             "max_memory_reserved - max_memory_allocated "
+                                             "(docs/PLANNER.md 4.7)";
+inline constexpr const char* kSrcNccl =
+    "measured NCCL memory outside PyTorch: 544 / 688 MB per GPU for 2 / more GPUs on A100 "
+    "NVLink (NVIDIA/nccl#964); 512 MiB NET proxy buffer across nodes (NVIDIA/nccl#2363)";
 inline constexpr const char* kSrcOptimizer =
     "docs/PLANNER.md, Optimizer states (Adam, bnb 8-bit, SGD, Adafactor)";
 
-inline constexpr double kDeepSpeedReduceBucket = 5e8; // reduce_bucket_size default (elements)
-inline constexpr double kDeepSpeedPrefetchBucket =
-    5e7; // stage3_prefetch_bucket_size default (elements)
+inline constexpr const char* kSrcDeepSpeedConfig =
+    "DeepSpeed configuration JSON docs: ZeRO bucket sizes, overlap_comm (4.5x the buckets), "
+    "contiguous_gradients, stage3_max_live_parameters";
 inline constexpr double kCudaContextGiB = 0.5;
-inline constexpr double kNcclGiB = 0.25;
+inline constexpr const char* kSrcProcess =
+    "peak RSS of a one-rank run of a 4 MiB model, docs/DISTRIBUTED_BENCHMARKS.md";
+inline constexpr double kProcessRuntimeMiB = 298; // 302 MiB RSS - 4 MiB of model states
+inline constexpr double kNcclPairMiB = 544; // a process group of two GPUs
+inline constexpr double kNcclGroupMiB = 688; // three or more
+inline constexpr double kNcclNetMiB = 512; // the NET transport's shared buffer, across nodes
 inline constexpr double kAllocatorFraction = 0.05;
 
 } // namespace tb::plan::detail

@@ -167,6 +167,9 @@ PlanContext makeContext(const PlanInput& in, const model::ModelSpec& model, cons
     else
         ctx.shardGroup = ctx.world;
     ctx.gpuFraction = vm ? vm->gpuFraction : 1.0;
+    // Ranks on one CPU share its memory and its cores.
+    if (gpu.isCpu)
+        ctx.gpuFraction = 1.0 / ctx.gpusPerNode;
 
     ctx.precision = in.precision;
     ctx.mixed = in.precision == Precision::Bf16Mixed || in.precision == Precision::Fp16Mixed;
@@ -215,6 +218,10 @@ PlanContext makeContext(const PlanInput& in, const model::ModelSpec& model, cons
         ctx.peakName = ctx.bf16Emulated ? "fp32 (bf16 emulated: no bf16 tensor cores)"
                                         : "bf16 tensor-core dense";
         break;
+    }
+    if (gpu.isCpu) {
+        ctx.peakTflops /= ctx.gpusPerNode;
+        ctx.peakName = "fp32 GEMM rate measured on this CPU, per rank";
     }
     if (in.utilisationOverride > 0)
         ctx.utilisation = in.utilisationOverride;

@@ -273,6 +273,7 @@ common::Status validatePlanInput(const PlanInput& in)
         problems.push_back("epochs: got 0, expected more than 0");
     rangeReal("utilisation_override", in.utilisationOverride, 0, 1);
     rangeReal("cuda_context_gib", in.cudaContextGiB, 0, 64);
+    rangeReal("allocator_overhead", in.allocatorOverhead, 0, 1);
     if (in.datasetTokens == 0 && (in.datasetSamples == 0 || in.meanTokensPerSample <= 0))
         problems.push_back("dataset: give dataset_tokens, or dataset_samples and "
                            "mean_tokens_per_sample, both above 0");

@@ -67,6 +67,31 @@ struct LoraSettings {
     std::vector<std::string> targetModules;
 };
 
+// DeepSpeed ZeRO settings that change GPU or CPU memory, with DeepSpeed's
+// defaults (docs: deepspeed.ai "DeepSpeed Configuration JSON", ZeRO and
+// offload sections). Sizes are in elements; 0 means "auto" as the Hugging
+// Face integration fills it: reduce bucket h^2, prefetch bucket 0.9 h^2.
+struct DeepSpeedSettings {
+    double reduceBucketSize = 5e8; // reduce_bucket_size
+    double allgatherBucketSize = 5e8; // allgather_bucket_size (ZeRO-1/2)
+    // overlap_comm: DeepSpeed's default is off for ZeRO-1/2 and on for ZeRO-3.
+    std::optional<bool> overlapComm;
+    bool contiguousGradients = true; // contiguous_gradients: the gradient (IPG) buffer
+    double prefetchBucketSize = 5e7; // stage3_prefetch_bucket_size
+    double maxLiveParameters = 1e9; // stage3_max_live_parameters
+    bool pinMemory = false; // offload_*.pin_memory
+    int paramBufferCount = 5; // offload_param.buffer_count
+    double paramBufferSize = 1e8; // offload_param.buffer_size (elements)
+};
+
+// FSDP settings that change how many units are gathered at once.
+enum class BackwardPrefetch { Pre, Post, None };
+struct FsdpSettings {
+    BackwardPrefetch backwardPrefetch = BackwardPrefetch::Pre; // PyTorch's default
+    bool forwardPrefetch = false;
+    bool limitAllGathers = true;
+};
+
 struct PlanInput {
     // Model: a preset name, a Hugging Face repo id of a preset, or the path
     // of a config.json (or of the folder holding one).
@@ -86,6 +111,8 @@ struct PlanInput {
     // DDP's gradient_as_bucket_view: when false (PyTorch's default) the
     // all-reduce buckets are a second copy of the gradients.
     bool ddpBucketView = true;
+    DeepSpeedSettings deepspeed; // ZeRO strategies
+    FsdpSettings fsdp; // FSDP strategies
 
     int microBatch = 4;
     int seqLen = 2048;
@@ -108,6 +135,9 @@ struct PlanInput {
     // Calibration overrides (0: the GPU preset's documented value).
     double utilisationOverride = 0.0; // achievable fraction of dense peak
     double cudaContextGiB = 0.0; // CUDA context + library workspaces per GPU
+    double allocatorOverhead = 0.0; // reserved beyond allocated, as a fraction of transients
+    // Set by applyCalibration ("calibrated by 3 runs on H100-SXM"); not saved in plan files.
+    std::string calibrationNote;
 
     std::int64_t trainingTokens() const; // dataset tokens x epochs
 };

@@ -41,17 +41,21 @@ json planResultToJson(const PlanInput& input, const PlanResult& r)
     out["grad_accum"] = input.gradAccum;
     out["params_total"] = r.paramsTotal;
     out["params_trainable"] = r.paramsTrainable;
+    out["calibration"] = r.calibration.empty() ? json(nullptr) : json(r.calibration);
 
     json perGpu = json::object();
     for (int c = 0; c < kMemoryCategoryCount; ++c)
         perGpu[std::string(categoryKey(MemoryCategory(c)))] =
             wholeBytes(r.categoryBytes(MemoryCategory(c)));
+    for (PeakLevel level : {PeakLevel::Allocated, PeakLevel::Reserved, PeakLevel::Device})
+        perGpu[std::string(peakKey(level))] = wholeBytes(r.peaks.at(level));
     perGpu["total"] = wholeBytes(r.perGpuBytes);
     out["per_gpu_bytes"] = perGpu;
     json components = json::array();
     for (const MemoryComponent& m : r.memory)
         components.push_back({{"key", m.key}, {"category", categoryKey(m.category)},
-            {"label", m.label}, {"bytes", wholeBytes(m.bytes)}, {"explanation", m.explanation},
+            {"peak", peakKey(peakLevel(m.key))}, {"label", m.label},
+            {"bytes", wholeBytes(m.bytes)}, {"explanation", m.explanation},
             {"source", m.source}});
     out["components"] = components;
     out["fits"] = r.fits;
@@ -88,7 +92,8 @@ json recommendationToJson(const Recommendation& rec)
             {"gpu_usable_bytes", wholeBytes(o.usableBytes)},
             {"tokens_per_second", finite(o.tokensPerSecond)}, {"hours", finite(o.hours)},
             {"usd_per_hour", finite(o.usdPerHour)}, {"cost_usd", finite(o.costUsd)},
-            {"notes", o.notes}});
+            {"notes", o.notes}, {"tunebench_trainer", o.trainer.runs},
+            {"tunebench_trainer_reason", o.trainer.reason}});
     json rejected = json::array();
     for (const RejectedOption& r : rec.rejected)
         rejected.push_back(

@@ -2,6 +2,67 @@
 
 namespace tb::plan {
 
+PeakLevel peakLevel(std::string_view componentKey)
+{
+    if (componentKey == "allocator_slack")
+        return PeakLevel::Reserved;
+    if (componentKey == "cuda_context" || componentKey == "nccl_buffers"
+        || componentKey == "process_runtime")
+        return PeakLevel::Device;
+    return PeakLevel::Allocated;
+}
+
+std::string_view peakKey(PeakLevel level)
+{
+    switch (level) {
+    case PeakLevel::Allocated:
+        return "peak_allocated";
+    case PeakLevel::Reserved:
+        return "peak_reserved";
+    case PeakLevel::Device:
+        return "device_used";
+    }
+    return "?";
+}
+
+std::string_view peakLabel(PeakLevel level)
+{
+    switch (level) {
+    case PeakLevel::Allocated:
+        return "Peak allocated";
+    case PeakLevel::Reserved:
+        return "Peak reserved";
+    case PeakLevel::Device:
+        return "Device used";
+    }
+    return "?";
+}
+
+double PeakBytes::at(PeakLevel level) const
+{
+    switch (level) {
+    case PeakLevel::Allocated:
+        return allocated;
+    case PeakLevel::Reserved:
+        return reserved;
+    case PeakLevel::Device:
+        return deviceUsed;
+    }
+    return deviceUsed;
+}
+
+PeakBytes peaksOf(const std::vector<MemoryComponent>& memory)
+{
+    double byLevel[3] = {};
+    for (const MemoryComponent& c : memory)
+        byLevel[int(peakLevel(c.key))] += c.bytes;
+    PeakBytes p;
+    p.allocated = byLevel[0];
+    p.reserved = p.allocated + byLevel[1];
+    p.deviceUsed = p.reserved + byLevel[2];
+    return p;
+}
+
 std::string_view categoryKey(MemoryCategory c)
 {
     switch (c) {

@@ -19,7 +19,8 @@ std::string_view categoryLabel(MemoryCategory c); // "Weights", ..., "CUDA conte
 // colours): weights, master_weights, quant_constants, lora_weights,
 // weights_full (FSDP SHARD_GRAD_OP's gathered copy), gradients, optimizer,
 // activations, attn_scores, logits, gather_buffers, comm_buckets,
-// cuda_context, allocator_slack. Zero-byte components are left out.
+// allocator_slack, cuda_context, nccl_buffers, process_runtime (CPU plans).
+// Zero-byte components are left out.
 struct MemoryComponent {
     std::string key;
     MemoryCategory category = MemoryCategory::Weights;
@@ -43,6 +44,25 @@ struct Figure {
     std::string source;
 };
 
+// Which of the three peaks a measurement reports first counts a component:
+// PyTorch's allocations (torch.cuda.max_memory_allocated), the caching
+// allocator's reserve beyond them (max_memory_reserved), or memory outside
+// the allocator that only the device shows (nvidia-smi).
+enum class PeakLevel { Allocated, Reserved, Device };
+PeakLevel peakLevel(std::string_view componentKey);
+std::string_view peakKey(PeakLevel level); // "peak_allocated", "peak_reserved", "device_used"
+std::string_view peakLabel(PeakLevel level); // "Peak allocated", ...
+
+// The three peaks per GPU; each includes the ones before it.
+struct PeakBytes {
+    double allocated = 0;
+    double reserved = 0;
+    double deviceUsed = 0; // = PlanResult::perGpuBytes
+
+    double at(PeakLevel level) const;
+};
+PeakBytes peaksOf(const std::vector<MemoryComponent>& memory);
+
 struct ScalingPoint {
     int nodes = 1;
     double tokensPerSecond = 0;
@@ -63,10 +83,12 @@ struct PlanResult {
     int nodes = 1;
     int worldSize = 1;
     std::string precision; // the precision actually planned (toString(Precision))
+    std::string calibration; // "calibrated by 3 runs on H100-SXM", empty when none applies
 
     // Memory per GPU, component by component; the components sum to perGpuBytes.
     std::vector<MemoryComponent> memory;
-    double perGpuBytes = 0;
+    PeakBytes peaks;
+    double perGpuBytes = 0; // device_used: what "fits" is judged by
     double usableBytes = 0; // the GPU's usable memory
     double headroomBytes = 0; // usable - perGpu (negative: short by that much)
     bool fits = false;

@@ -5,6 +5,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <iterator>
+
 namespace tb::plan {
 
 using model::YamlFields;
@@ -28,6 +31,69 @@ void readEnum(YamlFields& f, const char* key, Enum& target, Parse parse,
     for (const std::string& name : names)
         list += (list.empty() ? "" : ", ") + name;
     f.problem(f.child(key, false), key, "got '" + *text + "', expected one of " + list);
+}
+
+constexpr const char* kPrefetchNames[] = {"pre", "post", "none"};
+
+// The `deepspeed:` and `fsdp:` maps: the settings that size buffers (4.6).
+void readFrameworkSettings(YamlFields& f, const std::string& origin,
+    std::vector<std::string>& problems, PlanInput& in)
+{
+    const YAML::Node ds = f.child("deepspeed", false);
+    if (ds.IsDefined() && !ds.IsNull()) {
+        YamlFields d(ds, origin, "deepspeed", &problems);
+        DeepSpeedSettings& s = in.deepspeed;
+        s.reduceBucketSize = d.number("reduce_bucket_size", false, 0, 1e15).value_or(s.reduceBucketSize);
+        s.allgatherBucketSize =
+            d.number("allgather_bucket_size", false, 0, 1e15).value_or(s.allgatherBucketSize);
+        if (const auto overlap = d.boolean("overlap_comm", false))
+            s.overlapComm = *overlap;
+        s.contiguousGradients = d.boolean("contiguous_gradients", false).value_or(s.contiguousGradients);
+        s.prefetchBucketSize =
+            d.number("stage3_prefetch_bucket_size", false, 0, 1e15).value_or(s.prefetchBucketSize);
+        s.maxLiveParameters =
+            d.number("stage3_max_live_parameters", false, 0, 1e15).value_or(s.maxLiveParameters);
+        s.pinMemory = d.boolean("pin_memory", false).value_or(s.pinMemory);
+        d.finish();
+    }
+    const YAML::Node fsdp = f.child("fsdp", false);
+    if (fsdp.IsDefined() && !fsdp.IsNull()) {
+        YamlFields d(fsdp, origin, "fsdp", &problems);
+        FsdpSettings& s = in.fsdp;
+        if (const auto prefetch = d.text("backward_prefetch", false)) {
+            const auto* end = std::end(kPrefetchNames);
+            const auto* it = std::find(std::begin(kPrefetchNames), end, *prefetch);
+            if (it == end)
+                d.problem(d.child("backward_prefetch", false), "backward_prefetch",
+                    "got '" + *prefetch + "', expected one of pre, post, none");
+            else
+                s.backwardPrefetch = BackwardPrefetch(it - std::begin(kPrefetchNames));
+        }
+        s.forwardPrefetch = d.boolean("forward_prefetch", false).value_or(s.forwardPrefetch);
+        s.limitAllGathers = d.boolean("limit_all_gathers", false).value_or(s.limitAllGathers);
+        d.finish();
+    }
+}
+
+void writeFrameworkSettings(YAML::Emitter& out, const PlanInput& in)
+{
+    const DeepSpeedSettings& d = in.deepspeed;
+    out << YAML::Key << "deepspeed" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "reduce_bucket_size" << YAML::Value << d.reduceBucketSize;
+    out << YAML::Key << "allgather_bucket_size" << YAML::Value << d.allgatherBucketSize;
+    if (d.overlapComm) // absent: DeepSpeed's default for the stage
+        out << YAML::Key << "overlap_comm" << YAML::Value << *d.overlapComm;
+    out << YAML::Key << "contiguous_gradients" << YAML::Value << d.contiguousGradients;
+    out << YAML::Key << "stage3_prefetch_bucket_size" << YAML::Value << d.prefetchBucketSize;
+    out << YAML::Key << "stage3_max_live_parameters" << YAML::Value << d.maxLiveParameters;
+    out << YAML::Key << "pin_memory" << YAML::Value << d.pinMemory;
+    out << YAML::EndMap;
+    out << YAML::Key << "fsdp" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "backward_prefetch" << YAML::Value
+        << kPrefetchNames[int(in.fsdp.backwardPrefetch)];
+    out << YAML::Key << "forward_prefetch" << YAML::Value << in.fsdp.forwardPrefetch;
+    out << YAML::Key << "limit_all_gathers" << YAML::Value << in.fsdp.limitAllGathers;
+    out << YAML::EndMap;
 }
 
 } // namespace
@@ -84,11 +150,13 @@ common::Result<PlanInput> parsePlanYaml(std::string_view yaml, const std::string
         in.epochs = d.number("epochs", false, 1e-6, 1e6).value_or(in.epochs);
         d.finish();
     }
+    readFrameworkSettings(f, origin, problems, in);
     const YAML::Node calibration = f.child("calibration", false);
     if (calibration.IsDefined() && !calibration.IsNull()) {
         YamlFields c(calibration, origin, "calibration", &problems);
         in.utilisationOverride = c.number("utilisation", false, 0, 1).value_or(0);
         in.cudaContextGiB = c.number("cuda_context_gib", false, 0, 64).value_or(0);
+        in.allocatorOverhead = c.number("allocator_overhead", false, 0, 1).value_or(0);
         c.finish();
     }
     f.finish();
@@ -143,9 +211,11 @@ std::string planToYaml(const PlanInput& in)
     out << YAML::Key << "tokens" << YAML::Value << in.datasetTokens;
     out << YAML::Key << "epochs" << YAML::Value << in.epochs;
     out << YAML::EndMap;
+    writeFrameworkSettings(out, in);
     out << YAML::Key << "calibration" << YAML::Value << YAML::BeginMap;
     out << YAML::Key << "utilisation" << YAML::Value << in.utilisationOverride;
     out << YAML::Key << "cuda_context_gib" << YAML::Value << in.cudaContextGiB;
+    out << YAML::Key << "allocator_overhead" << YAML::Value << in.allocatorOverhead;
     out << YAML::EndMap;
     out << YAML::EndMap;
     return "# Tunebench plan (docs/PLANNER.md, Plan files)\n" + std::string(out.c_str()) + "\n";

@@ -48,6 +48,8 @@ std::string_view toString(RejectReason value)
         return "invalid-combination";
     case RejectReason::NoPeakFigures:
         return "no-peak-figures";
+    case RejectReason::NotRunnable:
+        return "not-runnable";
     }
     return "?";
 }
@@ -165,6 +167,9 @@ Recommendation recommend(const PlanInput& input, const model::ModelSpec& model,
         } else if (gpu->bf16Tflops <= 0 && gpu->fp16Tflops <= 0) {
             vmReason = RejectReason::NoPeakFigures;
             vmProblem = "no peak figures are known for " + gpu->id;
+        } else if (options.trainerRunnableOnly && !tunebenchTrainerSupport(*gpu).runs) {
+            vmReason = RejectReason::NotRunnable;
+            vmProblem = tunebenchTrainerSupport(*gpu).reason;
         } else if (needsPrice && !vm.usdPerHour) {
             vmReason = RejectReason::NoPrice;
             vmProblem = "no price known (" + vm.priceSource + ")";
@@ -258,6 +263,7 @@ Recommendation recommend(const PlanInput& input, const model::ModelSpec& model,
                 o.usdPerHour = usdPerHour;
                 o.costUsd = r.costKnown ? r.costUsd : 0;
                 o.notes = notes;
+                o.trainer = tunebenchTrainerSupport(*gpu);
                 o.input = candidate;
             }
         }

@@ -3,6 +3,7 @@
 #include "model/model_spec.h"
 #include "plan/catalog.h"
 #include "plan/plan_input.h"
+#include "plan/trainer_support.h"
 
 #include <functional>
 #include <string>
@@ -25,6 +26,7 @@ struct RecommendOptions {
     bool allowPrecisionFallback = true; // bf16 on V100/T4 -> fp16 mixed, noted
     bool includeRetired = false; // NCv3 (retired 2025-09-30) stays rejected unless set
     bool includePreview = false;
+    bool trainerRunnableOnly = false; // reject GPUs Tunebench's trainer cannot run on
 };
 
 enum class RejectReason {
@@ -39,6 +41,7 @@ enum class RejectReason {
     Redundant, // a sharded strategy on one GPU is plain training
     InvalidCombination, // e.g. parameter offload with DDP
     NoPeakFigures, // the GPU's peak rates are unknown: no speed, no time
+    NotRunnable, // Tunebench's trainer cannot run there, and only runnable options were asked
 };
 
 std::string_view toString(RankBy value);
@@ -60,6 +63,7 @@ struct RecommendedOption {
     double usdPerHour = 0; // all nodes
     double costUsd = 0;
     std::vector<std::string> notes; // "fp16 mixed: V100 has no bf16"
+    TrainerSupport trainer; // whether Tunebench's own trainer runs there
     PlanInput input; // the plan this option stands for (apply it to the page)
 };
 

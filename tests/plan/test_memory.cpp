@@ -121,8 +121,52 @@ private slots:
         QCOMPARE(sum, r.perGpuBytes);
         QVERIFY(std::fabs(byCategory - sum) < 1);
         QCOMPARE(r.headroomBytes, r.usableBytes - r.perGpuBytes);
-        for (const char* key : {"activations", "logits", "cuda_context", "allocator_slack"})
+        for (const char* key :
+            {"activations", "logits", "cuda_context", "nccl_buffers", "allocator_slack"})
             QVERIFY2(r.component(key), key);
+    }
+
+    // The three peaks nest: allocated <= reserved <= device used = total, and
+    // each step up is exactly the components that belong to it.
+    void peaksNest_data()
+    {
+        QTest::addColumn<Sharding>("sharding");
+        QTest::addColumn<int>("gpus");
+        QTest::addRow("ddp 1 GPU") << Sharding::Ddp << 1;
+        QTest::addRow("zero3 8 GPUs") << Sharding::Zero3 << 8;
+        QTest::addRow("fsdp 8 GPUs") << Sharding::FsdpFull << 8;
+    }
+    void peaksNest()
+    {
+        QFETCH(Sharding, sharding);
+        QFETCH(int, gpus);
+        plan::PlanInput in = fullInput(sharding, gpus, 1);
+        const plan::PlanResult r =
+            plan::estimatePlan(in, presetModel("Llama-3-8B"), presetGpu("H100-SXM"));
+        const plan::PeakBytes& p = r.peaks;
+        const double slack = r.component("allocator_slack")->bytes;
+        const double context = r.component("cuda_context")->bytes;
+        const plan::MemoryComponent* nccl = r.component("nccl_buffers");
+        QCOMPARE(nccl != nullptr, gpus > 1);
+        QVERIFY(p.allocated > 0);
+        QVERIFY(std::fabs(p.reserved - p.allocated - slack) < 1);
+        QVERIFY(std::fabs(p.deviceUsed - p.reserved - context - (nccl ? nccl->bytes : 0)) < 1);
+        QCOMPARE(p.deviceUsed, r.perGpuBytes);
+    }
+
+    // A calibrated allocator overhead replaces the default fraction.
+    void allocatorOverheadOverride()
+    {
+        plan::PlanInput in;
+        const plan::PlanResult base =
+            plan::estimatePlan(in, presetModel("Llama-3.1-8B"), presetGpu("A100-80GB-SXM"));
+        in.allocatorOverhead = 0.10;
+        const plan::PlanResult calibrated =
+            plan::estimatePlan(in, presetModel("Llama-3.1-8B"), presetGpu("A100-80GB-SXM"));
+        QCOMPARE(calibrated.peaks.allocated, base.peaks.allocated);
+        QVERIFY(calibrated.peaks.reserved > base.peaks.reserved);
+        QVERIFY(calibrated.component("allocator_slack")->explanation.find("calibrated")
+            != std::string::npos);
     }
 
     // Memory grows with micro-batch and sequence length, and only through
@@ -176,6 +220,32 @@ private slots:
         QVERIFY(!plan::estimatePlan(in, spec, gpu).component("attn_scores"));
     }
 
+    // One GPU without accumulation: gradients are not resident at the
+    // activation peak; with accumulation, or with more GPUs, they are.
+    void gradientsAtThePeak_data()
+    {
+        QTest::addColumn<int>("gradAccum");
+        QTest::addColumn<int>("gpus");
+        QTest::addColumn<bool>("allResident");
+        QTest::addRow("1 GPU, no accumulation") << 1 << 1 << false;
+        QTest::addRow("1 GPU, accumulation 4") << 4 << 1 << true;
+        QTest::addRow("2 GPUs, no accumulation") << 1 << 2 << true;
+    }
+    void gradientsAtThePeak()
+    {
+        QFETCH(int, gradAccum);
+        QFETCH(int, gpus);
+        QFETCH(bool, allResident);
+        plan::PlanInput in = fullInput(Sharding::Ddp, gpus, 1);
+        in.gradAccum = gradAccum;
+        in.microBatch = 4;
+        in.gradientCheckpointing = false;
+        const model::ModelSpec& spec = presetModel("SmolLM2-360M");
+        const plan::PlanResult r = plan::estimatePlan(in, spec, presetGpu("H100-SXM"));
+        const double all = 2.0 * model::countParameters(spec).total; // bf16 gradients
+        QCOMPARE(r.component("gradients")->bytes == all, allResident);
+    }
+
     void lossModes()
     {
         const model::ModelSpec& spec = presetModel("Llama-3-8B"); // 128k vocabulary
@@ -192,7 +262,7 @@ private slots:
         in.loss = plan::LossMode::Fused;
         const double fused =
             plan::estimatePlan(in, spec, presetGpu("A100-80GB-SXM")).component("logits")->bytes;
-        QCOMPARE(full, 12 * tokensTimesVocab);
+        QCOMPARE(full, (2 + 12) * tokensTimesVocab);
         QCOMPARE(chunked, (2 + 4) * tokensTimesVocab + 8 * tokensTimesVocab / 8);
         QCOMPARE(fused, (2 + 4 + 4) * tokensTimesVocab / 8);
         QVERIFY(full > chunked && chunked > fused);

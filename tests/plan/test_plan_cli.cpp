@@ -20,6 +20,9 @@ class TestPlanCli : public QObject {
         QProcess process;
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert("TUNEBENCH_PRESETS_DIR", TB_SOURCE_DIR "/presets");
+        // No calibration file of the user's, and this machine's CPU figures kept apart.
+        env.insert("TUNEBENCH_CALIBRATION", m_scratch.filePath("calibration.json"));
+        env.insert("XDG_CACHE_HOME", m_scratch.path());
         process.setProcessEnvironment(env);
         process.start(TB_CLI_PATH, QStringList{"plan"} + args);
         if (!process.waitForFinished(60000))
@@ -29,7 +32,22 @@ class TestPlanCli : public QObject {
             QString::fromUtf8(process.readAllStandardError())};
     }
 
+    QTemporaryDir m_scratch;
+
 private slots:
+    // A CPU plan: the device is this machine, its memory the process's.
+    void cpuPlan()
+    {
+        const Run r = plan({"--gpu", "cpu", "--model", "SmolLM2-135M", "--method", "full",
+            "--precision", "fp32", "--json"});
+        QCOMPARE(r.exitCode, 0);
+        const nlohmann::json j = nlohmann::json::parse(r.out.toStdString());
+        QCOMPARE(j["gpu"], "cpu");
+        QCOMPARE(j["per_gpu_bytes"]["peak_allocated"], j["per_gpu_bytes"]["peak_reserved"]);
+        QVERIFY(j["tokens_per_second"].get<double>() > 0);
+        QVERIFY(j["calibration"].is_null());
+    }
+
     void defaultPlan()
     {
         const Run r = plan({});
@@ -66,10 +84,20 @@ private slots:
                  "step_seconds", "components", "figures", "hours", "cost_usd", "scaling"})
             QVERIFY2(j.contains(key), key);
         long long sum = 0;
-        for (const auto& [key, value] : j["per_gpu_bytes"].items())
-            if (key != "total")
-                sum += value.get<long long>();
-        QVERIFY(std::llabs(sum - j["per_gpu_bytes"]["total"].get<long long>()) <= 8);
+        const nlohmann::json& perGpu = j["per_gpu_bytes"];
+        for (const char* key :
+            {"weights", "gradients", "optimizer", "activations", "logits", "buffers", "overhead"})
+            sum += perGpu[key].get<long long>();
+        QVERIFY(std::llabs(sum - perGpu["total"].get<long long>()) <= 8);
+        // The three peaks nest, and the total is the device's figure.
+        const long long allocated = perGpu["peak_allocated"].get<long long>();
+        const long long reserved = perGpu["peak_reserved"].get<long long>();
+        QVERIFY(allocated > 0 && allocated < reserved);
+        QVERIFY(reserved < perGpu["device_used"].get<long long>());
+        QCOMPARE(perGpu["device_used"], perGpu["total"]);
+        for (const nlohmann::json& c : j["components"])
+            QVERIFY(c["peak"] == "peak_allocated" || c["peak"] == "peak_reserved"
+                || c["peak"] == "device_used");
     }
 
     void recommendJson()

@@ -134,6 +134,12 @@ private slots:
             in.sharding = Sharding::Zero2;
             in.offload = Offload::Optimizer;
             in.ddpBucketView = false;
+            in.deepspeed.reduceBucketSize = 0; // "auto"
+            in.deepspeed.overlapComm = true;
+            in.deepspeed.pinMemory = true;
+            in.deepspeed.maxLiveParameters = 3e8;
+            in.fsdp.backwardPrefetch = plan::BackwardPrefetch::None;
+            in.fsdp.limitAllGathers = false;
         }
         const auto again = plan::parsePlanYaml(plan::planToYaml(in), "round.yaml");
         QVERIFY2(again.ok(), again.ok() ? "" : again.error().message.c_str());
@@ -143,6 +149,9 @@ private slots:
         QCOMPARE(again->lora.dropout, in.lora.dropout);
         QCOMPARE(again->epochs, in.epochs);
         QCOMPARE(again->lora.targetModules, in.lora.targetModules);
+        QCOMPARE(again->deepspeed.overlapComm, in.deepspeed.overlapComm);
+        QCOMPARE(again->deepspeed.maxLiveParameters, in.deepspeed.maxLiveParameters);
+        QCOMPARE(int(again->fsdp.backwardPrefetch), int(in.fsdp.backwardPrefetch));
     }
 
     void planYamlErrorsListEveryProblem()
@@ -172,6 +181,88 @@ private slots:
         QCOMPARE(plan::loadPlanYaml(path)->nodes, 3);
         QCOMPARE(QDir(dir.path()).entryList(QDir::Files).size(), 1); // no temporary left behind
         QVERIFY(!plan::savePlanYaml("/nonexistent/dir/plan.yaml", in).ok());
+    }
+
+    // Settings that size buffers are read and change the plan's memory the
+    // way DeepSpeed's docs say.
+    void deepSpeedBuffers_data()
+    {
+        QTest::addColumn<QString>("zero");
+        QTest::addColumn<QString>("component");
+        QTest::addColumn<double>("elements"); // expected, times the 2-byte working copy
+        const double T = 8'030'261'248.0; // Llama-3.1-8B, full fine-tune
+        QTest::addRow("zero2 reduce bucket")
+            << R"({"stage": 2, "reduce_bucket_size": 2e8})" << "comm_buckets" << 2e8;
+        QTest::addRow("zero2 overlap_comm: 4.5x both buckets")
+            << R"({"stage": 2, "overlap_comm": true, "reduce_bucket_size": 1e8, "allgather_bucket_size": 3e8})"
+            << "comm_buckets" << 4.5 * 4e8;
+        QTest::addRow("zero2 auto: h^2")
+            << R"({"stage": 2, "reduce_bucket_size": "auto"})" << "comm_buckets" << 4096.0 * 4096;
+        QTest::addRow("zero2 no contiguous gradients")
+            << R"({"stage": 2, "contiguous_gradients": false})" << "comm_buckets" << 0.0;
+        QTest::addRow("zero3 prefetch + reduce")
+            << R"({"stage": 3, "stage3_prefetch_bucket_size": 1e8, "reduce_bucket_size": 1e8})"
+            << "comm_buckets" << 2e8;
+        QTest::addRow("zero3 live parameters")
+            << R"({"stage": 3, "stage3_max_live_parameters": 2e9})" << "live_parameters"
+            << 2e9 - 128256.0 * 4096;
+        QTest::addRow("zero3 live parameters above the model")
+            << R"({"stage": 3, "stage3_max_live_parameters": 1e11})" << "live_parameters"
+            << T - 128256.0 * 4096;
+    }
+    void deepSpeedBuffers()
+    {
+        QFETCH(QString, zero);
+        QFETCH(QString, component);
+        QFETCH(double, elements);
+        const QString json = QStringLiteral(R"({"bf16": {"enabled": true}, "zero_optimization": %1})").arg(zero);
+        plan::PlanInput base = fullInput(Sharding::Ddp, 8, 1);
+        const auto imported = plan::parseDeepSpeedJson(json.toStdString(), "ds.json", base);
+        QVERIFY2(imported.ok(), imported.ok() ? "" : imported.error().message.c_str());
+        const plan::PlanResult r = plan::estimatePlan(
+            imported->input, presetModel("Llama-3.1-8B"), presetGpu("H100-SXM"));
+        const plan::MemoryComponent* c = r.component(component.toStdString());
+        QCOMPARE(c ? c->bytes : 0.0, 2 * elements);
+    }
+
+    // Pinned offload buffers are rounded up to a power of two on the host.
+    void pinnedOffload()
+    {
+        plan::PlanInput in = fullInput(Sharding::Zero2, 8, 1);
+        in.offload = Offload::Optimizer;
+        const auto plain = plan::estimatePlan(in, presetModel("Llama-3.1-8B"), presetGpu("H100-SXM"));
+        in.deepspeed.pinMemory = true;
+        const auto pinned = plan::estimatePlan(in, presetModel("Llama-3.1-8B"), presetGpu("H100-SXM"));
+        QVERIFY(pinned.cpuBytesPerNode > plain.cpuBytesPerNode);
+        QVERIFY(pinned.cpuBytesPerNode < 2 * plain.cpuBytesPerNode);
+    }
+
+    void fsdpPrefetch_data()
+    {
+        QTest::addColumn<QString>("settings");
+        QTest::addColumn<int>("layersMore"); // gathered decoder layers against the default
+        QTest::addRow("default (BACKWARD_PRE)") << "" << 0;
+        QTest::addRow("no prefetch") << "  fsdp_backward_prefetch: NO_PREFETCH\n" << -1;
+        QTest::addRow("no backward, forward prefetch")
+            << "  fsdp_backward_prefetch: NO_PREFETCH\n  fsdp_forward_prefetch: true\n" << 0;
+    }
+    void fsdpPrefetch()
+    {
+        QFETCH(QString, settings);
+        QFETCH(int, layersMore);
+        const auto plan = [](const QString& fsdp) {
+            const QString yaml = "distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: FULL_SHARD\n" + fsdp;
+            const auto imported = plan::parseAccelerateYaml(
+                yaml.toStdString(), "acc.yaml", fullInput(Sharding::Ddp, 8, 1));
+            if (!imported.ok())
+                qFatal("%s", imported.error().message.c_str());
+            return plan::estimatePlan(imported->input, presetModel("Llama-3.1-8B"),
+                presetGpu("H100-SXM"))
+                .component("gather_buffers")
+                ->bytes;
+        };
+        const double layerBytes = 2.0 * 218'112'000; // one Llama-3.1-8B decoder layer in bf16
+        QCOMPARE(plan(settings) - plan({}), layersMore * layerBytes);
     }
 
     void deepSpeed_data()

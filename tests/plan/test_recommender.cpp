@@ -49,6 +49,45 @@ private slots:
         }
     }
 
+    // Whether Tunebench's own trainer runs on a GPU, and why not.
+    void trainerSupport_data()
+    {
+        QTest::addColumn<QString>("gpu");
+        QTest::addColumn<bool>("runs");
+        QTest::addRow("H100") << "H100-SXM" << true;
+        QTest::addRow("A100") << "A100-80GB-SXM" << true;
+        QTest::addRow("T4 (Turing, CUDA 13 keeps it)") << "T4" << true;
+        QTest::addRow("GB200") << "GB200" << true;
+        QTest::addRow("MI300X (ROCm)") << "MI300X" << false;
+        QTest::addRow("V100 (Volta, dropped by CUDA 13)") << "V100-16GB" << false;
+    }
+    void trainerSupport()
+    {
+        QFETCH(QString, gpu);
+        QFETCH(bool, runs);
+        const plan::TrainerSupport s = plan::tunebenchTrainerSupport(presetGpu(qPrintable(gpu)));
+        QCOMPARE(s.runs, runs);
+        QCOMPARE(s.reason.empty(), runs);
+    }
+
+    // Options are marked; asked for, the others are rejected with the reason.
+    void runnableOnly()
+    {
+        plan::PlanInput in;
+        const plan::Recommendation all =
+            plan::recommend(in, presetModel("Llama-3.1-8B"), presetCatalog());
+        QVERIFY(std::any_of(all.options.begin(), all.options.end(),
+            [](const plan::RecommendedOption& o) { return !o.trainer.runs; }));
+        plan::RecommendOptions options;
+        options.trainerRunnableOnly = true;
+        const plan::Recommendation runnable =
+            plan::recommend(in, presetModel("Llama-3.1-8B"), presetCatalog(), options);
+        QVERIFY(!runnable.options.empty());
+        for (const plan::RecommendedOption& o : runnable.options)
+            QVERIFY2(o.trainer.runs, o.vmSize.c_str());
+        QVERIFY(hasRejection(runnable, "Standard_ND96isr_MI300X_v5", RejectReason::NotRunnable));
+    }
+
     void rankedByTime()
     {
         plan::RecommendOptions options;

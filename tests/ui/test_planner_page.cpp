@@ -99,6 +99,8 @@ private slots:
         QApplication::setOrganizationName(QStringLiteral("TunebenchTest"));
         QApplication::setApplicationName(QStringLiteral("test_planner_page"));
         QSettings().clear();
+        // No calibration file of the user's: each test sets its own.
+        qputenv("TUNEBENCH_CALIBRATION", QByteArray(TB_BINARY_DIR "/no-calibration.json"));
         m_screenshotDir = QStringLiteral(TB_BINARY_DIR "/screenshots");
         QDir().mkpath(m_screenshotDir);
     }
@@ -121,6 +123,56 @@ private slots:
             QCOMPARE(page.breakdownChart()->segmentGiB(category),
                      result.categoryBytes(category) / common::kGiB);
         }
+    }
+
+    // The bar marks the three peaks where the planner puts them, and names them.
+    void marksTheThreePeaks_data()
+    {
+        QTest::addColumn<int>("level");
+        QTest::addRow("allocated") << int(plan::PeakLevel::Allocated);
+        QTest::addRow("reserved") << int(plan::PeakLevel::Reserved);
+        QTest::addRow("device used") << int(plan::PeakLevel::Device);
+    }
+    void marksTheThreePeaks()
+    {
+        QFETCH(int, level);
+        PlannerPage page;
+        const auto peak = static_cast<plan::PeakLevel>(level);
+        const double bytes = page.result()->peaks.at(peak);
+        QCOMPARE(page.breakdownChart()->peakMarkGiB(peak), bytes / common::kGiB);
+        QVERIFY2(page.breakdownChart()->peaksText().contains(
+                     QString::fromStdString(common::formatBytes(bytes))),
+                 qPrintable(page.breakdownChart()->peaksText()));
+    }
+
+    // An imported DeepSpeed setting the form has no widget for stays in the plan.
+    void keepsFrameworkSettings()
+    {
+        PlannerPage page;
+        plan::PlanInput in = page.input();
+        in.sharding = plan::Sharding::Zero2;
+        in.deepspeed.reduceBucketSize = 1e8;
+        in.deepspeed.overlapComm = true;
+        page.setInput(in);
+        QCOMPARE(page.input().deepspeed.reduceBucketSize, 1e8);
+        QCOMPARE(page.input().deepspeed.overlapComm, std::optional<bool>(true));
+    }
+
+    // A plan on a calibrated device applies the calibration and says so.
+    void showsWhenCalibrated()
+    {
+        PlannerPage page;
+        QVERIFY(!page.detailsText().contains(QStringLiteral("Calibrated")));
+        plan::CalibrationRun run;
+        run.plannedTokensPerSecond = 1000;
+        run.measuredTokensPerSecond = 500;
+        run.plannedUtilisation = 0.4;
+        plan::Calibration calibration;
+        calibration.set(plan::calibrateDevice(page.result()->gpuId, {run, run}));
+        page.setCalibration(calibration);
+        QVERIFY2(page.detailsText().contains(QStringLiteral("calibrated by 2 runs on ")),
+                 qPrintable(page.detailsText()));
+        QCOMPARE(page.result()->figure("utilisation")->value, 0.2);
     }
 
     void hoverTextExplainsComponents()
@@ -262,6 +314,22 @@ private slots:
         child<QCheckBox>(&page, "bestPerVmCheck")->setChecked(false);
         QVERIFY(filter->rowCount() > bestOnly);
         QCOMPARE(filter->rowCount(), page.recommendationModel()->rowCount());
+
+        // Options Tunebench's trainer cannot run (MI300X) are marked, and hidden on request.
+        const auto trainerRunsAt = [&](int row) {
+            return filter->index(row, ui::RecommendationModel::Trainer)
+                .data(ui::RecommendationModel::kSortRole)
+                .toBool();
+        };
+        bool anyNotRunnable = false;
+        for (int row = 0; row < filter->rowCount(); ++row)
+            anyNotRunnable = anyNotRunnable || !trainerRunsAt(row);
+        QVERIFY(anyNotRunnable);
+        child<QCheckBox>(&page, "trainerRunnableCheck")->setChecked(true);
+        QVERIFY(filter->rowCount() > 0);
+        for (int row = 0; row < filter->rowCount(); ++row)
+            QVERIFY(trainerRunsAt(row));
+        child<QCheckBox>(&page, "trainerRunnableCheck")->setChecked(false);
 
         child<QSpinBox>(&page, "maxNodesSpin")->setValue(1);
         QVERIFY(filter->rowCount() > 0);

@@ -10,6 +10,7 @@ namespace tb::ui {
 namespace {
 
 constexpr double kBarKey = 1.0;
+constexpr double kBarWidth = 0.55;
 
 double toGiB(double bytes)
 {
@@ -53,7 +54,7 @@ BreakdownChart::BreakdownChart(QWidget* parent)
         bars->setName(QString::fromStdString(std::string(plan::categoryLabel(category))));
         bars->setBrush(categoryColor(category));
         bars->setPen(QPen(categoryColor(category).darker(130)));
-        bars->setWidth(0.55);
+        bars->setWidth(kBarWidth);
         if (below)
             bars->moveAbove(below);
         below = bars;
@@ -68,6 +69,20 @@ BreakdownChart::BreakdownChart(QWidget* parent)
     m_capacityLabel->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
     m_capacityLabel->setPadding(QMargins(4, 2, 6, 2));
     m_capacityLabel->setBrush(QBrush(QColor(255, 255, 255, 220)));
+
+    for (QCPItemLine*& mark : m_peakMarks) {
+        mark = new QCPItemLine(this);
+        mark->setPen(QPen(peakMarkColor(), 2));
+        mark->start->setTypeY(QCPItemPosition::ptPlotCoords);
+        mark->end->setTypeY(QCPItemPosition::ptPlotCoords);
+    }
+    m_peaksLabel = new QCPItemText(this);
+    // Bottom left, clear of the capacity label at the top right.
+    m_peaksLabel->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
+    m_peaksLabel->position->setType(QCPItemPosition::ptAxisRectRatio);
+    m_peaksLabel->position->setCoords(0.01, 0.99);
+    m_peaksLabel->setPadding(QMargins(4, 2, 4, 2));
+    m_peaksLabel->setBrush(QBrush(QColor(255, 255, 255, 220)));
 
     // The legend to the right of the bar, one category a line with its
     // bytes, so it never covers a segment and every name stays whole.
@@ -102,6 +117,27 @@ void BreakdownChart::setResult(const plan::PlanResult& result)
     m_capacityLabel->setText(headroomText());
     m_capacityLabel->setColor(result.fits ? capacityColor() : overCapacityColor());
     xAxis->setRange(0, std::max(usable, total) * 1.08 + 0.01);
+
+    // A tick from below the bar into it at each peak.
+    const double barBottom = kBarKey - kBarWidth / 2;
+    for (int i = 0; i < 3; ++i) {
+        const double x = toGiB(result.peaks.at(static_cast<plan::PeakLevel>(i)));
+        m_peakMarks[static_cast<size_t>(i)]->start->setCoords(x, barBottom - 0.12);
+        m_peakMarks[static_cast<size_t>(i)]->end->setCoords(x, barBottom + 0.1);
+    }
+    m_peaksLabel->setText(peaksText());
+}
+
+QString BreakdownChart::peaksText() const
+{
+    return tr("peak allocated %1 · reserved %2 · device used %3")
+        .arg(gib(m_result.peaks.allocated), gib(m_result.peaks.reserved),
+            gib(m_result.peaks.deviceUsed));
+}
+
+double BreakdownChart::peakMarkGiB(plan::PeakLevel level) const
+{
+    return m_peakMarks[static_cast<size_t>(level)]->start->coords().x();
 }
 
 double BreakdownChart::segmentGiB(plan::MemoryCategory category) const

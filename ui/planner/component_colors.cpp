@@ -38,4 +38,9 @@ QColor throughputColor()
     return QColor(0x1f, 0x4e, 0x79);
 }
 
+QColor peakMarkColor()
+{
+    return QColor(0x10, 0x10, 0x10);
+}
+
 } // namespace tb::ui

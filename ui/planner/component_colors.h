@@ -14,5 +14,7 @@ QColor categoryColor(plan::MemoryCategory category);
 QColor capacityColor();
 QColor overCapacityColor();
 QColor throughputColor();
+// The ticks that mark the three peaks on the memory bar.
+QColor peakMarkColor();
 
 } // namespace tb::ui

@@ -91,7 +91,11 @@ std::string planReportMarkdown(const plan::PlanInput& input, const plan::PlanRes
             md << "| " << cell(c.label) << " | " << formatBytes(c.bytes) << " | "
                << cell(c.explanation) << " | " << cell(c.source) << " |\n";
     }
-    md << "| **Total** | **" << formatBytes(result.perGpuBytes) << "** | | |\n";
+    md << "| **Total (device used)** | **" << formatBytes(result.perGpuBytes) << "** | | |\n";
+    md << "\nPeaks per GPU: allocated " << formatBytes(result.peaks.allocated)
+       << " (torch.cuda.max_memory_allocated), reserved " << formatBytes(result.peaks.reserved)
+       << " (max_memory_reserved), device used " << formatBytes(result.peaks.deviceUsed)
+       << " (nvidia-smi).\n";
     if (result.cpuBytesPerNode > 0)
         md << "\nCPU memory per node for offload: " << formatBytes(result.cpuBytesPerNode) << " ("
            << cell(result.cpuExplanation) << ")\n";

@@ -303,7 +303,8 @@ void PlanForm::updateEnabledState()
 
 plan::PlanInput PlanForm::input() const
 {
-    plan::PlanInput in;
+    plan::PlanInput in = m_base;
+    in.calibrationNote.clear();
     in.model = m_model->currentText().trimmed().toStdString();
     in.method = enumValue(m_method, plan::parseMethod, in.method);
     in.lora.rank = m_loraRank->value();
@@ -339,6 +340,7 @@ plan::PlanInput PlanForm::input() const
 
 void PlanForm::setInput(const plan::PlanInput& in)
 {
+    m_base = in;
     std::vector<std::unique_ptr<QSignalBlocker>> blockers;
     for (QWidget* child : findChildren<QWidget*>())
         blockers.push_back(std::make_unique<QSignalBlocker>(child));

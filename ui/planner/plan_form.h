@@ -45,6 +45,9 @@ private:
     void updateEnabledState();
 
     const plan::Catalog& m_catalog;
+    // The last input set: what the form has no widget for (DeepSpeed and
+    // FSDP settings, loss chunks, calibration overrides) is kept from it.
+    plan::PlanInput m_base;
 
     QFormLayout* m_methodForm = nullptr;
     QComboBox* m_model = nullptr;

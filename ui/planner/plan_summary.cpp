@@ -49,6 +49,12 @@ QString planDetailsHtml(const plan::PlanResult& r)
                                qs(common::formatDuration(r.stepSeconds)),
                                qs(common::formatDuration(r.hours * 3600.0)),
                                qs(common::formatCount(r.trainingTokens)), cost);
+    if (!r.calibration.empty())
+        details += tr("<br>Calibrated: %1 (utilisation, allocator reserve and runtime from measured runs)")
+                       .arg(qs(r.calibration).toHtmlEscaped());
+    details += tr("<br>Per GPU: peak allocated %1 · peak reserved %2 · device used %3")
+                   .arg(bytes(r.peaks.allocated), bytes(r.peaks.reserved),
+                       bytes(r.peaks.deviceUsed));
     for (const std::string& warning : r.warnings)
         details += QStringLiteral("<br>⚠ %1").arg(qs(warning).toHtmlEscaped());
     return details;

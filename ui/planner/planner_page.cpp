@@ -71,6 +71,10 @@ PlannerPage::PlannerPage(QWidget* parent)
         return;
     }
     m_catalog = std::move(catalog).value();
+    // A calibration file that does not load plans without one; its error is
+    // what `tunebench-cli plan` reports for the same file.
+    if (auto calibration = plan::loadCalibration(plan::defaultCalibrationPath()); calibration.ok())
+        m_calibration = std::move(calibration).value();
 
     m_form = new PlanForm(*m_catalog, this);
     auto* scroll = new QScrollArea(this);
@@ -295,11 +299,24 @@ QString PlannerPage::verdictText() const
     return m_verdict ? m_verdict->text() : QString();
 }
 
+QString PlannerPage::detailsText() const
+{
+    return m_details ? m_details->text() : QString();
+}
+
+void PlannerPage::setCalibration(plan::Calibration calibration)
+{
+    m_calibration = std::move(calibration);
+    recompute();
+}
+
 void PlannerPage::recompute()
 {
     if (!m_form)
         return;
-    const plan::PlanInput in = m_form->input();
+    plan::PlanInput in = m_form->input();
+    if (const auto hw = plan::resolveHardware(in, *m_catalog); hw.ok())
+        plan::applyCalibration(m_calibration, hw->gpu->id, in);
     auto result = plan::planFromCatalog(in, *m_catalog);
     if (!result.ok()) {
         showError(qs(result.error().toString()));

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "plan/calibration.h"
 #include "plan/catalog.h"
 #include "plan/estimator.h"
 #include "plan/recommender.h"
@@ -44,6 +45,9 @@ public:
     const std::optional<plan::PlanResult>& result() const { return m_result; }
     QString errorText() const;
     QString verdictText() const;
+    QString detailsText() const;
+    // The calibration plans apply (plan::defaultCalibrationPath() at start).
+    void setCalibration(plan::Calibration calibration);
 
     PlanForm* form() const { return m_form; }
     BreakdownChart* breakdownChart() const { return m_breakdown; }
@@ -85,6 +89,7 @@ private:
     void runFileAction(const QString& title, const common::Status& status);
 
     std::optional<plan::Catalog> m_catalog;
+    plan::Calibration m_calibration;
     QString m_catalogError;
     std::optional<model::ModelSpec> m_model;
     std::string m_modelKey; // the input.model the cached spec was resolved for

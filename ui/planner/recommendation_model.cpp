@@ -74,6 +74,8 @@ QVariant RecommendationModel::data(const QModelIndex& index, int role) const
             return text(plan::toString(o->strategy));
         case Fits:
             return o->fits;
+        case Trainer:
+            return o->trainer.runs;
         case MemoryUsed:
             return usedFraction;
         case TokensPerSecond:
@@ -99,6 +101,8 @@ QVariant RecommendationModel::data(const QModelIndex& index, int role) const
             return text(plan::label(o->strategy));
         case Fits:
             return o->fits ? tr("yes") : tr("no");
+        case Trainer:
+            return o->trainer.runs ? tr("yes") : tr("no");
         case MemoryUsed:
             return QStringLiteral("%1 %").arg(usedFraction * 100.0, 0, 'f', 0);
         case TokensPerSecond:
@@ -117,6 +121,8 @@ QVariant RecommendationModel::data(const QModelIndex& index, int role) const
                           text(common::formatBytes(o->usableBytes)));
         lines << tr("%1 per hour for %2 node(s)").arg(text(common::formatMoney(o->usdPerHour)))
                      .arg(o->nodes);
+        if (!o->trainer.runs)
+            lines << tr("Not for Tunebench's trainer: %1").arg(text(o->trainer.reason));
         for (const std::string& note : o->notes)
             lines << text(note);
         return lines.join(QLatin1Char('\n'));
@@ -128,6 +134,8 @@ QVariant RecommendationModel::data(const QModelIndex& index, int role) const
 
 QVariant RecommendationModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
+    if (orientation == Qt::Horizontal && role == Qt::ToolTipRole && section == Trainer)
+        return tr("Whether Tunebench's own trainer runs on these GPUs");
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     switch (section) {
@@ -143,6 +151,8 @@ QVariant RecommendationModel::headerData(int section, Qt::Orientation orientatio
         return tr("Strategy");
     case Fits:
         return tr("Fits");
+    case Trainer:
+        return tr("Trainer");
     case MemoryUsed:
         return tr("Memory used");
     case TokensPerSecond:
@@ -179,6 +189,12 @@ void RecommendationFilterModel::setBestPerVmSizeOnly(bool only)
     invalidateFilter();
 }
 
+void RecommendationFilterModel::setTrainerRunnableOnly(bool only)
+{
+    m_trainerRunnableOnly = only;
+    invalidateFilter();
+}
+
 void RecommendationFilterModel::setMaxCostUsd(double usd)
 {
     m_maxCostUsd = usd;
@@ -192,6 +208,8 @@ bool RecommendationFilterModel::filterAcceptsRow(int sourceRow, const QModelInde
     if (!o)
         return false;
     if (m_bestPerVmSizeOnly && !source->isBestForVmSize(sourceRow))
+        return false;
+    if (m_trainerRunnableOnly && !o->trainer.runs)
         return false;
     if (m_maxNodes > 0 && o->nodes > m_maxNodes)
         return false;

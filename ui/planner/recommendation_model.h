@@ -17,8 +17,9 @@ class RecommendationModel : public QAbstractTableModel {
 public:
     // Cost and time first after the setup: what a user compares; the table
     // must not need scrolling to show them.
+    // Trainer: whether Tunebench's own trainer runs on the option's GPUs.
     enum Column { Rank, VmSize, Gpus, Nodes, Strategy, Cost, Hours, TokensPerSecond, MemoryUsed,
-                  Fits, ColumnCount };
+                  Fits, Trainer, ColumnCount };
     static constexpr int kSortRole = Qt::UserRole + 1;
 
     using QAbstractTableModel::QAbstractTableModel;
@@ -40,7 +41,8 @@ private:
 };
 
 // Filters for the table: at most N nodes, a time budget and a price limit
-// (0: no limit). Sorting uses the source's kSortRole.
+// (0: no limit), each VM size's best option only, and only what Tunebench's
+// own trainer runs on. Sorting uses the source's kSortRole.
 class RecommendationFilterModel : public QSortFilterProxyModel {
     Q_OBJECT
 
@@ -51,6 +53,7 @@ public:
     void setMaxHours(double hours);
     void setMaxCostUsd(double usd);
     void setBestPerVmSizeOnly(bool only);
+    void setTrainerRunnableOnly(bool only);
 
 protected:
     bool filterAcceptsRow(int sourceRow, const QModelIndex& sourceParent) const override;
@@ -60,6 +63,7 @@ private:
     double m_maxHours = 0;
     double m_maxCostUsd = 0;
     bool m_bestPerVmSizeOnly = false;
+    bool m_trainerRunnableOnly = false;
 };
 
 // Options the recommender turned down, with the reason.

@@ -41,6 +41,10 @@ RecommendationsPanel::RecommendationsPanel(QWidget* parent)
     bestPerVm->setObjectName(QStringLiteral("bestPerVmCheck"));
     bestPerVm->setToolTip(
         tr("Show only each VM size's best option (by the recommender's ranking)"));
+    auto* runnableOnly = new QCheckBox(tr("Tunebench trainer only"), this);
+    runnableOnly->setObjectName(QStringLiteral("trainerRunnableCheck"));
+    runnableOnly->setToolTip(tr("Hide options on GPUs Tunebench's own trainer cannot run on "
+                                "(it is built on LibTorch for CUDA 13: not AMD, not Volta)"));
     m_recommendationProgress = new QProgressBar(this);
     m_recommendationProgress->setTextVisible(false);
     m_recommendationStatus = new QLabel(this);
@@ -55,6 +59,7 @@ RecommendationsPanel::RecommendationsPanel(QWidget* parent)
     filters->addWidget(m_maxCost);
     filters->addSpacing(12);
     filters->addWidget(bestPerVm);
+    filters->addWidget(runnableOnly);
     filters->addStretch(1);
     // The sweep's progress and outcome on their own line, so narrow windows
     // never cut them.
@@ -85,6 +90,8 @@ RecommendationsPanel::RecommendationsPanel(QWidget* parent)
     connect(bestPerVm, &QCheckBox::toggled, m_recommendationFilter,
         &RecommendationFilterModel::setBestPerVmSizeOnly);
     bestPerVm->setChecked(true);
+    connect(runnableOnly, &QCheckBox::toggled, m_recommendationFilter,
+        &RecommendationFilterModel::setTrainerRunnableOnly);
     connect(m_maxNodes, &QSpinBox::valueChanged, m_recommendationFilter,
         &RecommendationFilterModel::setMaxNodes);
     connect(m_maxHours, &QDoubleSpinBox::valueChanged, m_recommendationFilter,

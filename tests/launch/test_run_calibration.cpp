@@ -1,0 +1,183 @@
+#include "common/units.h"
+#include "launch/run_plan.h"
+#include "plan/calibration.h"
+#include "plan/catalog.h"
+#include "plan/estimator.h"
+
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+
+using namespace tb;
+
+// Runs of our own trainer on this CPU (stories260K, recorded as their
+// events.jsonl in tests/launch/data/runs) held against the plans of their
+// configurations, and the calibration made from them.
+namespace {
+
+const char* kRunsDir = TB_SOURCE_DIR "/tests/launch/data/runs";
+const char* kModel = TB_SHARED_DATA_DIR "/models/stories260K";
+const char* kRuns[] = {"full-mb4", "full-mb8", "lora-mb4", "lora-mb8"};
+
+std::string runDir(const char* name)
+{
+    return std::string(kRunsDir) + "/" + name;
+}
+
+const plan::Catalog& catalog()
+{
+    static const common::Result<plan::Catalog> c = plan::Catalog::load(TB_SOURCE_DIR "/presets");
+    if (!c.ok())
+        qFatal("presets: %s", c.error().message.c_str());
+    return *c;
+}
+
+plan::PlanResult planOf(const plan::PlanInput& in)
+{
+    const common::Result<plan::PlanResult> r = plan::planFromCatalog(in, catalog());
+    if (!r.ok())
+        qFatal("%s", r.error().message.c_str());
+    return *r;
+}
+
+double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+} // namespace
+
+class TestRunCalibration : public QObject {
+    Q_OBJECT
+
+    std::vector<launch::RunMeasurement> m_runs;
+    QTemporaryDir m_scratch;
+
+private slots:
+    void initTestCase()
+    {
+        if (!QFileInfo::exists(kModel))
+            QSKIP("../shared/data/models/stories260K is absent");
+        qputenv("XDG_CACHE_HOME", m_scratch.path().toUtf8()); // this CPU's figures kept apart
+        for (const char* name : kRuns) {
+            const auto m = launch::readRunMeasurement(runDir(name), {}, kModel);
+            QVERIFY2(m.ok(), m.ok() ? "" : m.error().message.c_str());
+            m_runs.push_back(*m);
+        }
+    }
+
+    void readsEachRun_data()
+    {
+        QTest::addColumn<int>("index");
+        QTest::addColumn<bool>("full");
+        QTest::addColumn<int>("microBatch");
+        for (int i = 0; i < 4; ++i)
+            QTest::addRow("%s", kRuns[i]) << i << (i < 2) << (i % 2 ? 8 : 4);
+    }
+    void readsEachRun()
+    {
+        QFETCH(int, index);
+        QFETCH(bool, full);
+        QFETCH(int, microBatch);
+        const launch::RunMeasurement& m = m_runs[size_t(index)];
+        QVERIFY(m.onCpu);
+        QCOMPARE(m.input.gpu, std::string("cpu"));
+        QCOMPARE(m.input.method == plan::Method::Full, full);
+        QCOMPARE(m.input.microBatch, microBatch);
+        QCOMPARE(m.input.seqLen, 256);
+        QVERIFY(m.input.packing);
+        QCOMPARE(m.steps, 12);
+        QVERIFY(m.tokensPerSecond > 0);
+        QVERIFY(m.peakResidentBytes > 0);
+        QCOMPARE(m.peakAllocatedBytes, -1.0); // a CPU run reports resident memory only
+    }
+
+    // Calibrated from the runs, their plans match them: the median of
+    // measured over planned is 1 for tokens/s, and the median difference of
+    // device_used is 0 (whatever this machine's GEMM rate).
+    void calibrationMatchesTheRuns()
+    {
+        std::vector<plan::CalibrationRun> runs;
+        for (const launch::RunMeasurement& m : m_runs) {
+            const plan::PlanResult r = planOf(m.input);
+            plan::CalibrationRun run = plan::calibrationRun(r, r.figure("utilisation")->value);
+            run.measuredTokensPerSecond = m.tokensPerSecond;
+            run.peak = plan::PeakLevel::Device;
+            run.measuredPeakBytes = m.peakResidentBytes;
+            runs.push_back(run);
+        }
+        plan::Calibration calibration;
+        calibration.set(plan::calibrateDevice("cpu", runs));
+        std::vector<double> rates, memory;
+        for (const launch::RunMeasurement& m : m_runs) {
+            plan::PlanInput in = m.input;
+            QCOMPARE(plan::applyCalibration(calibration, "cpu", in),
+                std::string("calibrated by 4 runs on cpu"));
+            const plan::PlanResult r = planOf(in);
+            QCOMPARE(r.calibration, std::string("calibrated by 4 runs on cpu"));
+            rates.push_back(m.tokensPerSecond / r.tokensPerSecond);
+            memory.push_back(m.peakResidentBytes - r.peaks.deviceUsed);
+        }
+        QVERIFY(std::fabs(median(rates) - 1) < 1e-9);
+        QVERIFY(std::fabs(median(memory)) < 1);
+    }
+
+    void calibrateFromTheCli()
+    {
+        const QString file = m_scratch.filePath("calibration.json");
+        QStringList args{"plan", "--calibrate", "--model", kModel, "--calibration", file};
+        for (const char* name : kRuns)
+            args << QString::fromStdString(runDir(name));
+        QProcess cli;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("TUNEBENCH_PRESETS_DIR", TB_SOURCE_DIR "/presets");
+        cli.setProcessEnvironment(env);
+        cli.start(TB_CLI_PATH, args);
+        QVERIFY(cli.waitForFinished(60000));
+        QCOMPARE(cli.exitCode(), 0);
+        const QString out = QString::fromUtf8(cli.readAllStandardOutput());
+        QVERIFY2(out.contains("calibrated by 4 runs on cpu"), qPrintable(out));
+
+        cli.start(TB_CLI_PATH, {"plan", "--gpu", "cpu", "--model", kModel, "--method", "lora",
+                                   "--precision", "fp32", "--calibration", file, "--json"});
+        QVERIFY(cli.waitForFinished(60000));
+        QCOMPARE(cli.exitCode(), 0);
+        const nlohmann::json plan = nlohmann::json::parse(cli.readAllStandardOutput().toStdString());
+        QCOMPARE(plan["calibration"], "calibrated by 4 runs on cpu");
+    }
+
+    void errorsNameTheFile()
+    {
+        const auto missing = launch::readRunMeasurement(m_scratch.filePath("none").toStdString(), {});
+        QVERIFY(!missing.ok());
+        QVERIFY2(missing.error().message.find("none/events.jsonl") != std::string::npos,
+            missing.error().message.c_str());
+
+        // A GPU run names no GPU model: the caller must.
+        const std::string dir = m_scratch.filePath("cuda-run").toStdString();
+        QVERIFY(QDir().mkpath(QString::fromStdString(dir)));
+        std::ifstream in(runDir("lora-mb4") + "/events.jsonl");
+        std::ofstream out(dir + "/events.jsonl");
+        for (std::string line; std::getline(in, line);) {
+            nlohmann::json event = nlohmann::json::parse(line);
+            if (event["type"] == "run_start")
+                event["config"]["device"] = "cuda";
+            out << event.dump() << "\n";
+        }
+        out.close();
+        const auto cuda = launch::readRunMeasurement(dir, {}, kModel);
+        QVERIFY(!cuda.ok());
+        QVERIFY2(cuda.error().message.find("--gpu") != std::string::npos
+                || cuda.error().hint.find("--gpu") != std::string::npos,
+            cuda.error().message.c_str());
+        QVERIFY(launch::readRunMeasurement(dir, "H100-SXM", kModel).ok());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestRunCalibration)
+#include "test_run_calibration.moc"
