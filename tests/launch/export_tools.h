@@ -96,7 +96,7 @@ inline ExportedRun exportLoraRun(const QTemporaryDir& dir, const QString& format
     ExportedRun exported;
     exported.file = dir.filePath(file);
     exported.runDir = dir.filePath(format + "-run");
-    const std::string config = writeLoraConfig(dir, format, exported.runDir);
+    const std::string config = writeLoraConfig(dir, format + "-config", exported.runDir);
     const auto port = tb::launch::pickFreePort("127.0.0.1");
     if (!port) {
         exported.problem = QString::fromStdString(port.error().message);
@@ -132,11 +132,12 @@ inline QString launchReference(const QTemporaryDir& dir, QString* problem)
 inline QString differsFromReference(const QString& runDir, const QString& referenceDir)
 {
     QString problem;
-    const Tensors run = readTensors(adapterOf(runDir), &problem);
-    const Tensors reference = readTensors(adapterOf(referenceDir), &problem);
+    const Tensors tensors = readTensors(distributed::exportOf(runDir.toStdString(), "lora"), &problem);
+    const Tensors reference =
+        readTensors(distributed::exportOf(referenceDir.toStdString(), "lora"), &problem);
     if (!problem.isEmpty())
         return problem;
-    const double diff = maxAbsDiff(run, reference, &problem);
+    const double diff = maxAbsDiff(tensors, reference, &problem);
     qInfo("largest |adapter - launcher's adapter|: %.3g", diff);
     if (!problem.isEmpty())
         return problem;

@@ -58,9 +58,16 @@ public:
         return {};
     }
 
-    // SIGTERM to each daemon, SIGKILL to one still running 10 s later.
+    // Cancels what is still queued or running (slurmstepd outlives
+    // slurmd), then SIGTERM to each daemon, SIGKILL to one still running
+    // 10 s later.
     void stop()
     {
+        if (!m_daemons.empty() && !command("squeue", {"-h", "-o", "%i"}).trimmed().isEmpty()) {
+            command("scancel", {"--user", "root"});
+            waitFor([&] { return command("squeue", {"-h", "-o", "%i"}).trimmed().isEmpty(); },
+                20000);
+        }
         for (auto it = m_daemons.rbegin(); it != m_daemons.rend(); ++it) {
             QProcess& daemon = **it;
             if (daemon.state() == QProcess::NotRunning)

@@ -8,6 +8,7 @@
 // tools' own loaders (azure-ai-ml's load_job, offline and schema-checked;
 // accelerate's load_config_from_file), which must read back the job the
 // plan describes. test_export_runs runs the accelerate config.
+using namespace tb::testutil;
 using namespace tb::testutil::exports;
 using nlohmann::json;
 
@@ -92,7 +93,8 @@ private slots:
         QCOMPARE(QString::fromStdString(job["command"].get<std::string>()), command);
         QCOMPARE(QString::fromStdString(job["code"].get<std::string>()), m_dir.path());
         if (image.isEmpty()) {
-            QCOMPARE(job["environment"].get<std::string>(), std::string("azureml:tunebench@latest"));
+            // The SDK reads azureml:<name>@<label> as a registered environment's reference.
+            QCOMPARE(job["environment"].get<std::string>(), std::string("tunebench@latest"));
         } else {
             QVERIFY(job["environment"].is_null());
             QCOMPARE(QString::fromStdString(job["image"].get<std::string>()), image);

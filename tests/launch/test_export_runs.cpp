@@ -9,6 +9,7 @@
 // environment's): a 2-rank LoRA fine-tune of stories260K through each ends
 // with the adapter of the same run through our own launcher. A CPU run
 // config, so the job asks for no GPU and its ranks train on the CPU.
+using namespace tb::testutil;
 using namespace tb::testutil::exports;
 namespace distributed = tb::testutil::distributed;
 

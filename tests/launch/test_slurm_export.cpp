@@ -13,6 +13,7 @@
 // SLURM_*, the LoRA run equals the same run through our own launcher, and
 // Slurm's completion record (sacct --completion) says COMPLETED, exit 0.
 // The multi-node script is checked in content: one node cannot run it.
+using namespace tb::testutil;
 using namespace tb::testutil::exports;
 namespace distributed = tb::testutil::distributed;
 
