@@ -50,4 +50,7 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+# The default preset builds with debug information (RelWithDebInfo): the
+# package carries stripped executables.
+set(CPACK_STRIP_FILES ON)
 include(CPack)

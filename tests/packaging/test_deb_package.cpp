@@ -3,6 +3,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QProcess>
+#include <QScopeGuard>
 #include <QTemporaryDir>
 
 #include <unistd.h>
@@ -91,6 +92,10 @@ private slots:
         QVERIFY2(bootstrapped.ok, qPrintable(describe("debootstrap", bootstrapped)));
         qInfo("debootstrap: %.0f s", double(clock.restart()) / 1000);
 
+        // A running Debian has /proc: the CLI finds its presets and the
+        // trainer beside itself through /proc/self/exe.
+        QVERIFY(run("mount", {"-t", "proc", "proc", root + "/proc"}, 30000).ok);
+        const auto unmount = qScopeGuard([&] { run("umount", {root + "/proc"}, 30000); });
         QVERIFY(QFile::copy(m_package, root + "/tmp/tunebench.deb"));
         const Outcome updated = inRoot({"apt-get", "update", "-q"});
         QVERIFY2(updated.ok, qPrintable(describe("apt-get update", updated)));
