@@ -49,6 +49,21 @@ common::Error planError(const std::string& planPath, const common::Error& error)
         (planPath.empty() ? std::string("plan") : planPath) + ": " + error.message, error.hint};
 }
 
+// The ranks shard as the run config says; the plan's strategy only sized
+// the job, so a disagreement is noted and the config's is stated.
+void takeConfigSharding(ExportJob& job, const config::RunConfig& cfg, bool havePlan)
+{
+    const std::string sharding(config::toString(cfg.distributed.sharding));
+    const std::string offload(config::toString(cfg.distributed.offload));
+    if (havePlan
+        && (sharding != plan::toString(job.sharding) || offload != plan::toString(job.offload)))
+        job.notes.push_back("sharding: the plan says " + std::string(plan::toString(job.sharding))
+            + " (offload " + std::string(plan::toString(job.offload)) + "), the run config "
+            + sharding + " (offload " + offload + "); the ranks run the run config's");
+    job.sharding = plan::parseSharding(sharding).value_or(job.sharding);
+    job.offload = plan::parseOffload(offload).value_or(job.offload);
+}
+
 // A plan is made for GPUs, so its job trains on them whatever the run
 // config says; without a plan the run config's device decides.
 void chooseDevice(ExportJob& job, const ExportSources& sources)
@@ -175,6 +190,7 @@ common::Result<ExportJob> makeExportJob(
                 + (job.activationCheckpointing ? "uses" : "does not use") + " it, the run config "
                 + (cfg.activationCheckpointing ? "does" : "does not")
                 + "; the run config's is exported");
+        takeConfigSharding(job, cfg, sources.plan.has_value());
         job.mixedPrecision = precision;
         job.gradAccum = cfg.training.gradAccum;
         job.microBatch = cfg.training.microBatch;

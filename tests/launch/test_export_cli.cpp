@@ -80,7 +80,9 @@ private slots:
                                   << QStringList{"torchrun --nnodes=2 --nproc_per_node=8",
                                          "--no_python tunebench-cli train " + m_config + " --device cuda"};
         QTest::addRow("accelerate") << "accelerate" << QStringList{}
-                                    << QStringList{"distributed_type: MULTI_GPU", "ZeRO-3",
+                                    << QStringList{"distributed_type: MULTI_GPU",
+                                           "sharding: the plan says zero3 (offload optimizer), "
+                                           "the run config ddp (offload none)",
                                            "num_machines: 2", "num_processes: 16"};
         QTest::addRow("azureml") << "azureml" << QStringList{"--cluster", "a100-cluster"}
                                  << QStringList{"compute: azureml:a100-cluster",

@@ -421,6 +421,7 @@ private slots:
         cfg.precision = tb::config::Precision::Fp32;
         cfg.training.gradAccum = 8;
         cfg.device = tb::config::Device::Cpu;
+        cfg.distributed.sharding = tb::config::Sharding::Zero3;
         ExportSources sources{in, "plan.yaml", cfg, "runs/run.yaml"};
         const auto made = makeExportJob(sources, &*m_catalog, {});
         QVERIFY(made.ok());
@@ -429,11 +430,13 @@ private slots:
         QCOMPARE(made->jobName, std::string("my-run-1"));
         QCOMPARE(made->nodes * made->gpusPerNode, 1);
         QCOMPARE(made->cpusPerNode, 24);
+        QCOMPARE(name(made->sharding), name(Sharding::Zero3));
         QString notes;
         for (const std::string& note : made->notes)
             notes += QString::fromStdString(note) + "\n";
         for (const char* part : {"precision: the plan says bf16",
-                 "gradient accumulation: the plan says 4", "every rank gets --device cuda"})
+                 "gradient accumulation: the plan says 4", "every rank gets --device cuda",
+                 "sharding: the plan says ddp (offload none), the run config zero3"})
             QVERIFY2(notes.contains(part), qPrintable(notes));
         // The notes travel with the export.
         QVERIFY(slurmBatchScript(*made).find("# note: precision: the plan says bf16")
