@@ -26,7 +26,9 @@ std::string accelerateConfigYaml(const ExportJob& job, const std::string& config
     text +=
         "# Start it on every node with:\n#   " + accelerateLaunchCommand(job, configFile) + "\n";
     text += "# accelerate only starts the ranks. The trainer reads sharding, offload, precision\n"
-            "# (" + job.mixedPrecision + "), gradient accumulation ("
+            "# ("
+        + (job.mixedPrecision == "no" ? std::string("fp32") : job.mixedPrecision)
+        + "), gradient accumulation ("
         + std::to_string(job.gradAccum)
         + ") and activation checkpointing from the run config,\n"
           "# so this file has no fsdp_config or deepspeed_config, "
