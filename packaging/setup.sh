@@ -4,9 +4,10 @@
 #   packaging/setup.sh run    install what is missing, build, open the GUI on
 #                             the default plan (with no display: print that
 #                             plan from the CLI instead)
-#   packaging/setup.sh test   install what is missing, build, run every test
-#                             suite and the sanitizer build of the core, and
-#                             compile the CUDA configuration of the trainer
+#   packaging/setup.sh test   install what is missing, build, make the Debian
+#                             package, run every test suite and the sanitizer
+#                             build of the core, and compile the CUDA
+#                             configuration of the trainer
 #   packaging/setup.sh build  install what is missing and build
 #
 # The trainer builds against LibTorch from the PyTorch wheel, in a virtual
@@ -122,6 +123,9 @@ run_tests() {
     # stack installed beside the CPU wheel.
     python_env cpu packaging/python-reference.txt
     build default -DTUNEBENCH_TORCH_FLAVOUR=cpu -DTUNEBENCH_TORCH_VENV="$root/.venv/cpu"
+    # The Debian package; test_deb_package installs it into a clean root.
+    log "Debian package (cpack -G DEB)"
+    (cd build/default && cpack -G DEB >/dev/null && ls -l tunebench_*.deb)
     log "every test suite (GUI tests under Xvfb)"
     local jobs
     jobs=$(nproc)

@@ -33,7 +33,8 @@ ArgParser makeParser()
         "Write a plan (and the run config the trainer will read) as a job for another\n"
         "launcher or scheduler: a torchrun command, an accelerate config YAML with its\n"
         "'accelerate launch' command, an Azure ML command-job YAML, or a Slurm sbatch\n"
-        "script. Every job runs 'tunebench-cli train RUN.yaml' in each rank.");
+        "script. Every job runs 'tunebench-cli train RUN.yaml' in each rank, with\n"
+        "--device cuda for a GPU plan.");
     p.addPositional(joined(launch::exportFormatNames()), "the format to write");
     p.addOption("plan", "FILE.yaml", "the plan: hardware, nodes, sharding, planned time");
     p.addOption("config", "RUN.yaml", "the run config the job trains (default: named run.yaml)");
@@ -41,6 +42,8 @@ ArgParser makeParser()
     p.addOption("cluster", "NAME", "azureml: compute cluster (default: serverless compute)");
     p.addOption("environment", "ENV",
         "azureml: environment with tunebench-cli (default azureml:tunebench@latest)");
+    p.addOption("image", "IMAGE",
+        "azureml: Docker image with tunebench-cli, written inline instead of --environment");
     p.addFlag(
         "per-gpu", "azureml: Azure ML starts one 'train' per GPU instead of one 'launch' per node");
     p.addOption("partition", "NAME", "slurm: partition (default: the cluster's default)");
@@ -51,7 +54,8 @@ ArgParser makeParser()
     p.addOption("hours", "H", "training time instead of the plan's (slurm --time adds a margin)");
     p.addOption("nodes", "N", "nodes instead of the plan's");
     p.addOption("gpus-per-node", "N", "GPUs per node instead of the plan's");
-    p.addOption("cpus-per-task", "N", "slurm: CPUs per node's task (default: the VM size's vCPUs)");
+    p.addOption(
+        "cpus-per-task", "N", "slurm: CPUs per rank (default: the VM size's vCPUs / its GPUs)");
     p.addOption("program", "PATH", "tunebench-cli on the nodes (default: tunebench-cli in PATH)");
     p.addOption("presets", "DIR", "presets folder (default: found automatically)");
     p.setEpilog("Exit status: 0 written, 2 bad input (the message names the file and field).");
@@ -65,6 +69,7 @@ common::Result<launch::ExportSettings> readSettings(const ArgParser& p)
     settings.masterAddr = p.value("master-addr");
     settings.cluster = p.value("cluster");
     settings.environment = p.value("environment", settings.environment);
+    settings.image = p.value("image");
     settings.partition = p.value("partition");
     settings.jobName = p.value("job-name");
     const auto port = p.integer("master-port", settings.masterPort, 1, 65535);
@@ -78,13 +83,19 @@ common::Result<launch::ExportSettings> readSettings(const ArgParser& p)
     settings.masterPort = int(*port);
     settings.nodes = int(*nodes);
     settings.gpusPerNode = int(*gpus);
-    settings.cpusPerNode = int(*cpus);
+    settings.cpusPerTask = int(*cpus);
     if (p.isSet("hours")) {
         const auto hours = p.number("hours", 0, 0.001, 24.0 * 365);
         if (!hours)
             return hours.error();
         settings.hours = *hours;
     }
+    if (p.isSet("image") && p.isSet("environment"))
+        return Error{"export: --image and --environment: give one (the job's environment)", {}};
+    if (settings.image.find_first_of(" \t\n") != std::string::npos)
+        return Error{"export: --image: got '" + settings.image
+                + "', expected a Docker image reference without spaces",
+            {}};
     if (settings.cluster.find_first_of(" \t\n:") != std::string::npos)
         return Error{"export: --cluster: got '" + settings.cluster
                 + "', expected the compute's name (without azureml:)",

@@ -106,6 +106,7 @@ int runTrain(const Args& args)
     parser.addOption("output", "DIR", "run folder instead of output.dir");
     parser.addOption("max-steps", "N", "optimizer steps instead of training.max_steps / epochs");
     parser.addOption("threads", "N", "compute threads (default: every core)");
+    parser.addOption("device", "cpu|cuda|auto", "device instead of the run config's device");
     parser.addFlag("export-only",
         "with --resume or --resume-from: write the adapter / merged weights of that "
         "checkpoint (sharded or not, at any number of ranks) and stop");
@@ -141,6 +142,15 @@ int runTrain(const Args& args)
         config.output.dir = std::filesystem::absolute(parser.value("output")).lexically_normal();
     if (parser.isSet("max-steps"))
         config.training.maxSteps = *maxSteps;
+    if (parser.isSet("device")) {
+        const auto device = config::fromString<config::Device>(parser.value("device"));
+        if (!device) {
+            std::cerr << "tunebench-cli train: --device: got '" << parser.value("device")
+                      << "', expected cpu, cuda or auto\n";
+            return kExitUsage;
+        }
+        config.device = *device;
+    }
     if (config.method == config::Method::Full && !parser.value("init-adapter").empty()) {
         std::cerr << "tunebench-cli train: --init-adapter needs method lora or qlora\n";
         return kExitUsage;

@@ -15,7 +15,14 @@ std::string azureMlJobYaml(const ExportJob& job, AzureMlMode mode)
     const bool perNode = mode == AzureMlMode::LauncherPerNode;
 
     std::string text = exportHeader(job, "Azure ML command job");
-    text += "# Submit with: az ml job create --file <this file>\n";
+    text += "# Submit with: az ml job create --file <this file> --resource-group <group> "
+            "--workspace-name <workspace>\n";
+    if (job.image.empty())
+        text += "# " + job.environment + " must provide tunebench-cli and tunebench-trainer on "
+                "the PATH\n# (docs/EXPORTS.md: an image from packaging/docker/Dockerfile).\n";
+    else
+        text += "# The image must provide tunebench-cli and tunebench-trainer on the PATH\n"
+                "# (docs/EXPORTS.md: packaging/docker/Dockerfile builds one).\n";
     if (perNode)
         text += "# One process per node runs tunebench-cli launch, which starts the node's ranks;\n"
                 "# Azure ML sets MASTER_ADDR, MASTER_PORT and NODE_RANK on every node.\n";
@@ -31,7 +38,7 @@ std::string azureMlJobYaml(const ExportJob& job, AzureMlMode mode)
     if (perNode)
         command = launchCommandLine(job, configName, "$NODE_RANK", "$MASTER_ADDR", "$MASTER_PORT");
     else
-        command = shellQuote(job.program) + " train " + shellQuote(configName);
+        command = trainCommandLine(job, configName);
 
     text += "$schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json\n";
     text += "type: command\n";
@@ -39,7 +46,10 @@ std::string azureMlJobYaml(const ExportJob& job, AzureMlMode mode)
     text += "experiment_name: tunebench\n";
     text += "code: " + yamlString(haveDir ? job.configDir : std::string(".")) + "\n";
     text += "command: " + yamlString(command) + "\n";
-    text += "environment: " + yamlString(job.environment) + "\n";
+    if (job.image.empty())
+        text += "environment: " + yamlString(job.environment) + "\n";
+    else
+        text += "environment:\n  image: " + yamlString(job.image) + "\n";
     if (!job.cluster.empty())
         text += "compute: " + yamlString("azureml:" + job.cluster) + "\n";
     if (!perNode) {

@@ -43,6 +43,23 @@ std::vector<std::string> exportFormatNames()
     return names;
 }
 
+namespace {
+
+std::string trainerArgumentWords(const ExportJob& job)
+{
+    std::string words;
+    for (const std::string& argument : job.trainerArguments())
+        words += " " + shellQuote(argument);
+    return words;
+}
+
+} // namespace
+
+std::string trainCommandLine(const ExportJob& job, const std::string& configPath)
+{
+    return shellQuote(job.program) + " train " + shellQuote(configPath) + trainerArgumentWords(job);
+}
+
 std::string launchCommandLine(const ExportJob& job, const std::string& configPath,
     const std::string& nodeRankWord, const std::string& masterAddrWord,
     const std::string& masterPortWord)
@@ -52,6 +69,8 @@ std::string launchCommandLine(const ExportJob& job, const std::string& configPat
     if (job.nodes > 1)
         line += " --nnodes " + std::to_string(job.nodes) + " --node-rank " + nodeRankWord
             + " --master-addr " + masterAddrWord + " --master-port " + masterPortWord;
+    if (!job.trainerArguments().empty())
+        line += " --" + trainerArgumentWords(job);
     return line;
 }
 
@@ -62,7 +81,8 @@ std::string exportHeader(const ExportJob& job, std::string_view what)
     if (!job.source.empty())
         text += "# from " + job.source + "\n";
     text += "# " + std::to_string(job.nodes) + " node(s) x " + std::to_string(job.gpusPerNode)
-        + " GPU(s) = " + std::to_string(job.worldSize()) + " rank(s)";
+        + (job.onGpus ? " GPU(s)" : " CPU process(es)") + " = " + std::to_string(job.worldSize())
+        + " rank(s)";
     if (!job.vmSize.empty())
         text += " on " + job.vmSize;
     else if (!job.gpu.empty())

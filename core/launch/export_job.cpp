@@ -49,7 +49,66 @@ common::Error planError(const std::string& planPath, const common::Error& error)
         (planPath.empty() ? std::string("plan") : planPath) + ": " + error.message, error.hint};
 }
 
+// The ranks shard as the run config says; the plan's strategy only sized
+// the job, so a disagreement is noted and the config's is stated.
+void takeConfigSharding(ExportJob& job, const config::RunConfig& cfg, bool havePlan)
+{
+    const std::string sharding(config::toString(cfg.distributed.sharding));
+    const std::string offload(config::toString(cfg.distributed.offload));
+    if (havePlan
+        && (sharding != plan::toString(job.sharding) || offload != plan::toString(job.offload)))
+        job.notes.push_back("sharding: the plan says " + std::string(plan::toString(job.sharding))
+            + " (offload " + std::string(plan::toString(job.offload)) + "), the run config "
+            + sharding + " (offload " + offload + "); the ranks run the run config's");
+    job.sharding = plan::parseSharding(sharding).value_or(job.sharding);
+    job.offload = plan::parseOffload(offload).value_or(job.offload);
+}
+
+// A plan is made for GPUs, so its job trains on them whatever the run
+// config says; without a plan the run config's device decides.
+void chooseDevice(ExportJob& job, const ExportSources& sources)
+{
+    const std::optional<config::Device> configured =
+        sources.config ? std::optional(sources.config->device) : std::nullopt;
+    job.onGpus = sources.plan || configured != config::Device::Cpu;
+    if (sources.plan && configured && configured != config::Device::Cuda)
+        job.notes.push_back("device: the run config says "
+            + std::string(config::toString(*configured))
+            + ", the plan is for GPUs; every rank gets --device cuda");
+    if (!job.onGpus)
+        job.notes.push_back("the run config trains on the CPU (device: cpu): "
+            + std::to_string(job.gpusPerNode) + " process(es) per node, no GPUs asked for");
+}
+
+// What the trainer would stop on at its first step, refused before a job
+// is queued for it (train/training_device.cpp, config/run_config.h).
+common::Status checkTrainerSupports(const ExportJob& job, const ExportSources& sources)
+{
+    const std::string configName =
+        sources.configPath.empty() ? std::string("run config") : sources.configPath;
+    if (!job.onGpus && sources.config
+        && sources.config->distributed.offload != config::Offload::None)
+        return common::Error{configName + ": distributed.offload: "
+                + std::string(config::toString(sources.config->distributed.offload))
+                + " moves states from GPU memory to the CPU, but this job trains on the CPU "
+                  "(device: cpu), where the trainer refuses it",
+            "set distributed.offload: none, or device: cuda"};
+    if (sources.plan && !sources.config && sources.plan->precision == plan::Precision::Fp16Mixed)
+        return common::Error{(sources.planPath.empty() ? std::string("plan") : sources.planPath)
+                + ": precision: fp16-mixed, which the trainer does not have (it trains in "
+                  "fp32, bf16-mixed or bf16)",
+            "plan with bf16-mixed, or give the run config (--config) the job trains"};
+    return common::Ok{};
+}
+
 } // namespace
+
+std::vector<std::string> ExportJob::trainerArguments() const
+{
+    if (onGpus)
+        return {"--device", "cuda"};
+    return {};
+}
 
 std::string mixedPrecisionName(plan::Precision precision)
 {
@@ -131,9 +190,7 @@ common::Result<ExportJob> makeExportJob(
                 + (job.activationCheckpointing ? "uses" : "does not use") + " it, the run config "
                 + (cfg.activationCheckpointing ? "does" : "does not")
                 + "; the run config's is exported");
-        if (cfg.device == config::Device::Cpu)
-            job.notes.push_back("the run config trains on the CPU (device: cpu); set device: "
-                                "cuda to use the GPUs this job asks for");
+        takeConfigSharding(job, cfg, sources.plan.has_value());
         job.mixedPrecision = precision;
         job.gradAccum = cfg.training.gradAccum;
         job.microBatch = cfg.training.microBatch;
@@ -160,8 +217,8 @@ common::Result<ExportJob> makeExportJob(
         job.nodes = settings.nodes;
     if (settings.gpusPerNode > 0)
         job.gpusPerNode = settings.gpusPerNode;
-    if (settings.cpusPerNode > 0)
-        job.cpusPerNode = settings.cpusPerNode;
+    if (settings.cpusPerTask > 0)
+        job.cpusPerNode = settings.cpusPerTask * job.gpusPerNode;
     if (settings.hours)
         job.hours = *settings.hours;
     if (job.cpusPerNode <= 0) {
@@ -176,10 +233,14 @@ common::Result<ExportJob> makeExportJob(
     job.masterPort = settings.masterPort;
     job.cluster = settings.cluster;
     job.environment = settings.environment;
+    job.image = settings.image;
     job.partition = settings.partition;
     if (job.masterPort < 1 || job.masterPort > 65535)
         return common::Error{
             "master port: got " + std::to_string(job.masterPort) + ", expected 1 to 65535", {}};
+    chooseDevice(job, sources);
+    if (common::Status supported = checkTrainerSupports(job, sources); !supported)
+        return supported.error();
     return job;
 }
 

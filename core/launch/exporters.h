@@ -21,10 +21,12 @@ std::vector<std::string> exportFormatNames();
 // are several nodes, and `--no_python <program> train <config>`.
 std::string torchrunScript(const ExportJob& job);
 
-// accelerate's config YAML (distributed_type MULTI_GPU, FSDP or DEEPSPEED as
-// the plan shards; its fsdp_config / deepspeed_config), headed by the
-// `accelerate launch` command as a comment. `configFile` is the name the
-// command gives --config_file.
+// accelerate's config YAML with what `accelerate launch` needs to start the
+// ranks (distributed_type MULTI_GPU, or NO for one rank; machines,
+// processes, rendezvous), headed by the `accelerate launch` command and the
+// plan's strategy as comments: the trainer takes sharding, precision and
+// accumulation from the run config, so no key pretends to set them.
+// `configFile` is the name the command gives --config_file.
 std::string accelerateConfigYaml(const ExportJob& job, const std::string& configFile);
 std::string accelerateLaunchCommand(const ExportJob& job, const std::string& configFile);
 
@@ -35,17 +37,22 @@ std::string accelerateLaunchCommand(const ExportJob& job, const std::string& con
 enum class AzureMlMode { LauncherPerNode, ProcessPerGpu };
 std::string azureMlJobYaml(const ExportJob& job, AzureMlMode mode);
 
-// An sbatch script: one task per node, each running `launch` for the node's
-// GPUs, rank 0 on the allocation's first host.
+// An sbatch script: srun starts one task per rank (per GPU), each mapping
+// Slurm's task variables to torchrun's and running `train`; rank 0 listens
+// on the allocation's first host.
 std::string slurmBatchScript(const ExportJob& job);
 
 // sbatch's --time for a planned duration with our margin: x1.25 + 30 min,
 // rounded up to the minute, as [D-]HH:MM:SS.
 std::string slurmTimeLimit(double plannedHours);
 
+// What each rank runs: `<program> train <config>` and the job's trainer
+// arguments (--device cuda on a GPU job), quoted for the shell.
+std::string trainCommandLine(const ExportJob& job, const std::string& configPath);
+
 // The launcher command one node runs: `<program> launch <config> --nproc N`
 // plus, with several nodes, the rendezvous options holding the given shell
-// words (e.g. "$NODE_RANK").
+// words (e.g. "$NODE_RANK"), and `-- <trainer arguments>`.
 std::string launchCommandLine(const ExportJob& job, const std::string& configPath,
     const std::string& nodeRankWord, const std::string& masterAddrWord,
     const std::string& masterPortWord);

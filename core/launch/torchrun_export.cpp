@@ -24,7 +24,7 @@ std::string torchrunScript(const ExportJob& job)
     text += "torchrun --nnodes=" + std::to_string(job.nodes)
         + " --nproc_per_node=" + std::to_string(job.gpusPerNode) + " --node_rank=" + nodeRank
         + " --master_addr=" + masterAddr + " --master_port=" + std::to_string(job.masterPort)
-        + " --no_python " + shellQuote(job.program) + " train " + shellQuote(job.configPath) + "\n";
+        + " --no_python " + trainCommandLine(job, job.configPath) + "\n";
     return text;
 }
 

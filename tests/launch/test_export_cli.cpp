@@ -78,10 +78,12 @@ private slots:
         QTest::addColumn<QStringList>("parts");
         QTest::addRow("torchrun") << "torchrun" << QStringList{}
                                   << QStringList{"torchrun --nnodes=2 --nproc_per_node=8",
-                                         "--no_python tunebench-cli train " + m_config};
+                                         "--no_python tunebench-cli train " + m_config + " --device cuda"};
         QTest::addRow("accelerate") << "accelerate" << QStringList{}
-                                    << QStringList{"distributed_type: DEEPSPEED", "zero_stage: 3",
-                                           "offload_optimizer_device: cpu", "num_processes: 16"};
+                                    << QStringList{"distributed_type: MULTI_GPU",
+                                           "sharding: the plan says zero3 (offload optimizer), "
+                                           "the run config ddp (offload none)",
+                                           "num_machines: 2", "num_processes: 16"};
         QTest::addRow("azureml") << "azureml" << QStringList{"--cluster", "a100-cluster"}
                                  << QStringList{"compute: azureml:a100-cluster",
                                         "instance_type: Standard_ND96amsr_A100_v4",
@@ -89,10 +91,11 @@ private slots:
                                         "launch run.yaml --nproc 8 --nnodes 2"};
         QTest::addRow("azureml per gpu") << "azureml" << QStringList{"--per-gpu"}
                                          << QStringList{"process_count_per_instance: 8",
-                                                "command: \"tunebench-cli train run.yaml\""};
+                                                "command: \"tunebench-cli train run.yaml --device cuda\""};
         QTest::addRow("slurm") << "slurm" << QStringList{"--partition", "gpu"}
                                << QStringList{"#SBATCH --job-name=llama-sft", "#SBATCH --nodes=2",
-                                      "#SBATCH --gpus-per-node=8", "#SBATCH --cpus-per-task=96",
+                                      "#SBATCH --ntasks-per-node=8", "#SBATCH --gpus-per-node=8",
+                                      "#SBATCH --cpus-per-task=12",
                                       "#SBATCH --partition=gpu", "#SBATCH --time="};
     }
     void everyFormat()
@@ -126,7 +129,7 @@ private slots:
         QVERIFY2(r.out.startsWith("accelerate launch --config_file " + out), qPrintable(r.out));
         const QByteArray written = readText(out);
         QVERIFY(!written.contains("old content"));
-        QVERIFY(YAML::Load(written.toStdString())["deepspeed_config"].IsMap());
+        QCOMPARE(YAML::Load(written.toStdString())["num_processes"].as<int>(), 16);
         // A failed export leaves the file as it was.
         const Outcome bad = runCli({"accelerate", "--plan", path("missing.yaml"), "--out", out});
         QCOMPARE(bad.exitCode, 2);

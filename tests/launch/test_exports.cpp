@@ -14,13 +14,15 @@
 // by reading them back: YAML with yaml-cpp (and the accelerate config with
 // our own importer), scripts with `bash -n`, and the commands by running
 // the scripts against stand-ins for torchrun, srun and scontrol that print
-// the arguments they were given.
+// the arguments they were given. test_export_runs and test_slurm_export run
+// them under the real tools.
 using namespace tb::launch;
 using tb::plan::Offload;
 using tb::plan::Sharding;
 
 Q_DECLARE_METATYPE(tb::plan::Sharding)
 Q_DECLARE_METATYPE(tb::plan::Offload)
+Q_DECLARE_METATYPE(tb::config::Device)
 
 namespace {
 
@@ -191,58 +193,53 @@ private slots:
         QCOMPARE(QString::fromStdString(slurmTimeLimit(hours)), limit);
     }
 
-    void accelerateMatchesThePlan_data()
+    void accelerateStartsTheRanks_data()
     {
         QTest::addColumn<Sharding>("sharding");
         QTest::addColumn<Offload>("offload");
         QTest::addColumn<int>("nodes");
-        QTest::addColumn<QString>("type");
-        QTest::addRow("ddp") << Sharding::Ddp << Offload::None << 1 << "MULTI_GPU";
-        QTest::addRow("zero1") << Sharding::Zero1 << Offload::None << 1 << "DEEPSPEED";
-        QTest::addRow("zero2 offload") << Sharding::Zero2 << Offload::Optimizer << 2 << "DEEPSPEED";
-        QTest::addRow("zero3 offload all")
-            << Sharding::Zero3 << Offload::OptimizerAndParams << 2 << "DEEPSPEED";
-        QTest::addRow("fsdp full") << Sharding::FsdpFull << Offload::None << 2 << "FSDP";
-        QTest::addRow("fsdp grad-op") << Sharding::FsdpGradOp << Offload::None << 1 << "FSDP";
+        QTest::addRow("ddp") << Sharding::Ddp << Offload::None << 1;
+        QTest::addRow("zero1") << Sharding::Zero1 << Offload::None << 1;
+        QTest::addRow("zero2 offload") << Sharding::Zero2 << Offload::Optimizer << 2;
+        QTest::addRow("zero3 offload all") << Sharding::Zero3 << Offload::OptimizerAndParams << 2;
+        QTest::addRow("fsdp full") << Sharding::FsdpFull << Offload::None << 2;
         QTest::addRow("fsdp hybrid offload")
-            << Sharding::FsdpHybrid << Offload::OptimizerAndParams << 2 << "FSDP";
+            << Sharding::FsdpHybrid << Offload::OptimizerAndParams << 2;
     }
-    void accelerateMatchesThePlan()
+    // Whatever the plan shards, accelerate only starts the ranks
+    // (MULTI_GPU: torch.distributed.run); no key claims to set what the
+    // trainer takes from the run config.
+    void accelerateStartsTheRanks()
     {
         QFETCH(Sharding, sharding);
         QFETCH(Offload, offload);
         QFETCH(int, nodes);
-        QFETCH(QString, type);
         const ExportJob j = job(sharding, offload, nodes);
         const std::string yaml = accelerateConfigYaml(j, "acc.yaml");
         const YAML::Node root = parse(yaml);
         QVERIFY(root.IsMap());
-        QCOMPARE(QString::fromStdString(root["distributed_type"].as<std::string>()), type);
+        QCOMPARE(root["distributed_type"].as<std::string>(), std::string("MULTI_GPU"));
         QCOMPARE(root["num_machines"].as<int>(), nodes);
         QCOMPARE(root["num_processes"].as<int>(), 8 * nodes);
         QCOMPARE(root["machine_rank"].as<int>(), 0);
         QCOMPARE(root["main_process_port"].as<int>(), 29500);
-        QCOMPARE(root["mixed_precision"].as<std::string>(), std::string("bf16"));
+        QCOMPARE(root["mixed_precision"].as<std::string>(), std::string("no"));
         QCOMPARE(root["compute_environment"].as<std::string>(), std::string("LOCAL_MACHINE"));
-        if (type == "DEEPSPEED") {
-            const YAML::Node ds = root["deepspeed_config"];
-            QCOMPARE(ds["gradient_accumulation_steps"].as<int>(), 4);
-            QCOMPARE(ds["offload_optimizer_device"].as<std::string>(),
-                std::string(offload == Offload::None ? "none" : "cpu"));
-            QCOMPARE(ds["offload_param_device"].as<std::string>(),
-                std::string(offload == Offload::OptimizerAndParams ? "cpu" : "none"));
-        }
-        // Our own importer reads back the plan the config was made from.
+        QVERIFY(!root["deepspeed_config"].IsDefined());
+        QVERIFY(!root["fsdp_config"].IsDefined());
+        // The plan's strategy and what the trainer reads are said in comments.
+        QVERIFY2(yaml.find(std::string(tb::plan::label(sharding))) != std::string::npos,
+            yaml.c_str());
+        QVERIFY(yaml.find("The trainer reads sharding, offload, precision") != std::string::npos);
+        // Our own importer reads back the machines and processes.
         const auto imported = tb::plan::parseAccelerateYaml(yaml, "acc.yaml", {});
         QVERIFY2(imported.ok(), imported.ok() ? "" : imported.error().message.c_str());
-        QCOMPARE(name(imported->input.sharding), name(sharding));
-        QCOMPARE(name(imported->input.offload), name(offload));
         QCOMPARE(imported->input.nodes, nodes);
         QCOMPARE(imported->input.gpusPerNode, 8);
-        QCOMPARE(name(imported->input.precision), name(tb::plan::Precision::Bf16Mixed));
         // The launch command in the header names this config file.
         QVERIFY(yaml.find("#   accelerate launch --config_file acc.yaml") != std::string::npos);
-        QVERIFY(yaml.find("--no_python tunebench-cli train run.yaml") != std::string::npos);
+        QVERIFY(yaml.find("--no_python tunebench-cli train run.yaml --device cuda")
+            != std::string::npos);
     }
 
     void accelerateCommandRuns()
@@ -262,7 +259,7 @@ private slots:
         QCOMPARE(r.out,
             QStringLiteral("[launch][--config_file][a b.yaml][--machine_rank][1]"
                            "[--main_process_ip][10.1.2.3][--no_python][tunebench-cli]"
-                           "[train][run.yaml]"));
+                           "[train][run.yaml][--device][cuda]"));
     }
 
     void oneGpuIsNotDistributed()
@@ -312,14 +309,14 @@ private slots:
                 QString::fromStdString(root["compute"].as<std::string>()), "azureml:" + cluster);
         const QString command = QString::fromStdString(root["command"].as<std::string>());
         if (perGpu) {
-            QCOMPARE(command, QStringLiteral("tunebench-cli train run.yaml"));
+            QCOMPARE(command, QStringLiteral("tunebench-cli train run.yaml --device cuda"));
             QCOMPARE(root["environment_variables"]["LOCAL_WORLD_SIZE"].as<std::string>(),
                 std::string("8"));
         } else {
             QCOMPARE(command,
                 QStringLiteral("tunebench-cli launch run.yaml --nproc 8 --nnodes 2 "
                                "--node-rank $NODE_RANK --master-addr $MASTER_ADDR "
-                               "--master-port $MASTER_PORT"));
+                               "--master-port $MASTER_PORT -- --device cuda"));
         }
         // The code folder is the run config's, uploaded for the job.
         QCOMPARE(QString::fromStdString(root["code"].as<std::string>()), QDir::currentPath());
@@ -345,29 +342,34 @@ private slots:
         const std::string script = slurmBatchScript(*made);
         QVERIFY2(syntaxError(script, m_dir.path()).isEmpty(), script.c_str());
         for (const std::string& line : std::vector<std::string>{"#SBATCH --nodes=2\n",
-                 "#SBATCH --ntasks-per-node=1\n", "#SBATCH --gpus-per-node=4\n",
-                 "#SBATCH --cpus-per-task=48\n", "#SBATCH --partition=gpu\n",
+                 "#SBATCH --ntasks-per-node=4\n", "#SBATCH --gpus-per-node=4\n",
+                 "#SBATCH --cpus-per-task=12\n", "#SBATCH --partition=gpu\n",
                  "#SBATCH --time=" + slurmTimeLimit(*made->hours) + "\n"})
             QVERIFY2(script.find(line) != std::string::npos, line.c_str());
 
         // Run it with stand-ins: scontrol lists two hosts, srun runs its
-        // command as node 1, our program prints what it received.
+        // command as task 6 of 8 (the third on node 1), our program prints
+        // the rank variables and arguments it received.
         QDir(m_dir.path()).mkpath("bin");
         writeExecutable(m_dir.filePath("bin/scontrol"), "#!/bin/sh\nprintf 'node-a\\nnode-b\\n'\n");
         writeExecutable(m_dir.filePath("bin/srun"),
             "#!/bin/bash\nwhile [[ $1 == --* ]]; do shift; done\n"
-            "SLURM_NODEID=1 exec \"$@\"\n");
+            "SLURM_PROCID=6 SLURM_NTASKS=8 SLURM_LOCALID=2 SLURM_NODEID=1 SLURM_JOB_ID=77 "
+            "exec \"$@\"\n");
         writeExecutable(m_dir.filePath("bin/tunebench-cli"),
-            "#!/bin/sh\necho \"NODE_RANK=$NODE_RANK\"\nfor a in \"$@\"; do echo \"[$a]\"; done\n");
+            "#!/bin/sh\nfor v in RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE NODE_RANK GROUP_RANK "
+            "MASTER_ADDR MASTER_PORT TORCHELASTIC_RUN_ID; do eval \"echo $v=\\$$v\"; done\n"
+            "for a in \"$@\"; do echo \"[$a]\"; done\n");
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert("PATH", m_dir.filePath("bin") + ":" + env.value("PATH"));
         env.insert("SLURM_JOB_NODELIST", "node-[a-b]");
         const Shell r = runBash({m_dir.path() + "/script.sh"}, env);
         QCOMPARE(r.exitCode, 0);
         QCOMPARE(r.out,
-            QStringLiteral("NODE_RANK=1\n[launch]\n[my runs/it's $HOME.yaml]\n"
-                           "[--nproc]\n[4]\n[--nnodes]\n[2]\n[--node-rank]\n[1]\n"
-                           "[--master-addr]\n[node-a]\n[--master-port]\n[29500]\n"));
+            QStringLiteral("RANK=6\nWORLD_SIZE=8\nLOCAL_RANK=2\nLOCAL_WORLD_SIZE=4\nNODE_RANK=1\n"
+                           "GROUP_RANK=1\nMASTER_ADDR=node-a\nMASTER_PORT=29500\n"
+                           "TORCHELASTIC_RUN_ID=slurm-77\n"
+                           "[train]\n[my runs/it's $HOME.yaml]\n[--device]\n[cuda]\n"));
     }
 
     void torchrunScriptRuns_data()
@@ -377,11 +379,11 @@ private slots:
         QTest::addRow("one node") << 1
                                   << "[--nnodes=1][--nproc_per_node=8][--node_rank=0]"
                                      "[--master_addr=127.0.0.1][--master_port=29500][--no_python]"
-                                     "[tunebench-cli][train][run.yaml]";
+                                     "[tunebench-cli][train][run.yaml][--device][cuda]";
         QTest::addRow("two nodes") << 2
                                    << "[--nnodes=2][--nproc_per_node=8][--node_rank=1]"
                                       "[--master_addr=10.1.2.3][--master_port=29500][--no_python]"
-                                      "[tunebench-cli][train][run.yaml]";
+                                      "[tunebench-cli][train][run.yaml][--device][cuda]";
     }
     void torchrunScriptRuns()
     {
@@ -419,6 +421,7 @@ private slots:
         cfg.precision = tb::config::Precision::Fp32;
         cfg.training.gradAccum = 8;
         cfg.device = tb::config::Device::Cpu;
+        cfg.distributed.sharding = tb::config::Sharding::Zero3;
         ExportSources sources{in, "plan.yaml", cfg, "runs/run.yaml"};
         const auto made = makeExportJob(sources, &*m_catalog, {});
         QVERIFY(made.ok());
@@ -427,32 +430,92 @@ private slots:
         QCOMPARE(made->jobName, std::string("my-run-1"));
         QCOMPARE(made->nodes * made->gpusPerNode, 1);
         QCOMPARE(made->cpusPerNode, 24);
+        QCOMPARE(name(made->sharding), name(Sharding::Zero3));
         QString notes;
         for (const std::string& note : made->notes)
             notes += QString::fromStdString(note) + "\n";
         for (const char* part : {"precision: the plan says bf16",
-                 "gradient accumulation: the plan says 4", "device: cuda"})
+                 "gradient accumulation: the plan says 4", "every rank gets --device cuda",
+                 "sharding: the plan says ddp (offload none), the run config zero3"})
             QVERIFY2(notes.contains(part), qPrintable(notes));
         // The notes travel with the export.
         QVERIFY(slurmBatchScript(*made).find("# note: precision: the plan says bf16")
             != std::string::npos);
     }
 
-    void configAloneIsOneGpu()
+    void configAloneIsOneRank_data()
     {
+        QTest::addColumn<tb::config::Device>("device");
+        QTest::addColumn<bool>("onGpus");
+        QTest::addRow("cpu") << tb::config::Device::Cpu << false;
+        QTest::addRow("cuda") << tb::config::Device::Cuda << true;
+        QTest::addRow("auto") << tb::config::Device::Auto << true;
+    }
+    void configAloneIsOneRank()
+    {
+        QFETCH(tb::config::Device, device);
+        QFETCH(bool, onGpus);
         tb::config::RunConfig cfg;
         cfg.model = "/models/SmolLM-135M";
+        cfg.device = device;
         ExportSources sources{std::nullopt, {}, cfg, "run.yaml"};
         const auto made = makeExportJob(sources, nullptr, {});
         QVERIFY(made.ok());
         QCOMPARE(made->worldSize(), 1);
+        QCOMPARE(made->onGpus, onGpus);
         QCOMPARE(made->jobName, std::string("tunebench-SmolLM-135M"));
         QVERIFY(!made->hours);
         QVERIFY(made->cpusAssumed);
         const std::string script = slurmBatchScript(*made);
         QVERIFY(script.find("#SBATCH --time") == std::string::npos);
         QVERIFY(script.find("No --time") != std::string::npos);
+        // A CPU job asks Slurm for no GPU and its ranks for none.
+        QCOMPARE(script.find("#SBATCH --gpus-per-node") != std::string::npos, onGpus);
+        QCOMPARE(script.find("--device cuda") != std::string::npos, onGpus);
         QVERIFY(syntaxError(script, m_dir.path()).isEmpty());
+    }
+
+    // What the trainer would refuse on the job's device is refused at export,
+    // with the file, the field and the reason.
+    void unsupportedIsRefused_data()
+    {
+        QTest::addColumn<bool>("withPlan");
+        QTest::addColumn<bool>("withConfig");
+        QTest::addColumn<QString>("expected"); // empty: accepted
+        QTest::addRow("offload on a cpu run config")
+            << false << true << "run.yaml: distributed.offload: optimizer";
+        QTest::addRow("fp16 plan without a run config")
+            << true << false << "plan.yaml: precision: fp16-mixed";
+        QTest::addRow("fp16 plan, the run config decides") << true << true << "";
+    }
+    void unsupportedIsRefused()
+    {
+        QFETCH(bool, withPlan);
+        QFETCH(bool, withConfig);
+        QFETCH(QString, expected);
+        ExportSources sources;
+        if (withPlan) {
+            tb::plan::PlanInput in;
+            in.vmSize = "Standard_NC24ads_A100_v4";
+            in.precision = tb::plan::Precision::Fp16Mixed;
+            sources.plan = in;
+            sources.planPath = "plan.yaml";
+        }
+        if (withConfig) {
+            tb::config::RunConfig cfg;
+            cfg.distributed.offload = tb::config::Offload::Optimizer;
+            cfg.distributed.sharding = tb::config::Sharding::Zero2;
+            sources.config = cfg;
+            sources.configPath = "run.yaml";
+        }
+        const auto made = makeExportJob(sources, &*m_catalog, {});
+        if (expected.isEmpty()) {
+            QVERIFY2(made.ok(), made.ok() ? "" : made.error().message.c_str());
+            return;
+        }
+        QVERIFY(!made.ok());
+        const QString message = QString::fromStdString(made.error().message);
+        QVERIFY2(message.startsWith(expected), qPrintable(message));
     }
 
     void badSourcesAreErrors()

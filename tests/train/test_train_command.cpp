@@ -1,4 +1,5 @@
 #include "common/atomic_file.h"
+#include "common/build_info.h"
 #include "run_events.h"
 
 #include <nlohmann/json.hpp>
@@ -339,6 +340,32 @@ private slots:
         QCOMPARE(run.exitCode, 2);
         QVERIFY2(run.err.contains(expected), qPrintable(run.err));
         QVERIFY(!fs::exists(dir.filePath("run").toStdString() + "/events.jsonl"));
+    }
+
+    // --device replaces the run config's device (the exports pass --device
+    // cuda to every rank of a GPU job): on this CPU build a config that says
+    // cpu is refused for cuda, which proves the option reached the trainer.
+    void deviceOptionReplacesTheConfigs_data()
+    {
+        QTest::addColumn<QString>("device");
+        QTest::addColumn<QString>("expected");
+        QTest::addRow("unknown") << "gpu" << "--device: got 'gpu', expected cpu, cuda or auto";
+        QTest::addRow("cuda on the CPU build") << "cuda" << "device: cuda was asked for";
+    }
+    void deviceOptionReplacesTheConfigs()
+    {
+        QFETCH(QString, device);
+        QFETCH(QString, expected);
+        if (device == "cuda" && std::string(tb::common::buildinfo::kLibTorchFlavour) == "cuda")
+            QSKIP("the CUDA build would train on the GPU here");
+        QTemporaryDir dir;
+        const QString path = dir.filePath("cpu.yaml");
+        QVERIFY(tb::common::writeFileAtomic(path.toStdString(),
+            "model: " + kModel + "\ndata: {train: " + kDemo + "}\ndevice: cpu\n")
+                    .ok());
+        const Run run = cli({"train", path, "--output", dir.filePath("run"), "--device", device});
+        QCOMPARE(run.exitCode, 2);
+        QVERIFY2(run.err.contains(expected), qPrintable(run.err));
     }
 };
 

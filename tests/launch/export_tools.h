@@ -1,0 +1,151 @@
+#pragma once
+
+#include "distributed_runs.h"
+
+#include <nlohmann/json.hpp>
+
+#include <QTemporaryDir>
+#include <QProcessEnvironment>
+#include <QString>
+#include <QStringList>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+
+// Exports made by the real tunebench-cli and handed to the tools that run
+// them (torchrun, accelerate, Azure ML's SDK, Slurm), for the suites that
+// check an export works where users paste it.
+namespace tb::testutil::exports {
+
+using distributed::kCli;
+// The Python environment of the reference tests: torch (torchrun),
+// accelerate and azure-ai-ml (packaging/python-reference.txt).
+const QString kVenvBin = TB_TORCH_VENV "/bin";
+const QString kPython = kVenvBin + "/python";
+const QString kLoader = TB_SOURCE_DIR "/tests/launch/load_exports.py";
+
+// The environment a user's shell gives the exported command: the tools'
+// folder first on PATH, no rank variables of an enclosing launcher.
+inline QProcessEnvironment toolEnvironment()
+{
+    QProcessEnvironment environment = plainEnvironment();
+    environment.insert("PATH", kVenvBin + ":" + environment.value("PATH"));
+    environment.insert("TUNEBENCH_PRESETS_DIR", TB_SOURCE_DIR "/presets");
+    return environment;
+}
+
+inline Ended run(const QString& program, const QStringList& arguments, int timeoutMs = 60000,
+    const QProcessEnvironment& environment = toolEnvironment())
+{
+    Command command;
+    command.arguments = arguments;
+    command.environment = environment;
+    return runTogether(program, {command}, timeoutMs).front();
+}
+
+// `tunebench-cli export FORMAT ARGS...`.
+inline Ended exportJob(const QString& format, const QStringList& arguments)
+{
+    return run(kCli, QStringList{"export", format} + arguments);
+}
+
+// What the tool's own loader read from an exported file (load_exports.py);
+// `problem` gets the loader's message when it refused the file.
+inline nlohmann::json loadWithTool(const QString& tool, const QString& file, QString* problem)
+{
+    const Ended loaded = run(kPython, {kLoader, tool, file});
+    if (!loaded.succeeded()) {
+        *problem = describe({loaded});
+        return {};
+    }
+    const nlohmann::json parsed = nlohmann::json::parse(loaded.out.toStdString(), nullptr, false);
+    if (parsed.is_discarded())
+        *problem = "not JSON: " + loaded.out;
+    return parsed;
+}
+
+// The distributed suites' LoRA run config (tests/train/distributed_runs.h:
+// no dropout, the same global batch on any number of ranks) for two ranks,
+// with its run folder in the config itself: an exported command carries no
+// --output.
+inline std::string writeLoraConfig(const QTemporaryDir& dir, const QString& name, const QString& runDir)
+{
+    distributed::RunSpec spec;
+    spec.method = "lora";
+    spec.maxSteps = 3;
+    const std::string path = distributed::writeConfig(dir, name, spec);
+    std::ofstream(path, std::ios::app) << "name: " << name.toStdString()
+                                       << "\noutput: {dir: " << runDir.toStdString() << "}\n";
+    return path;
+}
+
+// A LoRA run config exported by `tunebench-cli export FORMAT` as `file` in
+// `dir`: one node of two ranks (processes on the CPU) on a free port,
+// running this build's tunebench-cli.
+struct ExportedRun {
+    QString file;
+    QString runDir; // where the config sends the run
+    QString out; // the export's stdout (accelerate: the launch command)
+    QString problem; // empty: exported
+};
+
+inline ExportedRun exportLoraRun(const QTemporaryDir& dir, const QString& format,
+    const QString& file, const QStringList& extra = {})
+{
+    ExportedRun exported;
+    exported.file = dir.filePath(file);
+    exported.runDir = dir.filePath(format + "-run");
+    const std::string config = writeLoraConfig(dir, format + "-config", exported.runDir);
+    const auto port = tb::launch::pickFreePort("127.0.0.1");
+    if (!port) {
+        exported.problem = QString::fromStdString(port.error().message);
+        return exported;
+    }
+    const Ended made = exportJob(format,
+        QStringList{"--config", QString::fromStdString(config), "--nodes", "1", "--gpus-per-node",
+            "2", "--master-port", QString::number(*port), "--program", kCli, "--out",
+            exported.file}
+            + extra);
+    exported.out = made.out.trimmed();
+    if (!made.succeeded())
+        exported.problem = describe({made});
+    return exported;
+}
+
+// The same LoRA config through our own launcher on two ranks: the run the
+// exports must reproduce. Its run folder, or empty with `problem` set.
+inline QString launchReference(const QTemporaryDir& dir, QString* problem)
+{
+    const QString runDir = dir.filePath("reference-run");
+    const std::string config = writeLoraConfig(dir, "reference", runDir);
+    const Ended launched =
+        run(kCli, {"launch", QString::fromStdString(config), "--nproc", "2"}, 300000);
+    if (launched.succeeded())
+        return runDir;
+    *problem = describe({launched});
+    return {};
+}
+
+// Why the adapter of `runDir` is not the reference's within the
+// distributed suites' LoRA tolerance, or empty; the difference is printed.
+inline QString differsFromReference(const QString& runDir, const QString& referenceDir)
+{
+    QString problem;
+    const Tensors tensors = readTensors(distributed::exportOf(runDir.toStdString(), "lora"), &problem);
+    const Tensors reference =
+        readTensors(distributed::exportOf(referenceDir.toStdString(), "lora"), &problem);
+    if (!problem.isEmpty())
+        return problem;
+    const double diff = maxAbsDiff(tensors, reference, &problem);
+    qInfo("largest |adapter - launcher's adapter|: %.3g", diff);
+    if (!problem.isEmpty())
+        return problem;
+    if (!(diff <= distributed::kLoraTolerance))
+        return QString("adapters differ by %1, more than %2")
+            .arg(diff)
+            .arg(distributed::kLoraTolerance);
+    return {};
+}
+
+} // namespace tb::testutil::exports
