@@ -157,6 +157,15 @@ common::Result<World> rendezvous(
     world.all = *all;
     world.node = *node;
     world.replicas = *replicas;
+    // A rank may finish making its groups before its peers have connected
+    // theirs (Gloo pairs connect from both ends); one barrier over the world
+    // lets no rank go on, or die, while another still connects to it.
+    try {
+        if (environment.worldSize > 1)
+            world.all->barrier();
+    } catch (const CommunicationError& error) {
+        return common::Error{rendezvousPlace(environment) + ": " + error.what(), {}};
+    }
     return world;
 }
 
