@@ -71,18 +71,18 @@ def randomize(model, seed):
                 parameter.copy_(0.15 * noise)
 
 
-def make_model(args):
-    torch.manual_seed(args.seed)
-    config = tiny_config(args.family)
-    model = transformers.AutoModelForCausalLM.from_config(config)
-    randomize(model, args.seed)
-    model.save_pretrained(args.out, safe_serialization=True)
+def make_models(args):
+    for family in args.families.split(","):
+        torch.manual_seed(args.seed)
+        model = transformers.AutoModelForCausalLM.from_config(tiny_config(family))
+        randomize(model, args.seed)
+        model.save_pretrained(os.path.join(args.out, family), safe_serialization=True)
 
 
-def load_model(folder, dtype):
+def load_model(folder, dtype, attention="eager"):
     model, info = transformers.AutoModelForCausalLM.from_pretrained(
         folder, local_files_only=True, output_loading_info=True, dtype=DTYPES[dtype],
-        attn_implementation="eager")
+        attn_implementation=attention)
     problems = {key: value for key, value in info.items() if value}
     if problems:
         raise ReferenceError(f"{folder}: transformers reports {problems}")
@@ -103,40 +103,58 @@ def check_adapter_keys(model, folder):
                              f"in the model only: {sorted(loaded - stored)}")
 
 
-def with_adapter(model, folder, trainable=False):
+def with_adapter(model, folder):
     with warnings.catch_warnings():
         # peft's own warnings (missing adapter keys, ...), not transformers'
         # deprecation notices that peft happens to trigger.
         warnings.filterwarnings("error", module=r"peft(\.|$)")
         warnings.filterwarnings("error", message=r".*(missing|unexpected).*keys")
-        model = peft.PeftModel.from_pretrained(model, folder, is_trainable=trainable)
+        model = peft.PeftModel.from_pretrained(model, folder)
     check_adapter_keys(model, folder)
     return model
 
 
-def forward(args):
-    model = load_model(args.model, args.dtype)
-    if args.adapter:
-        model = with_adapter(model, args.adapter)
+def outputs(model, batch, suffix):
     model.eval()
-    batch = load_file(args.inputs)
     with torch.no_grad():
         out = model(input_ids=batch["input_ids"], labels=batch["labels"])
-    save_file({"logits": out.logits.float().contiguous(),
-               "loss": out.loss.float().reshape(1)}, args.out)
+    return {"logits" + suffix: out.logits.float().contiguous(),
+            "loss" + suffix: out.loss.float().reshape(1)}
 
 
-def make_adapter(args):
-    model = load_model(args.model, "float32")
-    config = peft.LoraConfig(r=args.rank, lora_alpha=args.alpha, lora_dropout=0.0,
-                             target_modules=LORA_TARGETS, task_type="CAUSAL_LM")
-    torch.manual_seed(args.seed)
+def forward(args):
+    """Logits and loss per dtype and attention ("logits.float32.sdpa"):
+    eager is the counterpart of our plain attention, sdpa of our fused one."""
+    batch = load_file(args.inputs)
+    result = {}
+    for dtype in args.dtypes.split(","):
+        for attention in ("eager", "sdpa"):
+            model = load_model(args.model, dtype, attention)
+            if args.adapter:
+                model = with_adapter(model, args.adapter)
+            result.update(outputs(model, batch, f".{dtype}.{attention}"))
+    save_file(result, args.out)
+
+
+def peft_lora(model, seed):
+    """peft's LoRA on every projection, B drawn away from zero (peft starts it
+    at zero, and the adapter would do nothing)."""
+    config = peft.LoraConfig(r=4, lora_alpha=8.0, lora_dropout=0.0, target_modules=LORA_TARGETS,
+                             task_type="CAUSAL_LM")
+    torch.manual_seed(seed)
     model = peft.get_peft_model(model, config)
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             if ".lora_B." in name:
-                parameter.normal_(0.0, 0.1)  # peft starts B at zero: the adapter would do nothing
+                parameter.normal_(0.0, 0.1)
+    return model
+
+
+def make_adapter(args):
+    """A peft adapter saved to --out, and its logits on --inputs."""
+    model = peft_lora(load_model(args.model, "float32"), args.seed)
     model.save_pretrained(args.out, safe_serialization=True)
+    save_file(outputs(model, load_file(args.inputs), ""), args.logits)
 
 
 def decays(name, parameter):
@@ -146,8 +164,9 @@ def decays(name, parameter):
 
 def train_step(args):
     model = load_model(args.model, "float32")
-    if args.adapter:
-        model = with_adapter(model, args.adapter, trainable=True)
+    if args.make_adapter:
+        model = peft_lora(model, args.seed)
+        model.save_pretrained(args.make_adapter, safe_serialization=True)
     model.train()
     named = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
     groups = [{"params": [p for n, p in named if decays(n, p)], "weight_decay": args.weight_decay},
@@ -175,28 +194,29 @@ def our_name(name):
 def parser():
     top = argparse.ArgumentParser(description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("make-model", help="a random-initialised tiny model folder")
-    p.add_argument("--family", required=True)
+    p = sub.add_parser("make-models", help="random-initialised tiny models, a folder each")
+    p.add_argument("--families", required=True, help="comma-separated: llama2,llama3,...")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True)
-    p.set_defaults(run=make_model)
+    p.set_defaults(run=make_models)
     p = sub.add_parser("forward", help="logits and loss of a model (and adapter) on a batch")
     p.add_argument("--model", required=True)
     p.add_argument("--adapter")
-    p.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
+    p.add_argument("--dtypes", default="float32", help="comma-separated: float32,bfloat16")
     p.add_argument("--inputs", required=True)
     p.add_argument("--out", required=True)
     p.set_defaults(run=forward)
-    p = sub.add_parser("make-adapter", help="a peft LoRA adapter with non-zero B")
+    p = sub.add_parser("make-adapter", help="a peft LoRA adapter with non-zero B, and its logits")
     p.add_argument("--model", required=True)
-    p.add_argument("--rank", type=int, default=4)
-    p.add_argument("--alpha", type=float, default=8.0)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--inputs", required=True)
+    p.add_argument("--logits", required=True)
     p.add_argument("--out", required=True)
     p.set_defaults(run=make_adapter)
     p = sub.add_parser("train-step", help="one AdamW step: loss, gradients, updated weights")
     p.add_argument("--model", required=True)
-    p.add_argument("--adapter")
+    p.add_argument("--make-adapter", help="train a new peft adapter (saved here) instead")
+    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--inputs", required=True)
     p.add_argument("--lr", type=float, required=True)
     p.add_argument("--weight-decay", type=float, required=True)

@@ -57,7 +57,8 @@ inline TensorMap readTensorFile(const std::string& path)
         if (!bytes)
             throw std::runtime_error(bytes.error().toString());
         const auto type = torchType(info.dtype, path + ": tensor '" + info.name + "'");
-        tensors[info.name] = torch::from_blob(bytes->data(), info.shape, type).clone();
+        std::vector<std::byte> raw = *bytes;
+        tensors[info.name] = torch::from_blob(raw.data(), info.shape, type).clone();
     }
     return tensors;
 }
