@@ -12,7 +12,11 @@ DenseLinear::DenseLinear(std::int64_t inFeatures, std::int64_t outFeatures, bool
 
 torch::Tensor DenseLinear::forward(const torch::Tensor& input)
 {
-    return torch::nn::functional::linear(input, m_weight, m_bias);
+    // at::linear, as Python's F.linear: a biased [batch, tokens, in] input is
+    // one addmm, rounded once. torch::nn::functional::linear instead adds the
+    // bias after the matmul, a second rounding that in bf16 moved Qwen2's
+    // logits by 2 % from transformers' (MODEL.md, "Against transformers").
+    return at::linear(input, m_weight, m_bias);
 }
 
 RmsNorm::RmsNorm(std::int64_t size, double eps, const torch::TensorOptions& options)

@@ -126,7 +126,7 @@ torch::Tensor LlamaForCausalLm::hiddenStates(const torch::Tensor& inputIds, KvCa
 
 torch::Tensor LlamaForCausalLm::logitsFrom(const torch::Tensor& hidden)
 {
-    return torch::nn::functional::linear(hidden, outputWeight());
+    return at::linear(hidden, outputWeight());
 }
 
 torch::Tensor LlamaForCausalLm::forward(const torch::Tensor& inputIds, KvCache* cache)

@@ -39,7 +39,7 @@ public:
     {
         const torch::Tensor weight = dequantizeNf4(holder->layer->weight(), input.scalar_type());
         ctx->saved_data["layer"] = c10::IValue::make_capsule(holder);
-        return torch::nn::functional::linear(input, weight, holder->layer->bias());
+        return at::linear(input, weight, holder->layer->bias());
     }
 
     static variable_list backward(AutogradContext* ctx, variable_list outputGradients)
@@ -139,7 +139,7 @@ torch::Tensor Nf4Linear::forward(const torch::Tensor& input)
     holder->layer = this;
     if (torch::GradMode::is_enabled() && input.requires_grad())
         return Nf4MatmulFunction::apply(input, holder);
-    return torch::nn::functional::linear(
+    return at::linear(
         input, dequantizeNf4(m_weight, input.scalar_type()), m_bias);
 }
 

@@ -1,0 +1,244 @@
+"""The Hugging Face side of test_hf_reference: transformers, peft and
+torch.optim.AdamW compute what our trainer computes, from the same files.
+
+Every subcommand reads and writes safetensors files; the C++ test compares.
+Nothing is downloaded: models load from local folders only, and a missing or
+unexpected weight, or any warning (peft's "missing adapter keys" among them),
+fails the run with exit status 1. Exit status 3: a package is missing.
+"""
+
+import argparse
+import os
+import sys
+import warnings
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+try:
+    import torch
+    import transformers
+    import peft
+    from safetensors.torch import load_file, save_file
+except ImportError as missing:
+    print(f"{sys.executable}: cannot import {missing.name}; install packaging/python-reference.txt "
+          "into this environment (packaging/setup.sh test does)", file=sys.stderr)
+    sys.exit(3)
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+PEFT_PREFIX = "base_model.model."
+
+
+class ReferenceError(Exception):
+    pass
+
+
+def tiny_config(family):
+    """Small configurations of each family, with what sets it apart turned on."""
+    common = dict(vocab_size=96, hidden_size=32, intermediate_size=56, num_hidden_layers=2,
+                  num_attention_heads=4, max_position_embeddings=64, rms_norm_eps=1e-5)
+    if family == "llama2":
+        return transformers.LlamaConfig(**common, num_key_value_heads=4,
+                                        tie_word_embeddings=False,
+                                        rope_parameters={"rope_type": "default",
+                                                         "rope_theta": 10000.0})
+    if family == "llama3":
+        rope = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 8}
+        return transformers.LlamaConfig(**common, num_key_value_heads=2,
+                                        tie_word_embeddings=True, rope_parameters=rope)
+    if family == "mistral":
+        return transformers.MistralConfig(**common, num_key_value_heads=2, sliding_window=5,
+                                          tie_word_embeddings=False)
+    if family == "qwen2":
+        return transformers.Qwen2Config(**common, num_key_value_heads=2,
+                                        tie_word_embeddings=True)
+    raise ReferenceError(f"unknown family {family!r}")
+
+
+def randomize(model, seed):
+    """Every weight away from its default (biases and norms are 0 and 1 after
+    transformers' init, which would leave their handling untested)."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            noise = torch.randn(parameter.shape, generator=generator)
+            if name.endswith("norm.weight"):
+                parameter.copy_(1.0 + 0.2 * noise)
+            else:
+                parameter.copy_(0.15 * noise)
+
+
+def make_models(args):
+    for family in args.families.split(","):
+        torch.manual_seed(args.seed)
+        model = transformers.AutoModelForCausalLM.from_config(tiny_config(family))
+        randomize(model, args.seed)
+        model.save_pretrained(os.path.join(args.out, family), safe_serialization=True)
+
+
+def load_model(folder, dtype, attention="eager"):
+    model, info = transformers.AutoModelForCausalLM.from_pretrained(
+        folder, local_files_only=True, output_loading_info=True, dtype=DTYPES[dtype],
+        attn_implementation=attention)
+    problems = {key: value for key, value in info.items() if value}
+    if problems:
+        raise ReferenceError(f"{folder}: transformers reports {problems}")
+    return model
+
+
+def peft_name(name):
+    """Our (and the adapter file's) name of a peft parameter."""
+    return name.replace(".default.", ".")
+
+
+def check_adapter_keys(model, folder):
+    """Every tensor of the file is a LoRA parameter of the model and back."""
+    stored = set(load_file(os.path.join(folder, "adapter_model.safetensors")))
+    loaded = {peft_name(name) for name, _ in model.named_parameters() if ".lora_" in name}
+    if stored != loaded:
+        raise ReferenceError(f"{folder}: in the file only: {sorted(stored - loaded)}; "
+                             f"in the model only: {sorted(loaded - stored)}")
+
+
+def with_adapter(model, folder):
+    with warnings.catch_warnings():
+        # peft's own warnings (missing adapter keys, ...), not transformers'
+        # deprecation notices that peft happens to trigger.
+        warnings.filterwarnings("error", module=r"peft(\.|$)")
+        warnings.filterwarnings("error", message=r".*(missing|unexpected).*keys")
+        model = peft.PeftModel.from_pretrained(model, folder)
+    check_adapter_keys(model, folder)
+    return model
+
+
+def outputs(model, batch, suffix):
+    model.eval()
+    with torch.no_grad():
+        out = model(input_ids=batch["input_ids"], labels=batch["labels"])
+    return {"logits" + suffix: out.logits.float().contiguous(),
+            "loss" + suffix: out.loss.float().reshape(1)}
+
+
+def forward(args):
+    """Logits and loss per dtype and attention ("logits.float32.sdpa"):
+    eager is the counterpart of our plain attention, sdpa of our fused one."""
+    batch = load_file(args.inputs)
+    result = {}
+    for dtype in args.dtypes.split(","):
+        for attention in ("eager", "sdpa"):
+            model = load_model(args.model, dtype, attention)
+            if args.adapter:
+                model = with_adapter(model, args.adapter)
+            result.update(outputs(model, batch, f".{dtype}.{attention}"))
+    save_file(result, args.out)
+
+
+def peft_lora(model, seed):
+    """peft's LoRA on every projection, B drawn away from zero (peft starts it
+    at zero, and the adapter would do nothing)."""
+    config = peft.LoraConfig(r=4, lora_alpha=8.0, lora_dropout=0.0, target_modules=LORA_TARGETS,
+                             task_type="CAUSAL_LM")
+    torch.manual_seed(seed)
+    model = peft.get_peft_model(model, config)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if ".lora_B." in name:
+                parameter.normal_(0.0, 0.1)
+    return model
+
+
+def make_adapter(args):
+    """A peft adapter saved to --out, and its logits on --inputs."""
+    model = peft_lora(load_model(args.model, "float32"), args.seed)
+    model.save_pretrained(args.out, safe_serialization=True)
+    save_file(outputs(model, load_file(args.inputs), ""), args.logits)
+
+
+def decays(name, parameter):
+    """Our trainer's rule (and Hugging Face Trainer's): no decay on 1-D tensors."""
+    return parameter.dim() >= 2
+
+
+def train_step(args):
+    model = load_model(args.model, "float32")
+    if args.make_adapter:
+        model = peft_lora(model, args.seed)
+        model.save_pretrained(args.make_adapter, safe_serialization=True)
+    model.train()
+    named = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
+    groups = [{"params": [p for n, p in named if decays(n, p)], "weight_decay": args.weight_decay},
+              {"params": [p for n, p in named if not decays(n, p)], "weight_decay": 0.0}]
+    optimizer = torch.optim.AdamW(groups, lr=args.lr, betas=(args.beta1, args.beta2),
+                                  eps=args.eps)
+    batch = load_file(args.inputs)
+    loss = model(input_ids=batch["input_ids"], labels=batch["labels"]).loss
+    loss.backward()
+    out = {"loss": loss.detach().float().reshape(1)}
+    for name, parameter in named:
+        ours = our_name(name)
+        out["grad." + ours] = parameter.grad.detach().clone().contiguous()
+    optimizer.step()
+    for name, parameter in named:
+        out["param." + our_name(name)] = parameter.detach().clone().contiguous()
+    save_file(out, args.out)
+
+
+def our_name(name):
+    name = peft_name(name)
+    return name[len(PEFT_PREFIX):] if name.startswith(PEFT_PREFIX) else name
+
+
+def parser():
+    top = argparse.ArgumentParser(description=__doc__)
+    sub = top.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("make-models", help="random-initialised tiny models, a folder each")
+    p.add_argument("--families", required=True, help="comma-separated: llama2,llama3,...")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True)
+    p.set_defaults(run=make_models)
+    p = sub.add_parser("forward", help="logits and loss of a model (and adapter) on a batch")
+    p.add_argument("--model", required=True)
+    p.add_argument("--adapter")
+    p.add_argument("--dtypes", default="float32", help="comma-separated: float32,bfloat16")
+    p.add_argument("--inputs", required=True)
+    p.add_argument("--out", required=True)
+    p.set_defaults(run=forward)
+    p = sub.add_parser("make-adapter", help="a peft LoRA adapter with non-zero B, and its logits")
+    p.add_argument("--model", required=True)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--inputs", required=True)
+    p.add_argument("--logits", required=True)
+    p.add_argument("--out", required=True)
+    p.set_defaults(run=make_adapter)
+    p = sub.add_parser("train-step", help="one AdamW step: loss, gradients, updated weights")
+    p.add_argument("--model", required=True)
+    p.add_argument("--make-adapter", help="train a new peft adapter (saved here) instead")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--inputs", required=True)
+    p.add_argument("--lr", type=float, required=True)
+    p.add_argument("--weight-decay", type=float, required=True)
+    p.add_argument("--beta1", type=float, required=True)
+    p.add_argument("--beta2", type=float, required=True)
+    p.add_argument("--eps", type=float, required=True)
+    p.add_argument("--out", required=True)
+    p.set_defaults(run=train_step)
+    return top
+
+
+def main():
+    args = parser().parse_args()
+    transformers.utils.logging.disable_progress_bar()
+    torch.set_num_threads(1)
+    try:
+        args.run(args)
+    except (ReferenceError, Warning) as problem:
+        print(f"hf_reference.py {args.command}: {problem}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
