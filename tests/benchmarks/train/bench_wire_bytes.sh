@@ -48,11 +48,13 @@ training: {max_steps: $2, micro_batch: 2, learning_rate: 1.0e-3, schedule: const
 distributed: {sharding: $1}
 output: {dir: $3}
 YAML
+    # /proc/net/dev is the namespace's own (sysfs would still show the host's).
     unshare --net bash -c '
+        sent() { sed -n "s/^ *lo: *//p" /proc/net/dev | awk "{ print \$9 }"; }
         ip link set lo up
-        before=$(cat /sys/class/net/lo/statistics/tx_bytes)
+        before=$(sent)
         "$0" launch "$1" --nproc "$2" >"$3.log" 2>&1 || { tail -20 "$3.log" >&2; exit 1; }
-        echo $(( $(cat /sys/class/net/lo/statistics/tx_bytes) - before ))' "$cli" "$3.yaml" "$world" "$3"
+        echo $(( $(sent) - before ))' "$cli" "$3.yaml" "$world" "$3"
 }
 
 # Sum of comm_bytes over rank 0's step events.
