@@ -24,20 +24,27 @@ std::filesystem::path trainerBesideThisProgram()
     return self.parent_path() / common::buildinfo::kTrainerExecutable;
 }
 
+// Without the trainer the command still answers --help (on stdout), with
+// the reason it cannot run here.
+int trainerMissing(const char* command, const std::filesystem::path& trainer, const Args& args)
+{
+    const bool help = !args.empty() && (args[0] == "--help" || args[0] == "-h");
+    (help ? std::cout : std::cerr)
+        << "usage: tunebench-cli " << command << " ...\n\n"
+        << "Not in this build: " << command << " runs in "
+        << (trainer.empty() ? std::string(common::buildinfo::kTrainerExecutable) : trainer.string())
+        << ", which is not there"
+        << (common::buildinfo::kHasTrainer
+                   ? " (install it beside tunebench-cli).\n"
+                   : ": this build has no trainer (configure with -DTUNEBENCH_TRAINER=ON).\n");
+    return kExitUsage;
+}
+
 int execTrainer(const char* command, const Args& args)
 {
     const std::filesystem::path trainer = trainerBesideThisProgram();
-    if (trainer.empty() || ::access(trainer.c_str(), X_OK) != 0) {
-        std::cerr << "tunebench-cli " << command << ": needs the trainer, "
-                  << (trainer.empty() ? std::string(common::buildinfo::kTrainerExecutable)
-                                      : trainer.string())
-                  << ", which is not there"
-                  << (common::buildinfo::kHasTrainer
-                             ? " (install it beside tunebench-cli)\n"
-                             : ": this build has no trainer (configure with "
-                               "-DTUNEBENCH_TRAINER=ON)\n");
-        return kExitUsage;
-    }
+    if (trainer.empty() || ::access(trainer.c_str(), X_OK) != 0)
+        return trainerMissing(command, trainer, args);
     std::vector<std::string> words{trainer.string(), command};
     words.insert(words.end(), args.begin(), args.end());
     std::vector<char*> argv;
