@@ -35,7 +35,8 @@ private slots:
     {
         QTest::addColumn<QString>("command");
         for (const char* name :
-             {"plan", "train", "launch", "monitor", "export", "tokenize", "eval", "generate"})
+             {"plan", "train", "launch", "monitor", "runs", "compare", "scaling", "export",
+                 "tokenize", "eval", "generate"})
             QTest::addRow("%s", name) << QString::fromLatin1(name);
     }
     void everySubcommandHasHelp()
@@ -57,8 +58,8 @@ private slots:
     {
         const Outcome outcome = runCli({QStringLiteral("--help")});
         QCOMPARE(outcome.exitCode, 0);
-        for (const char* name : {"plan", "train", "launch", "monitor", "export", "tokenize",
-                                 "eval", "generate"})
+        for (const char* name : {"plan", "train", "launch", "monitor", "runs", "compare",
+                                 "scaling", "export", "tokenize", "eval", "generate"})
             QVERIFY2(outcome.out.contains(QLatin1String(name)), name);
     }
 
