@@ -1,5 +1,6 @@
 #include "metrics/live_catalog.h"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace tb::metrics {
@@ -10,22 +11,19 @@ void LiveCatalog::setRoot(const std::string& root)
 {
     m_root = root;
     m_runs.clear();
-    m_extraDirs.clear();
-}
-
-void LiveCatalog::addRun(const std::string& dir)
-{
-    m_extraDirs.insert(dir);
 }
 
 std::set<std::string> LiveCatalog::refresh()
 {
-    std::set<std::string> dirs(m_extraDirs);
-    if (!m_root.empty()) {
-        for (std::string& dir : findRunFolders(m_root))
-            dirs.insert(std::move(dir));
-    }
+    const std::vector<std::string> dirs = m_root.empty() ? std::vector<std::string>() : findRunFolders(m_root);
     std::set<std::string> changed;
+    // A folder deleted since: gone from the list too.
+    std::erase_if(m_runs, [&](const auto& run) {
+        const bool gone = !std::binary_search(dirs.begin(), dirs.end(), run.first);
+        if (gone)
+            changed.insert(run.first);
+        return gone;
+    });
     for (const std::string& dir : dirs) {
         auto [it, added] = m_runs.try_emplace(dir);
         if (added)

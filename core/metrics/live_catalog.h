@@ -19,11 +19,10 @@ class LiveCatalog {
 public:
     // Forgets every run when the folder changes.
     void setRoot(const std::string& root);
-    // Runs outside the root (opened one by one) are kept too.
-    void addRun(const std::string& dir);
     void setRanksRead(const std::set<std::string>& dirs) { m_ranksRead = dirs; }
 
-    // The folders whose history changed (found, appended to, started over).
+    // The folders whose history changed (found, appended to, started over,
+    // deleted).
     std::set<std::string> refresh();
 
     std::vector<RunEntry> entries() const;
@@ -40,7 +39,6 @@ private:
     bool pollRun(const std::string& dir, Run& run);
 
     std::string m_root;
-    std::set<std::string> m_extraDirs;
     std::set<std::string> m_ranksRead;
     std::map<std::string, Run> m_runs;
 };

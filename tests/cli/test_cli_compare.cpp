@@ -11,6 +11,8 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include "../support/cli_outcome.h"
+
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -21,23 +23,11 @@ using nlohmann::json;
 
 namespace {
 
-struct Outcome {
-    int exitCode = -1;
-    QString out;
-    QString err;
-};
+using Outcome = tb::test::CliOutcome;
 
 Outcome runCli(const QStringList& arguments, int timeoutMs = 30000)
 {
-    QProcess process;
-    process.start(QStringLiteral(TB_CLI_PATH), arguments);
-    if (!process.waitForFinished(timeoutMs)) {
-        process.kill();
-        process.waitForFinished();
-        return {};
-    }
-    return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1,
-        QString::fromUtf8(process.readAllStandardOutput()), QString::fromUtf8(process.readAllStandardError())};
+    return tb::test::runProgram(QStringLiteral(TB_CLI_PATH), arguments, timeoutMs);
 }
 
 // A run at `ranks` ranks whose steps after the first carry `tokens` tokens

@@ -1,3 +1,5 @@
+#include "../support/cli_outcome.h"
+
 #include <QProcess>
 #include <QTest>
 
@@ -5,24 +7,11 @@
 // process. Subcommand behaviour is tested with each feature's own suite.
 namespace {
 
-struct Outcome {
-    int exitCode = -1;
-    QString out;
-    QString err;
-};
+using Outcome = tb::test::CliOutcome;
 
-Outcome runCli(const QStringList& arguments)
+Outcome runCli(const QStringList& arguments, int timeoutMs = 30000)
 {
-    QProcess process;
-    process.start(QStringLiteral(TB_CLI_PATH), arguments);
-    if (!process.waitForFinished(30000)) {
-        process.kill();
-        process.waitForFinished();
-        return {};
-    }
-    return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1,
-            QString::fromUtf8(process.readAllStandardOutput()),
-            QString::fromUtf8(process.readAllStandardError())};
+    return tb::test::runProgram(QStringLiteral(TB_CLI_PATH), arguments, timeoutMs);
 }
 
 } // namespace

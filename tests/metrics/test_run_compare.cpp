@@ -267,6 +267,10 @@ private slots:
         QCOMPARE(catalog.refresh(), std::set<std::string>{run});
         QCOMPARE(catalog.history(run)->lastStep(), int64_t{0});
         QCOMPARE(catalog.entries().front().name, std::string("again"));
+
+        std::filesystem::remove_all(run);
+        QCOMPARE(catalog.refresh(), std::set<std::string>{run});
+        QVERIFY(catalog.entries().empty());
     }
 
     void runWhoseTrainerIsGoneIsLost()

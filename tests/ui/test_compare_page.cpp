@@ -24,6 +24,7 @@
 #include <QSignalSpy>
 #include <QSlider>
 #include <QSortFilterProxyModel>
+#include <QStandardPaths>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -92,6 +93,7 @@ private slots:
     {
         QVERIFY(m_dir.isValid());
         QDir().mkpath(QStringLiteral(TB_BINARY_DIR "/screenshots"));
+        QStandardPaths::setTestModeEnabled(true); // the page keeps its folder in the settings
         QCoreApplication::setOrganizationName(QStringLiteral("tunebench-test-compare"));
     }
 

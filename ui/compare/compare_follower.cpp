@@ -1,8 +1,12 @@
 #include "compare/compare_follower.h"
 
+#include "config/config_loader.h"
+#include "launch/run_prediction.h"
+
 #include <QTimer>
 
 #include <set>
+#include <utility>
 
 namespace tb::ui {
 
@@ -40,13 +44,7 @@ void CompareFollower::setRoot(const QString& root)
 {
     m_catalog.setRoot(root.toStdString());
     m_snapshots.clear();
-    ensureTimer();
-    poll();
-}
-
-void CompareFollower::addRun(const QString& dir)
-{
-    m_catalog.addRun(dir.toStdString());
+    m_curves.clear();
     ensureTimer();
     poll();
 }
@@ -59,6 +57,7 @@ void CompareFollower::setPicked(const QStringList& dirs)
         picked.insert(dir.toStdString());
     m_catalog.setRanksRead(picked);
     std::erase_if(m_snapshots, [&](const auto& item) { return !picked.contains(item.first); });
+    m_pickedChanged = true; // a run unticked changes nothing read, but what is drawn
     ensureTimer();
     poll();
 }
@@ -74,7 +73,7 @@ void CompareFollower::poll()
     const std::set<std::string> changed = m_catalog.refresh();
     if (!changed.empty())
         emit catalogRead(entriesOf(m_catalog));
-    bool pickedChanged = false;
+    bool pickedChanged = std::exchange(m_pickedChanged, false);
     QVector<ComparedRun> runs;
     for (const QString& dir : m_picked) {
         const std::string key = dir.toStdString();
@@ -95,9 +94,29 @@ ComparedRun CompareFollower::snapshot(const std::string& dir, bool changed)
     const metrics::RunHistory* history = m_catalog.history(dir);
     run.history = std::make_shared<const metrics::RunHistory>(history ? *history : metrics::RunHistory{});
     for (const auto& [rank, rankHistory] : m_catalog.rankHistories(dir))
-        run.ranks.append({rank, std::make_shared<const metrics::RunHistory>(*rankHistory)});
+        run.ranks.emplaceBack(rank, std::make_shared<const metrics::RunHistory>(*rankHistory));
+    run.predictedCurve = predictedCurve(dir, *run.history);
     m_snapshots[dir] = run;
     return run;
+}
+
+QVector<QPair<int, double>> CompareFollower::predictedCurve(
+    const std::string& dir, const metrics::RunHistory& history)
+{
+    if (const auto cached = m_curves.find(dir); cached != m_curves.end())
+        return cached->second;
+    if (!history.start() || !history.start()->prediction)
+        return {};
+    // The resolved config, JSON being YAML, with absolute paths.
+    const config::LoadReport loaded = config::parseRunConfig(history.start()->config.dump());
+    QVector<QPair<int, double>> curve;
+    for (int ranks = 1; loaded.ok() && ranks <= kPredictedRanks; ++ranks) {
+        const common::Result<metrics::RunPrediction> prediction = launch::predictCpuRun(*loaded.config, ranks, 1);
+        if (prediction && prediction->tokensPerSecond > 0)
+            curve.emplaceBack(ranks, prediction->tokensPerSecond);
+    }
+    m_curves[dir] = curve;
+    return curve;
 }
 
 } // namespace tb::ui

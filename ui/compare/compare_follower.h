@@ -19,7 +19,13 @@ struct ComparedRun {
     QString dir;
     std::shared_ptr<const metrics::RunHistory> history;
     QVector<QPair<int, std::shared_ptr<const metrics::RunHistory>>> ranks; // 1 and up
+    // The planner's tokens/s for the run's recipe at 1 to kPredictedRanks
+    // ranks on this machine's CPU; empty unless its run_start records a
+    // CPU prediction.
+    QVector<QPair<int, double>> predictedCurve;
 };
+
+inline constexpr int kPredictedRanks = 8;
 
 // Keeps a metrics::LiveCatalog of a folder up to date on a worker thread:
 // every poll it reads what the runs appended, sends the runs list when
@@ -36,7 +42,6 @@ public:
 
 public slots:
     void setRoot(const QString& root);
-    void addRun(const QString& dir);
     void setPicked(const QStringList& dirs);
     void stop();
 
@@ -49,11 +54,14 @@ private:
     void poll();
     void ensureTimer();
     ComparedRun snapshot(const std::string& dir, bool changed);
+    QVector<QPair<int, double>> predictedCurve(const std::string& dir, const metrics::RunHistory& history);
 
     QTimer* m_timer = nullptr;
     metrics::LiveCatalog m_catalog;
     QStringList m_picked;
+    bool m_pickedChanged = false;
     std::map<std::string, ComparedRun> m_snapshots;
+    std::map<std::string, QVector<QPair<int, double>>> m_curves; // by folder: a recipe never changes
 };
 
 } // namespace tb::ui

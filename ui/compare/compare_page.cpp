@@ -27,6 +27,8 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 namespace tb::ui {
 
 namespace {
@@ -297,6 +299,7 @@ void ComparePage::updateScaling()
 {
     // The runs of the first compared run's recipe; the others are named.
     std::vector<metrics::RunEntry> sameRecipe;
+    QVector<QPair<int, double>> predictedCurve;
     QStringList leftOut;
     nlohmann::json recipe;
     for (const ComparedRun& run : m_compared) {
@@ -315,9 +318,16 @@ void ComparePage::updateScaling()
             if (fromStd(entry.dir) == run.dir)
                 sameRecipe.push_back(entry);
         }
+        if (predictedCurve.isEmpty())
+            predictedCurve = run.predictedCurve;
     }
     const std::vector<metrics::ScalingPoint> points = metrics::scalingPoints(sameRecipe);
-    m_scaling->setPoints(points);
+    // The planner's curve over the counts measured.
+    const int largest = points.empty() ? 0 : points.back().gpus;
+    predictedCurve.erase(std::remove_if(predictedCurve.begin(), predictedCurve.end(),
+                             [largest](const QPair<int, double>& point) { return point.first > largest; }),
+        predictedCurve.end());
+    m_scaling->setPoints(points, predictedCurve);
     QString note = points.empty() ? tr("Tick runs of one recipe at several sizes (or run a probe).")
                                   : tr("%n run(s) of one recipe; efficiency against the smallest.", nullptr, int(points.size()));
     if (!leftOut.isEmpty())

@@ -50,12 +50,12 @@ void RankCharts::setRun(const ComparedRun& run)
 {
     QVector<QPair<int, const metrics::RunHistory*>> ranks{{0, run.history.get()}};
     for (const auto& [rank, history] : run.ranks)
-        ranks.append({rank, history.get()});
+        ranks.emplaceBack(rank, history.get());
     while (m_graphs.size() < ranks.size()) {
         QCPGraph* time = addGraph(m_timePanel->axis(QCPAxis::atBottom), m_timePanel->axis(QCPAxis::atLeft));
         QCPGraph* memory = addGraph(m_memoryPanel->axis(QCPAxis::atBottom), m_memoryPanel->axis(QCPAxis::atLeft));
         time->addToLegend(m_legend);
-        m_graphs.append({time, memory});
+        m_graphs.emplaceBack(time, memory);
     }
     while (m_graphs.size() > ranks.size()) {
         removeGraph(m_graphs.last().first);
@@ -82,7 +82,9 @@ void RankCharts::setRun(const ComparedRun& run)
 
 void RankCharts::clearRun()
 {
-    setRun(ComparedRun{QString(), std::make_shared<const metrics::RunHistory>(), {}});
+    ComparedRun none;
+    none.history = std::make_shared<const metrics::RunHistory>();
+    setRun(none);
 }
 
 int RankCharts::rankCount() const
