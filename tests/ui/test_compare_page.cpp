@@ -293,6 +293,7 @@ private slots:
         page.rankRunChoice()->setCurrentIndex(2);
         QTRY_COMPARE(page.rankCharts()->rankCount(), 4);
         auto* tabs = page.findChild<QTabWidget*>(QStringLiteral("compareTabs"));
+        page.smoothingSlider()->setValue(50);
         QVERIFY(page.grab().save(QStringLiteral(TB_BINARY_DIR "/screenshots/compare_overlay.png")));
         tabs->setCurrentIndex(2);
         QTest::qWait(200);
@@ -300,6 +301,15 @@ private slots:
         tabs->setCurrentIndex(1);
         QTest::qWait(200);
         QVERIFY(page.grab().save(QStringLiteral(TB_BINARY_DIR "/screenshots/compare_ranks.png")));
+        tabs->setCurrentIndex(3);
+        QTest::qWait(200);
+        QVERIFY(page.grab().save(QStringLiteral(TB_BINARY_DIR "/screenshots/compare_prediction.png")));
+        // Every run of the probe trained on this CPU and recorded the planner's estimate.
+        QCOMPARE(page.predictionTable()->rowCount(), 3);
+        for (int row = 0; row < 3; ++row)
+            QVERIFY2(page.predictionTable()->item(row, tb::ui::PredictionTable::Device)->text().startsWith(QStringLiteral("CPU: ")),
+                qPrintable(page.predictionTable()->item(row, tb::ui::PredictionTable::Device)->text()));
+        QCOMPARE(page.scalingChart()->predicted()->dataCount(), 4); // the planner at 1 to 4 ranks
         for (const tb::metrics::ScalingPoint& point : tb::metrics::scalingPoints(std::vector<tb::metrics::RunEntry>(
                  page.runsModel()->runs().begin(), page.runsModel()->runs().end())))
             qInfo("%d ranks: %.0f tokens/s, %.0f per rank, efficiency %.2f", point.gpus, point.tokensPerSecond,

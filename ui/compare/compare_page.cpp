@@ -110,6 +110,7 @@ void ComparePage::buildLayout()
     m_table->verticalHeader()->hide();
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_table->horizontalHeader()->setStretchLastSection(true);
+    m_table->setMinimumHeight(m_table->verticalHeader()->defaultSectionSize() * 5);
     auto* tabs = new QTabWidget(splitter);
     tabs->setObjectName(QStringLiteral("compareTabs"));
     tabs->addTab(buildOverlayTab(), tr("Overlay"));

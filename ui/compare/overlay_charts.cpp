@@ -67,6 +67,8 @@ OverlayCharts::OverlayCharts(QWidget* parent)
     setObjectName(QStringLiteral("overlayCharts"));
     setMinimumHeight(420);
     plotLayout()->clear();
+    // Each panel's legend lists only the graphs added to it by hand.
+    setAutoAddPlottableToLegend(false);
     const QString labels[PanelCount] = {tr("loss (nats/token)"), tr("learning rate"), tr("tokens/s"),
         tr("peak memory (GiB)")};
     auto* group = new QCPMarginGroup(this);

@@ -28,6 +28,8 @@ RankCharts::RankCharts(QWidget* parent)
 {
     setObjectName(QStringLiteral("rankCharts"));
     plotLayout()->clear();
+    // Each panel's legend lists only the graphs added to it by hand.
+    setAutoAddPlottableToLegend(false);
     m_timePanel = new QCPAxisRect(this);
     m_memoryPanel = new QCPAxisRect(this);
     plotLayout()->addElement(0, 0, m_timePanel);

@@ -37,6 +37,8 @@ ScalingChart::ScalingChart(QWidget* parent)
     setObjectName(QStringLiteral("scalingChart"));
     setMinimumHeight(360);
     plotLayout()->clear();
+    // Each panel's legend lists only the graphs added to it by hand.
+    setAutoAddPlottableToLegend(false);
     m_ratePanel = new QCPAxisRect(this);
     m_efficiencyPanel = new QCPAxisRect(this);
     plotLayout()->addElement(0, 0, m_ratePanel);

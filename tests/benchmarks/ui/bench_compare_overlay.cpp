@@ -73,7 +73,7 @@ int main(int argc, char** argv)
     building.start();
     QVector<tb::ui::ComparedRun> runs;
     for (int i = 0; i < kRuns; ++i)
-        runs.append({QStringLiteral("run-%1").arg(i), syntheticRun(i), {}});
+        runs.append({QStringLiteral("run-%1").arg(i), syntheticRun(i), {}, {}});
     const double buildMs = double(building.nsecsElapsed()) / 1e6;
 
     QElapsedTimer loading;
