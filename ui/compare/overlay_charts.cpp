@@ -159,7 +159,9 @@ void OverlayCharts::redraw()
         const QString name = history.start() ? QString::fromStdString(history.start()->runId) : m_runs[r].dir;
         for (int p = 0; p < PanelCount; ++p) {
             QCPGraph* graph = m_graphs[r][size_t(p)];
-            graph->setPen(QPen(color, 1.4));
+            // Width 1: Qt's fast path for polylines. Wider pens go through
+            // its stroker, which made a repaint of 50 long runs take seconds.
+            graph->setPen(QPen(color, 1));
             graph->setName(name);
             fillCurve(graph, x, history, Panel(p), m_smoothing);
         }
