@@ -30,6 +30,8 @@ inline const SettingKey<QString> currentPage{"window/currentPage", QStringLitera
 inline const SettingKey<QString> plannerPlan{"planner/plan", QString()};
 // The Hosts page's SSH hosts, one "user@host|port|identity|known hosts" each.
 inline const SettingKey<QStringList> sshHosts{"hosts/ssh", QStringList()};
+// The Compare page's runs folder.
+inline const SettingKey<QString> compareFolder{"compare/folder", QString()};
 } // namespace settings
 
 class AppSettings {

@@ -2,6 +2,7 @@
 
 #include "about_dialog.h"
 #include "app_settings.h"
+#include "compare/compare_page.h"
 #include "pages/not_built_page.h"
 #include "runs/runs_page.h"
 #ifdef TB_HAVE_SSH
@@ -53,6 +54,11 @@ MainWindow::MainWindow(QWidget* parent)
             new PlannerPage);
     addPage(QStringLiteral("runs"), tr("Runs"), QStringLiteral(":/icons/runs.svg"),
             new RunsPage);
+    auto* compare = new ComparePage;
+    connect(compare, &ComparePage::statusMessage, this, [this](const QString& text) {
+        statusBar()->showMessage(text);
+    });
+    addPage(QStringLiteral("compare"), tr("Compare"), QStringLiteral(":/icons/compare.svg"), compare);
     addPage(QStringLiteral("monitor"), tr("Monitor"), QStringLiteral(":/icons/monitor.svg"),
 #ifdef TB_HAVE_SSH
             new MonitorPage);

@@ -20,7 +20,37 @@ int64_t integer(const json& body, const char* key, int64_t fallback)
     return it != body.end() && it->is_number() ? it->get<int64_t>() : fallback;
 }
 
+double number(const json& body, const char* key)
+{
+    const auto it = body.find(key);
+    return it != body.end() && it->is_number() ? it->get<double>() : -1.0;
+}
+
 } // namespace
+
+json RunPrediction::toJson() const
+{
+    json value = {{"device", device}};
+    if (peakBytesPerRank >= 0)
+        value["peak_bytes_per_rank"] = peakBytesPerRank;
+    if (tokensPerSecond >= 0)
+        value["tokens_per_second"] = tokensPerSecond;
+    if (stepSeconds >= 0)
+        value["step_seconds"] = stepSeconds;
+    return value;
+}
+
+std::optional<RunPrediction> RunPrediction::fromJson(const json& value)
+{
+    if (!value.is_object())
+        return std::nullopt;
+    RunPrediction prediction;
+    prediction.device = text(value, "device");
+    prediction.peakBytesPerRank = integer(value, "peak_bytes_per_rank", -1);
+    prediction.tokensPerSecond = number(value, "tokens_per_second");
+    prediction.stepSeconds = number(value, "step_seconds");
+    return prediction;
+}
 
 void RunHistory::apply(const Event& event)
 {
@@ -34,7 +64,7 @@ void RunHistory::apply(const Event& event)
         break;
     case EventType::Eval:
         if (const auto loss = body.find("loss"); loss != body.end() && loss->is_number())
-            m_evals.push_back({integer(body, "step", 0), loss->get<double>()});
+            m_evals.push_back({integer(body, "step", 0), loss->get<double>(), event.timeSeconds});
         break;
     case EventType::Checkpoint:
         m_lastCheckpointStep = integer(body, "step", m_lastCheckpointStep);
@@ -45,7 +75,8 @@ void RunHistory::apply(const Event& event)
         m_messages.push_back({event.typeName, lastStep(), text(body, "message")});
         break;
     case EventType::RunEnd:
-        m_end = RunEndInfo{text(body, "status"), text(body, "message"), integer(body, "steps", -1)};
+        m_end = RunEndInfo{text(body, "status"), text(body, "message"), integer(body, "steps", -1),
+            event.timeSeconds};
         break;
     case EventType::Unknown:
         break;
@@ -69,6 +100,16 @@ void RunHistory::applyStart(const Event& event)
     info.sharding = text(body, "sharding");
     info.host = text(body, "host");
     info.pid = integer(body, "pid", -1);
+    info.nodes = static_cast<int>(integer(body, "nodes", 1));
+    // A resumed run keeps the start of its first segment: durations and
+    // wall-time axes count from there.
+    info.timeSeconds = m_start ? m_start->timeSeconds : event.timeSeconds;
+    if (const auto config = body.find("config"); config != body.end() && config->is_object()) {
+        info.config = *config;
+        info.method = text(*config, "method");
+    }
+    if (const auto prediction = body.find("prediction"); prediction != body.end())
+        info.prediction = RunPrediction::fromJson(*prediction);
     if (const auto model = body.find("model"); model != body.end() && model->is_object()) {
         info.modelName = text(*model, "name");
         info.paramsTotal = integer(*model, "params_total", -1);

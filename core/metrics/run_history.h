@@ -10,9 +10,26 @@
 
 namespace tb::metrics {
 
+// What the planner predicted for a run's own configuration, recorded in its
+// run_start (docs/EVENTS.md): per rank, on the device the run trains on.
+struct RunPrediction {
+    std::string device; // "CPU: 2 cores, 7.6 GiB, 41 GFLOP/s measured"
+    int64_t peakBytesPerRank = -1;
+    double tokensPerSecond = -1; // the whole run, every rank
+    double stepSeconds = -1;
+
+    nlohmann::json toJson() const;
+    static std::optional<RunPrediction> fromJson(const nlohmann::json& value);
+};
+
 // What a run's run_start said about it.
 struct RunStartInfo {
     std::string runId;
+    std::string method; // config.method: full, lora, qlora
+    nlohmann::json config; // the resolved run config, as written
+    double timeSeconds = 0; // when the first run_start was written
+    int nodes = 1;
+    std::optional<RunPrediction> prediction;
     std::string modelName;
     int64_t paramsTotal = -1;
     int64_t paramsTrainable = -1;
@@ -28,6 +45,7 @@ struct RunStartInfo {
 struct EvalPoint {
     int64_t step = 0;
     double loss = 0;
+    double timeSeconds = 0;
 };
 
 // A log, warning or error event, or a line the reader rejected.
@@ -41,6 +59,7 @@ struct RunEndInfo {
     std::string status; // completed, stopped, failed
     std::string message;
     int64_t steps = -1;
+    double timeSeconds = 0;
 };
 
 // A run as its event stream tells it, folded one event at a time, for the

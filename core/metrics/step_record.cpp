@@ -65,6 +65,7 @@ StepRecord StepRecord::fromEvent(const Event& event)
     record.memPeakBytes = read<int64_t>(body, "mem_peak_bytes", -1);
     record.memReservedBytes = read<int64_t>(body, "mem_reserved_bytes", -1);
     record.memPeakReservedBytes = read<int64_t>(body, "mem_peak_reserved_bytes", -1);
+    record.timeSeconds = event.timeSeconds;
     return record;
 }
 

@@ -26,6 +26,9 @@ struct StepRecord {
     int64_t memPeakBytes = -1;
     int64_t memReservedBytes = -1; // GPU only
     int64_t memPeakReservedBytes = -1; // GPU only
+    // When the event was written (its envelope's time), for wall-time axes;
+    // not one of the step's own fields.
+    double timeSeconds = 0;
 
     nlohmann::json toFields() const;
     static StepRecord fromEvent(const Event& event); // event.type must be Step

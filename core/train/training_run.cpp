@@ -1,6 +1,7 @@
 #include "train/training_run.h"
 
 #include "data/random.h"
+#include "launch/run_prediction.h"
 #include "metrics/step_record.h"
 #include "train/checkpoint.h"
 #include "train/llama_model.h"
@@ -105,7 +106,28 @@ void TrainingRun::writeRunStart(bool resumed)
     }
     if (m_session->quantizedBytes > 0)
         fields["nf4_bytes"] = m_session->quantizedBytes;
+    const std::string unpredicted = addPrediction(fields);
     emit(metrics::EventType::RunStart, std::move(fields));
+    if (!unpredicted.empty())
+        warn("no planner prediction for this run: " + unpredicted);
+}
+
+// The planner's estimate for this run's own configuration, so what it
+// measures can be held against it (docs/COMPARE.md). Only CPU runs: the
+// planner knows this machine's CPU, not which GPU a CUDA run got. Returns
+// why there is none, or empty.
+std::string TrainingRun::addPrediction(json& fields)
+{
+    if (!m_session->device.is_cpu())
+        return {};
+    const int ranksPerNode = m_context.distributed() ? m_context.environment().localWorldSize : 1;
+    const int nodes = m_context.distributed() ? m_context.environment().nodeCount() : 1;
+    const common::Result<metrics::RunPrediction> prediction =
+        launch::predictCpuRun(m_config, ranksPerNode, nodes);
+    if (!prediction)
+        return prediction.error().toString();
+    fields["prediction"] = prediction->toJson();
+    return {};
 }
 
 // Settings that are valid but change nothing here, said once at the start.

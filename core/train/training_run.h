@@ -102,6 +102,7 @@ private:
     }
     common::Status resume(const std::string& dir);
     void writeRunStart(bool resumed);
+    std::string addPrediction(nlohmann::json& fields);
     EvalLossResult evaluateValidation();
     void evaluate();
     void addStateFields(nlohmann::json& fields);

@@ -1,3 +1,5 @@
+#include "../support/cli_outcome.h"
+
 #include <QProcess>
 #include <QTest>
 
@@ -5,24 +7,11 @@
 // process. Subcommand behaviour is tested with each feature's own suite.
 namespace {
 
-struct Outcome {
-    int exitCode = -1;
-    QString out;
-    QString err;
-};
+using Outcome = tb::test::CliOutcome;
 
-Outcome runCli(const QStringList& arguments)
+Outcome runCli(const QStringList& arguments, int timeoutMs = 30000)
 {
-    QProcess process;
-    process.start(QStringLiteral(TB_CLI_PATH), arguments);
-    if (!process.waitForFinished(30000)) {
-        process.kill();
-        process.waitForFinished();
-        return {};
-    }
-    return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1,
-            QString::fromUtf8(process.readAllStandardOutput()),
-            QString::fromUtf8(process.readAllStandardError())};
+    return tb::test::runProgram(QStringLiteral(TB_CLI_PATH), arguments, timeoutMs);
 }
 
 } // namespace
@@ -35,7 +24,8 @@ private slots:
     {
         QTest::addColumn<QString>("command");
         for (const char* name :
-             {"plan", "train", "launch", "monitor", "export", "tokenize", "eval", "generate"})
+             {"plan", "train", "launch", "monitor", "runs", "compare", "scaling", "export",
+                 "tokenize", "eval", "generate"})
             QTest::addRow("%s", name) << QString::fromLatin1(name);
     }
     void everySubcommandHasHelp()
@@ -57,8 +47,8 @@ private slots:
     {
         const Outcome outcome = runCli({QStringLiteral("--help")});
         QCOMPARE(outcome.exitCode, 0);
-        for (const char* name : {"plan", "train", "launch", "monitor", "export", "tokenize",
-                                 "eval", "generate"})
+        for (const char* name : {"plan", "train", "launch", "monitor", "runs", "compare",
+                                 "scaling", "export", "tokenize", "eval", "generate"})
             QVERIFY2(outcome.out.contains(QLatin1String(name)), name);
     }
 

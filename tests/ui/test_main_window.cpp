@@ -35,7 +35,7 @@ private slots:
         window.show();
         QVERIFY(QTest::qWaitForWindowExposed(&window));
         QCOMPARE(window.pageIds(),
-                 (QStringList{"planner", "runs", "monitor", "hosts"}));
+                 (QStringList{"planner", "runs", "compare", "monitor", "hosts"}));
         for (const QString& id : window.pageIds()) {
             window.showPage(id);
             QCOMPARE(window.currentPageId(), id);

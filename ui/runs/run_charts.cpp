@@ -30,6 +30,15 @@ void rescale(QCPGraph* graph)
         graph->valueAxis()->setRange(range.lower >= 0 ? 0 : range.lower, range.upper * 1.08 + 1e-12);
 }
 
+// Keeps `extra` (a predicted level) in view on `graph`'s value axis.
+void widenToInclude(QCPGraph* graph, QCPGraph* extra)
+{
+    bool found = false;
+    const QCPRange range = extra->getValueRange(found);
+    if (found && range.upper * 1.08 > graph->valueAxis()->range().upper)
+        graph->valueAxis()->setRangeUpper(range.upper * 1.08);
+}
+
 } // namespace
 
 RunCharts::RunCharts(QWidget* parent)
@@ -68,16 +77,21 @@ RunCharts::RunCharts(QWidget* parent)
     m_memory = graphIn(memoryPanel, tr("resident"), QColor(148, 103, 189));
     m_peakMemory = graphIn(memoryPanel, tr("peak"), QColor(140, 86, 75));
     m_peakMemory->setPen(QPen(QColor(140, 86, 75), 1.2, Qt::DashLine));
+    m_predictedSpeed = graphIn(speedPanel, tr("predicted"), QColor(255, 127, 14));
+    m_predictedPeak = graphIn(memoryPanel, tr("predicted peak"), QColor(255, 127, 14));
+    for (QCPGraph* graph : {m_predictedSpeed, m_predictedPeak})
+        graph->setPen(QPen(QColor(255, 127, 14), 1.4, Qt::DotLine));
 
     // A legend per panel with two curves, in its lower left corner: the
     // value axes start at 0, so the curves (losses, memory) stay above it,
     // and the newest steps at the right are never covered.
-    for (QCPAxisRect* panel : {lossPanel, memoryPanel}) {
+    for (QCPAxisRect* panel : {lossPanel, speedPanel, memoryPanel}) {
         auto* panelLegend = new QCPLegend;
         panel->insetLayout()->addElement(panelLegend, Qt::AlignBottom | Qt::AlignLeft);
         panelLegend->setLayer(QStringLiteral("legend"));
         panelLegend->setFont(font());
-        for (QCPGraph* graph : {m_loss, m_evalLoss, m_memory, m_peakMemory}) {
+        for (QCPGraph* graph : {m_loss, m_evalLoss, m_tokensPerSecond, m_predictedSpeed, m_memory,
+                 m_peakMemory, m_predictedPeak}) {
             if (graph->keyAxis()->axisRect() == panel)
                 graph->addToLegend(panelLegend);
         }
@@ -116,6 +130,7 @@ void RunCharts::showHistory(const metrics::RunHistory& history)
     m_tokensPerSecond->setData(speedSteps, speeds, true);
     m_memory->setData(memorySteps, memory, true);
     m_peakMemory->setData(peakSteps, peaks, true);
+    showPrediction(history);
 
     const double lastStep = std::max<double>(double(history.lastStep()), 1.0);
     double firstStep = history.steps().empty() ? 0.0 : double(history.steps().front().step);
@@ -124,6 +139,7 @@ void RunCharts::showHistory(const metrics::RunHistory& history)
     m_loss->keyAxis()->setRange(std::min(firstStep, lastStep - 1.0), lastStep); // moves the others
     for (QCPGraph* graph : {m_loss, m_tokensPerSecond, m_memory})
         rescale(graph);
+    widenToInclude(m_tokensPerSecond, m_predictedSpeed);
     // Losses can share a panel with the validation points only on one scale.
     bool found = false;
     QCPRange lossRange = m_loss->getValueRange(found);
@@ -139,12 +155,31 @@ void RunCharts::showHistory(const metrics::RunHistory& history)
     const QCPRange peakRange = m_peakMemory->getValueRange(peakFound);
     if (peakFound)
         m_memory->valueAxis()->setRange(0, peakRange.upper * 1.08 + 1e-12);
+    widenToInclude(m_memory, m_predictedPeak);
     replot(QCustomPlot::rpQueuedReplot);
+}
+
+// A level across the run's steps, at the predicted figure.
+void RunCharts::showPrediction(const metrics::RunHistory& history)
+{
+    const std::optional<metrics::RunPrediction>& prediction =
+        history.start() ? history.start()->prediction : std::nullopt;
+    const double first = history.steps().empty() ? 0.0 : double(history.steps().front().step);
+    const double last = std::max(double(history.lastStep()), first + 1);
+    auto level = [&](QCPGraph* graph, double value) {
+        if (value > 0)
+            graph->setData({first, last}, {value, value}, true);
+        else
+            graph->data()->clear();
+    };
+    level(m_predictedSpeed, prediction ? prediction->tokensPerSecond : -1);
+    level(m_predictedPeak, prediction ? double(prediction->peakBytesPerRank) / kGiB : -1);
 }
 
 void RunCharts::clearCurves()
 {
-    for (QCPGraph* graph : {m_loss, m_evalLoss, m_tokensPerSecond, m_memory, m_peakMemory})
+    for (QCPGraph* graph : {m_loss, m_evalLoss, m_tokensPerSecond, m_memory, m_peakMemory,
+             m_predictedSpeed, m_predictedPeak})
         graph->data()->clear();
     replot(QCustomPlot::rpQueuedReplot);
 }

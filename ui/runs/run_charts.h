@@ -8,7 +8,8 @@ namespace tb::ui {
 
 // A run's curves over optimizer steps, stacked on one step axis: training
 // loss with the validation losses as points, tokens/s, and the process's
-// memory (resident now and its peak). Redrawn whole from the history: a
+// memory (resident now and its peak), with the planner's predicted
+// tokens/s and peak memory where run_start records them. Redrawn whole from the history: a
 // resumed run that repeated steps never leaves a curve doubling back.
 class RunCharts : public QCustomPlot {
     Q_OBJECT
@@ -23,15 +24,22 @@ public:
     int evalPointCount() const;
     int throughputPointCount() const;
     int memoryPointCount() const;
+    // The planner's figures from run_start, drawn as dashed lines across the
+    // run (empty when its run_start has no prediction).
+    QCPGraph* predictedThroughput() const { return m_predictedSpeed; }
+    QCPGraph* predictedPeakMemory() const { return m_predictedPeak; }
 
 private:
     QCPAxisRect* addPanel(int row, const QString& label);
+    void showPrediction(const metrics::RunHistory& history);
 
     QCPGraph* m_loss = nullptr;
     QCPGraph* m_evalLoss = nullptr;
     QCPGraph* m_tokensPerSecond = nullptr;
     QCPGraph* m_memory = nullptr;
     QCPGraph* m_peakMemory = nullptr;
+    QCPGraph* m_predictedSpeed = nullptr;
+    QCPGraph* m_predictedPeak = nullptr;
 };
 
 } // namespace tb::ui

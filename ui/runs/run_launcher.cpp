@@ -41,6 +41,12 @@ QString RunLauncher::findCli()
 
 bool RunLauncher::start(const QString& configPath, int ranks, QString* error)
 {
+    return startCli(
+        {QStringLiteral("launch"), configPath, QStringLiteral("--nproc"), QString::number(ranks)}, error);
+}
+
+bool RunLauncher::startCli(const QStringList& arguments, QString* error)
+{
     if (isRunning()) {
         *error = tr("a run is already going; stop it first");
         return false;
@@ -68,8 +74,7 @@ bool RunLauncher::start(const QString& configPath, int ranks, QString* error)
         if (failure == QProcess::FailedToStart)
             emit finished(-1, tr("%1 could not be started: %2").arg(m_program, m_process->errorString()));
     });
-    m_process->start(m_program,
-        {QStringLiteral("launch"), configPath, QStringLiteral("--nproc"), QString::number(ranks)});
+    m_process->start(m_program, arguments);
     return true;
 }
 

@@ -6,7 +6,7 @@
 
 namespace tb::ui {
 
-// Starts `tunebench-cli launch RUN.yaml --nproc N` as a child process, never
+// Starts `tunebench-cli launch RUN.yaml --nproc N` (or `scaling`) as a child process, never
 // blocking the UI: its output comes back line by line, its end as a signal.
 // stop() sends SIGTERM, which the launcher forwards to every rank for a
 // graceful stop (a checkpoint, then run_end "stopped").
@@ -26,6 +26,9 @@ public:
 
     // False (with `error` set) when the CLI is missing or a run is going.
     bool start(const QString& configPath, int ranks, QString* error);
+    // Any tunebench-cli command that starts runs (launch, scaling) and
+    // passes SIGTERM on to them.
+    bool startCli(const QStringList& arguments, QString* error);
     void stop();
     bool isRunning() const;
 

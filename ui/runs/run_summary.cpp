@@ -1,10 +1,12 @@
 #include "runs/run_summary.h"
 
 #include "common/units.h"
+#include "metrics/run_compare.h"
 
 #include <QObject>
 #include <QStringList>
 
+#include <algorithm>
 #include <cmath>
 
 namespace tb::ui {
@@ -31,6 +33,34 @@ QString describeStart(const metrics::RunStartInfo& start)
         parts << QObject::tr("1 process");
     if (start.globalBatch > 0)
         parts << QObject::tr("global batch %1").arg(start.globalBatch);
+    return parts.join(QStringLiteral(" · "));
+}
+
+QString ratioText(double measured, double predicted)
+{
+    const double ratio = metrics::measuredOverPredicted(measured, predicted);
+    return std::isfinite(ratio) ? QObject::tr(" (measured %1x)").arg(ratio, 0, 'f', 2) : QString();
+}
+
+// The planner's figures for this run beside what it measured.
+QString describePrediction(const metrics::RunHistory& history)
+{
+    const std::optional<metrics::RunPrediction>& prediction = history.start()->prediction;
+    if (!prediction)
+        return {};
+    QStringList parts;
+    if (prediction->tokensPerSecond > 0)
+        parts << QObject::tr("predicted %1%2")
+                     .arg(fromStd(common::formatRate(prediction->tokensPerSecond, "tokens")),
+                         ratioText(metrics::steadyTokensPerSecond(history.steps()), prediction->tokensPerSecond));
+    if (prediction->peakBytesPerRank > 0) {
+        int64_t peak = -1;
+        for (const metrics::StepRecord& step : history.steps())
+            peak = std::max(peak, step.memPeakBytes);
+        parts << QObject::tr("predicted peak %1%2")
+                     .arg(fromStd(common::formatBytes(double(prediction->peakBytesPerRank))),
+                         ratioText(double(peak), double(prediction->peakBytesPerRank)));
+    }
     return parts.join(QStringLiteral(" · "));
 }
 
@@ -66,6 +96,8 @@ QString describeRun(const metrics::RunHistory& history)
                      .arg(history.evals().back().step);
     if (history.lastCheckpointStep() >= 0)
         parts << QObject::tr("checkpoint at step %1").arg(history.lastCheckpointStep());
+    if (const QString predicted = describePrediction(history); !predicted.isEmpty())
+        parts << predicted;
     QString state = runState(history);
     if (history.end() && !history.end()->message.empty())
         state += QStringLiteral(": ") + fromStd(history.end()->message);

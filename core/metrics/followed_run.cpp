@@ -1,0 +1,44 @@
+#include "metrics/followed_run.h"
+
+namespace tb::metrics {
+
+namespace {
+
+constexpr uint64_t kBytesPerRead = 4 * 1024 * 1024;
+
+} // namespace
+
+FollowedRun::FollowedRun(std::string eventsPath)
+    : m_path(std::move(eventsPath))
+    , m_reader(std::make_unique<EventFileReader>(m_path))
+{
+}
+
+common::Result<bool> FollowedRun::poll()
+{
+    bool changed = false;
+    bool startedOver = false;
+    for (;;) {
+        common::Result<std::vector<StreamItem>> items = m_reader->poll(kBytesPerRead);
+        if (!items) {
+            if (startedOver)
+                return items.error();
+            // The file shrank: another run reused the folder.
+            m_reader = std::make_unique<EventFileReader>(m_path);
+            m_history = RunHistory{};
+            startedOver = changed = true;
+            continue;
+        }
+        for (const StreamItem& item : *items) {
+            if (item.event)
+                m_history.apply(*item.event);
+            else
+                m_history.addUnreadableLine(item.error);
+        }
+        changed = changed || !items->empty();
+        if (!m_reader->moreAvailable())
+            return changed;
+    }
+}
+
+} // namespace tb::metrics

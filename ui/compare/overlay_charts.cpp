@@ -1,0 +1,227 @@
+#include "compare/overlay_charts.h"
+
+#include "compare/run_colors.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tb::ui {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+QString xLabel(metrics::XAxis axis)
+{
+    switch (axis) {
+    case metrics::XAxis::Tokens: return QObject::tr("tokens seen");
+    case metrics::XAxis::WallSeconds: return QObject::tr("wall time since the run started (s)");
+    case metrics::XAxis::Step: break;
+    }
+    return QObject::tr("optimizer step");
+}
+
+// The figure a panel plots for a step; negative or not finite: not known.
+double valueIn(OverlayCharts::Panel panel, const metrics::StepRecord& step)
+{
+    switch (panel) {
+    case OverlayCharts::LossPanel: return step.loss;
+    case OverlayCharts::LearningRatePanel: return step.learningRate;
+    case OverlayCharts::ThroughputPanel: return step.tokensPerSecond;
+    case OverlayCharts::MemoryPanel:
+        return double(step.memPeakBytes >= 0 ? step.memPeakBytes : step.memAllocatedBytes) / kGiB;
+    case OverlayCharts::PanelCount: break;
+    }
+    return -1;
+}
+
+bool smoothedPanel(OverlayCharts::Panel panel)
+{
+    return panel == OverlayCharts::LossPanel || panel == OverlayCharts::ThroughputPanel;
+}
+
+// The known points of one panel, smoothed where the panel is.
+void fillCurve(QCPGraph* graph, const std::vector<double>& x, const metrics::RunHistory& history,
+    OverlayCharts::Panel panel, double smoothing)
+{
+    std::vector<double> keys, values;
+    keys.reserve(x.size());
+    values.reserve(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+        const double value = valueIn(panel, history.steps()[i]);
+        if (value >= 0 && std::isfinite(value)) {
+            keys.push_back(x[i]);
+            values.push_back(value);
+        }
+    }
+    if (smoothedPanel(panel))
+        values = metrics::smoothed(values, smoothing);
+    graph->setData(QVector<double>(keys.begin(), keys.end()), QVector<double>(values.begin(), values.end()), true);
+}
+
+} // namespace
+
+OverlayCharts::OverlayCharts(QWidget* parent)
+    : QCustomPlot(parent)
+{
+    setObjectName(QStringLiteral("overlayCharts"));
+    setMinimumHeight(420);
+    plotLayout()->clear();
+    // Each panel's legend lists only the graphs added to it by hand.
+    setAutoAddPlottableToLegend(false);
+    const QString labels[PanelCount] = {tr("loss (nats/token)"), tr("learning rate"), tr("tokens/s"),
+        tr("peak memory (GiB)")};
+    auto* group = new QCPMarginGroup(this);
+    for (int p = 0; p < PanelCount; ++p) {
+        m_panels[p] = new QCPAxisRect(this);
+        plotLayout()->addElement(p, 0, m_panels[p]);
+        m_panels[p]->axis(QCPAxis::atLeft)->setLabel(labels[p]);
+        m_panels[p]->setRangeDrag(Qt::Horizontal);
+        m_panels[p]->setRangeZoom(Qt::Horizontal);
+        m_panels[p]->setMarginGroup(QCP::msLeft | QCP::msRight, group);
+    }
+    // One x-axis: panning or zooming one panel moves the others.
+    for (QCPAxisRect* panel : m_panels) {
+        for (QCPAxisRect* other : m_panels) {
+            if (other != panel)
+                connect(panel->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::rangeChanged),
+                    other->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::setRange));
+        }
+    }
+    m_panels[MemoryPanel]->axis(QCPAxis::atBottom)->setLabel(xLabel(m_xAxis));
+    auto* legendBox = new QCPLegend;
+    m_panels[LossPanel]->insetLayout()->addElement(legendBox, Qt::AlignTop | Qt::AlignRight);
+    legendBox->setLayer(QStringLiteral("legend"));
+    legendBox->setFont(font());
+    legendBox->setObjectName(QStringLiteral("runsLegend"));
+    setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+}
+
+void OverlayCharts::ensureGraphs(int runs)
+{
+    auto* legendBox = qobject_cast<QCPLegend*>(m_panels[LossPanel]->insetLayout()->elementAt(0));
+    while (m_graphs.size() < runs) {
+        std::array<QCPGraph*, PanelCount + 1> graphs{};
+        for (int p = 0; p <= PanelCount; ++p) {
+            QCPAxisRect* panel = m_panels[p == PanelCount ? LossPanel : p]; // validation: with the loss
+            graphs[size_t(p)] = addGraph(panel->axis(QCPAxis::atBottom), panel->axis(QCPAxis::atLeft));
+        }
+        QCPGraph* validation = graphs[PanelCount];
+        validation->setLineStyle(QCPGraph::lsNone);
+        graphs[LossPanel]->addToLegend(legendBox);
+        m_graphs.append(graphs);
+    }
+    while (m_graphs.size() > runs) {
+        for (QCPGraph* graph : m_graphs.last())
+            removeGraph(graph);
+        m_graphs.removeLast();
+    }
+}
+
+void OverlayCharts::setRuns(const QVector<ComparedRun>& runs)
+{
+    m_runs = runs;
+    redraw();
+}
+
+void OverlayCharts::setXAxis(metrics::XAxis axis)
+{
+    m_xAxis = axis;
+    m_panels[MemoryPanel]->axis(QCPAxis::atBottom)->setLabel(xLabel(axis));
+    redraw();
+}
+
+void OverlayCharts::setSmoothing(double weight)
+{
+    m_smoothing = weight;
+    redraw();
+}
+
+void OverlayCharts::setLogLoss(bool logarithmic)
+{
+    m_logLoss = logarithmic;
+    QCPAxis* axis = m_panels[LossPanel]->axis(QCPAxis::atLeft);
+    axis->setScaleType(logarithmic ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+    if (logarithmic)
+        axis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+    else
+        axis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+    redraw();
+}
+
+void OverlayCharts::redraw()
+{
+    ensureGraphs(int(m_runs.size()));
+    for (qsizetype r = 0; r < m_runs.size(); ++r) {
+        const metrics::RunHistory& history = *m_runs[r].history;
+        const QColor color = runColor(int(r));
+        const std::vector<double> x = metrics::stepPositions(history, m_xAxis);
+        const QString name = history.start() ? QString::fromStdString(history.start()->runId) : m_runs[r].dir;
+        for (int p = 0; p < PanelCount; ++p) {
+            QCPGraph* graph = m_graphs[r][size_t(p)];
+            // Width 1: Qt's fast path for polylines. Wider pens go through
+            // its stroker, which made a repaint of 50 long runs take seconds.
+            graph->setPen(QPen(color, 1));
+            graph->setName(name);
+            fillCurve(graph, x, history, Panel(p), m_smoothing);
+        }
+        QCPGraph* validation = m_graphs[r][PanelCount];
+        validation->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, color, 7));
+        validation->setName(tr("%1, validation").arg(name));
+        const std::vector<double> evalX = metrics::evalPositions(history, m_xAxis);
+        QVector<double> keys(evalX.begin(), evalX.end()), losses;
+        for (const metrics::EvalPoint& point : history.evals())
+            losses.append(point.loss);
+        validation->setData(keys, losses);
+    }
+    fitRanges();
+    replot(QCustomPlot::rpQueuedReplot);
+}
+
+void OverlayCharts::fitRanges()
+{
+    bool anyX = false;
+    QCPRange xRange;
+    for (int i = 0; i < graphCount(); ++i) {
+        bool found = false;
+        const QCPRange range = graph(i)->getKeyRange(found);
+        if (found)
+            xRange = anyX ? QCPRange(std::min(xRange.lower, range.lower), std::max(xRange.upper, range.upper)) : range;
+        anyX = anyX || found;
+    }
+    if (anyX)
+        m_panels[LossPanel]->axis(QCPAxis::atBottom)->setRange(xRange.lower, std::max(xRange.upper, xRange.lower + 1));
+    for (int p = 0; p < PanelCount; ++p) {
+        QCPAxis* axis = m_panels[p]->axis(QCPAxis::atLeft);
+        const bool logarithmic = p == LossPanel && m_logLoss;
+        bool any = false;
+        QCPRange values;
+        for (const auto& graphs : m_graphs) {
+            for (QCPGraph* graph : {graphs[size_t(p)], p == LossPanel ? graphs[PanelCount] : nullptr}) {
+                bool found = false;
+                const QCPRange range = graph ? graph->getValueRange(found, QCP::sdBoth) : QCPRange();
+                if (found)
+                    values = any ? QCPRange(std::min(values.lower, range.lower), std::max(values.upper, range.upper)) : range;
+                any = any || found;
+            }
+        }
+        if (!any)
+            continue;
+        if (logarithmic)
+            axis->setRange(std::max(values.lower, 1e-6) / 1.2, values.upper * 1.2);
+        else
+            axis->setRange(0, values.upper * 1.08 + 1e-12);
+    }
+}
+
+QCPGraph* OverlayCharts::curve(int run, Panel panel) const
+{
+    return run >= 0 && run < m_graphs.size() ? m_graphs[run][size_t(panel)] : nullptr;
+}
+
+QCPGraph* OverlayCharts::evalPoints(int run) const
+{
+    return run >= 0 && run < m_graphs.size() ? m_graphs[run][PanelCount] : nullptr;
+}
+
+} // namespace tb::ui

@@ -1,0 +1,47 @@
+#pragma once
+
+#include "compare/compare_follower.h"
+#include "metrics/run_compare.h"
+
+#include <qcustomplot.h>
+
+namespace tb::ui {
+
+// Several runs overlaid, one colour each, in four panels on one x-axis:
+// training loss (validation losses as points), learning rate, tokens/s and
+// peak memory. The x-axis is the step, the tokens seen or the wall time;
+// loss and tokens/s can be smoothed (TensorBoard's de-biased moving
+// average) and the loss drawn on a log scale.
+class OverlayCharts : public QCustomPlot {
+    Q_OBJECT
+
+public:
+    enum Panel { LossPanel, LearningRatePanel, ThroughputPanel, MemoryPanel, PanelCount };
+
+    explicit OverlayCharts(QWidget* parent = nullptr);
+
+    void setRuns(const QVector<ComparedRun>& runs);
+    void setXAxis(metrics::XAxis axis);
+    void setSmoothing(double weight);
+    void setLogLoss(bool logarithmic);
+
+    metrics::XAxis xAxis() const { return m_xAxis; }
+    // The curve of the run-th compared run in a panel (tests, benchmarks).
+    QCPGraph* curve(int run, Panel panel) const;
+    QCPGraph* evalPoints(int run) const;
+    int runCount() const { return int(m_runs.size()); }
+
+private:
+    void redraw();
+    void ensureGraphs(int runs);
+    void fitRanges();
+
+    QCPAxisRect* m_panels[PanelCount] = {};
+    QVector<std::array<QCPGraph*, PanelCount + 1>> m_graphs; // the last: validation points
+    QVector<ComparedRun> m_runs;
+    metrics::XAxis m_xAxis = metrics::XAxis::Step;
+    double m_smoothing = 0;
+    bool m_logLoss = false;
+};
+
+} // namespace tb::ui
