@@ -33,10 +33,14 @@ namespace {
 
 // Host memory the GPU can copy to and from asynchronously (cudaHostAlloc,
 // through LibTorch's caching host allocator).
+torch::TensorOptions pinnedHost(torch::ScalarType type)
+{
+    return torch::TensorOptions().dtype(type).device(torch::kCPU).pinned_memory(true);
+}
+
 torch::Tensor pinnedZeros(std::int64_t numel, torch::ScalarType type)
 {
-    return torch::zeros(
-        {numel}, torch::TensorOptions().dtype(type).device(torch::kCPU).pinned_memory(true));
+    return torch::zeros({numel}, pinnedHost(type));
 }
 
 } // namespace
@@ -178,7 +182,8 @@ void FlatParameters::stageGradientToHost(Unit& unit, const torch::Tensor& gradie
     torch::NoGradGuard noGrad;
     const auto length = static_cast<std::int64_t>(gradient.numel());
     HostCopy copy{static_cast<size_t>(&unit - m_units.data()),
-        pinnedZeros(length, gradient.scalar_type()), c10::Event(c10::DeviceType::CUDA)};
+        torch::empty({length}, pinnedHost(gradient.scalar_type())),
+        c10::Event(c10::DeviceType::CUDA)};
     copy.staging.copy_(gradient.reshape({-1}), /*non_blocking=*/true);
     copy.done.record(at::accelerator::getCurrentStream(gradient.device().index()));
     m_hostCopies.push_back(std::move(copy));
