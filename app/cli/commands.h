@@ -24,5 +24,6 @@ int runExport(const Args& args);
 int runTokenize(const Args& args);
 int runEval(const Args& args);
 int runGenerate(const Args& args);
+int runNodeCheck(const Args& args);
 
 } // namespace tb::cli

@@ -4,12 +4,16 @@
 #include "config/config_loader.h"
 #include "launch/free_port.h"
 #include "launch/local_launcher.h"
+#include "launch/run_registry.h"
 #include "launch/world_layout.h"
+#include "detached_launch.h"
+#include "multi_node_launch.h"
 
 #include <algorithm>
 #include <array>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <limits.h>
 #include <string>
@@ -110,6 +114,12 @@ ArgParser makeParser()
     p.addOption(
         "grace", "SECONDS", "time ranks get to stop after SIGTERM before SIGKILL (default 10)");
     p.addOption("trainer", "PATH", "program each rank runs instead of this executable (for tests)");
+    p.addOption("devices", "LIST",
+        "GPU indices this node's ranks use, e.g. 0,2 (CUDA_VISIBLE_DEVICES; default: all)");
+    p.addFlag("detach",
+        "start in the background, detached from the terminal and SSH session; record the run in\n"
+        "this machine's run registry (monitor --host lists it) and print its entry as JSON");
+    addMultiNodeOptions(p);
     p.setEpilog("Arguments after -- go to every rank after RUN.yaml.\n"
                 "Exit status: 0 all ranks finished, 1 a rank failed, 2 bad input or nothing\n"
                 "could start, 128+N stopped by signal N.");
@@ -126,8 +136,22 @@ common::Result<std::string> currentExecutable()
     return std::string(path, size_t(length));
 }
 
+// Where the ranks write: the run config's output.dir, unless the trainer's
+// own --output (after --) says otherwise.
+std::string trainerOutputDir(const std::vector<std::string>& extra, const std::string& configured)
+{
+    std::string dir = configured;
+    for (size_t i = 0; i < extra.size(); ++i) {
+        if (extra[i] == "--output" && i + 1 < extra.size())
+            dir = extra[i + 1];
+        else if (extra[i].starts_with("--output="))
+            dir = extra[i].substr(9);
+    }
+    return dir;
+}
+
 common::Result<launch::LaunchOptions> buildOptions(
-    const ArgParser& p, const std::vector<std::string>& extra)
+    const ArgParser& p, const std::vector<std::string>& extra, std::string& runDir)
 {
     const std::vector<std::string> positionals = p.positionals();
     if (positionals.size() != 1)
@@ -139,6 +163,9 @@ common::Result<launch::LaunchOptions> buildOptions(
     const common::Result<config::RunConfig> runConfig = config::loadRunConfig(configPath);
     if (!runConfig)
         return runConfig.error();
+    runDir = std::filesystem::absolute(trainerOutputDir(extra, runConfig->output.dir))
+                 .lexically_normal()
+                 .string();
 
     launch::LaunchOptions options;
     launch::WorldLayout& layout = options.layout;
@@ -184,9 +211,65 @@ common::Result<launch::LaunchOptions> buildOptions(
             return self.error();
         options.program = *self;
     }
+    if (p.isSet("devices")) {
+        const std::string devices = p.value("devices");
+        if (devices.empty() || devices.find_first_not_of("0123456789,") != std::string::npos)
+            return Error{"launch: --devices: got '" + devices + "', expected GPU indices like 0,2", {}};
+        options.environment = launch::mergeEnvironment(
+            launch::currentEnvironment(), {"CUDA_VISIBLE_DEVICES=" + devices});
+    }
     options.arguments = {"train", configPath};
     options.arguments.insert(options.arguments.end(), extra.begin(), extra.end());
     return options;
+}
+
+LaunchEnd superviseRanks(launch::LaunchOptions& options)
+{
+    const launch::WorldLayout& layout = options.layout;
+    launch::CancelToken cancel;
+    const StopSignals signals(cancel);
+    PrefixingSink sink;
+    std::fprintf(stderr,
+        "tunebench-cli launch: %d rank(s) on node %d of %d, world size %d, master %s:%d, "
+        "run id %s: %s train %s\n",
+        layout.nprocPerNode, layout.nodeRank, layout.nnodes, layout.worldSize(),
+        layout.masterAddr.c_str(), layout.masterPort,
+        layout.runId.empty() ? "none" : layout.runId.c_str(), options.program.c_str(),
+        options.arguments[1].c_str());
+    const common::Result<launch::LaunchReport> report =
+        launch::runLocalLaunch(options, sink, cancel);
+    if (!report) {
+        std::cerr << "tunebench-cli launch: " << report.error().toString() << "\n";
+        return {kExitUsage, report.error().message};
+    }
+    std::fprintf(stderr, "tunebench-cli launch: %s\n", report->summary().c_str());
+    switch (report->outcome) {
+    case launch::LaunchOutcome::Succeeded:
+        return {kExitOk, report->summary()};
+    case launch::LaunchOutcome::RankFailed:
+        return {kExitFailure, report->summary()};
+    case launch::LaunchOutcome::Cancelled:
+        return {128 + report->stopSignal, report->summary()};
+    }
+    return {kExitFailure, report->summary()};
+}
+
+// Detaches into a new session with its output in a log beside its registry
+// entry; the parent prints the entry once the child has written it.
+int launchDetached(launch::LaunchOptions& options, const std::string& runDir)
+{
+    const launch::WorldLayout& layout = options.layout;
+    launch::RegistryEntry entry;
+    entry.runId = layout.runId.empty() ? launch::newRunId() : layout.runId;
+    entry.nodeRank = layout.nodeRank;
+    entry.nnodes = layout.nnodes;
+    entry.nproc = layout.nprocPerNode;
+    entry.config = options.arguments[1];
+    entry.runDir = runDir;
+    const std::string dir = launch::registryDir();
+    const std::string path = launch::registryEntryPath(dir, entry.runId, entry.nodeRank);
+    entry.log = path.substr(0, path.size() - 5) + ".log";
+    return detachAndSupervise(entry, path, [&options] { return superviseRanks(options); });
 }
 
 } // namespace
@@ -200,7 +283,10 @@ int runLaunch(const Args& allArgs)
     ArgParser p = makeParser();
     if (const std::optional<int> status = p.parseOrExitStatus(args))
         return *status;
-    common::Result<launch::LaunchOptions> built = buildOptions(p, extra);
+    if (p.isSet("hostfile"))
+        return runMultiNodeLaunch(p, extra);
+    std::string runDir;
+    common::Result<launch::LaunchOptions> built = buildOptions(p, extra, runDir);
     if (!built) {
         std::cerr << built.error().toString() << "\n";
         return kExitUsage;
@@ -218,32 +304,9 @@ int runLaunch(const Args& allArgs)
     }
     if (layout.runId.empty() && layout.nnodes == 1)
         layout.runId = launch::newRunId();
-    launch::CancelToken cancel;
-    const StopSignals signals(cancel);
-    PrefixingSink sink;
-    std::fprintf(stderr,
-        "tunebench-cli launch: %d rank(s) on node %d of %d, world size %d, master %s:%d, "
-        "run id %s: %s train %s\n",
-        layout.nprocPerNode, layout.nodeRank, layout.nnodes, layout.worldSize(),
-        layout.masterAddr.c_str(), layout.masterPort,
-        layout.runId.empty() ? "none" : layout.runId.c_str(), options.program.c_str(),
-        options.arguments[1].c_str());
-    const common::Result<launch::LaunchReport> report =
-        launch::runLocalLaunch(options, sink, cancel);
-    if (!report) {
-        std::cerr << "tunebench-cli launch: " << report.error().toString() << "\n";
-        return kExitUsage;
-    }
-    std::fprintf(stderr, "tunebench-cli launch: %s\n", report->summary().c_str());
-    switch (report->outcome) {
-    case launch::LaunchOutcome::Succeeded:
-        return kExitOk;
-    case launch::LaunchOutcome::RankFailed:
-        return kExitFailure;
-    case launch::LaunchOutcome::Cancelled:
-        return 128 + report->stopSignal;
-    }
-    return kExitFailure;
+    if (p.isSet("detach"))
+        return launchDetached(options, runDir);
+    return superviseRanks(options).exitStatus;
 }
 
 } // namespace tb::cli

@@ -1,5 +1,6 @@
 #include "commands.h"
 
+#include "common/build_id.h"
 #include "common/build_info.h"
 
 #include <cstdio>
@@ -29,6 +30,7 @@ constexpr Subcommand kSubcommands[] = {
     {"tokenize", "print token ids of stdin, or count the tokens of a dataset", tb::cli::runTokenize},
     {"eval", "mean loss and perplexity of a model on a text file", tb::cli::runEval},
     {"generate", "continue a prompt with a model (greedy or sampled)", tb::cli::runGenerate},
+    {"node-check", "what a multi-node launch asks of each node over SSH (JSON)", tb::cli::runNodeCheck},
 };
 
 void printUsage(std::FILE* out)
@@ -44,6 +46,7 @@ void printVersion()
 {
     using namespace tb::common::buildinfo;
     std::printf("tunebench-cli %s\n", kTunebenchVersion);
+    std::printf("  build id     %s\n", tb::common::executableBuildId().c_str());
     std::printf("  compiler     %s\n", kCompiler);
     std::printf("  trainer      %s\n", kHasTrainer ? kLibTorchVersion : "not built");
     std::printf("  yaml-cpp     %s\n", kYamlCppVersion);

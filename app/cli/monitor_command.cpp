@@ -2,6 +2,7 @@
 // on another machine over SSH, print it as it grows, and stop the run.
 #include "arg_parser.h"
 #include "commands.h"
+#include "event_lines.h"
 
 #include "common/units.h"
 #include "metrics/event_file_reader.h"
@@ -40,7 +41,7 @@ ArgParser makeParser()
         "folder is on another machine, read over SSH (SFTP). Ctrl-C detaches; the run goes on.");
     p.addPositional("RUN_DIR", "the run folder (output.dir of its run config)");
     p.addOption("host", "[USER@]HOST", "the machine the run is on (default: this one)");
-    p.addOption("port", "N", "its SSH port (default 22)");
+    p.addOption("port", "N", "its SSH port (default: ~/.ssh/config's, else 22)");
     p.addOption("identity", "FILE", "private key (default: ssh-agent, then ~/.ssh keys)");
     p.addOption("known-hosts", "FILE", "known hosts file (default ~/.ssh/known_hosts)");
     p.addOption("poll", "SECONDS", "how often to read the file (default 1)");
@@ -50,62 +51,6 @@ ArgParser makeParser()
     p.setEpilog("Exit status: 0 the run completed or stopped (or --once), 1 it failed or could not\n"
                 "be stopped, 2 bad input or no connection, 130 detached with Ctrl-C.");
     return p;
-}
-
-std::string stepLine(const metrics::StepRecord& step, int64_t totalSteps)
-{
-    std::string line = "step " + std::to_string(step.step);
-    if (totalSteps > 0)
-        line += "/" + std::to_string(totalSteps);
-    line += "  loss " + (std::isfinite(step.loss) ? common::formatFixed(step.loss, 4) : "nan");
-    if (step.tokensPerSecond > 0)
-        line += "  " + common::formatRate(step.tokensPerSecond, "tokens");
-    if (step.memPeakBytes > 0)
-        line += "  peak " + common::formatBytes(double(step.memPeakBytes));
-    return line;
-}
-
-// One line per event worth a line, as the run wrote it.
-void printEvent(const metrics::Event& event, const metrics::RunHistory& history)
-{
-    const nlohmann::json& body = event.body;
-    switch (event.type) {
-    case metrics::EventType::RunStart: {
-        const metrics::RunStartInfo& start = *history.start();
-        const std::string pid = start.pid > 0 ? " (pid " + std::to_string(start.pid) + ")" : "";
-        std::printf("run_start  %s on %s%s: %s, world size %d%s%s\n", start.runId.c_str(),
-            start.host.c_str(), pid.c_str(), start.modelName.c_str(), start.worldSize,
-            start.sharding.empty() ? "" : ", ", start.sharding.c_str());
-        if (start.resumedFromStep >= 0)
-            std::printf("           resumed from step %lld\n", static_cast<long long>(start.resumedFromStep));
-        break;
-    }
-    case metrics::EventType::Step:
-        std::printf("%s\n",
-            stepLine(metrics::StepRecord::fromEvent(event),
-                history.start() ? history.start()->totalSteps : -1)
-                .c_str());
-        break;
-    case metrics::EventType::Eval:
-        std::printf("eval       step %lld  validation loss %s\n", body.value("step", 0LL),
-            common::formatFixed(body.value("loss", 0.0), 4).c_str());
-        break;
-    case metrics::EventType::Checkpoint:
-        std::printf("checkpoint step %lld  %s\n", body.value("step", 0LL),
-            body.value("path", std::string()).c_str());
-        break;
-    case metrics::EventType::Warning:
-    case metrics::EventType::Error:
-        std::printf("%-10s %s\n", event.typeName.c_str(), body.value("message", std::string()).c_str());
-        break;
-    case metrics::EventType::RunEnd:
-        std::printf("run_end    %s%s%s\n", history.end()->status.c_str(),
-            history.end()->message.empty() ? "" : ": ", history.end()->message.c_str());
-        break;
-    case metrics::EventType::Log:
-    case metrics::EventType::Unknown:
-        break;
-    }
 }
 
 // Reads what is new, prints it, folds it into `history`.
@@ -160,7 +105,7 @@ common::Result<Connection> connect(const ArgParser& p, const std::string& runDir
     common::Result<remote::SshTarget> parsed = remote::parseSshTarget(p.value("host"));
     if (!parsed)
         return Error{"monitor: --host: " + parsed.error().message, parsed.error().hint};
-    const common::Result<long long> port = p.integer("port", 22, 1, 65535);
+    const common::Result<long long> port = p.integer("port", 0, 1, 65535);
     if (!port)
         return port.error();
     remote::SshTarget target = parsed.value();

@@ -3,6 +3,10 @@
 
 #include <cstdlib>
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 namespace tb::dist {
 namespace {
 
@@ -148,14 +152,43 @@ bool isLoopback(const std::string& host)
     return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
 }
 
+// This machine's address on the route to `host` (a UDP socket connected
+// there sends nothing), or empty.
+std::string localAddressTowards(const std::string& host)
+{
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_DGRAM;
+    addrinfo* found = nullptr;
+    if (::getaddrinfo(host.c_str(), "9", &hints, &found) != 0)
+        return {};
+    std::string address;
+    const int fd = ::socket(found->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_storage local{};
+    socklen_t length = sizeof local;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0
+        && ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0
+        && ::getnameinfo(reinterpret_cast<sockaddr*>(&local), length, text, sizeof text, nullptr, 0, NI_NUMERICHOST) == 0)
+        address = text;
+    if (fd >= 0)
+        ::close(fd);
+    ::freeaddrinfo(found);
+    return address;
+}
+
 // The address Gloo binds: GLOO_SOCKET_IFNAME when set (as torch does), the
-// loopback address for a job on one machine, else this host's own name.
+// loopback address for a job on one machine, else the address this machine
+// reaches the master from. Not the host name: Debian and Ubuntu map it to
+// 127.0.1.1, where no other node can connect, and a node with several
+// interfaces must use the one its peers are on.
 std::shared_ptr<::gloo::transport::Device> glooDevice(const RankEnvironment& environment)
 {
     if (const char* interface = std::getenv("GLOO_SOCKET_IFNAME"); interface && *interface)
         return c10d::ProcessGroupGloo::createDeviceForInterface(interface);
     if (isLoopback(environment.masterAddr))
         return c10d::ProcessGroupGloo::createDeviceForHostname(environment.masterAddr);
+    if (const std::string local = localAddressTowards(environment.masterAddr); !local.empty())
+        return c10d::ProcessGroupGloo::createDeviceForHostname(local);
     return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 

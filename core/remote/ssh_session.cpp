@@ -45,8 +45,8 @@ common::Status verifyHostKey(ssh_session session, const SshTarget& target)
     const std::string where = target.describe();
     const std::string file =
         target.knownHostsFile.empty() ? std::string("~/.ssh/known_hosts") : target.knownHostsFile;
-    const std::string keyscan = "ssh-keyscan -p " + std::to_string(target.port) + " " + target.host
-        + " >> " + file;
+    const std::string keyscan = "ssh-keyscan -p " + std::to_string(target.port > 0 ? target.port : 22)
+        + " " + target.host + " >> " + file;
     switch (ssh_session_is_known_server(session)) {
     case SSH_KNOWN_HOSTS_OK:
         return common::Ok{};
@@ -104,7 +104,13 @@ common::Result<std::unique_ptr<SshSession>> SshSession::connect(const SshTarget&
     const long timeout = static_cast<long>(std::max(1.0, target.timeoutSeconds));
     const unsigned int port = static_cast<unsigned int>(target.port);
     ssh_options_set(session, SSH_OPTIONS_HOST, target.host.c_str());
-    ssh_options_set(session, SSH_OPTIONS_PORT, &port);
+    // OpenSSH's client config (Host, HostName, User, Port, IdentityFile,
+    // ProxyJump), read first so what is given explicitly below wins, as on
+    // ssh's command line.
+    if (ssh_options_parse_config(session, nullptr) != SSH_OK)
+        return Error{target.describe() + ": cannot read ~/.ssh/config: " + sessionError(session), {}};
+    if (port > 0)
+        ssh_options_set(session, SSH_OPTIONS_PORT, &port);
     ssh_options_set(session, SSH_OPTIONS_TIMEOUT, &timeout);
     if (!target.user.empty())
         ssh_options_set(session, SSH_OPTIONS_USER, target.user.c_str());

@@ -4,7 +4,8 @@ namespace tb::remote {
 
 std::string SshTarget::describe() const
 {
-    return (user.empty() ? std::string() : user + "@") + host + ":" + std::to_string(port);
+    return (user.empty() ? std::string() : user + "@") + host
+        + (port > 0 ? ":" + std::to_string(port) : std::string());
 }
 
 common::Result<SshTarget> parseSshTarget(const std::string& text)

@@ -10,7 +10,7 @@ namespace tb::remote {
 struct SshTarget {
     std::string user; // empty: the current user (or ~/.ssh/config's)
     std::string host;
-    int port = 22;
+    int port = 0; // 0: ~/.ssh/config's Port for the host, else 22
     // Empty: ssh-agent, then the default keys in ~/.ssh.
     std::string identityFile;
     // Empty: ~/.ssh/known_hosts. The host's key must be there: an unknown or
@@ -18,7 +18,7 @@ struct SshTarget {
     std::string knownHostsFile;
     double timeoutSeconds = 15.0; // connecting, and each command
 
-    // "user@host:port", as messages name it.
+    // "user@host:port" (the port when given), as messages name it.
     std::string describe() const;
 };
 

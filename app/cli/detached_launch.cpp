@@ -1,0 +1,118 @@
+#include "detached_launch.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+namespace tb::cli {
+
+namespace {
+
+std::string hostName()
+{
+    char name[256] = {};
+    ::gethostname(name, sizeof name - 1);
+    return name;
+}
+
+void writeAll(int fd, const std::string& text)
+{
+    size_t done = 0;
+    while (done < text.size()) {
+        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n <= 0)
+            return;
+        done += size_t(n);
+    }
+}
+
+// In the child: a session of its own, stdin from /dev/null, output to the log.
+std::string leaveTerminal(const std::string& logPath)
+{
+    if (::setsid() < 0)
+        return std::string("setsid: ") + std::strerror(errno);
+    const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const int log = ::open(logPath.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (null < 0 || log < 0)
+        return "cannot open the log '" + logPath + "': " + std::strerror(errno);
+    ::dup2(null, STDIN_FILENO);
+    ::dup2(log, STDOUT_FILENO);
+    ::dup2(log, STDERR_FILENO);
+    ::close(null);
+    ::close(log);
+    return {};
+}
+
+[[noreturn]] void runChild(launch::RegistryEntry entry, const std::string& entryPath, int reply,
+    const std::function<LaunchEnd()>& supervise)
+{
+    std::error_code ignored;
+    std::filesystem::create_directories(std::filesystem::path(entryPath).parent_path(), ignored);
+    entry.pid = ::getpid();
+    entry.host = hostName();
+    entry.startedAt = launch::utcNow();
+    std::string failure = leaveTerminal(entry.log);
+    if (failure.empty()) {
+        if (common::Status written = launch::writeRegistryEntry(entryPath, entry); !written)
+            failure = written.error().toString();
+    }
+    writeAll(reply, failure.empty() ? "ok " + launch::registryEntryToJson(entry) : "error " + failure);
+    ::close(reply);
+    if (!failure.empty())
+        ::_exit(2);
+    const LaunchEnd end = supervise();
+    entry.state = "exited";
+    entry.exitCode = end.exitStatus;
+    entry.summary = end.summary;
+    entry.endedAt = launch::utcNow();
+    if (common::Status written = launch::writeRegistryEntry(entryPath, entry); !written)
+        std::fprintf(stderr, "tunebench-cli launch: %s\n", written.error().toString().c_str());
+    std::fflush(nullptr);
+    ::_exit(end.exitStatus);
+}
+
+} // namespace
+
+int detachAndSupervise(launch::RegistryEntry entry, const std::string& entryPath,
+    const std::function<LaunchEnd()>& supervise)
+{
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
+        std::cerr << "launch --detach: pipe: " << std::strerror(errno) << "\n";
+        return 2;
+    }
+    std::fflush(nullptr);
+    const pid_t child = ::fork();
+    if (child < 0) {
+        std::cerr << "launch --detach: fork: " << std::strerror(errno) << "\n";
+        return 2;
+    }
+    if (child == 0) {
+        ::close(fds[0]);
+        runChild(std::move(entry), entryPath, fds[1], supervise);
+    }
+    ::close(fds[1]);
+    std::string reply;
+    char buffer[4096];
+    ssize_t n = 0;
+    while ((n = ::read(fds[0], buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR))
+        if (n > 0)
+            reply.append(buffer, size_t(n));
+    ::close(fds[0]);
+    if (reply.starts_with("ok ")) {
+        std::printf("%s\n", reply.c_str() + 3);
+        return 0;
+    }
+    std::cerr << "tunebench-cli launch --detach: "
+              << (reply.empty() ? std::string("the detached launcher died before starting") : reply.substr(6))
+              << "\n";
+    ::waitpid(child, nullptr, WNOHANG);
+    return 2;
+}
+
+} // namespace tb::cli

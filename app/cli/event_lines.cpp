@@ -1,0 +1,70 @@
+#include "event_lines.h"
+
+#include "common/units.h"
+#include "metrics/step_record.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace tb::cli {
+
+namespace {
+
+std::string stepLine(const metrics::StepRecord& step, int64_t totalSteps)
+{
+    std::string line = "step " + std::to_string(step.step);
+    if (totalSteps > 0)
+        line += "/" + std::to_string(totalSteps);
+    line += "  loss " + (std::isfinite(step.loss) ? common::formatFixed(step.loss, 4) : "nan");
+    if (step.tokensPerSecond > 0)
+        line += "  " + common::formatRate(step.tokensPerSecond, "tokens");
+    if (step.memPeakBytes > 0)
+        line += "  peak " + common::formatBytes(double(step.memPeakBytes));
+    return line;
+}
+
+} // namespace
+
+void printEvent(const metrics::Event& event, const metrics::RunHistory& history)
+{
+    const nlohmann::json& body = event.body;
+    switch (event.type) {
+    case metrics::EventType::RunStart: {
+        const metrics::RunStartInfo& start = *history.start();
+        const std::string pid = start.pid > 0 ? " (pid " + std::to_string(start.pid) + ")" : "";
+        std::printf("run_start  %s on %s%s: %s, world size %d%s%s\n", start.runId.c_str(),
+            start.host.c_str(), pid.c_str(), start.modelName.c_str(), start.worldSize,
+            start.sharding.empty() ? "" : ", ", start.sharding.c_str());
+        if (start.resumedFromStep >= 0)
+            std::printf("           resumed from step %lld\n", static_cast<long long>(start.resumedFromStep));
+        break;
+    }
+    case metrics::EventType::Step:
+        std::printf("%s\n",
+            stepLine(metrics::StepRecord::fromEvent(event),
+                history.start() ? history.start()->totalSteps : -1)
+                .c_str());
+        break;
+    case metrics::EventType::Eval:
+        std::printf("eval       step %lld  validation loss %s\n", body.value("step", 0LL),
+            common::formatFixed(body.value("loss", 0.0), 4).c_str());
+        break;
+    case metrics::EventType::Checkpoint:
+        std::printf("checkpoint step %lld  %s\n", body.value("step", 0LL),
+            body.value("path", std::string()).c_str());
+        break;
+    case metrics::EventType::Warning:
+    case metrics::EventType::Error:
+        std::printf("%-10s %s\n", event.typeName.c_str(), body.value("message", std::string()).c_str());
+        break;
+    case metrics::EventType::RunEnd:
+        std::printf("run_end    %s%s%s\n", history.end()->status.c_str(),
+            history.end()->message.empty() ? "" : ": ", history.end()->message.c_str());
+        break;
+    case metrics::EventType::Log:
+    case metrics::EventType::Unknown:
+        break;
+    }
+}
+
+} // namespace tb::cli

@@ -1,0 +1,166 @@
+#include "multi_node_launch.h"
+
+#include "commands.h"
+#include "event_lines.h"
+
+#ifdef TB_HAVE_SSH
+#include "launch/cancel_token.h"
+#include "launch/hostfile.h"
+#include "remote/cluster_launch.h"
+#endif
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <limits.h>
+#include <unistd.h>
+
+namespace tb::cli {
+
+void addMultiNodeOptions(ArgParser& p)
+{
+    p.addOption("hostfile", "FILE",
+        "start the run on the machines FILE names, over SSH (DeepSpeed's format: 'HOST slots=N'\n"
+        "a line, HOST as [user@]host[:port]); every node is checked first");
+    p.addOption("include", "HOSTS", "only these hosts or slots of the hostfile: 'host1@host2:0,1'");
+    p.addOption("exclude", "HOSTS", "every host or slot of the hostfile but these");
+    p.addOption("ssh-key", "FILE", "private key for the nodes (default: ~/.ssh/config, ssh-agent, ~/.ssh)");
+    p.addOption("known-hosts", "FILE", "known hosts file (default ~/.ssh/known_hosts); unknown keys are refused");
+    p.addOption("remote-cli", "PATH", "tunebench-cli on the nodes (default: this executable's path)");
+    p.addFlag("preflight-only", "with --hostfile: check every node, start nothing");
+}
+
+#ifdef TB_HAVE_SSH
+
+namespace {
+
+launch::CancelToken* g_clusterCancel = nullptr;
+
+extern "C" void onClusterStop(int signal)
+{
+    if (g_clusterCancel)
+        g_clusterCancel->cancel(signal);
+}
+
+class PrintingSink : public remote::ClusterSink {
+public:
+    void nodeState(int node, const std::string& host, remote::NodeState state, const std::string& detail) override
+    {
+        std::fprintf(stderr, "node %d %-24s %-11s %s\n", node, host.c_str(),
+            std::string(remote::toString(state)).c_str(), detail.c_str());
+    }
+    void runEvent(const metrics::Event& event, const metrics::RunHistory& history) override
+    {
+        printEvent(event, history);
+        std::fflush(stdout);
+    }
+    void note(const std::string& line) override { std::fprintf(stderr, "tunebench-cli launch: %s\n", line.c_str()); }
+};
+
+std::string thisExecutable()
+{
+    char path[PATH_MAX];
+    const ssize_t length = ::readlink("/proc/self/exe", path, sizeof path - 1);
+    return length > 0 ? std::string(path, size_t(length)) : std::string("tunebench-cli");
+}
+
+common::Result<remote::ClusterOptions> clusterOptions(const ArgParser& p, const std::vector<std::string>& extra)
+{
+    if (p.positionals().size() != 1)
+        return common::Error{"launch: expected one run config (RUN.yaml)", {}};
+    for (const char* oneNode : {"nproc", "nnodes", "node-rank", "detach", "devices", "trainer"}) {
+        if (p.isSet(oneNode))
+            return common::Error{std::string("launch: --") + oneNode
+                    + " is for one node; with --hostfile the hostfile says where ranks run",
+                {}};
+    }
+    common::Result<std::vector<launch::HostSlots>> hosts = launch::readHostfile(p.value("hostfile"));
+    if (!hosts)
+        return hosts.error();
+    common::Result<std::vector<launch::HostSlots>> kept =
+        launch::filterHosts(std::move(hosts).value(), p.value("include"), p.value("exclude"));
+    if (!kept)
+        return kept.error();
+    const common::Result<long long> port = p.integer("master-port", 0, 1, 65535);
+    const common::Result<double> grace = p.number("grace", 10.0, 0.0, 3600.0);
+    if (!port || !grace)
+        return !port ? port.error() : grace.error();
+    remote::ClusterOptions options;
+    options.configPath = std::filesystem::absolute(p.positionals()[0]).lexically_normal().string();
+    options.hosts = std::move(kept).value();
+    options.remoteCli = p.value("remote-cli", thisExecutable());
+    options.identityFile = p.value("ssh-key");
+    options.knownHostsFile = p.value("known-hosts");
+    options.masterAddr = p.value("master-addr");
+    options.masterPort = int(*port);
+    options.runId = p.value("run-id");
+    options.graceSeconds = *grace;
+    options.trainerArguments = extra;
+    return options;
+}
+
+int exitStatusOf(const remote::ClusterReport& report)
+{
+    switch (report.outcome) {
+    case remote::ClusterOutcome::Succeeded: return kExitOk;
+    case remote::ClusterOutcome::NodeFailed: return kExitFailure;
+    case remote::ClusterOutcome::Stopped: return 130;
+    }
+    return kExitFailure;
+}
+
+} // namespace
+
+int runMultiNodeLaunch(const ArgParser& p, const std::vector<std::string>& extra)
+{
+    common::Result<remote::ClusterOptions> options = clusterOptions(p, extra);
+    if (!options) {
+        std::cerr << "tunebench-cli " << options.error().toString() << "\n";
+        return kExitUsage;
+    }
+    remote::ClusterLaunch cluster(std::move(options).value());
+    PrintingSink sink;
+    std::fprintf(stderr, "tunebench-cli launch: run %s on %zu node(s), preflight\n",
+        cluster.options().runId.c_str(), cluster.options().hosts.size());
+    if (common::Status checked = cluster.preflight(sink); !checked) {
+        std::cerr << "tunebench-cli launch: " << checked.error().toString() << "\n";
+        return kExitUsage;
+    }
+    if (p.isSet("preflight-only")) {
+        std::fprintf(stderr, "tunebench-cli launch: preflight passed on every node; nothing started\n");
+        return kExitOk;
+    }
+    launch::CancelToken cancel;
+    g_clusterCancel = &cancel;
+    struct sigaction action {};
+    action.sa_handler = onClusterStop;
+    sigemptyset(&action.sa_mask);
+    for (int signal : {SIGINT, SIGTERM, SIGHUP})
+        sigaction(signal, &action, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);
+    common::Result<remote::ClusterReport> report = cluster.run(sink, cancel);
+    g_clusterCancel = nullptr;
+    if (!report) {
+        std::cerr << "tunebench-cli launch: " << report.error().toString() << "\n";
+        return kExitFailure;
+    }
+    std::fprintf(stderr, "tunebench-cli launch: run %s %s%s%s\n", report->runId.c_str(),
+        report->outcome == remote::ClusterOutcome::Succeeded ? "finished on every node"
+            : report->outcome == remote::ClusterOutcome::Stopped ? "stopped"
+                                                                 : "failed",
+        report->message.empty() ? "" : ": ", report->message.c_str());
+    return exitStatusOf(*report);
+}
+
+#else
+
+int runMultiNodeLaunch(const ArgParser&, const std::vector<std::string>&)
+{
+    std::cerr << "tunebench-cli launch: --hostfile: this build has no SSH (TUNEBENCH_SSH off)\n";
+    return kExitUsage;
+}
+
+#endif
+
+} // namespace tb::cli

@@ -1,0 +1,56 @@
+#pragma once
+
+#include "common/error.h"
+
+#include <string>
+#include <vector>
+
+namespace tb::launch {
+
+// A node's part of a run started detached (`tunebench-cli launch --detach`),
+// recorded on that machine so the run can be found again after the SSH link,
+// the GUI or the CLI that started it is gone: `monitor --host H` lists these.
+struct RegistryEntry {
+    std::string runId;
+    int nodeRank = 0;
+    int nnodes = 1;
+    int nproc = 1;
+    long long pid = 0; // the node's launcher
+    std::string host; // this machine's name
+    std::string config; // the run config, absolute
+    std::string runDir; // output.dir: events.jsonl, checkpoints, exports
+    std::string log; // the launcher's stdout and stderr
+    std::string startedAt; // UTC, ISO 8601
+    // "running" until the launcher ends and records "exited" with its code;
+    // a "running" entry whose launcher is gone reads "vanished" (it was killed).
+    std::string state = "running";
+    int exitCode = -1;
+    std::string endedAt;
+    std::string summary; // the launcher's last line: what failed, or that all finished
+};
+
+// ${XDG_STATE_HOME:-~/.local/state}/tunebench/runs
+std::string registryDir();
+// <dir>/<run id>.node<K>.json; the log sits beside it as .log.
+std::string registryEntryPath(const std::string& dir, const std::string& runId, int nodeRank);
+
+// Written atomically: a reader sees the old entry or the new one.
+common::Status writeRegistryEntry(const std::string& path, const RegistryEntry& entry);
+common::Result<RegistryEntry> readRegistryEntry(const std::string& path);
+
+// Every entry under `dir`, newest first, each with its state checked against
+// the live processes ("vanished" for a running entry whose launcher is gone).
+// Entries that cannot be read are skipped and named in `unreadable`.
+std::vector<RegistryEntry> listRegistry(const std::string& dir, std::vector<std::string>* unreadable = nullptr);
+
+// Whether `entry`'s launcher is alive: the pid exists and still runs
+// `launch` with this run id (a reused pid does not count).
+bool launcherAlive(const RegistryEntry& entry);
+
+std::string registryEntryToJson(const RegistryEntry& entry);
+common::Result<RegistryEntry> registryEntryFromJson(const std::string& text, const std::string& where);
+
+// Now, UTC, "2026-11-24T12:00:00Z".
+std::string utcNow();
+
+} // namespace tb::launch

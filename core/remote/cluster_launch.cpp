@@ -1,0 +1,409 @@
+#include "remote/cluster_launch.h"
+
+#include "launch/text_quote.h"
+#include "launch/world_layout.h"
+#include "metrics/event_file_reader.h"
+#include "remote/sftp_event_source.h"
+
+#include <chrono>
+#include <sstream>
+#include <thread>
+
+namespace tb::remote {
+
+namespace {
+
+using common::Error;
+using Clock = std::chrono::steady_clock;
+
+// Reconnecting to a node that dropped is tried this often, not every poll:
+// each try may wait for the SSH timeout.
+constexpr auto kReconnectEvery = std::chrono::seconds(5);
+// After SIGKILL, how long the nodes get to report their launcher gone.
+constexpr double kAfterKillSeconds = 10.0;
+
+std::string joinLines(const std::vector<std::string>& lines)
+{
+    std::string text;
+    for (const std::string& line : lines)
+        text += (text.empty() ? "" : "\n  ") + line;
+    return text;
+}
+
+std::string firstLine(const std::string& text)
+{
+    const size_t end = text.find('\n');
+    return text.substr(0, end);
+}
+
+} // namespace
+
+std::string_view toString(NodeState state)
+{
+    switch (state) {
+    case NodeState::Connecting: return "connecting";
+    case NodeState::Checked: return "checked";
+    case NodeState::Starting: return "starting";
+    case NodeState::Running: return "running";
+    case NodeState::Unreachable: return "unreachable";
+    case NodeState::Exited: return "exited";
+    case NodeState::Vanished: return "vanished";
+    }
+    return "?";
+}
+
+SshTarget targetFor(const launch::HostSlots& host, const ClusterOptions& options)
+{
+    SshTarget target;
+    target.user = host.user;
+    target.host = host.host;
+    target.port = host.port;
+    target.identityFile = options.identityFile;
+    target.knownHostsFile = options.knownHostsFile;
+    target.timeoutSeconds = options.sshTimeoutSeconds;
+    return target;
+}
+
+struct ClusterLaunch::Node {
+    int rank = 0;
+    launch::HostSlots host;
+    SshTarget target;
+    std::unique_ptr<SshSession> session;
+    launch::RegistryEntry entry;
+    NodeState state = NodeState::Connecting;
+    Clock::time_point nextReconnect{};
+    std::string problem; // the link's last error while unreachable
+
+    std::string name() const { return "node " + std::to_string(rank) + " (" + host.address() + ")"; }
+    bool ended() const { return state == NodeState::Exited || state == NodeState::Vanished; }
+    bool failed() const { return state == NodeState::Vanished || (state == NodeState::Exited && entry.exitCode != 0); }
+
+    // `tunebench-cli ARGS...` on the node, the words quoted for its shell.
+    common::Result<CommandResult> cli(const std::string& remoteCli, const std::vector<std::string>& args)
+    {
+        std::string command = launch::shellQuote(remoteCli);
+        for (const std::string& arg : args)
+            command += " " + launch::shellQuote(arg);
+        common::Result<CommandResult> result = session->run(command);
+        if (result && result->exitStatus == 127)
+            return Error{name() + ": " + remoteCli + " is not there (the shell said: "
+                    + firstLine(result->errorOutput) + ")",
+                "install the same tunebench build on every node, at the same path, or give --remote-cli"};
+        return result;
+    }
+};
+
+ClusterLaunch::ClusterLaunch(ClusterOptions options)
+    : m_options(std::move(options))
+{
+    if (m_options.runId.empty())
+        m_options.runId = launch::newRunId();
+    if (m_options.masterAddr.empty() && !m_options.hosts.empty())
+        m_options.masterAddr = m_options.hosts.front().host;
+    for (size_t i = 0; i < m_options.hosts.size(); ++i) {
+        auto node = std::make_unique<Node>();
+        node->rank = int(i);
+        node->host = m_options.hosts[i];
+        node->target = targetFor(node->host, m_options);
+        m_nodes.push_back(std::move(node));
+    }
+}
+
+ClusterLaunch::~ClusterLaunch() = default;
+
+common::Status ClusterLaunch::preflight(ClusterSink& sink)
+{
+    const launch::NodeFacts here = launch::collectNodeFacts(m_options.configPath);
+    if (!here.configError.empty())
+        return Error{"the run config does not load here: " + here.configError, {}};
+    std::vector<std::vector<std::string>> problems(m_nodes.size());
+    std::vector<std::thread> checks;
+    for (size_t i = 0; i < m_nodes.size(); ++i) {
+        checks.emplace_back([this, i, &here, &problems] {
+            Node& node = *m_nodes[i];
+            common::Result<std::unique_ptr<SshSession>> session = SshSession::connect(node.target);
+            if (!session) {
+                problems[i].push_back(node.name() + ": " + session.error().toString());
+                return;
+            }
+            node.session = std::move(session).value();
+            common::Result<CommandResult> answer = node.cli(m_options.remoteCli, {"node-check", m_options.configPath});
+            if (!answer || answer->exitStatus != 0) {
+                problems[i].push_back(!answer ? answer.error().toString()
+                                              : node.name() + ": node-check failed: " + firstLine(answer->errorOutput));
+                return;
+            }
+            common::Result<launch::NodeFacts> facts = launch::nodeFactsFromJson(answer->output, node.name());
+            if (!facts) {
+                problems[i].push_back(facts.error().toString());
+                return;
+            }
+            for (std::string& problem : launch::compareNodeFacts(here, *facts, node.name(), int(node.host.slots.size())))
+                problems[i].push_back(std::move(problem));
+        });
+    }
+    for (std::thread& check : checks)
+        check.join();
+    std::vector<std::string> all;
+    for (size_t i = 0; i < m_nodes.size(); ++i) {
+        const bool ok = problems[i].empty();
+        sink.nodeState(int(i), m_nodes[i]->host.address(), ok ? NodeState::Checked : NodeState::Connecting,
+            ok ? "preflight passed" : problems[i].front());
+        all.insert(all.end(), problems[i].begin(), problems[i].end());
+    }
+    if (all.empty()) {
+        if (common::Status port = checkMasterPort(sink); !port)
+            all.push_back(port.error().message);
+    }
+    if (!all.empty())
+        return Error{"preflight found " + std::to_string(all.size()) + " problem(s); nothing was started:\n  "
+                + joinLines(all),
+            {}};
+    return common::Ok{};
+}
+
+common::Status ClusterLaunch::checkMasterPort(ClusterSink& sink)
+{
+    Node& master = *m_nodes.front();
+    if (m_options.masterPort == 0) {
+        common::Result<CommandResult> free = master.cli(m_options.remoteCli, {"node-check", "--free-port"});
+        if (!free || free->exitStatus != 0)
+            return Error{master.name() + ": no free port for the master: "
+                    + (free ? firstLine(free->errorOutput) : free.error().message),
+                {}};
+        m_options.masterPort = std::atoi(free->output.c_str());
+    }
+    const std::string port = std::to_string(m_options.masterPort);
+    const std::string seconds = std::to_string(m_options.portCheckSeconds);
+    std::vector<std::string> problems(m_nodes.size());
+    std::vector<std::thread> checks;
+    checks.emplace_back([&] {
+        auto listen = master.cli(m_options.remoteCli,
+            {"node-check", "--listen", port, "--peers", std::to_string(m_nodes.size() - 1), "--timeout", seconds});
+        if (!listen || listen->exitStatus != 0)
+            problems[0] = master.name() + ": master port " + port + ": "
+                + (listen ? firstLine(listen->errorOutput) : listen.error().message);
+    });
+    for (size_t i = 1; i < m_nodes.size(); ++i) {
+        checks.emplace_back([&, i] {
+            Node& node = *m_nodes[i];
+            auto connect = node.cli(m_options.remoteCli,
+                {"node-check", "--connect", m_options.masterAddr + ":" + port, "--timeout", seconds});
+            if (!connect || connect->exitStatus != 0)
+                problems[i] = node.name() + ": cannot reach the master port: "
+                    + (connect ? firstLine(connect->errorOutput) : connect.error().message);
+        });
+    }
+    for (std::thread& check : checks)
+        check.join();
+    std::vector<std::string> found;
+    for (const std::string& problem : problems) {
+        if (!problem.empty())
+            found.push_back(problem);
+    }
+    if (!found.empty())
+        return Error{joinLines(found), {}};
+    sink.note("master " + m_options.masterAddr + ":" + port + " free on node 0 and reachable from every node");
+    return common::Ok{};
+}
+
+std::string ClusterLaunch::launchCommand(const Node& node) const
+{
+    std::vector<std::string> words = {m_options.remoteCli, "launch", m_options.configPath, "--nproc",
+        std::to_string(node.host.slots.size()), "--nnodes", std::to_string(m_nodes.size()), "--node-rank",
+        std::to_string(node.rank), "--master-addr", m_options.masterAddr, "--master-port",
+        std::to_string(m_options.masterPort), "--run-id", m_options.runId, "--grace",
+        std::to_string(m_options.graceSeconds), "--detach"};
+    if (node.host.slotsRestricted) {
+        std::string devices;
+        for (int slot : node.host.slots)
+            devices += (devices.empty() ? "" : ",") + std::to_string(slot);
+        words.insert(words.end(), {"--devices", devices});
+    }
+    if (!m_options.trainerArguments.empty()) {
+        words.push_back("--");
+        words.insert(words.end(), m_options.trainerArguments.begin(), m_options.trainerArguments.end());
+    }
+    std::string command;
+    for (const std::string& word : words)
+        command += (command.empty() ? "" : " ") + launch::shellQuote(word);
+    return command;
+}
+
+common::Status ClusterLaunch::startNodes(ClusterSink& sink)
+{
+    for (auto& nodePointer : m_nodes) {
+        Node& node = *nodePointer;
+        sink.nodeState(node.rank, node.host.address(), NodeState::Starting, "");
+        common::Result<CommandResult> started = node.session->run(launchCommand(node));
+        common::Result<launch::RegistryEntry> entry = Error{"no answer", {}};
+        if (started && started->exitStatus == 0)
+            entry = launch::registryEntryFromJson(started->output, node.name());
+        if (!entry) {
+            const std::string why = !started ? started.error().toString()
+                : started->exitStatus != 0   ? firstLine(started->errorOutput)
+                                             : entry.error().message;
+            signalNodes("KILL", sink);
+            return Error{node.name() + ": the launcher did not start: " + why, {}};
+        }
+        node.entry = std::move(entry).value();
+        node.state = NodeState::Running;
+        sink.nodeState(node.rank, node.host.address(), NodeState::Running,
+            "launcher pid " + std::to_string(node.entry.pid) + ", log " + node.entry.log);
+    }
+    return common::Ok{};
+}
+
+void ClusterLaunch::pollNode(Node& node, ClusterSink& sink)
+{
+    if (node.ended())
+        return;
+    if (!node.session) {
+        if (Clock::now() < node.nextReconnect)
+            return;
+        node.nextReconnect = Clock::now() + kReconnectEvery;
+        common::Result<std::unique_ptr<SshSession>> session = SshSession::connect(node.target);
+        if (!session)
+            return;
+        node.session = std::move(session).value();
+        sink.note(node.name() + ": reconnected");
+    }
+    common::Result<CommandResult> answer =
+        node.cli(m_options.remoteCli, {"node-check", "--registry", "--run-id", m_options.runId});
+    if (!answer) {
+        if (node.rank == 0)
+            m_events.reset(); // its SFTP source lives on the session
+        node.session.reset();
+        node.nextReconnect = Clock::now() + kReconnectEvery;
+        node.state = NodeState::Unreachable;
+        sink.nodeState(node.rank, node.host.address(), node.state, answer.error().message + "; the run goes on there");
+        return;
+    }
+    std::istringstream lines(answer->output);
+    for (std::string line; std::getline(lines, line);) {
+        common::Result<launch::RegistryEntry> entry = launch::registryEntryFromJson(line, node.name());
+        if (!entry || entry->nodeRank != node.rank)
+            continue;
+        const NodeState before = node.state;
+        node.entry = std::move(entry).value();
+        node.state = node.entry.state == "running" ? NodeState::Running
+            : node.entry.state == "exited"         ? NodeState::Exited
+                                                   : NodeState::Vanished;
+        if (node.state != before) {
+            const std::string detail = node.state == NodeState::Exited
+                ? "exit status " + std::to_string(node.entry.exitCode) + ": " + node.entry.summary
+                : node.state == NodeState::Vanished ? "its launcher is gone without an exit status (killed?)"
+                                                    : "";
+            sink.nodeState(node.rank, node.host.address(), node.state, detail);
+        }
+    }
+}
+
+void ClusterLaunch::followEvents(ClusterSink& sink)
+{
+    Node& master = *m_nodes.front();
+    if (!m_events && master.session) {
+        m_events = std::make_unique<metrics::EventFileReader>(
+            sftpEventSource(*master.session, master.entry.runDir + "/events.jsonl"), m_eventOffset, m_eventLine);
+    }
+    if (!m_events)
+        return;
+    common::Result<std::vector<metrics::StreamItem>> items = m_events->poll();
+    if (!items)
+        return; // the link: pollNode notices and reconnects
+    for (const metrics::StreamItem& item : *items) {
+        if (!item.event)
+            continue;
+        m_history.apply(*item.event);
+        sink.runEvent(*item.event, m_history);
+    }
+    m_eventOffset = m_events->offset();
+    m_eventLine = m_events->nextLineNumber();
+}
+
+void ClusterLaunch::signalNodes(const std::string& signal, ClusterSink& sink)
+{
+    for (auto& node : m_nodes) {
+        if (!node->session || node->ended() || node->entry.pid == 0)
+            continue;
+        common::Result<CommandResult> sent =
+            node->cli(m_options.remoteCli, {"node-check", "--signal", signal, "--run-id", m_options.runId});
+        if (!sent)
+            sink.note(node->name() + ": could not send SIG" + signal + ": " + sent.error().message);
+    }
+}
+
+bool ClusterLaunch::allEnded() const
+{
+    for (const auto& node : m_nodes) {
+        if (!node->ended())
+            return false;
+    }
+    return true;
+}
+
+common::Result<ClusterReport> ClusterLaunch::run(ClusterSink& sink, const launch::CancelToken& cancel)
+{
+    if (common::Status started = startNodes(sink); !started)
+        return started.error();
+    ClusterReport report;
+    report.runId = m_options.runId;
+    bool stopping = false;
+    bool killed = false;
+    Clock::time_point stopAt{}, killAt{}, giveUpAt{};
+    const auto poll = std::chrono::milliseconds(long(m_options.pollSeconds * 1000));
+    const auto beginStop = [&](ClusterOutcome outcome, const std::string& message) {
+        stopping = true;
+        report.outcome = outcome;
+        report.message = message;
+        stopAt = Clock::now();
+        killAt = stopAt + std::chrono::milliseconds(long((m_options.graceSeconds + 5) * 1000));
+        giveUpAt = killAt + std::chrono::milliseconds(long(kAfterKillSeconds * 1000));
+        sink.note(message + "; stopping every node");
+        signalNodes("TERM", sink);
+    };
+    for (;;) {
+        followEvents(sink);
+        for (auto& node : m_nodes)
+            pollNode(*node, sink);
+        if (allEnded() && !stopping) {
+            const auto failed = std::find_if(m_nodes.begin(), m_nodes.end(), [](const auto& n) { return n->failed(); });
+            if (failed == m_nodes.end())
+                break;
+        }
+        if (!stopping) {
+            for (const auto& node : m_nodes) {
+                if (node->failed()) {
+                    beginStop(ClusterOutcome::NodeFailed,
+                        node->name() + ": " + (node->state == NodeState::Vanished
+                                ? std::string("its launcher was killed (pid ") + std::to_string(node->entry.pid) + ")"
+                                : "exit status " + std::to_string(node->entry.exitCode) + ": " + node->entry.summary));
+                    break;
+                }
+            }
+            if (!stopping && cancel.isCancelled())
+                beginStop(ClusterOutcome::Stopped, "stop requested");
+        }
+        if (stopping) {
+            if (allEnded() || Clock::now() >= giveUpAt)
+                break;
+            if (!killed && Clock::now() >= killAt) {
+                killed = true;
+                sink.note("a node did not stop within the grace; SIGKILL");
+                signalNodes("KILL", sink);
+            }
+        }
+        std::this_thread::sleep_for(poll);
+    }
+    followEvents(sink);
+    if (stopping)
+        report.stopSeconds = std::chrono::duration<double>(Clock::now() - stopAt).count();
+    for (const auto& node : m_nodes) {
+        report.nodes.push_back(node->entry);
+        if (stopping && !node->ended())
+            report.message += "; " + node->name() + " did not confirm its end (" + std::string(toString(node->state)) + ")";
+    }
+    return report;
+}
+
+} // namespace tb::remote

@@ -1,0 +1,106 @@
+#pragma once
+
+#include "common/error.h"
+#include "launch/cancel_token.h"
+#include "launch/hostfile.h"
+#include "launch/node_facts.h"
+#include "launch/run_registry.h"
+#include "metrics/event.h"
+#include "metrics/event_file_reader.h"
+#include "metrics/run_history.h"
+#include "remote/ssh_session.h"
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tb::remote {
+
+// A run across machines started over SSH (docs/LAUNCH.md): a preflight of
+// every node in parallel, one detached `tunebench-cli launch` per node, rank
+// 0's events followed over SFTP, and every node stopped when one fails or a
+// stop is asked for.
+struct ClusterOptions {
+    std::string configPath; // absolute; the same path on every node
+    std::vector<launch::HostSlots> hosts; // node 0 first
+    std::string remoteCli; // tunebench-cli on the nodes (absolute)
+    std::string identityFile; // empty: ~/.ssh/config's, ssh-agent, ~/.ssh keys
+    std::string knownHostsFile; // empty: ~/.ssh/known_hosts
+    std::string masterAddr; // empty: node 0's host as the hostfile names it
+    int masterPort = 0; // 0: a port free on node 0
+    std::string runId; // empty: a new one
+    double sshTimeoutSeconds = 15.0;
+    double portCheckSeconds = 10.0;
+    double graceSeconds = 10.0; // a node's ranks get this long to checkpoint and stop
+    double pollSeconds = 1.0;
+    std::vector<std::string> trainerArguments; // after RUN.yaml, for every rank
+};
+
+enum class NodeState { Connecting, Checked, Starting, Running, Unreachable, Exited, Vanished };
+std::string_view toString(NodeState state);
+
+// What the launch reports, from the thread that runs it.
+class ClusterSink {
+public:
+    virtual ~ClusterSink() = default;
+    virtual void nodeState(int node, const std::string& host, NodeState state, const std::string& detail) = 0;
+    // Rank 0's events as they arrive (with the history they were folded into).
+    virtual void runEvent(const metrics::Event& event, const metrics::RunHistory& history) = 0;
+    virtual void note(const std::string& line) = 0;
+};
+
+enum class ClusterOutcome { Succeeded, NodeFailed, Stopped };
+
+struct ClusterReport {
+    ClusterOutcome outcome = ClusterOutcome::Succeeded;
+    std::string runId;
+    std::string message; // which node failed, its exit status and last error
+    std::vector<launch::RegistryEntry> nodes; // by node rank, their last state
+    double stopSeconds = 0; // from the decision to stop to every node ended
+};
+
+class ClusterLaunch {
+public:
+    explicit ClusterLaunch(ClusterOptions options);
+    ~ClusterLaunch();
+
+    // Connects to every node at once and checks what breaks multi-node jobs
+    // before anything starts: host key, authentication, the same build, the
+    // run config and its inputs, GPUs for the slots, free disk, the master
+    // port free on node 0 and reachable from every other node. One Error
+    // listing every problem, each naming its host.
+    common::Status preflight(ClusterSink& sink);
+
+    // Starts each node's launcher (node 0 first) and follows them to the end:
+    // when one fails every other is stopped gracefully (SIGTERM, SIGKILL after
+    // the grace), and `cancel` stops them all the same way. Errors only when
+    // nothing could start; a started run always ends in a report.
+    common::Result<ClusterReport> run(ClusterSink& sink, const launch::CancelToken& cancel);
+
+    const ClusterOptions& options() const { return m_options; }
+
+private:
+    struct Node;
+    common::Status checkMasterPort(ClusterSink& sink);
+    common::Status startNodes(ClusterSink& sink);
+    void pollNode(Node& node, ClusterSink& sink);
+    void followEvents(ClusterSink& sink);
+    void signalNodes(const std::string& signal, ClusterSink& sink);
+    bool allEnded() const;
+    std::string launchCommand(const Node& node) const;
+
+    ClusterOptions m_options;
+    std::vector<std::unique_ptr<Node>> m_nodes;
+    // Rank 0's events over node 0's session; rebuilt at the same offset
+    // after the link drops, so no event is lost or read twice.
+    std::unique_ptr<metrics::EventFileReader> m_events;
+    uint64_t m_eventOffset = 0;
+    uint64_t m_eventLine = 1;
+    metrics::RunHistory m_history;
+};
+
+// The SSH target a hostfile line names, with the options' key and known hosts.
+SshTarget targetFor(const launch::HostSlots& host, const ClusterOptions& options);
+
+} // namespace tb::remote

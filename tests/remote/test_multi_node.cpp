@@ -1,0 +1,223 @@
+// `tunebench-cli launch --hostfile` across machines that are network
+// namespaces on this one (tests/remote/netns_cluster.h), each with its own
+// sshd: a 2-node LoRA run equals one process, every preflight failure stops
+// the launch before a rank starts and names the host, a killed node stops
+// the other within the bound with no process left, a dropped link loses and
+// doubles no event, and `monitor --host` finds the run in the registry.
+#include "netns_cluster.h"
+#include "../support/cli_outcome.h"
+#include "../train/distributed_runs.h"
+
+#include "launch/run_registry.h"
+
+#include <QDirIterator>
+#include <QElapsedTimer>
+#include <QRegularExpression>
+#include <QtTest>
+
+using namespace tb::testutil::distributed;
+using tb::test::CliOutcome;
+using tb::test::HostView;
+using tb::test::NetnsCluster;
+
+namespace {
+
+const QString kCliPath = QStringLiteral(TB_BINARY_DIR "/app/cli/tunebench-cli");
+
+// A cluster of `views.size()` hosts, each with 1 slot, and its hostfile.
+struct Cluster {
+    std::unique_ptr<NetnsCluster> hosts = std::make_unique<NetnsCluster>();
+    QString hostfile;
+
+    QString start(const std::vector<HostView>& views)
+    {
+        if (QString failure = hosts->start(views); !failure.isEmpty())
+            return failure;
+        hostfile = hosts->path(QStringLiteral("hostfile"));
+        QFile file(hostfile);
+        if (!file.open(QIODevice::WriteOnly))
+            return QStringLiteral("cannot write the hostfile");
+        file.write("# two machines, one rank each\n");
+        for (int k = 0; k < int(views.size()); ++k)
+            file.write(QStringLiteral("root@%1 slots=1\n").arg(hosts->address(k)).toUtf8());
+        return {};
+    }
+
+    QStringList launchArguments(const std::string& config, const QString& knownHosts = {}) const
+    {
+        return {QStringLiteral("launch"), QString::fromStdString(config), QStringLiteral("--hostfile"), hostfile,
+            QStringLiteral("--ssh-key"), hosts->userKey(), QStringLiteral("--known-hosts"),
+            knownHosts.isEmpty() ? hosts->knownHosts() : knownHosts, QStringLiteral("--grace"), QStringLiteral("5")};
+    }
+
+    // Registry entries host k holds.
+    QStringList registryEntries(int k) const
+    {
+        QStringList found;
+        QDirIterator it(hosts->stateDir(k) + "/tunebench/runs", {QStringLiteral("*.json")});
+        while (it.hasNext())
+            found << it.next();
+        return found;
+    }
+};
+
+} // namespace
+
+class TestMultiNode : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    std::string m_reference; // one process, the same global batch
+
+    std::string config(const QString& name, int maxSteps = kSteps)
+    {
+        RunSpec spec;
+        spec.method = QStringLiteral("lora");
+        spec.microBatch = kGlobalBatch / (kGradAccum * 2);
+        spec.maxSteps = maxSteps;
+        spec.timeoutSeconds = 60;
+        return writeConfig(m_dir, name, spec);
+    }
+
+    static QStringList trainerArguments(const std::string& runDir)
+    {
+        return QStringList{QStringLiteral("--")} + trainOptions(runDir);
+    }
+
+private slots:
+    void initTestCase()
+    {
+        QVERIFY2(::geteuid() == 0, "network namespaces and bridges need root");
+        QVERIFY(m_dir.isValid());
+        RunSpec spec;
+        spec.method = QStringLiteral("lora");
+        const std::string single = writeConfig(m_dir, QStringLiteral("single"), spec);
+        m_reference = m_dir.filePath(QStringLiteral("reference")).toStdString();
+        const Ended ended = runOne(kCli, ::single(single, m_reference));
+        QVERIFY2(ended.finished && ended.exitCode == 0, qPrintable(ended.err));
+    }
+
+    void twoNodesEqualOneProcess()
+    {
+        Cluster cluster;
+        const QString failure = cluster.start({{}, {}});
+        QVERIFY2(failure.isEmpty(), qPrintable(failure));
+        const std::string runDir = m_dir.filePath(QStringLiteral("two-nodes")).toStdString();
+        const CliOutcome run = tb::test::runProgram(
+            kCliPath, cluster.launchArguments(config(QStringLiteral("two"))) + trainerArguments(runDir), 240000);
+        QVERIFY2(run.exitCode == 0, qPrintable(run.err + run.out));
+        QVERIFY2(run.err.contains(QStringLiteral("finished on every node")), qPrintable(run.err));
+        // Rank 0's events came over SFTP, a line per step.
+        QCOMPARE(run.out.count(QRegularExpression(QStringLiteral("^step \\d+/%1 ").arg(kSteps),
+                     QRegularExpression::MultilineOption)),
+            kSteps);
+        QString problem;
+        const Tensors expected = readTensors(exportOf(m_reference, QStringLiteral("lora")), &problem);
+        const Tensors got = readTensors(exportOf(runDir, QStringLiteral("lora")), &problem);
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        const double worst = maxAbsDiff(expected, got, &problem);
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        QVERIFY2(worst <= kLoraTolerance, qPrintable(QString::number(worst)));
+        const double steps = maxRelativeDiff(stepFigures(events(runDir + "/events.jsonl")),
+            stepFigures(events(m_reference + "/events.jsonl")));
+        QVERIFY2(steps <= kStepTolerance, qPrintable(QString::number(steps)));
+        // Each node recorded its part, and how it ended.
+        for (int k = 0; k < 2; ++k) {
+            const QStringList entries = cluster.registryEntries(k);
+            QCOMPARE(entries.size(), 1);
+            const auto entry = tb::launch::readRegistryEntry(entries.front().toStdString());
+            QVERIFY(entry.ok());
+            QCOMPARE(entry->state, std::string("exited"));
+            QCOMPARE(entry->exitCode, 0);
+            QCOMPARE(entry->nodeRank, k);
+        }
+    }
+
+    void preflightFailureStartsNothing_data()
+    {
+        QTest::addColumn<int>("failure");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("binary missing") << 0 << "is not there";
+        QTest::newRow("another build") << 1 << "another build of tunebench-cli";
+        QTest::newRow("unknown host key") << 2 << "is not in";
+        QTest::newRow("changed host key") << 3 << "the host key changed";
+        QTest::newRow("master port unreachable") << 4 << "cannot reach the master port";
+        QTest::newRow("dataset missing") << 5 << "tiny_instructions.jsonl is missing";
+        QTest::newRow("master port taken") << 6 << "cannot be listened on";
+    }
+
+    void preflightFailureStartsNothing()
+    {
+        QFETCH(int, failure);
+        QFETCH(QString, expected);
+        HostView second;
+        if (failure == 0)
+            second.hiddenFolders << QStringLiteral(TB_BINARY_DIR "/app/cli");
+        if (failure == 1)
+            second.fileOverlays << qMakePair(otherBuild(), kCliPath);
+        if (failure == 5)
+            second.hiddenFolders << QStringLiteral(TB_SOURCE_DIR "/resources/demo");
+        Cluster cluster;
+        const QString started = cluster.start({{}, second});
+        QVERIFY2(started.isEmpty(), qPrintable(started));
+        QString knownHosts;
+        if (failure == 2)
+            knownHosts = cluster.hosts->knownHostsWithout(1);
+        if (failure == 3)
+            knownHosts = cluster.hosts->knownHostsChanged(1);
+        if (failure == 4)
+            QVERIFY(cluster.hosts->blockRoute(1, 0));
+        QStringList arguments = cluster.launchArguments(config(QStringLiteral("preflight")), knownHosts);
+        QProcess holder; // the master port held on node 0
+        if (failure == 6) {
+            arguments << QStringLiteral("--master-port") << QStringLiteral("29511");
+            holder.start(QStringLiteral("ip"), {QStringLiteral("netns"), QStringLiteral("exec"), cluster.hosts->ns(0),
+                                                   kCliPath, QStringLiteral("node-check"), QStringLiteral("--listen"),
+                                                   QStringLiteral("29511"), QStringLiteral("--peers"), QStringLiteral("100"),
+                                                   QStringLiteral("--timeout"), QStringLiteral("60")});
+            QVERIFY(holder.waitForStarted());
+            QTest::qWait(500);
+        }
+        const std::string runDir = m_dir.filePath(QStringLiteral("preflight-%1").arg(failure)).toStdString();
+        const CliOutcome run = tb::test::runProgram(kCliPath, arguments + trainerArguments(runDir), 120000);
+        holder.kill();
+        holder.waitForFinished();
+        QCOMPARE(run.exitCode, 2);
+        const QString node = failure == 6 ? QStringLiteral("node 0 (root@%1)").arg(cluster.hosts->address(0))
+                                          : QStringLiteral("node 1 (root@%1)").arg(cluster.hosts->address(1));
+        QVERIFY2(run.err.contains(node), qPrintable(run.err));
+        QVERIFY2(run.err.contains(expected), qPrintable(run.err));
+        QVERIFY2(run.err.contains(QStringLiteral("nothing was started")), qPrintable(run.err));
+        QVERIFY(cluster.registryEntries(0).isEmpty());
+        QVERIFY(cluster.registryEntries(1).isEmpty());
+        QVERIFY(!fs::exists(runDir));
+    }
+
+private:
+    // tunebench-cli with another build id: another link of the same sources
+    // reads the same to everything but the id.
+    QString otherBuild()
+    {
+        const QString copy = m_dir.filePath(QStringLiteral("tunebench-cli-other"));
+        if (QFile::exists(copy))
+            return copy;
+        QFile::copy(kCliPath, copy);
+        QFile::setPermissions(copy, QFile::permissions(kCliPath));
+        const tb::test::CommandOutput id = tb::test::shell(kCliPath + " --version | sed -n 's/.*build id *//p'");
+        const QByteArray hex = id.output.trimmed().toLatin1();
+        QFile file(copy);
+        file.open(QIODevice::ReadWrite);
+        QByteArray bytes = file.readAll();
+        const QByteArray raw = QByteArray::fromHex(hex);
+        const qsizetype at = bytes.indexOf(raw);
+        if (at >= 0) {
+            bytes[at] = char(bytes[at] ^ 0xff);
+            file.seek(0);
+            file.write(bytes);
+        }
+        return copy;
+    }
+};
+
+QTEST_GUILESS_MAIN(TestMultiNode)
+#include "test_multi_node.moc"
