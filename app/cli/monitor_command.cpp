@@ -8,6 +8,8 @@
 #include "metrics/event_file_reader.h"
 #include "metrics/run_control.h"
 #include "metrics/run_history.h"
+#include "launch/run_registry.h"
+#include "launch/text_quote.h"
 
 #ifdef TB_HAVE_SSH
 #include "remote/remote_run_control.h"
@@ -21,6 +23,10 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <limits.h>
+#include <limits>
+#include <sstream>
+#include <unistd.h>
 #include <thread>
 
 namespace tb::cli {
@@ -39,7 +45,13 @@ ArgParser makeParser()
         "Follow a run from its folder: every step, evaluation, warning and error as the run "
         "writes them to events.jsonl (rank 0's stream), until the run ends. With --host the "
         "folder is on another machine, read over SSH (SFTP). Ctrl-C detaches; the run goes on.");
-    p.addPositional("RUN_DIR", "the run folder (output.dir of its run config)");
+    p.addPositional("RUN_DIR", "the run folder (output.dir of its run config); without it and --run,\n"
+                               "list the runs in the machine's run registry");
+    p.addOption("run", "ID", "the run with this id in the machine's run registry (launch --detach, --hostfile)");
+    p.addOption("from-offset", "BYTES", "start reading events.jsonl here (what an earlier follower printed)");
+    p.addOption("from-line", "N", "the line number at --from-offset (default 1)");
+    p.addOption("remote-cli", "PATH", "tunebench-cli on the host, for --run and the registry "
+                                      "(default: this executable's path)");
     p.addOption("host", "[USER@]HOST", "the machine the run is on (default: this one)");
     p.addOption("port", "N", "its SSH port (default: ~/.ssh/config's, else 22)");
     p.addOption("identity", "FILE", "private key (default: ssh-agent, then ~/.ssh keys)");
@@ -89,16 +101,21 @@ struct Connection {
     }
 };
 
-common::Result<Connection> connect(const ArgParser& p, const std::string& runDir)
+std::string thisExecutable()
+{
+    char path[PATH_MAX];
+    const ssize_t length = ::readlink("/proc/self/exe", path, sizeof path - 1);
+    return length > 0 ? std::string(path, size_t(length)) : std::string("tunebench-cli");
+}
+
+common::Result<Connection> connect(const ArgParser& p)
 {
     Connection connection;
-    const std::string events = runDir + "/events.jsonl";
     if (!p.isSet("host")) {
-        for (const char* remoteOnly : {"port", "identity", "known-hosts"}) {
+        for (const char* remoteOnly : {"port", "identity", "known-hosts", "remote-cli"}) {
             if (p.isSet(remoteOnly))
                 return Error{std::string("monitor: --") + remoteOnly + " needs --host", {}};
         }
-        connection.reader = std::make_unique<metrics::EventFileReader>(events);
         return connection;
     }
 #ifdef TB_HAVE_SSH
@@ -116,12 +133,104 @@ common::Result<Connection> connect(const ArgParser& p, const std::string& runDir
     if (!session)
         return session.error();
     connection.session = std::move(session).value();
-    connection.reader = std::make_unique<metrics::EventFileReader>(
-        remote::sftpEventSource(*connection.session, events));
     return connection;
 #else
     return Error{"monitor: --host: this build has no SSH (TUNEBENCH_SSH off)", {}};
 #endif
+}
+
+// The registry of the machine the connection is to, entries of `runId` only
+// when it is not empty.
+common::Result<std::vector<launch::RegistryEntry>> registryOf(
+    Connection& connection, const ArgParser& p, const std::string& runId)
+{
+#ifdef TB_HAVE_SSH
+    if (connection.session) {
+        std::string command = launch::shellQuote(p.value("remote-cli", thisExecutable())) + " node-check --registry";
+        if (!runId.empty())
+            command += " --run-id " + launch::shellQuote(runId);
+        common::Result<remote::CommandResult> answer = connection.session->run(command);
+        if (!answer)
+            return answer.error();
+        if (answer->exitStatus != 0)
+            return Error{connection.session->target().describe() + ": cannot read the run registry: "
+                    + (answer->exitStatus == 127 ? "tunebench-cli is not at " + p.value("remote-cli", thisExecutable())
+                                                 : answer->errorOutput),
+                "give the path of tunebench-cli there with --remote-cli"};
+        std::vector<launch::RegistryEntry> entries;
+        std::istringstream lines(answer->output);
+        for (std::string line; std::getline(lines, line);) {
+            common::Result<launch::RegistryEntry> entry =
+                launch::registryEntryFromJson(line, connection.session->target().describe());
+            if (!entry)
+                return entry.error();
+            entries.push_back(std::move(entry).value());
+        }
+        return entries;
+    }
+#else
+    (void)p;
+#endif
+    std::vector<launch::RegistryEntry> entries;
+    for (launch::RegistryEntry& entry : launch::listRegistry(launch::registryDir())) {
+        if (runId.empty() || entry.runId == runId)
+            entries.push_back(std::move(entry));
+    }
+    return entries;
+}
+
+int printRegistry(const std::vector<launch::RegistryEntry>& entries)
+{
+    if (entries.empty()) {
+        std::printf("no runs in the registry\n");
+        return kExitOk;
+    }
+    std::printf("%-14s %-5s %-9s %-8s %-21s %s\n", "RUN", "NODE", "STATE", "PID", "STARTED", "FOLDER");
+    for (const launch::RegistryEntry& e : entries) {
+        const std::string state = e.state == "exited" ? "exit " + std::to_string(e.exitCode) : e.state;
+        std::printf("%-14s %d/%-3d %-9s %-8lld %-21s %s\n", e.runId.c_str(), e.nodeRank, e.nnodes,
+            state.c_str(), e.pid, e.startedAt.c_str(), e.runDir.c_str());
+    }
+    return kExitOk;
+}
+
+// The folder of run `runId`: node 0's entry (rank 0 writes the events).
+common::Result<std::string> runDirOf(Connection& connection, const ArgParser& p, const std::string& runId)
+{
+    common::Result<std::vector<launch::RegistryEntry>> entries = registryOf(connection, p, runId);
+    if (!entries)
+        return entries.error();
+    for (const launch::RegistryEntry& entry : *entries) {
+        if (entry.nodeRank == 0)
+            return entry.runDir;
+    }
+    return Error{"monitor: --run: no run '" + runId + "' with node 0 in the registry there",
+        "'tunebench-cli monitor --host HOST' lists the runs there"};
+}
+
+common::Status openReader(Connection& connection, const ArgParser& p, const std::string& runDir)
+{
+    const common::Result<long long> offset = p.integer("from-offset", 0, 0, std::numeric_limits<long long>::max());
+    const common::Result<long long> line = p.integer("from-line", 1, 1, std::numeric_limits<long long>::max());
+    if (!offset || !line)
+        return !offset ? offset.error() : line.error();
+    const std::string events = runDir + "/events.jsonl";
+#ifdef TB_HAVE_SSH
+    if (connection.session) {
+        connection.reader = std::make_unique<metrics::EventFileReader>(
+            remote::sftpEventSource(*connection.session, events), uint64_t(*offset), uint64_t(*line));
+        return common::Ok{};
+    }
+#endif
+    connection.reader = std::make_unique<metrics::EventFileReader>(events, uint64_t(*offset), uint64_t(*line));
+    return common::Ok{};
+}
+
+// How to follow on from where this reader stopped, no event lost or doubled.
+std::string resumeHint(const metrics::EventFileReader& reader)
+{
+    return "tunebench-cli monitor: to go on from here, add --from-offset " + std::to_string(reader.offset())
+        + " --from-line " + std::to_string(reader.nextLineNumber());
 }
 
 int exitStatusOf(const metrics::RunHistory& history)
@@ -137,9 +246,8 @@ int runMonitor(const Args& args)
     ArgParser p = makeParser();
     if (const std::optional<int> status = p.parseOrExitStatus(args))
         return *status;
-    if (p.positionals().size() != 1) {
-        std::cerr << "monitor: expected one run folder, got " << p.positionals().size()
-                  << " arguments (see tunebench-cli monitor --help)\n";
+    if (p.positionals().size() > 1 || (p.positionals().size() == 1 && p.isSet("run"))) {
+        std::cerr << "monitor: expected one run folder or --run ID (see tunebench-cli monitor --help)\n";
         return kExitUsage;
     }
     const common::Result<double> poll = p.number("poll", 1.0, 0.05, 3600.0);
@@ -147,12 +255,27 @@ int runMonitor(const Args& args)
         std::cerr << poll.error().toString() << "\n";
         return kExitUsage;
     }
-    common::Result<Connection> connected = connect(p, p.positionals()[0]);
+    common::Result<Connection> connected = connect(p);
     if (!connected) {
         std::cerr << "tunebench-cli monitor: " << connected.error().toString() << "\n";
         return kExitUsage;
     }
     Connection connection = std::move(connected).value();
+    if (p.positionals().empty() && !p.isSet("run")) {
+        common::Result<std::vector<launch::RegistryEntry>> entries = registryOf(connection, p, {});
+        if (!entries) {
+            std::cerr << "tunebench-cli monitor: " << entries.error().toString() << "\n";
+            return kExitUsage;
+        }
+        return printRegistry(*entries);
+    }
+    const common::Result<std::string> runDir =
+        p.isSet("run") ? runDirOf(connection, p, p.value("run")) : common::Result<std::string>(p.positionals()[0]);
+    common::Status opened = runDir ? openReader(connection, p, *runDir) : common::Status(runDir.error());
+    if (!opened) {
+        std::cerr << "tunebench-cli monitor: " << opened.error().toString() << "\n";
+        return kExitUsage;
+    }
 
     g_detach = false;
     struct sigaction action {};
@@ -167,7 +290,8 @@ int runMonitor(const Args& args)
     const auto interval = std::chrono::milliseconds(static_cast<long long>(*poll * 1000));
     for (;;) {
         if (common::Status read = readNew(*connection.reader, history); !read) {
-            std::cerr << "tunebench-cli monitor: " << read.error().toString() << "\n";
+            std::cerr << "tunebench-cli monitor: " << read.error().toString() << "\n"
+                      << resumeHint(*connection.reader) << "\n";
             return kExitFailure;
         }
         if (p.isSet("stop") && !stopSent && history.start() && !history.end()) {
@@ -202,7 +326,8 @@ int runMonitor(const Args& args)
              slept += std::chrono::milliseconds(50))
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
         if (g_detach) {
-            std::fprintf(stderr, "tunebench-cli monitor: detached; the run goes on\n");
+            std::fprintf(stderr, "tunebench-cli monitor: detached; the run goes on\n%s\n",
+                resumeHint(*connection.reader).c_str());
             return 130;
         }
     }

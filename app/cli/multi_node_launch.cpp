@@ -36,11 +36,15 @@ void addMultiNodeOptions(ArgParser& p)
 namespace {
 
 launch::CancelToken* g_clusterCancel = nullptr;
+launch::CancelToken* g_clusterDetach = nullptr;
 
-extern "C" void onClusterStop(int signal)
+// Ctrl-C and SIGTERM stop the run on every node; SIGHUP (the terminal or
+// SSH link of this CLI closed) leaves it running, to be followed again.
+extern "C" void onClusterSignal(int signal)
 {
-    if (g_clusterCancel)
-        g_clusterCancel->cancel(signal);
+    launch::CancelToken* token = signal == SIGHUP ? g_clusterDetach : g_clusterCancel;
+    if (token)
+        token->cancel(signal);
 }
 
 class PrintingSink : public remote::ClusterSink {
@@ -100,12 +104,22 @@ common::Result<remote::ClusterOptions> clusterOptions(const ArgParser& p, const 
     return options;
 }
 
+// `monitor`'s --host (and --port) for a hostfile's node.
+std::string monitorHost(const launch::HostSlots& host)
+{
+    std::string text = host.user.empty() ? host.host : host.user + "@" + host.host;
+    if (host.port > 0)
+        text += " --port " + std::to_string(host.port);
+    return text;
+}
+
 int exitStatusOf(const remote::ClusterReport& report)
 {
     switch (report.outcome) {
     case remote::ClusterOutcome::Succeeded: return kExitOk;
     case remote::ClusterOutcome::NodeFailed: return kExitFailure;
     case remote::ClusterOutcome::Stopped: return 130;
+    case remote::ClusterOutcome::Detached: return kExitOk;
     }
     return kExitFailure;
 }
@@ -131,19 +145,27 @@ int runMultiNodeLaunch(const ArgParser& p, const std::vector<std::string>& extra
         std::fprintf(stderr, "tunebench-cli launch: preflight passed on every node; nothing started\n");
         return kExitOk;
     }
-    launch::CancelToken cancel;
+    launch::CancelToken cancel, detach;
     g_clusterCancel = &cancel;
+    g_clusterDetach = &detach;
     struct sigaction action {};
-    action.sa_handler = onClusterStop;
+    action.sa_handler = onClusterSignal;
     sigemptyset(&action.sa_mask);
     for (int signal : {SIGINT, SIGTERM, SIGHUP})
         sigaction(signal, &action, nullptr);
     std::signal(SIGPIPE, SIG_IGN);
-    common::Result<remote::ClusterReport> report = cluster.run(sink, cancel);
-    g_clusterCancel = nullptr;
+    common::Result<remote::ClusterReport> report = cluster.run(sink, cancel, detach);
+    g_clusterCancel = g_clusterDetach = nullptr;
     if (!report) {
         std::cerr << "tunebench-cli launch: " << report.error().toString() << "\n";
         return kExitFailure;
+    }
+    if (report->outcome == remote::ClusterOutcome::Detached) {
+        std::fprintf(stderr, "tunebench-cli launch: detached; run %s goes on. Follow it again with:\n"
+                             "  tunebench-cli monitor --host %s --run %s --from-offset %llu --from-line %llu\n",
+            report->runId.c_str(), monitorHost(cluster.options().hosts.front()).c_str(), report->runId.c_str(),
+            static_cast<unsigned long long>(report->eventOffset), static_cast<unsigned long long>(report->eventLine));
+        return exitStatusOf(*report);
     }
     std::fprintf(stderr, "tunebench-cli launch: run %s %s%s%s\n", report->runId.c_str(),
         report->outcome == remote::ClusterOutcome::Succeeded ? "finished on every node"

@@ -254,29 +254,43 @@ common::Status ClusterLaunch::startNodes(ClusterSink& sink)
     return common::Ok{};
 }
 
+bool ClusterLaunch::ensureSession(Node& node, ClusterSink& sink, bool now)
+{
+    if (node.session)
+        return true;
+    if (!now && Clock::now() < node.nextReconnect)
+        return false;
+    node.nextReconnect = Clock::now() + kReconnectEvery;
+    common::Result<std::unique_ptr<SshSession>> session = SshSession::connect(node.target);
+    if (!session)
+        return false;
+    node.session = std::move(session).value();
+    sink.note(node.name() + ": reconnected");
+    return true;
+}
+
+void ClusterLaunch::dropSession(Node& node)
+{
+    if (node.rank == 0)
+        m_events.reset(); // its SFTP source lives on the session
+    node.session.reset();
+    node.nextReconnect = Clock::now() + kReconnectEvery;
+}
+
 void ClusterLaunch::pollNode(Node& node, ClusterSink& sink)
 {
-    if (node.ended())
+    if (node.ended() || !ensureSession(node, sink, false))
         return;
-    if (!node.session) {
-        if (Clock::now() < node.nextReconnect)
-            return;
-        node.nextReconnect = Clock::now() + kReconnectEvery;
-        common::Result<std::unique_ptr<SshSession>> session = SshSession::connect(node.target);
-        if (!session)
-            return;
-        node.session = std::move(session).value();
-        sink.note(node.name() + ": reconnected");
-    }
     common::Result<CommandResult> answer =
         node.cli(m_options.remoteCli, {"node-check", "--registry", "--run-id", m_options.runId});
     if (!answer) {
-        if (node.rank == 0)
-            m_events.reset(); // its SFTP source lives on the session
-        node.session.reset();
-        node.nextReconnect = Clock::now() + kReconnectEvery;
-        node.state = NodeState::Unreachable;
-        sink.nodeState(node.rank, node.host.address(), node.state, answer.error().message + "; the run goes on there");
+        dropSession(node);
+        // A signal to this process (a stop, a detach) interrupts the wait
+        // too; only a link that failed on its own is news.
+        if (!m_interrupted || !m_interrupted()) {
+            node.state = NodeState::Unreachable;
+            sink.nodeState(node.rank, node.host.address(), node.state, answer.error().message + "; the run goes on there");
+        }
         return;
     }
     std::istringstream lines(answer->output);
@@ -324,12 +338,18 @@ void ClusterLaunch::followEvents(ClusterSink& sink)
 void ClusterLaunch::signalNodes(const std::string& signal, ClusterSink& sink)
 {
     for (auto& node : m_nodes) {
-        if (!node->session || node->ended() || node->entry.pid == 0)
+        if (node->ended() || node->entry.pid == 0)
             continue;
+        if (!ensureSession(*node, sink, true)) {
+            sink.note(node->name() + ": unreachable, could not send SIG" + signal);
+            continue;
+        }
         common::Result<CommandResult> sent =
             node->cli(m_options.remoteCli, {"node-check", "--signal", signal, "--run-id", m_options.runId});
-        if (!sent)
+        if (!sent) {
+            dropSession(*node);
             sink.note(node->name() + ": could not send SIG" + signal + ": " + sent.error().message);
+        }
     }
 }
 
@@ -342,8 +362,10 @@ bool ClusterLaunch::allEnded() const
     return true;
 }
 
-common::Result<ClusterReport> ClusterLaunch::run(ClusterSink& sink, const launch::CancelToken& cancel)
+common::Result<ClusterReport> ClusterLaunch::run(
+    ClusterSink& sink, const launch::CancelToken& cancel, const launch::CancelToken& detach)
 {
+    m_interrupted = [&cancel, &detach] { return cancel.isCancelled() || detach.isCancelled(); };
     if (common::Status started = startNodes(sink); !started)
         return started.error();
     ClusterReport report;
@@ -383,6 +405,10 @@ common::Result<ClusterReport> ClusterLaunch::run(ClusterSink& sink, const launch
             }
             if (!stopping && cancel.isCancelled())
                 beginStop(ClusterOutcome::Stopped, "stop requested");
+            if (!stopping && detach.isCancelled()) {
+                report.outcome = ClusterOutcome::Detached;
+                break;
+            }
         }
         if (stopping) {
             if (allEnded() || Clock::now() >= giveUpAt)
@@ -395,7 +421,10 @@ common::Result<ClusterReport> ClusterLaunch::run(ClusterSink& sink, const launch
         }
         std::this_thread::sleep_for(poll);
     }
-    followEvents(sink);
+    if (report.outcome != ClusterOutcome::Detached)
+        followEvents(sink);
+    report.eventOffset = m_eventOffset;
+    report.eventLine = m_eventLine;
     if (stopping)
         report.stopSeconds = std::chrono::duration<double>(Clock::now() - stopAt).count();
     for (const auto& node : m_nodes) {

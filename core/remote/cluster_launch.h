@@ -10,6 +10,7 @@
 #include "metrics/run_history.h"
 #include "remote/ssh_session.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -50,7 +51,7 @@ public:
     virtual void note(const std::string& line) = 0;
 };
 
-enum class ClusterOutcome { Succeeded, NodeFailed, Stopped };
+enum class ClusterOutcome { Succeeded, NodeFailed, Stopped, Detached };
 
 struct ClusterReport {
     ClusterOutcome outcome = ClusterOutcome::Succeeded;
@@ -58,6 +59,10 @@ struct ClusterReport {
     std::string message; // which node failed, its exit status and last error
     std::vector<launch::RegistryEntry> nodes; // by node rank, their last state
     double stopSeconds = 0; // from the decision to stop to every node ended
+    // Where rank 0's events were read to: a follower that goes on from here
+    // (monitor --from-offset) loses and doubles no event.
+    uint64_t eventOffset = 0;
+    uint64_t eventLine = 1;
 };
 
 class ClusterLaunch {
@@ -74,9 +79,11 @@ public:
 
     // Starts each node's launcher (node 0 first) and follows them to the end:
     // when one fails every other is stopped gracefully (SIGTERM, SIGKILL after
-    // the grace), and `cancel` stops them all the same way. Errors only when
-    // nothing could start; a started run always ends in a report.
-    common::Result<ClusterReport> run(ClusterSink& sink, const launch::CancelToken& cancel);
+    // the grace), and `cancel` stops them all the same way; `detach` leaves
+    // them running (the report says where the events were read to). Errors
+    // only when nothing could start; a started run always ends in a report.
+    common::Result<ClusterReport> run(
+        ClusterSink& sink, const launch::CancelToken& cancel, const launch::CancelToken& detach);
 
     const ClusterOptions& options() const { return m_options; }
 
@@ -85,6 +92,10 @@ private:
     common::Status checkMasterPort(ClusterSink& sink);
     common::Status startNodes(ClusterSink& sink);
     void pollNode(Node& node, ClusterSink& sink);
+    // A session to the node: the one it has, or a new one (at most every few
+    // seconds unless `now`). False while the node cannot be reached.
+    bool ensureSession(Node& node, ClusterSink& sink, bool now);
+    void dropSession(Node& node);
     void followEvents(ClusterSink& sink);
     void signalNodes(const std::string& signal, ClusterSink& sink);
     bool allEnded() const;
@@ -98,6 +109,7 @@ private:
     uint64_t m_eventOffset = 0;
     uint64_t m_eventLine = 1;
     metrics::RunHistory m_history;
+    std::function<bool()> m_interrupted; // a stop or detach was asked for
 };
 
 // The SSH target a hostfile line names, with the options' key and known hosts.

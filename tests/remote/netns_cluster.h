@@ -132,6 +132,12 @@ public:
     {
         return shell(QStringLiteral("ip netns exec %1 ip route add prohibit %2/32").arg(ns(from), address(to))).exitCode == 0;
     }
+    // Ends every SSH connection to host k (its sshd's per-connection
+    // processes), as a dropped link would; its sshd goes on listening.
+    bool dropConnections(int k)
+    {
+        return shell(QStringLiteral("pkill -KILL -P %1").arg(m_hosts[size_t(k)]->sshd.processId())).exitCode == 0;
+    }
     CommandOutput runIn(int k, const QString& command)
     {
         return shell(QStringLiteral("ip netns exec %1 sh -c %2").arg(ns(k), quoted(command)));

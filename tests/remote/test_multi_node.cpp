@@ -11,6 +11,9 @@
 #include "launch/run_registry.h"
 
 #include <QDirIterator>
+
+#include <csignal>
+#include <numeric>
 #include <QElapsedTimer>
 #include <QRegularExpression>
 #include <QtTest>
@@ -60,6 +63,50 @@ struct Cluster {
         return found;
     }
 };
+
+// Steps rank 0 has written to the run folder so far.
+int stepsWritten(const std::string& runDir)
+{
+    if (!fs::exists(runDir + "/events.jsonl"))
+        return 0;
+    return int(ofType(events(runDir + "/events.jsonl"), "step").size());
+}
+
+bool waitForSteps(const std::string& runDir, int steps, int timeoutMs = 120000)
+{
+    QElapsedTimer clock;
+    clock.start();
+    while (stepsWritten(runDir) < steps) {
+        if (clock.elapsed() > timeoutMs)
+            return false;
+        QTest::qWait(200);
+    }
+    return true;
+}
+
+// The step numbers of the step lines a follower printed, in order.
+std::vector<int> printedSteps(const QString& out)
+{
+    std::vector<int> steps;
+    QRegularExpressionMatchIterator it =
+        QRegularExpression(QStringLiteral("^step (\\d+)/"), QRegularExpression::MultilineOption).globalMatch(out);
+    while (it.hasNext())
+        steps.push_back(it.next().captured(1).toInt());
+    return steps;
+}
+
+std::vector<int> oneToN(int n)
+{
+    std::vector<int> steps(static_cast<size_t>(n));
+    std::iota(steps.begin(), steps.end(), 1);
+    return steps;
+}
+
+// Processes whose command line holds `text` (the run's config path).
+QString processesWith(const QString& text)
+{
+    return tb::test::shell(QStringLiteral("pgrep -af %1 | grep -v pgrep || true").arg(tb::test::quoted(text))).output.trimmed();
+}
 
 } // namespace
 
@@ -191,6 +238,88 @@ private slots:
         QVERIFY(cluster.registryEntries(0).isEmpty());
         QVERIFY(cluster.registryEntries(1).isEmpty());
         QVERIFY(!fs::exists(runDir));
+    }
+
+    void killedNodeStopsTheOthers()
+    {
+        Cluster cluster;
+        const QString started = cluster.start({{}, {}});
+        QVERIFY2(started.isEmpty(), qPrintable(started));
+        const std::string config = this->config(QStringLiteral("killed"), 5000);
+        const std::string runDir = m_dir.filePath(QStringLiteral("killed")).toStdString();
+        QProcess launcher;
+        launcher.start(kCliPath, cluster.launchArguments(config) + trainerArguments(runDir));
+        QVERIFY(waitForSteps(runDir, 2));
+        const QStringList entries = cluster.registryEntries(1);
+        QCOMPARE(entries.size(), 1);
+        const auto entry = tb::launch::readRegistryEntry(entries.front().toStdString());
+        QVERIFY(entry.ok());
+        QElapsedTimer clock;
+        clock.start();
+        QCOMPARE(::kill(pid_t(entry->pid), SIGKILL), 0);
+        // Bound: a poll to notice, the grace (5 s), SIGKILL and its report.
+        QVERIFY2(launcher.waitForFinished(40000), "the launch did not end after a node was killed");
+        const double seconds = clock.elapsed() / 1000.0;
+        const QString err = QString::fromUtf8(launcher.readAllStandardError());
+        QCOMPARE(launcher.exitCode(), 1);
+        QVERIFY2(err.contains(QStringLiteral("node 1 (root@%1): its launcher was killed").arg(cluster.hosts->address(1))),
+            qPrintable(err));
+        qInfo("killed node 1's launcher; the launch ended %.1f s later", seconds);
+        QCOMPARE(processesWith(QString::fromStdString(config)), QString());
+    }
+
+    void detachedLaunchIsFollowedAgainWithNoEventLostOrDoubled()
+    {
+        Cluster cluster;
+        const QString started = cluster.start({{}, {}});
+        QVERIFY2(started.isEmpty(), qPrintable(started));
+        constexpr int kLongSteps = 150;
+        const std::string config = this->config(QStringLiteral("detached"), kLongSteps);
+        const std::string runDir = m_dir.filePath(QStringLiteral("detached")).toStdString();
+        QProcess launcher;
+        launcher.start(kCliPath, cluster.launchArguments(config) + trainerArguments(runDir));
+        QVERIFY(waitForSteps(runDir, 3));
+        // The link to node 0 drops: the launch reconnects and reads on.
+        QVERIFY(cluster.hosts->dropConnections(0));
+        QString err;
+        QElapsedTimer clock;
+        clock.start();
+        while (!err.contains(QStringLiteral("node 0 (root@%1): reconnected").arg(cluster.hosts->address(0)))
+            && clock.elapsed() < 60000) {
+            launcher.waitForReadyRead(500);
+            err += QString::fromUtf8(launcher.readAllStandardError());
+        }
+        QVERIFY2(err.contains(QStringLiteral("reconnected")), qPrintable(err));
+        QVERIFY(waitForSteps(runDir, stepsWritten(runDir) + 2));
+        ::kill(pid_t(launcher.processId()), SIGHUP); // the terminal closed
+        QVERIFY(launcher.waitForFinished(30000));
+        QCOMPARE(launcher.exitCode(), 0);
+        err += QString::fromUtf8(launcher.readAllStandardError());
+        const QString firstOut = QString::fromUtf8(launcher.readAllStandardOutput());
+        QVERIFY2(stepsWritten(runDir) < kLongSteps, "the run ended before the launch detached");
+        const QRegularExpressionMatch resume =
+            QRegularExpression(QStringLiteral("--run (\\S+) --from-offset (\\d+) --from-line (\\d+)")).match(err);
+        QVERIFY2(resume.hasMatch(), qPrintable(err));
+
+        const QStringList remote = {QStringLiteral("--host"), QStringLiteral("root@") + cluster.hosts->address(0),
+            QStringLiteral("--identity"), cluster.hosts->userKey(), QStringLiteral("--known-hosts"),
+            cluster.hosts->knownHosts()};
+        const CliOutcome listed = tb::test::runProgram(kCliPath, QStringList{QStringLiteral("monitor")} + remote);
+        QCOMPARE(listed.exitCode, 0);
+        QVERIFY2(listed.out.contains(resume.captured(1)) && listed.out.contains(QStringLiteral("running")),
+            qPrintable(listed.out + listed.err));
+        const CliOutcome followed = tb::test::runProgram(kCliPath,
+            QStringList{QStringLiteral("monitor"), QStringLiteral("--run"), resume.captured(1),
+                QStringLiteral("--from-offset"), resume.captured(2), QStringLiteral("--from-line"),
+                resume.captured(3), QStringLiteral("--poll"), QStringLiteral("0.2")}
+                + remote,
+            180000);
+        QVERIFY2(followed.exitCode == 0, qPrintable(followed.err));
+        std::vector<int> all = printedSteps(firstOut);
+        const std::vector<int> rest = printedSteps(followed.out);
+        all.insert(all.end(), rest.begin(), rest.end());
+        QCOMPARE(all, oneToN(kLongSteps));
+        QVERIFY(followed.out.contains(QStringLiteral("run_end    completed")));
     }
 
 private:
