@@ -249,7 +249,8 @@ common::Status ClusterLaunch::startNodes(ClusterSink& sink)
         node.entry = std::move(entry).value();
         node.state = NodeState::Running;
         sink.nodeState(node.rank, node.host.address(), NodeState::Running,
-            "launcher pid " + std::to_string(node.entry.pid) + ", log " + node.entry.log);
+            "launcher pid " + std::to_string(node.entry.pid) + ", run folder " + node.entry.runDir + ", log "
+                + node.entry.log);
     }
     return common::Ok{};
 }
