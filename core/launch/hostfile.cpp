@@ -91,7 +91,7 @@ common::Result<HostSlots> parseLine(std::string_view line, int lineNumber, const
         return Error{where + ": unexpected '" + extra + "' after '" + slotsWord + "'",
             "one node a line: HOST slots=N"};
     for (int slot = 0; slot < count; ++slot)
-        node.slots.push_back(slot);
+        node.slotIndices.push_back(slot);
     return node;
 }
 
@@ -131,9 +131,9 @@ common::Status checkSelection(
         if (node == hosts.end())
             return Error{option + ": host '" + host + "' is not in the hostfile", {}};
         for (int slot : slots) {
-            if (std::find(node->slots.begin(), node->slots.end(), slot) == node->slots.end())
+            if (std::find(node->slotIndices.begin(), node->slotIndices.end(), slot) == node->slotIndices.end())
                 return Error{option + ": " + host + " has no slot " + std::to_string(slot)
-                        + " (slots=" + std::to_string(node->slots.size()) + ")",
+                        + " (slots=" + std::to_string(node->slotIndices.size()) + ")",
                     {}};
         }
     }
@@ -205,15 +205,15 @@ common::Result<std::vector<HostSlots>> filterHosts(
         const auto named = selection->find(node.host);
         const bool isNamed = named != selection->end();
         std::vector<int> slots;
-        for (int slot : node.slots) {
+        for (int slot : node.slotIndices) {
             const bool slotNamed = isNamed && (named->second.empty() || named->second.count(slot));
             if (slotNamed == including)
                 slots.push_back(slot);
         }
         if (slots.empty())
             continue;
-        node.slotsRestricted = slots.size() != node.slots.size();
-        node.slots = std::move(slots);
+        node.slotsRestricted = slots.size() != node.slotIndices.size();
+        node.slotIndices = std::move(slots);
         kept.push_back(std::move(node));
     }
     if (kept.empty())

@@ -14,8 +14,8 @@ struct HostSlots {
     std::string host; // a name or an address, as the other nodes reach it
     int port = 0; // SSH port; 0: ~/.ssh/config's or 22
     // The GPU indices (or rank slots on a CPU node) this node runs ranks on,
-    // ascending. All of 0..slots-1 unless --include/--exclude took some away.
-    std::vector<int> slots;
+    // ascending. All of 0..slotIndices-1 unless --include/--exclude took some away.
+    std::vector<int> slotIndices;
     int line = 0; // where the hostfile names it
 
     // "[user@]host[:port]", as written.

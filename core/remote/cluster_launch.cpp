@@ -138,7 +138,7 @@ common::Status ClusterLaunch::preflight(ClusterSink& sink)
                 problems[i].push_back(facts.error().toString());
                 return;
             }
-            for (std::string& problem : launch::compareNodeFacts(here, *facts, node.name(), int(node.host.slots.size())))
+            for (std::string& problem : launch::compareNodeFacts(here, *facts, node.name(), int(node.host.slotIndices.size())))
                 problems[i].push_back(std::move(problem));
         });
     }
@@ -210,13 +210,13 @@ common::Status ClusterLaunch::checkMasterPort(ClusterSink& sink)
 std::string ClusterLaunch::launchCommand(const Node& node) const
 {
     std::vector<std::string> words = {m_options.remoteCli, "launch", m_options.configPath, "--nproc",
-        std::to_string(node.host.slots.size()), "--nnodes", std::to_string(m_nodes.size()), "--node-rank",
+        std::to_string(node.host.slotIndices.size()), "--nnodes", std::to_string(m_nodes.size()), "--node-rank",
         std::to_string(node.rank), "--master-addr", m_options.masterAddr, "--master-port",
         std::to_string(m_options.masterPort), "--run-id", m_options.runId, "--grace",
         std::to_string(m_options.graceSeconds), "--detach"};
     if (node.host.slotsRestricted) {
         std::string devices;
-        for (int slot : node.host.slots)
+        for (int slot : node.host.slotIndices)
             devices += (devices.empty() ? "" : ",") + std::to_string(slot);
         words.insert(words.end(), {"--devices", devices});
     }
