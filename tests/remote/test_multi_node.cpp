@@ -144,15 +144,21 @@ private slots:
         QVERIFY2(ended.finished && ended.exitCode == 0, qPrintable(ended.err));
     }
 
+    // The run config and run folder sit in a folder whose name a shell would
+    // take apart: every remote argument must arrive as one word.
     void twoNodesEqualOneProcess()
     {
         Cluster cluster;
         const QString failure = cluster.start({{}, {}});
         QVERIFY2(failure.isEmpty(), qPrintable(failure));
-        const std::string runDir = m_dir.filePath(QStringLiteral("two-nodes")).toStdString();
-        const CliOutcome run = tb::test::runProgram(
-            kCliPath, cluster.launchArguments(config(QStringLiteral("two"))) + trainerArguments(runDir), 240000);
+        const QString injected = m_dir.filePath(QStringLiteral("INJECTED"));
+        const QString awkward = QStringLiteral("a b'c\"d $(touch %1); e\nf").arg(injected);
+        QVERIFY(QDir(m_dir.path()).mkpath(awkward));
+        const std::string runDir = m_dir.filePath(awkward + "/two-nodes").toStdString();
+        const CliOutcome run = tb::test::runProgram(kCliPath,
+            cluster.launchArguments(config(awkward + "/two")) + trainerArguments(runDir), 240000);
         QVERIFY2(run.exitCode == 0, qPrintable(run.err + run.out));
+        QVERIFY(!QFile::exists(injected));
         QVERIFY2(run.err.contains(QStringLiteral("finished on every node")), qPrintable(run.err));
         // Rank 0's events came over SFTP, a line per step.
         QCOMPARE(run.out.count(QRegularExpression(QStringLiteral("^step \\d+/%1 ").arg(kSteps),
@@ -320,6 +326,36 @@ private slots:
         all.insert(all.end(), rest.begin(), rest.end());
         QCOMPARE(all, oneToN(kLongSteps));
         QVERIFY(followed.out.contains(QStringLiteral("run_end    completed")));
+    }
+
+    void ctrlCStopsEveryNodeGracefully()
+    {
+        Cluster cluster;
+        const QString started = cluster.start({{}, {}});
+        QVERIFY2(started.isEmpty(), qPrintable(started));
+        const std::string config = this->config(QStringLiteral("stopped"), 5000);
+        const std::string runDir = m_dir.filePath(QStringLiteral("stopped")).toStdString();
+        QProcess launcher;
+        launcher.start(kCliPath, cluster.launchArguments(config) + trainerArguments(runDir));
+        QVERIFY(waitForSteps(runDir, 2));
+        ::kill(pid_t(launcher.processId()), SIGINT);
+        QVERIFY(launcher.waitForFinished(60000));
+        const QString err = QString::fromUtf8(launcher.readAllStandardError());
+        QCOMPARE(launcher.exitCode(), 130);
+        QVERIFY2(err.contains(QStringLiteral("stop requested; stopping every node")), qPrintable(err));
+        // Rank 0 checkpointed and ended "stopped"; each node recorded its end.
+        const std::vector<nlohmann::json> all = events(runDir + "/events.jsonl");
+        QVERIFY(!ofType(all, "checkpoint").empty());
+        const std::vector<nlohmann::json> ends = ofType(all, "run_end");
+        QCOMPARE(ends.size(), size_t(1));
+        QCOMPARE(ends.front().value("status", std::string()), std::string("stopped"));
+        for (int k = 0; k < 2; ++k) {
+            const auto entry = tb::launch::readRegistryEntry(cluster.registryEntries(k).value(0).toStdString());
+            QVERIFY(entry.ok());
+            QCOMPARE(entry->state, std::string("exited"));
+            QCOMPARE(entry->exitCode, 128 + SIGTERM);
+        }
+        QCOMPARE(processesWith(QString::fromStdString(config)), QString());
     }
 
 private:
