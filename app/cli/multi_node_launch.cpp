@@ -6,6 +6,7 @@
 #ifdef TB_HAVE_SSH
 #include "launch/cancel_token.h"
 #include "launch/hostfile.h"
+#include "common/units.h"
 #include "remote/cluster_launch.h"
 #endif
 
@@ -29,6 +30,8 @@ void addMultiNodeOptions(ArgParser& p)
     p.addOption("known-hosts", "FILE", "known hosts file (default ~/.ssh/known_hosts); unknown keys are refused");
     p.addOption("remote-cli", "PATH", "tunebench-cli on the nodes (default: this executable's path)");
     p.addFlag("preflight-only", "with --hostfile: check every node, start nothing");
+    p.addFlag("sync", "with --hostfile: copy the run config, model and data to every node over SFTP\n"
+                      "first (same paths; files already equal are skipped, an interrupted copy goes on)");
 }
 
 #ifdef TB_HAVE_SSH
@@ -60,6 +63,12 @@ public:
         std::fflush(stdout);
     }
     void note(const std::string& line) override { std::fprintf(stderr, "tunebench-cli launch: %s\n", line.c_str()); }
+    void transferProgress(int node, const std::string& host, const remote::TransferProgress& p) override
+    {
+        const double percent = p.bytes ? 100.0 * double(p.bytesDone) / double(p.bytes) : 100.0;
+        std::fprintf(stderr, "node %d %-24s sync %5.1f%% of %s  %s\n", node, host.c_str(), percent,
+            common::formatBytes(double(p.bytes)).c_str(), p.path.c_str());
+    }
 };
 
 std::string thisExecutable()
@@ -101,6 +110,7 @@ common::Result<remote::ClusterOptions> clusterOptions(const ArgParser& p, const 
     options.runId = p.value("run-id");
     options.graceSeconds = *grace;
     options.trainerArguments = extra;
+    options.sync = p.isSet("sync");
     return options;
 }
 

@@ -118,30 +118,8 @@ common::Status ClusterLaunch::preflight(ClusterSink& sink)
         return Error{"the run config does not load here: " + here.configError, {}};
     std::vector<std::vector<std::string>> problems(m_nodes.size());
     std::vector<std::thread> checks;
-    for (size_t i = 0; i < m_nodes.size(); ++i) {
-        checks.emplace_back([this, i, &here, &problems] {
-            Node& node = *m_nodes[i];
-            common::Result<std::unique_ptr<SshSession>> session = SshSession::connect(node.target);
-            if (!session) {
-                problems[i].push_back(node.name() + ": " + session.error().toString());
-                return;
-            }
-            node.session = std::move(session).value();
-            common::Result<CommandResult> answer = node.cli(m_options.remoteCli, {"node-check", m_options.configPath});
-            if (!answer || answer->exitStatus != 0) {
-                problems[i].push_back(!answer ? answer.error().toString()
-                                              : node.name() + ": node-check failed: " + firstLine(answer->errorOutput));
-                return;
-            }
-            common::Result<launch::NodeFacts> facts = launch::nodeFactsFromJson(answer->output, node.name());
-            if (!facts) {
-                problems[i].push_back(facts.error().toString());
-                return;
-            }
-            for (std::string& problem : launch::compareNodeFacts(here, *facts, node.name(), int(node.host.slotIndices.size())))
-                problems[i].push_back(std::move(problem));
-        });
-    }
+    for (size_t i = 0; i < m_nodes.size(); ++i)
+        checks.emplace_back([this, i, &here, &problems, &sink] { problems[i] = checkNode(*m_nodes[i], here, sink); });
     for (std::thread& check : checks)
         check.join();
     std::vector<std::string> all;
@@ -159,6 +137,56 @@ common::Status ClusterLaunch::preflight(ClusterSink& sink)
         return Error{"preflight found " + std::to_string(all.size()) + " problem(s); nothing was started:\n  "
                 + joinLines(all),
             {}};
+    return common::Ok{};
+}
+
+common::Result<launch::NodeFacts> ClusterLaunch::nodeFacts(Node& node)
+{
+    common::Result<CommandResult> answer = node.cli(m_options.remoteCli, {"node-check", m_options.configPath});
+    if (!answer)
+        return answer.error();
+    if (answer->exitStatus != 0)
+        return Error{node.name() + ": node-check failed: " + firstLine(answer->errorOutput), {}};
+    return launch::nodeFactsFromJson(answer->output, node.name());
+}
+
+std::vector<std::string> ClusterLaunch::checkNode(Node& node, const launch::NodeFacts& here, ClusterSink& sink)
+{
+    common::Result<std::unique_ptr<SshSession>> session = SshSession::connect(node.target);
+    if (!session)
+        return {node.name() + ": " + session.error().toString()};
+    node.session = std::move(session).value();
+    common::Result<launch::NodeFacts> facts = nodeFacts(node);
+    if (facts && m_options.sync) {
+        if (common::Status synced = syncInputs(node, here, sink); !synced)
+            return {node.name() + ": --sync: " + synced.error().toString()};
+        facts = nodeFacts(node);
+    }
+    if (!facts)
+        return {facts.error().toString()};
+    return launch::compareNodeFacts(here, *facts, node.name(), int(node.host.slotIndices.size()));
+}
+
+common::Status ClusterLaunch::syncInputs(Node& node, const launch::NodeFacts& here, ClusterSink& sink)
+{
+    std::vector<std::string> files;
+    for (const launch::FileFact& file : here.inputs)
+        files.push_back(file.path);
+    auto lastReport = Clock::now() - std::chrono::seconds(1);
+    const ProgressCallback progress = [&](const TransferProgress& p) {
+        if (Clock::now() - lastReport < std::chrono::milliseconds(500) && p.bytesDone < p.bytes)
+            return;
+        lastReport = Clock::now();
+        const std::lock_guard lock(m_sinkMutex);
+        sink.transferProgress(node.rank, node.host.address(), p);
+    };
+    common::Result<TransferSummary> summary = uploadFiles(*node.session, files, progress);
+    if (!summary)
+        return summary.error();
+    const std::lock_guard lock(m_sinkMutex);
+    sink.note(node.name() + ": synced " + std::to_string(summary->copied) + " file(s) ("
+        + std::to_string(summary->resumed) + " resumed, " + std::to_string(summary->bytesSent) + " bytes sent), "
+        + std::to_string(summary->skipped) + " already equal");
     return common::Ok{};
 }
 

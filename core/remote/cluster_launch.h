@@ -8,10 +8,12 @@
 #include "metrics/event.h"
 #include "metrics/event_file_reader.h"
 #include "metrics/run_history.h"
+#include "remote/sftp_transfer.h"
 #include "remote/ssh_session.h"
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +37,9 @@ struct ClusterOptions {
     double portCheckSeconds = 10.0;
     double graceSeconds = 10.0; // a node's ranks get this long to checkpoint and stop
     double pollSeconds = 1.0;
+    // Copy the run config, the model's files and the data files to every
+    // node first (the same absolute paths), skipping files already equal.
+    bool sync = false;
     std::vector<std::string> trainerArguments; // after RUN.yaml, for every rank
 };
 
@@ -49,6 +54,8 @@ public:
     // Rank 0's events as they arrive (with the history they were folded into).
     virtual void runEvent(const metrics::Event& event, const metrics::RunHistory& history) = 0;
     virtual void note(const std::string& line) = 0;
+    // --sync's copy to a node, at most twice a second per node.
+    virtual void transferProgress(int node, const std::string& host, const TransferProgress& progress) = 0;
 };
 
 enum class ClusterOutcome { Succeeded, NodeFailed, Stopped, Detached };
@@ -89,6 +96,10 @@ public:
 
 private:
     struct Node;
+    // One node's preflight (run on its own thread): every problem found.
+    std::vector<std::string> checkNode(Node& node, const launch::NodeFacts& here, ClusterSink& sink);
+    common::Result<launch::NodeFacts> nodeFacts(Node& node);
+    common::Status syncInputs(Node& node, const launch::NodeFacts& here, ClusterSink& sink);
     common::Status checkMasterPort(ClusterSink& sink);
     common::Status startNodes(ClusterSink& sink);
     void pollNode(Node& node, ClusterSink& sink);
@@ -110,6 +121,7 @@ private:
     uint64_t m_eventLine = 1;
     metrics::RunHistory m_history;
     std::function<bool()> m_interrupted; // a stop or detach was asked for
+    std::mutex m_sinkMutex; // the preflight's threads report through one sink
 };
 
 // The SSH target a hostfile line names, with the options' key and known hosts.

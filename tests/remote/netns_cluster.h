@@ -138,6 +138,11 @@ public:
     {
         return shell(QStringLiteral("pkill -KILL -P %1").arg(m_hosts[size_t(k)]->sshd.processId())).exitCode == 0;
     }
+    // A command in host k's mount namespace (what its SSH logins see).
+    CommandOutput runInView(int k, const QString& command)
+    {
+        return shell(QStringLiteral("nsenter -t %1 -m sh -c %2").arg(m_hosts[size_t(k)]->sshd.processId()).arg(quoted(command)));
+    }
     CommandOutput runIn(int k, const QString& command)
     {
         return shell(QStringLiteral("ip netns exec %1 sh -c %2").arg(ns(k), quoted(command)));

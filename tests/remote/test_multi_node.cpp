@@ -328,6 +328,45 @@ private slots:
         QVERIFY(followed.out.contains(QStringLiteral("run_end    completed")));
     }
 
+    // Node 1 has neither the model nor the data: --sync copies them, a second
+    // launch finds them equal, and a copy cut short goes on where it stopped.
+    void syncCopiesWhatANodeLacks()
+    {
+        HostView bare;
+        bare.hiddenFolders << QString::fromStdString(kModel) << QStringLiteral(TB_SOURCE_DIR "/resources/demo");
+        Cluster cluster;
+        const QString started = cluster.start({{}, bare});
+        QVERIFY2(started.isEmpty(), qPrintable(started));
+        const std::string config = this->config(QStringLiteral("synced"));
+        const QStringList preflight = cluster.launchArguments(config) << QStringLiteral("--preflight-only");
+        const CliOutcome without = tb::test::runProgram(kCliPath, preflight);
+        QCOMPARE(without.exitCode, 2);
+        QVERIFY2(without.err.contains(QStringLiteral("model.safetensors is missing")), qPrintable(without.err));
+
+        const CliOutcome first = tb::test::runProgram(kCliPath, QStringList(preflight) << QStringLiteral("--sync"), 120000);
+        QVERIFY2(first.exitCode == 0, qPrintable(first.err));
+        // The model folder's files and the dataset; the run config is shared.
+        int files = 1;
+        for (const fs::directory_entry& entry : fs::directory_iterator(kModel))
+            files += entry.is_regular_file();
+        QVERIFY2(first.err.contains(QStringLiteral("node 1 (root@%1): synced %2 file(s) (0 resumed").arg(cluster.hosts->address(1)).arg(files)),
+            qPrintable(first.err));
+        QVERIFY2(first.err.contains(QStringLiteral("node 0 (root@%1): synced 0 file(s)").arg(cluster.hosts->address(0))), qPrintable(first.err));
+        QVERIFY2(first.err.contains(QStringLiteral("sync 100.0%")), qPrintable(first.err));
+
+        const std::string weights = kModel + "/model.safetensors";
+        const qint64 half = qint64(fs::file_size(weights) / 2);
+        QCOMPARE(cluster.hosts->runInView(1, QStringLiteral("head -c %1 %2 > %2.tbpart && rm %2").arg(half).arg(tb::test::quoted(QString::fromStdString(weights)))).exitCode, 0);
+        const std::string runDir = m_dir.filePath(QStringLiteral("synced")).toStdString();
+        const CliOutcome again = tb::test::runProgram(kCliPath,
+            cluster.launchArguments(config) << QStringLiteral("--sync") << trainerArguments(runDir), 240000);
+        QVERIFY2(again.exitCode == 0, qPrintable(again.err));
+        QVERIFY2(again.err.contains(QStringLiteral("synced 1 file(s) (1 resumed, %1 bytes sent), %2 already equal")
+                                        .arg(fs::file_size(weights) - quint64(half)).arg(files)),
+            qPrintable(again.err));
+        QVERIFY(fs::exists(exportOf(runDir, QStringLiteral("lora"))));
+    }
+
     void ctrlCStopsEveryNodeGracefully()
     {
         Cluster cluster;
