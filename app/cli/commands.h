@@ -25,5 +25,6 @@ int runTokenize(const Args& args);
 int runEval(const Args& args);
 int runGenerate(const Args& args);
 int runNodeCheck(const Args& args);
+int runFetch(const Args& args);
 
 } // namespace tb::cli

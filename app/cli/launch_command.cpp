@@ -8,6 +8,7 @@
 #include "launch/world_layout.h"
 #include "detached_launch.h"
 #include "multi_node_launch.h"
+#include "this_executable.h"
 
 #include <algorithm>
 #include <array>
@@ -126,16 +127,6 @@ ArgParser makeParser()
     return p;
 }
 
-common::Result<std::string> currentExecutable()
-{
-    char path[PATH_MAX];
-    const ssize_t length = readlink("/proc/self/exe", path, sizeof path - 1);
-    if (length <= 0)
-        return Error{"launch: cannot find this executable (/proc/self/exe)",
-            "give the trainer with --trainer PATH"};
-    return std::string(path, size_t(length));
-}
-
 // Where the ranks write: the run config's output.dir, unless the trainer's
 // own --output (after --) says otherwise.
 std::string trainerOutputDir(const std::vector<std::string>& extra, const std::string& configured)
@@ -206,10 +197,9 @@ common::Result<launch::LaunchOptions> buildOptions(
     if (p.isSet("trainer")) {
         options.program = p.value("trainer");
     } else {
-        common::Result<std::string> self = currentExecutable();
-        if (!self)
-            return self.error();
-        options.program = *self;
+        options.program = thisExecutable();
+        if (options.program.empty())
+            return Error{"launch: cannot find this executable (/proc/self/exe)", "give the trainer with --trainer PATH"};
     }
     if (p.isSet("devices")) {
         const std::string devices = p.value("devices");

@@ -30,6 +30,7 @@ constexpr Subcommand kSubcommands[] = {
     {"tokenize", "print token ids of stdin, or count the tokens of a dataset", tb::cli::runTokenize},
     {"eval", "mean loss and perplexity of a model on a text file", tb::cli::runEval},
     {"generate", "continue a prompt with a model (greedy or sampled)", tb::cli::runGenerate},
+    {"fetch", "copy a run's adapter or merged export back over SFTP, checksum verified", tb::cli::runFetch},
     {"node-check", "what a multi-node launch asks of each node over SSH (JSON)", tb::cli::runNodeCheck},
 };
 

@@ -3,15 +3,16 @@
 #include "arg_parser.h"
 #include "commands.h"
 #include "event_lines.h"
+#include "this_executable.h"
 
 #include "common/units.h"
 #include "metrics/event_file_reader.h"
 #include "metrics/run_control.h"
 #include "metrics/run_history.h"
 #include "launch/run_registry.h"
-#include "launch/text_quote.h"
 
 #ifdef TB_HAVE_SSH
+#include "remote/remote_registry.h"
 #include "remote/remote_run_control.h"
 #include "remote/sftp_event_source.h"
 #include "remote/ssh_session.h"
@@ -101,13 +102,6 @@ struct Connection {
     }
 };
 
-std::string thisExecutable()
-{
-    char path[PATH_MAX];
-    const ssize_t length = ::readlink("/proc/self/exe", path, sizeof path - 1);
-    return length > 0 ? std::string(path, size_t(length)) : std::string("tunebench-cli");
-}
-
 common::Result<Connection> connect(const ArgParser& p)
 {
     Connection connection;
@@ -145,29 +139,8 @@ common::Result<std::vector<launch::RegistryEntry>> registryOf(
     Connection& connection, const ArgParser& p, const std::string& runId)
 {
 #ifdef TB_HAVE_SSH
-    if (connection.session) {
-        std::string command = launch::shellQuote(p.value("remote-cli", thisExecutable())) + " node-check --registry";
-        if (!runId.empty())
-            command += " --run-id " + launch::shellQuote(runId);
-        common::Result<remote::CommandResult> answer = connection.session->run(command);
-        if (!answer)
-            return answer.error();
-        if (answer->exitStatus != 0)
-            return Error{connection.session->target().describe() + ": cannot read the run registry: "
-                    + (answer->exitStatus == 127 ? "tunebench-cli is not at " + p.value("remote-cli", thisExecutable())
-                                                 : answer->errorOutput),
-                "give the path of tunebench-cli there with --remote-cli"};
-        std::vector<launch::RegistryEntry> entries;
-        std::istringstream lines(answer->output);
-        for (std::string line; std::getline(lines, line);) {
-            common::Result<launch::RegistryEntry> entry =
-                launch::registryEntryFromJson(line, connection.session->target().describe());
-            if (!entry)
-                return entry.error();
-            entries.push_back(std::move(entry).value());
-        }
-        return entries;
-    }
+    if (connection.session)
+        return remote::remoteRegistry(*connection.session, p.value("remote-cli", thisExecutable()), runId);
 #else
     (void)p;
 #endif

@@ -2,6 +2,7 @@
 
 #include "commands.h"
 #include "event_lines.h"
+#include "this_executable.h"
 
 #ifdef TB_HAVE_SSH
 #include "launch/cancel_token.h"
@@ -70,13 +71,6 @@ public:
             common::formatBytes(double(p.bytes)).c_str(), p.path.c_str());
     }
 };
-
-std::string thisExecutable()
-{
-    char path[PATH_MAX];
-    const ssize_t length = ::readlink("/proc/self/exe", path, sizeof path - 1);
-    return length > 0 ? std::string(path, size_t(length)) : std::string("tunebench-cli");
-}
 
 common::Result<remote::ClusterOptions> clusterOptions(const ArgParser& p, const std::vector<std::string>& extra)
 {

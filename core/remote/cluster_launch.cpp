@@ -3,6 +3,7 @@
 #include "launch/text_quote.h"
 #include "launch/world_layout.h"
 #include "metrics/event_file_reader.h"
+#include "remote/remote_registry.h"
 #include "remote/sftp_event_source.h"
 
 #include <chrono>
@@ -310,25 +311,23 @@ void ClusterLaunch::pollNode(Node& node, ClusterSink& sink)
 {
     if (node.ended() || !ensureSession(node, sink, false))
         return;
-    common::Result<CommandResult> answer =
-        node.cli(m_options.remoteCli, {"node-check", "--registry", "--run-id", m_options.runId});
-    if (!answer) {
+    common::Result<std::vector<launch::RegistryEntry>> entries =
+        remoteRegistry(*node.session, m_options.remoteCli, m_options.runId);
+    if (!entries) {
         dropSession(node);
         // A signal to this process (a stop, a detach) interrupts the wait
         // too; only a link that failed on its own is news.
         if (!m_interrupted || !m_interrupted()) {
             node.state = NodeState::Unreachable;
-            sink.nodeState(node.rank, node.host.address(), node.state, answer.error().message + "; the run goes on there");
+            sink.nodeState(node.rank, node.host.address(), node.state, entries.error().message + "; the run goes on there");
         }
         return;
     }
-    std::istringstream lines(answer->output);
-    for (std::string line; std::getline(lines, line);) {
-        common::Result<launch::RegistryEntry> entry = launch::registryEntryFromJson(line, node.name());
-        if (!entry || entry->nodeRank != node.rank)
+    for (launch::RegistryEntry& entry : entries.value()) {
+        if (entry.nodeRank != node.rank)
             continue;
         const NodeState before = node.state;
-        node.entry = std::move(entry).value();
+        node.entry = std::move(entry);
         node.state = node.entry.state == "running" ? NodeState::Running
             : node.entry.state == "exited"         ? NodeState::Exited
                                                    : NodeState::Vanished;

@@ -42,9 +42,11 @@ std::string hex(const unsigned char* bytes, unsigned length)
 common::Result<std::string> remoteSha256(SshSession& session, const std::string& path, uint64_t length = UINT64_MAX)
 {
     const std::string quoted = launch::shellQuote(path);
+    // From stdin: sha256sum escapes a name holding a backslash or newline,
+    // which would put a '\\' before the hash.
     const std::string command = length == UINT64_MAX
-        ? "sha256sum -- " + quoted
-        : "head -c " + std::to_string(length) + " -- " + quoted + " | sha256sum";
+        ? "sha256sum < " + quoted
+        : "head -c " + std::to_string(length) + " < " + quoted + " | sha256sum";
     common::Result<CommandResult> answer = session.run(command);
     if (!answer)
         return answer.error();
@@ -261,6 +263,19 @@ common::Result<std::string> localSha256(const std::string& path, uint64_t length
     unsigned digestLength = 0;
     EVP_DigestFinal_ex(context.get(), digest, &digestLength);
     return hex(digest, digestLength);
+}
+
+bool remoteFolderExists(SshSession& session, const std::string& path)
+{
+    common::Result<sftp_session_struct*> sftp = session.sftp();
+    if (!sftp)
+        return false;
+    sftp_attributes attributes = sftp_stat(*sftp, path.c_str());
+    if (!attributes)
+        return false;
+    const bool folder = attributes->type == SSH_FILEXFER_TYPE_DIRECTORY;
+    sftp_attributes_free(attributes);
+    return folder;
 }
 
 common::Result<TransferSummary> uploadFiles(

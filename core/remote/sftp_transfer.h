@@ -40,6 +40,9 @@ common::Result<std::string> localSha256(const std::string& path, uint64_t length
 common::Result<TransferSummary> uploadFiles(
     SshSession& session, const std::vector<std::string>& paths, const ProgressCallback& progress);
 
+// Whether `path` is a folder on the machine at the other end of `session`.
+bool remoteFolderExists(SshSession& session, const std::string& path);
+
 // Copies every regular file under `remoteDir` (recursively) to `localDir`,
 // keeping relative paths.
 common::Result<TransferSummary> downloadTree(SshSession& session, const std::string& remoteDir,

@@ -184,6 +184,7 @@ private slots:
             QCOMPARE(entry->exitCode, 0);
             QCOMPARE(entry->nodeRank, k);
         }
+        fetchesTheAdapterBack(cluster, run.err, runDir);
     }
 
     void preflightFailureStartsNothing_data()
@@ -398,6 +399,40 @@ private slots:
     }
 
 private:
+    // `fetch --run ID` from node 0: a part left by an interrupted copy is
+    // continued, the result is the run's adapter byte for byte, and a second
+    // fetch finds everything equal.
+    void fetchesTheAdapterBack(const Cluster& cluster, const QString& launchErr, const std::string& runDir)
+    {
+        const QRegularExpressionMatch id = QRegularExpression(QStringLiteral("run (\\S+) on 2 node")).match(launchErr);
+        QVERIFY(id.hasMatch());
+        const QString to = m_dir.filePath(QStringLiteral("fetched"));
+        const std::string weights = runDir + "/adapter/adapter_model.safetensors";
+        QFile original(QString::fromStdString(weights));
+        QVERIFY(original.open(QIODevice::ReadOnly));
+        const QByteArray bytes = original.readAll();
+        QVERIFY(QDir().mkpath(to + "/adapter"));
+        QFile part(to + "/adapter/adapter_model.safetensors.tbpart");
+        QVERIFY(part.open(QIODevice::WriteOnly));
+        part.write(bytes.left(bytes.size() / 3));
+        part.close();
+        const QStringList fetch = {QStringLiteral("fetch"), QStringLiteral("--host"),
+            QStringLiteral("root@") + cluster.hosts->address(0), QStringLiteral("--identity"), cluster.hosts->userKey(),
+            QStringLiteral("--known-hosts"), cluster.hosts->knownHosts(), QStringLiteral("--run"), id.captured(1),
+            QStringLiteral("--to"), to};
+        const CliOutcome first = tb::test::runProgram(kCliPath, fetch);
+        QVERIFY2(first.exitCode == 0, qPrintable(first.err));
+        QVERIFY2(first.out.contains(QStringLiteral("adapter: ")) && first.out.contains(QStringLiteral("(1 resumed")),
+            qPrintable(first.out));
+        QFile fetched(to + "/adapter/adapter_model.safetensors");
+        QVERIFY(fetched.open(QIODevice::ReadOnly));
+        QVERIFY(fetched.readAll() == bytes);
+        QVERIFY(!QFile::exists(part.fileName()));
+        const CliOutcome second = tb::test::runProgram(kCliPath, fetch);
+        QVERIFY2(second.exitCode == 0, qPrintable(second.err));
+        QVERIFY2(second.out.contains(QStringLiteral("adapter: 0 file(s) copied")), qPrintable(second.out));
+    }
+
     // tunebench-cli with another build id: another link of the same sources
     // reads the same to everything but the id.
     QString otherBuild()
