@@ -31,6 +31,9 @@ void addMultiNodeOptions(ArgParser& p)
     p.addOption("known-hosts", "FILE", "known hosts file (default ~/.ssh/known_hosts); unknown keys are refused");
     p.addOption("remote-cli", "PATH", "tunebench-cli on the nodes (default: this executable's path)");
     p.addFlag("preflight-only", "with --hostfile: check every node, start nothing");
+    p.addOption("stop", "RUN_ID", "with --hostfile: stop that run on every node gracefully (checkpoint first)\n"
+                                  "and follow it to its end");
+    p.addOption("attach", "RUN_ID", "with --hostfile: follow that run again (node states, rank 0's events)");
     p.addFlag("sync", "with --hostfile: copy the run config, model and data to every node over SFTP\n"
                       "first (same paths; files already equal are skipped, an interrupted copy goes on)");
 }
@@ -76,6 +79,8 @@ common::Result<remote::ClusterOptions> clusterOptions(const ArgParser& p, const 
 {
     if (p.positionals().size() != 1)
         return common::Error{"launch: expected one run config (RUN.yaml)", {}};
+    if (p.isSet("stop") && p.isSet("attach"))
+        return common::Error{"launch: --stop and --attach: give one of them", {}};
     for (const char* oneNode : {"nproc", "nnodes", "node-rank", "detach", "devices", "trainer"}) {
         if (p.isSet(oneNode))
             return common::Error{std::string("launch: --") + oneNode
@@ -137,17 +142,27 @@ int runMultiNodeLaunch(const ArgParser& p, const std::vector<std::string>& extra
         std::cerr << "tunebench-cli " << options.error().toString() << "\n";
         return kExitUsage;
     }
+    const std::string earlierRun = p.value("stop", p.value("attach"));
+    if (!earlierRun.empty())
+        options.value().runId = earlierRun;
     remote::ClusterLaunch cluster(std::move(options).value());
     PrintingSink sink;
-    std::fprintf(stderr, "tunebench-cli launch: run %s on %zu node(s), preflight\n",
-        cluster.options().runId.c_str(), cluster.options().hosts.size());
-    if (common::Status checked = cluster.preflight(sink); !checked) {
-        std::cerr << "tunebench-cli launch: " << checked.error().toString() << "\n";
-        return kExitUsage;
-    }
-    if (p.isSet("preflight-only")) {
-        std::fprintf(stderr, "tunebench-cli launch: preflight passed on every node; nothing started\n");
-        return kExitOk;
+    if (!earlierRun.empty()) {
+        if (common::Status attached = cluster.attach(sink); !attached) {
+            std::cerr << "tunebench-cli launch: " << attached.error().toString() << "\n";
+            return kExitUsage;
+        }
+    } else {
+        std::fprintf(stderr, "tunebench-cli launch: run %s on %zu node(s), preflight\n",
+            cluster.options().runId.c_str(), cluster.options().hosts.size());
+        if (common::Status checked = cluster.preflight(sink); !checked) {
+            std::cerr << "tunebench-cli launch: " << checked.error().toString() << "\n";
+            return kExitUsage;
+        }
+        if (p.isSet("preflight-only")) {
+            std::fprintf(stderr, "tunebench-cli launch: preflight passed on every node; nothing started\n");
+            return kExitOk;
+        }
     }
     launch::CancelToken cancel, detach;
     g_clusterCancel = &cancel;
@@ -158,7 +173,9 @@ int runMultiNodeLaunch(const ArgParser& p, const std::vector<std::string>& extra
     for (int signal : {SIGINT, SIGTERM, SIGHUP})
         sigaction(signal, &action, nullptr);
     std::signal(SIGPIPE, SIG_IGN);
-    common::Result<remote::ClusterReport> report = cluster.run(sink, cancel, detach);
+    common::Result<remote::ClusterReport> report = earlierRun.empty()
+        ? cluster.run(sink, cancel, detach)
+        : cluster.follow(sink, cancel, detach, p.isSet("stop"));
     g_clusterCancel = g_clusterDetach = nullptr;
     if (!report) {
         std::cerr << "tunebench-cli launch: " << report.error().toString() << "\n";
@@ -176,6 +193,9 @@ int runMultiNodeLaunch(const ArgParser& p, const std::vector<std::string>& extra
             : report->outcome == remote::ClusterOutcome::Stopped ? "stopped"
                                                                  : "failed",
         report->message.empty() ? "" : ": ", report->message.c_str());
+    // --stop did what it was asked.
+    if (p.isSet("stop") && report->outcome == remote::ClusterOutcome::Stopped)
+        return kExitOk;
     return exitStatusOf(*report);
 }
 

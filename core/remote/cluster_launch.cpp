@@ -7,6 +7,7 @@
 #include "remote/sftp_event_source.h"
 
 #include <chrono>
+#include <csignal>
 #include <sstream>
 #include <thread>
 
@@ -77,7 +78,10 @@ struct ClusterLaunch::Node {
 
     std::string name() const { return "node " + std::to_string(rank) + " (" + host.address() + ")"; }
     bool ended() const { return state == NodeState::Exited || state == NodeState::Vanished; }
-    bool failed() const { return state == NodeState::Vanished || (state == NodeState::Exited && entry.exitCode != 0); }
+    // Ended on a stop request (SIGINT or SIGTERM forwarded to its ranks), from
+    // this launch or another (launch --stop, monitor --stop).
+    bool stopped() const { return state == NodeState::Exited && (entry.exitCode == 128 + SIGTERM || entry.exitCode == 128 + SIGINT); }
+    bool failed() const { return state == NodeState::Vanished || (state == NodeState::Exited && entry.exitCode != 0 && !stopped()); }
 
     // `tunebench-cli ARGS...` on the node, the words quoted for its shell.
     common::Result<CommandResult> cli(const std::string& remoteCli, const std::vector<std::string>& args)
@@ -393,9 +397,52 @@ bool ClusterLaunch::allEnded() const
 common::Result<ClusterReport> ClusterLaunch::run(
     ClusterSink& sink, const launch::CancelToken& cancel, const launch::CancelToken& detach)
 {
-    m_interrupted = [&cancel, &detach] { return cancel.isCancelled() || detach.isCancelled(); };
     if (common::Status started = startNodes(sink); !started)
         return started.error();
+    return follow(sink, cancel, detach, false);
+}
+
+common::Status ClusterLaunch::attach(ClusterSink& sink, uint64_t eventOffset, uint64_t eventLine)
+{
+    m_eventOffset = eventOffset;
+    m_eventLine = eventLine;
+    std::vector<std::string> problems;
+    for (auto& node : m_nodes) {
+        common::Result<std::unique_ptr<SshSession>> session = SshSession::connect(node->target);
+        if (!session) {
+            problems.push_back(node->name() + ": " + session.error().toString());
+            continue;
+        }
+        node->session = std::move(session).value();
+        common::Result<std::vector<launch::RegistryEntry>> entries =
+            remoteRegistry(*node->session, m_options.remoteCli, m_options.runId);
+        if (!entries) {
+            problems.push_back(node->name() + ": " + entries.error().toString());
+            continue;
+        }
+        const auto mine = std::find_if(entries->begin(), entries->end(),
+            [&](const launch::RegistryEntry& e) { return e.nodeRank == node->rank; });
+        if (mine == entries->end()) {
+            problems.push_back(node->name() + ": no node " + std::to_string(node->rank) + " of run "
+                + m_options.runId + " in its run registry");
+            continue;
+        }
+        node->entry = *mine;
+        node->state = mine->state == "running" ? NodeState::Running
+            : mine->state == "exited"          ? NodeState::Exited
+                                               : NodeState::Vanished;
+        sink.nodeState(node->rank, node->host.address(), node->state,
+            node->state == NodeState::Exited ? "exit status " + std::to_string(mine->exitCode) : "");
+    }
+    if (!problems.empty())
+        return Error{"cannot attach to run " + m_options.runId + ":\n  " + joinLines(problems), {}};
+    return common::Ok{};
+}
+
+common::Result<ClusterReport> ClusterLaunch::follow(ClusterSink& sink, const launch::CancelToken& cancel,
+    const launch::CancelToken& detach, bool stopAtOnce)
+{
+    m_interrupted = [&cancel, &detach] { return cancel.isCancelled() || detach.isCancelled(); };
     ClusterReport report;
     report.runId = m_options.runId;
     bool stopping = false;
@@ -412,14 +459,22 @@ common::Result<ClusterReport> ClusterLaunch::run(
         sink.note(message + "; stopping every node");
         signalNodes("TERM", sink);
     };
+    if (stopAtOnce)
+        beginStop(ClusterOutcome::Stopped, "stop requested");
     for (;;) {
         followEvents(sink);
         for (auto& node : m_nodes)
             pollNode(*node, sink);
         if (allEnded() && !stopping) {
             const auto failed = std::find_if(m_nodes.begin(), m_nodes.end(), [](const auto& n) { return n->failed(); });
-            if (failed == m_nodes.end())
+            const auto stopped = std::find_if(m_nodes.begin(), m_nodes.end(), [](const auto& n) { return n->stopped(); });
+            if (failed == m_nodes.end()) {
+                if (stopped != m_nodes.end()) {
+                    report.outcome = ClusterOutcome::Stopped;
+                    report.message = (*stopped)->name() + " was stopped";
+                }
                 break;
+            }
         }
         if (!stopping) {
             for (const auto& node : m_nodes) {
@@ -430,6 +485,10 @@ common::Result<ClusterReport> ClusterLaunch::run(
                                 : "exit status " + std::to_string(node->entry.exitCode) + ": " + node->entry.summary));
                     break;
                 }
+            }
+            for (const auto& node : m_nodes) {
+                if (!stopping && node->stopped())
+                    beginStop(ClusterOutcome::Stopped, node->name() + " was stopped");
             }
             if (!stopping && cancel.isCancelled())
                 beginStop(ClusterOutcome::Stopped, "stop requested");

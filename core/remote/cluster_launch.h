@@ -92,6 +92,15 @@ public:
     common::Result<ClusterReport> run(
         ClusterSink& sink, const launch::CancelToken& cancel, const launch::CancelToken& detach);
 
+    // Connects to the nodes of the run options.runId started earlier (the
+    // same hostfile) and reads each one's registry entry; events are read on
+    // from `eventOffset`. Then follow() takes over as run() would.
+    common::Status attach(ClusterSink& sink, uint64_t eventOffset = 0, uint64_t eventLine = 1);
+    // Follows started (or attached) nodes to their end, as run() does;
+    // `stopAtOnce` begins with the graceful stop of every node.
+    common::Result<ClusterReport> follow(ClusterSink& sink, const launch::CancelToken& cancel,
+        const launch::CancelToken& detach, bool stopAtOnce);
+
     const ClusterOptions& options() const { return m_options; }
 
 private:

@@ -50,7 +50,7 @@ struct Cluster {
     {
         return {QStringLiteral("launch"), QString::fromStdString(config), QStringLiteral("--hostfile"), hostfile,
             QStringLiteral("--ssh-key"), hosts->userKey(), QStringLiteral("--known-hosts"),
-            knownHosts.isEmpty() ? hosts->knownHosts() : knownHosts, QStringLiteral("--grace"), QStringLiteral("5")};
+            knownHosts.isEmpty() ? hosts->knownHosts() : knownHosts, QStringLiteral("--grace"), QStringLiteral("15")};
     }
 
     // Registry entries host k holds.
@@ -264,8 +264,8 @@ private slots:
         QElapsedTimer clock;
         clock.start();
         QCOMPARE(::kill(pid_t(entry->pid), SIGKILL), 0);
-        // Bound: a poll to notice, the grace (5 s), SIGKILL and its report.
-        QVERIFY2(launcher.waitForFinished(40000), "the launch did not end after a node was killed");
+        // Bound: a poll to notice, the grace (15 s), SIGKILL and its report.
+        QVERIFY2(launcher.waitForFinished(60000), "the launch did not end after a node was killed");
         const double seconds = clock.elapsed() / 1000.0;
         const QString err = QString::fromUtf8(launcher.readAllStandardError());
         QCOMPARE(launcher.exitCode(), 1);
@@ -368,21 +368,40 @@ private slots:
         QVERIFY(fs::exists(exportOf(runDir, QStringLiteral("lora"))));
     }
 
-    void ctrlCStopsEveryNodeGracefully()
+    void stopsEveryNodeGracefully_data()
     {
+        QTest::addColumn<bool>("fromAnotherCli");
+        QTest::newRow("Ctrl-C") << false;
+        QTest::newRow("launch --stop RUN_ID") << true;
+    }
+
+    void stopsEveryNodeGracefully()
+    {
+        QFETCH(bool, fromAnotherCli);
         Cluster cluster;
         const QString started = cluster.start({{}, {}});
         QVERIFY2(started.isEmpty(), qPrintable(started));
-        const std::string config = this->config(QStringLiteral("stopped"), 5000);
-        const std::string runDir = m_dir.filePath(QStringLiteral("stopped")).toStdString();
+        const QString name = fromAnotherCli ? QStringLiteral("stopped-by-cli") : QStringLiteral("stopped-by-signal");
+        const std::string config = this->config(name, 5000);
+        const std::string runDir = m_dir.filePath(name).toStdString();
         QProcess launcher;
         launcher.start(kCliPath, cluster.launchArguments(config) + trainerArguments(runDir));
         QVERIFY(waitForSteps(runDir, 2));
-        ::kill(pid_t(launcher.processId()), SIGINT);
+        if (fromAnotherCli) {
+            const auto entry = tb::launch::readRegistryEntry(cluster.registryEntries(0).value(0).toStdString());
+            QVERIFY(entry.ok());
+            const CliOutcome stop = tb::test::runProgram(kCliPath,
+                cluster.launchArguments(config) << QStringLiteral("--stop") << QString::fromStdString(entry->runId), 60000);
+            QVERIFY2(stop.exitCode == 0, qPrintable(stop.err));
+            QVERIFY2(stop.err.contains(QStringLiteral("stop requested; stopping every node")), qPrintable(stop.err));
+        } else {
+            ::kill(pid_t(launcher.processId()), SIGINT);
+        }
         QVERIFY(launcher.waitForFinished(60000));
         const QString err = QString::fromUtf8(launcher.readAllStandardError());
-        QCOMPARE(launcher.exitCode(), 130);
-        QVERIFY2(err.contains(QStringLiteral("stop requested; stopping every node")), qPrintable(err));
+        QVERIFY2(launcher.exitCode() == 130, qPrintable(err));
+        if (!fromAnotherCli)
+            QVERIFY2(err.contains(QStringLiteral("stop requested; stopping every node")), qPrintable(err));
         // Rank 0 checkpointed and ended "stopped"; each node recorded its end.
         const std::vector<nlohmann::json> all = events(runDir + "/events.jsonl");
         QVERIFY(!ofType(all, "checkpoint").empty());
@@ -392,8 +411,8 @@ private slots:
         for (int k = 0; k < 2; ++k) {
             const auto entry = tb::launch::readRegistryEntry(cluster.registryEntries(k).value(0).toStdString());
             QVERIFY(entry.ok());
-            QCOMPARE(entry->state, std::string("exited"));
-            QCOMPARE(entry->exitCode, 128 + SIGTERM);
+            QVERIFY2(entry->state == "exited" && entry->exitCode == 128 + SIGTERM,
+                qPrintable(QString::fromStdString(tb::launch::registryEntryToJson(*entry))));
         }
         QCOMPARE(processesWith(QString::fromStdString(config)), QString());
     }
