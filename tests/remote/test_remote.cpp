@@ -258,7 +258,10 @@ private slots:
     {
         QTest::addColumn<QStringList>("arguments");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("no folder") << QStringList{} << "expected one run folder";
+        QTest::newRow("two folders") << QStringList{"a", "b"} << "expected one run folder or --run ID";
+        QTest::newRow("folder and --run") << QStringList{"a", "--run", "x"} << "expected one run folder or --run ID";
+        QTest::newRow("offset not a number") << QStringList{"run", "--from-offset", "x"} << "--from-offset";
+        QTest::newRow("remote-cli without host") << QStringList{"--remote-cli", "/x"} << "--remote-cli needs --host";
         QTest::newRow("port without host") << QStringList{"run", "--port", "22"} << "--port needs --host";
         QTest::newRow("bad host") << QStringList{"run", "--host", "user@"} << "expected [USER@]HOST";
         QTest::newRow("bad port") << QStringList{"run", "--host", "h", "--port", "0"} << "--port";
