@@ -1,3 +1,5 @@
+#include "launch/run_registry.h"
+
 #include <QtTest>
 
 #include <QElapsedTimer>
@@ -354,6 +356,14 @@ private slots:
                                              << "run_id: got 'my job', expected up to 128";
         QTest::addRow("unknown option")
             << QStringList{"--nprocs", "2"} << "unknown option '--nprocs'";
+        QTest::addRow("devices not indices") << QStringList{"--devices", "0;rm"}
+                                             << "--devices: got '0;rm', expected GPU indices like 0,2";
+        QTest::addRow("hostfile missing") << QStringList{"launch", m_config, "--hostfile", "/nonexistent/hosts"}
+                                          << "hostfile '/nonexistent/hosts': cannot be read";
+        QTest::addRow("hostfile with --nproc") << QStringList{"--hostfile", "/nonexistent/hosts", "--nproc", "2"}
+                                               << "--nproc is for one node";
+        QTest::addRow("stop and attach") << QStringList{"--hostfile", "/x", "--stop", "a", "--attach", "b"}
+                                         << "--stop and --attach: give one of them";
     }
     void badInput()
     {
@@ -364,6 +374,45 @@ private slots:
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(QString::fromUtf8(r.err).contains(expected), r.err.constData());
         QVERIFY(!r.out.contains("[rank"));
+    }
+
+    // --detach: the launcher leaves, records itself in the registry, runs
+    // its ranks to the end and records how it ended; monitor lists it.
+    void detachedLaunchIsRegistered()
+    {
+        QTemporaryDir state;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("XDG_STATE_HOME"), state.path());
+        const Outcome started = launch(launchArgs({"--nproc", "2", "--detach", "--run-id", "detached-1"}, {}),
+            30000, 0, {}, env);
+        QCOMPARE(started.exitCode, 0);
+        const auto entry = tb::launch::registryEntryFromJson(started.out.toStdString(), "stdout");
+        QVERIFY2(entry.ok(), started.out.constData());
+        QCOMPARE(entry->runId, std::string("detached-1"));
+        QCOMPARE(entry->state, std::string("running"));
+        QVERIFY(entry->pid > 0);
+        const std::string path = tb::launch::registryEntryPath(state.path().toStdString() + "/tunebench/runs", "detached-1", 0);
+        QCOMPARE(QString::fromStdString(entry->log), QString::fromStdString(path.substr(0, path.size() - 5) + ".log"));
+        QElapsedTimer waited;
+        waited.start();
+        auto ended = tb::launch::readRegistryEntry(path);
+        while ((!ended.ok() || ended->state != "exited") && waited.elapsed() < 20000) {
+            QTest::qWait(50);
+            ended = tb::launch::readRegistryEntry(path);
+        }
+        QVERIFY(ended.ok());
+        QCOMPARE(ended->state, std::string("exited"));
+        QCOMPARE(ended->exitCode, 0);
+        QVERIFY2(QString::fromStdString(ended->summary).startsWith("all 2 ranks finished"), ended->summary.c_str());
+        QFile log(QString::fromStdString(entry->log));
+        QVERIFY(log.open(QIODevice::ReadOnly));
+        QVERIFY(log.readAll().contains("[rank 1] "));
+        QProcess monitor;
+        monitor.setProcessEnvironment(env);
+        monitor.start(QStringLiteral(TB_CLI_PATH), {QStringLiteral("monitor")});
+        QVERIFY(monitor.waitForFinished(10000));
+        const QString listed = QString::fromUtf8(monitor.readAllStandardOutput());
+        QVERIFY2(listed.contains(QStringLiteral("detached-1")) && listed.contains(QStringLiteral("exit 0")), qPrintable(listed));
     }
 
     void badConfigNamesTheField()
