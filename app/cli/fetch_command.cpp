@@ -11,6 +11,7 @@
 #include "remote/remote_registry.h"
 #include "remote/sftp_transfer.h"
 #include "remote/ssh_session.h"
+#include "ssh_options.h"
 #endif
 
 #include <chrono>
@@ -30,10 +31,9 @@ ArgParser makeParser()
         "equal are skipped; an interrupted copy goes on where it stopped; every file's\n"
         "SHA-256 is checked against the original.");
     p.addPositional("RUN_DIR", "the run folder there (or give --run)");
-    p.addOption("host", "[USER@]HOST", "the machine the run is on");
-    p.addOption("port", "N", "its SSH port (default: ~/.ssh/config's, else 22)");
-    p.addOption("identity", "FILE", "private key (default: ~/.ssh/config, ssh-agent, ~/.ssh keys)");
-    p.addOption("known-hosts", "FILE", "known hosts file (default ~/.ssh/known_hosts)");
+#ifdef TB_HAVE_SSH
+    addSshOptions(p, "the machine the run is on");
+#endif
     p.addOption("run", "ID", "the run with this id in the machine's run registry (node 0's folder)");
     p.addOption("remote-cli", "PATH", "tunebench-cli there, for --run (default: this executable's path)");
     p.addOption("what", "KIND", "adapter, merged or exports (both, default)");
@@ -43,21 +43,6 @@ ArgParser makeParser()
 }
 
 #ifdef TB_HAVE_SSH
-
-common::Result<std::unique_ptr<remote::SshSession>> connect(const ArgParser& p)
-{
-    common::Result<remote::SshTarget> target = remote::parseSshTarget(p.value("host"));
-    if (!target)
-        return common::Error{"fetch: --host: " + target.error().message, target.error().hint};
-    const common::Result<long long> port = p.integer("port", 0, 1, 65535);
-    if (!port)
-        return port.error();
-    remote::SshTarget where = *target;
-    where.port = int(*port);
-    where.identityFile = p.value("identity");
-    where.knownHostsFile = p.value("known-hosts");
-    return remote::SshSession::connect(where);
-}
 
 common::Result<std::string> runFolder(const ArgParser& p, remote::SshSession& session)
 {
@@ -106,7 +91,7 @@ int fetch(const ArgParser& p)
         std::cerr << "fetch: --what: got '" << p.value("what") << "', expected adapter, merged or exports\n";
         return kExitUsage;
     }
-    common::Result<std::unique_ptr<remote::SshSession>> session = connect(p);
+    common::Result<std::unique_ptr<remote::SshSession>> session = connectWithOptions(p, "fetch");
     if (!session) {
         std::cerr << "tunebench-cli fetch: " << session.error().toString() << "\n";
         return kExitUsage;

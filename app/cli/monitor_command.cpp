@@ -16,6 +16,7 @@
 #include "remote/remote_run_control.h"
 #include "remote/sftp_event_source.h"
 #include "remote/ssh_session.h"
+#include "ssh_options.h"
 #endif
 
 #include <atomic>
@@ -53,10 +54,11 @@ ArgParser makeParser()
     p.addOption("from-line", "N", "the line number at --from-offset (default 1)");
     p.addOption("remote-cli", "PATH", "tunebench-cli on the host, for --run and the registry "
                                       "(default: this executable's path)");
-    p.addOption("host", "[USER@]HOST", "the machine the run is on (default: this one)");
-    p.addOption("port", "N", "its SSH port (default: ~/.ssh/config's, else 22)");
-    p.addOption("identity", "FILE", "private key (default: ssh-agent, then ~/.ssh keys)");
-    p.addOption("known-hosts", "FILE", "known hosts file (default ~/.ssh/known_hosts)");
+#ifdef TB_HAVE_SSH
+    addSshOptions(p, "the machine the run is on (default: this one)");
+#else
+    p.addOption("host", "[USER@]HOST", "the machine the run is on (this build has no SSH)");
+#endif
     p.addOption("poll", "SECONDS", "how often to read the file (default 1)");
     p.addFlag("once", "print what the run has written so far, then exit");
     p.addFlag("stop", "ask the run to stop (SIGTERM to rank 0: it checkpoints and ends 'stopped'), "
@@ -113,17 +115,7 @@ common::Result<Connection> connect(const ArgParser& p)
         return connection;
     }
 #ifdef TB_HAVE_SSH
-    common::Result<remote::SshTarget> parsed = remote::parseSshTarget(p.value("host"));
-    if (!parsed)
-        return Error{"monitor: --host: " + parsed.error().message, parsed.error().hint};
-    const common::Result<long long> port = p.integer("port", 0, 1, 65535);
-    if (!port)
-        return port.error();
-    remote::SshTarget target = parsed.value();
-    target.port = int(*port);
-    target.identityFile = p.value("identity");
-    target.knownHostsFile = p.value("known-hosts");
-    common::Result<std::unique_ptr<remote::SshSession>> session = remote::SshSession::connect(target);
+    common::Result<std::unique_ptr<remote::SshSession>> session = connectWithOptions(p, "monitor");
     if (!session)
         return session.error();
     connection.session = std::move(session).value();

@@ -1,4 +1,5 @@
 #include "remote/cluster_launch.h"
+#include "remote/cluster_node.h"
 
 #include "launch/text_quote.h"
 #include "launch/world_layout.h"
@@ -16,7 +17,7 @@ namespace tb::remote {
 namespace {
 
 using common::Error;
-using Clock = std::chrono::steady_clock;
+using cluster_detail::Clock;
 
 // Reconnecting to a node that dropped is tried this often, not every poll:
 // each try may wait for the SSH timeout.
@@ -24,7 +25,12 @@ constexpr auto kReconnectEvery = std::chrono::seconds(5);
 // After SIGKILL, how long the nodes get to report their launcher gone.
 constexpr double kAfterKillSeconds = 10.0;
 
-std::string joinLines(const std::vector<std::string>& lines)
+using cluster_detail::firstLine;
+using cluster_detail::joinLines;
+
+} // namespace
+
+std::string cluster_detail::joinLines(const std::vector<std::string>& lines)
 {
     std::string text;
     for (const std::string& line : lines)
@@ -32,13 +38,11 @@ std::string joinLines(const std::vector<std::string>& lines)
     return text;
 }
 
-std::string firstLine(const std::string& text)
+std::string cluster_detail::firstLine(const std::string& text)
 {
     const size_t end = text.find('\n');
     return text.substr(0, end);
 }
-
-} // namespace
 
 std::string_view toString(NodeState state)
 {
@@ -66,37 +70,6 @@ SshTarget targetFor(const launch::HostSlots& host, const ClusterOptions& options
     return target;
 }
 
-struct ClusterLaunch::Node {
-    int rank = 0;
-    launch::HostSlots host;
-    SshTarget target;
-    std::unique_ptr<SshSession> session;
-    launch::RegistryEntry entry;
-    NodeState state = NodeState::Connecting;
-    Clock::time_point nextReconnect{};
-    std::string problem; // the link's last error while unreachable
-
-    std::string name() const { return "node " + std::to_string(rank) + " (" + host.address() + ")"; }
-    bool ended() const { return state == NodeState::Exited || state == NodeState::Vanished; }
-    // Ended on a stop request (SIGINT or SIGTERM forwarded to its ranks), from
-    // this launch or another (launch --stop, monitor --stop).
-    bool stopped() const { return state == NodeState::Exited && (entry.exitCode == 128 + SIGTERM || entry.exitCode == 128 + SIGINT); }
-    bool failed() const { return state == NodeState::Vanished || (state == NodeState::Exited && entry.exitCode != 0 && !stopped()); }
-
-    // `tunebench-cli ARGS...` on the node, the words quoted for its shell.
-    common::Result<CommandResult> cli(const std::string& remoteCli, const std::vector<std::string>& args)
-    {
-        std::string command = launch::shellQuote(remoteCli);
-        for (const std::string& arg : args)
-            command += " " + launch::shellQuote(arg);
-        common::Result<CommandResult> result = session->run(command);
-        if (result && result->exitStatus == 127)
-            return Error{name() + ": " + remoteCli + " is not there (the shell said: "
-                    + firstLine(result->errorOutput) + ")",
-                "install the same tunebench build on every node, at the same path, or give --remote-cli"};
-        return result;
-    }
-};
 
 ClusterLaunch::ClusterLaunch(ClusterOptions options)
     : m_options(std::move(options))
@@ -115,130 +88,6 @@ ClusterLaunch::ClusterLaunch(ClusterOptions options)
 }
 
 ClusterLaunch::~ClusterLaunch() = default;
-
-common::Status ClusterLaunch::preflight(ClusterSink& sink)
-{
-    const launch::NodeFacts here = launch::collectNodeFacts(m_options.configPath);
-    if (!here.configError.empty())
-        return Error{"the run config does not load here: " + here.configError, {}};
-    std::vector<std::vector<std::string>> problems(m_nodes.size());
-    std::vector<std::thread> checks;
-    for (size_t i = 0; i < m_nodes.size(); ++i)
-        checks.emplace_back([this, i, &here, &problems, &sink] { problems[i] = checkNode(*m_nodes[i], here, sink); });
-    for (std::thread& check : checks)
-        check.join();
-    std::vector<std::string> all;
-    for (size_t i = 0; i < m_nodes.size(); ++i) {
-        const bool ok = problems[i].empty();
-        sink.nodeState(int(i), m_nodes[i]->host.address(), ok ? NodeState::Checked : NodeState::Connecting,
-            ok ? "preflight passed" : problems[i].front());
-        all.insert(all.end(), problems[i].begin(), problems[i].end());
-    }
-    if (all.empty()) {
-        if (common::Status port = checkMasterPort(sink); !port)
-            all.push_back(port.error().message);
-    }
-    if (!all.empty())
-        return Error{"preflight found " + std::to_string(all.size()) + " problem(s); nothing was started:\n  "
-                + joinLines(all),
-            {}};
-    return common::Ok{};
-}
-
-common::Result<launch::NodeFacts> ClusterLaunch::nodeFacts(Node& node)
-{
-    common::Result<CommandResult> answer = node.cli(m_options.remoteCli, {"node-check", m_options.configPath});
-    if (!answer)
-        return answer.error();
-    if (answer->exitStatus != 0)
-        return Error{node.name() + ": node-check failed: " + firstLine(answer->errorOutput), {}};
-    return launch::nodeFactsFromJson(answer->output, node.name());
-}
-
-std::vector<std::string> ClusterLaunch::checkNode(Node& node, const launch::NodeFacts& here, ClusterSink& sink)
-{
-    common::Result<std::unique_ptr<SshSession>> session = SshSession::connect(node.target);
-    if (!session)
-        return {node.name() + ": " + session.error().toString()};
-    node.session = std::move(session).value();
-    common::Result<launch::NodeFacts> facts = nodeFacts(node);
-    if (facts && m_options.sync) {
-        if (common::Status synced = syncInputs(node, here, sink); !synced)
-            return {node.name() + ": --sync: " + synced.error().toString()};
-        facts = nodeFacts(node);
-    }
-    if (!facts)
-        return {facts.error().toString()};
-    return launch::compareNodeFacts(here, *facts, node.name(), int(node.host.slotIndices.size()));
-}
-
-common::Status ClusterLaunch::syncInputs(Node& node, const launch::NodeFacts& here, ClusterSink& sink)
-{
-    std::vector<std::string> files;
-    for (const launch::FileFact& file : here.inputs)
-        files.push_back(file.path);
-    auto lastReport = Clock::now() - std::chrono::seconds(1);
-    const ProgressCallback progress = [&](const TransferProgress& p) {
-        if (Clock::now() - lastReport < std::chrono::milliseconds(500) && p.bytesDone < p.bytes)
-            return;
-        lastReport = Clock::now();
-        const std::lock_guard lock(m_sinkMutex);
-        sink.transferProgress(node.rank, node.host.address(), p);
-    };
-    common::Result<TransferSummary> summary = uploadFiles(*node.session, files, progress);
-    if (!summary)
-        return summary.error();
-    const std::lock_guard lock(m_sinkMutex);
-    sink.note(node.name() + ": synced " + std::to_string(summary->copied) + " file(s) ("
-        + std::to_string(summary->resumed) + " resumed, " + std::to_string(summary->bytesSent) + " bytes sent), "
-        + std::to_string(summary->skipped) + " already equal");
-    return common::Ok{};
-}
-
-common::Status ClusterLaunch::checkMasterPort(ClusterSink& sink)
-{
-    Node& master = *m_nodes.front();
-    if (m_options.masterPort == 0) {
-        common::Result<CommandResult> free = master.cli(m_options.remoteCli, {"node-check", "--free-port"});
-        if (!free || free->exitStatus != 0)
-            return Error{master.name() + ": no free port for the master: "
-                    + (free ? firstLine(free->errorOutput) : free.error().message),
-                {}};
-        m_options.masterPort = std::atoi(free->output.c_str());
-    }
-    const std::string port = std::to_string(m_options.masterPort);
-    const std::string seconds = std::to_string(m_options.portCheckSeconds);
-    std::vector<std::string> problems(m_nodes.size());
-    std::vector<std::thread> checks;
-    checks.emplace_back([&] {
-        auto listen = master.cli(m_options.remoteCli,
-            {"node-check", "--listen", port, "--peers", std::to_string(m_nodes.size() - 1), "--timeout", seconds});
-        if (!listen || listen->exitStatus != 0)
-            problems[0] = master.name() + ": master port " + port + ": "
-                + (listen ? firstLine(listen->errorOutput) : listen.error().message);
-    });
-    for (size_t i = 1; i < m_nodes.size(); ++i) {
-        checks.emplace_back([&, i] {
-            Node& node = *m_nodes[i];
-            auto connect = node.cli(m_options.remoteCli,
-                {"node-check", "--connect", m_options.masterAddr + ":" + port, "--timeout", seconds});
-            if (!connect || connect->exitStatus != 0)
-                problems[i] = node.name() + ": cannot reach the master port: "
-                    + (connect ? firstLine(connect->errorOutput) : connect.error().message);
-        });
-    }
-    for (std::thread& check : checks)
-        check.join();
-    std::vector<std::string> found;
-    for (const std::string& problem : problems) {
-        if (!problem.empty())
-            found.push_back(problem);
-    }
-    if (!found.empty())
-        return Error{joinLines(found), {}};
-    sink.note("master " + m_options.masterAddr + ":" + port + " free on node 0 and reachable from every node");
-    return common::Ok{};
-}
 
 std::string ClusterLaunch::launchCommand(const Node& node) const
 {

@@ -1,0 +1,143 @@
+// The preflight of a multi-node launch: every node checked at once, --sync,
+// and the master port (docs/LAUNCH.md).
+#include "remote/cluster_launch.h"
+#include "remote/cluster_node.h"
+
+#include <thread>
+
+namespace tb::remote {
+
+namespace {
+
+using cluster_detail::Clock;
+using cluster_detail::firstLine;
+using cluster_detail::joinLines;
+using common::Error;
+
+} // namespace
+
+common::Status ClusterLaunch::preflight(ClusterSink& sink)
+{
+    const launch::NodeFacts here = launch::collectNodeFacts(m_options.configPath);
+    if (!here.configError.empty())
+        return Error{"the run config does not load here: " + here.configError, {}};
+    std::vector<std::vector<std::string>> problems(m_nodes.size());
+    std::vector<std::thread> checks;
+    for (size_t i = 0; i < m_nodes.size(); ++i)
+        checks.emplace_back([this, i, &here, &problems, &sink] { problems[i] = checkNode(*m_nodes[i], here, sink); });
+    for (std::thread& check : checks)
+        check.join();
+    std::vector<std::string> all;
+    for (size_t i = 0; i < m_nodes.size(); ++i) {
+        const bool ok = problems[i].empty();
+        sink.nodeState(int(i), m_nodes[i]->host.address(), ok ? NodeState::Checked : NodeState::Connecting,
+            ok ? "preflight passed" : problems[i].front());
+        all.insert(all.end(), problems[i].begin(), problems[i].end());
+    }
+    if (all.empty()) {
+        if (common::Status port = checkMasterPort(sink); !port)
+            all.push_back(port.error().message);
+    }
+    if (!all.empty())
+        return Error{"preflight found " + std::to_string(all.size()) + " problem(s); nothing was started:\n  "
+                + joinLines(all),
+            {}};
+    return common::Ok{};
+}
+
+common::Result<launch::NodeFacts> ClusterLaunch::nodeFacts(Node& node)
+{
+    common::Result<CommandResult> answer = node.cli(m_options.remoteCli, {"node-check", m_options.configPath});
+    if (!answer)
+        return answer.error();
+    if (answer->exitStatus != 0)
+        return Error{node.name() + ": node-check failed: " + firstLine(answer->errorOutput), {}};
+    return launch::nodeFactsFromJson(answer->output, node.name());
+}
+
+std::vector<std::string> ClusterLaunch::checkNode(Node& node, const launch::NodeFacts& here, ClusterSink& sink)
+{
+    common::Result<std::unique_ptr<SshSession>> session = SshSession::connect(node.target);
+    if (!session)
+        return {node.name() + ": " + session.error().toString()};
+    node.session = std::move(session).value();
+    common::Result<launch::NodeFacts> facts = nodeFacts(node);
+    if (facts && m_options.sync) {
+        if (common::Status synced = syncInputs(node, here, sink); !synced)
+            return {node.name() + ": --sync: " + synced.error().toString()};
+        facts = nodeFacts(node);
+    }
+    if (!facts)
+        return {facts.error().toString()};
+    return launch::compareNodeFacts(here, *facts, node.name(), int(node.host.slotIndices.size()));
+}
+
+common::Status ClusterLaunch::syncInputs(Node& node, const launch::NodeFacts& here, ClusterSink& sink)
+{
+    std::vector<std::string> files;
+    for (const launch::FileFact& file : here.inputs)
+        files.push_back(file.path);
+    auto lastReport = Clock::now() - std::chrono::seconds(1);
+    const ProgressCallback progress = [&](const TransferProgress& p) {
+        if (Clock::now() - lastReport < std::chrono::milliseconds(500) && p.bytesDone < p.bytes)
+            return;
+        lastReport = Clock::now();
+        const std::lock_guard lock(m_sinkMutex);
+        sink.transferProgress(node.rank, node.host.address(), p);
+    };
+    common::Result<TransferSummary> summary = uploadFiles(*node.session, files, progress);
+    if (!summary)
+        return summary.error();
+    const std::lock_guard lock(m_sinkMutex);
+    sink.note(node.name() + ": synced " + std::to_string(summary->copied) + " file(s) ("
+        + std::to_string(summary->resumed) + " resumed, " + std::to_string(summary->bytesSent) + " bytes sent), "
+        + std::to_string(summary->skipped) + " already equal");
+    return common::Ok{};
+}
+
+common::Status ClusterLaunch::checkMasterPort(ClusterSink& sink)
+{
+    Node& master = *m_nodes.front();
+    if (m_options.masterPort == 0) {
+        common::Result<CommandResult> free = master.cli(m_options.remoteCli, {"node-check", "--free-port"});
+        if (!free || free->exitStatus != 0)
+            return Error{master.name() + ": no free port for the master: "
+                    + (free ? firstLine(free->errorOutput) : free.error().message),
+                {}};
+        m_options.masterPort = std::atoi(free->output.c_str());
+    }
+    const std::string port = std::to_string(m_options.masterPort);
+    const std::string seconds = std::to_string(m_options.portCheckSeconds);
+    std::vector<std::string> problems(m_nodes.size());
+    std::vector<std::thread> checks;
+    checks.emplace_back([&] {
+        auto listen = master.cli(m_options.remoteCli,
+            {"node-check", "--listen", port, "--peers", std::to_string(m_nodes.size() - 1), "--timeout", seconds});
+        if (!listen || listen->exitStatus != 0)
+            problems[0] = master.name() + ": master port " + port + ": "
+                + (listen ? firstLine(listen->errorOutput) : listen.error().message);
+    });
+    for (size_t i = 1; i < m_nodes.size(); ++i) {
+        checks.emplace_back([&, i] {
+            Node& node = *m_nodes[i];
+            auto connect = node.cli(m_options.remoteCli,
+                {"node-check", "--connect", m_options.masterAddr + ":" + port, "--timeout", seconds});
+            if (!connect || connect->exitStatus != 0)
+                problems[i] = node.name() + ": cannot reach the master port: "
+                    + (connect ? firstLine(connect->errorOutput) : connect.error().message);
+        });
+    }
+    for (std::thread& check : checks)
+        check.join();
+    std::vector<std::string> found;
+    for (const std::string& problem : problems) {
+        if (!problem.empty())
+            found.push_back(problem);
+    }
+    if (!found.empty())
+        return Error{joinLines(found), {}};
+    sink.note("master " + m_options.masterAddr + ":" + port + " free on node 0 and reachable from every node");
+    return common::Ok{};
+}
+
+} // namespace tb::remote
