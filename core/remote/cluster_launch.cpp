@@ -288,84 +288,103 @@ common::Status ClusterLaunch::attach(ClusterSink& sink, uint64_t eventOffset, ui
     return common::Ok{};
 }
 
+std::optional<ClusterLaunch::StopReason> ClusterLaunch::reasonToStop(const launch::CancelToken& cancel) const
+{
+    for (const auto& node : m_nodes) {
+        if (node->failed())
+            return StopReason{ClusterOutcome::NodeFailed,
+                node->name() + ": "
+                    + (node->state == NodeState::Vanished
+                            ? "its launcher was killed (pid " + std::to_string(node->entry.pid) + ")"
+                            : "exit status " + std::to_string(node->entry.exitCode) + ": " + node->entry.summary)};
+    }
+    for (const auto& node : m_nodes) {
+        if (node->stopped())
+            return StopReason{ClusterOutcome::Stopped, node->name() + " was stopped"};
+    }
+    if (cancel.isCancelled())
+        return StopReason{ClusterOutcome::Stopped, "stop requested"};
+    return std::nullopt;
+}
+
+void ClusterLaunch::beginStop(StopReason reason, ClusterSink& sink)
+{
+    m_stop.reason = std::move(reason);
+    m_stop.since = Clock::now();
+    m_stop.killAt = m_stop.since + std::chrono::milliseconds(long((m_options.graceSeconds + 5) * 1000));
+    m_stop.giveUpAt = m_stop.killAt + std::chrono::milliseconds(long(kAfterKillSeconds * 1000));
+    sink.note(m_stop.reason->message + "; stopping every node");
+    signalNodes("TERM", sink);
+}
+
+// One round of a stop under way: SIGKILL once the grace is over; true when
+// it is over (every node ended, or no news from one for too long).
+bool ClusterLaunch::stopOver(ClusterSink& sink)
+{
+    if (allEnded() || Clock::now() >= m_stop.giveUpAt)
+        return true;
+    if (!m_stop.killed && Clock::now() >= m_stop.killAt) {
+        m_stop.killed = true;
+        sink.note("a node did not stop within the grace; SIGKILL");
+        signalNodes("KILL", sink);
+    }
+    return false;
+}
+
 common::Result<ClusterReport> ClusterLaunch::follow(ClusterSink& sink, const launch::CancelToken& cancel,
     const launch::CancelToken& detach, bool stopAtOnce)
 {
     m_interrupted = [&cancel, &detach] { return cancel.isCancelled() || detach.isCancelled(); };
-    ClusterReport report;
-    report.runId = m_options.runId;
-    bool stopping = false;
-    bool killed = false;
-    Clock::time_point stopAt{}, killAt{}, giveUpAt{};
-    const auto poll = std::chrono::milliseconds(long(m_options.pollSeconds * 1000));
-    const auto beginStop = [&](ClusterOutcome outcome, const std::string& message) {
-        stopping = true;
-        report.outcome = outcome;
-        report.message = message;
-        stopAt = Clock::now();
-        killAt = stopAt + std::chrono::milliseconds(long((m_options.graceSeconds + 5) * 1000));
-        giveUpAt = killAt + std::chrono::milliseconds(long(kAfterKillSeconds * 1000));
-        sink.note(message + "; stopping every node");
-        signalNodes("TERM", sink);
-    };
+    m_stop = {};
     if (stopAtOnce)
-        beginStop(ClusterOutcome::Stopped, "stop requested");
+        beginStop({ClusterOutcome::Stopped, "stop requested"}, sink);
+    bool detached = false;
+    const auto poll = std::chrono::milliseconds(long(m_options.pollSeconds * 1000));
     for (;;) {
         followEvents(sink);
         for (auto& node : m_nodes)
             pollNode(*node, sink);
-        if (allEnded() && !stopping) {
-            const auto failed = std::find_if(m_nodes.begin(), m_nodes.end(), [](const auto& n) { return n->failed(); });
-            const auto stopped = std::find_if(m_nodes.begin(), m_nodes.end(), [](const auto& n) { return n->stopped(); });
-            if (failed == m_nodes.end()) {
-                if (stopped != m_nodes.end()) {
-                    report.outcome = ClusterOutcome::Stopped;
-                    report.message = (*stopped)->name() + " was stopped";
-                }
+        if (m_stop.reason) {
+            if (stopOver(sink))
+                break;
+        } else if (std::optional<StopReason> reason = reasonToStop(cancel)) {
+            // Every node already ended this way: nothing left to stop.
+            if (allEnded()) {
+                m_stop.reason = std::move(reason);
                 break;
             }
-        }
-        if (!stopping) {
-            for (const auto& node : m_nodes) {
-                if (node->failed()) {
-                    beginStop(ClusterOutcome::NodeFailed,
-                        node->name() + ": " + (node->state == NodeState::Vanished
-                                ? std::string("its launcher was killed (pid ") + std::to_string(node->entry.pid) + ")"
-                                : "exit status " + std::to_string(node->entry.exitCode) + ": " + node->entry.summary));
-                    break;
-                }
-            }
-            for (const auto& node : m_nodes) {
-                if (!stopping && node->stopped())
-                    beginStop(ClusterOutcome::Stopped, node->name() + " was stopped");
-            }
-            if (!stopping && cancel.isCancelled())
-                beginStop(ClusterOutcome::Stopped, "stop requested");
-            if (!stopping && detach.isCancelled()) {
-                report.outcome = ClusterOutcome::Detached;
-                break;
-            }
-        }
-        if (stopping) {
-            if (allEnded() || Clock::now() >= giveUpAt)
-                break;
-            if (!killed && Clock::now() >= killAt) {
-                killed = true;
-                sink.note("a node did not stop within the grace; SIGKILL");
-                signalNodes("KILL", sink);
-            }
+            beginStop(std::move(*reason), sink);
+        } else if (allEnded()) {
+            break;
+        } else if (detach.isCancelled()) {
+            detached = true;
+            break;
         }
         std::this_thread::sleep_for(poll);
     }
-    if (report.outcome != ClusterOutcome::Detached)
+    if (!detached)
         followEvents(sink);
+    return report(detached);
+}
+
+ClusterReport ClusterLaunch::report(bool detached) const
+{
+    ClusterReport report;
+    report.runId = m_options.runId;
     report.eventOffset = m_eventOffset;
     report.eventLine = m_eventLine;
-    if (stopping)
-        report.stopSeconds = std::chrono::duration<double>(Clock::now() - stopAt).count();
+    if (detached)
+        report.outcome = ClusterOutcome::Detached;
+    else if (m_stop.reason) {
+        report.outcome = m_stop.reason->outcome;
+        report.message = m_stop.reason->message;
+    }
+    const bool stopSent = m_stop.since != Clock::time_point{};
+    if (stopSent)
+        report.stopSeconds = std::chrono::duration<double>(Clock::now() - m_stop.since).count();
     for (const auto& node : m_nodes) {
         report.nodes.push_back(node->entry);
-        if (stopping && !node->ended())
+        if (stopSent && !node->ended())
             report.message += "; " + node->name() + " did not confirm its end (" + std::string(toString(node->state)) + ")";
     }
     return report;

@@ -14,6 +14,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -119,6 +121,16 @@ private:
     void followEvents(ClusterSink& sink);
     void signalNodes(const std::string& signal, ClusterSink& sink);
     bool allEnded() const;
+
+    struct StopReason {
+        ClusterOutcome outcome;
+        std::string message;
+    };
+    // A failed node, a node stopped by someone else, or a stop asked for.
+    std::optional<StopReason> reasonToStop(const launch::CancelToken& cancel) const;
+    void beginStop(StopReason reason, ClusterSink& sink);
+    bool stopOver(ClusterSink& sink);
+    ClusterReport report(bool detached) const;
     std::string launchCommand(const Node& node) const;
 
     ClusterOptions m_options;
@@ -131,6 +143,11 @@ private:
     metrics::RunHistory m_history;
     std::function<bool()> m_interrupted; // a stop or detach was asked for
     std::mutex m_sinkMutex; // the preflight's threads report through one sink
+    struct Stopping {
+        std::optional<StopReason> reason; // why the run ends, once known
+        std::chrono::steady_clock::time_point since{}, killAt{}, giveUpAt{}; // since: SIGTERM sent
+        bool killed = false;
+    } m_stop;
 };
 
 // The SSH target a hostfile line names, with the options' key and known hosts.
