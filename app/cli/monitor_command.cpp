@@ -134,7 +134,7 @@ common::Result<std::vector<launch::RegistryEntry>> registryOf(
     if (connection.session)
         return remote::remoteRegistry(*connection.session, p.value("remote-cli", thisExecutable()), runId);
 #else
-    (void)p;
+    (void)connection, (void)p;
 #endif
     std::vector<launch::RegistryEntry> entries;
     for (launch::RegistryEntry& entry : launch::listRegistry(launch::registryDir())) {
