@@ -358,12 +358,17 @@ private slots:
             << QStringList{"--nprocs", "2"} << "unknown option '--nprocs'";
         QTest::addRow("devices not indices") << QStringList{"--devices", "0;rm"}
                                              << "--devices: got '0;rm', expected GPU indices like 0,2";
+#ifdef TB_WITH_SSH
         QTest::addRow("hostfile missing") << QStringList{"launch", m_config, "--hostfile", "/nonexistent/hosts"}
                                           << "hostfile '/nonexistent/hosts': cannot be read";
         QTest::addRow("hostfile with --nproc") << QStringList{"--hostfile", "/nonexistent/hosts", "--nproc", "2"}
                                                << "--nproc is for one node";
         QTest::addRow("stop and attach") << QStringList{"--hostfile", "/x", "--stop", "a", "--attach", "b"}
                                          << "--stop and --attach: give one of them";
+#else
+        QTest::addRow("hostfile without SSH") << QStringList{"--hostfile", "/nonexistent/hosts"}
+                                              << "--hostfile: this build has no SSH";
+#endif
     }
     void badInput()
     {
