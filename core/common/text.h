@@ -7,6 +7,8 @@
 namespace tb::common {
 
 std::string toLower(std::string_view text);
+// `text` without leading and trailing white space (std::isspace).
+std::string_view trimView(std::string_view text);
 std::string trim(std::string_view text);
 std::vector<std::string> split(std::string_view text, char separator);
 
