@@ -164,7 +164,10 @@ void readDocument(const YAML::Node& root, RunConfig& config, ReadState& state)
     top.string("tokenizer", config.tokenizer, false, "a tokenizer.json or its folder");
     top.choice("method", config.method);
     top.boolean("activation_checkpointing", config.activationCheckpointing);
-    top.choice("precision", config.precision);
+    if (top.choice("precision", config.precision) && config.precision == Precision::Fp16Mixed)
+        top.report("precision",
+            "got " + top.value("precision").Scalar() + ", expected fp32, bf16-mixed or bf16",
+            "the trainer has no fp16 loss scaling; bf16-mixed needs none");
     top.choice("device", config.device);
     detail::readLoraSection(top, config, state);
     detail::readDataSection(top, config, state);

@@ -17,23 +17,6 @@ constexpr int kIntLimit = std::numeric_limits<int>::max();
 // overflowing a conversion to std::chrono milliseconds.
 constexpr double kMaxTimeoutSeconds = 86400.0;
 
-// The planner's spellings (docs/PLANNER.md), so a plan's settings can be
-// pasted; the writer writes the canonical ones.
-constexpr std::array kShardingAliases = std::to_array<Alias<Sharding>>({
-    {"none", Sharding::Ddp},
-    {"zero-1", Sharding::Zero1},
-    {"zero-2", Sharding::Zero2},
-    {"zero-3", Sharding::Zero3},
-    {"fsdp", Sharding::FsdpFull},
-    {"full_shard", Sharding::FsdpFull},
-    {"shard_grad_op", Sharding::FsdpGradOp},
-    {"hybrid_shard", Sharding::FsdpHybrid},
-});
-constexpr std::array kOffloadAliases = std::to_array<Alias<Offload>>({
-    {"params", Offload::OptimizerAndParams},
-    {"all", Offload::OptimizerAndParams},
-});
-
 // ZeRO-3 and every FSDP strategy shard the parameters themselves, so only
 // they can keep them in host memory between uses.
 bool shardsParameters(Sharding sharding)
@@ -202,8 +185,8 @@ void readDistributedSection(MapReader& top, RunConfig& config, ReadState& state)
     DistributedConfig& out = config.distributed;
     // A sharding that was not read says nothing about the offload.
     const bool shardingRead = !distributed.has("sharding")
-        || distributed.choice("sharding", out.sharding, kShardingAliases);
-    const bool offloadRead = distributed.choice("offload", out.offload, kOffloadAliases);
+        || distributed.choice("sharding", out.sharding);
+    const bool offloadRead = distributed.choice("offload", out.offload);
     if (shardingRead && offloadRead)
         checkOffload(distributed, out);
     distributed.number("timeout_seconds", out.timeoutSeconds, 0.0, false, kMaxTimeoutSeconds, true,

@@ -6,10 +6,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
 namespace tb::config::detail {
@@ -21,13 +19,6 @@ ConfigProblem problemAt(const YAML::Node& node, const YAML::Node& fallback, std:
 // "-0.1", "\"abc\"", "a list", "a mapping", "nothing": how a value is quoted
 // back in "got ..., expected ..." messages.
 std::string describe(const YAML::Node& node);
-
-// Another accepted spelling of an enum value (the planner's "zero-3" for
-// zero3); the reader takes it, the writer writes the canonical name.
-template <typename Enum> struct Alias {
-    std::string_view name;
-    Enum value;
-};
 
 // Reads the keys of one YAML mapping into typed fields. Each reader leaves
 // `out` untouched and records a problem when the value is wrong, so one pass
@@ -53,11 +44,9 @@ public:
     // A single string or a list of strings.
     bool stringList(std::string_view key, std::vector<std::string>& out, bool allowEmpty,
         std::string_view expected);
-    // One of allNames<Enum>() or of `aliases`; messages list only the
+    // A spelling fromString<Enum>() reads (aliases too); messages list the
     // canonical names.
-    template <typename Enum>
-    bool choice(std::string_view key, Enum& out,
-        std::type_identity_t<std::span<const Alias<Enum>>> aliases = {});
+    template <typename Enum> bool choice(std::string_view key, Enum& out);
 
     // A nested mapping; reports a problem (and returns nullopt) when the key
     // holds something else.
@@ -91,27 +80,13 @@ private:
     std::vector<Entry> m_entries;
 };
 
-template <typename Enum>
-std::optional<Enum> parseChoice(std::string_view text, std::span<const Alias<Enum>> aliases)
-{
-    if (const auto parsed = fromString<Enum>(text))
-        return parsed;
-    for (const Alias<Enum>& alias : aliases) {
-        if (alias.name == text)
-            return alias.value;
-    }
-    return std::nullopt;
-}
-
-template <typename Enum>
-bool MapReader::choice(
-    std::string_view key, Enum& out, std::type_identity_t<std::span<const Alias<Enum>>> aliases)
+template <typename Enum> bool MapReader::choice(std::string_view key, Enum& out)
 {
     const Entry* entry = find(key);
     if (!entry)
         return false;
     if (entry->value.IsScalar()) {
-        if (const auto parsed = parseChoice<Enum>(entry->value.Scalar(), aliases)) {
+        if (const auto parsed = fromString<Enum>(entry->value.Scalar())) {
             out = *parsed;
             return true;
         }
