@@ -29,6 +29,16 @@ std::string trim(std::string_view text)
     return std::string(trimView(text));
 }
 
+std::string joinLines(const std::vector<std::string>& lines, size_t limit)
+{
+    std::string text;
+    for (size_t i = 0; i < lines.size() && i < limit; ++i)
+        text += (i ? "\n" : "") + lines[i];
+    if (lines.size() > limit)
+        text += "\n(" + std::to_string(lines.size() - limit) + " more)";
+    return text;
+}
+
 std::vector<std::string> split(std::string_view text, char separator)
 {
     std::vector<std::string> parts;

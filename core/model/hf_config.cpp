@@ -1,6 +1,7 @@
 #include "model/hf_config.h"
 
 #include "common/atomic_file.h"
+#include "common/text.h"
 #include "model/hf_architecture.h"
 
 #include <nlohmann/json.hpp>
@@ -358,12 +359,8 @@ common::Result<HfConfig> configFromObject(
     readAttentionWindow(reader, config, arch);
     readRunnerFacts(reader, config);
 
-    if (!problems.empty()) {
-        std::string message;
-        for (size_t i = 0; i < problems.size(); ++i)
-            message += (i ? "\n" : "") + problems[i];
-        return common::Error{message, {}};
-    }
+    if (!problems.empty())
+        return common::Error{common::joinLines(problems), {}};
     if (const common::Status valid = validateModelSpec(config, origin); !valid)
         return valid.error();
     return config;
