@@ -14,16 +14,29 @@ std::string toLower(std::string_view text)
     return lower;
 }
 
+std::string_view trimView(std::string_view text)
+{
+    const auto isSpace = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+    while (!text.empty() && isSpace(text.front()))
+        text.remove_prefix(1);
+    while (!text.empty() && isSpace(text.back()))
+        text.remove_suffix(1);
+    return text;
+}
+
 std::string trim(std::string_view text)
 {
-    const auto isSpace = [](unsigned char c) { return std::isspace(c) != 0; };
-    size_t begin = 0;
-    size_t end = text.size();
-    while (begin < end && isSpace(static_cast<unsigned char>(text[begin])))
-        ++begin;
-    while (end > begin && isSpace(static_cast<unsigned char>(text[end - 1])))
-        --end;
-    return std::string(text.substr(begin, end - begin));
+    return std::string(trimView(text));
+}
+
+std::string joinLines(const std::vector<std::string>& lines, size_t limit)
+{
+    std::string text;
+    for (size_t i = 0; i < lines.size() && i < limit; ++i)
+        text += (i ? "\n" : "") + lines[i];
+    if (lines.size() > limit)
+        text += "\n(" + std::to_string(lines.size() - limit) + " more)";
+    return text;
 }
 
 std::vector<std::string> split(std::string_view text, char separator)

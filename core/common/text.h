@@ -7,8 +7,13 @@
 namespace tb::common {
 
 std::string toLower(std::string_view text);
+// `text` without leading and trailing white space (std::isspace).
+std::string_view trimView(std::string_view text);
 std::string trim(std::string_view text);
 std::vector<std::string> split(std::string_view text, char separator);
+// One line each, at most `limit` then "(N more)": a reader's problems as one
+// Error message.
+std::string joinLines(const std::vector<std::string>& lines, size_t limit = 20);
 
 // Levenshtein distance, for "did you mean" suggestions on unknown names.
 size_t editDistance(std::string_view a, std::string_view b);

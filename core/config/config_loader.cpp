@@ -2,7 +2,6 @@
 
 #include "common/atomic_file.h"
 #include "config/section_readers.h"
-#include "config/yaml_fields.h"
 
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
@@ -16,6 +15,8 @@ namespace tb::config {
 
 namespace fs = std::filesystem;
 using detail::MapReader;
+using detail::checkSchemaKeys;
+using detail::readChoice;
 using detail::ReadState;
 
 namespace {
@@ -162,10 +163,13 @@ void readDocument(const YAML::Node& root, RunConfig& config, ReadState& state)
             "model folder"));
     top.string("model", config.model, false, "the path of a Hugging Face model folder");
     top.string("tokenizer", config.tokenizer, false, "a tokenizer.json or its folder");
-    top.choice("method", config.method);
+    readChoice(top, "method", config.method);
     top.boolean("activation_checkpointing", config.activationCheckpointing);
-    top.choice("precision", config.precision);
-    top.choice("device", config.device);
+    if (readChoice(top, "precision", config.precision) && config.precision == Precision::Fp16Mixed)
+        top.report("precision",
+            "got " + top.value("precision").Scalar() + ", expected fp32, bf16-mixed or bf16",
+            "the trainer has no fp16 loss scaling; bf16-mixed needs none");
+    readChoice(top, "device", config.device);
     detail::readLoraSection(top, config, state);
     detail::readDataSection(top, config, state);
     detail::readTrainingSection(top, config, state);
@@ -174,7 +178,7 @@ void readDocument(const YAML::Node& root, RunConfig& config, ReadState& state)
     if (!state.has("data.train"))
         state.problems.add(detail::problemAt(state.has("data") ? state.nodes.at("data") : root,
             YAML::Node(), "data.train", "missing; expected the training file(s)"));
-    top.checkKeys();
+    checkSchemaKeys(top);
 }
 
 } // namespace

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "common/training_terms.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -13,7 +15,14 @@ namespace tb::config {
 // loading, every "depends on" default is resolved, so the trainer never sees
 // an unset value, and paths are absolute.
 
-enum class Method { Full, Lora, Qlora };
+// Method, precision, sharding and offload are the planner's, spelled as
+// common/training_terms.h has them; the trainer runs every precision but
+// fp16-mixed (the loader refuses it).
+using common::Method;
+using common::Offload;
+using common::Precision;
+using common::Sharding;
+using common::toString;
 enum class DataFormat { Alpaca, Chat, Csv, Text };
 // How records become text: a chat template, the Alpaca prompt, or none.
 // Auto picks the model's own chat format when tokenizer_config.json has one we
@@ -21,29 +30,22 @@ enum class DataFormat { Alpaca, Chat, Csv, Text };
 enum class PromptTemplate { Auto, Alpaca, Llama3, ChatMl, Mistral, None };
 enum class MalformedPolicy { Skip, Fail };
 enum class Schedule { Cosine, Linear, Constant };
-enum class Precision { Fp32, Bf16Mixed, Bf16 };
 // Auto: CUDA when LibTorch sees a GPU, else the CPU (resolved by the trainer).
 enum class Device { Cpu, Cuda, Auto };
 enum class ExportKind { Adapter, Merged, Both };
-// Data-parallel strategies (docs/DISTRIBUTED.md); the spellings are the planner's.
-enum class Sharding { Ddp, Zero1, Zero2, Zero3, FsdpFull, FsdpGradOp, FsdpHybrid };
-enum class Offload { None, Optimizer, OptimizerAndParams };
 
 // YAML spellings ("bf16-mixed", "qlora"...), used by the reader, the writer
 // and error messages, so the three never disagree.
-std::string_view toString(Method value);
 std::string_view toString(DataFormat value);
 std::string_view toString(PromptTemplate value);
 std::string_view toString(MalformedPolicy value);
 std::string_view toString(Schedule value);
-std::string_view toString(Precision value);
 std::string_view toString(Device value);
 std::string_view toString(ExportKind value);
-std::string_view toString(Sharding value);
-std::string_view toString(Offload value);
 
-// The value spelled `text` (exact, lower case), or nullopt; allNames() lists
-// the spellings in declaration order, for "expected one of" messages.
+// The value spelled `text` (exact, lower case; an alias too), or nullopt;
+// allNames() lists the canonical spellings in declaration order, for
+// "expected one of" messages.
 template <typename Enum> std::optional<Enum> fromString(std::string_view text);
 template <typename Enum> std::vector<std::string> allNames();
 

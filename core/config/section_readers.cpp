@@ -17,23 +17,6 @@ constexpr int kIntLimit = std::numeric_limits<int>::max();
 // overflowing a conversion to std::chrono milliseconds.
 constexpr double kMaxTimeoutSeconds = 86400.0;
 
-// The planner's spellings (docs/PLANNER.md), so a plan's settings can be
-// pasted; the writer writes the canonical ones.
-constexpr std::array kShardingAliases = std::to_array<Alias<Sharding>>({
-    {"none", Sharding::Ddp},
-    {"zero-1", Sharding::Zero1},
-    {"zero-2", Sharding::Zero2},
-    {"zero-3", Sharding::Zero3},
-    {"fsdp", Sharding::FsdpFull},
-    {"full_shard", Sharding::FsdpFull},
-    {"shard_grad_op", Sharding::FsdpGradOp},
-    {"hybrid_shard", Sharding::FsdpHybrid},
-});
-constexpr std::array kOffloadAliases = std::to_array<Alias<Offload>>({
-    {"params", Offload::OptimizerAndParams},
-    {"all", Offload::OptimizerAndParams},
-});
-
 // ZeRO-3 and every FSDP strategy shard the parameters themselves, so only
 // they can keep them in host memory between uses.
 bool shardsParameters(Sharding sharding)
@@ -113,7 +96,7 @@ void readLoraSection(MapReader& top, RunConfig& config, ReadState& state)
     lora.number("dropout", out.dropout, 0.0, true, 1.0, false, "a number in [0, 1)");
     if (lora.has("target_modules"))
         checkTargetModules(lora, out.targetModules);
-    lora.checkKeys();
+    checkSchemaKeys(lora);
 }
 
 void readDataSection(MapReader& top, RunConfig& config, ReadState& state)
@@ -125,7 +108,7 @@ void readDataSection(MapReader& top, RunConfig& config, ReadState& state)
     data.recordNodes(state.nodes);
     DataConfig& out = config.data;
     data.stringList("train", out.trainFiles, false, "a path or a list of paths");
-    data.choice("format", out.format);
+    readChoice(data, "format", out.format);
     if (const auto columnsNode = data.section("columns")) {
         MapReader columns(*columnsNode, "data.columns", state.problems);
         columns.recordNodes(state.nodes);
@@ -135,18 +118,18 @@ void readDataSection(MapReader& top, RunConfig& config, ReadState& state)
         columns.string("response", out.columns.response, false, expected);
         columns.string("system", out.columns.system, false, expected);
         columns.string("messages", out.columns.messages, false, expected);
-        columns.checkKeys();
+        checkSchemaKeys(columns);
     }
     data.string("instruction", out.instruction, true, "a text");
-    data.choice("template", out.promptTemplate);
+    readChoice(data, "template", out.promptTemplate);
     data.integer("sequence_length", out.sequenceLength, 2, 1 << 20);
     data.boolean("packing", out.packing);
     data.number(
         "validation_split", out.validationSplit, 0.0, true, 1.0, false, "a number in [0, 1)");
     data.stringList("validation_file", out.validationFiles, true, "a path or a list of paths");
-    data.choice("malformed", out.malformed);
+    readChoice(data, "malformed", out.malformed);
     data.string("text_separator", out.textSeparator, false, "a non-empty text");
-    data.checkKeys();
+    checkSchemaKeys(data);
 }
 
 void readTrainingSection(MapReader& top, RunConfig& config, ReadState& state)
@@ -162,7 +145,7 @@ void readTrainingSection(MapReader& top, RunConfig& config, ReadState& state)
     training.integer("micro_batch", out.microBatch, 1, kIntLimit);
     training.integer("grad_accum", out.gradAccum, 1, kIntLimit);
     training.number("learning_rate", out.learningRate, 0.0, false, 1e6, true, "a positive number");
-    training.choice("schedule", out.schedule);
+    readChoice(training, "schedule", out.schedule);
     training.integer("warmup_steps", out.warmupSteps, 0, kNoLimit);
     training.number("warmup_ratio", out.warmupRatio, 0.0, true, 1.0, false, "a number in [0, 1)");
     training.number("weight_decay", out.weightDecay, 0.0, true, 1e6, true, "a number >= 0");
@@ -174,7 +157,7 @@ void readTrainingSection(MapReader& top, RunConfig& config, ReadState& state)
     training.unsignedInteger("seed", out.seed);
     training.integer("eval_every", out.evalEvery, 0, kNoLimit);
     training.integer("log_every", out.logEvery, 1, kNoLimit);
-    training.checkKeys();
+    checkSchemaKeys(training);
 }
 
 void readOutputSection(MapReader& top, RunConfig& config, ReadState& state)
@@ -188,8 +171,8 @@ void readOutputSection(MapReader& top, RunConfig& config, ReadState& state)
     output.string("dir", out.dir, false, "a folder path");
     output.integer("checkpoint_every", out.checkpointEvery, 0, kNoLimit);
     output.integer("keep_last", out.keepLast, 1, kIntLimit);
-    output.choice("export", out.exportKind);
-    output.checkKeys();
+    readChoice(output, "export", out.exportKind);
+    checkSchemaKeys(output);
 }
 
 void readDistributedSection(MapReader& top, RunConfig& config, ReadState& state)
@@ -202,13 +185,13 @@ void readDistributedSection(MapReader& top, RunConfig& config, ReadState& state)
     DistributedConfig& out = config.distributed;
     // A sharding that was not read says nothing about the offload.
     const bool shardingRead = !distributed.has("sharding")
-        || distributed.choice("sharding", out.sharding, kShardingAliases);
-    const bool offloadRead = distributed.choice("offload", out.offload, kOffloadAliases);
+        || readChoice(distributed, "sharding", out.sharding);
+    const bool offloadRead = readChoice(distributed, "offload", out.offload);
     if (shardingRead && offloadRead)
         checkOffload(distributed, out);
     distributed.number("timeout_seconds", out.timeoutSeconds, 0.0, false, kMaxTimeoutSeconds, true,
         "a positive number of seconds, at most 86400");
-    distributed.checkKeys();
+    checkSchemaKeys(distributed);
 }
 
 void checkCombinations(const RunConfig& config, ReadState& state)

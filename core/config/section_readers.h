@@ -1,13 +1,31 @@
 #pragma once
 
 #include "config/config_problem.h"
+#include "config/config_schema.h"
 #include "config/run_config.h"
-#include "config/yaml_fields.h"
+#include "yaml/map_reader.h"
 
 #include <map>
 #include <string>
 
 namespace tb::config::detail {
+
+using yaml::describe;
+using yaml::MapReader;
+using yaml::problemAt;
+
+// One of the spellings fromString<Enum>() reads; messages list allNames<Enum>().
+template <typename Enum> bool readChoice(MapReader& map, std::string_view key, Enum& out)
+{
+    return map.choice(
+        key, out, [](std::string_view text) { return fromString<Enum>(text); }, allNames<Enum>());
+}
+
+// Unknown and duplicate keys, against the schema (config_schema.h).
+inline void checkSchemaKeys(MapReader& map)
+{
+    map.checkKeys(keysUnder(map.path()));
+}
 
 // Which keys were written, for defaults that depend on other keys and for
 // checks that span sections. `nodes` maps a YAML path to its value so a

@@ -2,6 +2,7 @@
 
 #include "common/build_id.h"
 #include "common/build_info.h"
+#include "common/text.h"
 #include "common/units.h"
 #include "config/config_loader.h"
 
@@ -70,10 +71,9 @@ int countGpus(std::string& note)
     }
     const int status = ::pclose(pipe);
     if (status != 0) {
-        note = firstLine.find("not found") != std::string::npos ? "nvidia-smi not found"
-                                                                : "nvidia-smi failed: " + firstLine;
-        while (!note.empty() && (note.back() == '\n' || note.back() == '\r'))
-            note.pop_back();
+        note = firstLine.find("not found") != std::string::npos
+            ? "nvidia-smi not found"
+            : "nvidia-smi failed: " + common::trim(firstLine);
         return -1;
     }
     return count;

@@ -12,19 +12,6 @@ namespace {
 
 using common::Error;
 
-plan::Precision planPrecision(config::Precision p)
-{
-    switch (p) {
-    case config::Precision::Fp32:
-        return plan::Precision::Fp32;
-    case config::Precision::Bf16Mixed:
-        return plan::Precision::Bf16Mixed;
-    case config::Precision::Bf16:
-        return plan::Precision::Bf16;
-    }
-    return plan::Precision::Fp32;
-}
-
 double median(std::vector<double> values)
 {
     std::sort(values.begin(), values.end());
@@ -78,17 +65,15 @@ plan::PlanInput planInputOfRun(
 {
     plan::PlanInput in;
     in.model = c.model;
-    in.method = c.method == config::Method::Full ? plan::Method::Full
-        : c.method == config::Method::Qlora      ? plan::Method::Qlora
-                                                 : plan::Method::Lora;
+    in.method = c.method;
     in.lora.rank = c.lora.rank;
     in.lora.alpha = c.lora.alpha;
     in.lora.dropout = c.lora.dropout;
     in.lora.targetModules = c.lora.targetModules;
-    in.precision = planPrecision(c.precision);
+    in.precision = c.precision;
     in.optimizer = plan::Optimizer::AdamW;
-    in.sharding = *plan::parseSharding(config::toString(c.distributed.sharding));
-    in.offload = *plan::parseOffload(config::toString(c.distributed.offload));
+    in.sharding = c.distributed.sharding;
+    in.offload = c.distributed.offload;
     in.gradientCheckpointing = c.activationCheckpointing;
     in.microBatch = c.training.microBatch;
     in.gradAccum = c.training.gradAccum;

@@ -1,6 +1,7 @@
 #include "metrics/run_control.h"
 
 #include "common/build_info.h"
+#include "common/text.h"
 
 #include <cerrno>
 #include <csignal>
@@ -51,9 +52,7 @@ std::string localCommandLineOf(long long pid)
         if (c == '\0')
             c = ' ';
     }
-    while (!text.empty() && text.back() == ' ')
-        text.pop_back();
-    return text;
+    return common::trim(text);
 }
 
 common::Result<long long> stopLocalTrainer(const RunHistory& history)

@@ -1,22 +1,18 @@
 #include "model/hf_config.h"
 
 #include "common/atomic_file.h"
+#include "common/text.h"
+#include "model/hf_architecture.h"
 
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
-#include <set>
 
 namespace tb::model {
 
 namespace {
 
 using nlohmann::json;
-
-// Model types whose layout Tunebench knows; others are read as a Llama-style
-// decoder with a warning.
-const std::set<std::string> kKnownTypes = {
-    "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3_text"};
 
 std::string typeName(const json& value)
 {
@@ -27,8 +23,6 @@ std::string typeName(const json& value)
         return value.get<bool>() ? "true" : "false";
     case json::value_t::string:
         return "\"" + value.get<std::string>() + "\"";
-    case json::value_t::number_float:
-        return value.dump();
     case json::value_t::object:
         return "an object";
     case json::value_t::array:
@@ -38,53 +32,301 @@ std::string typeName(const json& value)
     }
 }
 
+// Reads the fields of one JSON object; every problem names the file and the
+// field (with `prefix` for nested objects) and is collected, not returned.
 struct Reader {
     const json& object;
     const std::string& origin;
-    std::vector<std::string> problems;
+    std::vector<std::string>& problems;
+    std::string prefix;
 
     void problem(const std::string& field, const std::string& what)
     {
-        problems.push_back(origin + ": field '" + field + "': " + what);
+        problems.push_back(origin + ": field '" + prefix + field + "': " + what);
     }
 
-    // An integer field; absent or null gives nullopt (and a problem if required).
-    std::optional<std::int64_t> integer(const char* field, bool required)
+    const json* find(const char* field) const
     {
         const auto it = object.find(field);
-        if (it == object.end() || it->is_null()) {
+        return it == object.end() || it->is_null() ? nullptr : &*it;
+    }
+    bool has(const char* field) const { return find(field) != nullptr; }
+
+    // A positive integer; absent or null gives nullopt (and a problem if required).
+    std::optional<std::int64_t> integer(const char* field, bool required)
+    {
+        const json* value = find(field);
+        if (!value) {
             if (required)
                 problem(field, "missing, expected a positive integer");
             return std::nullopt;
         }
-        if (it->is_number_unsigned() || it->is_number_integer()) {
-            const std::int64_t value = it->get<std::int64_t>();
-            if (value <= 0
-                || (it->is_number_unsigned()
-                    && it->get<std::uint64_t>() > std::uint64_t(INT64_MAX))) {
-                problem(field, "got " + it->dump() + ", expected a positive integer");
-                return std::nullopt;
-            }
-            return value;
+        const bool fits = value->is_number_integer()
+            || (value->is_number_unsigned()
+                && value->get<std::uint64_t>() <= std::uint64_t(INT64_MAX));
+        if (!fits || value->get<std::int64_t>() <= 0) {
+            problem(field, "got " + typeName(*value) + ", expected a positive integer");
+            return std::nullopt;
         }
-        problem(field, "got " + typeName(*it) + ", expected a positive integer");
-        return std::nullopt;
+        return value->get<std::int64_t>();
+    }
+
+    std::optional<double> positiveNumber(const char* field)
+    {
+        const json* value = find(field);
+        if (!value)
+            return std::nullopt;
+        if (!value->is_number() || !(value->get<double>() > 0)) {
+            problem(field, "got " + typeName(*value) + ", expected a positive number");
+            return std::nullopt;
+        }
+        return value->get<double>();
     }
 
     std::optional<bool> boolean(const char* field)
     {
-        const auto it = object.find(field);
-        if (it == object.end() || it->is_null())
+        const json* value = find(field);
+        if (!value)
             return std::nullopt;
-        if (!it->is_boolean()) {
-            problem(field, "got " + typeName(*it) + ", expected true or false");
+        if (!value->is_boolean()) {
+            problem(field, "got " + typeName(*value) + ", expected true or false");
             return std::nullopt;
         }
-        return it->get<bool>();
+        return value->get<bool>();
+    }
+
+    std::optional<std::string> text(const char* field)
+    {
+        const json* value = find(field);
+        if (!value)
+            return std::nullopt;
+        if (!value->is_string()) {
+            problem(field, "got " + typeName(*value) + ", expected text");
+            return std::nullopt;
+        }
+        return value->get<std::string>();
+    }
+
+    // A token id or a list of them.
+    std::vector<std::int64_t> tokenIds(const char* field)
+    {
+        std::vector<std::int64_t> ids;
+        const json* value = find(field);
+        if (!value)
+            return ids;
+        const json list = value->is_array() ? *value : json::array({*value});
+        for (const json& id : list) {
+            if (!id.is_number_integer()) {
+                problem(field, "got " + typeName(*value) + ", expected a token id or a list of them");
+                return {};
+            }
+            ids.push_back(id.get<std::int64_t>());
+        }
+        return ids;
+    }
+
+    std::vector<std::string> textList(const char* field)
+    {
+        std::vector<std::string> items;
+        const json* value = find(field);
+        if (!value)
+            return items;
+        for (const json& item : value->is_array() ? *value : json::array({nullptr})) {
+            if (!item.is_string()) {
+                problem(field, "got " + typeName(*value) + ", expected a list of names");
+                return {};
+            }
+            items.push_back(item.get<std::string>());
+        }
+        return items;
     }
 };
 
-common::Result<ModelSpec> specFromObject(
+// rope_scaling (transformers 4.x) or rope_parameters (5.x): the type and its numbers.
+RopeScaling readRopeScaling(Reader& rope)
+{
+    RopeScaling scaling;
+    const char* typeKey = rope.has("rope_type") ? "rope_type" : "type";
+    scaling.typeName = rope.text(typeKey).value_or("default");
+    scaling.typeField = rope.prefix + typeKey;
+    scaling.factor = rope.positiveNumber("factor").value_or(1.0);
+    if (scaling.typeName == "default")
+        return scaling;
+    scaling.type = scaling.typeName == "linear" ? RopeScalingType::Linear
+        : scaling.typeName == "llama3"          ? RopeScalingType::Llama3
+                                                : RopeScalingType::Other;
+    if (scaling.type != RopeScalingType::Other && !rope.has("factor"))
+        rope.problem("factor", "missing, rope scaling '" + scaling.typeName + "' needs a factor");
+    if (scaling.type != RopeScalingType::Llama3)
+        return scaling;
+    for (const char* key :
+        {"low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}) {
+        if (!rope.has(key))
+            rope.problem(key, "missing, Llama 3 rope scaling needs it");
+    }
+    scaling.lowFreqFactor = rope.positiveNumber("low_freq_factor").value_or(1.0);
+    scaling.highFreqFactor = rope.positiveNumber("high_freq_factor").value_or(4.0);
+    scaling.originalMaxPositionEmbeddings =
+        rope.integer("original_max_position_embeddings", false).value_or(0);
+    if (scaling.highFreqFactor <= scaling.lowFreqFactor)
+        rope.problem("high_freq_factor", "must be greater than low_freq_factor");
+    return scaling;
+}
+
+void readRope(Reader& reader, HfConfig& config, const HfArchitecture& arch)
+{
+    config.ropeTheta = reader.positiveNumber("rope_theta").value_or(arch.ropeTheta);
+    for (const char* field : {"rope_parameters", "rope_scaling"}) {
+        const json* object = reader.find(field);
+        if (!object)
+            continue;
+        if (!object->is_object()) {
+            reader.problem(field, "got " + typeName(*object) + ", expected an object or null");
+            return;
+        }
+        Reader rope{*object, reader.origin, reader.problems, std::string(field) + "."};
+        if (rope.has("rope_theta"))
+            config.ropeTheta = rope.positiveNumber("rope_theta").value_or(arch.ropeTheta);
+        config.ropeScaling = readRopeScaling(rope);
+        return;
+    }
+}
+
+void readShape(Reader& reader, HfConfig& config, const HfArchitecture& arch)
+{
+    config.hiddenSize = reader.integer("hidden_size", true).value_or(0);
+    config.intermediateSize = reader.integer("intermediate_size", true).value_or(0);
+    config.numLayers = reader.integer("num_hidden_layers", true).value_or(0);
+    config.numHeads = reader.integer("num_attention_heads", true).value_or(0);
+    config.vocabSize = reader.integer("vocab_size", true).value_or(0);
+    config.maxPositionEmbeddings =
+        reader.integer("max_position_embeddings", false).value_or(arch.maxPositionEmbeddings);
+    const bool kvGiven = reader.has("num_key_value_heads");
+    config.numKvHeads = reader.integer("num_key_value_heads", false)
+                            .value_or(arch.numKvHeads > 0 ? arch.numKvHeads : config.numHeads);
+    if (config.numHeads > 0 && config.numKvHeads > 0 && config.numHeads % config.numKvHeads != 0)
+        reader.problem("num_key_value_heads",
+            "got " + std::to_string(config.numKvHeads)
+                + (kvGiven ? "" : " (the " + config.modelType + " default)")
+                + ", expected a divisor of num_attention_heads ("
+                + std::to_string(config.numHeads) + ")");
+    if (const auto headDim = reader.integer("head_dim", false)) {
+        config.headDim = *headDim;
+    } else if (arch.headDim > 0) {
+        config.headDim = arch.headDim;
+    } else if (config.numHeads > 0) {
+        if (config.hiddenSize % config.numHeads != 0)
+            reader.problem("num_attention_heads",
+                std::to_string(config.numHeads) + " does not divide hidden_size "
+                    + std::to_string(config.hiddenSize) + " and there is no head_dim");
+        config.headDim = config.hiddenSize / config.numHeads;
+    }
+}
+
+void readLayout(Reader& reader, HfConfig& config, const HfArchitecture& arch)
+{
+    config.tieWordEmbeddings = reader.boolean("tie_word_embeddings").value_or(arch.tieWordEmbeddings);
+    const bool attentionBias = reader.boolean("attention_bias").value_or(false);
+    const bool mlpBias = reader.boolean("mlp_bias").value_or(false);
+    using Bias = HfArchitecture::AttentionBias;
+    config.qkvBias = arch.attentionBias == Bias::QkvAlways
+        || (arch.attentionBias == Bias::FromConfig && attentionBias);
+    config.outputBias = arch.attentionBias == Bias::FromConfig && attentionBias;
+    config.mlpBias = arch.readsMlpBias && mlpBias;
+    config.qkNorm = arch.qkNorm;
+    config.normsPerLayer = arch.normsPerLayer;
+    config.fusedQkv = arch.fusedQkv;
+    config.rmsNormEps = reader.positiveNumber("rms_norm_eps").value_or(arch.rmsNormEps);
+    readRope(reader, config, arch);
+}
+
+void readAttentionWindow(Reader& reader, HfConfig& config, const HfArchitecture& arch)
+{
+    const bool given = reader.object.contains("sliding_window");
+    const std::optional<std::int64_t> window = reader.integer("sliding_window", false);
+    config.slidingWindowLayers = reader.boolean("use_sliding_window").value_or(false);
+    using Window = HfArchitecture::Window;
+    if (arch.window == Window::Ignored
+        || (arch.window == Window::WithFlag && !config.slidingWindowLayers))
+        return;
+    if (window)
+        config.slidingWindow = window;
+    else if (!given && arch.slidingWindow > 0)
+        config.slidingWindow = arch.slidingWindow;
+}
+
+void readRunnerFacts(Reader& reader, HfConfig& config)
+{
+    for (const char* field : {"hidden_act", "hidden_activation"}) {
+        const std::optional<std::string> activation = reader.text(field);
+        if (activation && config.activation == "silu") {
+            config.activation = *activation;
+            config.activationField = field;
+        }
+    }
+    config.quantized = reader.has("quantization_config");
+    if (reader.has("partial_rotary_factor")) {
+        const json& factor = *reader.find("partial_rotary_factor");
+        if (factor.is_number())
+            config.partialRotaryFactor = factor.get<double>();
+        else
+            reader.problem("partial_rotary_factor", "got " + typeName(factor) + ", expected a number");
+    }
+    config.layerTypes = reader.textList("layer_types");
+    if (const json* architectures = reader.find("architectures")) {
+        if (!architectures->is_array() || architectures->size() != 1
+            || !architectures->front().is_string())
+            reader.problem("architectures",
+                "got " + architectures->dump() + ", expected a list with one architecture name");
+        else
+            config.architecture = architectures->front().get<std::string>();
+    }
+    if (reader.has("bos_token_id")) {
+        const std::vector<std::int64_t> bos = reader.tokenIds("bos_token_id");
+        if (bos.size() == 1)
+            config.bosTokenId = bos.front();
+        else if (!bos.empty())
+            reader.problem("bos_token_id", "got a list, expected one token id");
+    }
+    config.eosTokenIds = reader.tokenIds("eos_token_id");
+    for (const char* field : {"torch_dtype", "dtype"}) {
+        if (const json* dtype = reader.find(field); dtype && dtype->is_string())
+            config.torchDtype = dtype->get<std::string>();
+    }
+}
+
+const HfArchitecture& readModelType(Reader& reader, HfConfig& config)
+{
+    if (const json* type = reader.find("model_type")) {
+        if (type->is_string())
+            config.modelType = type->get<std::string>();
+        else
+            reader.problem("model_type", "got " + typeName(*type) + ", expected text");
+    } else {
+        config.modelType = "llama";
+        config.warnings.push_back("no model_type: read as a Llama-style decoder");
+    }
+    if (const HfArchitecture* arch = findHfArchitecture(config.modelType))
+        return *arch;
+    config.warnings.push_back("model_type '" + config.modelType
+        + "' is not one Tunebench knows; read as a Llama-style decoder "
+          "(RMSNorm, gated MLP): check the parameter count");
+    return llamaArchitecture();
+}
+
+common::Status refuseMixtureOfExperts(const json& object, const std::string& origin)
+{
+    for (const char* moeKey : {"num_local_experts", "num_experts", "n_routed_experts"}) {
+        const auto it = object.find(moeKey);
+        if (it != object.end() && !it->is_null() && !(it->is_number() && it->get<double>() <= 1))
+            return common::Error::at(origin, std::string("field '") + moeKey + "'",
+                "mixture-of-experts models are not supported (" + it->dump() + " experts)",
+                "use a dense decoder (Llama, Mistral, Qwen2, Phi-3, Gemma)");
+    }
+    return common::Ok{};
+}
+
+common::Result<HfConfig> configFromObject(
     const json& object, const std::string& origin, const std::string& name, int depth)
 {
     if (!object.is_object())
@@ -93,89 +335,40 @@ common::Result<ModelSpec> specFromObject(
     // Multimodal configs keep the decoder under text_config.
     if (const auto text = object.find("text_config");
         text != object.end() && text->is_object() && depth == 0) {
-        common::Result<ModelSpec> inner = specFromObject(*text, origin, name, depth + 1);
-        if (inner.ok())
+        common::Result<HfConfig> inner = configFromObject(*text, origin, name, depth + 1);
+        if (inner.ok()) {
+            inner.value().fromTextConfig = true;
             inner.value().warnings.push_back(
                 "read the decoder from text_config; vision or audio towers are not counted");
+        }
         return inner;
     }
+    if (const common::Status moe = refuseMixtureOfExperts(object, origin); !moe)
+        return moe.error();
 
-    for (const char* moeKey : {"num_local_experts", "num_experts", "n_routed_experts"}) {
-        const auto it = object.find(moeKey);
-        if (it != object.end() && !it->is_null() && !(it->is_number() && it->get<double>() <= 1))
-            return common::Error::at(origin, std::string("field '") + moeKey + "'",
-                "mixture-of-experts models are not supported by the planner (" + it->dump()
-                    + " experts)",
-                "plan a dense decoder (Llama, Mistral, Qwen2, Phi-3, Gemma)");
-    }
+    std::vector<std::string> problems;
+    Reader reader{object, origin, problems, {}};
+    HfConfig config;
+    config.name = name;
+    config.source = origin;
+    if (const json* repo = reader.find("_name_or_path"); repo && repo->is_string())
+        config.hfRepoId = repo->get<std::string>();
+    const HfArchitecture& arch = readModelType(reader, config);
+    readShape(reader, config, arch);
+    readLayout(reader, config, arch);
+    readAttentionWindow(reader, config, arch);
+    readRunnerFacts(reader, config);
 
-    Reader reader{object, origin, {}};
-    ModelSpec spec;
-    spec.name = name;
-    spec.source = origin;
-    if (const auto it = object.find("model_type"); it != object.end()) {
-        if (it->is_string())
-            spec.modelType = it->get<std::string>();
-        else
-            reader.problem("model_type", "got " + typeName(*it) + ", expected text");
-    } else {
-        spec.modelType = "llama";
-        spec.warnings.push_back("no model_type: read as a Llama-style decoder");
-    }
-    if (!kKnownTypes.count(spec.modelType))
-        spec.warnings.push_back("model_type '" + spec.modelType
-            + "' is not one Tunebench knows; read as a Llama-style decoder "
-              "(RMSNorm, gated MLP): check the parameter count");
-    if (const auto it = object.find("_name_or_path"); it != object.end() && it->is_string())
-        spec.hfRepoId = it->get<std::string>();
-
-    spec.hiddenSize = reader.integer("hidden_size", true).value_or(0);
-    spec.intermediateSize = reader.integer("intermediate_size", true).value_or(0);
-    spec.numLayers = reader.integer("num_hidden_layers", true).value_or(0);
-    spec.numHeads = reader.integer("num_attention_heads", true).value_or(0);
-    spec.numKvHeads = reader.integer("num_key_value_heads", false).value_or(spec.numHeads);
-    spec.vocabSize = reader.integer("vocab_size", true).value_or(0);
-    spec.maxPositionEmbeddings = reader.integer("max_position_embeddings", false).value_or(0);
-    if (const auto headDim = reader.integer("head_dim", false)) {
-        spec.headDim = *headDim;
-    } else if (spec.numHeads > 0) {
-        if (spec.hiddenSize % spec.numHeads != 0)
-            reader.problem("num_attention_heads",
-                std::to_string(spec.numHeads) + " does not divide hidden_size "
-                    + std::to_string(spec.hiddenSize) + " and there is no head_dim");
-        spec.headDim = spec.hiddenSize / spec.numHeads;
-    }
-
-    const std::string& type = spec.modelType;
-    const bool gemma = type.rfind("gemma", 0) == 0;
-    // Each model class sets its own default for tie_word_embeddings.
-    spec.tieWordEmbeddings = reader.boolean("tie_word_embeddings").value_or(gemma);
-    const bool attentionBias = reader.boolean("attention_bias").value_or(false);
-    spec.mlpBias = reader.boolean("mlp_bias").value_or(false);
-    if (type == "qwen2") {
-        spec.qkvBias = true; // Qwen2Attention: q, k, v always carry a bias, o_proj never
-    } else if (type != "phi3") {
-        spec.qkvBias = attentionBias;
-        spec.outputBias = attentionBias;
-    }
-    spec.qkNorm = type == "qwen3" || type == "gemma3_text";
-    spec.normsPerLayer = (type == "gemma2" || type == "gemma3_text") ? 4 : 2;
-    spec.fusedQkv = type == "phi3";
-
-    if (!reader.problems.empty()) {
-        std::string message;
-        for (size_t i = 0; i < reader.problems.size(); ++i)
-            message += (i ? "\n" : "") + reader.problems[i];
-        return common::Error{message, {}};
-    }
-    if (const common::Status valid = validateModelSpec(spec, origin); !valid)
+    if (!problems.empty())
+        return common::Error{common::joinLines(problems), {}};
+    if (const common::Status valid = validateModelSpec(config, origin); !valid)
         return valid.error();
-    return spec;
+    return config;
 }
 
 } // namespace
 
-common::Result<ModelSpec> parseHfConfig(std::string_view text, const std::string& origin)
+common::Result<HfConfig> parseHfModelConfig(std::string_view text, const std::string& origin)
 {
     json object;
     try {
@@ -190,14 +383,14 @@ common::Result<ModelSpec> parseHfConfig(std::string_view text, const std::string
     if (name.empty())
         name = std::filesystem::path(origin).stem().string();
     try {
-        return specFromObject(object, origin, name, 0);
+        return configFromObject(object, origin, name, 0);
     } catch (const std::exception& e) {
         // nlohmann throws on type mismatches we did not foresee.
         return common::Error::at(origin, {}, std::string("unexpected content: ") + e.what());
     }
 }
 
-common::Result<ModelSpec> readHfConfig(const std::string& path)
+common::Result<HfConfig> readHfModelConfig(const std::string& path)
 {
     std::error_code ec;
     std::string file = path;
@@ -206,7 +399,28 @@ common::Result<ModelSpec> readHfConfig(const std::string& path)
     const common::Result<std::string> text = common::readFile(file);
     if (!text)
         return text.error();
-    return parseHfConfig(*text, file);
+    return parseHfModelConfig(*text, file);
+}
+
+namespace {
+
+common::Result<ModelSpec> specOf(common::Result<HfConfig> config)
+{
+    if (!config)
+        return config.error();
+    return ModelSpec(std::move(config).value());
+}
+
+} // namespace
+
+common::Result<ModelSpec> parseHfConfig(std::string_view json, const std::string& origin)
+{
+    return specOf(parseHfModelConfig(json, origin));
+}
+
+common::Result<ModelSpec> readHfConfig(const std::string& path)
+{
+    return specOf(readHfModelConfig(path));
 }
 
 } // namespace tb::model

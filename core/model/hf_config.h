@@ -3,21 +3,73 @@
 #include "common/error.h"
 #include "model/model_spec.h"
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tb::model {
 
+enum class RopeScalingType {
+    None,
+    Linear, // positions divided by `factor`
+    Llama3, // Llama 3.1's per-frequency blend of scaled and unscaled frequencies
+    Other, // named in `typeName` (yarn, dynamic, longrope, ...)
+};
+
+struct RopeScaling {
+    RopeScalingType type = RopeScalingType::None;
+    std::string typeName = "default"; // as written
+    std::string typeField; // where it was written: "rope_scaling.rope_type", ...
+    double factor = 1.0;
+    double lowFreqFactor = 1.0;
+    double highFreqFactor = 4.0;
+    std::int64_t originalMaxPositionEmbeddings = 0;
+};
+
+// Everything Tunebench takes from a Hugging Face config.json: the
+// architecture numbers the planner counts (the ModelSpec part) and the
+// numbers the trainer computes with. Fields the file leaves out take the
+// default of its model_type's configuration class (hf_architecture.h).
+struct HfConfig : ModelSpec {
+    std::string architecture; // architectures[0]: LlamaForCausalLM, ...; empty when absent
+
+    double rmsNormEps = 1e-6;
+    double ropeTheta = 10000.0;
+    RopeScaling ropeScaling;
+    // sliding_window where the architecture applies it (Mistral v0.1: every
+    // layer attends to the last `slidingWindow` positions).
+    std::optional<std::int64_t> slidingWindow;
+
+    std::optional<std::int64_t> bosTokenId;
+    std::vector<std::int64_t> eosTokenIds;
+    std::string torchDtype; // as stored ("bfloat16"); informative only
+
+    // Facts a runner must check before it can compute this model exactly.
+    std::string activation = "silu"; // hidden_act or hidden_activation
+    std::string activationField = "hidden_act";
+    bool quantized = false; // quantization_config present
+    double partialRotaryFactor = 1.0;
+    bool slidingWindowLayers = false; // Qwen2/3: use_sliding_window
+    std::vector<std::string> layerTypes; // layer_types, as written
+    bool fromTextConfig = false; // read from a multimodal config's text_config
+};
+
 // Reads a Hugging Face config.json (llama, mistral, qwen2, qwen3, phi3, gemma,
-// gemma2 and other Llama-style decoders). Every field that changes the
-// parameter count is read: hidden_size, intermediate_size, num_hidden_layers,
-// num_attention_heads, num_key_value_heads, head_dim, vocab_size,
-// tie_word_embeddings, attention_bias, mlp_bias. Mixture-of-experts configs
-// are refused (the count would be wrong). Errors name the file and the field.
+// gemma2 and other Llama-style decoders): the one reader of config.json, for
+// the planner and the trainer alike. Every field that changes the parameter
+// count or the computation is read and type-checked. Mixture-of-experts
+// configs are refused (the count would be wrong). Errors name the file, the
+// field, the value and what was expected; all problems are reported at once.
 // `path` may be the config.json itself or the model folder holding it.
-common::Result<ModelSpec> readHfConfig(const std::string& path);
+common::Result<HfConfig> readHfModelConfig(const std::string& path);
 
 // The same from text; `origin` names the source in errors.
+common::Result<HfConfig> parseHfModelConfig(std::string_view json, const std::string& origin);
+
+// The architecture numbers only (what the planner needs).
+common::Result<ModelSpec> readHfConfig(const std::string& path);
 common::Result<ModelSpec> parseHfConfig(std::string_view json, const std::string& origin);
 
 } // namespace tb::model

@@ -1,7 +1,7 @@
 #include "model/model_preset.h"
 
 #include "common/atomic_file.h"
-#include "model/yaml_fields.h"
+#include "yaml/map_reader.h"
 
 #include <sstream>
 
@@ -9,70 +9,76 @@ namespace tb::model {
 
 namespace {
 
-constexpr std::int64_t kMaxCount = std::int64_t{1} << 40;
+constexpr long long kMaxCount = 1LL << 40;
 
-void readSpec(YamlFields& fields, ModelSpec& spec)
+std::optional<NormKind> parseNorm(std::string_view text)
 {
-    spec.name = fields.text("name", true).value_or("");
-    spec.hfRepoId = fields.text("hf_repo_id", false).value_or("");
-    spec.aliases = fields.textList("aliases", false);
-    spec.modelType = fields.text("model_type", true).value_or("llama");
-    spec.hiddenSize = fields.integer("hidden_size", true, 1, kMaxCount).value_or(0);
-    spec.intermediateSize = fields.integer("intermediate_size", true, 1, kMaxCount).value_or(0);
-    spec.numLayers = fields.integer("num_layers", true, 1, kMaxCount).value_or(0);
-    spec.numHeads = fields.integer("num_heads", true, 1, kMaxCount).value_or(0);
-    spec.numKvHeads = fields.integer("num_kv_heads", false, 1, kMaxCount).value_or(spec.numHeads);
-    const auto headDim = fields.integer("head_dim", false, 1, kMaxCount);
-    spec.headDim = headDim ? *headDim : (spec.numHeads > 0 ? spec.hiddenSize / spec.numHeads : 0);
-    spec.vocabSize = fields.integer("vocab_size", true, 1, kMaxCount).value_or(0);
-    spec.maxPositionEmbeddings =
-        fields.integer("max_position_embeddings", false, 1, kMaxCount).value_or(0);
-    spec.tieWordEmbeddings = fields.boolean("tie_word_embeddings", true).value_or(false);
-    spec.qkvBias = fields.boolean("qkv_bias", false).value_or(false);
-    spec.outputBias = fields.boolean("output_bias", false).value_or(false);
-    spec.mlpBias = fields.boolean("mlp_bias", false).value_or(false);
-    spec.lmHeadBias = fields.boolean("lm_head_bias", false).value_or(false);
-    spec.qkNorm = fields.boolean("qk_norm", false).value_or(false);
-    spec.fusedQkv = fields.boolean("fused_qkv", false).value_or(false);
-    spec.normsPerLayer =
-        static_cast<int>(fields.integer("norms_per_layer", false, 1, 8).value_or(2));
-    if (const auto norm = fields.text("norm", false)) {
-        if (*norm == "rmsnorm")
-            spec.norm = NormKind::RmsNorm;
-        else if (*norm == "layernorm")
-            spec.norm = NormKind::LayerNorm;
-        else
-            fields.problem(fields.child("norm", false), "norm",
-                "got '" + *norm + "', expected rmsnorm or layernorm");
-    }
-    if (const auto mlp = fields.text("mlp", false)) {
-        if (*mlp == "gated")
-            spec.mlp = MlpKind::Gated;
-        else if (*mlp == "plain")
-            spec.mlp = MlpKind::Plain;
-        else
-            fields.problem(
-                fields.child("mlp", false), "mlp", "got '" + *mlp + "', expected gated or plain");
-    }
-    spec.publishedParams = fields.integer("published_params", true, 1, kMaxCount);
-    spec.publishedParamsSource = fields.text("published_params_source", true).value_or("");
-    spec.source = fields.text("source", true).value_or("");
+    if (text == "rmsnorm")
+        return NormKind::RmsNorm;
+    if (text == "layernorm")
+        return NormKind::LayerNorm;
+    return std::nullopt;
+}
+
+std::optional<MlpKind> parseMlp(std::string_view text)
+{
+    if (text == "gated")
+        return MlpKind::Gated;
+    if (text == "plain")
+        return MlpKind::Plain;
+    return std::nullopt;
+}
+
+void readSpec(yaml::MapReader& fields, ModelSpec& spec)
+{
+    fields.require({"name", "model_type", "hidden_size", "intermediate_size", "num_layers",
+        "num_heads", "vocab_size", "tie_word_embeddings", "published_params",
+        "published_params_source", "source"});
+    fields.string("name", spec.name);
+    fields.string("hf_repo_id", spec.hfRepoId);
+    fields.stringList("aliases", spec.aliases);
+    fields.string("model_type", spec.modelType);
+    fields.integer("hidden_size", spec.hiddenSize, 1, kMaxCount);
+    fields.integer("intermediate_size", spec.intermediateSize, 1, kMaxCount);
+    fields.integer("num_layers", spec.numLayers, 1, kMaxCount);
+    fields.integer("num_heads", spec.numHeads, 1, kMaxCount);
+    spec.numKvHeads = spec.numHeads;
+    fields.integer("num_kv_heads", spec.numKvHeads, 1, kMaxCount);
+    spec.headDim = spec.numHeads > 0 ? spec.hiddenSize / spec.numHeads : 0;
+    fields.integer("head_dim", spec.headDim, 1, kMaxCount);
+    fields.integer("vocab_size", spec.vocabSize, 1, kMaxCount);
+    fields.integer("max_position_embeddings", spec.maxPositionEmbeddings, 1, kMaxCount);
+    fields.boolean("tie_word_embeddings", spec.tieWordEmbeddings);
+    fields.boolean("qkv_bias", spec.qkvBias);
+    fields.boolean("output_bias", spec.outputBias);
+    fields.boolean("mlp_bias", spec.mlpBias);
+    fields.boolean("lm_head_bias", spec.lmHeadBias);
+    fields.boolean("qk_norm", spec.qkNorm);
+    fields.boolean("fused_qkv", spec.fusedQkv);
+    fields.integer("norms_per_layer", spec.normsPerLayer, 1, 8);
+    fields.choice("norm", spec.norm, parseNorm, {"rmsnorm", "layernorm"});
+    fields.choice("mlp", spec.mlp, parseMlp, {"gated", "plain"});
+    std::int64_t published = 0;
+    if (fields.integer("published_params", published, 1, kMaxCount))
+        spec.publishedParams = published;
+    fields.string("published_params_source", spec.publishedParamsSource);
+    fields.string("source", spec.source);
 }
 
 } // namespace
 
-common::Result<ModelSpec> parseModelPreset(std::string_view yaml, const std::string& origin)
+common::Result<ModelSpec> parseModelPreset(std::string_view text, const std::string& origin)
 {
-    std::vector<std::string> problems;
-    const YAML::Node root = loadYaml(std::string(yaml), origin, &problems);
-    if (!problems.empty())
-        return common::Error{joinProblems(problems), {}};
+    yaml::ProblemList problems;
+    const YAML::Node root = yaml::load(std::string(text), problems);
+    if (!problems.isEmpty())
+        return problems.toError(origin);
     ModelSpec spec;
-    YamlFields fields(root, origin, {}, &problems);
+    yaml::MapReader fields(root, {}, problems);
     readSpec(fields, spec);
-    fields.finish();
-    if (!problems.empty())
-        return common::Error{joinProblems(problems), {}};
+    fields.checkKeys();
+    if (!problems.isEmpty())
+        return problems.toError(origin);
     if (const common::Status valid = validateModelSpec(spec, origin); !valid)
         return valid.error();
     spec.source = spec.source.empty() ? origin : spec.source;

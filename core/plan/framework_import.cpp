@@ -2,7 +2,6 @@
 
 #include "common/atomic_file.h"
 #include "common/text.h"
-#include "model/yaml_fields.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -289,7 +288,7 @@ common::Result<ImportResult> parseDeepSpeedJson(
         im.problems.push_back(origin + ": unexpected content: " + e.what());
     }
     if (!im.problems.empty())
-        return common::Error{model::joinProblems(im.problems), {}};
+        return common::Error{common::joinLines(im.problems), {}};
     if (common::Status valid = validatePlanInput(im.result.input); !valid)
         return common::Error{origin + ": " + valid.error().message, {}};
     return im.result;

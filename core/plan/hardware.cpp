@@ -2,13 +2,11 @@
 
 #include "common/text.h"
 #include "common/units.h"
-#include "model/yaml_fields.h"
+#include "yaml/map_reader.h"
 
 #include <set>
 
 namespace tb::plan {
-
-using model::YamlFields;
 
 double GpuSpec::usableBytes() const
 {
@@ -17,52 +15,109 @@ double GpuSpec::usableBytes() const
 
 namespace {
 
-common::Error problemsError(const std::vector<std::string>& problems)
-{
-    return common::Error{model::joinProblems(problems), {}};
-}
+using yaml::MapReader;
 
-YAML::Node topLevelList(const YAML::Node& root, const char* key, const std::string& origin,
-    std::vector<std::string>* problems)
+// The document's top level: a version, price_sources (documentation for
+// humans: price_source names these) and the list under `key`.
+std::optional<YAML::Node> topLevelList(
+    const YAML::Node& root, const char* key, yaml::ProblemList& problems)
 {
-    YamlFields top(root, origin, {}, problems);
-    top.integer("version", true, 1, 1);
-    top.child("price_sources", false); // documentation for humans: price_source names these
-    const YAML::Node list = top.child(key, true);
-    top.finish();
-    if (list.IsDefined() && !list.IsSequence()) {
-        top.problem(list, key, "expected a list");
-        return YAML::Node(YAML::NodeType::Undefined);
-    }
+    MapReader top(root, {}, problems);
+    top.require({"version", key});
+    int version = 1;
+    top.integer("version", version, 1, 1);
+    top.value("price_sources");
+    const std::optional<YAML::Node> list = top.sequence(key);
+    top.checkKeys();
     return list;
 }
 
-GpuSpec readGpu(YamlFields& f)
+void readUtilisation(MapReader& f, GpuSpec& gpu, yaml::ProblemList& problems)
 {
+    const std::optional<YAML::Node> node = f.section("utilisation");
+    if (!node)
+        return;
+    MapReader u(*node, f.pathOf("utilisation"), problems);
+    u.require({"full", "lora", "qlora", "note"});
+    u.number("full", gpu.utilisation.full, 0.01, 1);
+    u.number("lora", gpu.utilisation.lora, 0.01, 1);
+    u.number("qlora", gpu.utilisation.qlora, 0.01, 1);
+    u.string("note", gpu.utilisation.note);
+    u.checkKeys();
+}
+
+GpuSpec readGpu(MapReader& f, yaml::ProblemList& problems)
+{
+    f.require({"id", "name", "vendor", "memory_gib", "usable_gib", "usable_note", "bf16",
+        "bf16_tflops", "fp16_tflops", "fp32_tflops", "mem_bandwidth_gbps", "link_gbps",
+        "link_kind", "host_link_gbps", "utilisation", "sources"});
     GpuSpec gpu;
-    gpu.id = f.text("id", true).value_or("");
-    gpu.name = f.text("name", true).value_or("");
-    gpu.aliases = f.textList("aliases", false);
-    gpu.vendor = f.text("vendor", true).value_or("");
-    gpu.architecture = f.text("architecture", false).value_or("");
-    gpu.memoryGiB = f.number("memory_gib", true, 0.25, 65536).value_or(0);
-    gpu.usableGiB = f.number("usable_gib", true, 0.25, 65536).value_or(0);
-    gpu.usableNote = f.text("usable_note", true).value_or("");
-    gpu.bf16Supported = f.boolean("bf16", true).value_or(false);
-    gpu.bf16Tflops = f.number("bf16_tflops", true, 0, 1e6).value_or(0);
-    gpu.fp16Tflops = f.number("fp16_tflops", true, 0, 1e6).value_or(0);
-    gpu.tf32Tflops = f.number("tf32_tflops", false, 0, 1e6).value_or(0);
-    gpu.fp32Tflops = f.number("fp32_tflops", true, 0, 1e6).value_or(0);
-    gpu.memBandwidthGBps = f.number("mem_bandwidth_gbps", true, 0, 1e6).value_or(0);
-    gpu.linkGBps = f.number("link_gbps", true, 0, 1e6).value_or(0);
-    gpu.linkKind = f.text("link_kind", true).value_or("");
-    gpu.hostLinkGBps = f.number("host_link_gbps", true, 0, 1e6).value_or(0);
-    f.child("utilisation", true); // read by the caller, which knows the entry's path
-    gpu.sources = f.textList("sources", true);
+    f.string("id", gpu.id);
+    f.string("name", gpu.name);
+    f.stringList("aliases", gpu.aliases);
+    f.string("vendor", gpu.vendor);
+    f.string("architecture", gpu.architecture);
+    f.number("memory_gib", gpu.memoryGiB, 0.25, 65536);
+    f.number("usable_gib", gpu.usableGiB, 0.25, 65536);
+    f.string("usable_note", gpu.usableNote);
+    f.boolean("bf16", gpu.bf16Supported);
+    f.number("bf16_tflops", gpu.bf16Tflops, 0, 1e6);
+    f.number("fp16_tflops", gpu.fp16Tflops, 0, 1e6);
+    f.number("tf32_tflops", gpu.tf32Tflops, 0, 1e6);
+    f.number("fp32_tflops", gpu.fp32Tflops, 0, 1e6);
+    f.number("mem_bandwidth_gbps", gpu.memBandwidthGBps, 0, 1e6);
+    f.number("link_gbps", gpu.linkGBps, 0, 1e6);
+    f.string("link_kind", gpu.linkKind);
+    f.number("host_link_gbps", gpu.hostLinkGBps, 0, 1e6);
+    readUtilisation(f, gpu, problems);
+    f.stringList("sources", gpu.sources);
     if (gpu.usableGiB > gpu.memoryGiB && gpu.memoryGiB > 0)
-        f.problem(f.child("usable_gib", false), "usable_gib",
-            "is more than memory_gib (" + std::to_string(gpu.memoryGiB) + ")");
+        f.report("usable_gib", "is more than memory_gib (" + std::to_string(gpu.memoryGiB) + ")");
     return gpu;
+}
+
+VmSize readVm(MapReader& f)
+{
+    f.require({"name", "series", "status", "gpu", "gpus_per_vm", "vcpus", "ram_gib",
+        "intra_link_gbps", "ib_gbps_per_gpu", "frontend_gbps", "price_usd_per_hour",
+        "price_source", "sources"});
+    VmSize vm;
+    f.string("name", vm.name);
+    f.string("series", vm.series);
+    vm.status = "ga";
+    f.choice(
+        "status", vm.status,
+        [](std::string_view text) {
+            return text == "ga" || text == "retired" || text == "preview"
+                ? std::optional<std::string>(text)
+                : std::nullopt;
+        },
+        {"ga", "retired", "preview"});
+    f.string("status_note", vm.statusNote);
+    f.string("gpu", vm.gpuId);
+    f.integer("gpus_per_vm", vm.gpusPerVm, 1, 64);
+    double fraction = 1.0;
+    if (f.number("gpu_fraction", fraction, 0.01, 1)) {
+        vm.gpuFraction = fraction;
+        vm.fractionalGpu = fraction < 1.0;
+    }
+    f.integer("vcpus", vm.vcpus, 1, 100000);
+    f.number("ram_gib", vm.ramGiB, 1, 1e7);
+    f.number("intra_link_gbps", vm.intraLinkGBps, 0, 1e6);
+    f.string("intra_link_note", vm.intraLinkNote);
+    f.string("interconnect", vm.interconnect);
+    f.number("ib_gbps_per_gpu", vm.interNodeGbpsPerGpu, 0, 1e6);
+    f.number("frontend_gbps", vm.frontendGbps, 0, 1e6);
+    double price = 0;
+    // null: no published price.
+    if (!f.value("price_usd_per_hour").IsNull() && f.number("price_usd_per_hour", price, 0.0001, 1e6))
+        vm.usdPerHour = price;
+    f.string("price_region", vm.priceRegion);
+    f.string("price_as_of", vm.priceAsOf);
+    f.string("price_source", vm.priceSource);
+    f.stringList("notes", vm.notes);
+    f.stringList("sources", vm.sources);
+    return vm;
 }
 
 } // namespace
@@ -70,95 +125,56 @@ GpuSpec readGpu(YamlFields& f)
 common::Result<std::vector<GpuSpec>> parseGpuPresets(
     std::string_view yaml, const std::string& origin)
 {
-    std::vector<std::string> problems;
-    const YAML::Node root = model::loadYaml(std::string(yaml), origin, &problems);
-    if (!problems.empty())
-        return problemsError(problems);
-    const YAML::Node list = topLevelList(root, "gpus", origin, &problems);
+    yaml::ProblemList problems;
+    const YAML::Node root = yaml::load(std::string(yaml), problems);
+    if (!problems.isEmpty())
+        return problems.toError(origin);
+    const std::optional<YAML::Node> list = topLevelList(root, "gpus", problems);
     std::vector<GpuSpec> gpus;
     std::set<std::string> names;
-    for (size_t i = 0; list.IsDefined() && i < list.size(); ++i) {
-        const YAML::Node entry = list[i];
-        YamlFields f(entry, origin, "gpus[" + std::to_string(i) + "]", &problems);
-        GpuSpec gpu = readGpu(f);
-        const YAML::Node util = f.child("utilisation", false);
-        if (util.IsDefined()) {
-            YamlFields u(util, origin, "gpus[" + std::to_string(i) + "].utilisation", &problems);
-            gpu.utilisation.full = u.number("full", true, 0.01, 1).value_or(0.4);
-            gpu.utilisation.lora = u.number("lora", true, 0.01, 1).value_or(0.35);
-            gpu.utilisation.qlora = u.number("qlora", true, 0.01, 1).value_or(0.25);
-            gpu.utilisation.note = u.text("note", true).value_or("");
-            u.finish();
-        }
-        f.finish();
+    for (size_t i = 0; list && i < list->size(); ++i) {
+        MapReader f((*list)[i], "gpus[" + std::to_string(i) + "]", problems);
+        GpuSpec gpu = readGpu(f, problems);
+        f.checkKeys();
         std::set<std::string> own; // an alias may repeat the id in another case
         own.insert(common::toLower(gpu.id));
         for (const std::string& alias : gpu.aliases)
             own.insert(common::toLower(alias));
         for (const std::string& name : own)
             if (!names.insert(name).second)
-                f.problem(entry, "id", "'" + name + "' names two GPUs (duplicate id or alias)");
+                f.report("id", "'" + name + "' names two GPUs (duplicate id or alias)");
         gpus.push_back(std::move(gpu));
     }
-    if (!problems.empty())
-        return problemsError(problems);
+    if (!problems.isEmpty())
+        return problems.toError(origin);
     return gpus;
 }
 
 common::Result<std::vector<VmSize>> parseVmPresets(
     std::string_view yaml, const std::string& origin, const std::vector<GpuSpec>& gpus)
 {
-    std::vector<std::string> problems;
-    const YAML::Node root = model::loadYaml(std::string(yaml), origin, &problems);
-    if (!problems.empty())
-        return problemsError(problems);
-    const YAML::Node list = topLevelList(root, "vms", origin, &problems);
+    yaml::ProblemList problems;
+    const YAML::Node root = yaml::load(std::string(yaml), problems);
+    if (!problems.isEmpty())
+        return problems.toError(origin);
+    const std::optional<YAML::Node> list = topLevelList(root, "vms", problems);
     std::vector<VmSize> vms;
     std::set<std::string> names;
-    for (size_t i = 0; list.IsDefined() && i < list.size(); ++i) {
-        const YAML::Node entry = list[i];
-        YamlFields f(entry, origin, "vms[" + std::to_string(i) + "]", &problems);
-        VmSize vm;
-        vm.name = f.text("name", true).value_or("");
-        vm.series = f.text("series", true).value_or("");
-        vm.status = f.text("status", true).value_or("ga");
-        if (vm.status != "ga" && vm.status != "retired" && vm.status != "preview")
-            f.problem(f.child("status", false), "status",
-                "got '" + vm.status + "', expected ga, retired or preview");
-        vm.statusNote = f.text("status_note", false).value_or("");
-        vm.gpuId = f.text("gpu", true).value_or("");
-        vm.gpusPerVm = int(f.integer("gpus_per_vm", true, 1, 64).value_or(1));
-        if (const auto fraction = f.number("gpu_fraction", false, 0.01, 1)) {
-            vm.gpuFraction = *fraction;
-            vm.fractionalGpu = *fraction < 1.0;
-        }
-        vm.vcpus = int(f.integer("vcpus", true, 1, 100000).value_or(0));
-        vm.ramGiB = f.number("ram_gib", true, 1, 1e7).value_or(0);
-        vm.intraLinkGBps = f.number("intra_link_gbps", true, 0, 1e6).value_or(0);
-        vm.intraLinkNote = f.text("intra_link_note", false).value_or("");
-        vm.interconnect = f.text("interconnect", false).value_or("");
-        vm.interNodeGbpsPerGpu = f.number("ib_gbps_per_gpu", true, 0, 1e6).value_or(0);
-        vm.frontendGbps = f.number("frontend_gbps", true, 0, 1e6).value_or(0);
-        const YAML::Node price = f.child("price_usd_per_hour", true);
-        if (price.IsDefined() && !price.IsNull())
-            vm.usdPerHour = f.number("price_usd_per_hour", false, 0.0001, 1e6);
-        vm.priceRegion = f.text("price_region", false).value_or("");
-        vm.priceAsOf = f.text("price_as_of", false).value_or("");
-        vm.priceSource = f.text("price_source", true).value_or("");
-        vm.notes = f.textList("notes", false);
-        vm.sources = f.textList("sources", true);
-        f.finish();
+    for (size_t i = 0; list && i < list->size(); ++i) {
+        MapReader f((*list)[i], "vms[" + std::to_string(i) + "]", problems);
+        VmSize vm = readVm(f);
+        f.checkKeys();
         bool known = false;
         for (const GpuSpec& gpu : gpus)
             known = known || gpu.id == vm.gpuId;
         if (!known)
-            f.problem(entry, "gpu", "'" + vm.gpuId + "' is not a GPU in gpus.yaml");
+            f.report("gpu", "'" + vm.gpuId + "' is not a GPU in gpus.yaml");
         if (!names.insert(common::toLower(vm.name)).second)
-            f.problem(entry, "name", "'" + vm.name + "' is listed twice");
+            f.report("name", "'" + vm.name + "' is listed twice");
         vms.push_back(std::move(vm));
     }
-    if (!problems.empty())
-        return problemsError(problems);
+    if (!problems.isEmpty())
+        return problems.toError(origin);
     return vms;
 }
 

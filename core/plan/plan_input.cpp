@@ -9,22 +9,9 @@ namespace tb::plan {
 
 namespace {
 
-template <typename Enum> struct Spelling {
-    Enum value;
-    std::string_view name;
-};
+using common::Spelling;
 
 // The first spelling of each value is canonical; the rest are aliases.
-constexpr std::array kMethods = {Spelling<Method>{Method::Full, "full"},
-    Spelling<Method>{Method::Lora, "lora"}, Spelling<Method>{Method::Qlora, "qlora"},
-    Spelling<Method>{Method::Full, "full-finetune"}};
-constexpr std::array kPrecisions = {Spelling<Precision>{Precision::Fp32, "fp32"},
-    Spelling<Precision>{Precision::Fp16Mixed, "fp16-mixed"},
-    Spelling<Precision>{Precision::Bf16Mixed, "bf16-mixed"},
-    Spelling<Precision>{Precision::Bf16, "bf16"}, Spelling<Precision>{Precision::Fp16Mixed, "fp16"},
-    Spelling<Precision>{Precision::Fp16Mixed, "fp16_mixed"},
-    Spelling<Precision>{Precision::Bf16Mixed, "bf16_mixed"},
-    Spelling<Precision>{Precision::Bf16, "pure-bf16"}, Spelling<Precision>{Precision::Fp32, "no"}};
 constexpr std::array kOptimizers = {Spelling<Optimizer>{Optimizer::AdamW, "adamw"},
     Spelling<Optimizer>{Optimizer::AdamW8bit, "adamw8bit"},
     Spelling<Optimizer>{Optimizer::Sgd, "sgd"},
@@ -35,23 +22,6 @@ constexpr std::array kOptimizers = {Spelling<Optimizer>{Optimizer::AdamW, "adamw
     Spelling<Optimizer>{Optimizer::AdamW8bit, "adamw-8bit"},
     Spelling<Optimizer>{Optimizer::AdamW8bit, "adamw_bnb_8bit"},
     Spelling<Optimizer>{Optimizer::Sgd, "sgd-momentum"}};
-constexpr std::array kShardings = {Spelling<Sharding>{Sharding::Ddp, "ddp"},
-    Spelling<Sharding>{Sharding::Zero1, "zero1"}, Spelling<Sharding>{Sharding::Zero2, "zero2"},
-    Spelling<Sharding>{Sharding::Zero3, "zero3"},
-    Spelling<Sharding>{Sharding::FsdpFull, "fsdp-full"},
-    Spelling<Sharding>{Sharding::FsdpGradOp, "fsdp-grad-op"},
-    Spelling<Sharding>{Sharding::FsdpHybrid, "fsdp-hybrid"},
-    Spelling<Sharding>{Sharding::Ddp, "none"}, Spelling<Sharding>{Sharding::Zero1, "zero-1"},
-    Spelling<Sharding>{Sharding::Zero2, "zero-2"}, Spelling<Sharding>{Sharding::Zero3, "zero-3"},
-    Spelling<Sharding>{Sharding::FsdpFull, "fsdp"},
-    Spelling<Sharding>{Sharding::FsdpFull, "full_shard"},
-    Spelling<Sharding>{Sharding::FsdpGradOp, "shard_grad_op"},
-    Spelling<Sharding>{Sharding::FsdpHybrid, "hybrid_shard"}};
-constexpr std::array kOffloads = {Spelling<Offload>{Offload::None, "none"},
-    Spelling<Offload>{Offload::Optimizer, "optimizer"},
-    Spelling<Offload>{Offload::OptimizerAndParams, "optimizer+params"},
-    Spelling<Offload>{Offload::OptimizerAndParams, "params"},
-    Spelling<Offload>{Offload::OptimizerAndParams, "all"}};
 constexpr std::array kAttentions = {Spelling<Attention>{Attention::Eager, "eager"},
     Spelling<Attention>{Attention::Sdpa, "sdpa"}, Spelling<Attention>{Attention::Sdpa, "flash"},
     Spelling<Attention>{Attention::Sdpa, "flash_attention_2"}};
@@ -59,77 +29,35 @@ constexpr std::array kLossModes = {Spelling<LossMode>{LossMode::FullFp32, "full-
     Spelling<LossMode>{LossMode::Chunked, "chunked"}, Spelling<LossMode>{LossMode::Fused, "fused"},
     Spelling<LossMode>{LossMode::FullFp32, "hf"}};
 
-template <typename Enum, size_t N>
-std::string_view nameOf(const std::array<Spelling<Enum>, N>& table, Enum value)
-{
-    for (const auto& entry : table)
-        if (entry.value == value)
-            return entry.name;
-    return "?";
-}
-
+// Any case, surrounding space ignored: the CLI and GUI spellings.
 template <typename Enum, size_t N>
 std::optional<Enum> parseIn(const std::array<Spelling<Enum>, N>& table, std::string_view text)
 {
-    const std::string lower = common::toLower(common::trim(text));
-    for (const auto& entry : table)
-        if (entry.name == lower)
-            return entry.value;
-    return std::nullopt;
-}
-
-template <typename Enum, size_t N>
-std::vector<std::string> canonicalNames(const std::array<Spelling<Enum>, N>& table)
-{
-    std::vector<std::string> names;
-    for (size_t i = 0; i < N; ++i) {
-        bool first = true;
-        for (size_t j = 0; j < i; ++j)
-            first = first && table[j].value != table[i].value;
-        if (first)
-            names.emplace_back(table[i].name);
-    }
-    return names;
+    return common::parseSpelling(table, common::toLower(common::trimView(text)));
 }
 
 } // namespace
 
-std::string_view toString(Method value)
-{
-    return nameOf(kMethods, value);
-}
-std::string_view toString(Precision value)
-{
-    return nameOf(kPrecisions, value);
-}
 std::string_view toString(Optimizer value)
 {
-    return nameOf(kOptimizers, value);
-}
-std::string_view toString(Sharding value)
-{
-    return nameOf(kShardings, value);
-}
-std::string_view toString(Offload value)
-{
-    return nameOf(kOffloads, value);
+    return common::spellingOf(kOptimizers, value);
 }
 std::string_view toString(Attention value)
 {
-    return nameOf(kAttentions, value);
+    return common::spellingOf(kAttentions, value);
 }
 std::string_view toString(LossMode value)
 {
-    return nameOf(kLossModes, value);
+    return common::spellingOf(kLossModes, value);
 }
 
 std::optional<Method> parseMethod(std::string_view text)
 {
-    return parseIn(kMethods, text);
+    return parseIn(common::kMethodSpellings, text);
 }
 std::optional<Precision> parsePrecision(std::string_view text)
 {
-    return parseIn(kPrecisions, text);
+    return parseIn(common::kPrecisionSpellings, text);
 }
 std::optional<Optimizer> parseOptimizer(std::string_view text)
 {
@@ -137,11 +65,11 @@ std::optional<Optimizer> parseOptimizer(std::string_view text)
 }
 std::optional<Sharding> parseSharding(std::string_view text)
 {
-    return parseIn(kShardings, text);
+    return parseIn(common::kShardingSpellings, text);
 }
 std::optional<Offload> parseOffload(std::string_view text)
 {
-    return parseIn(kOffloads, text);
+    return parseIn(common::kOffloadSpellings, text);
 }
 std::optional<Attention> parseAttention(std::string_view text)
 {
@@ -154,31 +82,31 @@ std::optional<LossMode> parseLossMode(std::string_view text)
 
 std::vector<std::string> methodNames()
 {
-    return canonicalNames(kMethods);
+    return common::canonicalSpellings(common::kMethodSpellings);
 }
 std::vector<std::string> precisionNames()
 {
-    return canonicalNames(kPrecisions);
+    return common::canonicalSpellings(common::kPrecisionSpellings);
 }
 std::vector<std::string> optimizerNames()
 {
-    return canonicalNames(kOptimizers);
+    return common::canonicalSpellings(kOptimizers);
 }
 std::vector<std::string> shardingNames()
 {
-    return canonicalNames(kShardings);
+    return common::canonicalSpellings(common::kShardingSpellings);
 }
 std::vector<std::string> offloadNames()
 {
-    return canonicalNames(kOffloads);
+    return common::canonicalSpellings(common::kOffloadSpellings);
 }
 std::vector<std::string> attentionNames()
 {
-    return canonicalNames(kAttentions);
+    return common::canonicalSpellings(kAttentions);
 }
 std::vector<std::string> lossModeNames()
 {
-    return canonicalNames(kLossModes);
+    return common::canonicalSpellings(kLossModes);
 }
 
 std::string_view label(Sharding value)

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "common/error.h"
+#include "common/training_terms.h"
 
 #include <cstdint>
 #include <optional>
@@ -16,36 +17,19 @@
 // DDP bucket views) let the planner describe other trainers too.
 namespace tb::plan {
 
-enum class Method { Full, Lora, Qlora };
-
-enum class Precision {
-    Fp32, // fp32 weights, gradients and optimizer
-    Fp16Mixed, // 16-bit working weights and gradients, fp32 master + states, loss scaling
-    Bf16Mixed, // the same with bf16 (no loss scaling)
-    Bf16, // pure bf16: weights, gradients and optimizer states in bf16, no master copy
-};
+// Method, precision, sharding and offload, with their spellings, are shared
+// with the run configuration.
+using common::Method;
+using common::Offload;
+using common::Precision;
+using common::Sharding;
+using common::toString;
 
 enum class Optimizer {
     AdamW, // two fp32 moments
     AdamW8bit, // bitsandbytes 8-bit blockwise moments
     Sgd, // SGD with momentum (one moment)
     Adafactor, // factored second moment, no first moment
-};
-
-enum class Sharding {
-    Ddp, // replicated (with one GPU: plain training); "none" parses to this
-    Zero1, // DeepSpeed ZeRO stage 1: optimizer states partitioned
-    Zero2, // + gradients partitioned
-    Zero3, // + parameters partitioned
-    FsdpFull, // PyTorch FSDP FULL_SHARD
-    FsdpGradOp, // SHARD_GRAD_OP
-    FsdpHybrid, // HYBRID_SHARD: FULL_SHARD inside a node, replicated across nodes
-};
-
-enum class Offload {
-    None,
-    Optimizer, // optimizer states (and the fp32 master) in CPU memory, step on CPU
-    OptimizerAndParams, // parameters too (ZeRO-3 / FSDP only)
 };
 
 enum class Attention {
@@ -149,11 +133,8 @@ common::Status validatePlanInput(const PlanInput& input);
 // Names used on the command line, in plan YAML and in JSON ("bf16-mixed",
 // "fsdp-full", ...). parse* accept the CLI spellings and common aliases
 // ("none" -> Ddp, "zero-3" -> Zero3, "adamw_8bit" -> AdamW8bit), any case.
-std::string_view toString(Method value);
-std::string_view toString(Precision value);
+// Method, precision, sharding and offload spell as common/training_terms.h.
 std::string_view toString(Optimizer value);
-std::string_view toString(Sharding value);
-std::string_view toString(Offload value);
 std::string_view toString(Attention value);
 std::string_view toString(LossMode value);
 

@@ -1,7 +1,7 @@
 #include "plan/plan_file.h"
 
 #include "common/atomic_file.h"
-#include "model/yaml_fields.h"
+#include "yaml/map_reader.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -10,68 +10,76 @@
 
 namespace tb::plan {
 
-using model::YamlFields;
+using yaml::MapReader;
 
 namespace {
 
 constexpr int kPlanVersion = 1;
-
-template <typename Enum, typename Parse>
-void readEnum(YamlFields& f, const char* key, Enum& target, Parse parse,
-    const std::vector<std::string>& names)
-{
-    const auto text = f.text(key, false);
-    if (!text)
-        return;
-    if (const auto value = parse(*text)) {
-        target = *value;
-        return;
-    }
-    std::string list;
-    for (const std::string& name : names)
-        list += (list.empty() ? "" : ", ") + name;
-    f.problem(f.child(key, false), key, "got '" + *text + "', expected one of " + list);
-}
-
 constexpr const char* kPrefetchNames[] = {"pre", "post", "none"};
 
-// The `deepspeed:` and `fsdp:` maps: the settings that size buffers (4.6).
-void readFrameworkSettings(YamlFields& f, const std::string& origin,
-    std::vector<std::string>& problems, PlanInput& in)
+std::optional<BackwardPrefetch> parsePrefetch(std::string_view text)
 {
-    const YAML::Node ds = f.child("deepspeed", false);
-    if (ds.IsDefined() && !ds.IsNull()) {
-        YamlFields d(ds, origin, "deepspeed", &problems);
+    if (text == "pre")
+        return BackwardPrefetch::Pre;
+    if (text == "post")
+        return BackwardPrefetch::Post;
+    if (text == "none")
+        return BackwardPrefetch::None;
+    return std::nullopt;
+}
+
+// The `deepspeed:` and `fsdp:` maps: the settings that size buffers (4.6).
+void readFrameworkSettings(MapReader& f, yaml::ProblemList& problems, PlanInput& in)
+{
+    if (const std::optional<YAML::Node> ds = f.section("deepspeed")) {
+        MapReader d(*ds, "deepspeed", problems);
         DeepSpeedSettings& s = in.deepspeed;
-        s.reduceBucketSize = d.number("reduce_bucket_size", false, 0, 1e15).value_or(s.reduceBucketSize);
-        s.allgatherBucketSize =
-            d.number("allgather_bucket_size", false, 0, 1e15).value_or(s.allgatherBucketSize);
-        if (const auto overlap = d.boolean("overlap_comm", false))
-            s.overlapComm = *overlap;
-        s.contiguousGradients = d.boolean("contiguous_gradients", false).value_or(s.contiguousGradients);
-        s.prefetchBucketSize =
-            d.number("stage3_prefetch_bucket_size", false, 0, 1e15).value_or(s.prefetchBucketSize);
-        s.maxLiveParameters =
-            d.number("stage3_max_live_parameters", false, 0, 1e15).value_or(s.maxLiveParameters);
-        s.pinMemory = d.boolean("pin_memory", false).value_or(s.pinMemory);
-        d.finish();
+        d.number("reduce_bucket_size", s.reduceBucketSize, 0, 1e15);
+        d.number("allgather_bucket_size", s.allgatherBucketSize, 0, 1e15);
+        bool overlap = false;
+        if (d.boolean("overlap_comm", overlap))
+            s.overlapComm = overlap;
+        d.boolean("contiguous_gradients", s.contiguousGradients);
+        d.number("stage3_prefetch_bucket_size", s.prefetchBucketSize, 0, 1e15);
+        d.number("stage3_max_live_parameters", s.maxLiveParameters, 0, 1e15);
+        d.boolean("pin_memory", s.pinMemory);
+        d.checkKeys();
     }
-    const YAML::Node fsdp = f.child("fsdp", false);
-    if (fsdp.IsDefined() && !fsdp.IsNull()) {
-        YamlFields d(fsdp, origin, "fsdp", &problems);
+    if (const std::optional<YAML::Node> fsdp = f.section("fsdp")) {
+        MapReader d(*fsdp, "fsdp", problems);
         FsdpSettings& s = in.fsdp;
-        if (const auto prefetch = d.text("backward_prefetch", false)) {
-            const auto* end = std::end(kPrefetchNames);
-            const auto* it = std::find(std::begin(kPrefetchNames), end, *prefetch);
-            if (it == end)
-                d.problem(d.child("backward_prefetch", false), "backward_prefetch",
-                    "got '" + *prefetch + "', expected one of pre, post, none");
-            else
-                s.backwardPrefetch = BackwardPrefetch(it - std::begin(kPrefetchNames));
-        }
-        s.forwardPrefetch = d.boolean("forward_prefetch", false).value_or(s.forwardPrefetch);
-        s.limitAllGathers = d.boolean("limit_all_gathers", false).value_or(s.limitAllGathers);
-        d.finish();
+        d.choice("backward_prefetch", s.backwardPrefetch, parsePrefetch, {"pre", "post", "none"});
+        d.boolean("forward_prefetch", s.forwardPrefetch);
+        d.boolean("limit_all_gathers", s.limitAllGathers);
+        d.checkKeys();
+    }
+}
+
+void readSections(MapReader& f, yaml::ProblemList& problems, PlanInput& in)
+{
+    if (const std::optional<YAML::Node> lora = f.section("lora")) {
+        MapReader l(*lora, "lora", problems);
+        l.integer("rank", in.lora.rank, 1, 65536);
+        l.number("alpha", in.lora.alpha, 0, 1e9);
+        l.number("dropout", in.lora.dropout, 0, 0.999999);
+        l.stringList("target_modules", in.lora.targetModules);
+        l.checkKeys();
+    }
+    if (const std::optional<YAML::Node> dataset = f.section("dataset")) {
+        MapReader d(*dataset, "dataset", problems);
+        d.integer("samples", in.datasetSamples, 0, 1LL << 50);
+        d.number("mean_tokens_per_sample", in.meanTokensPerSample, 0, 1e9);
+        d.integer("tokens", in.datasetTokens, 0, 1LL << 55);
+        d.number("epochs", in.epochs, 1e-6, 1e6);
+        d.checkKeys();
+    }
+    readFrameworkSettings(f, problems, in);
+    if (const std::optional<YAML::Node> calibration = f.section("calibration")) {
+        MapReader c(*calibration, "calibration", problems);
+        c.number("utilisation", in.utilisationOverride, 0, 1);
+        c.number("cuda_context_gib", in.cudaContextGiB, 0, 64);
+        c.number("allocator_overhead", in.allocatorOverhead, 0, 1);
+        c.checkKeys();
     }
 }
 
@@ -100,68 +108,38 @@ void writeFrameworkSettings(YAML::Emitter& out, const PlanInput& in)
 
 common::Result<PlanInput> parsePlanYaml(std::string_view yaml, const std::string& origin)
 {
-    std::vector<std::string> problems;
-    const YAML::Node root = model::loadYaml(std::string(yaml), origin, &problems);
-    if (!problems.empty())
-        return common::Error{model::joinProblems(problems), {}};
+    yaml::ProblemList problems;
+    const YAML::Node root = yaml::load(std::string(yaml), problems);
+    if (!problems.isEmpty())
+        return problems.toError(origin);
     PlanInput in;
-    YamlFields f(root, origin, {}, &problems);
-    f.integer("version", false, kPlanVersion, kPlanVersion);
-    in.model = f.text("model", true).value_or(in.model);
-    readEnum(f, "method", in.method, parseMethod, methodNames());
-    readEnum(f, "precision", in.precision, parsePrecision, precisionNames());
-    readEnum(f, "optimizer", in.optimizer, parseOptimizer, optimizerNames());
-    readEnum(f, "sharding", in.sharding, parseSharding, shardingNames());
-    readEnum(f, "offload", in.offload, parseOffload, offloadNames());
-    readEnum(f, "attention", in.attention, parseAttention, attentionNames());
-    readEnum(f, "loss", in.loss, parseLossMode, lossModeNames());
-    in.gradientCheckpointing =
-        f.boolean("gradient_checkpointing", false).value_or(in.gradientCheckpointing);
-    in.lossChunks = int(f.integer("loss_chunks", false, 1, 4096).value_or(in.lossChunks));
-    in.ddpBucketView = f.boolean("ddp_bucket_view", false).value_or(in.ddpBucketView);
-    in.microBatch = int(f.integer("micro_batch", false, 1, 65536).value_or(in.microBatch));
-    in.seqLen = int(f.integer("seq_len", false, 1, 1 << 24).value_or(in.seqLen));
-    in.gradAccum = int(f.integer("grad_accum", false, 1, 65536).value_or(in.gradAccum));
-    in.packing = f.boolean("packing", false).value_or(in.packing);
-    in.vmSize = f.text("vm_size", false).value_or(in.vmSize);
-    in.gpu = f.text("gpu", false).value_or(in.gpu);
-    in.gpusPerNode = int(f.integer("gpus_per_node", false, 0, 1024).value_or(in.gpusPerNode));
-    in.nodes = int(f.integer("nodes", false, 1, 4096).value_or(in.nodes));
-
-    const YAML::Node lora = f.child("lora", false);
-    if (lora.IsDefined() && !lora.IsNull()) {
-        YamlFields l(lora, origin, "lora", &problems);
-        in.lora.rank = int(l.integer("rank", false, 1, 65536).value_or(in.lora.rank));
-        in.lora.alpha = l.number("alpha", false, 0, 1e9).value_or(in.lora.alpha);
-        in.lora.dropout = l.number("dropout", false, 0, 0.999999).value_or(in.lora.dropout);
-        if (l.has("target_modules"))
-            in.lora.targetModules = l.textList("target_modules", false);
-        l.finish();
-    }
-    const YAML::Node dataset = f.child("dataset", false);
-    if (dataset.IsDefined() && !dataset.IsNull()) {
-        YamlFields d(dataset, origin, "dataset", &problems);
-        in.datasetSamples =
-            d.integer("samples", false, 0, std::int64_t(1) << 50).value_or(in.datasetSamples);
-        in.meanTokensPerSample =
-            d.number("mean_tokens_per_sample", false, 0, 1e9).value_or(in.meanTokensPerSample);
-        in.datasetTokens =
-            d.integer("tokens", false, 0, std::int64_t(1) << 55).value_or(in.datasetTokens);
-        in.epochs = d.number("epochs", false, 1e-6, 1e6).value_or(in.epochs);
-        d.finish();
-    }
-    readFrameworkSettings(f, origin, problems, in);
-    const YAML::Node calibration = f.child("calibration", false);
-    if (calibration.IsDefined() && !calibration.IsNull()) {
-        YamlFields c(calibration, origin, "calibration", &problems);
-        in.utilisationOverride = c.number("utilisation", false, 0, 1).value_or(0);
-        in.cudaContextGiB = c.number("cuda_context_gib", false, 0, 64).value_or(0);
-        in.allocatorOverhead = c.number("allocator_overhead", false, 0, 1).value_or(0);
-        c.finish();
-    }
-    f.finish();
-    if (!problems.empty())
-        return common::Error{model::joinProblems(problems), {}};
+    MapReader f(root, {}, problems);
+    f.require({"model"});
+    int version = kPlanVersion;
+    f.integer("version", version, kPlanVersion, kPlanVersion);
+    f.string("model", in.model, false, "a preset name or a config.json path");
+    f.choice("method", in.method, parseMethod, methodNames());
+    f.choice("precision", in.precision, parsePrecision, precisionNames());
+    f.choice("optimizer", in.optimizer, parseOptimizer, optimizerNames());
+    f.choice("sharding", in.sharding, parseSharding, shardingNames());
+    f.choice("offload", in.offload, parseOffload, offloadNames());
+    f.choice("attention", in.attention, parseAttention, attentionNames());
+    f.choice("loss", in.loss, parseLossMode, lossModeNames());
+    f.boolean("gradient_checkpointing", in.gradientCheckpointing);
+    f.integer("loss_chunks", in.lossChunks, 1, 4096);
+    f.boolean("ddp_bucket_view", in.ddpBucketView);
+    f.integer("micro_batch", in.microBatch, 1, 65536);
+    f.integer("seq_len", in.seqLen, 1, 1 << 24);
+    f.integer("grad_accum", in.gradAccum, 1, 65536);
+    f.boolean("packing", in.packing);
+    f.string("vm_size", in.vmSize);
+    f.string("gpu", in.gpu);
+    f.integer("gpus_per_node", in.gpusPerNode, 0, 1024);
+    f.integer("nodes", in.nodes, 1, 4096);
+    readSections(f, problems, in);
+    f.checkKeys();
+    if (!problems.isEmpty())
+        return problems.toError(origin);
     if (common::Status valid = validatePlanInput(in); !valid)
         return common::Error{origin + ": " + valid.error().message, valid.error().hint};
     return in;

@@ -1,5 +1,7 @@
 #include "remote/host_probe.h"
 
+#include "common/text.h"
+
 #include <cstdio>
 #include <sstream>
 
@@ -9,21 +11,13 @@ namespace {
 
 using common::Error;
 
-std::string trim(const std::string& text)
-{
-    const std::size_t first = text.find_first_not_of(" \t\r");
-    if (first == std::string::npos)
-        return {};
-    return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
-}
-
 std::vector<std::string> splitCsv(const std::string& text)
 {
     std::vector<std::string> fields;
     std::stringstream stream(text);
     std::string field;
     while (std::getline(stream, field, ','))
-        fields.push_back(trim(field));
+        fields.push_back(common::trim(field));
     return fields;
 }
 
@@ -71,7 +65,7 @@ common::Result<HostFacts> parseHostProbe(const std::string& output)
         ++number;
         const std::size_t space = line.find(' ');
         const std::string key = line.substr(0, space);
-        const std::string value = space == std::string::npos ? std::string() : trim(line.substr(space + 1));
+        const std::string value = space == std::string::npos ? std::string() : common::trim(line.substr(space + 1));
         const auto bad = [&](const std::string& expected) {
             return Error{"host probe, line " + std::to_string(number) + " '" + line + "': expected "
                     + expected,

@@ -1,19 +1,9 @@
 #include "remote/remote_run_control.h"
 
+#include "common/text.h"
 #include "metrics/run_control.h"
 
 namespace tb::remote {
-
-namespace {
-
-std::string trimmed(std::string text)
-{
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r'))
-        text.pop_back();
-    return text;
-}
-
-} // namespace
 
 common::Result<long long> stopRemoteRun(SshSession& session, const metrics::RunHistory& history)
 {
@@ -22,7 +12,7 @@ common::Result<long long> stopRemoteRun(SshSession& session, const metrics::RunH
         return host.error();
     if (host->exitStatus != 0)
         return common::Error{session.target().describe() + ": 'hostname' failed: "
-                + trimmed(host->errorOutput),
+                + common::trim(host->errorOutput),
             {}};
     std::string readFailure;
     const auto commandLineOf = [&](long long pid) -> std::string {
@@ -32,10 +22,10 @@ common::Result<long long> stopRemoteRun(SshSession& session, const metrics::RunH
             readFailure = read.error().message;
             return {};
         }
-        return read->exitStatus == 0 ? trimmed(read->output) : std::string();
+        return read->exitStatus == 0 ? common::trim(read->output) : std::string();
     };
     const common::Result<long long> pid =
-        metrics::stoppableTrainer(history, trimmed(host->output), commandLineOf);
+        metrics::stoppableTrainer(history, common::trim(host->output), commandLineOf);
     if (!readFailure.empty())
         return common::Error{readFailure, {}};
     if (!pid)
@@ -45,7 +35,7 @@ common::Result<long long> stopRemoteRun(SshSession& session, const metrics::RunH
         return kill.error();
     if (kill->exitStatus != 0)
         return common::Error{session.target().describe() + ": kill -TERM " + std::to_string(*pid)
-                + " failed: " + trimmed(kill->errorOutput),
+                + " failed: " + common::trim(kill->errorOutput),
             "is the run owned by another user than the one logged in?"};
     return *pid;
 }

@@ -1,22 +1,10 @@
 #include "train/text_documents.h"
 
+#include "common/text.h"
+
 namespace tb::train {
 
 namespace {
-
-bool isSpace(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
-std::string_view trimmed(std::string_view text)
-{
-    while (!text.empty() && isSpace(text.front()))
-        text.remove_prefix(1);
-    while (!text.empty() && isSpace(text.back()))
-        text.remove_suffix(1);
-    return text;
-}
 
 } // namespace
 
@@ -29,7 +17,7 @@ std::vector<std::string> splitParagraphs(std::string_view text, std::size_t limi
         if (paragraphStart >= end)
             return;
         const std::string_view paragraph =
-            trimmed(text.substr(paragraphStart, end - paragraphStart));
+            common::trimView(text.substr(paragraphStart, end - paragraphStart));
         if (!paragraph.empty())
             out.emplace_back(paragraph);
     };
@@ -37,7 +25,7 @@ std::vector<std::string> splitParagraphs(std::string_view text, std::size_t limi
         std::size_t lineEnd = text.find('\n', lineStart);
         if (lineEnd == std::string_view::npos)
             lineEnd = text.size();
-        if (trimmed(text.substr(lineStart, lineEnd - lineStart)).empty()) {
+        if (common::trimView(text.substr(lineStart, lineEnd - lineStart)).empty()) {
             flush(lineStart);
             paragraphStart = lineEnd + 1;
         }

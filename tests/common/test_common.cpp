@@ -1,6 +1,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/text.h"
+#include "common/training_terms.h"
 #include "common/units.h"
 
 #include <QTemporaryDir>
@@ -75,6 +76,53 @@ private slots:
         const Result<int> result(error);
         QVERIFY(!result.ok());
         QCOMPARE(Result<int>(7).value(), 7);
+    }
+
+    void trimRemovesSpaceAtBothEnds_data()
+    {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QString>("expected");
+        QTest::addRow("none") << "a b" << "a b";
+        QTest::addRow("both ends") << " \t a b \r\n" << "a b";
+        QTest::addRow("form feed and vertical tab") << "\f\va\v\f" << "a";
+        QTest::addRow("only space") << " \n\t " << "";
+        QTest::addRow("empty") << "" << "";
+    }
+    void trimRemovesSpaceAtBothEnds()
+    {
+        QFETCH(QString, text);
+        QFETCH(QString, expected);
+        const std::string input = text.toStdString();
+        QCOMPARE(QString::fromStdString(tb::common::trim(input)), expected);
+        const std::string_view view = tb::common::trimView(input);
+        QCOMPARE(QString::fromStdString(std::string(view)), expected);
+        // The view points into the input: no copy.
+        QVERIFY(view.empty() || (view.data() >= input.data() && view.data() < input.data() + input.size()));
+    }
+
+    // Every value has one canonical spelling that reads back as itself; the
+    // aliases (planner, FSDP and accelerate spellings) read as their value.
+    void trainingTermsRoundTrip()
+    {
+        using namespace tb::common;
+        for (const auto& entry : kShardingSpellings)
+            QVERIFY(parseSpelling(kShardingSpellings, toString(entry.value)) == entry.value);
+        for (const auto& entry : kPrecisionSpellings)
+            QVERIFY(parseSpelling(kPrecisionSpellings, toString(entry.value)) == entry.value);
+        for (const auto& entry : kMethodSpellings)
+            QVERIFY(parseSpelling(kMethodSpellings, toString(entry.value)) == entry.value);
+        for (const auto& entry : kOffloadSpellings)
+            QVERIFY(parseSpelling(kOffloadSpellings, toString(entry.value)) == entry.value);
+        QCOMPARE(canonicalSpellings(kShardingSpellings),
+            (std::vector<std::string>{
+                "ddp", "zero1", "zero2", "zero3", "fsdp-full", "fsdp-grad-op", "fsdp-hybrid"}));
+        QCOMPARE(canonicalSpellings(kPrecisionSpellings),
+            (std::vector<std::string>{"fp32", "fp16-mixed", "bf16-mixed", "bf16"}));
+        QVERIFY(parseSpelling(kShardingSpellings, "zero-3") == Sharding::Zero3);
+        QVERIFY(parseSpelling(kShardingSpellings, "full_shard") == Sharding::FsdpFull);
+        QVERIFY(parseSpelling(kPrecisionSpellings, "no") == Precision::Fp32);
+        QVERIFY(parseSpelling(kOffloadSpellings, "all") == Offload::OptimizerAndParams);
+        QVERIFY(!parseSpelling(kMethodSpellings, "QLoRA")); // exact: callers fold case
     }
 
     void nearestNamesPrefersContainedAndTypos()

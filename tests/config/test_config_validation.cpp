@@ -121,6 +121,10 @@ private slots:
         QTest::addRow("bad precision") << base + "precision: fp16\n"
                                        << "precision"
                                        << "expected fp32, bf16-mixed or bf16" << 4;
+        QTest::addRow("planner-only precision") << base + "precision: fp16-mixed\n"
+                                                << "precision"
+                                                << "got fp16-mixed, expected fp32, bf16-mixed or bf16"
+                                                << 4;
         QTest::addRow("bad device") << base + "device: gpu\n"
                                     << "device"
                                     << "expected cpu, cuda or auto" << 4;

@@ -62,6 +62,63 @@ private slots:
         QCOMPARE(model::countParameters(*spec).total, expected);
     }
 
+    // A field the file leaves out takes the default of its model_type's
+    // configuration class in transformers 5.23, not PretrainedConfig's.
+    void architectureDefaults_data()
+    {
+        QTest::addColumn<QString>("type");
+        QTest::addColumn<bool>("tied");
+        QTest::addColumn<qint64>("maxPositions");
+        QTest::addColumn<qint64>("kvHeads");
+        QTest::addColumn<qint64>("headDim");
+        QTest::addColumn<double>("eps");
+        QTest::addColumn<double>("theta");
+        QTest::addColumn<qint64>("window");
+        QTest::addRow("llama") << "llama" << false << qint64(2048) << qint64(32) << qint64(64)
+                               << 1e-6 << 10000.0 << qint64(0);
+        QTest::addRow("mistral") << "mistral" << false << qint64(131072) << qint64(8) << qint64(64)
+                                 << 1e-6 << 10000.0 << qint64(4096);
+        QTest::addRow("qwen2") << "qwen2" << false << qint64(32768) << qint64(32) << qint64(64)
+                               << 1e-6 << 10000.0 << qint64(0);
+        QTest::addRow("qwen3") << "qwen3" << false << qint64(32768) << qint64(32) << qint64(128)
+                               << 1e-6 << 10000.0 << qint64(0);
+        QTest::addRow("phi3") << "phi3" << false << qint64(4096) << qint64(32) << qint64(64) << 1e-5
+                              << 10000.0 << qint64(0);
+        QTest::addRow("gemma") << "gemma" << true << qint64(8192) << qint64(16) << qint64(256)
+                               << 1e-6 << 10000.0 << qint64(0);
+        QTest::addRow("gemma2") << "gemma2" << true << qint64(8192) << qint64(4) << qint64(256)
+                                << 1e-6 << 10000.0 << qint64(0);
+        QTest::addRow("gemma3_text") << "gemma3_text" << true << qint64(131072) << qint64(4)
+                                     << qint64(256) << 1e-6 << 1000000.0 << qint64(0);
+        QTest::addRow("unknown type reads as llama")
+            << "granite" << false << qint64(2048) << qint64(32) << qint64(64) << 1e-6 << 10000.0
+            << qint64(0);
+    }
+    void architectureDefaults()
+    {
+        QFETCH(QString, type);
+        QFETCH(bool, tied);
+        QFETCH(qint64, maxPositions);
+        QFETCH(qint64, kvHeads);
+        QFETCH(qint64, headDim);
+        QFETCH(double, eps);
+        QFETCH(double, theta);
+        QFETCH(qint64, window);
+        const QString json =
+            QStringLiteral(R"({"model_type":"%1","hidden_size":2048,"intermediate_size":4096,
+                "num_hidden_layers":2,"num_attention_heads":32,"vocab_size":1000})")
+                .arg(type);
+        const auto config = model::parseHfModelConfig(json.toStdString(), "config.json");
+        QVERIFY2(config.ok(), config.ok() ? "" : config.error().message.c_str());
+        QCOMPARE(config->tieWordEmbeddings, tied);
+        QCOMPARE(config->maxPositionEmbeddings, maxPositions);
+        QCOMPARE(config->numKvHeads, kvHeads);
+        QCOMPARE(config->headDim, headDim);
+        QCOMPARE(config->rmsNormEps, eps);
+        QCOMPARE(config->ropeTheta, theta);
+        QCOMPARE(config->slidingWindow.value_or(0), window);
+    }
+
     void attentionBiasCountsEveryProjection()
     {
         const auto plain = model::parseHfConfig(
@@ -139,7 +196,7 @@ private slots:
                 + "}"
             << "does not divide hidden_size";
         QTest::addRow("kv heads") << "{" + ok + ",\"num_key_value_heads\":3}"
-                                  << "num_kv_heads: 3 does not divide";
+                                  << "field 'num_key_value_heads': got 3, expected a divisor";
         QTest::addRow("moe") << "{" + ok + ",\"num_local_experts\":8}"
                              << "mixture-of-experts";
         QTest::addRow("bad bool") << "{" + ok + ",\"tie_word_embeddings\":\"yes\"}"

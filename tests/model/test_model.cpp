@@ -136,9 +136,9 @@ private slots:
         QTest::addRow("unknown key") << base + "hidden_sizes: 3\n"
                                      << "hidden_sizes: unknown key";
         QTest::addRow("duplicate key") << base + "num_layers: 6\n"
-                                       << "num_layers: given twice";
+                                       << "bad.yaml:13:1: num_layers: duplicate key (first given on line 5)";
         QTest::addRow("not an integer") << QString(base).replace("num_layers: 5",
-            "num_layers: five") << "num_layers: got 'five', expected an integer";
+            "num_layers: five") << "bad.yaml:5:13: num_layers: got five, expected an integer";
         QTest::addRow("negative") << QString(base).replace("hidden_size: 64", "hidden_size: -64")
                                   << "hidden_size: got -64";
         QTest::addRow("missing") << QString(base).replace("vocab_size: 512\n", "")
@@ -153,7 +153,7 @@ private slots:
                                 << "expected a mapping";
         QTest::addRow("overflow") << QString(base).replace(
             "hidden_size: 64", "hidden_size: 99999999999999999999")
-                                  << "hidden_size: got '99999999999999999999', expected an integer";
+                                  << "hidden_size: got 99999999999999999999, expected an integer";
     }
     void presetErrors()
     {

@@ -168,7 +168,7 @@ private slots:
                                      << "field 'hidden_size'";
         QTest::addRow("plan yaml") << "--plan"
                                    << "model: Llama-3-8B\nmicro_batch: lots\n"
-                                   << "micro_batch: got 'lots'";
+                                   << "micro_batch: got lots, expected an integer from 1 to 65536";
         QTest::addRow("deepspeed") << "--from-deepspeed"
                                    << "{\"zero_optimization\": {\"stage\": 7}}"
                                    << "zero_optimization.stage";

@@ -66,10 +66,10 @@ private slots:
                                      << "bf16_speed: unknown key";
         QTest::addRow("duplicate key") << "    bf16: false\n"
                                        << "    bf16: false\n    bf16: true\n"
-                                       << "bf16: given twice";
+                                       << "gpus[0].bf16: duplicate key (first given on line 26)";
         QTest::addRow("bad number") << "    fp16_tflops: 65\n"
                                     << "    fp16_tflops: fast\n"
-                                    << "fp16_tflops: got 'fast', expected a number";
+                                    << "gpus.yaml:28:18: gpus[0].fp16_tflops: got fast, expected a number from 0 to 1e+06";
         QTest::addRow("duplicate id") << "  - id: V100-16GB\n"
                                       << "  - id: T4\n"
                                       << "names two GPUs";
@@ -161,9 +161,11 @@ private slots:
         const auto in = plan::parsePlanYaml(yaml, "p.yaml");
         QVERIFY(!in.ok());
         const QString m = QString::fromStdString(in.error().message);
-        for (const char* part : {"p.yaml:2: method: got 'lorra', expected one of full, lora, qlora",
-                 "p.yaml:3: micro_batch: got -3", "lora.rank: got 0", "lora.ranks: unknown key",
-                 "nodes: given twice"})
+        for (const char* part :
+            {"p.yaml: 5 problems",
+                "p.yaml:2:9: method: got lorra, expected full, lora or qlora (did you mean lora?)",
+                "p.yaml:3:14: micro_batch: got -3", "p.yaml:5:9: lora.rank: got 0",
+                "p.yaml:6:3: lora.ranks: unknown key", "p.yaml:8:1: nodes: duplicate key"})
             QVERIFY2(m.contains(part), qPrintable(m));
         const auto combo = plan::parsePlanYaml("model: x\noffload: optimizer\n", "c.yaml");
         QVERIFY(!combo.ok());
@@ -403,16 +405,16 @@ private slots:
         QTest::addColumn<QString>("yaml");
         QTest::addColumn<QString>("expected");
         QTest::addRow("type") << "distributed_type: TPU\n"
-                              << "distributed_type: got 'tpu'";
+                              << "acc.yaml:1:19: distributed_type: got TPU, expected NO, MULTI_GPU";
         QTest::addRow("strategy")
             << "distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: HALF\n"
-            << "fsdp_sharding_strategy: got 'HALF'";
+            << "fsdp_config.fsdp_sharding_strategy: got HALF, expected FULL_SHARD";
         QTest::addRow("processes") << "num_processes: 6\nnum_machines: 4\n"
                                    << "not a multiple of num_machines";
         QTest::addRow("negative") << "num_processes: -1\n"
-                                  << "num_processes: got '-1'";
+                                  << "num_processes: got -1, expected an integer from 1";
         QTest::addRow("precision") << "mixed_precision: int4\n"
-                                   << "mixed_precision: got 'int4'";
+                                   << "mixed_precision: got int4, expected no, fp16, bf16 or fp8";
         QTest::addRow("offload flag")
             << "distributed_type: FSDP\nfsdp_config:\n  fsdp_offload_params: maybe\n"
             << "expected true or false";

@@ -183,7 +183,7 @@ private slots:
         QTest::addRow("negative eps") << edit(kTinyLlama, R"("rms_norm_eps":1e-05)",
             R"("rms_norm_eps":-1)") << "field 'rms_norm_eps': got -1, expected a positive number";
         QTest::addRow("not json") << "{\"model_type\":"
-                                  << "c.json: invalid JSON";
+                                  << "not valid JSON";
     }
     void unsupportedConfigsAreRefused()
     {

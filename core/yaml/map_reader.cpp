@@ -1,13 +1,13 @@
-#include "config/yaml_fields.h"
+#include "yaml/map_reader.h"
 
 #include "common/text.h"
-#include "config/config_schema.h"
 
 #include <charconv>
+#include <cstdio>
 #include <cmath>
 #include <limits>
 
-namespace tb::config::detail {
+namespace tb::yaml {
 
 namespace {
 
@@ -59,6 +59,13 @@ std::optional<bool> parseBoolean(const YAML::Node& node)
     return std::nullopt;
 }
 
+std::string shortNumber(double value)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", value);
+    return text;
+}
+
 std::string joinNames(const std::vector<std::string>& names)
 {
     std::string text;
@@ -81,10 +88,25 @@ std::string didYouMean(const std::vector<std::string>& candidates, std::string_v
 
 } // namespace
 
-ConfigProblem problemAt(const YAML::Node& node, const YAML::Node& fallback, std::string path,
+YAML::Node load(const std::string& text, ProblemList& problems)
+{
+    try {
+        return YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+        Problem problem{"", 0, 0, "not valid YAML: " + e.msg, {}};
+        if (!e.mark.is_null()) {
+            problem.line = e.mark.line + 1;
+            problem.column = e.mark.column + 1;
+        }
+        problems.add(std::move(problem));
+    }
+    return YAML::Node(YAML::NodeType::Undefined);
+}
+
+Problem problemAt(const YAML::Node& node, const YAML::Node& fallback, std::string path,
     std::string message, std::string hint)
 {
-    ConfigProblem problem{std::move(path), 0, 0, std::move(message), std::move(hint)};
+    Problem problem{std::move(path), 0, 0, std::move(message), std::move(hint)};
     YAML::Mark mark = node.IsDefined() ? node.Mark() : YAML::Mark::null_mark();
     if (mark.is_null() && fallback.IsDefined())
         mark = fallback.Mark();
@@ -117,6 +139,11 @@ MapReader::MapReader(const YAML::Node& map, std::string path, ProblemList& probl
     , m_path(std::move(path))
     , m_problems(problems)
 {
+    if (map.IsDefined() && !map.IsNull() && !map.IsMap())
+        m_problems.add(problemAt(map, YAML::Node(), m_path,
+            "got " + describe(map) + ", expected a mapping of keys"));
+    if (!map.IsMap())
+        return;
     for (auto it = map.begin(); it != map.end(); ++it) {
         if (!it->first.IsScalar()) {
             m_problems.add(problemAt(it->first, map, m_path,
@@ -129,6 +156,7 @@ MapReader::MapReader(const YAML::Node& map, std::string path, ProblemList& probl
 
 const MapReader::Entry* MapReader::find(std::string_view key) const
 {
+    m_asked.emplace(key);
     for (const Entry& entry : m_entries) {
         if (entry.name == key)
             return &entry;
@@ -153,6 +181,14 @@ YAML::Node MapReader::keyNode(std::string_view key) const
     return entry ? entry->key : m_map;
 }
 
+void MapReader::require(std::initializer_list<std::string_view> keys)
+{
+    for (const std::string_view key : keys) {
+        if (!has(key))
+            report(key, "missing (required)");
+    }
+}
+
 std::string MapReader::pathOf(std::string_view key) const
 {
     return m_path.empty() ? std::string(key) : m_path + "." + std::string(key);
@@ -171,11 +207,11 @@ void MapReader::report(std::string_view key, std::string message, std::string hi
             problemAt(m_map, YAML::Node(), pathOf(key), std::move(message), std::move(hint)));
 }
 
-bool MapReader::integer(std::string_view key, long long& out, long long min, long long max)
+std::optional<long long> MapReader::integerIn(std::string_view key, long long min, long long max)
 {
     const Entry* entry = find(key);
     if (!entry)
-        return false;
+        return std::nullopt;
     const std::optional<long long> value = parseInteger(entry->value);
     if (!value || *value < min || *value > max) {
         std::string expected = "an integer";
@@ -186,26 +222,9 @@ bool MapReader::integer(std::string_view key, long long& out, long long min, lon
         else
             expected = "an integer from " + std::to_string(min) + " to " + std::to_string(max);
         report(key, "got " + describe(entry->value) + ", expected " + expected);
-        return false;
+        return std::nullopt;
     }
-    out = *value;
-    return true;
-}
-
-bool MapReader::integer(std::string_view key, int& out, int min, int max)
-{
-    long long value = 0;
-    if (!integer(key, value, min,
-            max == std::numeric_limits<int>::max() ? std::numeric_limits<long long>::max() : max))
-        return false;
-    if (value > std::numeric_limits<int>::max()) {
-        report(key,
-            "got " + std::to_string(value) + ", expected at most "
-                + std::to_string(std::numeric_limits<int>::max()));
-        return false;
-    }
-    out = static_cast<int>(value);
-    return true;
+    return value;
 }
 
 bool MapReader::unsignedInteger(std::string_view key, std::uint64_t& out)
@@ -242,6 +261,12 @@ bool MapReader::number(std::string_view key, double& out, double min, bool minIn
     }
     out = *value;
     return true;
+}
+
+bool MapReader::number(std::string_view key, double& out, double min, double max)
+{
+    return number(key, out, min, true, max, true,
+        "a number from " + shortNumber(min) + " to " + shortNumber(max));
 }
 
 bool MapReader::boolean(std::string_view key, bool& out)
@@ -316,6 +341,18 @@ std::optional<YAML::Node> MapReader::section(std::string_view key)
     return entry->value;
 }
 
+std::optional<YAML::Node> MapReader::sequence(std::string_view key)
+{
+    const Entry* entry = find(key);
+    if (!entry)
+        return std::nullopt;
+    if (!entry->value.IsSequence()) {
+        report(key, "got " + describe(entry->value) + ", expected a list");
+        return std::nullopt;
+    }
+    return entry->value;
+}
+
 void MapReader::reportChoice(std::string_view key, const std::vector<std::string>& names)
 {
     const YAML::Node node = value(key);
@@ -325,7 +362,11 @@ void MapReader::reportChoice(std::string_view key, const std::vector<std::string
 
 void MapReader::checkKeys()
 {
-    const std::vector<std::string> known = keysUnder(m_path);
+    checkKeys(std::vector<std::string>(m_asked.begin(), m_asked.end()));
+}
+
+void MapReader::checkKeys(const std::vector<std::string>& known)
+{
     for (size_t i = 0; i < m_entries.size(); ++i) {
         const Entry& entry = m_entries[i];
         const Entry* first = find(entry.name);
@@ -349,4 +390,4 @@ void MapReader::checkKeys()
     }
 }
 
-} // namespace tb::config::detail
+} // namespace tb::yaml

@@ -1,0 +1,51 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace tb::model {
+
+// What one Hugging Face model_type means when its config.json leaves a field
+// out, and how its layers are laid out. The defaults are those of the
+// architecture's configuration class in transformers 5.23 (LlamaConfig,
+// MistralConfig, ...): the library fills a missing field from there, not
+// from PretrainedConfig, so tie_word_embeddings defaults to false for Llama
+// and to true for Gemma.
+struct HfArchitecture {
+    const char* modelType = "llama";
+
+    // Defaults of missing fields.
+    bool tieWordEmbeddings = false;
+    std::int64_t maxPositionEmbeddings = 2048;
+    std::int64_t numKvHeads = 0; // 0: num_attention_heads
+    std::int64_t headDim = 0; // 0: hidden_size / num_attention_heads
+    double rmsNormEps = 1e-6;
+    double ropeTheta = 10000.0;
+    std::int64_t slidingWindow = 0; // Mistral: 4096; 0: none
+
+    // Layout.
+    enum class AttentionBias {
+        FromConfig, // attention_bias on q, k, v and o (Llama, Qwen3, Gemma)
+        QkvAlways, // q, k, v always, o never (Qwen2)
+        Never, // Mistral, Phi-3
+    };
+    AttentionBias attentionBias = AttentionBias::FromConfig;
+    bool readsMlpBias = false; // only Llama has mlp_bias
+    enum class Window {
+        Ignored, // sliding_window is not read (Llama; Gemma 2 and 3 alternate layer kinds)
+        Always, // every layer attends within sliding_window (Mistral, Phi-3)
+        WithFlag, // only with use_sliding_window (Qwen2, Qwen3)
+    };
+    Window window = Window::Ignored;
+    bool qkNorm = false; // Qwen3, Gemma 3
+    int normsPerLayer = 2; // Gemma 2 and 3: 4
+    bool fusedQkv = false; // Phi-3
+};
+
+// The row for `modelType`; nullptr for a type Tunebench does not know.
+const HfArchitecture* findHfArchitecture(const std::string& modelType);
+
+// Llama's row: how an unknown or absent model_type is read.
+const HfArchitecture& llamaArchitecture();
+
+} // namespace tb::model
