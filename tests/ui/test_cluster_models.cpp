@@ -57,6 +57,8 @@ private slots:
                                   << true << 1 << "h" << "exited" << 0 << "";
         QTest::addRow("exited 143") << "node 0 h exited exit status 143: stopped" << true << 0 << "h" << "exited"
                                     << 143 << "";
+        QTest::addRow("sync progress") << "node 1 root@h:22                 sync   42.0% of 1.2 MiB  /m/model.safetensors"
+                                       << true << 1 << "root@h:22" << "sync" << -1 << "";
         QTest::addRow("step line") << "step 3/100 loss 2.31" << false << 0 << "" << "" << -1 << "";
         QTest::addRow("a problem, not a state") << "  node 1 (root@10.0.0.11): tunebench-cli is not there" << false
                                                 << 0 << "" << "" << -1 << "";
@@ -94,6 +96,9 @@ private slots:
         QVERIFY(model.applyLine(QStringLiteral("node 1 a@h1:22 checked preflight passed")));
         QVERIFY(model.applyLine(QStringLiteral("node 0 a@h0:22 starting")));
         QCOMPARE(model.state(0), QStringLiteral("starting"));
+        QVERIFY(model.applyLine(QStringLiteral("node 1 a@h1:22 sync  42.0% of 1.2 MiB  /m/model.safetensors")));
+        QCOMPARE(model.state(1), QStringLiteral("copying inputs"));
+        QCOMPARE(model.detail(1), QStringLiteral("42.0% of 1.2 MiB  /m/model.safetensors"));
         QVERIFY(model.applyLine(QStringLiteral(
             "node 0 a@h0:22 running launcher pid 7, run folder /r/x, log /s/tunebench/runs/x.node0.log")));
         QCOMPARE(model.runFolder(), QStringLiteral("/r/x"));
@@ -170,11 +175,12 @@ private slots:
             Qt::CheckStateRole);
         panel.setTrainerArguments({QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--output"),
             QStringLiteral("/o/my run")});
+        panel.setSync(true);
         const std::optional<QStringList> arguments = panel.launchArguments(QStringLiteral("/c/run.yaml"), &error);
         QVERIFY2(arguments, qPrintable(error));
         QCOMPARE(*arguments,
             QStringList({"launch", "/c/run.yaml", "--hostfile", panel.hostfilePath(), "--ssh-key", "/k/id",
-                "--known-hosts", "/k/known", "--", "--threads", "1", "--output", "/o/my run"}));
+                "--known-hosts", "/k/known", "--sync", "--", "--threads", "1", "--output", "/o/my run"}));
         QFile hostfile(panel.hostfilePath());
         QVERIFY(hostfile.open(QIODevice::ReadOnly));
         QVERIFY(hostfile.readAll().endsWith("\nroot@h0:22 slots=1\n"));

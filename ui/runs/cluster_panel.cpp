@@ -5,6 +5,7 @@
 #include "runs/cluster_hosts_model.h"
 #include "runs/node_state_model.h"
 
+#include <QCheckBox>
 #include <QGridLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -12,6 +13,7 @@
 #include <QProcess>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QHBoxLayout>
 #include <QVBoxLayout>
 
 namespace tb::ui {
@@ -74,8 +76,14 @@ ClusterPanel::ClusterPanel(QWidget* parent)
     layout->addWidget(new QLabel(tr("Nodes"), this), 0, 1);
     layout->addWidget(m_hostsTable, 1, 0);
     layout->addWidget(m_nodesTable, 1, 1);
-    layout->addWidget(new QLabel(tr("Trainer arguments"), this), 2, 0);
-    layout->addWidget(m_trainerArguments, 3, 0, 1, 2);
+    m_sync = new QCheckBox(tr("Copy the run config, model and data to every node first (--sync)"), this);
+    m_sync->setToolTip(tr("Over SFTP, to the same paths; files already equal are skipped, an interrupted "
+                          "copy goes on"));
+    auto* trainerRow = new QHBoxLayout;
+    trainerRow->addWidget(new QLabel(tr("Trainer arguments"), this));
+    trainerRow->addWidget(m_trainerArguments, 1);
+    trainerRow->addWidget(m_sync);
+    layout->addLayout(trainerRow, 2, 0, 1, 2);
     layout->setColumnStretch(0, 2);
     layout->setColumnStretch(1, 3);
     // The tables scroll; the charts below keep most of the page.
@@ -97,6 +105,11 @@ void ClusterPanel::setTrainerArguments(const QStringList& arguments)
     for (const QString& argument : arguments)
         quoted << (argument.contains(QLatin1Char(' ')) ? QLatin1Char('"') + argument + QLatin1Char('"') : argument);
     m_trainerArguments->setText(quoted.join(QLatin1Char(' ')));
+}
+
+void ClusterPanel::setSync(bool sync)
+{
+    m_sync->setChecked(sync);
 }
 
 std::optional<QStringList> ClusterPanel::launchArguments(const QString& configPath, QString* error)
@@ -131,6 +144,8 @@ std::optional<QStringList> ClusterPanel::launchArguments(const QString& configPa
         arguments << QStringLiteral("--ssh-key") << QString::fromStdString(key);
     if (!knownHosts.empty())
         arguments << QStringLiteral("--known-hosts") << QString::fromStdString(knownHosts);
+    if (m_sync->isChecked())
+        arguments << QStringLiteral("--sync");
     if (!trainerArguments.isEmpty())
         arguments << QStringLiteral("--") << trainerArguments;
     QStringList hosts;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 
+class QCheckBox;
 class QLineEdit;
 class QTableView;
 class QTemporaryDir;
@@ -35,6 +36,7 @@ public:
     ClusterHostsModel* hostsModel() const { return m_hosts; }
     NodeStateModel* nodesModel() const { return m_nodes; }
     void setTrainerArguments(const QStringList& arguments);
+    void setSync(bool sync);
 
     // The CLI's arguments for a launch of `configPath` on the picked hosts
     // (node states reset to preflight), else nothing with `error` set: no
@@ -49,6 +51,7 @@ private:
     QTableView* m_hostsTable = nullptr;
     QTableView* m_nodesTable = nullptr;
     QLineEdit* m_trainerArguments = nullptr;
+    QCheckBox* m_sync = nullptr;
     ClusterHostsModel* m_hosts = nullptr;
     NodeStateModel* m_nodes = nullptr;
     std::unique_ptr<QTemporaryDir> m_hostfileDir;

@@ -7,7 +7,7 @@ namespace tb::ui {
 std::optional<NodeLine> parseNodeLine(const QString& line)
 {
     static const QRegularExpression pattern(QStringLiteral(
-        "^node (\\d+) +(\\S+) +(connecting|checked|starting|running|unreachable|exited|vanished)(?: +(.*))?$"));
+        "^node (\\d+) +(\\S+) +(connecting|checked|sync|starting|running|unreachable|exited|vanished)(?: +(.*))?$"));
     const QRegularExpressionMatch match = pattern.match(line);
     if (!match.hasMatch())
         return std::nullopt;

@@ -12,7 +12,9 @@ namespace tb::ui {
 struct NodeLine {
     int node = 0;
     QString host; // [user@]host[:port], as the hostfile names it
-    QString state; // connecting, checked, starting, running, unreachable, exited, vanished
+    // connecting, checked, sync (--sync's progress), starting, running,
+    // unreachable, exited, vanished
+    QString state;
     QString detail;
     std::optional<int> exitCode; // "exited" lines: "exit status N: ..."
     QString runFolder; // "running" lines: "..., run folder DIR, log ..."

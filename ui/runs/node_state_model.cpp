@@ -17,6 +17,8 @@ QString shownState(const NodeLine& line)
         return QStringLiteral("preflight passed");
     if (line.state == QLatin1String("connecting"))
         return kPreflightFailed; // the launch names a node so only when its check found a problem
+    if (line.state == QLatin1String("sync"))
+        return QStringLiteral("copying inputs");
     if (line.exitCode)
         return QStringLiteral("exited %1").arg(*line.exitCode);
     return line.state;

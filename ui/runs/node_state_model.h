@@ -12,7 +12,8 @@ namespace tb::ui {
 // The nodes of a multi-node run, one row each in node-rank order, fed from
 // the lines `tunebench-cli launch --hostfile` prints: preflight (until the
 // launch says how each host's check went), preflight failed with the
-// problem, starting, running, unreachable, exited with its code, vanished.
+// problem, copying inputs (--sync), starting, running, unreachable, exited
+// with its code, vanished.
 class NodeStateModel : public QAbstractTableModel {
     Q_OBJECT
 
