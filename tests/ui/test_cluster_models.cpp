@@ -154,7 +154,7 @@ private slots:
         inventory.removeRow(1);
         QCOMPARE(model.rowCount(), 2);
         QCOMPARE(model.pickedNodes().size(), size_t(1));
-        QCOMPARE(model.pickedNodes().front().slots, 4);
+        QCOMPARE(model.pickedNodes().front().slotCount, 4);
     }
 
     void panelWritesTheHostfileAndTheArguments()

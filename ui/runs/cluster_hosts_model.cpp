@@ -69,7 +69,7 @@ QVariant ClusterHostsModel::data(const QModelIndex& index, int role) const
         return {};
     switch (index.column()) {
     case Host: return hostOf(index.row());
-    case Slots: return choice.slots;
+    case Slots: return choice.slotCount;
     case Gpus:
         if (m_inventory) {
             const int row = m_inventoryRows[std::size_t(index.row())];
@@ -115,10 +115,10 @@ bool ClusterHostsModel::setData(const QModelIndex& index, const QVariant& value,
         choice.picked = value.toInt() == Qt::Checked;
     } else if (index.column() == Slots && role == Qt::EditRole) {
         bool ok = false;
-        const int slots = value.toInt(&ok);
-        if (!ok || slots < 1 || slots > kMaxSlots)
+        const int count = value.toInt(&ok);
+        if (!ok || count < 1 || count > kMaxSlots)
             return false;
-        choice.slots = slots;
+        choice.slotCount = count;
     } else {
         return false;
     }
@@ -126,12 +126,12 @@ bool ClusterHostsModel::setData(const QModelIndex& index, const QVariant& value,
     return true;
 }
 
-bool ClusterHostsModel::pick(const QString& host, int slots)
+bool ClusterHostsModel::pick(const QString& host, int slotCount)
 {
     for (int row = 0; row < rowCount(); ++row) {
         if (hostOf(row) == host)
             return setData(index(row, Host), Qt::Checked, Qt::CheckStateRole)
-                && setData(index(row, Slots), slots, Qt::EditRole);
+                && setData(index(row, Slots), slotCount, Qt::EditRole);
     }
     return false;
 }
@@ -142,7 +142,7 @@ std::vector<ClusterHostsModel::Node> ClusterHostsModel::pickedNodes() const
     for (int row = 0; row < rowCount(); ++row) {
         const Choice choice = m_choices.value(hostOf(row));
         if (choice.picked)
-            nodes.push_back(Node{m_targets[std::size_t(row)], choice.slots});
+            nodes.push_back(Node{m_targets[std::size_t(row)], choice.slotCount});
     }
     return nodes;
 }
@@ -156,7 +156,7 @@ QString hostfileText(const std::vector<ClusterHostsModel::Node>& nodes)
             host = QString::fromStdString(node.target.user) + QLatin1Char('@') + host;
         if (node.target.port > 0)
             host += QLatin1Char(':') + QString::number(node.target.port);
-        text += QStringLiteral("%1 slots=%2\n").arg(host).arg(node.slots);
+        text += QStringLiteral("%1 slots=%2\n").arg(host).arg(node.slotCount);
     }
     return text;
 }

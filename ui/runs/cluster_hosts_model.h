@@ -36,19 +36,19 @@ public:
     Qt::ItemFlags flags(const QModelIndex& index) const override;
     bool setData(const QModelIndex& index, const QVariant& value, int role) override;
 
-    // Picks the host `describe()` names (user@host:port) with `slots` ranks.
-    bool pick(const QString& host, int slots);
+    // Picks the host `describe()` names (user@host:port) with `slotCount` ranks.
+    bool pick(const QString& host, int slotCount);
 
     struct Node {
         remote::SshTarget target;
-        int slots = 1;
+        int slotCount = 1;
     };
     std::vector<Node> pickedNodes() const;
 
 private:
     struct Choice {
         bool picked = false;
-        int slots = 1;
+        int slotCount = 1;
     };
     void rebuild();
     QString hostOf(int row) const;

@@ -134,7 +134,7 @@ void RunsPage::buildLayout()
 
 void RunsPage::followRunFolder(const QString& dir)
 {
-    m_followingRemote = false;
+    m_awaitingNodeZero = false; // the user's choice wins
     m_folder = QDir(dir).absolutePath();
     m_view->reset();
     const QString events = QDir(m_folder).filePath(QStringLiteral("events.jsonl"));
@@ -169,7 +169,7 @@ void RunsPage::onLauncherLine(const QString& line)
 {
     m_output->appendPlainText(line);
 #ifdef TB_HAVE_SSH
-    if (m_multiNode && m_cluster->nodesModel()->applyLine(line) && !m_followingRemote
+    if (m_multiNode && m_cluster->nodesModel()->applyLine(line) && m_awaitingNodeZero
         && !m_cluster->nodesModel()->runFolder().isEmpty())
         followRemoteFolder(m_cluster->nodesModel()->runFolder());
 #endif
@@ -218,9 +218,10 @@ bool RunsPage::startMultiNodeRun(const QString& configPath, QString* error)
     m_cluster->setChecked(true);
     m_output->clear();
     m_output->appendPlainText(QStringLiteral("— %1 %2").arg(m_launcher->cliProgram(), arguments->join(QLatin1Char(' '))));
-    ++m_generation; // what the last run's follower still sends is dropped
+    // Until node 0 names its folder, whatever the last run's follower still
+    // sends is dropped (onLinesRead).
     QMetaObject::invokeMethod(m_follower, &RunFollower::stop, Qt::QueuedConnection);
-    m_followingRemote = false;
+    m_awaitingNodeZero = true;
     m_folder.clear();
     m_view->reset();
     m_folderLabel->setText(tr("Preflight of every node; rank 0's run folder is followed once node 0 runs."));
@@ -232,7 +233,7 @@ void RunsPage::followRemoteFolder(const QString& dir)
 {
     const remote::SshTarget& master = m_cluster->masterTarget();
     const QString host = QString::fromStdString((master.user.empty() ? "" : master.user + "@") + master.host);
-    m_followingRemote = true;
+    m_awaitingNodeZero = false;
     m_folder = dir;
     m_view->reset();
     m_folderLabel->setText(tr("Connecting to node 0 (%1) to follow %2 …").arg(host, dir));
@@ -287,9 +288,15 @@ void RunsPage::browseRunFolder()
         followRunFolder(dir);
 }
 
+bool RunsPage::isCurrent(quint64 generation) const
+{
+    // A multi-node run follows nothing until node 0 runs.
+    return generation == m_generation && !m_awaitingNodeZero;
+}
+
 void RunsPage::onLinesRead(quint64 generation, const QVector<tb::metrics::StreamItem>& items)
 {
-    if (generation != m_generation)
+    if (!isCurrent(generation))
         return; // from the folder followed before
     m_view->addLines(items);
     updateButtons();
@@ -298,7 +305,7 @@ void RunsPage::onLinesRead(quint64 generation, const QVector<tb::metrics::Stream
 
 void RunsPage::onReadFailed(quint64 generation, const QString& message)
 {
-    if (generation != m_generation)
+    if (!isCurrent(generation))
         return;
     m_view->addLines({metrics::StreamItem{0, 0, std::nullopt,
         message.toStdString() + " (stopped following)"}});

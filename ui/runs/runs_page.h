@@ -68,6 +68,7 @@ signals:
 
 private:
     void buildLayout();
+    bool isCurrent(quint64 generation) const;
     void onLinesRead(quint64 generation, const QVector<tb::metrics::StreamItem>& items);
     void onReadFailed(quint64 generation, const QString& message);
     void browseConfig();
@@ -94,7 +95,8 @@ private:
     QPlainTextEdit* m_output = nullptr;
     ClusterPanel* m_cluster = nullptr; // with SSH only
     bool m_multiNode = false; // the launcher's run is across hosts
-    bool m_followingRemote = false;
+    // A multi-node run started; its run folder is not known yet.
+    bool m_awaitingNodeZero = false;
 };
 
 } // namespace tb::ui
