@@ -73,7 +73,8 @@ QVariant ClusterHostsModel::data(const QModelIndex& index, int role) const
     case Gpus:
         if (m_inventory) {
             const int row = m_inventoryRows[std::size_t(index.row())];
-            return m_inventory->data(m_inventory->index(row, HostsModel::Gpus), Qt::DisplayRole);
+            const QString gpus = m_inventory->data(m_inventory->index(row, HostsModel::Gpus), Qt::DisplayRole).toString();
+            return gpus.isEmpty() ? tr("not probed yet (Hosts page)") : gpus;
         }
         return {};
     }

@@ -182,6 +182,8 @@ void RunsPage::onLauncherFinished(int exitCode, const QString& description)
     if (m_multiNode) {
         NodeStateModel* nodes = m_cluster->nodesModel();
         nodes->launcherFinished(exitCode);
+        if (m_awaitingNodeZero)
+            m_folderLabel->setText(tr("The launch ended before node 0 ran; no run folder to follow."));
         if (!nodes->problems().isEmpty())
             m_view->setSummaryError(tr("The preflight found %n problem(s); nothing was started:\n", nullptr,
                                         int(nodes->problems().size()))
