@@ -52,8 +52,13 @@ MainWindow::MainWindow(QWidget* parent)
 
     addPage(QStringLiteral("planner"), tr("Planner"), QStringLiteral(":/icons/planner.svg"),
             new PlannerPage);
-    addPage(QStringLiteral("runs"), tr("Runs"), QStringLiteral(":/icons/runs.svg"),
-            new RunsPage);
+    auto* runs = new RunsPage;
+#ifdef TB_HAVE_SSH
+    // One inventory of machines: the Runs page picks a multi-node run's hosts from it.
+    auto* hosts = new HostsPage;
+    runs->setHostInventory(hosts->model());
+#endif
+    addPage(QStringLiteral("runs"), tr("Runs"), QStringLiteral(":/icons/runs.svg"), runs);
     auto* compare = new ComparePage;
     connect(compare, &ComparePage::statusMessage, this, [this](const QString& text) {
         statusBar()->showMessage(text);
@@ -69,7 +74,7 @@ MainWindow::MainWindow(QWidget* parent)
 #endif
     addPage(QStringLiteral("hosts"), tr("Hosts"), QStringLiteral(":/icons/hosts.svg"),
 #ifdef TB_HAVE_SSH
-            new HostsPage);
+            hosts);
 #else
             new NotBuiltPage(tr("Hosts"),
                              tr("The machines Tunebench can reach over SSH, their GPUs and what "

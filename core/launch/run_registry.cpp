@@ -124,8 +124,15 @@ std::vector<RegistryEntry> listRegistry(const std::string& dir, std::vector<std:
             continue;
         }
         RegistryEntry value = std::move(entry).value();
-        if (value.state == "running" && !launcherAlive(value))
-            value.state = "vanished";
+        if (value.state == "running" && !launcherAlive(value)) {
+            // The launcher records its end, then exits: one that ended
+            // between the read and the check has its end in the file now.
+            common::Result<RegistryEntry> again = readRegistryEntry(file.path().string());
+            if (again && again->state != "running")
+                value = std::move(again).value();
+            else
+                value.state = "vanished";
+        }
         entries.push_back(std::move(value));
     }
     std::sort(entries.begin(), entries.end(), [](const RegistryEntry& a, const RegistryEntry& b) {

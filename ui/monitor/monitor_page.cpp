@@ -1,21 +1,46 @@
 #include "monitor/monitor_page.h"
 
+#include "monitor/registry_model.h"
 #include "monitor/remote_follower.h"
+#include "planner/table_view.h"
+#include "remote/remote_registry.h"
+#include "remote/ssh_session.h"
+#include "runs/run_launcher.h"
 #include "runs/run_view.h"
 
+#include <QFutureWatcher>
 #include <QGridLayout>
+#include <QHeaderView>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QTableView>
 #include <QThread>
+#include <QtConcurrent>
 #include <QVBoxLayout>
 
 namespace tb::ui {
 
+namespace {
+
+using RegistryResult = common::Result<std::vector<launch::RegistryEntry>>;
+
+// On the thread pool: connecting and the command there block.
+RegistryResult readRegistry(const remote::SshTarget& target, const std::string& remoteCli)
+{
+    common::Result<std::unique_ptr<remote::SshSession>> session = remote::SshSession::connect(target);
+    if (!session)
+        return session.error();
+    return remote::remoteRegistry(**session, remoteCli);
+}
+
+} // namespace
+
 MonitorPage::MonitorPage(QWidget* parent)
     : QWidget(parent)
+    , m_registry(new RegistryModel(this))
 {
     buildLayout();
     m_thread = new QThread(this);
@@ -67,6 +92,11 @@ void MonitorPage::buildLayout()
     form->addWidget(m_identity, 1, 1);
     form->addWidget(new QLabel(tr("Known hosts"), this), 1, 4);
     form->addWidget(m_knownHosts, 1, 5);
+    m_remoteCli = new QLineEdit(this);
+    m_remoteCli->setObjectName(QStringLiteral("remoteCli"));
+    m_remoteCli->setPlaceholderText(tr("default: %1 (the path here)").arg(RunLauncher::findCli()));
+    form->addWidget(new QLabel(tr("tunebench-cli there"), this), 2, 0);
+    form->addWidget(m_remoteCli, 2, 1);
     form->setColumnStretch(1, 2);
     form->setColumnStretch(5, 3);
 
@@ -86,10 +116,25 @@ void MonitorPage::buildLayout()
     buttons->addWidget(m_connect);
     buttons->addWidget(m_disconnect);
     buttons->addWidget(m_stop);
+    m_listRuns = new QPushButton(tr("List runs"), this);
+    m_listRuns->setToolTip(tr("The host's run registry: runs started there detached or across hosts"));
+    m_followRun = new QPushButton(tr("Follow picked run"), this);
+    connect(m_listRuns, &QPushButton::clicked, this, &MonitorPage::listRunsFromForm);
+    connect(m_followRun, &QPushButton::clicked, this, &MonitorPage::followPickedRun);
+    buttons->addSpacing(16);
+    buttons->addWidget(m_listRuns);
+    buttons->addWidget(m_followRun);
     buttons->addWidget(m_status, 1);
 
     layout->addLayout(form);
     layout->addLayout(buttons);
+    m_registryTable = makeResultTable(this, m_registry);
+    m_registryTable->setObjectName(QStringLiteral("registryTable"));
+    m_registryTable->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_registryTable->horizontalHeader()->setStretchLastSection(true);
+    m_registryTable->setMaximumHeight(160);
+    connect(m_registryTable, &QTableView::doubleClicked, this, &MonitorPage::followPickedRun);
+    layout->addWidget(m_registryTable);
     m_view = new RunView(this);
     layout->addWidget(m_view, 1);
 }
@@ -122,6 +167,79 @@ void MonitorPage::connectTo(const QString& host, int port, const QString& identi
         Q_ARG(QString, runDir));
     updateButtons();
     emit connectionChanged(false);
+}
+
+void MonitorPage::listRunsFromForm()
+{
+    listRuns(m_host->text(), m_port->value(), m_identity->text(), m_knownHosts->text(), m_remoteCli->text());
+}
+
+void MonitorPage::listRuns(const QString& host, int port, const QString& identity, const QString& knownHosts,
+    const QString& remoteCli)
+{
+    m_host->setText(host);
+    m_port->setValue(port);
+    m_identity->setText(identity);
+    m_knownHosts->setText(knownHosts);
+    m_remoteCli->setText(remoteCli);
+    common::Result<remote::SshTarget> parsed = remote::parseSshTarget(host.trimmed().toStdString());
+    if (!parsed) {
+        setStatus(QString::fromStdString(parsed.error().toString()), true);
+        emit registryListed(m_status->text());
+        return;
+    }
+    remote::SshTarget target = parsed.value();
+    target.port = port;
+    target.identityFile = identity.trimmed().toStdString();
+    target.knownHostsFile = knownHosts.trimmed().toStdString();
+    const QString cli = remoteCli.trimmed().isEmpty() ? RunLauncher::findCli() : remoteCli.trimmed();
+    m_listing = true;
+    updateButtons();
+    setStatus(tr("Reading the run registry of %1 …").arg(QString::fromStdString(target.describe())), false);
+    auto* watcher = new QFutureWatcher<RegistryResult>(this);
+    connect(watcher, &QFutureWatcher<RegistryResult>::finished, this, [this, watcher, target] {
+        const RegistryResult result = watcher->result();
+        watcher->deleteLater();
+        m_listing = false;
+        const QString where = QString::fromStdString(target.describe());
+        if (result) {
+            m_registry->setEntries(*result);
+            setStatus(result->empty() ? tr("No runs in the registry of %1.").arg(where)
+                                      : tr("%n run part(s) in the registry of %1; pick one to follow.", nullptr,
+                                            int(result->size())).arg(where),
+                false);
+        } else {
+            setStatus(QString::fromStdString(result.error().toString()), true);
+        }
+        updateButtons();
+        emit registryListed(result ? QString() : m_status->text());
+    });
+    watcher->setFuture(QtConcurrent::run(readRegistry, target, cli.toStdString()));
+}
+
+bool MonitorPage::followRegistryRow(int row, QString* error)
+{
+    if (row < 0 || row >= m_registry->rowCount()) {
+        *error = tr("pick a run in the list");
+        return false;
+    }
+    const launch::RegistryEntry& entry = m_registry->entries()[std::size_t(row)];
+    if (entry.nodeRank != 0) {
+        *error = tr("this is node %1's part of run %2; rank 0 writes the events on node 0: list that host's runs")
+                     .arg(entry.nodeRank)
+                     .arg(QString::fromStdString(entry.runId));
+        return false;
+    }
+    connectTo(m_host->text(), m_port->value(), m_identity->text(), m_knownHosts->text(),
+        QString::fromStdString(entry.runDir));
+    return true;
+}
+
+void MonitorPage::followPickedRun()
+{
+    QString error;
+    if (!followRegistryRow(m_registryTable->currentIndex().row(), &error))
+        setStatus(error, true);
 }
 
 void MonitorPage::disconnectFromHost()
@@ -204,6 +322,8 @@ void MonitorPage::setStatus(const QString& text, bool error)
 void MonitorPage::updateButtons()
 {
     m_connect->setEnabled(!m_connecting);
+    m_listRuns->setEnabled(!m_listing);
+    m_followRun->setEnabled(!m_connecting && m_registry->rowCount() > 0);
     m_disconnect->setEnabled(m_connected || m_connecting);
     m_stop->setEnabled(canStop());
 }

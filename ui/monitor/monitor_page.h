@@ -9,18 +9,21 @@ class QLabel;
 class QLineEdit;
 class QPushButton;
 class QSpinBox;
+class QTableView;
 class QThread;
 
 namespace tb::ui {
 
+class RegistryModel;
 class RemoteFollower;
 class RunView;
 
 // Attach over SSH to a run started earlier on another machine (by
 // tunebench-cli train or launch, torchrun, Slurm): its folder's events.jsonl
 // is read over SFTP once a second and shown as on the Runs page; Stop asks
-// rank 0's trainer there to stop gracefully. Connecting, reading and
-// stopping run on a worker thread.
+// rank 0's trainer there to stop gracefully. List runs shows the host's run
+// registry (runs started detached or across hosts); picking one follows it.
+// Connecting, listing, reading and stopping run off the UI thread.
 class MonitorPage : public QWidget {
     Q_OBJECT
 
@@ -33,9 +36,18 @@ public:
         const QString& knownHosts, const QString& runDir);
     void disconnectFromHost();
     void stopRun();
+    // Reads the host's run registry on the thread pool (remote::
+    // remoteRegistry); registryListed tells when it is in the model.
+    void listRuns(const QString& host, int port, const QString& identity, const QString& knownHosts,
+        const QString& remoteCli);
+    // Follows the run of the registry's row `row`: node 0's folder, where
+    // rank 0 writes the events. False with `error` for another node's part.
+    bool followRegistryRow(int row, QString* error);
 
     const metrics::RunHistory& history() const;
     RunView* view() const { return m_view; }
+    RegistryModel* registry() const { return m_registry; }
+    QTableView* registryTable() const { return m_registryTable; }
     QString statusText() const;
     bool isConnected() const { return m_connected; }
     bool canStop() const;
@@ -44,10 +56,14 @@ signals:
     void connectionChanged(bool connected);
     void historyChanged();
     void stopFinished(const QString& failure);
+    // Empty `failure` when the registry was read.
+    void registryListed(const QString& failure);
 
 private:
     void buildLayout();
     void connectFromForm();
+    void listRunsFromForm();
+    void followPickedRun();
     void onConnected(quint64 generation, const QString& eventsFile);
     void onConnectFailed(quint64 generation, const QString& message);
     void onLinesRead(quint64 generation, const QVector<tb::metrics::StreamItem>& items);
@@ -60,6 +76,7 @@ private:
     bool m_connected = false;
     bool m_connecting = false;
     bool m_stopping = false;
+    bool m_listing = false;
 
     QThread* m_thread = nullptr;
     RemoteFollower* m_follower = nullptr;
@@ -72,6 +89,11 @@ private:
     QPushButton* m_connect = nullptr;
     QPushButton* m_disconnect = nullptr;
     QPushButton* m_stop = nullptr;
+    QLineEdit* m_remoteCli = nullptr;
+    QPushButton* m_listRuns = nullptr;
+    QPushButton* m_followRun = nullptr;
+    RegistryModel* m_registry = nullptr;
+    QTableView* m_registryTable = nullptr;
     QLabel* m_status = nullptr;
     RunView* m_view = nullptr;
 };

@@ -7,8 +7,15 @@
 #include "runs/run_launcher.h"
 #include "runs/run_view.h"
 
+#ifdef TB_HAVE_SSH
+#include "monitor/remote_follower.h"
+#include "runs/cluster_panel.h"
+#include "runs/node_state_model.h"
+#endif
+
 #include <QDir>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
@@ -36,22 +43,26 @@ RunsPage::RunsPage(QWidget* parent)
 
     m_readerThread = new QThread(this);
     m_readerThread->setObjectName(QStringLiteral("run event reader"));
+#ifdef TB_HAVE_SSH
+    // One follower for both: a folder here, or node 0's over SFTP.
+    auto* remote = new RemoteFollower;
+    connect(remote, &RemoteFollower::connected, this, [this](quint64 generation, const QString& events) {
+        if (generation == m_generation)
+            m_folderLabel->setText(tr("Following %1 on node 0 over SFTP").arg(events));
+    });
+    connect(remote, &RemoteFollower::connectFailed, this, &RunsPage::onReadFailed);
+    m_follower = remote;
+#else
     m_follower = new RunFollower;
+#endif
     m_follower->moveToThread(m_readerThread);
     connect(m_readerThread, &QThread::finished, m_follower, &QObject::deleteLater);
     connect(m_follower, &RunFollower::linesRead, this, &RunsPage::onLinesRead);
     connect(m_follower, &RunFollower::readFailed, this, &RunsPage::onReadFailed);
     m_readerThread->start();
 
-    connect(m_launcher, &RunLauncher::outputLine, this, [this](const QString& line) {
-        m_output->appendPlainText(line);
-    });
-    connect(m_launcher, &RunLauncher::finished, this,
-        [this](int exitCode, const QString& description) {
-            m_output->appendPlainText(QStringLiteral("— %1").arg(description));
-            updateButtons();
-            emit runFinished(exitCode);
-        });
+    connect(m_launcher, &RunLauncher::outputLine, this, &RunsPage::onLauncherLine);
+    connect(m_launcher, &RunLauncher::finished, this, &RunsPage::onLauncherFinished);
     updateButtons();
 }
 
@@ -103,6 +114,11 @@ void RunsPage::buildLayout()
     controls->addWidget(open);
     layout->addLayout(controls);
 
+#ifdef TB_HAVE_SSH
+    m_cluster = new ClusterPanel(this);
+    connect(m_cluster, &QGroupBox::toggled, m_ranks, &QWidget::setDisabled);
+    layout->addWidget(m_cluster);
+#endif
     m_folderLabel = new QLabel(tr("No run followed. Start one, or open a run folder."), this);
     m_folderLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layout->addWidget(m_folderLabel);
@@ -118,6 +134,7 @@ void RunsPage::buildLayout()
 
 void RunsPage::followRunFolder(const QString& dir)
 {
+    m_awaitingNodeZero = false; // the user's choice wins
     m_folder = QDir(dir).absolutePath();
     m_view->reset();
     const QString events = QDir(m_folder).filePath(QStringLiteral("events.jsonl"));
@@ -136,6 +153,7 @@ bool RunsPage::startRun(const QString& configPath, int ranks, QString* error)
     }
     if (!m_launcher->start(configPath, ranks, error))
         return false;
+    m_multiNode = false;
     m_configPath->setText(configPath);
     m_ranks->setValue(ranks);
     m_output->clear();
@@ -146,6 +164,89 @@ bool RunsPage::startRun(const QString& configPath, int ranks, QString* error)
     updateButtons();
     return true;
 }
+
+void RunsPage::onLauncherLine(const QString& line)
+{
+    m_output->appendPlainText(line);
+#ifdef TB_HAVE_SSH
+    if (m_multiNode && m_cluster->nodesModel()->applyLine(line) && m_awaitingNodeZero
+        && !m_cluster->nodesModel()->runFolder().isEmpty())
+        followRemoteFolder(m_cluster->nodesModel()->runFolder());
+#endif
+}
+
+void RunsPage::onLauncherFinished(int exitCode, const QString& description)
+{
+    m_output->appendPlainText(QStringLiteral("— %1").arg(description));
+#ifdef TB_HAVE_SSH
+    if (m_multiNode) {
+        NodeStateModel* nodes = m_cluster->nodesModel();
+        nodes->launcherFinished(exitCode);
+        if (m_awaitingNodeZero)
+            m_folderLabel->setText(tr("The launch ended before node 0 ran; no run folder to follow."));
+        if (!nodes->problems().isEmpty())
+            m_view->setSummaryError(tr("The preflight found %n problem(s); nothing was started:\n", nullptr,
+                                        int(nodes->problems().size()))
+                + nodes->problems().join(QLatin1Char('\n')));
+    }
+#endif
+    updateButtons();
+    emit runFinished(exitCode);
+}
+
+#ifdef TB_HAVE_SSH
+void RunsPage::setHostInventory(HostsModel* inventory)
+{
+    m_cluster->setInventory(inventory);
+}
+
+bool RunsPage::startMultiNodeRun(const QString& configPath, QString* error)
+{
+    if (m_launcher->isRunning()) {
+        *error = tr("a run is already going; stop it first");
+        return false;
+    }
+    const common::Result<config::RunConfig> loaded = config::loadRunConfig(configPath.toStdString());
+    if (!loaded) {
+        *error = QString::fromStdString(loaded.error().toString());
+        return false;
+    }
+    const QString absolute = QFileInfo(configPath).absoluteFilePath(); // the same path on every node
+    const std::optional<QStringList> arguments = m_cluster->launchArguments(absolute, error);
+    if (!arguments || !m_launcher->startCli(*arguments, error))
+        return false;
+    m_multiNode = true;
+    m_configPath->setText(configPath);
+    m_cluster->setChecked(true);
+    m_output->clear();
+    m_output->appendPlainText(QStringLiteral("— %1 %2").arg(m_launcher->cliProgram(), arguments->join(QLatin1Char(' '))));
+    // Until node 0 names its folder, whatever the last run's follower still
+    // sends is dropped (onLinesRead).
+    QMetaObject::invokeMethod(m_follower, &RunFollower::stop, Qt::QueuedConnection);
+    m_awaitingNodeZero = true;
+    m_folder.clear();
+    m_view->reset();
+    m_folderLabel->setText(tr("Preflight of every node; rank 0's run folder is followed once node 0 runs."));
+    updateButtons();
+    return true;
+}
+
+void RunsPage::followRemoteFolder(const QString& dir)
+{
+    const remote::SshTarget& master = m_cluster->masterTarget();
+    const QString host = QString::fromStdString((master.user.empty() ? "" : master.user + "@") + master.host);
+    m_awaitingNodeZero = false;
+    m_folder = dir;
+    m_view->reset();
+    m_folderLabel->setText(tr("Connecting to node 0 (%1) to follow %2 …").arg(host, dir));
+    ++m_generation;
+    QMetaObject::invokeMethod(m_follower, "connectTo", Qt::QueuedConnection, Q_ARG(QString, host),
+        Q_ARG(int, master.port), Q_ARG(QString, QString::fromStdString(master.identityFile)),
+        Q_ARG(QString, QString::fromStdString(master.knownHostsFile)), Q_ARG(QString, dir));
+}
+#else
+void RunsPage::followRemoteFolder(const QString&) {}
+#endif
 
 QString RunsPage::stopRun()
 {
@@ -163,6 +264,13 @@ QString RunsPage::stopRun()
 void RunsPage::startFromForm()
 {
     QString error;
+#ifdef TB_HAVE_SSH
+    if (m_cluster->isChecked()) {
+        if (!startMultiNodeRun(m_configPath->text().trimmed(), &error))
+            m_view->setSummaryError(tr("Could not start: %1").arg(error));
+        return;
+    }
+#endif
     if (!startRun(m_configPath->text().trimmed(), m_ranks->value(), &error))
         m_view->setSummaryError(tr("Could not start: %1").arg(error));
 }
@@ -182,9 +290,15 @@ void RunsPage::browseRunFolder()
         followRunFolder(dir);
 }
 
+bool RunsPage::isCurrent(quint64 generation) const
+{
+    // A multi-node run follows nothing until node 0 runs.
+    return generation == m_generation && !m_awaitingNodeZero;
+}
+
 void RunsPage::onLinesRead(quint64 generation, const QVector<tb::metrics::StreamItem>& items)
 {
-    if (generation != m_generation)
+    if (!isCurrent(generation))
         return; // from the folder followed before
     m_view->addLines(items);
     updateButtons();
@@ -193,7 +307,7 @@ void RunsPage::onLinesRead(quint64 generation, const QVector<tb::metrics::Stream
 
 void RunsPage::onReadFailed(quint64 generation, const QString& message)
 {
-    if (generation != m_generation)
+    if (!isCurrent(generation))
         return;
     m_view->addLines({metrics::StreamItem{0, 0, std::nullopt,
         message.toStdString() + " (stopped following)"}});

@@ -14,16 +14,19 @@ class QThread;
 
 namespace tb::ui {
 
+class ClusterPanel;
+class HostsModel;
 class RunCharts;
 class RunFollower;
 class RunLauncher;
 class RunView;
 
-// Runs on this machine: start one from a run config (tunebench-cli launch,
-// one or more ranks) or open a run folder written earlier or by another
-// program, and follow its event stream live (RunView: summary, curves,
-// warnings and errors) with the launcher's output beside it. The file is
-// read on a worker thread; the UI thread only folds and draws.
+// Start a run from a run config (tunebench-cli launch: ranks on this
+// machine, or with SSH across hosts picked from the Hosts page) or open a
+// run folder written earlier or by another program, and follow its event
+// stream live (RunView: summary, curves, warnings and errors) with the
+// launcher's output beside it. The file is read on a worker thread (over
+// SFTP from node 0 for a multi-node run); the UI thread only folds and draws.
 class RunsPage : public QWidget {
     Q_OBJECT
 
@@ -36,6 +39,15 @@ public:
     // Loads the config (for its output folder), starts the launcher and
     // follows the folder. False with `error` set when it cannot start.
     bool startRun(const QString& configPath, int ranks, QString* error);
+#ifdef TB_HAVE_SSH
+    // The Hosts page's machines, to pick a multi-node run's hosts from.
+    void setHostInventory(HostsModel* inventory);
+    ClusterPanel* clusterPanel() const { return m_cluster; }
+    // `tunebench-cli launch CONFIG --hostfile ...` on the hosts picked in the
+    // cluster panel; rank 0's folder is followed on node 0 once the launch
+    // names it. False with `error` set when it cannot start.
+    bool startMultiNodeRun(const QString& configPath, QString* error);
+#endif
     // The run this page started (through its launcher), else the followed
     // run when it runs on this machine (metrics/run_control.h). Empty when a
     // stop was sent, otherwise why none could be.
@@ -56,12 +68,16 @@ signals:
 
 private:
     void buildLayout();
+    bool isCurrent(quint64 generation) const;
     void onLinesRead(quint64 generation, const QVector<tb::metrics::StreamItem>& items);
     void onReadFailed(quint64 generation, const QString& message);
     void browseConfig();
     void browseRunFolder();
     void startFromForm();
     void updateButtons();
+    void onLauncherLine(const QString& line);
+    void onLauncherFinished(int exitCode, const QString& description);
+    void followRemoteFolder(const QString& dir);
 
     quint64 m_generation = 0;
     QString m_folder;
@@ -77,6 +93,10 @@ private:
     QLabel* m_folderLabel = nullptr;
     RunView* m_view = nullptr;
     QPlainTextEdit* m_output = nullptr;
+    ClusterPanel* m_cluster = nullptr; // with SSH only
+    bool m_multiNode = false; // the launcher's run is across hosts
+    // A multi-node run started; its run folder is not known yet.
+    bool m_awaitingNodeZero = false;
 };
 
 } // namespace tb::ui

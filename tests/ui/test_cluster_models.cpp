@@ -1,0 +1,219 @@
+// The item models of a multi-node run and of a host's run registry, under
+// QAbstractItemModelTester: the launch's node lines parsed in one place,
+// each node's state as the launch reports it (a preflight that names every
+// host's problem included), the Hosts page's inventory picked from with a
+// slot count each and written as a DeepSpeed hostfile.
+#include "hosts/hosts_model.h"
+#include "monitor/registry_model.h"
+#include "runs/cluster_hosts_model.h"
+#include "runs/cluster_panel.h"
+#include "runs/node_line.h"
+#include "runs/node_state_model.h"
+
+#include <QAbstractItemModelTester>
+#include <QFile>
+#include <QtTest>
+
+using namespace tb::ui;
+
+namespace {
+
+tb::remote::SshTarget target(const std::string& user, const std::string& host, int port,
+    const std::string& key = "/k/id", const std::string& knownHosts = "/k/known")
+{
+    tb::remote::SshTarget t;
+    t.user = user;
+    t.host = host;
+    t.port = port;
+    t.identityFile = key;
+    t.knownHostsFile = knownHosts;
+    return t;
+}
+
+} // namespace
+
+class TestClusterModels : public QObject {
+    Q_OBJECT
+
+private slots:
+    void parsesNodeLines_data()
+    {
+        QTest::addColumn<QString>("line");
+        QTest::addColumn<bool>("isNode");
+        QTest::addColumn<int>("node");
+        QTest::addColumn<QString>("host");
+        QTest::addColumn<QString>("state");
+        QTest::addColumn<int>("exitCode"); // -1: none
+        QTest::addColumn<QString>("runFolder");
+        QTest::addRow("checked") << "node 0 root@10.0.0.10           checked     preflight passed" << true << 0
+                                 << "root@10.0.0.10" << "checked" << -1 << "";
+        QTest::addRow("starting, no detail") << "node 1 gpu2:2222                starting    " << true << 1
+                                             << "gpu2:2222" << "starting" << -1 << "";
+        QTest::addRow("running, folder with spaces and a comma")
+            << "node 0 a@h                      running     launcher pid 412, run folder /runs/my run, v2, "
+               "log /home/a/.local/state/tunebench/runs/r1.node0.log"
+            << true << 0 << "a@h" << "running" << -1 << "/runs/my run, v2";
+        QTest::addRow("exited 0") << "node 1 h                        exited      exit status 0: every rank finished"
+                                  << true << 1 << "h" << "exited" << 0 << "";
+        QTest::addRow("exited 143") << "node 0 h exited exit status 143: stopped" << true << 0 << "h" << "exited"
+                                    << 143 << "";
+        QTest::addRow("sync progress") << "node 1 root@h:22                 sync   42.0% of 1.2 MiB  /m/model.safetensors"
+                                       << true << 1 << "root@h:22" << "sync" << -1 << "";
+        QTest::addRow("step line") << "step 3/100 loss 2.31" << false << 0 << "" << "" << -1 << "";
+        QTest::addRow("a problem, not a state") << "  node 1 (root@10.0.0.11): tunebench-cli is not there" << false
+                                                << 0 << "" << "" << -1 << "";
+        QTest::addRow("unknown state") << "node 1 h sleeping" << false << 0 << "" << "" << -1 << "";
+    }
+
+    void parsesNodeLines()
+    {
+        QFETCH(QString, line);
+        QFETCH(bool, isNode);
+        const std::optional<NodeLine> parsed = parseNodeLine(line);
+        QCOMPARE(parsed.has_value(), isNode);
+        if (!parsed)
+            return;
+        QFETCH(int, node);
+        QFETCH(QString, host);
+        QFETCH(QString, state);
+        QFETCH(int, exitCode);
+        QFETCH(QString, runFolder);
+        QCOMPARE(parsed->node, node);
+        QCOMPARE(parsed->host, host);
+        QCOMPARE(parsed->state, state);
+        QCOMPARE(parsed->exitCode.value_or(-1), exitCode);
+        QCOMPARE(parsed->runFolder, runFolder);
+    }
+
+    void nodeStatesFollowTheLaunch()
+    {
+        NodeStateModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.reset({QStringLiteral("a@h0:22"), QStringLiteral("a@h1:22")});
+        QCOMPARE(model.rowCount(), 2);
+        QCOMPARE(model.state(1), QStringLiteral("preflight"));
+        QVERIFY(model.applyLine(QStringLiteral("node 0 a@h0:22 checked preflight passed")));
+        QVERIFY(model.applyLine(QStringLiteral("node 1 a@h1:22 checked preflight passed")));
+        QVERIFY(model.applyLine(QStringLiteral("node 0 a@h0:22 starting")));
+        QCOMPARE(model.state(0), QStringLiteral("starting"));
+        QVERIFY(model.applyLine(QStringLiteral("node 1 a@h1:22 sync  42.0% of 1.2 MiB  /m/model.safetensors")));
+        QCOMPARE(model.state(1), QStringLiteral("copying inputs"));
+        QCOMPARE(model.detail(1), QStringLiteral("42.0% of 1.2 MiB  /m/model.safetensors"));
+        QVERIFY(model.applyLine(QStringLiteral(
+            "node 0 a@h0:22 running launcher pid 7, run folder /r/x, log /s/tunebench/runs/x.node0.log")));
+        QCOMPARE(model.runFolder(), QStringLiteral("/r/x"));
+        QVERIFY(!model.applyLine(QStringLiteral("step 1/4 loss 5.5")));
+        QVERIFY(model.applyLine(QStringLiteral("node 1 a@h1:22 exited exit status 1: rank 1 failed")));
+        QCOMPARE(model.state(1), QStringLiteral("exited 1"));
+        QCOMPARE(model.data(model.index(1, NodeStateModel::State), Qt::ForegroundRole).isValid(), true);
+        QCOMPARE(model.data(model.index(0, NodeStateModel::State), Qt::ForegroundRole).isValid(), false);
+    }
+
+    void preflightProblemsNameTheirHosts()
+    {
+        NodeStateModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.reset({QStringLiteral("h0"), QStringLiteral("h1"), QStringLiteral("h2")});
+        model.applyLine(QStringLiteral("node 0 h0 checked preflight passed"));
+        model.applyLine(QStringLiteral("node 1 h1 connecting node 1 (h1): the host key of h1 is not in /k"));
+        model.applyLine(QStringLiteral("tunebench-cli launch: preflight found 3 problem(s); nothing was started:"));
+        // A problem line before the list is not one of its problems.
+        QCOMPARE(model.problems().size(), 0);
+        QVERIFY(model.applyLine(QStringLiteral("  node 1 (h1): the host key of h1 is not in /k")));
+        QVERIFY(model.applyLine(QStringLiteral("  node 2 (h2): another build of tunebench-cli")));
+        QVERIFY(model.applyLine(QStringLiteral("  node 2 (h2): 100 GiB free, 300 GiB needed")));
+        model.launcherFinished(2);
+        QCOMPARE(model.problems().size(), 3);
+        QCOMPARE(model.state(0), QStringLiteral("preflight passed"));
+        QCOMPARE(model.state(1), QStringLiteral("preflight failed"));
+        QCOMPARE(model.detail(1), QStringLiteral("node 1 (h1): the host key of h1 is not in /k"));
+        QCOMPARE(model.state(2), QStringLiteral("preflight failed"));
+        QCOMPARE(model.detail(2), QStringLiteral("node 2 (h2): another build of tunebench-cli\n"
+                                                 "node 2 (h2): 100 GiB free, 300 GiB needed"));
+    }
+
+    void picksHostsFromTheInventory()
+    {
+        HostsModel inventory;
+        ClusterHostsModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setInventory(&inventory);
+        QCOMPARE(model.rowCount(), 0); // this machine is not an SSH host
+        QVERIFY(inventory.addHost(target("root", "10.0.0.10", 22)));
+        QVERIFY(inventory.addHost(target("", "gpu-b", 0)));
+        QVERIFY(inventory.addHost(target("ann", "gpu-c", 2222)));
+        QCOMPARE(model.rowCount(), 3);
+        QVERIFY(model.pick(QStringLiteral("ann@gpu-c:2222"), 4));
+        QVERIFY(model.pick(QStringLiteral("root@10.0.0.10:22"), 2));
+        QVERIFY(!model.setData(model.index(0, ClusterHostsModel::Slots), 0, Qt::EditRole));
+        QVERIFY(!model.pick(QStringLiteral("nobody"), 1));
+        QCOMPARE(hostfileText(model.pickedNodes()),
+            QStringLiteral("# written by the Tunebench Runs page: node 0 first\n"
+                           "root@10.0.0.10:22 slots=2\nann@gpu-c:2222 slots=4\n"));
+        // The inventory changes: picks stay with their hosts.
+        inventory.removeRow(1);
+        QCOMPARE(model.rowCount(), 2);
+        QCOMPARE(model.pickedNodes().size(), size_t(1));
+        QCOMPARE(model.pickedNodes().front().slotCount, 4);
+    }
+
+    void panelWritesTheHostfileAndTheArguments()
+    {
+        HostsModel inventory;
+        ClusterPanel panel;
+        panel.setInventory(&inventory);
+        QString error;
+        QVERIFY(!panel.launchArguments(QStringLiteral("/c/run.yaml"), &error));
+        QVERIFY2(error.contains(QStringLiteral("pick at least one host")), qPrintable(error));
+        inventory.addHost(target("root", "h0", 22));
+        inventory.addHost(target("root", "h1", 22, "/k/other"));
+        panel.hostsModel()->pick(QStringLiteral("root@h0:22"), 1);
+        panel.hostsModel()->pick(QStringLiteral("root@h1:22"), 1);
+        QVERIFY(!panel.launchArguments(QStringLiteral("/c/run.yaml"), &error));
+        QVERIFY2(error.contains(QStringLiteral("use different keys")), qPrintable(error));
+        panel.hostsModel()->setData(panel.hostsModel()->index(1, ClusterHostsModel::Host), Qt::Unchecked,
+            Qt::CheckStateRole);
+        panel.setTrainerArguments({QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--output"),
+            QStringLiteral("/o/my run")});
+        panel.setSync(true);
+        const std::optional<QStringList> arguments = panel.launchArguments(QStringLiteral("/c/run.yaml"), &error);
+        QVERIFY2(arguments, qPrintable(error));
+        QCOMPARE(*arguments,
+            QStringList({"launch", "/c/run.yaml", "--hostfile", panel.hostfilePath(), "--ssh-key", "/k/id",
+                "--known-hosts", "/k/known", "--sync", "--", "--threads", "1", "--output", "/o/my run"}));
+        QFile hostfile(panel.hostfilePath());
+        QVERIFY(hostfile.open(QIODevice::ReadOnly));
+        QVERIFY(hostfile.readAll().endsWith("\nroot@h0:22 slots=1\n"));
+        QCOMPARE(panel.nodesModel()->rowCount(), 1);
+        QCOMPARE(panel.nodesModel()->state(0), QStringLiteral("preflight"));
+    }
+
+    void registryRows()
+    {
+        RegistryModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        tb::launch::RegistryEntry running;
+        running.runId = "r2";
+        running.nodeRank = 0;
+        running.nnodes = 2;
+        running.pid = 41;
+        running.runDir = "/runs/r2";
+        tb::launch::RegistryEntry failed = running;
+        failed.runId = "r1";
+        failed.state = "exited";
+        failed.exitCode = 1;
+        failed.summary = "rank 1 failed";
+        model.setEntries({running, failed});
+        QCOMPARE(model.rowCount(), 2);
+        QCOMPARE(model.data(model.index(0, RegistryModel::Node), Qt::DisplayRole).toString(), QStringLiteral("0/2"));
+        QCOMPARE(model.data(model.index(0, RegistryModel::State), Qt::DisplayRole).toString(), QStringLiteral("running"));
+        QCOMPARE(model.data(model.index(1, RegistryModel::State), Qt::DisplayRole).toString(), QStringLiteral("exited 1"));
+        QVERIFY(model.data(model.index(1, RegistryModel::State), Qt::ForegroundRole).isValid());
+        QCOMPARE(model.data(model.index(1, RegistryModel::Run), Qt::ToolTipRole).toString(), QStringLiteral("rank 1 failed"));
+        model.setEntries({});
+        QCOMPARE(model.rowCount(), 0);
+    }
+};
+
+QTEST_MAIN(TestClusterModels)
+#include "test_cluster_models.moc"
