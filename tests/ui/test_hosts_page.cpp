@@ -9,6 +9,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QDir>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QtTest>
@@ -46,6 +47,7 @@ private slots:
         const QString failure = m_server.start();
         QVERIFY2(failure.isEmpty(), qPrintable(failure));
         QVERIFY(m_work.isValid());
+        QDir().mkpath(QStringLiteral(TB_BINARY_DIR "/screenshots"));
     }
 
     void probesThisMachineAndAnSshHost()
