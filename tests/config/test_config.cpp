@@ -1,3 +1,4 @@
+#include "../support/test_data.h"
 #include "config/config_loader.h"
 #include "config/config_schema.h"
 #include "config/config_writer.h"
@@ -20,12 +21,6 @@ namespace {
 std::string recipePath(const char* name)
 {
     return std::string(TB_SOURCE_DIR) + "/presets/recipes/" + name;
-}
-
-bool sharedModelPresent()
-{
-    return std::filesystem::is_regular_file(
-        std::string(TB_SHARED_DATA_DIR) + "/models/stories260K/config.json");
 }
 
 // QVERIFY2 evaluates its message even when the check passes.
@@ -245,22 +240,21 @@ private slots:
     {
         QFETCH(QString, file);
         QFETCH(QString, method);
+        // The recipes name the demo model and data that ship beside them.
         LoadOptions options;
-        // The recipes name the shared stories260K model; its absence is not
-        // the recipe's fault, so the paths are only checked when it is there.
-        options.checkPaths = sharedModelPresent();
+        options.checkPaths = true;
         const LoadReport report = readRunConfigFile(recipePath(qPrintable(file)), options);
         QVERIFY2(report.ok(), problemsText(report).c_str());
         QVERIFY2(report.warnings.isEmpty(), report.warnings.toError("").toString().c_str());
         const RunConfig& config = *report.config;
         QCOMPARE(QString::fromUtf8(toString(config.method).data()), method);
         QCOMPARE(config.name, file.chopped(5).toStdString());
-        QVERIFY(config.model.ends_with("shared/data/models/stories260K"));
+        QVERIFY(std::filesystem::is_regular_file(config.model + "/config.json"));
+        QCOMPARE(std::filesystem::weakly_canonical(config.model).string(),
+            std::filesystem::weakly_canonical(TB_DEMO_MODEL_DIR).string());
         QVERIFY(std::filesystem::is_regular_file(config.data.trainFiles.at(0)));
         QVERIFY(config.data.trainFiles.at(0).ends_with("resources/demo/tiny_instructions.jsonl"));
         QVERIFY(config.hasValidationData());
-        if (!sharedModelPresent())
-            QSKIP("shared stories260K model absent: paths not checked");
     }
 
     void savedConfigReadsBackEqual_data() { recipesLoad_data(); }

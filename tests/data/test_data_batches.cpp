@@ -1,3 +1,4 @@
+#include "../support/test_data.h"
 #include "data/batch.h"
 #include "data/packing.h"
 #include "data/prepare_data.h"
@@ -21,7 +22,7 @@ namespace {
 
 std::string modelDir()
 {
-    return std::string(TB_SHARED_DATA_DIR) + "/models/stories260K";
+    return TB_DEMO_MODEL_DIR;
 }
 
 // Examples of varied lengths with a prompt part (masked) and an answer part.
@@ -327,8 +328,6 @@ private slots:
     // The whole pipeline on the LoRA recipe with the real tokenizer.
     void prepareRecipe()
     {
-        if (!std::filesystem::exists(modelDir() + "/tokenizer.json"))
-            QSKIP("shared stories260K tokenizer absent");
         const auto tokenizer = tb::tokenizer::Tokenizer::load(modelDir());
         QVERIFY(tokenizer.ok());
         const tb::config::RunConfig config = recipe("lora.yaml");
@@ -364,8 +363,6 @@ private slots:
 
     void prepareReportsProgressAndCancels()
     {
-        if (!std::filesystem::exists(modelDir() + "/tokenizer.json"))
-            QSKIP("shared stories260K tokenizer absent");
         const auto tokenizer = tb::tokenizer::Tokenizer::load(modelDir());
         QVERIFY(tokenizer.ok());
         const tb::config::RunConfig config = recipe("full.yaml");
@@ -383,8 +380,6 @@ private slots:
 
     void prepareChatNeedsATemplate()
     {
-        if (!std::filesystem::exists(modelDir() + "/tokenizer.json"))
-            QSKIP("shared stories260K tokenizer absent");
         const auto tokenizer = tb::tokenizer::Tokenizer::load(modelDir());
         QVERIFY(tokenizer.ok());
         tb::config::RunConfig config = recipe("lora.yaml");
@@ -400,13 +395,9 @@ private slots:
         QCOMPARE(prepared.value().stats.warnings.size(), size_t(2));
     }
 
-    void prepareAlpacaDemoMasksResponses()
+    void prepareAlpacaRecordsMasksResponses()
     {
-        const std::string file =
-            std::string(TB_SHARED_DATA_DIR) + "/datasets/alpaca/alpaca_en_demo.json";
-        if (!std::filesystem::exists(modelDir() + "/tokenizer.json")
-            || !std::filesystem::exists(file))
-            QSKIP("shared stories260K tokenizer or alpaca_en_demo.json absent");
+        const std::string file = TB_TEST_DATASETS_DIR "/synthetic/instructions.json";
         const auto tokenizer = tb::tokenizer::Tokenizer::load(modelDir());
         QVERIFY(tokenizer.ok());
         tb::config::RunConfig config = recipe("lora.yaml");
@@ -416,9 +407,9 @@ private slots:
         const auto prepared = prepareData(config, tokenizer.value());
         QVERIFY(prepared.ok());
         const DataStats& stats = prepared.value().stats;
-        QCOMPARE(stats.trainRecords, size_t(999));
-        QCOMPARE(stats.train.examples, size_t(999));
-        QCOMPARE(stats.train.rows + stats.train.droppedExamples, size_t(999));
+        QCOMPARE(stats.trainRecords, size_t(40));
+        QCOMPARE(stats.train.examples, size_t(40));
+        QCOMPARE(stats.train.rows + stats.train.droppedExamples, size_t(40));
         // Every row: masked prompt first, then only trained tokens.
         for (const TokenizedExample& row : prepared.value().train) {
             const auto firstTrained = std::find_if(row.labels.begin(), row.labels.end(),
@@ -427,8 +418,8 @@ private slots:
             QVERIFY(std::none_of(
                 firstTrained, row.labels.end(), [](int label) { return label == kIgnoreIndex; }));
         }
-        qInfo("alpaca_en_demo with stories260K: %zu rows, %zu tokens, %zu trained, %zu cut, %zu "
-              "dropped",
+        qInfo("synthetic instructions with stories260K: %zu rows, %zu tokens, %zu trained, "
+              "%zu cut, %zu dropped",
             stats.train.rows, stats.train.tokens, stats.train.trainableTokens,
             stats.train.truncatedExamples, stats.train.droppedExamples);
     }

@@ -1,3 +1,5 @@
+#include "../support/skip.h"
+#include "../support/test_data.h"
 #include "data/csv_parser.h"
 #include "data/dataset_reader.h"
 
@@ -11,9 +13,12 @@ using tb::config::MalformedPolicy;
 
 namespace {
 
-std::string sharedFile(const char* relative)
+// The repository's test datasets, or ../shared/data's for `shared`.
+std::string datasetPath(bool shared, const QString& relative)
 {
-    return std::string(TB_SHARED_DATA_DIR) + "/datasets/" + relative;
+    const std::string folder =
+        shared ? TB_SHARED_DATA_DIR "/datasets/" : TB_TEST_DATASETS_DIR "/";
+    return folder + relative.toStdString();
 }
 
 // Rows as "line:field|field|...", "!" marking a malformed row.
@@ -319,44 +324,50 @@ private slots:
         QCOMPARE(chats.value()[0].messages.front().role, std::string("system"));
     }
 
-    // Real datasets (non-commercial ones used here only, never copied into
-    // the repo). Counts and byte totals were taken with Python's json and
-    // csv modules, an independent reader.
-    void sharedDatasets_data()
+    // Real and synthetic datasets, whole. Counts and byte totals were taken
+    // with Python's json and csv modules, an independent reader. Rows marked
+    // shared read data we may not redistribute (Alpaca CC BY-NC 4.0, SAMSum
+    // CC BY-NC-ND 4.0) in place from ../shared/data and skip where it is
+    // absent; every other row reads the repository's tests/data/datasets.
+    void datasets_data()
     {
+        QTest::addColumn<bool>("shared");
         QTest::addColumn<QString>("file");
         QTest::addColumn<int>("format");
         QTest::addColumn<QString>("columns"); // prompt;input;response;instruction
         QTest::addColumn<QString>("separator");
         QTest::addColumn<int>("records");
-        QTest::addRow("alpaca json")
-            << "alpaca/alpaca_en_demo.json" << int(DataFormat::Alpaca) << ""
-            << "" << 999;
-        QTest::addRow("samsum csv") << "samsum/samsum-validation.csv" << int(DataFormat::Csv)
-                                    << ";dialogue;summary;Summarize the dialogue."
-                                    << "" << 818;
-        QTest::addRow("self-instruct jsonl")
-            << "self_instruct_seed/seed_tasks.jsonl" << int(DataFormat::Alpaca)
-            << "instruction;instances.0.input;instances.0.output;"
-            << "" << 175;
+        QTest::addRow("synthetic alpaca json")
+            << false << "synthetic/instructions.json" << int(DataFormat::Alpaca) << "" << "" << 40;
+        QTest::addRow("synthetic csv")
+            << false << "synthetic/dialogues.csv" << int(DataFormat::Csv)
+            << ";dialogue;summary;Summarize the dialogue." << "" << 20;
+        QTest::addRow("synthetic nested jsonl")
+            << false << "synthetic/tasks.jsonl" << int(DataFormat::Alpaca)
+            << "instruction;instances.0.input;instances.0.output;" << "" << 15;
         QTest::addRow("tinystories paragraphs")
-            << "tinystories/tinystories_val.txt" << int(DataFormat::Text) << ""
-            << "\n\n"
-            << 4001;
+            << false << "tinystories/tinystories_val_first800.txt" << int(DataFormat::Text) << ""
+            << "\n\n" << 800;
         QTest::addRow("tinystories stories")
-            << "tinystories/tinystories_train_sample_2MiB.txt" << int(DataFormat::Text) << ""
-            << "<|endoftext|>" << 2317;
+            << false << "tinystories/tinystories_train_first100.txt" << int(DataFormat::Text) << ""
+            << "<|endoftext|>" << 100;
+        QTest::addRow("alpaca json (shared)")
+            << true << "alpaca/alpaca_en_demo.json" << int(DataFormat::Alpaca) << "" << "" << 999;
+        QTest::addRow("samsum csv (shared)")
+            << true << "samsum/samsum-validation.csv" << int(DataFormat::Csv)
+            << ";dialogue;summary;Summarize the dialogue." << "" << 818;
     }
-    void sharedDatasets()
+    void datasets()
     {
+        QFETCH(bool, shared);
         QFETCH(QString, file);
         QFETCH(int, format);
         QFETCH(QString, columns);
         QFETCH(QString, separator);
         QFETCH(int, records);
-        const std::string path = sharedFile(qPrintable(file));
-        if (!std::filesystem::exists(path))
-            QSKIP(qPrintable("shared dataset absent: " + QString::fromStdString(path)));
+        const std::string path = datasetPath(shared, file);
+        if (shared && !std::filesystem::exists(path))
+            TB_SKIP("non-redistributable dataset absent: " + QString::fromStdString(path));
         ReaderOptions readerOptions = options(DataFormat(format), MalformedPolicy::Fail);
         if (!columns.isEmpty()) {
             const QStringList parts = columns.split(';');
@@ -377,11 +388,35 @@ private slots:
             QVERIFY(record.source.line > 0);
     }
 
-    void samsumFieldsMatchAnIndependentReader()
+    // Python: csv.reader(open(path, newline='')), sums of len(field.encode()),
+    // and the line each record starts on.
+    void csvFieldsMatchAnIndependentReader_data()
     {
-        const std::string path = sharedFile("samsum/samsum-validation.csv");
-        if (!std::filesystem::exists(path))
-            QSKIP("shared SAMSum validation CSV absent");
+        QTest::addColumn<bool>("shared");
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<qulonglong>("dialogueBytes");
+        QTest::addColumn<qulonglong>("summaryBytes");
+        QTest::addColumn<qulonglong>("tenthLine");
+        QTest::addColumn<qulonglong>("lastLine");
+        QTest::addColumn<QString>("lastSummary");
+        QTest::addRow("synthetic") << false << "synthetic/dialogues.csv" << 1803ull << 943ull
+                                   << 28ull << 55ull << "Lia is late; Gus will save her a seat";
+        QTest::addRow("samsum (shared)") << true << "samsum/samsum-validation.csv" << 402830ull
+                                         << 90136ull << 122ull << 8852ull
+                                         << "Paige wants to have the declaration";
+    }
+    void csvFieldsMatchAnIndependentReader()
+    {
+        QFETCH(bool, shared);
+        QFETCH(QString, file);
+        QFETCH(qulonglong, dialogueBytes);
+        QFETCH(qulonglong, summaryBytes);
+        QFETCH(qulonglong, tenthLine);
+        QFETCH(qulonglong, lastLine);
+        QFETCH(QString, lastSummary);
+        const std::string path = datasetPath(shared, file);
+        if (shared && !std::filesystem::exists(path))
+            TB_SKIP("non-redistributable dataset absent: " + QString::fromStdString(path));
         ReaderOptions csv = options(DataFormat::Csv, MalformedPolicy::Fail);
         csv.columns.input = "dialogue";
         csv.columns.response = "summary";
@@ -389,18 +424,17 @@ private slots:
         ReadReport report;
         const auto read = readRecords(path, csv, report);
         QVERIFY(read.ok());
-        size_t dialogueBytes = 0;
-        size_t summaryBytes = 0;
+        qulonglong inputs = 0;
+        qulonglong responses = 0;
         for (const Record& record : read.value()) {
-            dialogueBytes += record.input.size();
-            summaryBytes += record.response.size();
+            inputs += record.input.size();
+            responses += record.response.size();
         }
-        // Python: csv.reader(open(path, newline='')), sums of len(field.encode()).
-        QCOMPARE(dialogueBytes, size_t(402830));
-        QCOMPARE(summaryBytes, size_t(90136));
-        QCOMPARE(read.value()[99].source.line, size_t(1055));
-        QCOMPARE(read.value().back().source.line, size_t(8852));
-        QVERIFY(read.value().back().response.starts_with("Paige wants to have the declaration"));
+        QCOMPARE(inputs, dialogueBytes);
+        QCOMPARE(responses, summaryBytes);
+        QCOMPARE(qulonglong(read.value()[9].source.line), tenthLine);
+        QCOMPARE(qulonglong(read.value().back().source.line), lastLine);
+        QVERIFY(read.value().back().response.starts_with(lastSummary.toStdString()));
     }
 
     void unreadableFile()

@@ -1,3 +1,4 @@
+#include "../support/test_data.h"
 #include "data/chat_template.h"
 #include "data/dataset_reader.h"
 #include "data/prompt_format.h"
@@ -20,7 +21,7 @@ namespace {
 
 std::string modelDir()
 {
-    return std::string(TB_SHARED_DATA_DIR) + "/models/stories260K";
+    return TB_DEMO_MODEL_DIR;
 }
 
 Record chatRecord()
@@ -77,11 +78,9 @@ class TestDataTemplates : public QObject {
 private slots:
     void initTestCase()
     {
-        if (std::filesystem::exists(modelDir() + "/tokenizer.json")) {
-            auto loaded = Tokenizer::load(modelDir());
-            QVERIFY2(loaded.ok(), loaded.ok() ? "" : loaded.error().toString().c_str());
-            m_tokenizer = loaded.value();
-        }
+        auto loaded = Tokenizer::load(modelDir());
+        QVERIFY2(loaded.ok(), loaded.ok() ? "" : loaded.error().toString().c_str());
+        m_tokenizer = loaded.value();
     }
 
     void formats_data()
@@ -244,10 +243,8 @@ private slots:
         QVERIFY(!found.ok());
         QVERIFY(QString::fromStdString(found.error().message).contains("tokenizer_config.json"));
 
-        if (std::filesystem::exists(modelDir())) {
-            found = modelChatTemplate(modelDir());
-            QVERIFY(found.ok() && !found.value()); // stories260K has no chat template
-        }
+        found = modelChatTemplate(modelDir());
+        QVERIFY(found.ok() && !found.value()); // stories260K has no chat template
     }
 
     void resolve_data()
@@ -307,8 +304,6 @@ private slots:
     }
     void masksPromptTokens()
     {
-        if (!m_tokenizer)
-            QSKIP("shared stories260K tokenizer absent");
         QFETCH(int, format);
         QFETCH(QString, file);
         ReaderOptions options;
@@ -349,8 +344,6 @@ private slots:
     // the prompt text.
     void boundaryTokenCountsAsResponse()
     {
-        if (!m_tokenizer)
-            QSKIP("shared stories260K tokenizer absent");
         const Tokenizer& tokenizer = *m_tokenizer;
         const std::string prompt = "Once upon a ti";
         const std::string response = "me there was a girl.";

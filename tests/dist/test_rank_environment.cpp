@@ -1,5 +1,6 @@
 // readRankEnvironment: torchrun's variables to a RankEnvironment, and an
 // Error naming the variable, its value and what was expected otherwise.
+#include "../support/skip.h"
 #include "dist/rendezvous.h"
 
 #include <QtTest>
@@ -174,7 +175,7 @@ private slots:
     void ncclWithoutCudaIsAClearError()
     {
 #ifdef USE_C10D_NCCL
-        QSKIP("this LibTorch has NCCL: the error path does not exist");
+        TB_SKIP(QStringLiteral("this LibTorch has NCCL: the error path does not exist"));
 #else
         tb::dist::RendezvousOptions options;
         options.backend = tb::dist::Backend::Nccl;

@@ -22,8 +22,6 @@ class TestExportRuns : public QObject {
 private slots:
     void initTestCase()
     {
-        if (const QString missing = distributed::missingPrerequisite(); !missing.isEmpty())
-            QSKIP(qPrintable(missing));
         QVERIFY(m_dir.isValid());
         QString problem;
         m_referenceDir = launchReference(m_dir, &problem);

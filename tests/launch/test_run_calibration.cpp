@@ -1,3 +1,4 @@
+#include "../support/test_data.h"
 #include "common/atomic_file.h"
 #include "common/units.h"
 #include "launch/run_plan.h"
@@ -22,7 +23,7 @@ using namespace tb;
 namespace {
 
 const char* kRunsDir = TB_SOURCE_DIR "/tests/launch/data/runs";
-const char* kModel = TB_SHARED_DATA_DIR "/models/stories260K";
+const char* kModel = TB_DEMO_MODEL_DIR;
 const char* kRuns[] = {"full-mb4", "full-mb8", "lora-mb4", "lora-mb8"};
 
 std::string runDir(const char* name)
@@ -64,8 +65,6 @@ class TestRunCalibration : public QObject {
 private slots:
     void initTestCase()
     {
-        if (!QFileInfo::exists(kModel))
-            QSKIP("../shared/data/models/stories260K is absent");
         qputenv("XDG_CACHE_HOME", m_scratch.path().toUtf8()); // this CPU's figures kept apart
         // A fixed GEMM rate, high enough that no calibrated utilisation is
         // capped at 1: the arithmetic is under test, not this machine's

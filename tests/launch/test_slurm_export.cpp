@@ -1,3 +1,4 @@
+#include "../support/skip.h"
 #include "export_tools.h"
 #include "slurm_cluster.h"
 
@@ -32,11 +33,10 @@ private slots:
 
     void sbatchRunsTheExportedScript()
     {
-        if (const QString missing = distributed::missingPrerequisite(); !missing.isEmpty())
-            QSKIP(qPrintable(missing));
         // slurmd starts job steps as the submitting user, which takes root.
         if (::geteuid() != 0)
-            QSKIP("slurmd must run as root to start job steps; run this suite as root (CI does)");
+            TB_SKIP(QStringLiteral(
+                "slurmd must run as root to start job steps; run this suite as root (CI does)"));
         QString problem;
         m_referenceDir = launchReference(m_dir, &problem);
         QVERIFY2(problem.isEmpty(), qPrintable(problem));

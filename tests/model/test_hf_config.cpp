@@ -1,3 +1,4 @@
+#include "../support/test_data.h"
 #include "common/atomic_file.h"
 #include "model/hf_config.h"
 #include "model/parameter_count.h"
@@ -146,11 +147,9 @@ private slots:
         QVERIFY(QString::fromStdString(spec->warnings[0]).contains("granite"));
     }
 
-    void sharedModel()
+    void demoModel()
     {
-        const QString dir = QStringLiteral(TB_SHARED_DATA_DIR "/models/stories260K");
-        if (!QFileInfo::exists(dir + "/config.json"))
-            QSKIP("shared data (stories260K config.json) is absent");
+        const QString dir = QStringLiteral(TB_DEMO_MODEL_DIR);
         // The folder and the file itself both work; 260,032 is the published count (SOURCES.md).
         for (const QString& path : {dir, dir + "/config.json"}) {
             const auto spec = model::readHfConfig(path.toStdString());

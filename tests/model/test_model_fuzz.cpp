@@ -1,3 +1,4 @@
+#include "../support/test_data.h"
 #include "common/atomic_file.h"
 #include "model/hf_config.h"
 #include "model/model_preset.h"
@@ -43,9 +44,9 @@ private slots:
             R"({"model_type":"gemma2","hidden_size":2304,"intermediate_size":9216,"num_hidden_layers":26,
                 "num_attention_heads":8,"num_key_value_heads":4,"head_dim":256,"vocab_size":256000,
                 "text_config":{"hidden_size":8}})"};
-        const auto shared = common::readFile(TB_SHARED_DATA_DIR "/models/stories260K/config.json");
-        if (shared.ok())
-            seeds.push_back(*shared);
+        const auto demo = common::readFile(TB_DEMO_MODEL_DIR "/config.json");
+        QVERIFY(demo.ok());
+        seeds.push_back(*demo);
         std::mt19937_64 rng(20261121);
         int accepted = 0;
         const int n = iterations();

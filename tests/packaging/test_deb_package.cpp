@@ -1,3 +1,5 @@
+#include "../support/skip.h"
+
 #include <QtTest>
 
 #include <QDir>
@@ -69,7 +71,8 @@ private slots:
     void initTestCase()
     {
         if (::geteuid() != 0)
-            QSKIP("debootstrap and chroot need root; run this suite as root (CI does)");
+            TB_SKIP(QStringLiteral(
+                "debootstrap and chroot need root; run this suite as root (CI does)"));
         const QStringList packages =
             QDir(TB_BINARY_DIR).entryList({"tunebench_*.deb"}, QDir::Files, QDir::Time);
         QVERIFY2(!packages.isEmpty(),
@@ -114,6 +117,13 @@ private slots:
         const Outcome trainer = inRoot({"tunebench-cli", "train", "--help"});
         QVERIFY2(trainer.ok, qPrintable(describe("tunebench-cli train --help", trainer)));
         QVERIFY2(trainer.out.contains("--resume"), qPrintable(trainer.out));
+        // An installed recipe trains as it stands: the demo model and data
+        // it names are installed beside it.
+        const Outcome recipe = inRoot({"tunebench-cli", "train",
+            "/usr/share/tunebench/presets/recipes/lora.yaml", "--max-steps", "2", "--threads", "1",
+            "--output", "/tmp/recipe-run"}, 300000);
+        QVERIFY2(recipe.ok, qPrintable(describe("tunebench-cli train lora.yaml", recipe)));
+        QVERIFY(QFileInfo::exists(root + "/tmp/recipe-run/events.jsonl"));
         // The GUI loads Qt and its platform plugin and answers --version.
         const Outcome gui = inRoot({"env", "QT_QPA_PLATFORM=offscreen", "tunebench", "--version"});
         QVERIFY2(gui.ok, qPrintable(describe("tunebench --version", gui)));

@@ -1,4 +1,5 @@
 // LibTorch before Qt (LIBTORCH.md: Qt's keywords break its headers).
+#include "../support/test_data.h"
 #include "data/batch.h"
 #include "hf_reference_process.h"
 #include "tensor_files.h"
@@ -229,8 +230,7 @@ class TestHfReference : public QObject {
 
     QString modelFolder(const QString& family) const
     {
-        return family == kStories ? QStringLiteral(TB_SHARED_DATA_DIR "/models/stories260K")
-                                  : m_models.filePath(family);
+        return family == kStories ? QStringLiteral(TB_DEMO_MODEL_DIR) : m_models.filePath(family);
     }
 
 private slots:
@@ -247,14 +247,6 @@ private slots:
                              "installs packaging/python-reference.txt; "
                              "-DTUNEBENCH_REFERENCE_PYTHON=... picks another Python): "
                 + made.problem));
-    }
-
-    // Rows are named after their model ("stories260K", "stories260K lora").
-    void init()
-    {
-        if (QString::fromLatin1(QTest::currentDataTag()).startsWith(kStories)
-            && !std::filesystem::exists(modelFolder(kStories).toStdString() + "/model.safetensors"))
-            QSKIP("no ../shared/data/models/stories260K beside the repository");
     }
 
     void logitsAndLossEqualTransformers_data() { addFamilyRows(); }

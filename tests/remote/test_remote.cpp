@@ -281,7 +281,7 @@ private slots:
     void monitorStopsARunOverSsh()
     {
         if (const QString why = tb::test::whyNoEndlessRun(); !why.isEmpty())
-            QSKIP(qPrintable(why));
+            TB_SKIP(why);
         const QString runDir = m_work.filePath(QStringLiteral("ssh-run"));
         const QString config = m_work.filePath(QStringLiteral("ssh-run.yaml"));
         QVERIFY(tb::test::writeEndlessRunConfig(config, runDir));

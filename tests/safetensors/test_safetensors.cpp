@@ -1,3 +1,4 @@
+#include "../support/test_data.h"
 #include "safetensors/header_parser.h"
 #include "safetensors/safetensors_file.h"
 #include "safetensors/tensor_store.h"
@@ -313,10 +314,7 @@ private slots:
 
     void realModelFileOpens()
     {
-        const std::string path = TB_SHARED_DATA_DIR "/models/stories260K/model.safetensors";
-        if (!std::filesystem::exists(path))
-            QSKIP("shared data absent: " TB_SHARED_DATA_DIR "/models/stories260K");
-        auto store = TensorStore::open(TB_SHARED_DATA_DIR "/models/stories260K");
+        auto store = TensorStore::open(TB_DEMO_MODEL_DIR);
         QVERIFY2(store.ok(), store.ok() ? "" : qPrintable(errorOf(store.error())));
         QCOMPARE(store->tensorCount(), size_t(47));
         const SafetensorsFile& file = store->files().front();

@@ -1,8 +1,11 @@
 #pragma once
 
 // A real run for the suites that follow and stop one: a LoRA fine-tune of
-// ../shared/data's stories260K on the demo instructions that goes on until
-// it is stopped, started as `tunebench-cli train` (TB_BINARY_DIR's build).
+// the demo stories260K on the demo instructions that goes on until it is
+// stopped, started as `tunebench-cli train` (TB_BINARY_DIR's build).
+#include "skip.h"
+#include "test_data.h"
+
 #include <QFile>
 #include <QProcess>
 #include <QString>
@@ -10,21 +13,14 @@
 
 namespace tb::test {
 
-inline bool sharedModelPresent()
-{
-    return QFile::exists(QStringLiteral(TB_SHARED_DATA_DIR "/models/stories260K/config.json"));
-}
-
 // Why this build or machine cannot start the endless run (the suite's
 // target defines TB_CLI_HAS_TRAINER when app/cli's tunebench-cli trains);
-// empty when it can. A suite skips the case with this reason.
+// empty when it can. A suite skips the case with this reason (TB_SKIP).
 inline QString whyNoEndlessRun()
 {
 #ifndef TB_CLI_HAS_TRAINER
     return QStringLiteral("this build has no trainer (TUNEBENCH_TRAINER off)");
 #else
-    if (!sharedModelPresent())
-        return QStringLiteral(TB_SHARED_DATA_DIR "/models/stories260K is absent");
     return {};
 #endif
 }
@@ -37,7 +33,7 @@ inline bool writeEndlessRunConfig(const QString& path, const QString& runDir, co
     if (!file.open(QIODevice::WriteOnly))
         return false;
     file.write(QStringLiteral(
-        "model: " TB_SHARED_DATA_DIR "/models/stories260K\n"
+        "model: " TB_DEMO_MODEL_DIR "\n"
         "method: lora\n"
         "data: {train: " TB_SOURCE_DIR "/resources/demo/tiny_instructions.jsonl, format: alpaca,"
         " sequence_length: 128, validation_split: 0.1}\n"

@@ -213,7 +213,7 @@ std::string readAll(const std::string& path)
 void addDatasets(const std::string& dir, std::vector<std::string>& texts)
 {
     // TinyStories: paragraphs split on blank lines, and one long chunk.
-    const std::string stories = readAll(dir + "/datasets/tinystories/tinystories_val.txt");
+    const std::string stories = readAll(dir + "/tinystories/tinystories_val_first800.txt");
     std::size_t pos = 0, taken = 0;
     while (pos < stories.size() && taken < 150) {
         std::size_t end = stories.find("\n\n", pos);
@@ -228,36 +228,36 @@ void addDatasets(const std::string& dir, std::vector<std::string>& texts)
     if (stories.size() > 60000)
         texts.push_back(stories.substr(0, boundary(stories, 60000)));
 
-    const std::string alpaca = readAll(dir + "/datasets/alpaca/alpaca_en_demo.json");
-    const auto records = nlohmann::json::parse(alpaca, nullptr, false);
+    const auto records =
+        nlohmann::json::parse(readAll(dir + "/synthetic/instructions.json"), nullptr, false);
     if (records.is_array()) {
-        for (std::size_t i = 0; i < records.size() && i < 80; ++i) {
+        for (const auto& record : records) {
             for (const char* key : {"instruction", "input", "output"}) {
-                if (records[i].contains(key) && records[i][key].is_string())
-                    texts.push_back(records[i][key].get<std::string>());
+                if (record.contains(key) && record[key].is_string())
+                    texts.push_back(record[key].get<std::string>());
             }
         }
     }
-    std::ifstream seeds(dir + "/datasets/self_instruct_seed/seed_tasks.jsonl");
+    std::ifstream tasks(dir + "/synthetic/tasks.jsonl");
     std::string line;
-    for (int i = 0; i < 60 && std::getline(seeds, line); ++i)
+    while (std::getline(tasks, line))
         texts.push_back(line); // whole JSON lines: quotes, braces, escapes
-    const std::string samsum = readAll(dir + "/datasets/samsum/samsum-test.csv");
-    for (std::size_t at = 0, n = 0; at < samsum.size() && n < 40; at += 1500, ++n) {
-        const std::size_t begin = boundary(samsum, at);
-        texts.push_back(samsum.substr(begin, boundary(samsum, begin + 1400) - begin));
+    // CSV in slices that cut through quoted fields and lines.
+    const std::string dialogues = readAll(dir + "/synthetic/dialogues.csv");
+    for (std::size_t at = 0; at < dialogues.size(); at += 300) {
+        const std::size_t begin = boundary(dialogues, at);
+        texts.push_back(dialogues.substr(begin, boundary(dialogues, begin + 280) - begin));
     }
 }
 
 } // namespace
 
-std::vector<std::string> referenceCorpus(const std::string& sharedDataDir)
+std::vector<std::string> referenceCorpus(const std::string& datasetsDir)
 {
     std::vector<std::string> texts = handPicked();
     for (std::string& text : randomMixes(400))
         texts.push_back(std::move(text));
-    if (!sharedDataDir.empty())
-        addDatasets(sharedDataDir, texts);
+    addDatasets(datasetsDir, texts);
     return texts;
 }
 

@@ -8,7 +8,7 @@ namespace tb::tokenizer::test {
 // Texts the tokenizers are compared on: hand-picked cases (prose, code,
 // other scripts, emoji with ZWJ sequences, whitespace runs, numbers,
 // special-token strings), seeded random mixes of those fragments, and
-// records from the shared datasets when `sharedDataDir` has them.
-std::vector<std::string> referenceCorpus(const std::string& sharedDataDir);
+// records of the repository's test datasets (tests/data/datasets).
+std::vector<std::string> referenceCorpus(const std::string& datasetsDir);
 
 } // namespace tb::tokenizer::test

@@ -18,7 +18,7 @@ inline constexpr bool kSanitized = false;
 inline constexpr int kWorkDivisor = kSanitized ? 3 : 1;
 
 // A tiny byte-fallback BPE with a Llama-style normalizer, written here so
-// these tests run without the shared data.
+// each case can see every merge it relies on.
 inline constexpr const char* kTinyTokenizer = R"({
   "version": "1.0",
   "added_tokens": [

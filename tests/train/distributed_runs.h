@@ -1,5 +1,6 @@
 #pragma once
 
+#include "../support/test_data.h"
 #include "common/atomic_file.h"
 #include "exported_tensors.h"
 #include "launch/free_port.h"
@@ -52,7 +53,7 @@ using tb::testutil::readTensors;
 using tb::testutil::Tensors;
 
 const QString kCli = TB_BINARY_DIR "/app/cli/tunebench-cli";
-const std::string kModel = TB_SHARED_DATA_DIR "/models/stories260K";
+const std::string kModel = TB_DEMO_MODEL_DIR;
 const std::string kDemo = TB_SOURCE_DIR "/resources/demo/tiny_instructions.jsonl";
 
 // Every run: 4 optimizer steps of 2 micro-batches, 8 rows per step in all.
@@ -220,15 +221,6 @@ inline std::string exportOf(const std::string& runDir, const QString& method)
 inline void copyFolder(const std::string& from, const std::string& to)
 {
     fs::copy(from, to, fs::copy_options::recursive);
-}
-
-// Why the suites cannot run here (the shared model is absent), or empty. A
-// missing CLI is a build failure, not a reason to skip.
-inline QString missingPrerequisite()
-{
-    if (!fs::exists(kModel + "/model.safetensors"))
-        return "shared data absent: " TB_SHARED_DATA_DIR "/models/stories260K";
-    return {};
 }
 
 } // namespace tb::testutil::distributed

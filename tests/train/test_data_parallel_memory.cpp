@@ -1,3 +1,4 @@
+#include "../support/test_data.h"
 #include "common/atomic_file.h"
 #include "plan/catalog.h"
 #include "plan/estimator.h"
@@ -26,7 +27,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 const QString kCli = TB_BINARY_DIR "/app/cli/tunebench-cli";
-const std::string kModel = TB_SHARED_DATA_DIR "/models/stories260K";
+const std::string kModel = TB_DEMO_MODEL_DIR;
 const std::string kDemo = TB_SOURCE_DIR "/resources/demo/tiny_instructions.jsonl";
 constexpr int kRanks = 4;
 
@@ -170,8 +171,6 @@ private:
 private slots:
     void initTestCase()
     {
-        if (!fs::exists(kModel + "/model.safetensors"))
-            QSKIP("shared data absent: " TB_SHARED_DATA_DIR "/models/stories260K");
         QVERIFY2(fs::exists(kCli.toStdString()), qPrintable("not built: " + kCli));
         QVERIFY(m_dir.isValid());
     }

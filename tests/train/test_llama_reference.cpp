@@ -1,3 +1,5 @@
+#include "../support/skip.h"
+#include "../support/test_data.h"
 #include "train/evaluation.h"
 #include "train/generation.h"
 #include "train/llama_model.h"
@@ -36,7 +38,7 @@ private:
 
     std::shared_ptr<LlamaForCausalLm> load(ComputeDType dtype)
     {
-        auto model = loadCausalLm(sharedModelDir(), dtype);
+        auto model = loadCausalLm(demoModelDir(), dtype);
         if (!model.ok())
             qFatal("%s", model.error().toString().c_str());
         return *model;
@@ -45,10 +47,7 @@ private:
 private slots:
     void initTestCase()
     {
-        if (!haveSharedModel())
-            QSKIP("shared data absent: " TB_SHARED_DATA_DIR "/models/stories260K (set "
-                  "TUNEBENCH_SHARED_DATA_DIR)");
-        const auto text = tb::common::readFile(sharedModelDir() + "/reference_outputs.json");
+        const auto text = tb::common::readFile(demoModelDir() + "/reference_outputs.json");
         QVERIFY(text.ok());
         m_reference = json::parse(*text);
         m_prompt = m_reference["prompt_ids_with_bos"].get<std::vector<std::int64_t>>();
@@ -121,7 +120,7 @@ private slots:
         QCOMPARE(got[0][-1].argmax().item<std::int64_t>(),
             expected[0][-1].argmax().item<std::int64_t>());
 
-        auto half = loadCausalLm(sharedModelDir(), ComputeDType::Float16);
+        auto half = loadCausalLm(demoModelDir(), ComputeDType::Float16);
         QVERIFY(half.ok());
         const double halfWorst = maxAbsDiff((*half)->forward(ids(m_prompt)), expected);
         qInfo("fp16 compute: max |logit - fp64| = %.3g", halfWorst);
@@ -142,7 +141,7 @@ private slots:
         QFETCH(double, tolerance);
         QTemporaryDir dir;
         const std::string folder = dir.path().toStdString();
-        std::filesystem::copy_file(sharedModelDir() + "/config.json", folder + "/config.json");
+        std::filesystem::copy_file(demoModelDir() + "/config.json", folder + "/config.json");
         auto original = load(ComputeDType::Float32);
         QVERIFY(
             saveWeights(*original, folder + "/model.safetensors", static_cast<ComputeDType>(stored))
@@ -176,12 +175,14 @@ private slots:
     void lossOnTinyStoriesMatches()
     {
 #ifndef TB_HAVE_TOKENIZER
-        QSKIP("built without core/tokenizer: the dataset text cannot be tokenised");
+        TB_SKIP(
+            QStringLiteral("built without core/tokenizer: the dataset text cannot be tokenised"));
 #else
-        const std::string dataPath = TB_SHARED_DATA_DIR "/datasets/tinystories/tinystories_val.txt";
+        const std::string dataPath =
+            TB_TEST_DATASETS_DIR "/tinystories/tinystories_val_first800.txt";
         const auto text = tb::common::readFile(dataPath);
         QVERIFY(text.ok());
-        const auto tokenizer = tb::tokenizer::Tokenizer::load(sharedModelDir());
+        const auto tokenizer = tb::tokenizer::Tokenizer::load(demoModelDir());
         QVERIFY2(tokenizer.ok(), tokenizer.ok() ? "" : tokenizer.error().toString().c_str());
         // The protocol recorded with the reference: blank-line separated
         // paragraphs, stripped, empty ones dropped, [BOS] + ids, truncated to 512.

@@ -1,3 +1,4 @@
+#include "../support/test_data.h"
 #include "common/atomic_file.h"
 
 #include <nlohmann/json.hpp>
@@ -25,8 +26,8 @@ Run cli(const QStringList& arguments)
         QString::fromUtf8(process.readAllStandardError())};
 }
 
-const QString kModel = TB_SHARED_DATA_DIR "/models/stories260K";
-const QString kData = TB_SHARED_DATA_DIR "/datasets/tinystories/tinystories_val.txt";
+const QString kModel = TB_DEMO_MODEL_DIR;
+const QString kData = TB_TEST_DATASETS_DIR "/tinystories/tinystories_val_first800.txt";
 
 } // namespace
 
@@ -39,8 +40,6 @@ private:
 private slots:
     void initTestCase()
     {
-        if (!std::filesystem::exists(kModel.toStdString() + "/model.safetensors"))
-            QSKIP("shared data absent: " TB_SHARED_DATA_DIR "/models/stories260K");
         const auto text = tb::common::readFile(kModel.toStdString() + "/reference_outputs.json");
         QVERIFY(text.ok());
         m_reference = nlohmann::json::parse(*text);

@@ -1,3 +1,5 @@
+#include "../support/skip.h"
+#include "../support/test_data.h"
 #include "common/atomic_file.h"
 #include "common/build_info.h"
 #include "run_events.h"
@@ -25,7 +27,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 const QString kCli = TB_BINARY_DIR "/app/cli/tunebench-cli";
-const std::string kModel = TB_SHARED_DATA_DIR "/models/stories260K";
+const std::string kModel = TB_DEMO_MODEL_DIR;
 const std::string kDemo = TB_SOURCE_DIR "/resources/demo/tiny_instructions.jsonl";
 
 struct Run {
@@ -102,12 +104,6 @@ class TestTrainCommand : public QObject {
     Q_OBJECT
 
 private slots:
-    void initTestCase()
-    {
-        if (!fs::exists(kModel + "/model.safetensors"))
-            QSKIP("shared data absent: " TB_SHARED_DATA_DIR "/models/stories260K");
-    }
-
     void recipeRunsEndToEnd_data()
     {
         QTest::addColumn<QString>("recipe");
@@ -283,7 +279,8 @@ private slots:
     void aRunThatCannotWriteItsEventsFails()
     {
         if (::geteuid() != 0)
-            QSKIP("mounting a tmpfs for the run folder needs root (CI runs as root)");
+            TB_SKIP(
+                QStringLiteral("mounting a tmpfs for the run folder needs root (CI runs as root)"));
         QTemporaryDir dir;
         const std::string config = writeConfig(dir, "lora", "method: lora\n");
         const QString mount = dir.filePath("small");
@@ -357,7 +354,7 @@ private slots:
         QFETCH(QString, device);
         QFETCH(QString, expected);
         if (device == "cuda" && std::string(tb::common::buildinfo::kLibTorchFlavour) == "cuda")
-            QSKIP("the CUDA build would train on the GPU here");
+            TB_SKIP(QStringLiteral("the CUDA build would train on the GPU here"));
         QTemporaryDir dir;
         const QString path = dir.filePath("cpu.yaml");
         QVERIFY(tb::common::writeFileAtomic(path.toStdString(),

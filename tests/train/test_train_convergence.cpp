@@ -114,8 +114,6 @@ private slots:
 
     void aRunStopsWhenAsked()
     {
-        if (!testutil::haveSharedModel())
-            QSKIP("shared data absent: " TB_SHARED_DATA_DIR "/models/stories260K");
         QTemporaryDir dir;
         config::LoadOptions options;
         options.checkPaths = true;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "../support/test_data.h"
 #include "train/llama_model.h"
 #include "train/model_config.h"
 
@@ -58,14 +59,9 @@ inline double maxAbsDiff(const torch::Tensor& a, const torch::Tensor& b)
     return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
 }
 
-inline std::string sharedModelDir()
+inline std::string demoModelDir()
 {
-    return TB_SHARED_DATA_DIR "/models/stories260K";
-}
-
-inline bool haveSharedModel()
-{
-    return std::filesystem::exists(sharedModelDir() + "/model.safetensors");
+    return TB_DEMO_MODEL_DIR;
 }
 
 } // namespace tb::train::testutil

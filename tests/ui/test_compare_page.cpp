@@ -260,7 +260,7 @@ private slots:
     void realScalingProbe()
     {
         if (const QString why = tb::test::whyNoEndlessRun(); !why.isEmpty())
-            QSKIP(qPrintable(why));
+            TB_SKIP(why);
         const QString root = m_dir.filePath(QStringLiteral("real"));
         QDir().mkpath(root);
         const QString config = m_dir.filePath(QStringLiteral("probe.yaml"));

@@ -83,7 +83,7 @@ private slots:
     void stopsARealRunOverSsh()
     {
         if (const QString why = tb::test::whyNoEndlessRun(); !why.isEmpty())
-            QSKIP(qPrintable(why));
+            TB_SKIP(why);
         const QString runDir = m_work.filePath(QStringLiteral("real"));
         const QString config = m_work.filePath(QStringLiteral("real.yaml"));
         QVERIFY(tb::test::writeEndlessRunConfig(config, runDir));

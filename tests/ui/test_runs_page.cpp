@@ -157,7 +157,7 @@ private slots:
     void startsAndStopsARealRun()
     {
         if (const QString why = tb::test::whyNoEndlessRun(); !why.isEmpty())
-            QSKIP(qPrintable(why));
+            TB_SKIP(why);
         const QString runDir = m_dir.filePath(QStringLiteral("real-run"));
         const QString config = m_dir.filePath(QStringLiteral("real.yaml"));
         QVERIFY(writeEndlessRunConfig(config, runDir, QStringLiteral("distributed: {sharding: zero3}\n")));
@@ -195,7 +195,7 @@ private slots:
     void stopsARunStartedElsewhere()
     {
         if (const QString why = tb::test::whyNoEndlessRun(); !why.isEmpty())
-            QSKIP(qPrintable(why));
+            TB_SKIP(why);
         const QString runDir = m_dir.filePath(QStringLiteral("terminal-run"));
         const QString config = m_dir.filePath(QStringLiteral("terminal.yaml"));
         QVERIFY(writeEndlessRunConfig(config, runDir));

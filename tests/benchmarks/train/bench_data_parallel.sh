@@ -15,14 +15,15 @@
 #                          [--shardings "ddp zero1 ..."] [--keep DIR]
 #
 # The build configures this file with the paths below (CMake configure_file);
-# TB_CLI, TB_HELPER and TB_SHARED_DATA_DIR in the environment override them.
+# TB_CLI, TB_HELPER, TB_DEMO_MODEL_DIR and TB_TEST_DATASETS_DIR in the environment override them.
 set -euo pipefail
 
 cli="${TB_CLI:-@TB_CLI@}"
 helper="${TB_HELPER:-@TB_HELPER@}"
-shared="${TB_SHARED_DATA_DIR:-@TB_SHARED_DATA_DIR@}"
-case "$cli$helper$shared" in
-*@TB_*) echo "run the configured copy in the build folder (tests/benchmarks/train/), or set TB_CLI, TB_HELPER and TB_SHARED_DATA_DIR" >&2
+model="${TB_DEMO_MODEL_DIR:-@TB_DEMO_MODEL_DIR@}"
+datasets="${TB_TEST_DATASETS_DIR:-@TB_TEST_DATASETS_DIR@}"
+case "$cli$helper$model$datasets" in
+*@TB_*) echo "run the configured copy in the build folder (tests/benchmarks/train/), or set TB_CLI, TB_HELPER, TB_DEMO_MODEL_DIR and TB_TEST_DATASETS_DIR" >&2
     exit 2 ;;
 esac
 
@@ -45,10 +46,9 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-model="$shared/models/stories260K"
-text="$shared/datasets/tinystories/tinystories_val.txt"
+text="$datasets/tinystories/tinystories_val_first800.txt"
 if [ ! -f "$model/model.safetensors" ] || [ ! -f "$text" ]; then
-    echo "shared data absent: $model, $text" >&2
+    echo "test data absent: $model, $text" >&2
     exit 2
 fi
 

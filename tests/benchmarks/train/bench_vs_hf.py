@@ -38,9 +38,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-SHARED = os.environ.get("TB_SHARED_DATA_DIR", os.path.join(os.path.dirname(REPO), "shared", "data"))
-TOKENIZER_DIR = os.path.join(SHARED, "models", "stories260K")
-TEXT = os.path.join(SHARED, "datasets", "tinystories", "tinystories_train_sample_2MiB.txt")
+TOKENIZER_DIR = os.path.join(REPO, "resources", "demo", "stories260K")
+TEXT = os.path.join(REPO, "tests", "data", "datasets", "tinystories", "tinystories_train_first100.txt")
 SEPARATOR = "<|endoftext|>"
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 LORA = {"rank": 16, "alpha": 32, "dropout": 0.05}

@@ -14,9 +14,10 @@
 set -euo pipefail
 
 cli="${TB_CLI:-@TB_CLI@}"
-shared="${TB_SHARED_DATA_DIR:-@TB_SHARED_DATA_DIR@}"
-case "$cli$shared" in
-*@TB_*) echo "run the configured copy in the build folder (tests/benchmarks/train/), or set TB_CLI and TB_SHARED_DATA_DIR" >&2
+model="${TB_DEMO_MODEL_DIR:-@TB_DEMO_MODEL_DIR@}"
+datasets="${TB_TEST_DATASETS_DIR:-@TB_TEST_DATASETS_DIR@}"
+case "$cli$model$datasets" in
+*@TB_*) echo "run the configured copy in the build folder (tests/benchmarks/train/), or set TB_CLI, TB_DEMO_MODEL_DIR and TB_TEST_DATASETS_DIR" >&2
     exit 2 ;;
 esac
 [ "$(id -u)" -eq 0 ] || { echo "needs root for unshare --net" >&2; exit 2; }
@@ -32,8 +33,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
-model="$shared/models/stories260K"
-text="$shared/datasets/tinystories/tinystories_val.txt"
+text="$datasets/tinystories/tinystories_val_first800.txt"
 root="$(mktemp -d "${TMPDIR:-/tmp}/bench_wire_bytes.XXXXXX")"
 trap 'rm -rf "$root"' EXIT
 
