@@ -6,8 +6,9 @@
 #                             plan from the CLI instead)
 #   packaging/setup.sh test   install what is missing, build, make the Debian
 #                             package, run every test suite, the AddressSanitizer
-#                             and ThreadSanitizer builds, and compile the CUDA
-#                             configuration of the trainer; prints each stage's time
+#                             and ThreadSanitizer builds and a short libFuzzer
+#                             run, and compile the CUDA configuration of the
+#                             trainer; prints each stage's time
 #   packaging/setup.sh build  install what is missing and build
 #
 # The trainer builds against LibTorch from the PyTorch wheel, in a virtual
@@ -151,6 +152,11 @@ run_tests() {
     timed "build: tsan" build tsan
     log "ThreadSanitizer over the suites with threads of their own"
     timed "ctest: tsan" ctest --preset tsan -j "$jobs"
+    # A short libFuzzer run: the seeds and a few thousand mutations per reader
+    # (long runs: tests/fuzz/run_fuzzers.sh N by hand, docs/FUZZING.md).
+    timed "build: fuzz" build fuzz
+    log "libFuzzer: 2,000 inputs per reader of outside input"
+    timed "fuzz: 2,000 inputs per target" tests/fuzz/run_fuzzers.sh 2000
     # No GPU here: every CUDA and NCCL line is compiled and linked, not run.
     timed "python environment (cuda)" python_env cuda packaging/python-cuda-toolkit.txt
     timed "build: headless-cuda" build headless-cuda -DTUNEBENCH_TORCH_VENV="$root/.venv/cuda"

@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     tb::fuzz::requireValueOrNamedError(header, origin);
     if (header.ok()) {
         for (const TensorInfo& tensor : header->tensors)
-            if (tensor.dataEnd > file.size() - header->dataOffset() || tensor.byteCount() == ~0ull)
+            if (tensor.dataBegin > tensor.dataEnd || tensor.dataEnd > file.size() - header->dataOffset())
                 std::abort(); // an accepted offset outside the file
     }
     return 0;

@@ -5,7 +5,9 @@
 #   tests/fuzz/run_fuzzers.sh N [target...]
 #
 # Build first: cmake --preset fuzz && cmake --build --preset fuzz
-# TB_FUZZ_BUILD names another build folder (default build/fuzz). Each target's
+# TB_FUZZ_BUILD names another build folder (default build/fuzz);
+# TB_FUZZ_SECONDS caps each target's time (libFuzzer's -max_total_time), for
+# a machine too busy to reach N in the time there is. Each target's
 # working corpus grows in <build>/corpus/<target>, seeded from
 # tests/fuzz/corpus/<target> and the test data its CMake line names. A crash,
 # leak, sanitizer report, timeout or broken reader contract leaves the input in
@@ -65,8 +67,9 @@ while IFS=$'\t' read -r name binary seeds; do
     # -timeout: a single input taking 10 s is a hang. -rss_limit_mb bounds
     # what one input may allocate. Leaks are findings (ASan's LeakSanitizer).
     status=0
-    nice -n 10 "$binary" -runs="$runs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-        -artifact_prefix="$artifacts/" "$corpus" "$build/seeds/$name" >"$log" 2>&1 || status=$?
+    nice -n 10 "$binary" -runs="$runs" -max_total_time="${TB_FUZZ_SECONDS:-0}" -timeout=10 \
+        -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/" \
+        "$corpus" "$build/seeds/$name" >"$log" 2>&1 || status=$?
     seconds=$(awk -v s="$start" -v e="$EPOCHREALTIME" 'BEGIN { printf "%.1f", e - s }')
     executions=$(awk '/stat::number_of_executed_units:/ { print $2 }' "$log" | tail -1)
     executions=${executions:-0}
