@@ -5,9 +5,10 @@
 #                             the default plan (with no display: print that
 #                             plan from the CLI instead)
 #   packaging/setup.sh test   install what is missing, build, make the Debian
-#                             package, run every test suite and the sanitizer
-#                             build of the core, and compile the CUDA
-#                             configuration of the trainer
+#                             package, run every test suite, the AddressSanitizer
+#                             and ThreadSanitizer builds and a short libFuzzer
+#                             run, and compile the CUDA configuration of the
+#                             trainer; prints each stage's time
 #   packaging/setup.sh build  install what is missing and build
 #
 # The trainer builds against LibTorch from the PyTorch wheel, in a virtual
@@ -152,26 +153,50 @@ run_main_job() {
     exec build/default/app/cli/tunebench-cli plan
 }
 
+# Runs "$@" as one stage of the test run and remembers how long it took.
+stage_times=()
+timed() {
+    local name="$1" start=$SECONDS
+    shift
+    "$@"
+    stage_times+=("$(printf '%-44s %4d s' "$name" $((SECONDS - start)))")
+}
+
+print_stage_times() {
+    log "time per stage"
+    printf '  %s\n' "${stage_times[@]}"
+}
+
 run_tests() {
     # Tests train on the CPU and hold the trainer against the Hugging Face
     # stack installed beside the CPU wheel, and the tokenizer against HF's
     # tokenizers through node: everything a test uses is here before it runs.
-    python_env cpu packaging/python-reference.txt
-    node_env
-    build default -DTUNEBENCH_TORCH_FLAVOUR=cpu -DTUNEBENCH_TORCH_VENV="$root/.venv/cpu"
+    timed "python environment (cpu)" python_env cpu packaging/python-reference.txt
+    timed "node environment" node_env
+    timed "build: default" build default -DTUNEBENCH_TORCH_FLAVOUR=cpu \
+        -DTUNEBENCH_TORCH_VENV="$root/.venv/cpu"
     # The Debian package; test_deb_package installs it into a clean root.
     log "Debian package (cpack -G DEB)"
-    (cd build/default && cpack -G DEB >/dev/null && ls -l tunebench_*.deb)
+    timed "cpack -G DEB" bash -c 'cd build/default && cpack -G DEB >/dev/null && ls -l tunebench_*.deb'
     log "every test suite (GUI tests under Xvfb)"
     local jobs
     jobs=$(nproc)
-    xvfb-run -a -s "-screen 0 1600x1000x24" ctest --preset default -j "$jobs"
-    build asan
-    log "AddressSanitizer + UndefinedBehaviorSanitizer over the Qt-free core"
-    ctest --preset asan -j "$jobs"
+    timed "ctest: default" xvfb-run -a -s "-screen 0 1600x1000x24" ctest --preset default -j "$jobs"
+    timed "build: asan" build asan -DTUNEBENCH_TORCH_VENV="$root/.venv/cpu"
+    log "AddressSanitizer + UndefinedBehaviorSanitizer over the core, the trainer and SSH"
+    timed "ctest: asan" ctest --preset asan -j "$jobs"
+    timed "build: tsan" build tsan
+    log "ThreadSanitizer over the suites with threads of their own"
+    timed "ctest: tsan" ctest --preset tsan -j "$jobs"
+    # A short libFuzzer run: the seeds and a few thousand mutations per reader
+    # (long runs: tests/fuzz/run_fuzzers.sh N by hand, docs/FUZZING.md).
+    timed "build: fuzz" build fuzz
+    log "libFuzzer: 2,000 inputs per reader of outside input"
+    timed "fuzz: 2,000 inputs per target" tests/fuzz/run_fuzzers.sh 2000
     # No GPU here: every CUDA and NCCL line is compiled and linked, not run.
-    python_env cuda packaging/python-cuda-toolkit.txt
-    build headless-cuda -DTUNEBENCH_TORCH_VENV="$root/.venv/cuda"
+    timed "python environment (cuda)" python_env cuda packaging/python-cuda-toolkit.txt
+    timed "build: headless-cuda" build headless-cuda -DTUNEBENCH_TORCH_VENV="$root/.venv/cuda"
+    print_stage_times
 }
 
 case "$mode" in

@@ -3,6 +3,7 @@
 #include "common/units.h"
 
 #include <algorithm>
+#include <thread>
 
 namespace tb::dist {
 namespace {
@@ -52,37 +53,24 @@ Liveness::Liveness(Options options, StoreHandle store)
     // counter exists, so a diagnosis never mistakes a slow start for death.
     m_heartbeatStore->add(heartbeatKey(m_options.rank), 1);
     m_sent = 1;
-    m_thread = std::thread([this] { beat(); });
+    m_heartbeat.emplace(toMilliseconds(m_options.heartbeatSeconds), [this] { return beat(); });
 }
 
-Liveness::~Liveness()
+bool Liveness::beat()
 {
-    {
-        std::lock_guard lock(m_mutex);
-        m_stopping = true;
-    }
-    m_wake.notify_all();
-    m_thread.join();
-}
-
-void Liveness::beat()
-{
-    const auto period = toMilliseconds(m_options.heartbeatSeconds);
-    std::unique_lock lock(m_mutex);
-    while (!m_wake.wait_for(lock, period, [this] { return m_stopping; })) {
-        try {
-            m_heartbeatStore->add(heartbeatKey(m_options.rank), 1);
-            ++m_sent;
-            if (m_heartbeatStore->check({kVerdictKey})) {
-                const std::vector<std::uint8_t> bytes = m_heartbeatStore->get(kVerdictKey);
-                std::lock_guard verdictLock(m_verdictMutex);
-                m_verdict.assign(bytes.begin(), bytes.end());
-            }
-        } catch (const std::exception&) {
-            // The store is gone (rank 0 exited or died). Nothing to tell:
-            // the next collective fails and its diagnosis says so.
-            return;
+    try {
+        m_heartbeatStore->add(heartbeatKey(m_options.rank), 1);
+        ++m_sent;
+        if (m_heartbeatStore->check({kVerdictKey})) {
+            const std::vector<std::uint8_t> bytes = m_heartbeatStore->get(kVerdictKey);
+            std::lock_guard verdictLock(m_verdictMutex);
+            m_verdict.assign(bytes.begin(), bytes.end());
         }
+        return true;
+    } catch (const std::exception&) {
+        // The store is gone (rank 0 exited or died). Nothing to tell: the
+        // next collective fails and its diagnosis says so.
+        return false;
     }
 }
 

@@ -1,13 +1,13 @@
 #pragma once
 
+#include "common/periodic_thread.h"
 #include "dist/c10d_handles.h"
 
 #include <atomic>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace tb::dist {
@@ -37,7 +37,7 @@ public:
     // throws when rank 0's store cannot be reached. `store` (the rendezvous
     // connection) serves the diagnosis reads.
     Liveness(Options options, StoreHandle store);
-    ~Liveness();
+    ~Liveness() = default;
     Liveness(const Liveness&) = delete;
     Liveness& operator=(const Liveness&) = delete;
 
@@ -51,7 +51,8 @@ public:
     std::int64_t heartbeatsSent() const { return m_sent.load(); }
 
 private:
-    void beat();
+    // One heartbeat on the heartbeat thread; false once the store is gone.
+    bool beat();
     std::vector<std::int64_t> readCounters() const;
 
     // What the first rank to diagnose a death published (see beat()).
@@ -63,10 +64,8 @@ private:
     std::string m_verdict; // "rank 1 stopped responding (...)", read by the heartbeat thread
     StoreHandle m_heartbeatStore;
     std::atomic<std::int64_t> m_sent{0};
-    std::mutex m_mutex;
-    std::condition_variable m_wake;
-    bool m_stopping = false;
-    std::thread m_thread;
+    // Last: destroyed first, so the thread stops before what it reads goes.
+    std::optional<common::PeriodicThread> m_heartbeat;
 };
 
 } // namespace tb::dist

@@ -58,9 +58,9 @@ torch::Tensor LoraLinear::baseWeight(torch::ScalarType dtype)
     torch::NoGradGuard noGrad;
     if (auto dense = std::dynamic_pointer_cast<DenseLinear>(m_base))
         return dense->weight().detach().to(dtype);
-    if (auto nf4 = std::dynamic_pointer_cast<Nf4Linear>(m_base))
-        return dequantizeNf4(nf4->weight(), dtype);
-    TORCH_CHECK(false, "LoRA over an unknown kind of linear layer");
+    const auto nf4 = std::dynamic_pointer_cast<Nf4Linear>(m_base);
+    TORCH_CHECK(nf4, "LoRA over an unknown kind of linear layer");
+    return dequantizeNf4(nf4->weight(), dtype);
 }
 
 torch::Tensor LoraLinear::baseBias()

@@ -1,5 +1,6 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/periodic_thread.h"
 #include "common/text.h"
 #include "common/training_terms.h"
 #include "common/units.h"
@@ -8,6 +9,7 @@
 #include <QTest>
 
 #include <filesystem>
+#include <future>
 
 using namespace tb::common;
 
@@ -173,6 +175,43 @@ private slots:
         const auto result = readFile("/nonexistent/tunebench.yaml");
         QVERIFY(!result.ok());
         QVERIFY(result.error().message.find("/nonexistent/tunebench.yaml") != std::string::npos);
+    }
+
+    // The heartbeat thread's loop (core/dist/liveness): ticks on its own
+    // thread, and a tick that returns false is the last. The plain counters
+    // are read only after the destructor's join, which the ThreadSanitizer
+    // preset checks is a real happens-before.
+    void periodicThreadStopsWhenTickSaysSo()
+    {
+        int ticks = 0;
+        int ticksAfterStop = 0;
+        std::promise<void> fifth;
+        {
+            PeriodicThread thread(std::chrono::milliseconds(1), [&] {
+                if (ticks >= 5) {
+                    ++ticksAfterStop;
+                    return false;
+                }
+                if (++ticks == 5)
+                    fifth.set_value();
+                return ticks < 5;
+            });
+            fifth.get_future().wait();
+            std::this_thread::sleep_for(std::chrono::milliseconds(20)); // room for wrong ticks
+        }
+        QCOMPARE(ticks, 5);
+        QCOMPARE(ticksAfterStop, 0);
+    }
+
+    // Destruction wakes the wait: with an hour's period the test would hang
+    // (and time out) if it waited the period out.
+    void periodicThreadStopsAtDestruction()
+    {
+        int ticks = 0;
+        {
+            PeriodicThread thread(std::chrono::hours(1), [&] { return ++ticks > 0; });
+        }
+        QCOMPARE(ticks, 0);
     }
 };
 

@@ -7,6 +7,9 @@
 
 #include <QtTest>
 
+#include <atomic>
+#include <thread>
+
 #include <cerrno>
 #include <csignal>
 #include <dirent.h>
@@ -331,6 +334,38 @@ private slots:
             QVERIFY(rank.status && rank.status->isSuccess());
         qInfo("all ranks ended %.3f s after the cancel request", report->stopSeconds);
         QCOMPARE(openFdCount(), fdsBefore);
+        QVERIFY(noChildLeft());
+    }
+
+    // The CLI's signal handler and the GUI's stop button cancel from another
+    // thread than the one running the launch (checked by the ThreadSanitizer
+    // preset): the request reaches every rank all the same.
+    void cancelFromAnotherThread()
+    {
+        struct RunningSink : RecordingSink {
+            std::atomic<int> running{0};
+            void rankOutput(int rank, OutputStream stream, std::string_view line) override
+            {
+                RecordingSink::rankOutput(rank, stream, line);
+                if (line.find("step 1/1") != std::string_view::npos)
+                    running.fetch_add(1);
+            }
+        };
+        CancelToken token;
+        RunningSink sink;
+        std::atomic<bool> launchEnded{false};
+        std::thread stopper([&] {
+            while (sink.running.load() < 2 && !launchEnded.load())
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            token.cancel();
+        });
+        const auto report =
+            runLocalLaunch(fakeOptions(2, {"--steps", "1", "--sleep-ms", "60000"}), sink, token);
+        launchEnded.store(true);
+        stopper.join();
+        QVERIFY(report.ok());
+        QCOMPARE(report->outcome, LaunchOutcome::Cancelled);
+        QCOMPARE(sink.count("SIGTERM received, stopping gracefully"), 2);
         QVERIFY(noChildLeft());
     }
 

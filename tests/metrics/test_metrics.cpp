@@ -2,6 +2,7 @@
 #include "metrics/event_file_reader.h"
 #include "metrics/event_stream_parser.h"
 #include "metrics/event_writer.h"
+#include "metrics/followed_run.h"
 #include "metrics/run_control.h"
 #include "metrics/run_history.h"
 #include "metrics/step_record.h"
@@ -9,9 +10,11 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <atomic>
 #include <csignal>
 #include <fstream>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace tb::metrics;
@@ -281,6 +284,49 @@ private slots:
         QCOMPARE(items[0].event->rank, 3);
         QCOMPARE(items[0].event->body["message"].get<std::string>(), std::string("hello\nworld"));
         QCOMPARE(items[1].event->type, EventType::Step);
+    }
+
+    // The monitor follows a run on a worker thread while the trainer appends
+    // (ui/runs/run_follower): a follower on one thread, a writer on another,
+    // meeting only in the file. Every step written is read once, in order,
+    // whatever the follower caught mid-line. The ThreadSanitizer preset runs it.
+    void followerReadsWhileWriterAppends()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("events.jsonl").toStdString();
+        constexpr int kSteps = 400;
+        std::atomic<bool> written{false};
+        std::thread writerThread([&] {
+            auto writer = EventWriter::open(path, 0);
+            if (!writer.ok())
+                qFatal("%s", writer.error().message.c_str());
+            for (int step = 1; step <= kSteps; ++step) {
+                StepRecord record;
+                record.step = step;
+                record.loss = 1.0 / step;
+                if (!writer.value()->write(EventType::Step, record.toFields()).ok())
+                    qFatal("write failed at step %d", step);
+            }
+            written.store(true);
+        });
+        std::vector<int64_t> seen;
+        std::thread followerThread([&] {
+            FollowedRun run(path);
+            for (;;) {
+                const bool last = written.load(); // one more poll after the writer's end
+                if (!run.poll().ok())
+                    qFatal("poll failed");
+                if (last)
+                    break;
+            }
+            for (const StepRecord& record : run.history().steps())
+                seen.push_back(record.step);
+        });
+        writerThread.join();
+        followerThread.join();
+        QCOMPARE(int(seen.size()), kSteps);
+        for (int step = 1; step <= kSteps; ++step)
+            QCOMPARE(seen[std::size_t(step - 1)], int64_t(step));
     }
 
     void readerWaitsForPartialLine()

@@ -2,6 +2,9 @@
 
 #include "plan/recommender.h"
 
+#include <atomic>
+#include <thread>
+
 using namespace tb;
 using plan::RejectReason;
 
@@ -192,6 +195,45 @@ private slots:
                 early = early || presetCatalog().vms()[size_t(i)].name == o.vmSize;
             QVERIFY(early);
         }
+    }
+
+    // What the planner page does (ui/planner/recommendation_runner): a new
+    // sweep starts on a worker thread while the cancelled one may still run,
+    // both reading the one catalog, and another thread sets the cancel flag
+    // the progress hook reads. Under the ThreadSanitizer preset this finds
+    // any write to shared state in a sweep; here the finished sweep must
+    // equal one run alone.
+    void concurrentSweepsShareTheCatalog()
+    {
+        const plan::PlanInput input;
+        const model::ModelSpec& model = presetModel("Llama-3.1-8B");
+        const plan::Recommendation alone = plan::recommend(input, model, presetCatalog());
+
+        std::atomic<bool> cancelFirst{false};
+        std::atomic<int> firstProgress{0};
+        plan::Recommendation first;
+        plan::Recommendation second;
+        std::thread firstSweep([&] {
+            first = plan::recommend(input, model, presetCatalog(), {}, [&](int done, int) {
+                firstProgress.store(done);
+                return !cancelFirst.load();
+            });
+        });
+        std::thread secondSweep([&] { second = plan::recommend(input, model, presetCatalog()); });
+        while (firstProgress.load() == 0 && !cancelFirst.load())
+            std::this_thread::yield();
+        cancelFirst.store(true);
+        firstSweep.join();
+        secondSweep.join();
+
+        QVERIFY(!second.cancelled);
+        QCOMPARE(second.evaluated, alone.evaluated);
+        QCOMPARE(second.options.size(), alone.options.size());
+        for (std::size_t i = 0; i < alone.options.size(); ++i) {
+            QCOMPARE(second.options[i].vmSize, alone.options[i].vmSize);
+            QCOMPARE(second.options[i].costUsd, alone.options[i].costUsd);
+        }
+        QVERIFY(first.evaluated <= alone.evaluated);
     }
 };
 
