@@ -118,6 +118,10 @@ node_env() {
     echo "$wanted" >"$dir/.tunebench-requirements"
 }
 
+# Five presets' objects (default, asan, tsan, fuzz, headless-cuda) outgrow
+# ccache's 5 GB default, and an evicted LibTorch translation unit costs ~20 s.
+export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-15G}"
+
 build() {
     local preset="$1"
     shift

@@ -69,6 +69,7 @@ std::string leaveTerminal(const std::string& logPath)
     entry.state = "exited";
     entry.exitCode = end.exitStatus;
     entry.summary = end.summary;
+    entry.stoppedOnRequest = end.stoppedOnRequest;
     entry.endedAt = launch::utcNow();
     if (common::Status written = launch::writeRegistryEntry(entryPath, entry); !written)
         std::fprintf(stderr, "tunebench-cli launch: %s\n", written.error().toString().c_str());

@@ -11,6 +11,7 @@ namespace tb::cli {
 struct LaunchEnd {
     int exitStatus = 1;
     std::string summary;
+    bool stoppedOnRequest = false; // the ranks were stopped by a forwarded signal
 };
 
 // `launch --detach`: forks a child that leaves the terminal's session (so a

@@ -239,7 +239,7 @@ LaunchEnd superviseRanks(launch::LaunchOptions& options)
     case launch::LaunchOutcome::RankFailed:
         return {kExitFailure, report->summary()};
     case launch::LaunchOutcome::Cancelled:
-        return {128 + report->stopSignal, report->summary()};
+        return {128 + report->stopSignal, report->summary(), true};
     }
     return {kExitFailure, report->summary()};
 }

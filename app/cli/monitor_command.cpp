@@ -150,10 +150,10 @@ int printRegistry(const std::vector<launch::RegistryEntry>& entries)
         std::printf("no runs in the registry\n");
         return kExitOk;
     }
-    std::printf("%-14s %-5s %-9s %-8s %-21s %s\n", "RUN", "NODE", "STATE", "PID", "STARTED", "FOLDER");
+    std::printf("%-14s %-5s %-18s %-8s %-21s %s\n", "RUN", "NODE", "STATE", "PID", "STARTED", "FOLDER");
     for (const launch::RegistryEntry& e : entries) {
-        const std::string state = e.state == "exited" ? "exit " + std::to_string(e.exitCode) : e.state;
-        std::printf("%-14s %d/%-3d %-9s %-8lld %-21s %s\n", e.runId.c_str(), e.nodeRank, e.nnodes,
+        const std::string state = e.stateText();
+        std::printf("%-14s %d/%-3d %-18s %-8lld %-21s %s\n", e.runId.c_str(), e.nodeRank, e.nnodes,
             state.c_str(), e.pid, e.startedAt.c_str(), e.runDir.c_str());
     }
     return kExitOk;

@@ -23,7 +23,7 @@ struct Error {
 // A value or an Error. Core functions that read user input return this rather
 // than throwing, so exceptions from yaml-cpp, JSON or LibTorch stop at the edge.
 template <typename T>
-class Result {
+class [[nodiscard]] Result {
 public:
     Result(T value) : m_state(std::move(value)) {}
     Result(Error error) : m_state(std::move(error)) {}

@@ -23,7 +23,7 @@ struct LoadOptions {
 
 // Everything a load found: the resolved config when there is no problem,
 // otherwise every problem; warnings (keys that are valid but ignored) either way.
-struct LoadReport {
+struct [[nodiscard]] LoadReport {
     std::string sourceName;
     std::optional<RunConfig> config;
     ProblemList problems;

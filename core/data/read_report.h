@@ -20,7 +20,7 @@ struct ReadIssue {
 
 // Malformed records met while reading (and formatting): every one is
 // counted; the first kKeptIssues are kept with their position for the log.
-class ReadReport {
+class [[nodiscard]] ReadReport {
 public:
     static constexpr std::size_t kKeptIssues = 100;
 

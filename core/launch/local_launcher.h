@@ -46,7 +46,7 @@ public:
     virtual void stopping(std::string_view reason) { (void)reason; }
 };
 
-struct RankReport {
+struct [[nodiscard]] RankReport {
     int rank = 0;
     int localRank = 0;
     int pid = 0;
@@ -61,7 +61,7 @@ enum class LaunchOutcome {
     Cancelled, // the token asked to stop; the signal was forwarded
 };
 
-struct LaunchReport {
+struct [[nodiscard]] LaunchReport {
     LaunchOutcome outcome = LaunchOutcome::Succeeded;
     int masterPort = 0; // the port the ranks were given
     int ompThreadsPerRank = 0; // OMP_NUM_THREADS we set for each rank; 0: left as it was

@@ -46,13 +46,26 @@ std::string registryEntryPath(const std::string& dir, const std::string& runId, 
     return dir + "/" + runId + ".node" + std::to_string(nodeRank) + ".json";
 }
 
+std::string RegistryEntry::stateText() const
+{
+    if (state != "exited")
+        return state;
+    const std::string code = "exit " + std::to_string(exitCode);
+    return stoppedOnRequest ? "stopped (" + code + ")" : code;
+}
+
+bool RegistryEntry::failed() const
+{
+    return state == "vanished" || (state == "exited" && exitCode != 0 && !stoppedOnRequest);
+}
+
 std::string registryEntryToJson(const RegistryEntry& e)
 {
     const nlohmann::json json = {{"run_id", e.runId}, {"node_rank", e.nodeRank},
         {"nnodes", e.nnodes}, {"nproc", e.nproc}, {"pid", e.pid}, {"host", e.host},
         {"config", e.config}, {"run_dir", e.runDir}, {"log", e.log},
         {"started_at", e.startedAt}, {"state", e.state}, {"exit_code", e.exitCode},
-        {"ended_at", e.endedAt}, {"summary", e.summary}};
+        {"stopped_on_request", e.stoppedOnRequest}, {"ended_at", e.endedAt}, {"summary", e.summary}};
     return json.dump();
 }
 
@@ -73,6 +86,7 @@ common::Result<RegistryEntry> registryEntryFromJson(const std::string& text, con
         e.startedAt = json.at("started_at").get<std::string>();
         e.state = json.at("state").get<std::string>();
         e.exitCode = json.at("exit_code").get<int>();
+        e.stoppedOnRequest = json.at("stopped_on_request").get<bool>();
         e.endedAt = json.at("ended_at").get<std::string>();
         e.summary = json.at("summary").get<std::string>();
         return e;

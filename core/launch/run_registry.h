@@ -25,8 +25,16 @@ struct RegistryEntry {
     // a "running" entry whose launcher is gone reads "vanished" (it was killed).
     std::string state = "running";
     int exitCode = -1;
+    // It exited because a stop was asked for (Ctrl-C, --stop, a Stop button):
+    // its exit code is then the forwarded signal's 128+N, not a failure.
+    bool stoppedOnRequest = false;
     std::string endedAt;
     std::string summary; // the launcher's last line: what failed, or that all finished
+
+    // "running", "vanished", "exit 0", "stopped (exit 143)": for a person.
+    std::string stateText() const;
+    // Vanished, or exited non-zero without a stop being asked for.
+    bool failed() const;
 };
 
 // ${XDG_STATE_HOME:-~/.local/state}/tunebench/runs

@@ -19,7 +19,7 @@ std::string planToYaml(const PlanInput& input);
 common::Status savePlanYaml(const std::string& path, const PlanInput& input); // atomic
 
 // What an import took from a framework config and what it left out.
-struct ImportResult {
+struct [[nodiscard]] ImportResult {
     PlanInput input;
     std::vector<std::string> applied; // "zero_optimization.stage = 3 -> sharding zero3"
     std::vector<std::string> ignored; // keys read but with no plan equivalent

@@ -70,7 +70,7 @@ struct ScalingPoint {
     bool fits = true;
 };
 
-struct PlanResult {
+struct [[nodiscard]] PlanResult {
     // Model
     std::int64_t paramsTotal = 0;
     std::int64_t paramsTrainable = 0;

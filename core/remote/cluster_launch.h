@@ -62,7 +62,7 @@ public:
 
 enum class ClusterOutcome { Succeeded, NodeFailed, Stopped, Detached };
 
-struct ClusterReport {
+struct [[nodiscard]] ClusterReport {
     ClusterOutcome outcome = ClusterOutcome::Succeeded;
     std::string runId;
     std::string message; // which node failed, its exit status and last error

@@ -12,7 +12,7 @@ struct sftp_session_struct;
 
 namespace tb::remote {
 
-struct CommandResult {
+struct [[nodiscard]] CommandResult {
     int exitStatus = -1;
     std::string output; // stdout
     std::string errorOutput; // stderr

@@ -19,7 +19,7 @@ struct EvalOptions {
     std::function<bool(std::int64_t doneSequences, std::int64_t totalSequences)> progress;
 };
 
-struct EvalResult {
+struct [[nodiscard]] EvalResult {
     double meanLoss = 0.0; // nats per predicted token
     double perplexity = 0.0; // exp(meanLoss)
     std::int64_t predictedTokens = 0;

@@ -15,7 +15,7 @@ namespace tb::train {
 class LlamaForCausalLm;
 class DataParallel;
 
-struct StepResult {
+struct [[nodiscard]] StepResult {
     double loss = 0.0; // mean over the step's loss tokens (of every rank)
     double gradNorm = 0.0; // before clipping
     std::int64_t lossTokens = 0; // this rank's
@@ -42,7 +42,7 @@ StepResult trainStep(LlamaForCausalLm& model, FlatParameters& parameters, FlatAd
     const std::vector<data::Batch>& batches, double learningRate, double maxGradNorm,
     DataParallel* parallel = nullptr);
 
-struct EvalLossResult {
+struct [[nodiscard]] EvalLossResult {
     double meanLoss = 0.0; // nats per loss token
     std::int64_t lossTokens = 0;
 };

@@ -85,9 +85,11 @@ common::Result<TrainOutcome> setUpAndRun(
     auto session = buildSession(config, options, context.shardSpec(), rank, *device);
     if (!session && options.stopRequested && options.stopRequested->load()) {
         // Asked to stop while loading or preparing data: nothing was trained.
-        (*events)->write(metrics::EventType::RunEnd,
-            {{"status", "stopped"}, {"message", "stopped on request before training"},
-                {"steps", 0}});
+        if (common::Status written = (*events)->write(metrics::EventType::RunEnd,
+                {{"status", "stopped"}, {"message", "stopped on request before training"},
+                    {"steps", 0}});
+            !written)
+            return written.error();
         (*events)->sync();
         TrainOutcome outcome;
         outcome.status = RunStatus::Stopped;
@@ -96,8 +98,10 @@ common::Result<TrainOutcome> setUpAndRun(
         return outcome;
     }
     if (!session) {
-        (*events)->write(metrics::EventType::Error, {{"message", session.error().toString()}});
-        (*events)->write(metrics::EventType::RunEnd,
+        // The setup's error is what the caller reports; events that cannot
+        // be written as well add nothing to it.
+        (void)(*events)->write(metrics::EventType::Error, {{"message", session.error().toString()}});
+        (void)(*events)->write(metrics::EventType::RunEnd,
             {{"status", "failed"}, {"message", session.error().toString()}, {"steps", 0}});
         (*events)->sync();
         return session.error();

@@ -50,7 +50,7 @@ struct TrainerOptions {
     std::function<void(const TrainerProgress&)> progress;
 };
 
-struct TrainOutcome {
+struct [[nodiscard]] TrainOutcome {
     RunStatus status = RunStatus::Completed;
     std::string message;
     std::int64_t steps = 0; // optimizer steps done in all (resumed ones included)

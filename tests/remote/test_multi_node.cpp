@@ -411,7 +411,8 @@ private slots:
         for (int k = 0; k < 2; ++k) {
             const auto entry = tb::launch::readRegistryEntry(cluster.registryEntries(k).value(0).toStdString());
             QVERIFY(entry.ok());
-            QVERIFY2(entry->state == "exited" && entry->exitCode == 128 + SIGTERM,
+            QVERIFY2(entry->state == "exited" && entry->exitCode == 128 + SIGTERM
+                    && entry->stoppedOnRequest && !entry->failed(),
                 qPrintable(QString::fromStdString(tb::launch::registryEntryToJson(*entry))));
         }
         QCOMPARE(processesWith(QString::fromStdString(config)), QString());

@@ -7,6 +7,7 @@
 #include "rank_processes.h"
 #include "run_events.h"
 #include "safetensors/safetensors_file.h"
+#include "../support/write_or_stop.h"
 
 #include <nlohmann/json.hpp>
 
@@ -134,7 +135,7 @@ inline std::string writeConfig(const QTemporaryDir& dir, const QString& name, co
         + ", learning_rate: 3e-3, schedule: constant, adam_epsilon: " + kAdamEpsilon + "}\n"
         + "distributed: {sharding: " + spec.sharding.toStdString()
         + ", timeout_seconds: " + std::to_string(spec.timeoutSeconds) + "}\n";
-    tb::common::writeFileAtomic(path, text);
+    tb::test::writeOrStop(path, text);
     return path;
 }
 

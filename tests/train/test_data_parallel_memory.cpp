@@ -1,3 +1,4 @@
+#include "../support/write_or_stop.h"
 #include "../support/test_data.h"
 #include "common/atomic_file.h"
 #include "plan/catalog.h"
@@ -58,7 +59,7 @@ RunStates launch(const QTemporaryDir& dir, const std::string& sharding)
     RunStates out;
     const std::string runDir = dir.filePath(QString::fromStdString(sharding)).toStdString();
     const std::string config = runDir + ".yaml";
-    tb::common::writeFileAtomic(config,
+    tb::test::writeOrStop(config,
         "model: " + kModel + "\nmethod: full\nprecision: fp32\ndata:\n  train: " + kDemo
             + "\n  sequence_length: 128\ntraining: {max_steps: 2, micro_batch: 2, "
               "learning_rate: 1e-3}\ndistributed: {sharding: "

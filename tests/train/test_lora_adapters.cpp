@@ -1,3 +1,4 @@
+#include "../support/write_or_stop.h"
 #include "common/atomic_file.h"
 #include "safetensors/safetensors_file.h"
 #include "train/lora.h"
@@ -51,8 +52,9 @@ std::string saveModelFolder(LlamaForCausalLm& model, const QString& dir)
 {
     const std::string path = dir.toStdString();
     std::filesystem::create_directories(path);
-    common::writeFileAtomic(path + "/config.json", testutil::configJson(model.config()));
-    saveWeights(model, path + "/model.safetensors", ComputeDType::Float32);
+    tb::test::writeOrStop(path + "/config.json", testutil::configJson(model.config()));
+    if (const common::Status saved = saveWeights(model, path + "/model.safetensors", ComputeDType::Float32); !saved)
+        qFatal("%s", saved.error().toString().c_str());
     return path;
 }
 
@@ -215,7 +217,7 @@ private slots:
         auto model = createCausalLm(testutil::tinyConfig(), ComputeDType::Float32);
         model->initializeRandom(3);
         const std::string source = saveModelFolder(*model, dir.filePath("base"));
-        common::writeFileAtomic(source + "/tokenizer.json", "{}");
+        tb::test::writeOrStop(source + "/tokenizer.json", "{}");
         if (quantized) {
             for (auto& [name, layer] : model->projections()) {
                 auto dense = std::dynamic_pointer_cast<DenseLinear>(layer);

@@ -1,3 +1,4 @@
+#include "../support/write_or_stop.h"
 #include "../support/skip.h"
 #include "../support/test_data.h"
 #include "common/atomic_file.h"
@@ -78,7 +79,7 @@ std::string writeConfig(const QTemporaryDir& dir, const std::string& name, const
     const std::string path = dir.filePath(QString::fromStdString(name + ".yaml")).toStdString();
     const std::string text = "model: " + kModel + "\ndata:\n  train: " + kDemo
         + "\n  sequence_length: 128\n  validation_split: 0.1\n" + body;
-    tb::common::writeFileAtomic(path, text);
+    tb::test::writeOrStop(path, text);
     return path;
 }
 

@@ -203,12 +203,19 @@ private slots:
         failed.state = "exited";
         failed.exitCode = 1;
         failed.summary = "rank 1 failed";
-        model.setEntries({running, failed});
-        QCOMPARE(model.rowCount(), 2);
+        tb::launch::RegistryEntry stopped = failed;
+        stopped.runId = "r0";
+        stopped.exitCode = 143;
+        stopped.stoppedOnRequest = true;
+        model.setEntries({running, failed, stopped});
+        QCOMPARE(model.rowCount(), 3);
         QCOMPARE(model.data(model.index(0, RegistryModel::Node), Qt::DisplayRole).toString(), QStringLiteral("0/2"));
         QCOMPARE(model.data(model.index(0, RegistryModel::State), Qt::DisplayRole).toString(), QStringLiteral("running"));
-        QCOMPARE(model.data(model.index(1, RegistryModel::State), Qt::DisplayRole).toString(), QStringLiteral("exited 1"));
+        QCOMPARE(model.data(model.index(1, RegistryModel::State), Qt::DisplayRole).toString(), QStringLiteral("exit 1"));
         QVERIFY(model.data(model.index(1, RegistryModel::State), Qt::ForegroundRole).isValid());
+        // A stop the user asked for ends 128+SIGTERM: told apart, not shown as a failure.
+        QCOMPARE(model.data(model.index(2, RegistryModel::State), Qt::DisplayRole).toString(), QStringLiteral("stopped (exit 143)"));
+        QVERIFY(!model.data(model.index(2, RegistryModel::State), Qt::ForegroundRole).isValid());
         QCOMPARE(model.data(model.index(1, RegistryModel::Run), Qt::ToolTipRole).toString(), QStringLiteral("rank 1 failed"));
         model.setEntries({});
         QCOMPARE(model.rowCount(), 0);

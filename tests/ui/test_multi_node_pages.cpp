@@ -192,7 +192,7 @@ private slots:
         QCOMPARE(registry.rowCount(), 1);
         QCOMPARE(registry.data(registry.index(0, RegistryModel::Node), Qt::DisplayRole).toString(), QStringLiteral("0/2"));
         QCOMPARE(registry.data(registry.index(0, RegistryModel::Folder), Qt::DisplayRole).toString(), m_runDir);
-        QVERIFY2(registry.data(registry.index(0, RegistryModel::State), Qt::DisplayRole).toString().startsWith("exited"),
+        QVERIFY2(registry.data(registry.index(0, RegistryModel::State), Qt::DisplayRole).toString() == QStringLiteral("stopped (exit 143)"),
             qPrintable(registry.data(registry.index(0, RegistryModel::State), Qt::DisplayRole).toString()));
         QVERIFY2(page.followRegistryRow(0, &error), qPrintable(error));
         QTRY_VERIFY_WITH_TIMEOUT(page.history().end().has_value(), 30000);

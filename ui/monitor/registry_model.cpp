@@ -9,14 +9,7 @@ namespace {
 
 QString stateText(const launch::RegistryEntry& entry)
 {
-    if (entry.state == "exited")
-        return QObject::tr("exited %1").arg(entry.exitCode);
-    return QString::fromStdString(entry.state);
-}
-
-bool failed(const launch::RegistryEntry& entry)
-{
-    return entry.state == "vanished" || (entry.state == "exited" && entry.exitCode != 0);
+    return QString::fromStdString(entry.stateText());
 }
 
 } // namespace
@@ -41,7 +34,7 @@ QVariant RegistryModel::data(const QModelIndex& index, int role) const
     if (!index.isValid() || index.row() >= rowCount())
         return {};
     const launch::RegistryEntry& entry = m_entries[std::size_t(index.row())];
-    if (role == Qt::ForegroundRole && index.column() == State && failed(entry))
+    if (role == Qt::ForegroundRole && index.column() == State && entry.failed())
         return QBrush(QColor(0xb4, 0x1e, 0x1e));
     if (role == Qt::ToolTipRole && !entry.summary.empty())
         return QString::fromStdString(entry.summary);

@@ -187,7 +187,7 @@ int runCase(const Case& c, const Settings& s, const std::string& configPath)
     // transient peak of a forward + backward above it, and of the update.
     const ProcessMemory setup = processMemory();
     resetPeakResidentMemory();
-    accumulateStepGradients(*session.model, *session.parameters, {batch});
+    (void)accumulateStepGradients(*session.model, *session.parameters, {batch});
     const ProcessMemory backward = processMemory();
     resetPeakResidentMemory();
     session.parameters->clipGradientNorm(1.0);
@@ -205,7 +205,7 @@ int runCase(const Case& c, const Settings& s, const std::string& configPath)
     std::vector<double> stepTimes, matmulTimes;
     for (int i = 0; i < s.steps; ++i) {
         stepTimes.push_back(timed([&] {
-            trainStep(*session.model, *session.parameters, *session.optimizer, {batch}, 1e-4, 1.0);
+            (void)trainStep(*session.model, *session.parameters, *session.optimizer, {batch}, 1e-4, 1.0);
         }));
         matmulTimes.push_back(timed([&] { torch::matmul(a, b); }));
     }
@@ -265,7 +265,11 @@ int main(int argc, char** argv)
     configPath = dir + "/config.json";
 
     std::filesystem::create_directories(dir);
-    common::writeFileAtomic(configPath, configJson(stories15mShape()));
+    if (common::Status written = common::writeFileAtomic(configPath, configJson(stories15mShape()));
+        !written) {
+        std::fprintf(stderr, "bench_train_step: %s\n", written.error().toString().c_str());
+        return 1;
+    }
     std::printf("LibTorch %s, %d threads; stories15M shape (%.2f M parameters), random weights; "
                 "batch %lld x %lld tokens, median of %d steps\n",
         TORCH_VERSION, s.threads, double(stories15mShape().parameterCount()) / 1e6,
