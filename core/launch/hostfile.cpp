@@ -126,8 +126,8 @@ common::Status checkSelection(
     const HostSelection& selection, const std::vector<HostSlots>& hosts, const std::string& option)
 {
     for (const auto& [host, slots] : selection) {
-        const auto node = std::find_if(
-            hosts.begin(), hosts.end(), [&](const HostSlots& h) { return h.host == host; });
+        const auto node = std::find_if(hosts.begin(), hosts.end(),
+            [&name = host](const HostSlots& h) { return h.host == name; });
         if (node == hosts.end())
             return Error{option + ": host '" + host + "' is not in the hostfile", {}};
         for (int slot : slots) {

@@ -99,7 +99,7 @@ private slots:
     {
         QVERIFY2(::geteuid() == 0, "network namespaces and bridges need root");
         if (const QString why = tb::test::whyNoEndlessRun(); !why.isEmpty())
-            QSKIP(qPrintable(why));
+            TB_SKIP(why);
         QVERIFY(m_dir.isValid());
         QStandardPaths::setTestModeEnabled(true);
         QDir().mkpath(kScreenshots);
