@@ -325,7 +325,9 @@ private slots:
         std::vector<int> all = printedSteps(firstOut);
         const std::vector<int> rest = printedSteps(followed.out);
         all.insert(all.end(), rest.begin(), rest.end());
-        QCOMPARE(all, oneToN(kLongSteps));
+        QVERIFY2(all == oneToN(kLongSteps),
+            qPrintable(QStringLiteral("%1 steps printed, %2 expected; the monitor's last lines:\n%3")
+                           .arg(all.size()).arg(kLongSteps).arg(followed.out.right(600))));
         QVERIFY(followed.out.contains(QStringLiteral("run_end    completed")));
     }
 
@@ -402,7 +404,9 @@ private slots:
         QVERIFY2(launcher.exitCode() == 130, qPrintable(err));
         if (!fromAnotherCli)
             QVERIFY2(err.contains(QStringLiteral("stop requested; stopping every node")), qPrintable(err));
-        // Rank 0 checkpointed and ended "stopped"; each node recorded its end.
+        // Rank 0 checkpointed and ended "stopped"; each node recorded its end:
+        // stopped by the forwarded signal, or exit 0 where its ranks ended
+        // first because the ranks agree on a stop among themselves.
         const std::vector<nlohmann::json> all = events(runDir + "/events.jsonl");
         QVERIFY(!ofType(all, "checkpoint").empty());
         const std::vector<nlohmann::json> ends = ofType(all, "run_end");
@@ -411,9 +415,9 @@ private slots:
         for (int k = 0; k < 2; ++k) {
             const auto entry = tb::launch::readRegistryEntry(cluster.registryEntries(k).value(0).toStdString());
             QVERIFY(entry.ok());
-            QVERIFY2(entry->state == "exited" && entry->exitCode == 128 + SIGTERM
-                    && entry->stoppedOnRequest && !entry->failed(),
-                qPrintable(QString::fromStdString(tb::launch::registryEntryToJson(*entry))));
+            QVERIFY2(entry->state == "exited" && !entry->failed()
+                    && (entry->exitCode == 0 || (entry->exitCode == 128 + SIGTERM && entry->stoppedOnRequest)),
+                qPrintable(QString::fromStdString(tb::launch::registryEntryToJson(*entry)) + "\n..." + err.right(700)));
         }
         QCOMPARE(processesWith(QString::fromStdString(config)), QString());
     }
