@@ -173,21 +173,49 @@ common::Result<std::string> runDirOf(Connection& connection, const ArgParser& p,
         "'tunebench-cli monitor --host HOST' lists the runs there"};
 }
 
-common::Status openReader(Connection& connection, const ArgParser& p, const std::string& runDir)
+std::unique_ptr<metrics::EventFileReader> openEvents(
+    Connection& connection, const std::string& events, uint64_t offset, uint64_t line)
+{
+#ifdef TB_HAVE_SSH
+    if (connection.session)
+        return std::make_unique<metrics::EventFileReader>(
+            remote::sftpEventSource(*connection.session, events), offset, line);
+#endif
+    return std::make_unique<metrics::EventFileReader>(events, offset, line);
+}
+
+// A follower that goes on from an offset has not seen the run's run_start,
+// the file's first line: read it from the top, unprinted, so step lines show
+// the total and --stop knows rank 0's process.
+common::Status readRunStart(Connection& connection, const std::string& events, metrics::RunHistory& history)
+{
+    constexpr uint64_t kFirstLinesBytes = 64 * 1024;
+    common::Result<std::vector<metrics::StreamItem>> items =
+        openEvents(connection, events, 0, 1)->poll(kFirstLinesBytes);
+    if (!items)
+        return items.error();
+    for (const metrics::StreamItem& item : *items) {
+        if (item.event && item.event->type == metrics::EventType::RunStart) {
+            history.apply(*item.event);
+            break;
+        }
+    }
+    return common::Ok{};
+}
+
+common::Status openReader(
+    Connection& connection, const ArgParser& p, const std::string& runDir, metrics::RunHistory& history)
 {
     const common::Result<long long> offset = p.integer("from-offset", 0, 0, std::numeric_limits<long long>::max());
     const common::Result<long long> line = p.integer("from-line", 1, 1, std::numeric_limits<long long>::max());
     if (!offset || !line)
         return !offset ? offset.error() : line.error();
     const std::string events = runDir + "/events.jsonl";
-#ifdef TB_HAVE_SSH
-    if (connection.session) {
-        connection.reader = std::make_unique<metrics::EventFileReader>(
-            remote::sftpEventSource(*connection.session, events), uint64_t(*offset), uint64_t(*line));
-        return common::Ok{};
+    if (*offset > 0) {
+        if (common::Status started = readRunStart(connection, events, history); !started)
+            return started;
     }
-#endif
-    connection.reader = std::make_unique<metrics::EventFileReader>(events, uint64_t(*offset), uint64_t(*line));
+    connection.reader = openEvents(connection, events, uint64_t(*offset), uint64_t(*line));
     return common::Ok{};
 }
 
@@ -236,7 +264,8 @@ int runMonitor(const Args& args)
     }
     const common::Result<std::string> runDir =
         p.isSet("run") ? runDirOf(connection, p, p.value("run")) : common::Result<std::string>(p.positionals()[0]);
-    common::Status opened = runDir ? openReader(connection, p, *runDir) : common::Status(runDir.error());
+    metrics::RunHistory history;
+    common::Status opened = runDir ? openReader(connection, p, *runDir, history) : common::Status(runDir.error());
     if (!opened) {
         std::cerr << "tunebench-cli monitor: " << opened.error().toString() << "\n";
         return kExitUsage;
@@ -249,7 +278,6 @@ int runMonitor(const Args& args)
     sigaction(SIGINT, &action, nullptr);
     sigaction(SIGTERM, &action, nullptr);
 
-    metrics::RunHistory history;
     bool stopSent = false;
     bool saidWaiting = false;
     const auto interval = std::chrono::milliseconds(static_cast<long long>(*poll * 1000));

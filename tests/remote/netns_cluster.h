@@ -72,8 +72,21 @@ public:
             }
         }
         for (int k = 0; k < int(m_hosts.size()); ++k)
-            shell(QStringLiteral("ip netns pids %1 | xargs -r kill -9; ip netns delete %1").arg(ns(k)));
+            removeNamespace(k);
         shell(QStringLiteral("ip link delete %1 2>/dev/null").arg(bridge()));
+    }
+
+    // The name cannot go while a killed process still holds the namespace,
+    // or its sshd's private mount namespace still holds the name's mount:
+    // retry until both have died, so the next test can reuse the name.
+    void removeNamespace(int k) const
+    {
+        const QString script = QStringLiteral(
+            "for attempt in $(seq 50); do ip netns pids %1 | xargs -r kill -9; "
+            "ip netns delete %1 2>/dev/null && exit 0; sleep 0.1; done; exit 1")
+                                   .arg(ns(k));
+        if (shell(script, 10000).exitCode != 0)
+            qWarning("could not remove network namespace %s", qPrintable(ns(k)));
     }
 
     // Empty on success, else what failed.

@@ -254,6 +254,29 @@ private slots:
         }
     }
 
+    // Going on from an offset prints only what follows it, and still knows
+    // the run's total from its run_start at the top of the file.
+    void monitorCommandGoesOnFromAnOffset()
+    {
+        const QString run = m_work.filePath(QStringLiteral("offset"));
+        QVERIFY(QDir().mkpath(run));
+        appendLine(run + "/events.jsonl", runStartEvent());
+        appendLine(run + "/events.jsonl", stepLine(1, 1500.0));
+        const qint64 offset = QFileInfo(run + "/events.jsonl").size();
+        appendLine(run + "/events.jsonl", stepLine(2, 1500.0));
+        for (const bool overSsh : {false, true}) {
+            QStringList arguments{QStringLiteral("monitor"), run, QStringLiteral("--once"), QStringLiteral("--from-offset"),
+                QString::number(offset), QStringLiteral("--from-line"), QStringLiteral("3")};
+            if (overSsh)
+                arguments << sshArguments();
+            const CliRun result = cli(arguments);
+            QVERIFY2(result.exitCode == 0, qPrintable(result.err));
+            QVERIFY2(!result.out.contains(QStringLiteral("run_start")) && !result.out.contains(QStringLiteral("step 1/")),
+                qPrintable(result.out));
+            QVERIFY2(result.out.contains(QStringLiteral("step 2/4  loss 2.8000")), qPrintable(result.out));
+        }
+    }
+
     void monitorCommandBadInput_data()
     {
         QTest::addColumn<QStringList>("arguments");
