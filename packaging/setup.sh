@@ -159,14 +159,21 @@ run_main_job() {
 
 # Runs "$@" as one stage of the test run and remembers how long it took.
 stage_times=()
+stage_name=""
+stage_start=0
 timed() {
-    local name="$1" start=$SECONDS
+    stage_name="$1"
+    stage_start=$SECONDS
     shift
     "$@"
-    stage_times+=("$(printf '%-44s %4d s' "$name" $((SECONDS - start)))")
+    stage_times+=("$(printf '%-44s %4d s' "$stage_name" $((SECONDS - stage_start)))")
+    stage_name=""
 }
 
+# An EXIT trap, so a run that failed still says where its time went.
 print_stage_times() {
+    [ -n "$stage_name" ] &&
+        stage_times+=("$(printf '%-44s %4d s  (failed)' "$stage_name" $((SECONDS - stage_start)))")
     log "time per stage"
     printf '  %s\n' "${stage_times[@]}"
 }
@@ -175,6 +182,7 @@ run_tests() {
     # Tests train on the CPU and hold the trainer against the Hugging Face
     # stack installed beside the CPU wheel, and the tokenizer against HF's
     # tokenizers through node: everything a test uses is here before it runs.
+    trap print_stage_times EXIT
     timed "python environment (cpu)" python_env cpu packaging/python-reference.txt
     timed "node environment" node_env
     timed "build: default" build default -DTUNEBENCH_TORCH_FLAVOUR=cpu \
@@ -200,7 +208,6 @@ run_tests() {
     # No GPU here: every CUDA and NCCL line is compiled and linked, not run.
     timed "python environment (cuda)" python_env cuda packaging/python-cuda-toolkit.txt
     timed "build: headless-cuda" build headless-cuda -DTUNEBENCH_TORCH_VENV="$root/.venv/cuda"
-    print_stage_times
 }
 
 case "$mode" in

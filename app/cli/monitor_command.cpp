@@ -180,6 +180,8 @@ std::unique_ptr<metrics::EventFileReader> openEvents(
     if (connection.session)
         return std::make_unique<metrics::EventFileReader>(
             remote::sftpEventSource(*connection.session, events), offset, line);
+#else
+    (void)connection;
 #endif
     return std::make_unique<metrics::EventFileReader>(events, offset, line);
 }
