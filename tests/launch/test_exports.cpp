@@ -3,12 +3,11 @@
 #include "plan/catalog.h"
 #include "plan/plan_file.h"
 
+#include "export_checks.h"
+
 #include <QtTest>
 
-#include <QProcess>
 #include <QTemporaryDir>
-
-#include <yaml-cpp/yaml.h>
 
 // The four exports rendered from real plans (the presets catalog), checked
 // by reading them back: YAML with yaml-cpp (and the accelerate config with
@@ -17,73 +16,13 @@
 // the arguments they were given. test_export_runs and test_slurm_export run
 // them under the real tools.
 using namespace tb::launch;
+using namespace tb::test;
 using tb::plan::Offload;
 using tb::plan::Sharding;
 
 Q_DECLARE_METATYPE(tb::plan::Sharding)
 Q_DECLARE_METATYPE(tb::plan::Offload)
 Q_DECLARE_METATYPE(tb::config::Device)
-
-namespace {
-
-struct Shell {
-    int exitCode = -1;
-    QString out;
-    QString err;
-};
-
-Shell runBash(const QStringList& args, const QProcessEnvironment& env = {})
-{
-    QProcess bash;
-    if (!env.isEmpty())
-        bash.setProcessEnvironment(env);
-    bash.start(QStringLiteral("bash"), args);
-    if (!bash.waitForFinished(20000))
-        return {};
-    return {bash.exitStatus() == QProcess::NormalExit ? bash.exitCode() : -2,
-        QString::fromUtf8(bash.readAllStandardOutput()),
-        QString::fromUtf8(bash.readAllStandardError())};
-}
-
-// `bash -n`: the script parses.
-QString syntaxError(const std::string& script, const QString& dir)
-{
-    const QString path = dir + "/script.sh";
-    QFile file(path);
-    if (!file.open(QIODevice::WriteOnly))
-        return "cannot write " + path;
-    file.write(script.data(), qint64(script.size()));
-    file.close();
-    const Shell r = runBash({"-n", path});
-    return r.exitCode == 0 ? QString() : r.err + " (exit " + QString::number(r.exitCode) + ")";
-}
-
-void writeExecutable(const QString& path, const QByteArray& text)
-{
-    QFile file(path);
-    QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write(text);
-    file.close();
-    QVERIFY(file.setPermissions(file.permissions() | QFileDevice::ExeOwner));
-}
-
-template <typename Enum> QString name(Enum value)
-{
-    const std::string_view text = tb::plan::toString(value);
-    return QString::fromLatin1(text.data(), qsizetype(text.size()));
-}
-
-YAML::Node parse(const std::string& text)
-{
-    try {
-        return YAML::Load(text);
-    } catch (const std::exception& e) {
-        qWarning("YAML does not parse: %s\n%s", e.what(), text.c_str());
-        return YAML::Node(YAML::NodeType::Undefined);
-    }
-}
-
-} // namespace
 
 class TestExports : public QObject {
     Q_OBJECT

@@ -4,7 +4,6 @@
 #include "plan/plan_file.h"
 #include "planner/breakdown_chart.h"
 #include "planner/component_model.h"
-#include "planner/plan_export.h"
 #include "planner/plan_form.h"
 #include "planner/plan_summary.h"
 #include "planner/recommendation_model.h"
@@ -15,7 +14,6 @@
 
 #include <QComboBox>
 #include <QFileDialog>
-#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -50,7 +48,6 @@ std::string recommendationKey(plan::PlanInput input)
     return plan::planToYaml(input);
 }
 
-
 } // namespace
 
 PlannerPage::PlannerPage(QWidget* parent)
@@ -60,14 +57,7 @@ PlannerPage::PlannerPage(QWidget* parent)
     auto catalog = plan::Catalog::loadDefault();
     if (!catalog.ok()) {
         m_catalogError = qs(catalog.error().toString());
-        auto* label = new QLabel(tr("<b>The planner's presets could not be loaded.</b><br>%1<br>"
-                                    "Set TUNEBENCH_PRESETS_DIR to the presets folder.")
-                                     .arg(m_catalogError.toHtmlEscaped()),
-                                 this);
-        label->setObjectName(QStringLiteral("catalogError"));
-        label->setWordWrap(true);
-        layout->addWidget(label);
-        layout->addStretch(1);
+        showCatalogError(layout);
         return;
     }
     m_catalog = std::move(catalog).value();
@@ -77,15 +67,8 @@ PlannerPage::PlannerPage(QWidget* parent)
         m_calibration = std::move(calibration).value();
 
     m_form = new PlanForm(*m_catalog, this);
-    auto* scroll = new QScrollArea(this);
-    scroll->setWidget(m_form);
-    scroll->setWidgetResizable(true);
-    scroll->setFrameShape(QFrame::NoFrame);
-    scroll->setMinimumWidth(m_form->sizeHint().width() + 24);
-    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-
     auto* splitter = new QSplitter(Qt::Horizontal, this);
-    splitter->addWidget(scroll);
+    splitter->addWidget(createFormPanel());
     splitter->addWidget(createResultsPanel());
     splitter->setStretchFactor(0, 0);
     splitter->setStretchFactor(1, 1);
@@ -94,7 +77,41 @@ PlannerPage::PlannerPage(QWidget* parent)
     layout->setContentsMargins(6, 6, 6, 6);
     layout->addWidget(createToolBar());
     layout->addWidget(splitter, 1);
+    createRecommendationRunner();
+    connectForm();
 
+    // Restore the last plan; a bad stored plan falls back to the defaults.
+    AppSettings settings;
+    auto stored = plan::parsePlanYaml(settings.value(settings::plannerPlan).toStdString(),
+                                      "settings");
+    setInput(stored.ok() ? stored.value() : plan::PlanInput{});
+}
+
+void PlannerPage::showCatalogError(QVBoxLayout* layout)
+{
+    auto* label = new QLabel(tr("<b>The planner's presets could not be loaded.</b><br>%1<br>"
+                                "Set TUNEBENCH_PRESETS_DIR to the presets folder.")
+                                 .arg(m_catalogError.toHtmlEscaped()),
+                             this);
+    label->setObjectName(QStringLiteral("catalogError"));
+    label->setWordWrap(true);
+    layout->addWidget(label);
+    layout->addStretch(1);
+}
+
+QWidget* PlannerPage::createFormPanel()
+{
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(m_form);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setMinimumWidth(m_form->sizeHint().width() + 24);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    return scroll;
+}
+
+void PlannerPage::createRecommendationRunner()
+{
     m_runner = new RecommendationRunner(*m_catalog, this);
     connect(m_runner, &RecommendationRunner::finished, this, &PlannerPage::showRecommendation);
     connect(m_runner, &RecommendationRunner::progressed, m_recommendationsPanel,
@@ -103,6 +120,10 @@ PlannerPage::PlannerPage(QWidget* parent)
     m_recommendTimer->setSingleShot(true);
     m_recommendTimer->setInterval(150); // let a spin box settle before sweeping
     connect(m_recommendTimer, &QTimer::timeout, this, &PlannerPage::startRecommendations);
+}
+
+void PlannerPage::connectForm()
+{
     // QSettings writes the file on every save; once a second is plenty.
     m_saveTimer = new QTimer(this);
     m_saveTimer->setSingleShot(true);
@@ -119,12 +140,6 @@ PlannerPage::PlannerPage(QWidget* parent)
         in.model = path.toStdString();
         setInput(in);
     });
-
-    // Restore the last plan; a bad stored plan falls back to the defaults.
-    AppSettings settings;
-    auto stored = plan::parsePlanYaml(settings.value(settings::plannerPlan).toStdString(),
-                                      "settings");
-    setInput(stored.ok() ? stored.value() : plan::PlanInput{});
 }
 
 PlannerPage::~PlannerPage()
@@ -426,63 +441,6 @@ void PlannerPage::runFileAction(const QString& title, const common::Status& stat
 {
     if (!status.ok())
         QMessageBox::warning(this, title, qs(status.error().toString()));
-}
-
-common::Status PlannerPage::savePlan(const QString& path) const
-{
-    return plan::savePlanYaml(path.toStdString(), input());
-}
-
-common::Status PlannerPage::openPlan(const QString& path)
-{
-    auto loaded = plan::loadPlanYaml(path.toStdString());
-    if (!loaded.ok())
-        return loaded.error();
-    setInput(loaded.value());
-    return common::Ok{};
-}
-
-common::Status PlannerPage::importDeepSpeed(const QString& path)
-{
-    auto imported = plan::importDeepSpeedJson(path.toStdString(), input());
-    if (!imported.ok())
-        return imported.error();
-    setInput(imported.value().input);
-    return common::Ok{};
-}
-
-common::Status PlannerPage::importAccelerate(const QString& path)
-{
-    auto imported = plan::importAccelerateYaml(path.toStdString(), input());
-    if (!imported.ok())
-        return imported.error();
-    setInput(imported.value().input);
-    return common::Ok{};
-}
-
-common::Status PlannerPage::exportReport(const QString& markdownPath)
-{
-    if (!m_result)
-        return common::Error{"no plan to export: " + errorText().toStdString(), {}};
-    const QFileInfo info(markdownPath);
-    const QString stem = info.completeBaseName();
-    ReportImages images{stem + QStringLiteral("-memory.png"), stem + QStringLiteral("-what-if.png")};
-    const QString dir = info.absolutePath() + QLatin1Char('/');
-    if (!m_breakdown->savePng(dir + images.breakdownPng, 900, 240)
-        || !m_whatIf->savePng(dir + images.whatIfPng, 900, 360))
-        return common::Error{"cannot write the chart images beside " + markdownPath.toStdString(),
-                             {}};
-    return writeTextFile(markdownPath,
-                         planReportMarkdown(input(), *m_result,
-                                            m_recommendation ? &*m_recommendation : nullptr,
-                                            images));
-}
-
-common::Status PlannerPage::exportRecommendationsCsv(const QString& path) const
-{
-    if (!m_recommendation)
-        return common::Error{"the recommendations are not computed yet", {}};
-    return writeTextFile(path, recommendationsCsv(*m_recommendation));
 }
 
 RecommendationModel* PlannerPage::recommendationModel() const

@@ -16,6 +16,7 @@ class QProgressBar;
 class QSpinBox;
 class QTableView;
 class QTimer;
+class QVBoxLayout;
 
 namespace tb::ui {
 
@@ -76,6 +77,10 @@ signals:
     void recommendationsUpdated();
 
 private:
+    void showCatalogError(QVBoxLayout* layout);
+    QWidget* createFormPanel();
+    void createRecommendationRunner();
+    void connectForm();
     QWidget* createToolBar();
     QWidget* createResultsPanel();
     QWidget* createWhatIfTab();

@@ -1,0 +1,71 @@
+// The planner page's file actions: plans saved and opened, DeepSpeed and
+// accelerate configs imported, the report and the recommendations exported.
+#include "planner/planner_page.h"
+
+#include "plan/plan_file.h"
+#include "planner/breakdown_chart.h"
+#include "planner/plan_export.h"
+#include "planner/what_if_chart.h"
+
+#include <QFileInfo>
+
+namespace tb::ui {
+
+common::Status PlannerPage::savePlan(const QString& path) const
+{
+    return plan::savePlanYaml(path.toStdString(), input());
+}
+
+common::Status PlannerPage::openPlan(const QString& path)
+{
+    auto loaded = plan::loadPlanYaml(path.toStdString());
+    if (!loaded.ok())
+        return loaded.error();
+    setInput(loaded.value());
+    return common::Ok{};
+}
+
+common::Status PlannerPage::importDeepSpeed(const QString& path)
+{
+    auto imported = plan::importDeepSpeedJson(path.toStdString(), input());
+    if (!imported.ok())
+        return imported.error();
+    setInput(imported.value().input);
+    return common::Ok{};
+}
+
+common::Status PlannerPage::importAccelerate(const QString& path)
+{
+    auto imported = plan::importAccelerateYaml(path.toStdString(), input());
+    if (!imported.ok())
+        return imported.error();
+    setInput(imported.value().input);
+    return common::Ok{};
+}
+
+common::Status PlannerPage::exportReport(const QString& markdownPath)
+{
+    if (!m_result)
+        return common::Error{"no plan to export: " + errorText().toStdString(), {}};
+    const QFileInfo info(markdownPath);
+    const QString stem = info.completeBaseName();
+    ReportImages images{stem + QStringLiteral("-memory.png"), stem + QStringLiteral("-what-if.png")};
+    const QString dir = info.absolutePath() + QLatin1Char('/');
+    if (!m_breakdown->savePng(dir + images.breakdownPng, 900, 240)
+        || !m_whatIf->savePng(dir + images.whatIfPng, 900, 360))
+        return common::Error{"cannot write the chart images beside " + markdownPath.toStdString(),
+                             {}};
+    return writeTextFile(markdownPath,
+                         planReportMarkdown(input(), *m_result,
+                                            m_recommendation ? &*m_recommendation : nullptr,
+                                            images));
+}
+
+common::Status PlannerPage::exportRecommendationsCsv(const QString& path) const
+{
+    if (!m_recommendation)
+        return common::Error{"the recommendations are not computed yet", {}};
+    return writeTextFile(path, recommendationsCsv(*m_recommendation));
+}
+
+} // namespace tb::ui
