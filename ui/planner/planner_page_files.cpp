@@ -11,6 +11,18 @@
 
 namespace tb::ui {
 
+namespace {
+
+common::Status applyImport(PlannerPage& page, const common::Result<plan::ImportResult>& imported)
+{
+    if (!imported.ok())
+        return imported.error();
+    page.setInput(imported.value().input);
+    return common::Ok{};
+}
+
+} // namespace
+
 common::Status PlannerPage::savePlan(const QString& path) const
 {
     return plan::savePlanYaml(path.toStdString(), input());
@@ -27,20 +39,12 @@ common::Status PlannerPage::openPlan(const QString& path)
 
 common::Status PlannerPage::importDeepSpeed(const QString& path)
 {
-    auto imported = plan::importDeepSpeedJson(path.toStdString(), input());
-    if (!imported.ok())
-        return imported.error();
-    setInput(imported.value().input);
-    return common::Ok{};
+    return applyImport(*this, plan::importDeepSpeedJson(path.toStdString(), input()));
 }
 
 common::Status PlannerPage::importAccelerate(const QString& path)
 {
-    auto imported = plan::importAccelerateYaml(path.toStdString(), input());
-    if (!imported.ok())
-        return imported.error();
-    setInput(imported.value().input);
-    return common::Ok{};
+    return applyImport(*this, plan::importAccelerateYaml(path.toStdString(), input()));
 }
 
 common::Status PlannerPage::exportReport(const QString& markdownPath)
