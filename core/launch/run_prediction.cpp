@@ -31,12 +31,15 @@ common::Result<metrics::RunPrediction> predictCpuRun(
         return model.error();
     if (common::Status valid = plan::validateForModel(input, *model); !valid)
         return valid.error();
-    const plan::CpuFacts& cpu = plan::thisCpu();
+    const common::Result<plan::CpuFacts> cpu = plan::thisCpu();
+    if (!cpu)
+        return cpu.error();
     plan::EstimateOptions options;
     options.explain = false;
-    const plan::PlanResult result = plan::estimatePlan(input, *model, plan::cpuDevice(cpu), nullptr, options);
+    const plan::PlanResult result =
+        plan::estimatePlan(input, *model, plan::cpuDevice(*cpu), nullptr, options);
     metrics::RunPrediction prediction;
-    prediction.device = describeCpu(cpu);
+    prediction.device = describeCpu(*cpu);
     prediction.peakBytesPerRank = static_cast<int64_t>(result.peaks.deviceUsed);
     prediction.tokensPerSecond = result.tokensPerSecond;
     prediction.stepSeconds = result.stepSeconds;

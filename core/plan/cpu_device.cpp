@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -50,16 +51,19 @@ void multiplyBlock(const float* __restrict a, const float* __restrict b, float* 
         }
 }
 
-// Blocks multiplied by one thread until the deadline.
+// Blocks multiplied by one thread: the first whatever the clock says, so a
+// thread that starts after the deadline, or a block slower than the whole
+// budget (a loaded machine, a sanitizer build), still adds to the rate
+// rather than leaving it at 0.
 long long multiplyUntil(std::chrono::steady_clock::time_point deadline)
 {
     std::vector<float> a(kBlock * kBlock, 0.5f), b(kBlock * kBlock, 0.25f),
         c(kBlock * kBlock, 0.0f);
     long long blocks = 0;
-    while (std::chrono::steady_clock::now() < deadline) {
+    do {
         multiplyBlock(a.data(), b.data(), c.data());
         ++blocks;
-    }
+    } while (std::chrono::steady_clock::now() < deadline);
     // Keeps the result observable so the loop is not optimised away.
     volatile float sink = c[0];
     (void)sink;
@@ -78,7 +82,9 @@ std::string cpuModelName()
     return {};
 }
 
-std::optional<CpuFacts> readCache(const std::string& path, const CpuFacts& now)
+// The cache file's facts as written, whichever CPU they describe; nothing
+// when it is absent or broken (then the rate is measured again).
+std::optional<CpuFacts> readCache(const std::string& path)
 {
     std::ifstream in(path);
     if (!in)
@@ -90,13 +96,29 @@ std::optional<CpuFacts> readCache(const std::string& path, const CpuFacts& now)
         f.memoryBytes = j.at("memory_bytes").get<double>();
         f.matmulGflops = j.at("matmul_gflops").get<double>();
         f.model = j.at("model").get<std::string>();
-        if (f.cores != now.cores || f.model != now.model || f.matmulGflops <= 0)
-            return std::nullopt;
-        f.memoryBytes = now.memoryBytes; // RAM can change with the VM; it costs nothing to read
         return f;
     } catch (const std::exception&) {
-        return std::nullopt; // a stale or broken cache is measured again
+        return std::nullopt;
     }
+}
+
+// Whether the cache speaks for this CPU model: a rate that a hand edit or an
+// older Tunebench left at 0 says nothing, and is measured over.
+bool cacheOfThisModel(const CpuFacts& cached, const CpuFacts& now)
+{
+    return cached.model == now.model && cached.cores > 0
+        && checkMatmulGflops(cached.matmulGflops, 0).ok();
+}
+
+// What a new measurement should come near: the cached rate of this CPU
+// model per core, times this machine's cores (a resized VM keeps its model
+// and changes its core count); 0, nothing to compare with, for another
+// model, whose rate says nothing of this one.
+double expectedGflops(const std::optional<CpuFacts>& cached, const CpuFacts& now)
+{
+    if (!cached || !cacheOfThisModel(*cached, now))
+        return 0;
+    return cached->matmulGflops / cached->cores * now.cores;
 }
 
 void writeCache(const std::string& path, const CpuFacts& f)
@@ -141,10 +163,78 @@ double measureMatmulGflops(int threads, double seconds)
     return elapsed > 0 ? flops / elapsed / 1e9 : 0;
 }
 
-CpuFacts measureThisCpu()
+common::Status checkMatmulGflops(double gflops, double expectedGflops)
+{
+    const std::string what = "this CPU's fp32 GEMM rate (matmul_gflops): measured "
+        + common::formatFixed(gflops, 1) + " GFLOP/s, expected ";
+    const std::string lowWhen =
+        expectedGflops > 0 ? ", now or when the earlier figure was taken" : "";
+    const std::string hint = "a loaded machine or a sanitizer build measures low" + lowWhen
+        + ": measure on an idle machine";
+    if (!std::isfinite(gflops) || gflops <= 0)
+        return common::Error{what + "a positive, finite rate", hint};
+    if (expectedGflops <= 0)
+        return common::Ok{};
+    const double low = expectedGflops / kMatmulGflopsTolerance;
+    const double high = expectedGflops * kMatmulGflopsTolerance;
+    if (gflops < low || gflops > high)
+        return common::Error{what + common::formatFixed(low, 1) + " to "
+                + common::formatFixed(high, 1) + " GFLOP/s (within "
+                + common::formatFixed(kMatmulGflopsTolerance, 0) + "x of the "
+                + common::formatFixed(expectedGflops, 1)
+                + " an earlier measurement of this CPU model gives)",
+            hint};
+    return common::Ok{};
+}
+
+common::Result<double> measurePlausibleGflops(
+    const std::function<double()>& measure, double expectedGflops)
+{
+    const double first = measure();
+    if (checkMatmulGflops(first, expectedGflops))
+        return first;
+    const double second = measure();
+    const common::Status plausible = checkMatmulGflops(second, expectedGflops);
+    if (!plausible)
+        return common::Error{plausible.error().message + "; measured twice, the first gave "
+                + common::formatFixed(first, 1) + " GFLOP/s",
+            plausible.error().hint};
+    return second;
+}
+
+common::Result<CpuFacts> measureThisCpu()
 {
     CpuFacts f = factsWithoutRate();
-    f.matmulGflops = measureMatmulGflops(f.cores);
+    const common::Result<double> gflops =
+        measurePlausibleGflops([&f] { return measureMatmulGflops(f.cores); }, 0);
+    if (!gflops)
+        return gflops.error();
+    f.matmulGflops = *gflops;
+    return f;
+}
+
+common::Result<CpuFacts> cachedOrMeasuredCpu(
+    const std::string& path, const CpuFacts& now, const std::function<double()>& measure)
+{
+    const std::optional<CpuFacts> cached = path.empty() ? std::nullopt : readCache(path);
+    if (cached && cached->cores == now.cores && cacheOfThisModel(*cached, now)) {
+        CpuFacts f = *cached;
+        f.memoryBytes = now.memoryBytes; // RAM can change with the VM; it costs nothing to read
+        return f;
+    }
+    const double expected = expectedGflops(cached, now);
+    const common::Result<double> gflops = measurePlausibleGflops(measure, expected);
+    if (!gflops) {
+        common::Error refused = gflops.error();
+        if (expected > 0)
+            refused.hint +=
+                "; if this machine really changed, delete " + path + " to measure afresh";
+        return refused;
+    }
+    CpuFacts f = now;
+    f.matmulGflops = *gflops;
+    if (!path.empty())
+        writeCache(path, f);
     return f;
 }
 
@@ -157,23 +247,21 @@ std::string cpuFactsCachePath()
     return {};
 }
 
-const CpuFacts& thisCpu()
+common::Result<CpuFacts> thisCpu()
 {
-    static std::once_flag once;
-    static CpuFacts facts;
-    std::call_once(once, [] {
-        const CpuFacts now = factsWithoutRate();
-        const std::string path = cpuFactsCachePath();
-        if (const std::optional<CpuFacts> cached = path.empty() ? std::nullopt : readCache(path, now)) {
-            facts = *cached;
-            return;
-        }
-        facts = now;
-        facts.matmulGflops = measureMatmulGflops(now.cores);
-        if (!path.empty())
-            writeCache(path, facts);
-    });
-    return facts;
+    static std::mutex mutex;
+    // Only accepted facts are kept: after a refusal the load behind it may
+    // have passed, and a long-lived process (the GUI) should not keep it.
+    static std::optional<CpuFacts> facts;
+    const std::lock_guard lock(mutex);
+    if (facts)
+        return *facts;
+    const CpuFacts now = factsWithoutRate();
+    common::Result<CpuFacts> found = cachedOrMeasuredCpu(
+        cpuFactsCachePath(), now, [&now] { return measureMatmulGflops(now.cores); });
+    if (found)
+        facts = *found;
+    return found;
 }
 
 GpuSpec cpuDevice(const CpuFacts& facts)

@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
+#include <optional>
+#include <string>
 
 namespace tb::plan {
 
@@ -69,10 +72,29 @@ common::Status validateForModel(const PlanInput& input, const model::ModelSpec& 
 
 namespace {
 
-const GpuSpec& thisCpuDevice()
+// Built once this CPU's rate is accepted; a refused rate is the plan's
+// error, and the next plan measures again.
+common::Result<const GpuSpec*> thisCpuDevice()
 {
-    static const GpuSpec device = cpuDevice(thisCpu());
-    return device;
+    static std::mutex mutex;
+    static std::optional<GpuSpec> device;
+    const std::lock_guard lock(mutex);
+    if (!device) {
+        const common::Result<CpuFacts> facts = thisCpu();
+        if (!facts)
+            return common::Error{"gpu: " + std::string(kCpuDeviceId) + ": " + facts.error().message,
+                facts.error().hint};
+        device = cpuDevice(*facts);
+    }
+    return &*device;
+}
+
+// The catalog's GPU, or this machine's CPU for "cpu"; nullptr when unknown.
+common::Result<const GpuSpec*> findDevice(const std::string& id, const Catalog& catalog)
+{
+    if (id == kCpuDeviceId)
+        return thisCpuDevice();
+    return catalog.findGpu(id);
 }
 
 } // namespace
@@ -92,7 +114,10 @@ common::Result<ResolvedHardware> resolveHardware(const PlanInput& input, const C
         hw.gpu = catalog.findGpu(hw.vm->gpuId);
     }
     if (!input.gpu.empty()) {
-        const GpuSpec* gpu = input.gpu == kCpuDeviceId ? &thisCpuDevice() : catalog.findGpu(input.gpu);
+        const common::Result<const GpuSpec*> found = findDevice(input.gpu, catalog);
+        if (!found)
+            return found.error();
+        const GpuSpec* gpu = *found;
         if (!gpu) {
             std::string hint;
             for (const std::string& name : catalog.suggestGpus(input.gpu))

@@ -69,9 +69,10 @@ private slots:
         // A fixed GEMM rate, high enough that no calibrated utilisation is
         // capped at 1: the arithmetic is under test, not this machine's
         // speed (under a sanitizer or a loaded CI it measures a fraction).
-        const plan::CpuFacts here = plan::measureThisCpu();
-        const nlohmann::json cache{{"cores", here.cores}, {"memory_bytes", here.memoryBytes},
-            {"matmul_gflops", 1000.0}, {"model", here.model}};
+        const common::Result<plan::CpuFacts> here = plan::measureThisCpu();
+        QVERIFY2(here.ok(), here.ok() ? "" : here.error().message.c_str());
+        const nlohmann::json cache{{"cores", here->cores}, {"memory_bytes", here->memoryBytes},
+            {"matmul_gflops", 1000.0}, {"model", here->model}};
         const std::string cachePath = plan::cpuFactsCachePath();
         std::filesystem::create_directories(std::filesystem::path(cachePath).parent_path());
         QVERIFY(common::writeFileAtomic(cachePath, cache.dump()).ok());
