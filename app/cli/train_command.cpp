@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <iostream>
 #include <signal.h>
-#include <thread>
 
 namespace tb::cli {
 
@@ -105,7 +104,9 @@ int runTrain(const Args& args)
         "init-adapter", "DIR", "start LoRA from this PEFT adapter (same rank and targets)");
     parser.addOption("output", "DIR", "run folder instead of output.dir");
     parser.addOption("max-steps", "N", "optimizer steps instead of training.max_steps / epochs");
-    parser.addOption("threads", "N", "compute threads (default: every core)");
+    parser.addOption("threads", "N",
+        "compute threads (default: OMP_NUM_THREADS when set, else the usable cores divided "
+        "by the ranks on this machine)");
     parser.addOption("device", "cpu|cuda|auto", "device instead of the run config's device");
     parser.addFlag("export-only",
         "with --resume or --resume-from: write the adapter / merged weights of that "
@@ -117,9 +118,7 @@ int runTrain(const Args& args)
         std::cerr << "tunebench-cli train: expected one run config\n\n" << parser.helpText();
         return kExitUsage;
     }
-    const auto hardwareThreads =
-        static_cast<long long>(std::max(1u, std::thread::hardware_concurrency()));
-    const auto threads = parser.integer("threads", hardwareThreads, 1, 1024);
+    const auto threads = parser.integer("threads", 0, 1, 1024);
     const auto maxSteps = parser.integer("max-steps", 0, 1, 1LL << 40);
     if (!threads || (parser.isSet("max-steps") && !maxSteps)) {
         std::cerr << "tunebench-cli train: "

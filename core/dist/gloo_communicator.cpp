@@ -207,7 +207,12 @@ GroupHandle makeNcclGroup(const StoreHandle& store, const GroupDescription& grou
 {
     auto ncclOptions = c10d::ProcessGroupNCCL::Options::create();
     ncclOptions->timeout = toMilliseconds(options.timeoutSeconds);
-    return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, group.rank, group.size, ncclOptions);
+    auto backend =
+        c10::make_intrusive<c10d::ProcessGroupNCCL>(store, group.rank, group.size, ncclOptions);
+    if (options.cudaDevice >= 0)
+        backend->setBoundDeviceId(
+            at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(options.cudaDevice)));
+    return backend;
 }
 #endif
 

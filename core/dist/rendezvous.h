@@ -45,6 +45,10 @@ struct RendezvousOptions {
     // A rank that has not shown a sign of life for this long is reported
     // dead when a collective fails (see World).
     double heartbeatSeconds = 1.0;
+    // NCCL: the CUDA device index of this rank's GPU. Every group is bound
+    // to it, so NCCL never guesses a rank's device from its rank number
+    // (which is wrong where each task sees only its own GPU).
+    int cudaDevice = -1;
 };
 
 // The process groups of a job: every rank, the ranks of this node (the shard

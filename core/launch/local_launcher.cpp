@@ -8,6 +8,7 @@
 #include "launch/line_splitter.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -267,6 +268,21 @@ int sharedOmpThreads(const std::vector<std::string>& environment, int nprocPerNo
     if (isSet || nprocPerNode <= 1)
         return 0;
     return std::max(1, usableCpuCount() / nprocPerNode);
+}
+
+common::Result<int> rankComputeThreads(
+    const std::optional<std::string>& ompNumThreads, int usableCpus, int localWorldSize)
+{
+    if (!ompNumThreads)
+        return std::max(1, usableCpus / std::max(1, localWorldSize));
+    const std::string first = ompNumThreads->substr(0, ompNumThreads->find(','));
+    int threads = 0;
+    const auto [end, error] = std::from_chars(first.data(), first.data() + first.size(), threads);
+    if (error != std::errc() || end != first.data() + first.size() || threads < 1)
+        return common::Error{"OMP_NUM_THREADS: got '" + *ompNumThreads
+                + "', expected a positive whole number of threads",
+            "unset it, or pass --threads N"};
+    return threads;
 }
 
 const RankReport* LaunchReport::failed() const

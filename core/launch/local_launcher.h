@@ -85,6 +85,15 @@ int usableCpuCount();
 // 0 when it leaves the variable alone (already set, or a single rank).
 int sharedOmpThreads(const std::vector<std::string>& environment, int nprocPerNode);
 
+// The intra-op threads of a rank given no --threads: the OMP_NUM_THREADS its
+// launcher set (torchrun, srun, ours; the first number of a nested list),
+// else its share of the CPUs it may use (usableCpus / localWorldSize, at
+// least 1), so that the ranks of a node do not each run a thread per core.
+// An OMP_NUM_THREADS that is not a positive whole number is an Error naming
+// it and its value.
+common::Result<int> rankComputeThreads(
+    const std::optional<std::string>& ompNumThreads, int usableCpus, int localWorldSize);
+
 // Runs the ranks to the end. Errors only for what prevents a launch (a bad
 // layout, no free port, a program that cannot be executed: ranks already
 // started are then killed and reaped); a rank's failure is a LaunchReport.

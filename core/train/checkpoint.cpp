@@ -44,6 +44,20 @@ std::string rankFileName(int rank)
     return name;
 }
 
+// The rank file's metadata naming the device type of rng.dropout.
+constexpr const char* kDropoutDeviceKey = "rng.dropout.device";
+
+// A CUDA generator's state is its seed and offset, 16 bytes; a CPU
+// generator's is its Mersenne Twister. For rank files from before the
+// device was recorded.
+std::string dropoutDeviceOf(const safetensors::SafetensorsFile& file, std::size_t bytes)
+{
+    const auto found = file.metadata().find(kDropoutDeviceKey);
+    if (found != file.metadata().end())
+        return found->second;
+    return bytes == 16 ? "cuda" : "cpu";
+}
+
 std::span<const std::byte> bytesOf(const torch::Tensor& tensor)
 {
     return {static_cast<const std::byte*>(tensor.data_ptr()), tensor.nbytes()};
@@ -93,7 +107,8 @@ common::Status writeRankFile(const std::string& path, FlatParameters& parameters
         tensors.push_back(
             {prefix + "exp_avg_sq", dtype, shape, hostBytes(optimizer.secondMoment(u))});
     }
-    return safetensors::writeSafetensors(path, tensors, {{"format", "pt"}});
+    return safetensors::writeSafetensors(path, tensors,
+        {{"format", "pt"}, {kDropoutDeviceKey, state.dropoutGeneratorDevice}});
 }
 
 // Copies the elements [begin, begin + target.numel()) of a unit's flat
@@ -304,6 +319,7 @@ common::Result<TrainerState> readCheckpoint(const std::string& dir, FlatParamete
                         static_cast<size_t>(state.dropoutGeneratorState.nbytes())});
                 !status)
                 return status.error();
+            state.dropoutGeneratorDevice = dropoutDeviceOf(*own, info->elementCount());
         }
     } else {
         // Every rank consumed the same count; keep the samples seen in all.

@@ -17,7 +17,11 @@ namespace tb::train {
 struct TrainerState {
     std::int64_t step = 0; // optimizer steps done
     data::DataPosition dataPosition; // the next micro-batch of this rank's training stream
-    torch::Tensor dropoutGeneratorState; // uint8, LibTorch's CPU generator state (this rank's)
+    // This rank's dropout generator: LibTorch's state of a generator of
+    // `dropoutGeneratorDevice` ("cpu" or "cuda"; the two are of other sizes
+    // and cannot be loaded into each other).
+    torch::Tensor dropoutGeneratorState; // uint8
+    std::string dropoutGeneratorDevice = "cpu";
     std::int64_t tokensSeen = 0;
     double trainSeconds = 0.0;
     std::string method; // "full", "lora", "qlora"

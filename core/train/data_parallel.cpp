@@ -48,13 +48,16 @@ private:
 } // namespace
 
 DataParallel::DataParallel(LlamaForCausalLm& model, FlatParameters& parameters, Sharding sharding,
-    DataParallelGroups groups)
+    DataParallelGroups groups, FrozenShards* frozen)
     : m_model(model)
     , m_parameters(parameters)
     , m_sharding(sharding)
     , m_groups(std::move(groups))
+    , m_frozen(frozen)
 {
     TORCH_CHECK(m_groups.world, "data parallel training needs the world group");
+    TORCH_CHECK(!m_frozen || (shardsParameters() && m_groups.shard),
+        "a sharded frozen base needs a strategy that shards parameters");
     const auto& units = m_parameters.units();
     m_remaining.assign(units.size(), 0);
     m_reduced.assign(units.size(), false);
@@ -197,10 +200,11 @@ void DataParallel::endMicroStep()
     while (!m_inFlight.empty())
         finishOldestReduction();
     if (!m_communicating)
-        m_parameters.accumulateGradients();
+        m_parameters.accumulateGradients(/*lastMicroStep=*/false);
     m_parameters.drainHostGradients();
     if (shardsParameters() && m_rootUnit)
         release(*m_rootUnit);
+    releaseAllFrozen();
     m_communicating = false;
 }
 
@@ -283,67 +287,138 @@ void DataParallel::releaseGathered()
 {
     for (size_t u = 0; u < m_gathered.size(); ++u)
         release(u);
+    releaseAllFrozen();
+}
+
+std::optional<size_t> DataParallel::frozenUnitOf(std::optional<size_t> layer) const
+{
+    if (!m_frozen)
+        return std::nullopt;
+    return m_frozen->unitWithId(layer ? static_cast<int>(*layer) + 1 : 0);
+}
+
+void DataParallel::startFrozenGather(size_t u)
+{
+    torch::NoGradGuard noGrad;
+    FrozenShards::Unit& unit = m_frozen->units()[u];
+    m_frozen->allocate(unit);
+    Gather gather;
+    gather.source = m_frozen->shardOnDevice(unit);
+    gather.work = m_groups.shard->allGather(unit.whole, gather.source);
+    m_frozenGathers.emplace(u, std::move(gather));
+}
+
+void DataParallel::ensureFrozenGathered(size_t u)
+{
+    if (!m_frozenGathers.contains(u)) {
+        if (m_frozen->gathered(u))
+            return;
+        startFrozenGather(u);
+    }
+    m_frozenGathers.at(u).work->wait();
+    m_frozenGathers.erase(u);
+}
+
+void DataParallel::releaseFrozen(size_t u)
+{
+    // Never free a buffer a collective is still writing.
+    if (const auto inFlight = m_frozenGathers.find(u); inFlight != m_frozenGathers.end()) {
+        inFlight->second.work->wait();
+        m_frozenGathers.erase(inFlight);
+    }
+    m_frozen->release(m_frozen->units()[u]);
+}
+
+void DataParallel::releaseAllFrozen()
+{
+    for (size_t u = 0; m_frozen && u < m_frozen->units().size(); ++u)
+        releaseFrozen(u);
+}
+
+void DataParallel::gatherFrozen()
+{
+    for (size_t u = 0; m_frozen && u < m_frozen->units().size(); ++u)
+        ensureFrozenGathered(u);
+}
+
+void DataParallel::gatherLayer(std::optional<size_t> layer)
+{
+    if (const auto unit = layer ? unitOfLayer(*layer) : m_rootUnit)
+        ensureGathered(*unit);
+    if (const auto frozen = frozenUnitOf(layer))
+        ensureFrozenGathered(*frozen);
+}
+
+void DataParallel::prefetchLayer(std::optional<size_t> layer)
+{
+    if (const auto unit = layer ? unitOfLayer(*layer) : m_rootUnit) {
+        if (!m_gathered[*unit] && !m_gathers.contains(*unit))
+            startGather(*unit);
+    }
+    if (const auto frozen = frozenUnitOf(layer)) {
+        if (!m_frozen->gathered(*frozen))
+            startFrozenGather(*frozen);
+    }
+}
+
+void DataParallel::releaseLayer(std::optional<size_t> layer)
+{
+    if (const auto unit = layer ? unitOfLayer(*layer) : m_rootUnit)
+        release(*unit);
+    if (const auto frozen = frozenUnitOf(layer))
+        releaseFrozen(*frozen);
 }
 
 void DataParallel::beforeEmbedding()
 {
-    if (!m_rootUnit)
-        return;
-    FlatParameters::Unit& root = m_parameters.units()[*m_rootUnit];
     if (shardsParameters())
-        ensureGathered(*m_rootUnit);
-    if (shardsGradients() && torch::GradMode::is_enabled())
-        m_parameters.allocateGradients(root);
+        gatherLayer(std::nullopt);
+    if (m_rootUnit && shardsGradients() && torch::GradMode::is_enabled())
+        m_parameters.allocateGradients(m_parameters.units()[*m_rootUnit]);
 }
 
 void DataParallel::beforeLayer(size_t layer)
 {
-    const auto unit = unitOfLayer(layer);
-    if (!unit || !shardsParameters())
+    if (!shardsParameters())
         return;
-    ensureGathered(*unit);
+    gatherLayer(layer);
     // Prefetch: the next layer's gather runs while this one computes.
-    for (size_t next = layer + 1; next < m_layerUnits.size(); ++next) {
-        if (const auto nextUnit = unitOfLayer(next)) {
-            if (!m_gathered[*nextUnit] && !m_gathers.contains(*nextUnit))
-                startGather(*nextUnit);
-            break;
-        }
-    }
+    if (layer + 1 < m_layerUnits.size())
+        prefetchLayer(layer + 1);
 }
 
 torch::Tensor DataParallel::afterLayer(size_t layer, torch::Tensor hidden)
 {
-    const auto unit = unitOfLayer(layer);
-    if (!unit || (!shardsParameters() && !shardsGradients()))
+    const bool hasUnit = unitOfLayer(layer) || frozenUnitOf(layer);
+    if (!hasUnit || (!shardsParameters() && !shardsGradients()))
         return hidden;
     const bool training = torch::GradMode::is_enabled() && hidden.requires_grad();
     if (!training) {
-        release(*unit);
+        releaseLayer(layer);
         return hidden;
     }
-    std::optional<size_t> below;
-    for (size_t previous = layer; previous-- > 0;) {
-        if ((below = unitOfLayer(previous)))
-            break;
-    }
-    const size_t self = *unit;
-    hidden.register_hook(
-        [this, self, below](const torch::Tensor&) { beforeLayerBackward(self, below); });
+    hidden.register_hook([this, layer](const torch::Tensor&) { beforeLayerBackward(layer); });
     if (reshardAfterForward())
-        release(self);
+        releaseLayer(layer);
     return hidden;
 }
 
-void DataParallel::beforeLayerBackward(size_t unit, std::optional<size_t> below)
+// Runs when the gradient of the layer's output is complete: the layer above
+// has finished its backward, this layer's is about to start.
+void DataParallel::beforeLayerBackward(size_t layer)
 {
-    if (shardsGradients())
-        m_parameters.allocateGradients(m_parameters.units()[unit]);
+    const auto unit = unitOfLayer(layer);
+    if (unit && shardsGradients())
+        m_parameters.allocateGradients(m_parameters.units()[*unit]);
     if (!shardsParameters())
         return;
-    ensureGathered(unit);
-    if (below && !m_gathered[*below] && !m_gathers.contains(*below))
-        startGather(*below);
+    gatherLayer(layer);
+    // The layer above read its frozen base for the last time (its trainable
+    // unit goes when its gradients are reduced).
+    if (const auto above = frozenUnitOf(layer + 1))
+        releaseFrozen(*above);
+    if (layer > 0)
+        prefetchLayer(layer - 1);
 }
 
 std::map<std::string, torch::Tensor> DataParallel::gatherMasterValues()

@@ -3,6 +3,7 @@
 #include "config/run_config.h"
 #include "dist/communicator.h"
 #include "train/flat_parameters.h"
+#include "train/frozen_shards.h"
 #include "train/llama_model.h"
 
 #include <torch/torch.h>
@@ -51,14 +52,20 @@ ShardSpec shardSpecFor(config::Sharding sharding, const DataParallelGroups& grou
 //   (embeddings, norm, lm_head) stays gathered from forward to the end of
 //   backward, as FSDP's root does. HYBRID_SHARD shards inside the node and
 //   all-reduces the shards across nodes.
+// A frozen base (LoRA, QLoRA) sharded by FrozenShards follows its layer:
+// gathered with the layer's trainable unit, freed after the layer's forward
+// and, in backward, once the gradient of the layer's input is complete (the
+// base's matmuls produce it; LoRA's own gradients can be in earlier).
 // A unit's gathered values are freed as soon as its gradients are in. At
 // most two reductions are in flight under DDP and ZeRO-1, one under the
 // sharded-gradient strategies; the oldest is finished before another
 // starts, which bounds the full gradients alive at once.
 class DataParallel : public ForwardHooks {
 public:
+    // `frozen`: the model's frozen tensors, sharded (ZeRO-3, FSDP); null
+    // when they are replicated.
     DataParallel(LlamaForCausalLm& model, FlatParameters& parameters, config::Sharding sharding,
-        DataParallelGroups groups);
+        DataParallelGroups groups, FrozenShards* frozen = nullptr);
     ~DataParallel() override;
     DataParallel(const DataParallel&) = delete;
     DataParallel& operator=(const DataParallel&) = delete;
@@ -79,6 +86,9 @@ public:
     void afterOptimizerStep();
     // Frees the gathered units (after evaluation under ZeRO-3 / FSDP).
     void releaseGathered();
+    // Every frozen unit gathered (a collective), for a merged export that
+    // reads the whole base; releaseGathered frees them.
+    void gatherFrozen();
     // Every trainable parameter's master value, whole (a collective under
     // sharding): for exports and the adapter.
     std::map<std::string, torch::Tensor> gatherMasterValues();
@@ -116,7 +126,17 @@ private:
     void startGather(size_t unit);
     void ensureGathered(size_t unit);
     void release(size_t unit);
-    void beforeLayerBackward(size_t unit, std::optional<size_t> below);
+    void beforeLayerBackward(size_t layer);
+    // Gathers, prefetches and releases a layer's units (its trainable unit
+    // and its frozen one, whichever exist); layer -1 is the root.
+    void gatherLayer(std::optional<size_t> layer);
+    void prefetchLayer(std::optional<size_t> layer);
+    void releaseLayer(std::optional<size_t> layer);
+    std::optional<size_t> frozenUnitOf(std::optional<size_t> layer) const;
+    void startFrozenGather(size_t unit);
+    void ensureFrozenGathered(size_t unit);
+    void releaseFrozen(size_t unit);
+    void releaseAllFrozen();
 
     LlamaForCausalLm& m_model;
     FlatParameters& m_parameters;
@@ -127,6 +147,8 @@ private:
     std::vector<bool> m_reduced; // per unit, in this micro-step
     std::vector<bool> m_gathered; // per unit: values hold the full unit
     std::map<size_t, Gather> m_gathers; // prefetches in flight
+    FrozenShards* m_frozen = nullptr;
+    std::map<size_t, Gather> m_frozenGathers; // by frozen unit index
     std::deque<Reduction> m_inFlight;
     std::optional<size_t> m_rootUnit;
     std::vector<std::optional<size_t>> m_layerUnits;

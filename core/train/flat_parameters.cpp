@@ -1,5 +1,7 @@
 #include "train/flat_parameters.h"
 
+#include "train/tensor_storage.h"
+
 #include <ATen/DeviceAccelerator.h>
 
 #include <algorithm>
@@ -31,16 +33,13 @@ std::pair<std::int64_t, std::int64_t> FlatParameters::Unit::shardDecayRange() co
 
 namespace {
 
-// Host memory the GPU can copy to and from asynchronously (cudaHostAlloc,
-// through LibTorch's caching host allocator).
-torch::TensorOptions pinnedHost(torch::ScalarType type)
+// Host memory for states offloaded from `device`. From a GPU it is pinned,
+// so copies to and from it run asynchronously (cudaHostAlloc, through
+// LibTorch's caching host allocator); a CPU model (the tests' offload) gets
+// ordinary memory of its own.
+torch::TensorOptions hostFor(const torch::Device& device, torch::ScalarType type)
 {
-    return torch::TensorOptions().dtype(type).device(torch::kCPU).pinned_memory(true);
-}
-
-torch::Tensor pinnedZeros(std::int64_t numel, torch::ScalarType type)
-{
-    return torch::zeros({numel}, pinnedHost(type));
+    return torch::TensorOptions().dtype(type).device(torch::kCPU).pinned_memory(device.is_cuda());
 }
 
 } // namespace
@@ -59,7 +58,7 @@ FlatParameters::FlatParameters(std::vector<TrainableParameter> parameters,
     const torch::Tensor& first = parameters.front().tensor;
     m_modelType = first.scalar_type();
     const torch::Device device = first.device();
-    m_offloaded = offloadMaster && device.is_cuda();
+    m_offloaded = offloadMaster;
 
     // Units in id order; inside each, decayed parameters first, in model order.
     std::map<int, std::vector<size_t>> members;
@@ -120,7 +119,7 @@ FlatParameters::FlatParameters(std::vector<TrainableParameter> parameters,
         unit.masterGradientsSeparate = m_offloaded || masterType != m_modelType || sharded;
         const torch::Tensor startShard = start.narrow(0, unit.shardOffset, unit.shardNumel);
         if (m_offloaded) {
-            unit.master = pinnedZeros(unit.shardNumel, masterType);
+            unit.master = torch::empty({unit.shardNumel}, hostFor(device, masterType));
             unit.master.copy_(startShard);
         } else if (unit.masterSeparate) {
             unit.master = startShard.clone();
@@ -130,7 +129,7 @@ FlatParameters::FlatParameters(std::vector<TrainableParameter> parameters,
         if (unit.masterSeparate && masterType != m_modelType)
             unit.values.copy_(start); // the model copy rounded from the exact start
         if (m_offloaded)
-            unit.masterGradients = pinnedZeros(unit.shardNumel, masterType);
+            unit.masterGradients = torch::zeros({unit.shardNumel}, hostFor(device, masterType));
         else if (unit.masterGradientsSeparate)
             unit.masterGradients = torch::zeros({unit.shardNumel}, modelOptions.dtype(masterType));
         else
@@ -166,8 +165,13 @@ void FlatParameters::accumulateUnitGradients(Unit& unit)
     unit.gradients.zero_();
 }
 
-void FlatParameters::accumulateGradients()
+void FlatParameters::accumulateGradients(bool lastMicroStep)
 {
+    // Offloaded, backward keeps summing into the device buffer, and the sum
+    // crosses to the host once per optimizer step: a DDP rank must all-reduce
+    // the whole step's gradient, not only its last micro-batch's.
+    if (m_offloaded && !lastMicroStep)
+        return;
     for (Unit& unit : m_units)
         accumulateUnitGradients(unit);
     drainHostGradients();
@@ -182,10 +186,14 @@ void FlatParameters::stageGradientToHost(Unit& unit, const torch::Tensor& gradie
     torch::NoGradGuard noGrad;
     const auto length = static_cast<std::int64_t>(gradient.numel());
     HostCopy copy{static_cast<size_t>(&unit - m_units.data()),
-        torch::empty({length}, pinnedHost(gradient.scalar_type())),
-        c10::Event(c10::DeviceType::CUDA)};
-    copy.staging.copy_(gradient.reshape({-1}), /*non_blocking=*/true);
-    copy.done.record(at::accelerator::getCurrentStream(gradient.device().index()));
+        torch::empty({length}, hostFor(gradient.device(), gradient.scalar_type())),
+        std::nullopt};
+    const bool fromGpu = gradient.device().is_cuda();
+    copy.staging.copy_(gradient.reshape({-1}), /*non_blocking=*/fromGpu);
+    if (fromGpu) {
+        copy.done.emplace(c10::DeviceType::CUDA);
+        copy.done->record(at::accelerator::getCurrentStream(gradient.device().index()));
+    }
     m_hostCopies.push_back(std::move(copy));
 }
 
@@ -193,7 +201,8 @@ void FlatParameters::drainHostGradients()
 {
     torch::NoGradGuard noGrad;
     for (HostCopy& copy : m_hostCopies) {
-        copy.done.synchronize();
+        if (copy.done)
+            copy.done->synchronize();
         m_units[copy.unit].masterGradients.add_(copy.staging);
     }
     m_hostCopies.clear();
@@ -265,28 +274,6 @@ void FlatParameters::copyMasterToModel()
         if (unit.masterSeparate)
             unit.values.copy_(unit.master, /*non_blocking=*/m_offloaded);
     }
-}
-
-namespace {
-
-void releaseStorage(const torch::Tensor& tensor)
-{
-    tensor.storage().unsafeGetStorageImpl()->reset();
-}
-
-void allocateStorage(const torch::Tensor& tensor)
-{
-    c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
-    const auto bytes = static_cast<size_t>(tensor.numel()) * tensor.element_size();
-    storage->set_data_ptr_noswap(storage->allocator()->allocate(bytes));
-    storage->set_nbytes(bytes);
-}
-
-} // namespace
-
-bool FlatParameters::holdsStorage(const torch::Tensor& tensor)
-{
-    return tensor.defined() && tensor.storage().nbytes() > 0;
 }
 
 namespace {

@@ -3,6 +3,7 @@
 #include <c10/core/Event.h>
 #include <torch/torch.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,16 +59,20 @@ struct ResidentStateBytes {
 // [0, decayCount) of the unit.
 //
 // Offload (a model on a GPU): the master weights, their gradients and so the
-// optimizer's moments live in pinned host memory. Gradients leave the GPU by
-// asynchronous copies as soon as each unit's are final (they overlap the rest
-// of backward) and are added on the host when drained; updated weights return
-// by asynchronous copies the next forward waits for in stream order.
+// optimizer's moments live in pinned host memory. Gradients sum on the GPU
+// over an optimizer step's micro-batches, then leave it by asynchronous
+// copies as soon as each unit's are final (reduced, under data parallelism;
+// they overlap the rest of the last backward) and are added on the host when
+// drained; updated weights return by asynchronous copies the next forward
+// waits for in stream order.
 class FlatParameters {
 public:
     // `initialMaster`, when given, holds the exact starting value of each
     // parameter in at least the master precision (e.g. the fp32 weights a
     // bf16 model was rounded from), in the order of `parameters`.
-    // `offloadMaster` takes effect for parameters on a GPU only.
+    // `offloadMaster`: the master and its gradient in host memory (pinned
+    // for a GPU model; a CPU model, which only tests offload, gets buffers of
+    // its own there).
     FlatParameters(std::vector<TrainableParameter> parameters, torch::ScalarType masterType,
         const std::vector<torch::Tensor>& initialMaster = {}, ShardSpec shard = {},
         bool offloadMaster = false);
@@ -120,9 +125,10 @@ public:
     // After each micro-batch's backward: add the model-precision gradient
     // into the master gradient and zero it (nothing to do when they are one
     // buffer). Units with sharded gradients are reduced by the data-parallel
-    // engine instead and are skipped. Offloaded, the gradients are staged to
-    // the host and accumulateGradients drains them.
-    void accumulateGradients();
+    // engine instead and are skipped. Offloaded, the gradients stay on the
+    // model's device until `lastMicroStep` (of the optimizer step), are then
+    // staged to the host and drained.
+    void accumulateGradients(bool lastMicroStep);
     void accumulateUnitGradients(Unit& unit);
     // Offload: starts copying `gradient` (on the GPU; the unit's whole
     // gradient, or this rank's reduced shard) to the host, to be added into
@@ -156,7 +162,6 @@ public:
     void allocateValues(Unit& unit);
     void releaseGradients(Unit& unit);
     void allocateGradients(Unit& unit); // zero-filled
-    static bool holdsStorage(const torch::Tensor& tensor);
 
     ResidentStateBytes residentBytes() const;
     // The most held at once, per kind, since the last reset (the sharded
@@ -173,8 +178,8 @@ private:
     ResidentStateBytes m_peak;
     struct HostCopy {
         size_t unit = 0;
-        torch::Tensor staging; // pinned host memory, the gradient's dtype
-        c10::Event done; // recorded on the GPU stream after the copy
+        torch::Tensor staging; // host memory (pinned from a GPU), the gradient's dtype
+        std::optional<c10::Event> done; // from a GPU: recorded on its stream after the copy
     };
     std::vector<HostCopy> m_hostCopies; // offload: gradient copies in flight
     bool m_offloaded = false;

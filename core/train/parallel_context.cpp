@@ -18,6 +18,8 @@ common::Result<ParallelContext> ParallelContext::join(
     dist::RendezvousOptions options;
     options.backend = device.is_cuda() ? dist::Backend::Nccl : dist::Backend::Gloo;
     options.timeoutSeconds = config.distributed.timeoutSeconds;
+    if (device.is_cuda())
+        options.cudaDevice = device.index();
     auto world = dist::rendezvous(*environment, options);
     if (!world)
         return world.error();

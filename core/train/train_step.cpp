@@ -41,13 +41,23 @@ StepResult accumulateStepGradients(LlamaForCausalLm& model, FlatParameters& para
     }
     normalizer = std::max(1.0, normalizer);
     const torch::Device device = model.outputWeight().device();
+    const auto skipped = [&](const data::Batch& batch) {
+        return !parallel && (batch.isEmpty() || batch.lossTokens() == 0);
+    };
+    // The micro-batch that ends the step: the last one one process runs.
+    size_t last = batches.size();
+    for (size_t b = batches.size(); b-- > 0;) {
+        if (!skipped(batches[b])) {
+            last = b;
+            break;
+        }
+    }
     for (size_t b = 0; b < batches.size(); ++b) {
         const data::Batch& batch = batches[b];
-        const bool skip = batch.isEmpty() || batch.lossTokens() == 0;
-        if (skip && !parallel)
+        if (skipped(batch))
             continue;
         if (parallel)
-            parallel->beginMicroStep(b + 1 == batches.size());
+            parallel->beginMicroStep(b == last);
         if (!batch.isEmpty()) {
             const auto [ids, labels] = batchTensors(batch, device);
             const torch::Tensor hidden = model.hiddenStates(ids);
@@ -67,7 +77,7 @@ StepResult accumulateStepGradients(LlamaForCausalLm& model, FlatParameters& para
         if (parallel)
             parallel->endMicroStep();
         else
-            parameters.accumulateGradients();
+            parameters.accumulateGradients(b == last);
     }
     if (parallel)
         result.loss = parallel->sumOverWorld(result.loss);

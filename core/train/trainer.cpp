@@ -1,13 +1,15 @@
 #include "train/trainer.h"
 
+#include "launch/local_launcher.h"
 #include "train/checkpoint.h"
 #include "train/model_loader.h"
 #include "train/staging_directory.h"
 #include "train/training_device.h"
 #include "train/training_run.h"
 
+#include <cstdlib>
 #include <filesystem>
-#include <thread>
+#include <optional>
 
 namespace tb::train {
 
@@ -30,12 +32,19 @@ std::string_view runStatusName(RunStatus status)
 
 namespace {
 
+common::Result<int> computeThreadsFor(
+    const TrainerOptions& options, const dist::RankEnvironment& environment)
+{
+    if (options.threads > 0)
+        return options.threads;
+    const char* omp = std::getenv("OMP_NUM_THREADS");
+    return launch::rankComputeThreads(omp ? std::optional<std::string>(omp) : std::nullopt,
+        launch::usableCpuCount(), environment.localWorldSize);
+}
+
 common::Result<TrainOutcome> setUpAndRun(
     const config::RunConfig& config, const TrainerOptions& options)
 {
-    setComputeThreads(options.threads > 0
-            ? options.threads
-            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     const std::string& runDir = config.output.dir;
     const std::string checkpointsDir = runDir + "/checkpoints";
     std::string resumeDir = options.resumeFrom;
@@ -56,6 +65,10 @@ common::Result<TrainOutcome> setUpAndRun(
     const auto environment = dist::readRankEnvironment();
     if (!environment)
         return environment.error();
+    if (auto threads = computeThreadsFor(options, *environment); threads)
+        setComputeThreads(*threads);
+    else
+        return threads.error();
     const auto device = selectTrainingDevice(config, environment->localRank);
     if (!device)
         return device.error();

@@ -43,7 +43,7 @@ struct TrainerOptions {
     // With resume: write the exports (adapter, merged) from the checkpoint
     // and stop, training nothing.
     bool exportOnly = false;
-    int threads = 0; // intra-op threads; 0: every core
+    int threads = 0; // intra-op threads; 0: launch::rankComputeThreads's default
     // Set (by a signal handler) to stop at the next step boundary with a
     // checkpoint; also cancels data preparation.
     const std::atomic<bool>* stopRequested = nullptr;

@@ -9,6 +9,7 @@
 #include <torch/version.h>
 
 #include <cstdlib>
+#include <string>
 
 namespace tb::train {
 
@@ -27,6 +28,21 @@ std::string visibleDevicesNote()
     return visible ? std::string(" (CUDA_VISIBLE_DEVICES=") + visible + ")" : std::string();
 }
 
+// The launcher gave this process exactly one GPU (srun --gpus-per-task=1,
+// or a scheduler that sets CUDA_VISIBLE_DEVICES per task): every local rank
+// uses the only device it sees.
+bool oneGpuPerTask(int visibleCount)
+{
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    return visibleCount == 1 && visible && std::string(visible).find(',') == std::string::npos;
+}
+
+bool cpuOffloadForTests()
+{
+    const char* value = std::getenv(kCpuOffloadForTests);
+    return value && std::string(value) == "1";
+}
+
 common::Result<c10::Device> cudaDevice(const config::RunConfig& config, int localRank)
 {
     if (!cudaVisible())
@@ -38,6 +54,8 @@ common::Result<c10::Device> cudaDevice(const config::RunConfig& config, int loca
                 : "this trainer is built against the CPU wheel of PyTorch: build it with "
                   "TUNEBENCH_TORCH=cuda packaging/setup.sh build, or set device: cpu");
     const auto count = static_cast<int>(torch::cuda::device_count());
+    if (oneGpuPerTask(count))
+        localRank = 0;
     if (localRank >= count)
         return Error::at(config.model, "device",
             "LOCAL_RANK " + std::to_string(localRank) + " needs GPU " + std::to_string(localRank)
@@ -56,7 +74,7 @@ common::Result<c10::Device> selectTrainingDevice(const config::RunConfig& config
         || (config.device == config::Device::Auto && cudaVisible());
     if (cuda)
         return cudaDevice(config, localRank);
-    if (config.distributed.offload != config::Offload::None)
+    if (config.distributed.offload != config::Offload::None && !cpuOffloadForTests())
         return Error::at(config.model, "distributed.offload",
             "offload " + std::string(config::toString(config.distributed.offload))
                 + " moves states from GPU memory to the CPU, but this run trains on the CPU, "

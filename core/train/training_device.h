@@ -16,10 +16,19 @@
 namespace tb::train {
 
 // config.device with `auto` resolved (CUDA when LibTorch sees a GPU), and a
-// rank's GPU: cuda:LOCAL_RANK, made the current device (NCCL and the
-// allocator follow it). Refuses what cannot run: cuda with no GPU visible,
-// more local ranks than GPUs, CPU offload on the CPU.
+// rank's GPU, made the current device (NCCL and the allocator follow it):
+// cuda:LOCAL_RANK, or cuda:0 where the launcher gave each task one GPU of
+// its own (CUDA_VISIBLE_DEVICES holding one index, as srun
+// --gpus-per-task=1 does). Refuses what cannot run: cuda with no GPU
+// visible, more local ranks than GPUs, CPU offload on the CPU (unless
+// kCpuOffloadForTests is set).
 common::Result<c10::Device> selectTrainingDevice(const config::RunConfig& config, int localRank);
+
+// Set to 1, a run on the CPU accepts distributed.offload and keeps the
+// offloaded states in host buffers of their own, so that the tests run
+// every offload line (staging, accumulation, checkpoints) without a GPU.
+// No use outside tests: on the CPU the states are in host memory already.
+inline constexpr const char* kCpuOffloadForTests = "TUNEBENCH_TEST_CPU_OFFLOAD";
 
 // "cpu", or "cuda:0" with the GPU count, for logs and run_start.
 std::string describeDevice(const c10::Device& device);

@@ -68,12 +68,33 @@ common::Status TrainingRun::resume(const std::string& dir)
         warn(warning);
     if (m_parallel)
         m_parallel->afterOptimizerStep(); // the replicated values from the loaded shards
-    if (state->dropoutGeneratorState.defined() && m_session->dropoutGenerator) {
-        std::lock_guard<std::mutex> lock(m_session->dropoutGenerator->mutex());
-        m_session->dropoutGenerator->set_state(state->dropoutGeneratorState);
-    }
+    if (state->dropoutGeneratorState.defined() && m_session->dropoutGenerator)
+        restoreDropoutGenerator(*state);
     m_outcome.lastCheckpoint = dir;
     return common::Ok{};
+}
+
+void TrainingRun::restoreDropoutGenerator(const TrainerState& state)
+{
+    at::Generator& generator = *m_session->dropoutGenerator;
+    const std::string here = generator.device().is_cuda() ? "cuda" : "cpu";
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    if (state.dropoutGeneratorDevice == here) {
+        generator.set_state(state.dropoutGeneratorState);
+        return;
+    }
+    // A generator's state loads only into one of its own device type. The
+    // stream is started again from the run's seed, this rank and the step,
+    // so resuming twice from this checkpoint draws the same masks.
+    const std::uint64_t seed = data::deriveSeed(m_config.training.seed,
+        kDropoutStream + static_cast<std::uint64_t>(m_context.rank()) * 1000
+            + static_cast<std::uint64_t>(m_step) * 1000003);
+    generator.set_current_seed(seed);
+    warn("the checkpoint's dropout generator state is of a " + state.dropoutGeneratorDevice
+        + " generator and this run draws dropout on the " + here
+        + ": dropout is reseeded from training.seed, the rank and step "
+        + std::to_string(m_step) + " (the masks differ from an uninterrupted run; "
+        + "everything else continues exactly)");
 }
 
 void TrainingRun::writeRunStart(bool resumed)
@@ -146,6 +167,15 @@ void TrainingRun::addStateFields(json& fields)
     fields["state_bytes"] = {{"parameters", bytes.parameters}, {"gradients", bytes.gradients},
         {"master", bytes.master}, {"optimizer", m_session->optimizer->residentBytes()},
         {"master_on_host", bytes.masterOnHost}};
+    // The frozen base (LoRA, QLoRA): the most held in the step, and the part
+    // that stays between uses (a shard under ZeRO-3 and FSDP).
+    const FrozenShards* frozen = m_session->frozen.get();
+    fields["state_bytes"]["frozen"] =
+        frozen ? frozen->peakResidentBytes() : m_session->frozenBytes;
+    fields["state_bytes"]["frozen_shard"] = frozen ? frozen->shardBytes() : m_session->frozenBytes;
+    fields["state_bytes"]["frozen_shard_on_host"] = frozen && frozen->shardOnHost();
+    if (m_session->frozen)
+        m_session->frozen->resetPeakResidentBytes();
     m_session->parameters->resetPeakResidentBytes();
     if (m_parallel) {
         const dist::CommunicationStats now = m_parallel->stats();

@@ -44,13 +44,16 @@ public:
         m_outcome.runDir = m_config.output.dir;
         if (m_context.distributed())
             m_parallel = std::make_unique<DataParallel>(*m_session->model, *m_session->parameters,
-                m_context.sharding(), m_context.groups());
+                m_context.sharding(), m_context.groups(), m_session->frozen.get());
     }
 
     common::Result<TrainOutcome> run(const std::string& resumeDir);
 
 private:
     common::Result<TrainOutcome> resumeAndTrain(const std::string& resumeDir);
+    // The checkpoint's dropout stream, or a reseeded one (with a warning)
+    // when it was written on another device type.
+    void restoreDropoutGenerator(const TrainerState& state);
     bool stopRequested() const
     {
         const bool here = m_options.stopRequested && m_options.stopRequested->load();

@@ -84,6 +84,7 @@ common::Status TrainingRun::checkpoint()
     if (m_session->dropoutGenerator) {
         std::lock_guard<std::mutex> lock(m_session->dropoutGenerator->mutex());
         state.dropoutGeneratorState = m_session->dropoutGenerator->get_state();
+        state.dropoutGeneratorDevice = m_session->dropoutGenerator->device().is_cuda() ? "cuda" : "cpu";
     }
     state.tokensSeen = m_tokensSeen;
     state.trainSeconds = m_trainSeconds;
@@ -126,6 +127,10 @@ common::Status TrainingRun::exportResults()
         && (kind == config::ExportKind::Adapter || kind == config::ExportKind::Both);
     const bool merged = kind == config::ExportKind::Merged || kind == config::ExportKind::Both;
     const ParameterValues values = masterValues();
+    // The merged weights fold LoRA into the whole base: a sharded base is
+    // gathered first (a collective), on every rank.
+    if (merged && m_parallel)
+        m_parallel->gatherFrozen();
     if (!isRankZero())
         return common::Ok{}; // rank 0 writes the exports
     if (adapter) {

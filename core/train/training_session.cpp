@@ -47,6 +47,31 @@ std::int64_t quantizeProjections(LlamaForCausalLm& model, LlamaForCausalLm& base
     return bytes;
 }
 
+// Every tensor of the model that does not train: frozen parameters and
+// buffers (NF4 codes and scales).
+std::vector<std::pair<std::string, torch::Tensor>> frozenTensors(LlamaForCausalLm& model)
+{
+    std::vector<std::pair<std::string, torch::Tensor>> frozen;
+    for (auto& item : model.named_parameters()) {
+        if (!item.value().requires_grad())
+            frozen.emplace_back(item.key(), item.value());
+    }
+    for (auto& item : model.named_buffers())
+        frozen.emplace_back(item.key(), item.value());
+    return frozen;
+}
+
+std::int64_t distinctBytes(const std::vector<std::pair<std::string, torch::Tensor>>& tensors)
+{
+    std::set<const void*> seen;
+    std::int64_t bytes = 0;
+    for (const auto& [name, tensor] : tensors) {
+        if (seen.insert(tensor.unsafeGetTensorImpl()).second)
+            bytes += static_cast<std::int64_t>(tensor.nbytes());
+    }
+    return bytes;
+}
+
 common::Status checkAdapterMatches(
     const LoraSpec& adapter, const LoraSpec& run, const std::string& dir)
 {
@@ -140,6 +165,13 @@ common::Status prepareTrainableModel(TrainingSession& session,
         session.parameters = std::make_unique<FlatParameters>(std::move(trainables),
             masterTypeOf(config.precision), initial, shard,
             config.distributed.offload != config::Offload::None);
+        // ZeRO-3 and FSDP shard what does not train as well: a rank holds
+        // 1/N of the base between uses, as the planner counts it.
+        const auto frozen = frozenTensors(*model);
+        session.frozenBytes = distinctBytes(frozen);
+        if (shard.parameters && shard.count > 1 && !frozen.empty())
+            session.frozen = std::make_unique<FrozenShards>(frozen, shard,
+                config.distributed.offload == config::Offload::OptimizerAndParams);
         const config::TrainingConfig& t = config.training;
         session.optimizer = std::make_unique<FlatAdamW>(*session.parameters,
             AdamWSettings{t.adamBeta1, t.adamBeta2, t.adamEpsilon, t.weightDecay});

@@ -6,6 +6,7 @@
 #include "tokenizer/tokenizer.h"
 #include "train/adamw.h"
 #include "train/flat_parameters.h"
+#include "train/frozen_shards.h"
 #include "train/lora.h"
 #include "train/trainer.h"
 
@@ -30,6 +31,10 @@ struct TrainingSession {
     std::int32_t padId = 0;
     std::shared_ptr<LlamaForCausalLm> model;
     std::unique_ptr<FlatParameters> parameters;
+    // ZeRO-3 and FSDP of a LoRA/QLoRA run: the frozen base, sharded like the
+    // trainable states (null where it is replicated: DDP, ZeRO-1/2, full).
+    std::unique_ptr<FrozenShards> frozen;
+    std::int64_t frozenBytes = 0; // the whole frozen base, as one rank holds it when replicated
     std::unique_ptr<FlatAdamW> optimizer;
     std::optional<at::Generator> dropoutGenerator;
     LoraSpec lora; // when config.usesLora()

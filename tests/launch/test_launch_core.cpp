@@ -157,6 +157,47 @@ private slots:
         QCOMPARE(status.isSuccess(), waitStatus == 0);
     }
 
+    // A rank's default intra-op threads: the launcher's OMP_NUM_THREADS
+    // wins; else the node's usable CPUs shared by its ranks. -1: refused.
+    void rankComputeThreads_data()
+    {
+        QTest::addColumn<QString>("omp"); // "<unset>": no such variable
+        QTest::addColumn<int>("cpus");
+        QTest::addColumn<int>("localRanks");
+        QTest::addColumn<int>("expected");
+        QTest::addRow("one process, every cpu") << "<unset>" << 16 << 1 << 16;
+        QTest::addRow("4 ranks share 16 cpus") << "<unset>" << 16 << 4 << 4;
+        QTest::addRow("more ranks than cpus") << "<unset>" << 2 << 8 << 1;
+        QTest::addRow("uneven share rounds down") << "<unset>" << 10 << 4 << 2;
+        QTest::addRow("launcher's value wins") << "3" << 16 << 4 << 3;
+        QTest::addRow("launcher's value above the share") << "12" << 16 << 4 << 12;
+        QTest::addRow("nested list: the outer level") << "6,2" << 16 << 1 << 6;
+        QTest::addRow("zero") << "0" << 16 << 1 << -1;
+        QTest::addRow("negative") << "-2" << 16 << 1 << -1;
+        QTest::addRow("not a number") << "four" << 16 << 1 << -1;
+        QTest::addRow("trailing text") << "4x" << 16 << 1 << -1;
+        QTest::addRow("empty") << "" << 16 << 1 << -1;
+    }
+    void rankComputeThreads()
+    {
+        QFETCH(QString, omp);
+        QFETCH(int, cpus);
+        QFETCH(int, localRanks);
+        QFETCH(int, expected);
+        const std::optional<std::string> value =
+            omp == "<unset>" ? std::nullopt : std::optional<std::string>(omp.toStdString());
+        const auto threads = tb::launch::rankComputeThreads(value, cpus, localRanks);
+        if (expected < 0) {
+            QVERIFY(!threads);
+            const QString message = QString::fromStdString(threads.error().toString());
+            QVERIFY2(message.contains("OMP_NUM_THREADS") && message.contains("'" + omp + "'"),
+                qPrintable(message));
+            return;
+        }
+        QVERIFY2(threads, qPrintable(QString::fromStdString(threads.error().toString())));
+        QCOMPARE(*threads, expected);
+    }
+
     void layoutValidation_data()
     {
         QTest::addColumn<int>("nproc");

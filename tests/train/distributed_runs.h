@@ -119,6 +119,7 @@ struct RunSpec {
     int timeoutSeconds = 120;
     QString precision = "fp32";
     bool checkpointing = false;
+    QString offload = "none"; // on the CPU only with kCpuOffloadForTests set (withCpuOffload)
 };
 
 inline std::string writeConfig(const QTemporaryDir& dir, const QString& name, const RunSpec& spec)
@@ -134,6 +135,7 @@ inline std::string writeConfig(const QTemporaryDir& dir, const QString& name, co
         + std::to_string(spec.microBatch) + ", grad_accum: " + std::to_string(spec.gradAccum)
         + ", learning_rate: 3e-3, schedule: constant, adam_epsilon: " + kAdamEpsilon + "}\n"
         + "distributed: {sharding: " + spec.sharding.toStdString()
+        + ", offload: " + spec.offload.toStdString()
         + ", timeout_seconds: " + std::to_string(spec.timeoutSeconds) + "}\n";
     tb::test::writeOrStop(path, text);
     return path;
@@ -179,6 +181,15 @@ inline std::vector<Command> launched(const std::string& config, const std::strin
         command.arguments << "--" << trainOptions(runDir, extra);
         commands.push_back(command);
     }
+    return commands;
+}
+
+// The commands with the trainer's test switch that lets offload run on the
+// CPU (train/training_device.h, kCpuOffloadForTests).
+inline std::vector<Command> withCpuOffload(std::vector<Command> commands)
+{
+    for (Command& command : commands)
+        command.environment.insert("TUNEBENCH_TEST_CPU_OFFLOAD", "1");
     return commands;
 }
 

@@ -29,15 +29,21 @@ private slots:
         QTest::addColumn<QString>("sharding");
         QTest::addColumn<int>("nodes");
         QTest::addColumn<int>("nprocPerNode");
+        QTest::addColumn<QString>("offload");
+        QTest::addColumn<int>("gradAccum");
         const auto row = [](const QString& method, const QString& sharding, int nodes,
-                             int nprocPerNode) {
-            const QString tag = nodes > 1
+                             int nprocPerNode, const QString& offload = "none",
+                             int gradAccum = kGradAccum) {
+            QString tag = nodes > 1
                 ? QString("%1 %2, %3 nodes x %4 ranks")
                       .arg(method, sharding)
                       .arg(nodes)
                       .arg(nprocPerNode)
                 : QString("%1 %2, %3 ranks").arg(method, sharding).arg(nprocPerNode);
-            QTest::newRow(qPrintable(tag)) << method << sharding << nodes << nprocPerNode;
+            if (offload != "none")
+                tag += QString(", offload %1, grad_accum %2").arg(offload).arg(gradAccum);
+            QTest::newRow(qPrintable(tag))
+                << method << sharding << nodes << nprocPerNode << offload << gradAccum;
         };
         for (const char* sharding :
             {"ddp", "zero1", "zero2", "zero3", "fsdp-full", "fsdp-grad-op", "fsdp-hybrid"}) {
@@ -49,6 +55,15 @@ private slots:
         row("lora", "zero2", 1, 4);
         row("full", "fsdp-full", 1, 4);
         row("full", "fsdp-hybrid", 2, 2);
+        // Offload (run on the CPU through the trainer's test switch): the
+        // step's gradient must be summed over every micro-batch and rank
+        // before it reaches the host master.
+        for (const char* sharding : {"ddp", "zero1", "zero2", "zero3", "fsdp-full"})
+            row("full", sharding, 1, 2, "optimizer", 4);
+        row("full", "ddp", 1, 2, "optimizer", 1);
+        row("lora", "ddp", 1, 2, "optimizer", 4);
+        row("full", "zero3", 1, 2, "optimizer+params", 4);
+        row("full", "fsdp-full", 1, 2, "optimizer+params", 1);
     }
 
     // The exports after 4 steps equal one process's with the same global batch.
@@ -58,6 +73,8 @@ private slots:
         QFETCH(QString, sharding);
         QFETCH(int, nodes);
         QFETCH(int, nprocPerNode);
+        QFETCH(QString, offload);
+        QFETCH(int, gradAccum);
         const int world = nodes * nprocPerNode;
         const QString name = QString("run%1").arg(++m_runs);
         const Reference* expected = reference(method);
@@ -66,10 +83,14 @@ private slots:
         RunSpec spec;
         spec.method = method;
         spec.sharding = sharding;
-        spec.microBatch = kGlobalBatch / (kGradAccum * world);
+        spec.offload = offload;
+        spec.gradAccum = gradAccum;
+        spec.microBatch = kGlobalBatch / (gradAccum * world);
         const std::string config = writeConfig(m_dir, name, spec);
         const std::string runDir = m_dir.filePath(name).toStdString();
-        const auto commands = launched(config, runDir, nodes, nprocPerNode);
+        auto commands = launched(config, runDir, nodes, nprocPerNode);
+        if (offload != "none")
+            commands = withCpuOffload(commands);
         QVERIFY2(!commands.empty(), "no free port");
         const auto ended = runTogether(kCli, commands);
         QVERIFY2(allSucceeded(ended), qPrintable(describe(ended)));
@@ -82,6 +103,9 @@ private slots:
         QCOMPARE(QString::fromStdString(starts.front().value("sharding", "")), sharding);
         QCOMPARE(starts.front().value("nodes", 0), nodes);
         QCOMPARE(ofType(all, "step").size(), std::size_t(kSteps));
+        // The offloaded rows really kept the master on the host.
+        const json stateBytes = ofType(all, "step").back().value("state_bytes", json::object());
+        QCOMPARE(stateBytes.value("master_on_host", false), offload != "none");
         QVERIFY(!all.empty());
         QCOMPARE(all.back().value("type", ""), std::string("run_end"));
         QCOMPARE(all.back().value("status", ""), std::string("completed"));

@@ -4,6 +4,8 @@
 #include "common/atomic_file.h"
 #include "common/build_info.h"
 #include "run_events.h"
+#include "safetensors/safetensors_file.h"
+#include "safetensors/writer.h"
 
 #include <nlohmann/json.hpp>
 
@@ -37,9 +39,11 @@ struct Run {
     QString err;
 };
 
-Run cli(const QStringList& arguments, int timeoutMs = 240000)
+Run cli(const QStringList& arguments, int timeoutMs = 240000,
+    const QProcessEnvironment& environment = QProcessEnvironment::systemEnvironment())
 {
     QProcess process;
+    process.setProcessEnvironment(environment);
     process.start(kCli, arguments);
     if (!process.waitForFinished(timeoutMs))
         process.kill();
@@ -97,6 +101,37 @@ bool waitForEvent(const std::string& runDir, const std::function<bool(const json
         QTest::qWait(10);
     }
     return false;
+}
+
+// Rewrites a checkpoint's rank file as a GPU run writes it: rng.dropout holds
+// a CUDA generator's 16-byte state (seed and offset), and the metadata names
+// the device, or says nothing as in files from before it was recorded.
+QString makeRankFileLookCuda(const std::string& path, const QString& deviceMetadata)
+{
+    namespace st = tb::safetensors;
+    auto file = st::SafetensorsFile::open(path);
+    if (!file)
+        return QString::fromStdString(file.error().toString());
+    std::vector<std::vector<std::byte>> contents;
+    std::vector<st::TensorToWrite> tensors;
+    const std::vector<std::byte> cudaState(16, std::byte{7});
+    for (const st::TensorInfo& info : file->tensors()) {
+        if (info.name == "rng.dropout") {
+            tensors.push_back({info.name, st::DType::U8, {16}, cudaState});
+            continue;
+        }
+        auto bytes = file->readBytes(info.name);
+        if (!bytes)
+            return QString::fromStdString(bytes.error().toString());
+        contents.push_back(std::move(bytes).value());
+        tensors.push_back({info.name, info.dtype, info.shape, contents.back()});
+    }
+    std::map<std::string, std::string> metadata = file->metadata();
+    metadata.erase("rng.dropout.device");
+    if (!deviceMetadata.isEmpty())
+        metadata["rng.dropout.device"] = deviceMetadata.toStdString();
+    const auto written = st::writeSafetensors(path, tensors, metadata);
+    return written ? QString() : QString::fromStdString(written.error().toString());
 }
 
 } // namespace
@@ -215,6 +250,91 @@ private slots:
             return ofType(events(runDir), "step").back()["loss"].get<double>();
         };
         QCOMPARE(lastLoss(killed), lastLoss(straight));
+    }
+
+    // Without --threads a rank keeps the intra-op threads its launcher gave
+    // it in OMP_NUM_THREADS (run_start records them); a bad value is refused.
+    void threadsFollowTheLauncher_data()
+    {
+        QTest::addColumn<QString>("omp");
+        QTest::addColumn<int>("expected"); // -1: refused with exit status 2
+        QTest::addRow("one thread") << "1" << 1;
+        QTest::addRow("two threads") << "2" << 2;
+        QTest::addRow("nested list") << "2,1" << 2;
+        QTest::addRow("not a number") << "many" << -1;
+    }
+
+    void threadsFollowTheLauncher()
+    {
+        QFETCH(QString, omp);
+        QFETCH(int, expected);
+        QTemporaryDir dir;
+        const std::string config = writeConfig(
+            dir, "run", "method: lora\ntraining: {max_steps: 1, micro_batch: 2}\n");
+        const std::string runDir = dir.filePath("run").toStdString();
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert("OMP_NUM_THREADS", omp);
+        const Run run = cli({"train", QString::fromStdString(config), "--output",
+                                QString::fromStdString(runDir), "--quiet"},
+            240000, environment);
+        if (expected < 0) {
+            QCOMPARE(run.exitCode, 2);
+            QVERIFY2(run.err.contains("OMP_NUM_THREADS: got 'many'"), qPrintable(run.err));
+            return;
+        }
+        QVERIFY2(run.exitCode == 0, qPrintable(run.err));
+        QCOMPARE(ofType(events(runDir), "run_start").front()["threads"].get<int>(), expected);
+    }
+
+    // A checkpoint written on a GPU resumes and exports on the CPU: the
+    // dropout generator cannot take the other device's state, so it is
+    // reseeded with a warning; the weights, moments and data position go on.
+    void aGpuCheckpointResumesOnTheCpu_data()
+    {
+        QTest::addColumn<QString>("deviceMetadata");
+        QTest::addRow("device recorded") << "cuda";
+        QTest::addRow("older file, device told by the state's size") << "";
+    }
+
+    void aGpuCheckpointResumesOnTheCpu()
+    {
+        QFETCH(QString, deviceMetadata);
+        QTemporaryDir dir;
+        const std::string config = writeConfig(dir, "run",
+            "method: lora\nlora: {rank: 4, dropout: 0.2}\ntraining: {max_steps: 2, micro_batch: "
+            "4}\noutput: {checkpoint_every: 2}\n");
+        const std::string runDir = dir.filePath("run").toStdString();
+        const QStringList common{"--output", QString::fromStdString(runDir), "--threads", "1"};
+        const Run first = cli(QStringList{"train", QString::fromStdString(config), "--quiet"} + common);
+        QVERIFY2(first.exitCode == 0, qPrintable(first.err));
+        const std::string checkpoint = runDir + "/checkpoints/step-00000002";
+        const QString rewritten =
+            makeRankFileLookCuda(checkpoint + "/rank-00000.safetensors", deviceMetadata);
+        QVERIFY2(rewritten.isEmpty(), qPrintable(rewritten));
+        fs::remove_all(runDir + "/adapter");
+
+        const Run exported = cli(QStringList{"train", QString::fromStdString(config),
+                                     "--resume-from", QString::fromStdString(checkpoint),
+                                     "--export-only", "--quiet"}
+            + common);
+        QVERIFY2(exported.exitCode == 0, qPrintable(exported.err));
+        QVERIFY(fs::exists(runDir + "/adapter/adapter_model.safetensors"));
+
+        const Run resumed = cli(QStringList{"train", QString::fromStdString(config), "--resume",
+                                    "--max-steps", "4", "--quiet"}
+            + common);
+        QVERIFY2(resumed.exitCode == 0, qPrintable(resumed.err));
+        const auto all = events(runDir);
+        const auto warnings = ofType(all, "warning");
+        QVERIFY2(std::any_of(warnings.begin(), warnings.end(),
+                     [](const json& w) {
+                         return w.value("message", "").find("dropout is reseeded")
+                             != std::string::npos;
+                     }),
+            "no warning says that dropout was reseeded");
+        QCOMPARE(ofType(all, "run_start").back()["resumed_from_step"].get<int>(), 2);
+        QCOMPARE(ofType(all, "step").back()["step"].get<int>(), 4);
+        QCOMPARE(all.back()["status"].get<std::string>(), std::string("completed"));
     }
 
     void sigtermStopsGracefullyWithACheckpoint()

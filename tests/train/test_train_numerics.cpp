@@ -5,6 +5,7 @@
 #include "train/flat_parameters.h"
 #include "train/lora.h"
 #include "train/lr_schedule.h"
+#include "train/tensor_storage.h"
 #include "train/model_loader.h"
 #include "train/train_step.h"
 #include "train_test_util.h"
@@ -373,8 +374,8 @@ private slots:
             torch::full({3}, 7.0F), torch::zeros({unit.paddedNumel - 13})});
         QVERIFY(torch::equal(unit.master, whole.narrow(0, unit.shardOffset, shardNumel)));
         // Sharded values and gradients hold no memory between uses.
-        QCOMPARE(FlatParameters::holdsStorage(unit.values), count == 1);
-        QCOMPARE(FlatParameters::holdsStorage(unit.gradients), count == 1);
+        QCOMPARE(holdsStorage(unit.values), count == 1);
+        QCOMPARE(holdsStorage(unit.gradients), count == 1);
     }
 
     void releasedStorageKeepsTheParameterViews()
@@ -384,7 +385,7 @@ private slots:
         FlatParameters::Unit& unit = flat.units()[0];
         const auto version = weight._version();
         flat.releaseValues(unit);
-        QVERIFY(!FlatParameters::holdsStorage(unit.values));
+        QVERIFY(!holdsStorage(unit.values));
         QVERIFY(flat.residentBytes().parameters == 0);
         flat.allocateValues(unit);
         {
