@@ -194,7 +194,8 @@ private slots:
                 qPrintable(message));
             return;
         }
-        QVERIFY2(threads, qPrintable(QString::fromStdString(threads.error().toString())));
+        if (!threads)
+            QFAIL(qPrintable(QString::fromStdString(threads.error().toString())));
         QCOMPARE(*threads, expected);
     }
 
