@@ -1,6 +1,7 @@
 #include "config/section_readers.h"
 
 #include "common/text.h"
+#include "common/training_rules.h"
 
 #include <algorithm>
 #include <array>
@@ -17,22 +18,10 @@ constexpr int kIntLimit = std::numeric_limits<int>::max();
 // overflowing a conversion to std::chrono milliseconds.
 constexpr double kMaxTimeoutSeconds = 86400.0;
 
-// ZeRO-3 and every FSDP strategy shard the parameters themselves, so only
-// they can keep them in host memory between uses.
-bool shardsParameters(Sharding sharding)
-{
-    return sharding != Sharding::Ddp && sharding != Sharding::Zero1 && sharding != Sharding::Zero2;
-}
-
 void checkOffload(MapReader& distributed, const DistributedConfig& config)
 {
-    if (config.offload != Offload::OptimizerAndParams || shardsParameters(config.sharding))
-        return;
-    distributed.report("offload",
-        "got " + std::string(toString(config.offload)) + ", but sharding "
-            + std::string(toString(config.sharding))
-            + " keeps every parameter on every rank; expected none or optimizer",
-        "parameter offload needs sharding zero3, fsdp-full, fsdp-grad-op or fsdp-hybrid");
+    if (const auto refused = common::checkOffload(config.sharding, config.offload))
+        distributed.report(refused->field, refused->problem, refused->hint);
 }
 
 void checkTargetModules(MapReader& lora, std::vector<std::string>& modules)

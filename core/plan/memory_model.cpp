@@ -202,10 +202,22 @@ void computeMemory(const PlanContext& ctx, PlanResult& r)
         const double trainWork = ctx.lora && ctx.mixed ? 4 : work;
         const double trainMaster = ctx.lora ? 0 : master;
         const double grad = ctx.lora && ctx.mixed ? 4 : work;
-        addWeights(b, 1, trainWork, trainWork == 4 ? "fp32" : ctx.actName, 1, trainMaster, 1,
-            ", replicated on every GPU");
+        const bool offOpt = offload != Offload::None;
+        addWeights(b, 1, trainWork, trainWork == 4 ? "fp32" : ctx.actName, 1,
+            offOpt ? 0 : trainMaster, 1, ", replicated on every GPU");
         addGradients(b, grad, 0, 1, ctx.lora && ctx.mixed ? " (fp32 adapter gradients)" : "");
-        addOptimizer(b, 1);
+        if (!offOpt) {
+            addOptimizer(b, 1);
+        } else {
+            // Tunebench's trainer: a whole master, master gradient and
+            // optimizer states per rank in host memory; the step's gradient
+            // is summed on the GPU and crosses once.
+            const double hostMaster = pureBf16 ? 2 : 4;
+            cpuBytesPerGpu = pinnedHostBytes(ctx,
+                {ctx.trainable * hostMaster, ctx.trainable * hostMaster,
+                    ctx.trainable * ctx.optimizerBytes});
+            cpuWhat = "master weights, master gradients and optimizer states, whole on every rank";
+        }
         if (W > 1 && !ctx.in.ddpBucketView) {
             if (auto* c = b.add("comm_buckets", MemoryCategory::Buffers, "DDP all-reduce buckets",
                     ctx.trainable * grad, kSrcDdp);

@@ -1,6 +1,7 @@
 #include "plan/plan_input.h"
 
 #include "common/text.h"
+#include "common/training_rules.h"
 
 #include <array>
 #include <cmath>
@@ -153,10 +154,6 @@ bool isFsdp(Sharding s)
 {
     return s == Sharding::FsdpFull || s == Sharding::FsdpGradOp || s == Sharding::FsdpHybrid;
 }
-bool shardsParameters(Sharding s)
-{
-    return s == Sharding::Zero3 || s == Sharding::FsdpFull || s == Sharding::FsdpHybrid;
-}
 
 std::int64_t PlanInput::trainingTokens() const
 {
@@ -208,16 +205,8 @@ common::Status validatePlanInput(const PlanInput& in)
     if (in.vmSize.empty() && in.gpu.empty())
         problems.push_back("vm_size / gpu: give an Azure VM size or a GPU");
 
-    if (in.offload != Offload::None && in.sharding == Sharding::Ddp)
-        problems.push_back("offload: " + std::string(toString(in.offload))
-            + " needs ZeRO (zero1/zero2/zero3) or FSDP; DDP keeps everything on the GPU");
-    if (in.offload == Offload::OptimizerAndParams
-        && (in.sharding == Sharding::Zero1 || in.sharding == Sharding::Zero2))
-        problems.push_back("offload: parameter offload needs zero3 or FSDP (DeepSpeed offloads "
-                           "parameters only at stage 3)");
-    if (in.offload == Offload::Optimizer && isFsdp(in.sharding))
-        problems.push_back("offload: FSDP's CPU offload moves parameters, gradients and the "
-                           "optimizer together: use optimizer+params");
+    if (const auto refused = common::checkOffload(in.sharding, in.offload))
+        problems.push_back(refused->field + ": " + refused->problem + " (" + refused->hint + ")");
     if (problems.empty())
         return common::Ok{};
     std::string message = "plan: ";

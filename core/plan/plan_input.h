@@ -161,6 +161,5 @@ std::string_view label(Precision value);
 
 bool isZero(Sharding s); // ZeRO-1/2/3
 bool isFsdp(Sharding s); // FSDP full / grad-op / hybrid
-bool shardsParameters(Sharding s); // ZeRO-3, FSDP full, FSDP hybrid
 
 } // namespace tb::plan

@@ -2,6 +2,7 @@
 #include "common/error.h"
 #include "common/periodic_thread.h"
 #include "common/text.h"
+#include "common/training_rules.h"
 #include "common/training_terms.h"
 #include "common/units.h"
 
@@ -17,6 +18,46 @@ class TestCommon : public QObject {
     Q_OBJECT
 
 private slots:
+    // The one rule book of offload against sharding, every pair: "" where
+    // the pair is valid, else a word of the refusal.
+    void offloadRules_data()
+    {
+        QTest::addColumn<QString>("sharding");
+        QTest::addColumn<QString>("offload");
+        QTest::addColumn<QString>("refusal");
+        const QString keeps = "keeps every parameter on every rank";
+        const QString together = "moves parameters, gradients and optimizer states together";
+        for (const char* sharding :
+            {"ddp", "zero1", "zero2", "zero3", "fsdp-full", "fsdp-grad-op", "fsdp-hybrid"}) {
+            const QString s = sharding;
+            const bool fsdp = s.startsWith("fsdp");
+            const bool shardsParameters = fsdp || s == "zero3";
+            QTest::addRow("%s, none", sharding) << s << "none" << "";
+            QTest::addRow("%s, optimizer", sharding) << s << "optimizer" << (fsdp ? together : "");
+            QTest::addRow("%s, optimizer+params", sharding)
+                << s << "optimizer+params" << (shardsParameters ? "" : keeps);
+        }
+    }
+    void offloadRules()
+    {
+        QFETCH(QString, sharding);
+        QFETCH(QString, offload);
+        QFETCH(QString, refusal);
+        const auto strategy = parseSpelling(kShardingSpellings, sharding.toStdString());
+        const auto where = parseSpelling(kOffloadSpellings, offload.toStdString());
+        QVERIFY(strategy && where);
+        const auto refused = checkOffload(*strategy, *where);
+        QCOMPARE(refused.has_value(), !refusal.isEmpty());
+        if (!refused)
+            return;
+        QCOMPARE(QString::fromStdString(refused->field), QString("offload"));
+        const QString problem = QString::fromStdString(refused->problem);
+        QVERIFY2(problem.contains(refusal), qPrintable(problem));
+        QVERIFY2(problem.contains("got " + offload + " with sharding " + sharding),
+            qPrintable(problem));
+        QVERIFY(!refused->hint.empty());
+    }
+
     void formatBytes_data()
     {
         QTest::addColumn<double>("bytes");

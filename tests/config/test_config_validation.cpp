@@ -218,19 +218,23 @@ private slots:
         QTest::addRow("param offload with ddp")
             << base + "distributed:\n  sharding: ddp\n  offload: optimizer+params\n"
             << "distributed.offload"
-            << "got optimizer+params, but sharding ddp keeps every parameter" << 6;
+            << "got optimizer+params with sharding ddp, which keeps every parameter" << 6;
         QTest::addRow("param offload with default sharding")
             << base + "distributed:\n  offload: optimizer+params\n"
             << "distributed.offload"
-            << "got optimizer+params, but sharding ddp" << 5;
+            << "got optimizer+params with sharding ddp" << 5;
+        QTest::addRow("optimizer offload with fsdp")
+            << base + "distributed:\n  sharding: fsdp-full\n  offload: optimizer\n"
+            << "distributed.offload"
+            << "FSDP's CPU offload moves parameters, gradients and optimizer states together" << 6;
         QTest::addRow("param offload with zero1")
             << base + "distributed:\n  offload: params\n  sharding: zero1\n"
             << "distributed.offload"
-            << "got optimizer+params, but sharding zero1" << 5;
+            << "got optimizer+params with sharding zero1" << 5;
         QTest::addRow("param offload with zero2 alias")
             << base + "distributed:\n  sharding: zero-2\n  offload: all\n"
             << "distributed.offload"
-            << "got optimizer+params, but sharding zero2" << 6;
+            << "got optimizer+params with sharding zero2" << 6;
         QTest::addRow("zero timeout") << base + "distributed:\n  timeout_seconds: 0\n"
                                       << "distributed.timeout_seconds"
                                       << "got 0, expected a positive number of seconds" << 5;

@@ -338,6 +338,29 @@ private slots:
         QVERIFY(offloaded.stepSeconds > onGpu.stepSeconds);
     }
 
+    // DDP with optimizer offload (Tunebench's trainer): the 16-bit weights
+    // and gradients stay on every GPU (2 + 2 bytes per parameter of the 16
+    // that bf16-mixed DDP holds); each rank keeps a whole fp32 master, master
+    // gradient and AdamW moments (4 + 4 + 8 bytes) in pinned host memory.
+    void ddpOffloadKeepsWholeStatesOnTheHost()
+    {
+        const model::ModelSpec& spec = presetModel("Llama-3-8B");
+        const plan::VmSize* vm = presetVm("Standard_ND96asr_v4");
+        const plan::GpuSpec& gpu = presetGpu("A100-80GB-SXM");
+        plan::PlanInput in = fullInput(Sharding::Ddp, 8, 1);
+        const plan::PlanResult onGpu = plan::estimatePlan(in, spec, gpu, vm);
+        in.offload = Offload::Optimizer;
+        const plan::PlanResult offloaded = plan::estimatePlan(in, spec, gpu, vm);
+        QVERIFY(plan::validatePlanInput(in).ok()); // the rule book allows it
+        const double params = onGpu.modelStatesBytes / 16.0;
+        QCOMPARE(offloaded.modelStatesBytes, 4.0 * params);
+        QVERIFY(!offloaded.component("optimizer"));
+        QVERIFY(offloaded.cpuBytesPerNode >= 8 * 16.0 * params);
+        QVERIFY(offloaded.cpuBytesPerNode < 8 * 2 * 16.0 * params); // pinned blocks round up
+        QVERIFY(!offloaded.cpuExplanation.empty());
+        QVERIFY(offloaded.figure("offload_seconds"));
+    }
+
     void ddpBucketCopy()
     {
         plan::PlanInput in = fullInput(Sharding::Ddp, 8, 1);

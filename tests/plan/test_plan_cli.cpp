@@ -139,7 +139,8 @@ private slots:
         QTest::addRow("unknown vm")
             << QStringList{"--vm", "Standard_ND96asr"} << "did you mean Standard_ND96asr_v4";
         QTest::addRow("too many gpus") << QStringList{"--gpus-per-node", "4"} << "has 1 GPU";
-        QTest::addRow("bad combination") << QStringList{"--offload", "optimizer"} << "needs ZeRO";
+        QTest::addRow("bad combination")
+            << QStringList{"--offload", "optimizer+params"} << "which keeps every parameter";
         QTest::addRow("bad lora target")
             << QStringList{"--lora-targets", "q_proj,attn"} << "'attn' not in";
         QTest::addRow("missing config")

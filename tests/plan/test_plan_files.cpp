@@ -167,9 +167,11 @@ private slots:
                 "p.yaml:3:14: micro_batch: got -3", "p.yaml:5:9: lora.rank: got 0",
                 "p.yaml:6:3: lora.ranks: unknown key", "p.yaml:8:1: nodes: duplicate key"})
             QVERIFY2(m.contains(part), qPrintable(m));
-        const auto combo = plan::parsePlanYaml("model: x\noffload: optimizer\n", "c.yaml");
+        const auto combo =
+            plan::parsePlanYaml("model: x\noffload: optimizer+params\n", "c.yaml");
         QVERIFY(!combo.ok());
-        QVERIFY(QString::fromStdString(combo.error().message).contains("needs ZeRO"));
+        QVERIFY(QString::fromStdString(combo.error().message)
+                    .contains("which keeps every parameter on every rank"));
     }
 
     void atomicSave()
