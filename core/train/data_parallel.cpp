@@ -421,7 +421,7 @@ void DataParallel::beforeLayerBackward(size_t layer)
         prefetchLayer(layer - 1);
 }
 
-std::map<std::string, torch::Tensor> DataParallel::gatherMasterValues()
+std::map<std::string, torch::Tensor> DataParallel::gatherMasterValues(bool keep)
 {
     torch::NoGradGuard noGrad;
     std::map<std::string, torch::Tensor> values;
@@ -429,10 +429,15 @@ std::map<std::string, torch::Tensor> DataParallel::gatherMasterValues()
     for (const FlatParameters::Unit& unit : m_parameters.units()) {
         torch::Tensor whole = unit.master;
         if (sharded) {
-            // Collectives run where the model is (an offloaded master is not).
+            // Collectives run where the model is (an offloaded master is
+            // not); one unit is whole on the device at a time, and only the
+            // rank that keeps the values copies it out.
             const torch::Tensor shard = unit.master.to(unit.values.device());
-            whole = torch::empty({unit.paddedNumel}, shard.options());
-            m_groups.shard->allGather(whole, shard)->wait();
+            torch::Tensor gathered = torch::empty({unit.paddedNumel}, shard.options());
+            m_groups.shard->allGather(gathered, shard)->wait();
+            if (!keep)
+                continue;
+            whole = gathered.to(torch::kCPU);
         }
         for (const size_t s : unit.segments) {
             const FlatParameters::Segment& slot = m_parameters.segments()[s];

@@ -90,8 +90,10 @@ public:
     // reads the whole base; releaseGathered frees them.
     void gatherFrozen();
     // Every trainable parameter's master value, whole (a collective under
-    // sharding): for exports and the adapter.
-    std::map<std::string, torch::Tensor> gatherMasterValues();
+    // sharding, every rank calls it): for exports and the adapter. Sharded,
+    // the units are gathered one at a time and, where `keep` (the rank that
+    // writes), copied to host memory; the other ranks get an empty map.
+    std::map<std::string, torch::Tensor> gatherMasterValues(bool keep);
 
     dist::CommunicationStats stats() const;
     config::Sharding sharding() const { return m_sharding; }

@@ -55,6 +55,12 @@ common::Status exportMergedModel(LlamaForCausalLm& model, const std::string& dir
     try {
         torch::NoGradGuard noGrad;
         const auto mergeType = model.dtype() == torch::kDouble ? torch::kDouble : torch::kFloat;
+        const torch::Device device = model.outputWeight().device();
+        // Each weight goes to host memory in the file's dtype as soon as it
+        // is made: one projection merges in fp32 on the device at a time.
+        const auto stored = [&](const torch::Tensor& value) {
+            return value.to(torch::kCPU, fileType).contiguous();
+        };
         std::vector<NamedTensor> out;
         std::set<std::string> replaced; // projections written from their layer
         for (auto& [name, layer] : model.projections()) {
@@ -62,9 +68,9 @@ common::Status exportMergedModel(LlamaForCausalLm& model, const std::string& dir
             torch::Tensor bias;
             if (auto lora = std::dynamic_pointer_cast<LoraLinear>(layer)) {
                 const torch::Tensor a =
-                    valueOf(values, name + ".lora_A.weight", lora->loraA()).to(mergeType);
+                    valueOf(values, name + ".lora_A.weight", lora->loraA()).to(device, mergeType);
                 const torch::Tensor b =
-                    valueOf(values, name + ".lora_B.weight", lora->loraB()).to(mergeType);
+                    valueOf(values, name + ".lora_B.weight", lora->loraB()).to(device, mergeType);
                 weight = lora->baseWeight(mergeType) + torch::matmul(b, a) * lora->scaling();
                 bias = lora->baseBias();
             } else if (auto nf4 = std::dynamic_pointer_cast<Nf4Linear>(layer)) {
@@ -74,24 +80,21 @@ common::Status exportMergedModel(LlamaForCausalLm& model, const std::string& dir
                 continue;
             }
             replaced.insert(name + ".");
-            out.push_back({name + ".weight", weight});
+            out.push_back({name + ".weight", stored(weight)});
             if (bias.defined())
-                out.push_back({name + ".bias", bias});
+                out.push_back({name + ".bias", stored(bias)});
         }
         for (const auto& item : model.named_parameters()) {
             const std::string& name = item.key();
             const bool inReplaced = std::any_of(replaced.begin(), replaced.end(),
                 [&](const std::string& prefix) { return name.starts_with(prefix); });
             if (!inReplaced)
-                out.push_back({name, valueOf(values, name, item.value())});
+                out.push_back({name, stored(valueOf(values, name, item.value()))});
         }
-        std::vector<torch::Tensor> keep;
         std::vector<safetensors::TensorToWrite> tensors;
-        for (const NamedTensor& tensor : out) {
-            keep.push_back(tensor.value.to(torch::kCPU, fileType).contiguous());
-            tensors.push_back({tensor.name, dtype, keep.back().sizes().vec(),
-                {static_cast<const std::byte*>(keep.back().data_ptr()), keep.back().nbytes()}});
-        }
+        for (const NamedTensor& tensor : out)
+            tensors.push_back({tensor.name, dtype, tensor.value.sizes().vec(),
+                {static_cast<const std::byte*>(tensor.value.data_ptr()), tensor.value.nbytes()}});
         if (auto status = safetensors::writeSafetensors(
                 staging->file("model.safetensors"), tensors, {{"format", "pt"}});
             !status)

@@ -112,6 +112,7 @@ private:
     void warnAboutParallelSettings();
     common::Status checkpoint();
     common::Status exportResults();
+    std::string exportPeaks() const; // "peak resident memory of the export ..." since exportResults began
     ParameterValues masterValues();
     void finish(RunStatus status, const std::string& message);
     TrainOutcome fail(const std::string& message, Clock::time_point loopStart)

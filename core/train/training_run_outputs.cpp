@@ -1,9 +1,12 @@
 #include "train/training_run.h"
 
+#include "common/units.h"
 #include "train/checkpoint.h"
 #include "train/llama_model.h"
 #include "train/merged_export.h"
 #include "train/peft_adapter.h"
+#include "train/process_memory.h"
+#include "train/training_device.h"
 
 #include <cmath>
 #include <filesystem>
@@ -66,7 +69,7 @@ void TrainingRun::evaluate()
 ParameterValues TrainingRun::masterValues()
 {
     if (m_parallel)
-        return m_parallel->gatherMasterValues();
+        return m_parallel->gatherMasterValues(isRankZero());
     ParameterValues values;
     for (const auto& slot : m_session->parameters->segments())
         values.emplace(slot.name, m_session->parameters->masterView(slot));
@@ -120,12 +123,34 @@ common::Status TrainingRun::checkpoint()
     return common::Ok{};
 }
 
+namespace {
+
+std::string bytesOrUnknown(std::int64_t bytes)
+{
+    return bytes >= 0 ? common::formatBytes(static_cast<double>(bytes)) : "unknown";
+}
+
+} // namespace
+
+std::string TrainingRun::exportPeaks() const
+{
+    std::string text =
+        "peak resident memory of the export " + bytesOrUnknown(processMemory().peakResidentBytes);
+    const DeviceMemory device = deviceMemory(m_session->device);
+    if (device.peakAllocatedBytes >= 0)
+        text += ", GPU allocated " + bytesOrUnknown(device.peakAllocatedBytes);
+    return text;
+}
+
 common::Status TrainingRun::exportResults()
 {
     const config::ExportKind kind = m_config.output.exportKind;
     const bool adapter = m_config.usesLora()
         && (kind == config::ExportKind::Adapter || kind == config::ExportKind::Both);
     const bool merged = kind == config::ExportKind::Merged || kind == config::ExportKind::Both;
+    // The export's own peaks, for its log line (training's are past).
+    resetPeakResidentMemory();
+    resetDevicePeakMemory(m_session->device);
     const ParameterValues values = masterValues();
     // The merged weights fold LoRA into the whole base: a sharded base is
     // gathered first (a collective), on every rank.
@@ -150,10 +175,11 @@ common::Status TrainingRun::exportResults()
             return status;
         m_outcome.mergedDir = dir;
     }
+    const std::string peaks = exportPeaks();
     for (const std::string& dir : {m_outcome.adapterDir, m_outcome.mergedDir}) {
         if (dir.empty())
             continue;
-        emit(metrics::EventType::Log, {{"message", "exported " + dir}});
+        emit(metrics::EventType::Log, {{"message", "exported " + dir + " (" + peaks + ")"}});
         TrainerProgress item;
         item.kind = TrainerProgress::Kind::Export;
         item.message = dir;

@@ -120,6 +120,7 @@ struct RunSpec {
     QString precision = "fp32";
     bool checkpointing = false;
     QString offload = "none"; // on the CPU only with kCpuOffloadForTests set (withCpuOffload)
+    QString exportKind; // output.export; empty: the method's default
 };
 
 inline std::string writeConfig(const QTemporaryDir& dir, const QString& name, const RunSpec& spec)
@@ -137,6 +138,8 @@ inline std::string writeConfig(const QTemporaryDir& dir, const QString& name, co
         + "distributed: {sharding: " + spec.sharding.toStdString()
         + ", offload: " + spec.offload.toStdString()
         + ", timeout_seconds: " + std::to_string(spec.timeoutSeconds) + "}\n";
+    if (!spec.exportKind.isEmpty())
+        text += "output: {export: " + spec.exportKind.toStdString() + "}\n";
     tb::test::writeOrStop(path, text);
     return path;
 }

@@ -137,6 +137,62 @@ private slots:
                 QString("relative difference %1 of a step's loss or gradient norm").arg(stepDiff)));
     }
 
+    // A LoRA run whose frozen base is sharded (ZeRO-3, FSDP; on the host
+    // with parameter offload) exports the merged model: every rank gathers
+    // the base for it, and the weights equal one process's merged export.
+    void mergedExportOfAShardedBase_data()
+    {
+        QTest::addColumn<QString>("sharding");
+        QTest::addColumn<QString>("offload");
+        QTest::newRow("zero3") << "zero3" << "none";
+        QTest::newRow("fsdp-full") << "fsdp-full" << "none";
+        QTest::newRow("fsdp-full, base shard on the host") << "fsdp-full" << "optimizer+params";
+    }
+
+    void mergedExportOfAShardedBase()
+    {
+        QFETCH(QString, sharding);
+        QFETCH(QString, offload);
+        RunSpec spec;
+        spec.method = "lora";
+        spec.exportKind = "merged";
+        if (m_mergedReference.empty()) {
+            const std::string config = writeConfig(m_dir, "merged-single", spec);
+            m_mergedReference = m_dir.filePath("merged-single").toStdString();
+            const Ended ended = runOne(kCli, single(config, m_mergedReference));
+            QVERIFY2(ended.succeeded(), qPrintable(describe({ended})));
+        }
+        spec.sharding = sharding;
+        spec.offload = offload;
+        spec.microBatch = kGlobalBatch / (kGradAccum * 2);
+        const QString name = QString("merged-%1-%2").arg(sharding, offload);
+        const std::string config = writeConfig(m_dir, name, spec);
+        const std::string runDir = m_dir.filePath(name).toStdString();
+        const auto ended = runTogether(kCli, withCpuOffload(launched(config, runDir, 1, 2)));
+        QVERIFY2(allSucceeded(ended), qPrintable(describe(ended)));
+
+        QString problem;
+        const Tensors expected =
+            readTensors(m_mergedReference + "/merged/model.safetensors", &problem);
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        const Tensors got = readTensors(runDir + "/merged/model.safetensors", &problem);
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        QCOMPARE(got.size(), expected.size());
+        std::string where;
+        const double diff = maxAbsDiff(got, expected, &problem, &where);
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        qInfo("merged LoRA export, %s, offload %s: max |2 ranks - one process| = %.3g at %s",
+            qPrintable(sharding), qPrintable(offload), diff, where.c_str());
+        QVERIFY2(diff <= kLoraTolerance, qPrintable(QString::number(diff)));
+        // The export says what it took.
+        bool logged = false;
+        for (const json& event : ofType(events(runDir + "/events.jsonl"), "log"))
+            logged = logged
+                || event.value("message", "").find("peak resident memory of the export")
+                    != std::string::npos;
+        QVERIFY2(logged, "no log line gives the export's peak");
+    }
+
     // A zero3 checkpoint of 2 ranks continues at 4 ranks and at 1 process
     // (same global batch) to where 2 ranks get without stopping.
     // bf16 compute with fp32 masters and per-layer recompute, through the
@@ -230,6 +286,7 @@ private:
     std::map<QString, Reference> m_references;
     QString m_referenceProblem;
     std::string m_bf16Reference; // the one-process bf16-mixed run
+    std::string m_mergedReference; // the one-process LoRA run exported merged
     int m_runs = 0;
 };
 
