@@ -95,9 +95,14 @@ constexpr double kBf16StepTolerance = 0.03;
 // (mean |g| ~ 2e-2 here) is still normalised as with the default.
 const char* const kAdamEpsilon = "1e-6";
 
+inline bool usesLora(const QString& method)
+{
+    return method == "lora" || method == "qlora";
+}
+
 inline double toleranceFor(const QString& method)
 {
-    return method == "lora" ? kLoraTolerance : kFullTolerance;
+    return usesLora(method) ? kLoraTolerance : kFullTolerance;
 }
 
 inline std::vector<json> events(const std::string& file)
@@ -130,7 +135,7 @@ inline std::string writeConfig(const QTemporaryDir& dir, const QString& name, co
         + "\n  sequence_length: 128\n  validation_split: 0.1\nprecision: "
         + spec.precision.toStdString() + "\nactivation_checkpointing: "
         + (spec.checkpointing ? "true" : "false") + "\nmethod: " + spec.method.toStdString() + "\n";
-    if (spec.method == "lora")
+    if (usesLora(spec.method))
         text += "lora: {rank: 4, alpha: 16, dropout: 0.0}\n";
     text += "training: {max_steps: " + std::to_string(spec.maxSteps) + ", micro_batch: "
         + std::to_string(spec.microBatch) + ", grad_accum: " + std::to_string(spec.gradAccum)
@@ -230,7 +235,7 @@ struct Reference {
 inline std::string exportOf(const std::string& runDir, const QString& method)
 {
     return runDir
-        + (method == "lora" ? "/adapter/adapter_model.safetensors" : "/merged/model.safetensors");
+        + (usesLora(method) ? "/adapter/adapter_model.safetensors" : "/merged/model.safetensors");
 }
 
 inline void copyFolder(const std::string& from, const std::string& to)

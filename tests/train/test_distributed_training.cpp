@@ -55,6 +55,10 @@ private slots:
         row("lora", "zero2", 1, 4);
         row("full", "fsdp-full", 1, 4);
         row("full", "fsdp-hybrid", 2, 2);
+        // QLoRA: the NF4 codes and scales are sharded with the rest of the
+        // frozen base under ZeRO-3 and FSDP.
+        row("qlora", "zero3", 1, 2);
+        row("qlora", "fsdp-full", 1, 2);
         // Offload (run on the CPU through the trainer's test switch): the
         // step's gradient must be summed over every micro-batch and rank
         // before it reaches the host master.
