@@ -1,3 +1,4 @@
+#include "../support/test_data.h"
 #include "common/atomic_file.h"
 #include "model/parameter_count.h"
 #include "plan/catalog.h"
@@ -16,15 +17,11 @@ using namespace tb;
 
 namespace {
 
-// stories260K's config.json lives in tests/data; shared data also holds it.
+// stories260K's config.json, from the demo model the repository carries.
 QString storiesConfig()
 {
-    for (const char* dir : {TB_SOURCE_DIR "/tests/data/models/stories260K",
-             TB_SHARED_DATA_DIR "/models/stories260K"}) {
-        if (std::filesystem::exists(std::string(dir) + "/config.json"))
-            return QString(dir) + "/config.json";
-    }
-    return {};
+    const std::string path = TB_DEMO_MODEL_DIR "/config.json";
+    return std::filesystem::exists(path) ? QString::fromStdString(path) : QString();
 }
 
 QString readText(const QString& path)
