@@ -7,15 +7,11 @@ bool shardsParameters(Sharding sharding)
     return sharding != Sharding::Ddp && sharding != Sharding::Zero1 && sharding != Sharding::Zero2;
 }
 
-namespace {
-
 bool isFsdp(Sharding sharding)
 {
     return sharding == Sharding::FsdpFull || sharding == Sharding::FsdpGradOp
         || sharding == Sharding::FsdpHybrid;
 }
-
-} // namespace
 
 std::optional<RuleViolation> checkOffload(Sharding sharding, Offload offload)
 {

@@ -32,5 +32,7 @@ std::optional<RuleViolation> checkOffload(Sharding sharding, Offload offload);
 
 // zero3 and every fsdp-* strategy: the parameters themselves are sharded.
 bool shardsParameters(Sharding sharding);
+// fsdp-full, fsdp-grad-op, fsdp-hybrid.
+bool isFsdp(Sharding sharding);
 
 } // namespace tb::common

@@ -150,10 +150,6 @@ bool isZero(Sharding s)
 {
     return s == Sharding::Zero1 || s == Sharding::Zero2 || s == Sharding::Zero3;
 }
-bool isFsdp(Sharding s)
-{
-    return s == Sharding::FsdpFull || s == Sharding::FsdpGradOp || s == Sharding::FsdpHybrid;
-}
 
 std::int64_t PlanInput::trainingTokens() const
 {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "common/error.h"
+#include "common/training_rules.h"
 #include "common/training_terms.h"
 
 #include <cstdint>
@@ -160,6 +161,6 @@ std::string_view label(Sharding value);
 std::string_view label(Precision value);
 
 bool isZero(Sharding s); // ZeRO-1/2/3
-bool isFsdp(Sharding s); // FSDP full / grad-op / hybrid
+using common::isFsdp; // FSDP full / grad-op / hybrid (common/training_rules.h)
 
 } // namespace tb::plan

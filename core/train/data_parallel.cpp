@@ -1,5 +1,7 @@
 #include "train/data_parallel.h"
 
+#include "common/training_rules.h"
+
 #include <torch/csrc/autograd/function_hook.h>
 
 #include <cmath>
@@ -16,8 +18,7 @@ ShardSpec shardSpecFor(Sharding sharding, const DataParallelGroups& groups)
     spec.rank = groups.shard->rank();
     spec.count = groups.shard->size();
     spec.gradients = sharding != Sharding::Zero1;
-    spec.parameters = sharding == Sharding::Zero3 || sharding == Sharding::FsdpFull
-        || sharding == Sharding::FsdpGradOp || sharding == Sharding::FsdpHybrid;
+    spec.parameters = common::shardsParameters(sharding);
     return spec;
 }
 

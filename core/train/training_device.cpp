@@ -119,4 +119,9 @@ at::Generator makeGenerator(const c10::Device& device, std::uint64_t seed)
     return generator;
 }
 
+std::string generatorDeviceType(const at::Generator& generator)
+{
+    return generator.device().is_cuda() ? "cuda" : "cpu";
+}
+
 } // namespace tb::train

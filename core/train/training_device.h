@@ -49,5 +49,8 @@ void resetDevicePeakMemory(const c10::Device& device);
 // A generator of its own on `device` seeded with `seed`: the per-rank
 // dropout stream must live where the dropout masks are drawn.
 at::Generator makeGenerator(const c10::Device& device, std::uint64_t seed);
+// "cuda" or "cpu": the device type whose state layout the generator has
+// (what a checkpoint records beside the state).
+std::string generatorDeviceType(const at::Generator& generator);
 
 } // namespace tb::train

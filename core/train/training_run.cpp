@@ -77,7 +77,7 @@ common::Status TrainingRun::resume(const std::string& dir)
 void TrainingRun::restoreDropoutGenerator(const TrainerState& state)
 {
     at::Generator& generator = *m_session->dropoutGenerator;
-    const std::string here = generator.device().is_cuda() ? "cuda" : "cpu";
+    const std::string here = generatorDeviceType(generator);
     std::lock_guard<std::mutex> lock(generator.mutex());
     if (state.dropoutGeneratorDevice == here) {
         generator.set_state(state.dropoutGeneratorState);
@@ -86,10 +86,7 @@ void TrainingRun::restoreDropoutGenerator(const TrainerState& state)
     // A generator's state loads only into one of its own device type. The
     // stream is started again from the run's seed, this rank and the step,
     // so resuming twice from this checkpoint draws the same masks.
-    const std::uint64_t seed = data::deriveSeed(m_config.training.seed,
-        kDropoutStream + static_cast<std::uint64_t>(m_context.rank()) * 1000
-            + static_cast<std::uint64_t>(m_step) * 1000003);
-    generator.set_current_seed(seed);
+    generator.set_current_seed(dropoutSeed(m_config.training.seed, m_context.rank(), m_step));
     warn("the checkpoint's dropout generator state is of a " + state.dropoutGeneratorDevice
         + " generator and this run draws dropout on the " + here
         + ": dropout is reseeded from training.seed, the rank and step "

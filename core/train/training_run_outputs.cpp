@@ -87,7 +87,7 @@ common::Status TrainingRun::checkpoint()
     if (m_session->dropoutGenerator) {
         std::lock_guard<std::mutex> lock(m_session->dropoutGenerator->mutex());
         state.dropoutGeneratorState = m_session->dropoutGenerator->get_state();
-        state.dropoutGeneratorDevice = m_session->dropoutGenerator->device().is_cuda() ? "cuda" : "cpu";
+        state.dropoutGeneratorDevice = generatorDeviceType(*m_session->dropoutGenerator);
     }
     state.tokensSeen = m_tokensSeen;
     state.trainSeconds = m_trainSeconds;

@@ -90,6 +90,13 @@ common::Status checkAdapterMatches(
 
 } // namespace
 
+std::uint64_t dropoutSeed(std::uint64_t trainingSeed, int rank, std::int64_t step)
+{
+    return data::deriveSeed(trainingSeed,
+        kDropoutStream + static_cast<std::uint64_t>(rank) * 1000
+            + static_cast<std::uint64_t>(step) * 1000003);
+}
+
 torch::ScalarType computeTypeOf(config::Precision precision)
 {
     return precision == config::Precision::Fp32 ? torch::kFloat : torch::kBFloat16;
@@ -117,8 +124,8 @@ common::Status prepareTrainableModel(TrainingSession& session,
                 item.value().copy_(source[item.key()]);
         }
         session.totalParameters = base->config().parameterCount();
-        session.dropoutGenerator = makeGenerator(session.device, data::deriveSeed(
-            config.training.seed, kDropoutStream + static_cast<std::uint64_t>(rank) * 1000));
+        session.dropoutGenerator =
+            makeGenerator(session.device, dropoutSeed(config.training.seed, rank));
         if (config.method == config::Method::Qlora)
             session.quantizedBytes = quantizeProjections(*model, *base);
         if (config.usesLora()) {

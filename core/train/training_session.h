@@ -48,6 +48,10 @@ inline constexpr std::uint64_t kShuffleStream = 101;
 inline constexpr std::uint64_t kLoraInitStream = 102;
 inline constexpr std::uint64_t kDropoutStream = 103;
 
+// The seed of a rank's dropout stream: from step 0 at the start, or from
+// `step` where a resumed run cannot restore the stream's state.
+std::uint64_t dropoutSeed(std::uint64_t trainingSeed, int rank, std::int64_t step = 0);
+
 torch::ScalarType computeTypeOf(config::Precision precision);
 torch::ScalarType masterTypeOf(config::Precision precision);
 
