@@ -128,17 +128,28 @@ const TensorInfo* SafetensorsFile::find(std::string_view name) const
 
 Status SafetensorsFile::read(const TensorInfo& tensor, std::span<std::byte> out) const
 {
-    const std::string what = "tensor '" + tensor.name + "'";
     if (out.size() != tensor.byteCount())
-        return Error::at(m_path, what,
+        return Error::at(m_path, "tensor '" + tensor.name + "'",
             "destination holds " + std::to_string(out.size()) + " bytes, the tensor has "
+                + std::to_string(tensor.byteCount()));
+    return readRange(tensor, 0, out);
+}
+
+Status SafetensorsFile::readRange(
+    const TensorInfo& tensor, uint64_t byteOffset, std::span<std::byte> out) const
+{
+    const std::string what = "tensor '" + tensor.name + "'";
+    if (byteOffset > tensor.byteCount() || out.size() > tensor.byteCount() - byteOffset)
+        return Error::at(m_path, what,
+            "bytes [" + std::to_string(byteOffset) + ", "
+                + std::to_string(byteOffset + out.size()) + ") asked of a tensor of "
                 + std::to_string(tensor.byteCount()));
     // The header was checked against the size at open; this re-check keeps a
     // TensorInfo from another file from reading past this one.
     if (tensor.dataEnd > m_fileBytes - m_header.dataOffset())
         return Error::at(m_path, what, "offsets lie outside this file's data region");
-    return preadAll(
-        m_fd, out.data(), out.size(), m_header.dataOffset() + tensor.dataBegin, m_path, what);
+    return preadAll(m_fd, out.data(), out.size(),
+        m_header.dataOffset() + tensor.dataBegin + byteOffset, m_path, what);
 }
 
 Result<std::vector<std::byte>> SafetensorsFile::readBytes(std::string_view name) const

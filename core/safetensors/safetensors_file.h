@@ -37,6 +37,10 @@ public:
     // Copies the tensor's raw (little-endian) bytes into `out`, which must be
     // exactly tensor.byteCount() long.
     common::Status read(const TensorInfo& tensor, std::span<std::byte> out) const;
+    // Copies bytes [byteOffset, byteOffset + out.size()) of the tensor: a
+    // slice of it, for a rank that loads only its shard.
+    common::Status readRange(
+        const TensorInfo& tensor, uint64_t byteOffset, std::span<std::byte> out) const;
     common::Result<std::vector<std::byte>> readBytes(std::string_view name) const;
 
 private:

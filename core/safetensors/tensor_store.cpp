@@ -153,12 +153,26 @@ std::string TensorStore::fileOf(std::string_view name) const
 
 Status TensorStore::read(std::string_view name, std::span<std::byte> out) const
 {
+    const TensorInfo* info = find(name);
+    if (info && out.size() != info->byteCount())
+        return Error::at(fileOf(name), "tensor '" + std::string(name) + "'",
+            "destination holds " + std::to_string(out.size()) + " bytes, the tensor has "
+                + std::to_string(info->byteCount()));
+    return readRange(name, 0, out);
+}
+
+Status TensorStore::readRange(
+    std::string_view name, uint64_t byteOffset, std::span<std::byte> out) const
+{
     const auto it = m_index.find(name);
     if (it == m_index.end())
         return Error::at(m_files.empty() ? std::string() : m_files.front().path(),
             "tensor '" + std::string(name) + "'", "not in this model's weights");
     const SafetensorsFile& file = m_files[it->second.file];
-    return file.read(file.tensors()[it->second.tensor], out);
+    Status status = file.readRange(file.tensors()[it->second.tensor], byteOffset, out);
+    if (status)
+        m_bytesRead += out.size();
+    return status;
 }
 
 } // namespace tb::safetensors

@@ -28,6 +28,12 @@ public:
     const std::vector<SafetensorsFile>& files() const { return m_files; }
 
     common::Status read(std::string_view name, std::span<std::byte> out) const;
+    // Bytes [byteOffset, byteOffset + out.size()) of tensor `name`.
+    common::Status readRange(
+        std::string_view name, uint64_t byteOffset, std::span<std::byte> out) const;
+    // Tensor bytes read through this store so far (what a sharded load
+    // proves it kept to its share with).
+    uint64_t bytesRead() const { return m_bytesRead; }
 
 private:
     struct Location {
@@ -38,6 +44,7 @@ private:
 
     std::vector<SafetensorsFile> m_files;
     std::map<std::string, Location, std::less<>> m_index;
+    mutable uint64_t m_bytesRead = 0;
 };
 
 } // namespace tb::safetensors

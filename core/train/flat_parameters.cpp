@@ -44,22 +44,13 @@ torch::TensorOptions hostFor(const torch::Device& device, torch::ScalarType type
 
 } // namespace
 
-FlatParameters::FlatParameters(std::vector<TrainableParameter> parameters,
-    torch::ScalarType masterType, const std::vector<torch::Tensor>& initialMaster, ShardSpec shard,
-    bool offloadMaster)
-    : m_shard(shard)
-    , m_masterType(masterType)
+void FlatParameters::layOut(
+    const std::vector<TrainableParameter>& parameters, std::vector<size_t>& parameterOf)
 {
     TORCH_CHECK(!parameters.empty(), "no trainable parameter");
-    TORCH_CHECK(initialMaster.empty() || initialMaster.size() == parameters.size(),
-        "initial master values must match the parameters one to one");
-    TORCH_CHECK(shard.count >= 1 && shard.rank >= 0 && shard.rank < shard.count, "shard rank ",
-        shard.rank, " of ", shard.count);
-    const torch::Tensor& first = parameters.front().tensor;
-    m_modelType = first.scalar_type();
-    const torch::Device device = first.device();
-    m_offloaded = offloadMaster;
-
+    TORCH_CHECK(m_shard.count >= 1 && m_shard.rank >= 0 && m_shard.rank < m_shard.count,
+        "shard rank ", m_shard.rank, " of ", m_shard.count);
+    m_modelType = parameters.front().tensor.scalar_type();
     // Units in id order; inside each, decayed parameters first, in model order.
     std::map<int, std::vector<size_t>> members;
     for (int pass = 0; pass < 2; ++pass) {
@@ -68,7 +59,6 @@ FlatParameters::FlatParameters(std::vector<TrainableParameter> parameters,
                 members[unitOfParameter(parameters[i].name)].push_back(i);
         }
     }
-    std::vector<size_t> parameterOf; // by segment
     for (const auto& [id, indices] : members) {
         Unit unit;
         unit.id = id;
@@ -84,12 +74,37 @@ FlatParameters::FlatParameters(std::vector<TrainableParameter> parameters,
             if (parameter.decay)
                 unit.decayCount += parameter.tensor.numel();
         }
-        unit.paddedNumel = (unit.numel + shard.count - 1) / shard.count * shard.count;
-        unit.shardNumel = unit.paddedNumel / shard.count;
-        unit.shardOffset = unit.shardNumel * shard.rank;
+        unit.paddedNumel = (unit.numel + m_shard.count - 1) / m_shard.count * m_shard.count;
+        unit.shardNumel = unit.paddedNumel / m_shard.count;
+        unit.shardOffset = unit.shardNumel * m_shard.rank;
         m_numel += unit.numel;
         m_units.push_back(std::move(unit));
     }
+}
+
+void FlatParameters::makeMasterGradients(Unit& unit, const torch::Device& device)
+{
+    if (m_offloaded)
+        unit.masterGradients = torch::zeros({unit.shardNumel}, hostFor(device, m_masterType));
+    else if (unit.masterGradientsSeparate)
+        unit.masterGradients =
+            torch::zeros({unit.shardNumel}, torch::dtype(m_masterType).device(device));
+    else
+        unit.masterGradients = unit.gradients.narrow(0, unit.shardOffset, unit.shardNumel);
+}
+
+FlatParameters::FlatParameters(std::vector<TrainableParameter> parameters,
+    torch::ScalarType masterType, const std::vector<torch::Tensor>& initialMaster, ShardSpec shard,
+    bool offloadMaster)
+    : m_shard(shard)
+    , m_offloaded(offloadMaster)
+    , m_masterType(masterType)
+{
+    TORCH_CHECK(initialMaster.empty() || initialMaster.size() == parameters.size(),
+        "initial master values must match the parameters one to one");
+    std::vector<size_t> parameterOf; // by segment
+    layOut(parameters, parameterOf);
+    const torch::Device device = parameters.front().tensor.device();
 
     torch::NoGradGuard noGrad;
     const auto modelOptions = torch::TensorOptions().dtype(m_modelType).device(device);
@@ -128,16 +143,63 @@ FlatParameters::FlatParameters(std::vector<TrainableParameter> parameters,
         }
         if (unit.masterSeparate && masterType != m_modelType)
             unit.values.copy_(start); // the model copy rounded from the exact start
-        if (m_offloaded)
-            unit.masterGradients = torch::zeros({unit.shardNumel}, hostFor(device, masterType));
-        else if (unit.masterGradientsSeparate)
-            unit.masterGradients = torch::zeros({unit.shardNumel}, modelOptions.dtype(masterType));
-        else
-            unit.masterGradients = unit.gradients.narrow(0, unit.shardOffset, unit.shardNumel);
+        makeMasterGradients(unit, device);
         if (shard.parameters && sharded)
             releaseValues(unit);
         if (shard.gradients && sharded)
             releaseGradients(unit);
+    }
+    m_parameters = std::move(parameters);
+    m_parameterOf = std::move(parameterOf);
+}
+
+FlatParameters::FlatParameters(std::vector<TrainableParameter> parameters,
+    torch::ScalarType masterType, ShardSpec shard, bool offloadMaster, const torch::Device& device,
+    const SliceReader& read)
+    : m_shard(shard)
+    , m_offloaded(offloadMaster)
+    , m_masterType(masterType)
+{
+    TORCH_CHECK(shard.parameters && shard.gradients && shard.count > 1,
+        "a sharded load needs sharded parameters and gradients");
+    std::vector<size_t> parameterOf; // by segment
+    layOut(parameters, parameterOf);
+
+    torch::NoGradGuard noGrad;
+    const auto modelOptions = torch::TensorOptions().dtype(m_modelType).device(device);
+    for (Unit& unit : m_units) {
+        unit.values = tensorWithoutStorage({unit.paddedNumel}, modelOptions);
+        unit.gradients = tensorWithoutStorage({unit.paddedNumel}, modelOptions);
+        unit.masterSeparate = true;
+        unit.masterGradientsSeparate = true;
+        unit.master = m_offloaded
+            ? torch::zeros({unit.shardNumel}, hostFor(device, masterType))
+            : torch::zeros({unit.shardNumel}, modelOptions.dtype(masterType));
+        // This rank's elements [shardOffset, shardOffset + shardNumel) of the
+        // unit, segment by segment; the padding stays zero.
+        const std::int64_t shardEnd = unit.shardOffset + unit.shardNumel;
+        for (const size_t s : unit.segments) {
+            const Segment& slot = m_segments[s];
+            const std::int64_t from = std::max(slot.offset, unit.shardOffset);
+            const std::int64_t to = std::min(slot.offset + slot.numel, shardEnd);
+            if (from < to)
+                read(parameterOf[s], from - slot.offset,
+                    unit.master.narrow(0, from - unit.shardOffset, to - from));
+        }
+        // Views are taken over storage (LibTorch checks their bounds), which
+        // is freed again before any of it is touched.
+        allocateStorage(unit.values);
+        allocateStorage(unit.gradients);
+        for (const size_t s : unit.segments) {
+            const Segment& slot = m_segments[s];
+            torch::Tensor& tensor = parameters[parameterOf[s]].tensor;
+            tensor.set_data(unit.values.narrow(0, slot.offset, slot.numel).view(slot.shape));
+            tensor.mutable_grad() =
+                unit.gradients.narrow(0, slot.offset, slot.numel).view(slot.shape);
+        }
+        releaseValues(unit);
+        releaseGradients(unit);
+        makeMasterGradients(unit, device);
     }
     m_parameters = std::move(parameters);
     m_parameterOf = std::move(parameterOf);

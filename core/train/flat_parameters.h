@@ -3,6 +3,7 @@
 #include <c10/core/Event.h>
 #include <torch/torch.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -76,6 +77,19 @@ public:
     FlatParameters(std::vector<TrainableParameter> parameters, torch::ScalarType masterType,
         const std::vector<torch::Tensor>& initialMaster = {}, ShardSpec shard = {},
         bool offloadMaster = false);
+
+    // Elements [begin, begin + out.numel()) of parameter `index`, flattened,
+    // written into `out` in its dtype.
+    using SliceReader =
+        std::function<void(size_t index, std::int64_t begin, const torch::Tensor& out)>;
+    // A sharded load (ZeRO-3, FSDP: `shard.parameters`): the parameters may
+    // have no storage; each unit's master shard is filled by `read` with this
+    // rank's elements only, and the model's values stay released until
+    // gathered, so no rank holds a whole unit before its first forward. The
+    // buffers live on `device`.
+    FlatParameters(std::vector<TrainableParameter> parameters, torch::ScalarType masterType,
+        ShardSpec shard, bool offloadMaster, const torch::Device& device,
+        const SliceReader& read);
 
     struct Segment {
         std::string name;
@@ -170,6 +184,10 @@ public:
     void resetPeakResidentBytes();
 
 private:
+    // Segments and units in their order; the model types and the shard.
+    void layOut(const std::vector<TrainableParameter>& parameters, std::vector<size_t>& parameterOf);
+    void makeMasterGradients(Unit& unit, const torch::Device& device);
+
     std::vector<TrainableParameter> m_parameters;
     std::vector<Segment> m_segments;
     std::vector<size_t> m_parameterOf; // by segment: index into m_parameters

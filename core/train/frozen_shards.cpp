@@ -26,21 +26,19 @@ torch::Tensor bytesOf(const torch::Tensor& tensor)
 
 } // namespace
 
-FrozenShards::FrozenShards(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
-    ShardSpec shard, bool shardOnHost)
-    : m_shardOnHost(shardOnHost)
+std::vector<std::vector<size_t>> FrozenShards::layOut(
+    const std::vector<std::pair<std::string, torch::Tensor>>& tensors, ShardSpec shard)
 {
     TORCH_CHECK(shard.count >= 1 && shard.rank >= 0 && shard.rank < shard.count, "shard rank ",
         shard.rank, " of ", shard.count);
-    // Units in id order, tensors in model order inside each; a tensor
-    // registered under two names (tied weights) is placed once.
+    // A tensor registered under two names (tied weights) is placed once.
     std::map<int, std::vector<size_t>> members;
     std::set<const void*> seen;
     for (size_t i = 0; i < tensors.size(); ++i) {
         if (seen.insert(tensors[i].second.unsafeGetTensorImpl()).second)
             members[unitOfParameter(tensors[i].first)].push_back(i);
     }
-    torch::NoGradGuard noGrad;
+    std::vector<std::vector<size_t>> indicesOf;
     for (const auto& [id, indices] : members) {
         Unit unit;
         unit.id = id;
@@ -54,23 +52,83 @@ FrozenShards::FrozenShards(const std::vector<std::pair<std::string, torch::Tenso
         }
         unit.paddedBytes = roundUp(std::max<std::int64_t>(end, 1), shard.count);
         unit.shardBytes = unit.paddedBytes / shard.count;
+        m_units.push_back(std::move(unit));
+        indicesOf.push_back(indices);
+    }
+    return indicesOf;
+}
+
+torch::TensorOptions FrozenShards::shardOptions(const torch::Device& device) const
+{
+    return m_shardOnHost
+        ? torch::TensorOptions().dtype(torch::kByte).device(torch::kCPU).pinned_memory(
+              device.is_cuda())
+        : torch::TensorOptions().dtype(torch::kByte).device(device);
+}
+
+namespace {
+
+// The model's tensor now reads from its place in the unit's buffer.
+void pointInto(torch::Tensor tensor, const torch::Tensor& whole, const FrozenShards::Entry& entry)
+{
+    tensor.set_data(
+        whole.narrow(0, entry.offset, entry.bytes).view(tensor.scalar_type()).view(tensor.sizes()));
+}
+
+} // namespace
+
+FrozenShards::FrozenShards(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+    ShardSpec shard, bool shardOnHost)
+    : m_shardOnHost(shardOnHost)
+{
+    const std::vector<std::vector<size_t>> indicesOf = layOut(tensors, shard);
+    torch::NoGradGuard noGrad;
+    for (size_t u = 0; u < m_units.size(); ++u) {
+        Unit& unit = m_units[u];
+        const std::vector<size_t>& indices = indicesOf[u];
         const torch::Device device = tensors[indices.front()].second.device();
         unit.whole = torch::zeros({unit.paddedBytes}, torch::dtype(torch::kByte).device(device));
         for (size_t k = 0; k < indices.size(); ++k) {
-            torch::Tensor tensor = tensors[indices[k]].second;
+            const torch::Tensor& tensor = tensors[indices[k]].second;
             const Entry& entry = unit.entries[k];
-            torch::Tensor place = unit.whole.narrow(0, entry.offset, entry.bytes);
-            place.copy_(bytesOf(tensor));
-            // The model's tensor now reads from the unit's buffer.
-            tensor.set_data(place.view(tensor.scalar_type()).view(tensor.sizes()));
+            unit.whole.narrow(0, entry.offset, entry.bytes).copy_(bytesOf(tensor));
+            pointInto(tensor, unit.whole, entry);
         }
         const torch::Tensor own = unit.whole.narrow(0, unit.shardBytes * shard.rank, unit.shardBytes);
-        unit.shard = shardOnHost
-            ? own.to(torch::TensorOptions().device(torch::kCPU).pinned_memory(device.is_cuda()),
-                  /*non_blocking=*/false, /*copy=*/true)
-            : own.clone();
+        unit.shard = own.to(shardOptions(device), /*non_blocking=*/false, /*copy=*/true);
         releaseStorage(unit.whole);
-        m_units.push_back(std::move(unit));
+    }
+    m_peak = residentBytes();
+}
+
+FrozenShards::FrozenShards(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+    ShardSpec shard, bool shardOnHost, const torch::Device& device, const ByteReader& read)
+    : m_shardOnHost(shardOnHost)
+{
+    const std::vector<std::vector<size_t>> indicesOf = layOut(tensors, shard);
+    torch::NoGradGuard noGrad;
+    for (size_t u = 0; u < m_units.size(); ++u) {
+        Unit& unit = m_units[u];
+        const std::vector<size_t>& indices = indicesOf[u];
+        unit.whole = tensorWithoutStorage({unit.paddedBytes}, torch::dtype(torch::kByte).device(device));
+        unit.shard = torch::zeros({unit.shardBytes}, shardOptions(device));
+        const std::int64_t begin = unit.shardBytes * shard.rank;
+        const std::int64_t end = begin + unit.shardBytes;
+        // Every entry is read before any is repointed: reading one NF4
+        // buffer quantises its projection into all of them.
+        for (size_t k = 0; k < indices.size(); ++k) {
+            const Entry& entry = unit.entries[k];
+            const std::int64_t from = std::max(entry.offset, begin);
+            const std::int64_t to = std::min(entry.offset + entry.bytes, end);
+            if (from < to)
+                read(indices[k], from - entry.offset, unit.shard.narrow(0, from - begin, to - from));
+        }
+        // Views are taken over storage (LibTorch checks their bounds), which
+        // is freed again before any of it is touched.
+        allocateStorage(unit.whole);
+        for (size_t k = 0; k < indices.size(); ++k)
+            pointInto(tensors[indices[k]].second, unit.whole, unit.entries[k]);
+        releaseStorage(unit.whole);
     }
     m_peak = residentBytes();
 }

@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -45,6 +46,16 @@ public:
     FrozenShards(const std::vector<std::pair<std::string, torch::Tensor>>& tensors, ShardSpec shard,
         bool shardOnHost = false);
 
+    // Bytes [begin, begin + out.numel()) of tensor `index` in its own dtype,
+    // written into the uint8 tensor `out`.
+    using ByteReader =
+        std::function<void(size_t index, std::int64_t begin, const torch::Tensor& out)>;
+    // A sharded load: the tensors may have no storage; `read` fills this
+    // rank's shard of each unit and nothing else is held. The units live on
+    // `device`.
+    FrozenShards(const std::vector<std::pair<std::string, torch::Tensor>>& tensors, ShardSpec shard,
+        bool shardOnHost, const torch::Device& device, const ByteReader& read);
+
     std::vector<Unit>& units() { return m_units; }
     std::optional<size_t> unitWithId(int id) const;
     bool gathered(size_t unit) const;
@@ -66,6 +77,12 @@ public:
     void resetPeakResidentBytes();
 
 private:
+    // Units in id order, entries in model order; each entry's tensor index.
+    std::vector<std::vector<size_t>> layOut(
+        const std::vector<std::pair<std::string, torch::Tensor>>& tensors, ShardSpec shard);
+    // Where this rank keeps a shard of `whole`.
+    torch::TensorOptions shardOptions(const torch::Device& device) const;
+
     std::vector<Unit> m_units;
     std::int64_t m_peak = 0;
     bool m_shardOnHost = false;

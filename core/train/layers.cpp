@@ -1,13 +1,15 @@
 #include "train/layers.h"
 
+#include "train/tensor_storage.h"
+
 namespace tb::train {
 
 DenseLinear::DenseLinear(std::int64_t inFeatures, std::int64_t outFeatures, bool withBias,
     const torch::TensorOptions& options)
 {
-    m_weight = register_parameter("weight", torch::zeros({outFeatures, inFeatures}, options));
+    m_weight = register_parameter("weight", newWeight({outFeatures, inFeatures}, options));
     if (withBias)
-        m_bias = register_parameter("bias", torch::zeros({outFeatures}, options));
+        m_bias = register_parameter("bias", newWeight({outFeatures}, options));
 }
 
 torch::Tensor DenseLinear::forward(const torch::Tensor& input)
@@ -22,7 +24,7 @@ torch::Tensor DenseLinear::forward(const torch::Tensor& input)
 RmsNorm::RmsNorm(std::int64_t size, double eps, const torch::TensorOptions& options)
     : m_eps(eps)
 {
-    m_weight = register_parameter("weight", torch::ones({size}, options));
+    m_weight = register_parameter("weight", newWeight({size}, options, 1.0));
 }
 
 torch::Tensor RmsNorm::forward(const torch::Tensor& input)
@@ -37,7 +39,7 @@ torch::Tensor RmsNorm::forward(const torch::Tensor& input)
 TokenEmbedding::TokenEmbedding(
     std::int64_t vocabSize, std::int64_t size, const torch::TensorOptions& options)
 {
-    m_weight = register_parameter("weight", torch::zeros({vocabSize, size}, options));
+    m_weight = register_parameter("weight", newWeight({vocabSize, size}, options));
 }
 
 torch::Tensor TokenEmbedding::forward(const torch::Tensor& ids)

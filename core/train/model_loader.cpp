@@ -3,6 +3,7 @@
 #include "safetensors/tensor_store.h"
 #include "safetensors/writer.h"
 #include "train/llama_model.h"
+#include "train/weight_slices.h"
 
 #include <map>
 
@@ -27,22 +28,6 @@ torch::ScalarType scalarType(ComputeDType dtype)
         break;
     }
     return torch::kFloat;
-}
-
-std::optional<torch::ScalarType> storedType(safetensors::DType dtype)
-{
-    switch (dtype) {
-    case safetensors::DType::F32:
-        return torch::kFloat;
-    case safetensors::DType::F16:
-        return torch::kHalf;
-    case safetensors::DType::BF16:
-        return torch::kBFloat16;
-    case safetensors::DType::F64:
-        return torch::kDouble;
-    default:
-        return std::nullopt;
-    }
 }
 
 std::string shapeText(c10::IntArrayRef shape)
@@ -72,26 +57,14 @@ std::string storeName(const safetensors::TensorStore& store)
 }
 
 Status readInto(
-    const safetensors::TensorStore& store, const std::string& name, torch::Tensor& target)
+    const safetensors::TensorStore& store, const std::string& name, const torch::Tensor& target)
 {
     const safetensors::TensorInfo* info = store.find(name);
-    const std::string where = "tensor '" + name + "'";
-    const std::optional<torch::ScalarType> type = storedType(info->dtype);
-    if (!type)
-        return Error::at(store.fileOf(name), where,
-            "dtype " + std::string(safetensors::dtypeName(info->dtype))
-                + " is not a float type we load",
-            "weights must be F32, F16, BF16 or F64");
     if (c10::IntArrayRef(info->shape) != target.sizes())
-        return Error::at(store.fileOf(name), where,
+        return Error::at(store.fileOf(name), "tensor '" + name + "'",
             "shape " + shapeText(info->shape) + ", but config.json implies "
                 + shapeText(target.sizes()));
-    torch::Tensor staging = torch::empty(target.sizes(), torch::TensorOptions().dtype(*type));
-    auto* bytes = static_cast<std::byte*>(staging.data_ptr());
-    if (auto status = store.read(name, {bytes, info->byteCount()}); !status)
-        return status;
-    target.copy_(staging);
-    return common::Ok{};
+    return readStoredElements(store, name, 0, target);
 }
 
 } // namespace
@@ -101,44 +74,61 @@ std::shared_ptr<LlamaForCausalLm> createCausalLm(const LlamaConfig& config, Comp
     return std::make_shared<LlamaForCausalLm>(config, scalarType(dtype));
 }
 
+Status checkStoredWeights(const LlamaForCausalLm& model, const safetensors::TensorStore& store)
+{
+    std::map<std::string, torch::Tensor> parameters;
+    for (const auto& item : model.named_parameters())
+        parameters.emplace(item.key(), item.value());
+    const bool tiedHeadStored = model.config().tieWordEmbeddings && store.find("lm_head.weight");
+    std::vector<std::string> missing;
+    for (const auto& entry : parameters) {
+        if (!store.find(entry.first))
+            missing.push_back(entry.first);
+    }
+    std::vector<std::string> leftover;
+    for (const std::string& name : store.names()) {
+        if (!parameters.contains(name) && !name.ends_with("rotary_emb.inv_freq")
+            && !(tiedHeadStored && name == "lm_head.weight"))
+            leftover.push_back(name);
+    }
+    if (!missing.empty())
+        return Error::at(storeName(store), "",
+            "lacks " + std::to_string(missing.size())
+                + " tensors that config.json implies: " + someNames(missing),
+            missing.size() == parameters.size() ? "are these Hugging Face (transformers) names?"
+                                                : std::string());
+    if (!leftover.empty())
+        return Error::at(storeName(store), "",
+            "holds " + std::to_string(leftover.size())
+                + " tensors this model does not have: " + someNames(leftover),
+            "does config.json match these weights?");
+    for (const auto& [name, parameter] : parameters) {
+        const safetensors::TensorInfo* info = store.find(name);
+        const std::string where = "tensor '" + name + "'";
+        if (!loadableType(info->dtype))
+            return Error::at(store.fileOf(name), where,
+                "dtype " + std::string(safetensors::dtypeName(info->dtype))
+                    + " is not a float type we load",
+                "weights must be F32, F16, BF16 or F64");
+        if (c10::IntArrayRef(info->shape) != parameter.sizes())
+            return Error::at(store.fileOf(name), where,
+                "shape " + shapeText(info->shape) + ", but config.json implies "
+                    + shapeText(parameter.sizes()));
+    }
+    return common::Ok{};
+}
+
 Status loadWeights(LlamaForCausalLm& model, const safetensors::TensorStore& store)
 {
     try {
+        if (auto status = checkStoredWeights(model, store); !status)
+            return status;
         torch::NoGradGuard noGrad;
-        std::map<std::string, torch::Tensor> parameters;
-        for (const auto& item : model.named_parameters())
-            parameters.emplace(item.key(), item.value());
-        const bool tiedHeadStored =
-            model.config().tieWordEmbeddings && store.find("lm_head.weight");
-
-        std::vector<std::string> missing;
-        for (const auto& entry : parameters) {
-            if (!store.find(entry.first))
-                missing.push_back(entry.first);
-        }
-        std::vector<std::string> leftover;
-        for (const std::string& name : store.names()) {
-            if (!parameters.contains(name) && !name.ends_with("rotary_emb.inv_freq")
-                && !(tiedHeadStored && name == "lm_head.weight"))
-                leftover.push_back(name);
-        }
-        if (!missing.empty())
-            return Error::at(storeName(store), "",
-                "lacks " + std::to_string(missing.size())
-                    + " tensors that config.json implies: " + someNames(missing),
-                missing.size() == parameters.size() ? "are these Hugging Face (transformers) names?"
-                                                    : std::string());
-        if (!leftover.empty())
-            return Error::at(storeName(store), "",
-                "holds " + std::to_string(leftover.size())
-                    + " tensors this model does not have: " + someNames(leftover),
-                "does config.json match these weights?");
-
-        for (auto& [name, parameter] : parameters) {
-            if (auto status = readInto(store, name, parameter); !status)
+        for (const auto& item : model.named_parameters()) {
+            if (auto status = readInto(store, item.key(), item.value()); !status)
                 return status;
         }
-        if (tiedHeadStored) {
+        if (model.config().tieWordEmbeddings && store.find("lm_head.weight")) {
             torch::Tensor head = torch::empty_like(model.outputWeight());
             if (auto status = readInto(store, "lm_head.weight", head); !status)
                 return status;

@@ -25,6 +25,10 @@ std::shared_ptr<LlamaForCausalLm> createCausalLm(const LlamaConfig& config, Comp
 // checkpoints carry, are recomputed and ignored; a stored lm_head.weight of
 // a tied model must equal the embedding).
 common::Status loadWeights(LlamaForCausalLm& model, const safetensors::TensorStore& store);
+// loadWeights' checks alone, reading no tensor bytes: names, shapes and
+// dtypes (for a model built under DeferredWeights, loaded in slices).
+common::Status checkStoredWeights(
+    const LlamaForCausalLm& model, const safetensors::TensorStore& store);
 
 // Writes every parameter by its Hugging Face name to one .safetensors file
 // (atomically), converted to `storeAs`; metadata "format": "pt" as

@@ -1,5 +1,7 @@
 #include "train/nf4.h"
 
+#include "train/tensor_storage.h"
+
 namespace tb::train {
 
 namespace {
@@ -82,7 +84,7 @@ Nf4Tensor quantizeNf4(const torch::Tensor& weight)
     const torch::Tensor absmax = grouped.abs().amax(1);
 
     // Double quantisation of the absmax values.
-    out.absmaxMean = absmax.mean().item<float>();
+    out.absmaxMean = absmax.mean().reshape({1});
     const std::int64_t groups =
         (blocks + Nf4Tensor::kAbsmaxBlockSize - 1) / Nf4Tensor::kAbsmaxBlockSize;
     torch::Tensor centred = torch::zeros({groups * Nf4Tensor::kAbsmaxBlockSize}, absmax.options());
@@ -104,6 +106,22 @@ Nf4Tensor quantizeNf4(const torch::Tensor& weight)
     const torch::Tensor indices =
         torch::bucketize(normalized.reshape({-1}), midpoints).to(torch::kByte).view({-1, 2});
     out.codes = indices.select(1, 0).mul(16).add(indices.select(1, 1)).contiguous();
+    return out;
+}
+
+Nf4Tensor nf4WithoutStorage(const std::vector<std::int64_t>& shape, const torch::Device& device)
+{
+    Nf4Tensor out;
+    out.shape = shape;
+    out.numel = c10::multiply_integers(shape);
+    const std::int64_t blocks = (out.numel + Nf4Tensor::kBlockSize - 1) / Nf4Tensor::kBlockSize;
+    const std::int64_t groups =
+        (blocks + Nf4Tensor::kAbsmaxBlockSize - 1) / Nf4Tensor::kAbsmaxBlockSize;
+    const auto options = torch::TensorOptions().device(device);
+    out.codes = tensorWithoutStorage({blocks * Nf4Tensor::kBlockSize / 2}, options.dtype(torch::kByte));
+    out.absmaxCodes = tensorWithoutStorage({blocks}, options.dtype(torch::kChar));
+    out.absmaxScales = tensorWithoutStorage({groups}, options.dtype(torch::kFloat));
+    out.absmaxMean = tensorWithoutStorage({1}, options.dtype(torch::kFloat));
     return out;
 }
 
@@ -129,8 +147,20 @@ Nf4Linear::Nf4Linear(Nf4Tensor weight, torch::Tensor bias)
     m_weight.codes = register_buffer("weight_nf4_codes", m_weight.codes);
     m_weight.absmaxCodes = register_buffer("weight_absmax_codes", m_weight.absmaxCodes);
     m_weight.absmaxScales = register_buffer("weight_absmax_scales", m_weight.absmaxScales);
+    m_weight.absmaxMean = register_buffer("weight_absmax_mean", m_weight.absmaxMean);
     if (m_bias.defined())
         m_bias = register_buffer("bias", m_bias);
+}
+
+void Nf4Linear::assign(const Nf4Tensor& quantized)
+{
+    TORCH_CHECK(quantized.shape == m_weight.shape, "an NF4 weight of another shape");
+    torch::NoGradGuard noGrad;
+    const torch::Device device = m_weight.codes.device();
+    m_weight.codes.set_data(quantized.codes.to(device));
+    m_weight.absmaxCodes.set_data(quantized.absmaxCodes.to(device));
+    m_weight.absmaxScales.set_data(quantized.absmaxScales.to(device));
+    m_weight.absmaxMean.set_data(quantized.absmaxMean.to(device));
 }
 
 torch::Tensor Nf4Linear::forward(const torch::Tensor& input)

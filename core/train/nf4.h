@@ -29,13 +29,16 @@ struct Nf4Tensor {
     torch::Tensor codes; // uint8 [ceil(numel / 64) * 32]: element 2i in the high nibble
     torch::Tensor absmaxCodes; // int8 [blocks]
     torch::Tensor absmaxScales; // float [ceil(blocks / 256)]
-    float absmaxMean = 0.0F;
+    torch::Tensor absmaxMean; // float [1]: a tensor, so it shards and moves with the rest
 
     std::int64_t blocks() const { return codes.numel() * 2 / kBlockSize; }
     std::int64_t storageBytes() const;
 };
 
 Nf4Tensor quantizeNf4(const torch::Tensor& weight);
+// The NF4 form of a weight of `shape` with no storage yet: a sharded load
+// quantises the projection when it reaches its unit (Nf4Linear::assign).
+Nf4Tensor nf4WithoutStorage(const std::vector<std::int64_t>& shape, const torch::Device& device);
 // The weight back in `dtype`, shaped as it was.
 torch::Tensor dequantizeNf4(const Nf4Tensor& tensor, torch::ScalarType dtype);
 
@@ -52,6 +55,9 @@ public:
     std::int64_t outFeatures() const override { return m_weight.shape[0]; }
 
     const Nf4Tensor& weight() const { return m_weight; }
+    // Gives the layer's buffers these values (their tensors stay, so views
+    // and the module's buffer list still see them).
+    void assign(const Nf4Tensor& quantized);
     const torch::Tensor& bias() const { return m_bias; } // undefined without bias
 
 private:

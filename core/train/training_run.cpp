@@ -124,6 +124,13 @@ void TrainingRun::writeRunStart(bool resumed)
     }
     if (m_session->quantizedBytes > 0)
         fields["nf4_bytes"] = m_session->quantizedBytes;
+    // What loading read and the most it held (docs/EVENTS.md).
+    const TrainingSession::Load& load = m_session->load;
+    fields["load"] = {{"sharded", load.sharded}, {"bytes_read", load.bytesRead},
+        {"stored_bytes", load.storedBytes},
+        {"peak_resident_bytes", m_loadMemory.peakResidentBytes}};
+    if (m_loadDeviceMemory.peakAllocatedBytes >= 0)
+        fields["load"]["device_peak_bytes"] = m_loadDeviceMemory.peakAllocatedBytes;
     const std::string unpredicted = addPrediction(fields);
     emit(metrics::EventType::RunStart, std::move(fields));
     if (!unpredicted.empty())
@@ -238,6 +245,8 @@ common::Result<TrainOutcome> TrainingRun::resumeAndTrain(const std::string& resu
 
     // Step events report the peak of training, not of loading (a bf16 run
     // reads the fp32 weights first).
+    m_loadMemory = processMemory();
+    m_loadDeviceMemory = deviceMemory(m_session->device);
     resetPeakResidentMemory();
     resetDevicePeakMemory(m_session->device);
     const auto loopStart = Clock::now();

@@ -13,7 +13,9 @@
 #include "train/data_parallel.h"
 #include "train/parallel_context.h"
 #include "train/peft_adapter.h"
+#include "train/process_memory.h"
 #include "train/train_step.h"
+#include "train/training_device.h"
 #include "train/training_session.h"
 
 #include <nlohmann/json.hpp>
@@ -124,6 +126,8 @@ private:
     }
 
     std::unique_ptr<TrainingSession> m_session;
+    ProcessMemory m_loadMemory; // the setup's peak, before training resets it
+    DeviceMemory m_loadDeviceMemory;
     const TrainerOptions& m_options;
     const config::RunConfig& m_config;
     std::unique_ptr<metrics::EventWriter> m_events;

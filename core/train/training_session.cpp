@@ -6,7 +6,11 @@
 #include "train/model_loader.h"
 #include "train/nf4.h"
 #include "train/peft_adapter.h"
+#include "train/tensor_storage.h"
 #include "train/training_device.h"
+#include "train/weight_slices.h"
+
+#include "safetensors/tensor_store.h"
 
 #include <algorithm>
 #include <set>
@@ -41,6 +45,24 @@ std::int64_t quantizeProjections(LlamaForCausalLm& model, LlamaForCausalLm& base
         bytes += weight.storageBytes();
         torch::Tensor bias = dense->bias().defined()
             ? dense->bias().detach().to(model.dtype()).clone()
+            : torch::Tensor();
+        model.replaceProjection(name, std::make_shared<Nf4Linear>(std::move(weight), bias));
+    }
+    return bytes;
+}
+
+// A sharded load's QLoRA base: every projection becomes an NF4 layer with
+// no storage yet; WeightSlices quantises each when its unit is loaded.
+std::int64_t deferQuantization(LlamaForCausalLm& model)
+{
+    std::int64_t bytes = 0;
+    for (auto& [name, layer] : model.projections()) {
+        auto dense = std::dynamic_pointer_cast<DenseLinear>(layer);
+        TORCH_CHECK(dense, name, " is not a dense projection");
+        Nf4Tensor weight = nf4WithoutStorage(dense->weight().sizes().vec(), dense->weight().device());
+        bytes += weight.storageBytes();
+        torch::Tensor bias = dense->bias().defined()
+            ? tensorWithoutStorage(dense->bias().sizes(), dense->bias().options())
             : torch::Tensor();
         model.replaceProjection(name, std::make_shared<Nf4Linear>(std::move(weight), bias));
     }
@@ -107,6 +129,68 @@ torch::ScalarType masterTypeOf(config::Precision precision)
     return precision == config::Precision::Bf16 ? torch::kBFloat16 : torch::kFloat;
 }
 
+namespace {
+
+// LoRA layers over the (possibly NF4) projections, the adapter to start
+// from, everything else frozen.
+common::Status attachAdapters(
+    TrainingSession& session, LlamaForCausalLm& model, const std::string& initAdapter)
+{
+    const config::RunConfig& config = session.config;
+    session.lora.rank = config.lora.rank;
+    session.lora.alpha = config.lora.alpha;
+    session.lora.dropout = config.lora.dropout;
+    session.lora.targetModules = config.lora.targetModules;
+    auto attached = attachLora(model, session.lora,
+        data::deriveSeed(config.training.seed, kLoraInitStream), session.dropoutGenerator);
+    if (!attached)
+        return attached.error();
+    if (!initAdapter.empty()) {
+        auto adapter = readPeftAdapterConfig(initAdapter);
+        if (!adapter)
+            return adapter.error();
+        if (auto status = checkAdapterMatches(*adapter, session.lora, initAdapter); !status)
+            return status;
+        if (auto status = loadPeftAdapter(model, initAdapter); !status)
+            return status;
+    }
+    freezeAllButLora(model);
+    return common::Ok{};
+}
+
+std::vector<TrainableParameter> trainablesOf(TrainingSession& session, LlamaForCausalLm& model)
+{
+    std::vector<TrainableParameter> trainables;
+    for (auto& item : model.named_parameters()) {
+        if (!item.value().requires_grad())
+            continue;
+        // No decay on norms and biases (1-D), as Hugging Face's Trainer.
+        trainables.push_back({item.key(), item.value(), item.value().dim() >= 2});
+        session.trainableParameters += item.value().numel();
+    }
+    return trainables;
+}
+
+// The optimizer over the flat parameters, checkpointing, training mode.
+void finishSession(TrainingSession& session, std::shared_ptr<LlamaForCausalLm> model)
+{
+    const config::TrainingConfig& t = session.config.training;
+    session.optimizer = std::make_unique<FlatAdamW>(*session.parameters,
+        AdamWSettings{t.adamBeta1, t.adamBeta2, t.adamEpsilon, t.weightDecay});
+    if (session.config.activationCheckpointing)
+        enableActivationCheckpointing(*model, session.dropoutGenerator);
+    model->train();
+    session.model = std::move(model);
+}
+
+ComputeDType computeDTypeOf(config::Precision precision)
+{
+    return computeTypeOf(precision) == torch::kBFloat16 ? ComputeDType::BFloat16
+                                                        : ComputeDType::Float32;
+}
+
+} // namespace
+
 common::Status prepareTrainableModel(TrainingSession& session,
     const std::shared_ptr<LlamaForCausalLm>& base, const std::string& initAdapter, ShardSpec shard,
     int rank)
@@ -116,8 +200,7 @@ common::Status prepareTrainableModel(TrainingSession& session,
     try {
         std::shared_ptr<LlamaForCausalLm> model = base;
         if (computeType != base->dtype()) {
-            model = createCausalLm(base->config(),
-                computeType == torch::kBFloat16 ? ComputeDType::BFloat16 : ComputeDType::Float32);
+            model = createCausalLm(base->config(), computeDTypeOf(config.precision));
             torch::NoGradGuard noGrad;
             auto source = base->named_parameters();
             for (auto& item : model->named_parameters())
@@ -129,42 +212,19 @@ common::Status prepareTrainableModel(TrainingSession& session,
         if (config.method == config::Method::Qlora)
             session.quantizedBytes = quantizeProjections(*model, *base);
         if (config.usesLora()) {
-            session.lora.rank = config.lora.rank;
-            session.lora.alpha = config.lora.alpha;
-            session.lora.dropout = config.lora.dropout;
-            session.lora.targetModules = config.lora.targetModules;
-            auto attached = attachLora(*model, session.lora,
-                data::deriveSeed(config.training.seed, kLoraInitStream), session.dropoutGenerator);
-            if (!attached)
-                return attached.error();
-            if (!initAdapter.empty()) {
-                auto adapter = readPeftAdapterConfig(initAdapter);
-                if (!adapter)
-                    return adapter.error();
-                if (auto status = checkAdapterMatches(*adapter, session.lora, initAdapter); !status)
-                    return status;
-                if (auto status = loadPeftAdapter(*model, initAdapter); !status)
-                    return status;
-            }
-            freezeAllButLora(*model);
+            if (auto status = attachAdapters(session, *model, initAdapter); !status)
+                return status;
         }
         // Built on the CPU (quantised from the fp32 base there), trained on
         // the session's device; NF4 codes move as buffers.
         model->to(session.device);
 
-        std::vector<TrainableParameter> trainables;
+        std::vector<TrainableParameter> trainables = trainablesOf(session, *model);
         std::vector<torch::Tensor> initial;
         auto baseValues = base->named_parameters();
-        const bool fromBase =
-            !config.usesLora() && model != base && masterTypeOf(config.precision) == torch::kFloat;
-        for (auto& item : model->named_parameters()) {
-            if (!item.value().requires_grad())
-                continue;
-            // No decay on norms and biases (1-D), as Hugging Face's Trainer.
-            trainables.push_back({item.key(), item.value(), item.value().dim() >= 2});
-            if (fromBase)
-                initial.push_back(baseValues[item.key()]);
-            session.trainableParameters += item.value().numel();
+        if (!config.usesLora() && model != base && masterTypeOf(config.precision) == torch::kFloat) {
+            for (const TrainableParameter& parameter : trainables)
+                initial.push_back(baseValues[parameter.name]);
         }
         // Offload moves the master and optimizer states to the host; with
         // sharded parameters (ZeRO-3, FSDP) nothing of a unit stays on the
@@ -179,18 +239,84 @@ common::Status prepareTrainableModel(TrainingSession& session,
         if (shard.parameters && shard.count > 1 && !frozen.empty())
             session.frozen = std::make_unique<FrozenShards>(frozen, shard,
                 config.distributed.offload == config::Offload::OptimizerAndParams);
-        const config::TrainingConfig& t = config.training;
-        session.optimizer = std::make_unique<FlatAdamW>(*session.parameters,
-            AdamWSettings{t.adamBeta1, t.adamBeta2, t.adamEpsilon, t.weightDecay});
-        if (config.activationCheckpointing)
-            enableActivationCheckpointing(*model, session.dropoutGenerator);
-        model->train();
-        session.model = model;
+        finishSession(session, model);
     } catch (const std::exception& e) {
         return Error::at(config.model, "", std::string("cannot set up the model: ") + e.what());
     }
     return common::Ok{};
 }
+
+common::Status prepareShardedModel(TrainingSession& session, const LlamaConfig& llama,
+    const safetensors::TensorStore& store, const std::string& initAdapter, ShardSpec shard,
+    int rank)
+{
+    const config::RunConfig& config = session.config;
+    try {
+        std::shared_ptr<LlamaForCausalLm> model;
+        {
+            DeferredWeights deferred;
+            model = createCausalLm(llama, computeDTypeOf(config.precision));
+        }
+        if (auto status = checkStoredWeights(*model, store); !status)
+            return status;
+        session.totalParameters = llama.parameterCount();
+        session.dropoutGenerator =
+            makeGenerator(session.device, dropoutSeed(config.training.seed, rank));
+        if (config.method == config::Method::Qlora)
+            session.quantizedBytes = deferQuantization(*model);
+        if (config.usesLora()) {
+            if (auto status = attachAdapters(session, *model, initAdapter); !status)
+                return status;
+        }
+        WeightSlices slices(store, *model);
+        std::vector<TrainableParameter> trainables = trainablesOf(session, *model);
+        const std::vector<TrainableParameter> named = trainables;
+        // The master of a bf16 run starts from the stored values read at
+        // fp32, as exact as the one-process load.
+        session.parameters = std::make_unique<FlatParameters>(std::move(trainables),
+            masterTypeOf(config.precision), shard,
+            config.distributed.offload != config::Offload::None, session.device,
+            [&](size_t i, std::int64_t begin, const torch::Tensor& out) {
+                slices.readElements(named[i].name, named[i].tensor, begin, out);
+            });
+        const auto frozen = frozenTensors(*model);
+        session.frozenBytes = distinctBytes(frozen);
+        if (!frozen.empty())
+            session.frozen = std::make_unique<FrozenShards>(frozen, shard,
+                config.distributed.offload == config::Offload::OptimizerAndParams,
+                session.device, [&](size_t i, std::int64_t begin, const torch::Tensor& out) {
+                    slices.readBytes(frozen[i].first, frozen[i].second, begin, out);
+                });
+        finishSession(session, model);
+    } catch (const std::exception& e) {
+        return Error::at(config.model, "", std::string("cannot set up the model: ") + e.what());
+    }
+    return common::Ok{};
+}
+
+namespace {
+
+// The tokenizer's ids must index the model's embedding.
+common::Status checkVocabulary(
+    const config::RunConfig& config, const tokenizer::Tokenizer& tokenizer, std::int64_t vocab)
+{
+    if (static_cast<std::int64_t>(tokenizer.vocabSize()) > vocab)
+        return Error::at(config.tokenizer, "",
+            "the tokenizer has " + std::to_string(tokenizer.vocabSize())
+                + " tokens, more than the model's vocab_size " + std::to_string(vocab),
+            "is this the model's own tokenizer?");
+    return common::Ok{};
+}
+
+std::uint64_t storedBytes(const safetensors::TensorStore& store)
+{
+    std::uint64_t bytes = 0;
+    for (const std::string& name : store.names())
+        bytes += store.find(name)->byteCount();
+    return bytes;
+}
+
+} // namespace
 
 common::Result<std::unique_ptr<TrainingSession>> buildSession(const config::RunConfig& config,
     const TrainerOptions& options, ShardSpec shard, int rank, const c10::Device& device)
@@ -206,16 +332,28 @@ common::Result<std::unique_ptr<TrainingSession>> buildSession(const config::RunC
     session->tokenizer = *tokenizer;
     session->padId = data::padIdFor(*tokenizer);
 
+    // ZeRO-3 and FSDP load sharded: each rank reads only its slices of the
+    // weights, after the data (docs/DISTRIBUTED.md, "Loading").
+    const bool shardedLoad = shard.parameters && shard.count > 1;
     report(options, "model " + config.model);
-    auto base = loadCausalLm(config.model, ComputeDType::Float32);
-    if (!base)
-        return base.error();
-    const std::int64_t vocab = (*base)->config().vocabSize;
-    if (static_cast<std::int64_t>(tokenizer->vocabSize()) > vocab)
-        return Error::at(config.tokenizer, "",
-            "the tokenizer has " + std::to_string(tokenizer->vocabSize())
-                + " tokens, more than the model's vocab_size " + std::to_string(vocab),
-            "is this the model's own tokenizer?");
+    const common::Result<LlamaConfig> llama = loadLlamaConfig(config.model);
+    if (!llama)
+        return llama.error();
+    if (auto status = checkVocabulary(config, *tokenizer, llama->vocabSize); !status)
+        return status.error();
+    common::Result<safetensors::TensorStore> store = safetensors::TensorStore::open(config.model);
+    if (!store)
+        return store.error();
+    std::shared_ptr<LlamaForCausalLm> base;
+    if (!shardedLoad) {
+        try {
+            base = createCausalLm(*llama, ComputeDType::Float32);
+        } catch (const std::exception& e) {
+            return Error::at(config.model, "", std::string("cannot build the model: ") + e.what());
+        }
+        if (auto status = loadWeights(*base, *store); !status)
+            return status.error();
+    }
 
     report(options, "data: reading and tokenizing");
     data::PrepareCallbacks callbacks;
@@ -233,9 +371,14 @@ common::Result<std::unique_ptr<TrainingSession>> buildSession(const config::RunC
     report(options,
         "model: setting up " + std::string(config::toString(config.method)) + " in "
             + std::string(config::toString(config.precision)));
-    if (auto status = prepareTrainableModel(*session, *base, options.initAdapter, shard, rank);
-        !status)
-        return status.error();
+    const common::Status model = shardedLoad
+        ? prepareShardedModel(*session, *llama, *store, options.initAdapter, shard, rank)
+        : prepareTrainableModel(*session, base, options.initAdapter, shard, rank);
+    if (!model)
+        return model.error();
+    session->load.sharded = shardedLoad;
+    session->load.bytesRead = store->bytesRead();
+    session->load.storedBytes = storedBytes(*store);
     return session;
 }
 

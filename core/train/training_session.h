@@ -8,12 +8,17 @@
 #include "train/flat_parameters.h"
 #include "train/frozen_shards.h"
 #include "train/lora.h"
+#include "train/model_config.h"
 #include "train/trainer.h"
 
 #include <torch/torch.h>
 
 #include <memory>
 #include <optional>
+
+namespace tb::safetensors {
+class TensorStore;
+}
 
 namespace tb::train {
 
@@ -41,6 +46,14 @@ struct TrainingSession {
     std::int64_t totalParameters = 0; // of the model as loaded (NF4 weights counted)
     std::int64_t trainableParameters = 0;
     std::int64_t quantizedBytes = 0; // QLoRA: NF4 storage of the base projections
+    // How the weights came in: a sharded load (ZeRO-3, FSDP) reads only this
+    // rank's slices of the stored bytes (QLoRA: whole projections, quantised
+    // one at a time).
+    struct Load {
+        bool sharded = false;
+        std::uint64_t bytesRead = 0;
+        std::uint64_t storedBytes = 0; // every tensor of the weight files
+    } load;
 };
 
 // Seeds derived from training.seed for the streams the trainer owns.
@@ -72,5 +85,14 @@ common::Result<std::unique_ptr<TrainingSession>> buildSession(const config::RunC
 common::Status prepareTrainableModel(TrainingSession& session,
     const std::shared_ptr<LlamaForCausalLm>& base, const std::string& initAdapter = {},
     ShardSpec shard = {}, int rank = 0);
+
+// The sharded load of ZeRO-3 and FSDP: the model built without storage
+// (DeferredWeights), then each rank reads from `store` only the slices of
+// the trainable and frozen weights its shards own, in the master and
+// compute dtypes, onto session.device; QLoRA quantises a projection at a
+// time. No rank ever holds the whole model. `shard.parameters` must be set.
+common::Status prepareShardedModel(TrainingSession& session, const LlamaConfig& llama,
+    const safetensors::TensorStore& store, const std::string& initAdapter, ShardSpec shard,
+    int rank = 0);
 
 } // namespace tb::train

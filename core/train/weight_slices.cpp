@@ -1,0 +1,123 @@
+#include "train/weight_slices.h"
+
+#include "safetensors/tensor_store.h"
+#include "train/llama_model.h"
+#include "train/nf4.h"
+#include "train/tensor_storage.h"
+
+#include <stdexcept>
+
+namespace tb::train {
+
+using common::Error;
+
+std::optional<torch::ScalarType> loadableType(safetensors::DType dtype)
+{
+    switch (dtype) {
+    case safetensors::DType::F32:
+        return torch::kFloat;
+    case safetensors::DType::F16:
+        return torch::kHalf;
+    case safetensors::DType::BF16:
+        return torch::kBFloat16;
+    case safetensors::DType::F64:
+        return torch::kDouble;
+    default:
+        return std::nullopt;
+    }
+}
+
+common::Status readStoredElements(const safetensors::TensorStore& store, const std::string& name,
+    std::int64_t begin, const torch::Tensor& out)
+{
+    const safetensors::TensorInfo* info = store.find(name);
+    const std::string where = "tensor '" + name + "'";
+    if (!info)
+        return Error::at(store.files().front().path(), where, "not in this model's weights");
+    const std::optional<torch::ScalarType> type = loadableType(info->dtype);
+    if (!type)
+        return Error::at(store.fileOf(name), where,
+            "dtype " + std::string(safetensors::dtypeName(info->dtype))
+                + " is not a float type we load",
+            "weights must be F32, F16, BF16 or F64");
+    const std::int64_t count = out.numel();
+    const auto stored = static_cast<std::int64_t>(info->elementCount());
+    if (begin < 0 || begin + count > stored)
+        return Error::at(store.fileOf(name), where,
+            "elements [" + std::to_string(begin) + ", " + std::to_string(begin + count)
+                + ") asked of a tensor of " + std::to_string(stored));
+    torch::Tensor staging = torch::empty({count}, torch::TensorOptions().dtype(*type));
+    const auto elementBytes = static_cast<std::uint64_t>(staging.element_size());
+    auto* bytes = static_cast<std::byte*>(staging.data_ptr());
+    if (auto status = store.readRange(name, static_cast<std::uint64_t>(begin) * elementBytes,
+            {bytes, static_cast<size_t>(count) * elementBytes});
+        !status)
+        return status;
+    torch::NoGradGuard noGrad;
+    out.copy_(staging.view(out.sizes()));
+    return common::Ok{};
+}
+
+WeightSlices::WeightSlices(const safetensors::TensorStore& store, LlamaForCausalLm& model)
+    : m_store(store)
+{
+    for (const auto& item : model.named_modules()) {
+        if (auto* layer = dynamic_cast<Nf4Linear*>(item.value().get()))
+            m_nf4.emplace(item.key(), layer);
+    }
+}
+
+std::string WeightSlices::storedName(const std::string& name)
+{
+    const std::string wrapper = ".base_layer.";
+    std::string stored = name;
+    for (size_t at = stored.find(wrapper); at != std::string::npos; at = stored.find(wrapper))
+        stored.replace(at, wrapper.size(), ".");
+    return stored;
+}
+
+void WeightSlices::readElements(const std::string& name, const torch::Tensor& tensor,
+    std::int64_t begin, const torch::Tensor& out)
+{
+    torch::NoGradGuard noGrad;
+    if (holdsStorage(tensor)) {
+        out.copy_(tensor.reshape({-1}).narrow(0, begin, out.numel()));
+        return;
+    }
+    if (auto status = readStoredElements(m_store, storedName(name), begin, out); !status)
+        throw std::runtime_error(status.error().toString());
+}
+
+void WeightSlices::readBytes(const std::string& name, const torch::Tensor& tensor,
+    std::int64_t begin, const torch::Tensor& out)
+{
+    torch::NoGradGuard noGrad;
+    const size_t dot = name.rfind('.');
+    const auto nf4 = m_nf4.find(name.substr(0, dot));
+    if (!holdsStorage(tensor) && nf4 != m_nf4.end() && name.substr(dot + 1) != "bias")
+        quantize(nf4->first, *nf4->second);
+    if (holdsStorage(tensor)) {
+        const torch::Tensor bytes = tensor.contiguous().reshape({-1}).view(torch::kByte);
+        out.copy_(bytes.narrow(0, begin, out.numel()));
+        return;
+    }
+    // The whole elements that cover the bytes asked for.
+    const std::int64_t size = tensor.element_size();
+    const std::int64_t first = begin / size;
+    const std::int64_t end = (begin + out.numel() + size - 1) / size;
+    torch::Tensor elements = torch::empty({end - first}, tensor.options().device(torch::kCPU));
+    readElements(name, tensor, first, elements);
+    out.copy_(elements.view(torch::kByte).narrow(0, begin - first * size, out.numel()));
+}
+
+void WeightSlices::quantize(const std::string& module, Nf4Linear& layer)
+{
+    const std::vector<std::int64_t>& shape = layer.weight().shape;
+    torch::Tensor weight = torch::empty(shape, torch::TensorOptions().dtype(torch::kFloat));
+    const std::string stored = storedName(module + ".weight");
+    if (auto status = readStoredElements(m_store, stored, 0, weight); !status)
+        throw std::runtime_error(status.error().toString());
+    layer.assign(quantizeNf4(weight));
+}
+
+} // namespace tb::train
