@@ -120,6 +120,11 @@ private slots:
             QVERIFY2(!own.empty() && own.back().value("status", "") == "completed",
                 qPrintable(QString("rank %1's events do not end completed").arg(rank)));
         }
+        // fsdp-hybrid shards inside a node and replicates across nodes.
+        checkLoadShare(runDir, world, sharding == "fsdp-hybrid" ? nprocPerNode : world, sharding,
+            method);
+        if (QTest::currentTestFailed())
+            return;
 
         QString problem;
         const Tensors got = readTensors(exportOf(runDir, method), &problem);
@@ -139,6 +144,45 @@ private slots:
         QVERIFY2(stepDiff <= kStepTolerance,
             qPrintable(
                 QString("relative difference %1 of a step's loss or gradient norm").arg(stepDiff)));
+    }
+
+    // What each rank read of the weight files (run_start's "load"): under
+    // ZeRO-3 and FSDP its share and no more, together every byte; the
+    // replicating strategies read everything on every rank. QLoRA reads each
+    // projection whole to quantise it (the double quantisation's mean needs
+    // every block) and keeps only its shard. `shardCount` ranks share the
+    // weights.
+    static void checkLoadShare(const std::string& runDir, int world, int shardCount,
+        const QString& sharding, const QString& method)
+    {
+        const bool sharded = sharding == "zero3" || sharding.startsWith("fsdp");
+        std::uint64_t sum = 0;
+        for (int rank = 0; rank < world; ++rank) {
+            const std::string file = rank == 0
+                ? runDir + "/events.jsonl"
+                : runDir + "/events.rank" + std::to_string(rank) + ".jsonl";
+            const auto starts = ofType(events(file), "run_start");
+            QVERIFY2(!starts.empty(), file.c_str());
+            const json load = starts.front().value("load", json::object());
+            const auto read = load.value("bytes_read", std::uint64_t(0));
+            const auto stored = load.value("stored_bytes", std::uint64_t(0));
+            qInfo("rank %d read %llu of %llu stored bytes (%.3f)", rank,
+                static_cast<unsigned long long>(read), static_cast<unsigned long long>(stored),
+                static_cast<double>(read) / static_cast<double>(stored));
+            QCOMPARE(load.value("sharded", !sharded), sharded);
+            QVERIFY(stored > 0);
+            if (!sharded)
+                QCOMPARE(read, stored);
+            else if (method == "qlora")
+                QVERIFY(read <= stored);
+            else // partial elements at the shard's edges, nothing more
+                QVERIFY2(read <= stored / static_cast<std::uint64_t>(shardCount) + 4096,
+                    qPrintable(QString("rank %1 read %2 of %3").arg(rank).arg(read).arg(stored)));
+            sum += read;
+            if (rank == world - 1)
+                QVERIFY2(sum >= stored * static_cast<std::uint64_t>(world / shardCount),
+                    "some stored bytes were read by no rank of a shard group");
+        }
     }
 
     // A LoRA run whose frozen base is sharded (ZeRO-3, FSDP; on the host
