@@ -132,6 +132,74 @@ private slots:
         QVERIFY(before->readBytes("x").ok());
     }
 
+    // A file written a tensor at a time reads back as one written whole; the
+    // store reads any byte range of a tensor and counts what it read.
+    void streamedFileReadsBackInSlices()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("s.safetensors").toStdString();
+        const auto first = pattern(6 * 4, 1);
+        const auto second = pattern(10 * 2, 2);
+        auto opened = SafetensorsStream::open(
+            path, {{"w", DType::F32, {2, 3}}, {"b", DType::BF16, {10}}}, {{"format", "pt"}});
+        QVERIFY(opened.ok());
+        SafetensorsStream& stream = opened.value();
+        QVERIFY(stream.append("w", first).ok());
+        QVERIFY(!std::filesystem::exists(path)); // nothing there before the commit
+        QVERIFY(stream.append("b", second).ok());
+        QVERIFY(stream.commit().ok());
+
+        auto store = TensorStore::open(path);
+        QVERIFY2(store.ok(), store.ok() ? "" : qPrintable(errorOf(store.error())));
+        std::vector<std::byte> slice(8);
+        QVERIFY(store->readRange("w", 4, slice).ok());
+        QVERIFY(std::equal(slice.begin(), slice.end(), first.begin() + 4));
+        QCOMPARE(store->bytesRead(), uint64_t(8));
+        std::vector<std::byte> whole(20);
+        QVERIFY(store->read("b", whole).ok());
+        QVERIFY(std::equal(whole.begin(), whole.end(), second.begin(), second.end()));
+        QCOMPARE(store->bytesRead(), uint64_t(28));
+        const auto past = store->readRange("w", 20, slice);
+        QVERIFY(!past.ok());
+        QVERIFY2(errorOf(past.error()).contains("bytes [20, 28) asked of a tensor of 24"),
+            qPrintable(errorOf(past.error())));
+    }
+
+    // Out of order, the wrong size, or never committed: an error that names
+    // the tensor, and the old file left as it was.
+    void streamRefusesWhatItWasNotPromised()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("s.safetensors").toStdString();
+        const auto old = pattern(4, 9);
+        QVERIFY(writeSafetensors(path, {{"old", DType::F32, {1}, old}}).ok());
+        {
+            auto opened =
+                SafetensorsStream::open(path, {{"a", DType::F32, {2}}, {"b", DType::F32, {1}}});
+            QVERIFY(opened.ok());
+            SafetensorsStream& stream = opened.value();
+            const auto outOfOrder = stream.append("b", pattern(4, 1));
+            QVERIFY(!outOfOrder.ok());
+            QVERIFY2(errorOf(outOfOrder.error()).contains("where 'a' is next"),
+                qPrintable(errorOf(outOfOrder.error())));
+            const auto wrongSize = stream.append("a", pattern(4, 1));
+            QVERIFY(!wrongSize.ok());
+            QVERIFY2(errorOf(wrongSize.error()).contains("has 4 bytes, its shape and F32 need 8"),
+                qPrintable(errorOf(wrongSize.error())));
+            QVERIFY(stream.append("a", pattern(8, 1)).ok());
+            const auto early = stream.commit();
+            QVERIFY(!early.ok());
+            QVERIFY2(errorOf(early.error()).contains("1 tensors were never written, the first 'b'"),
+                qPrintable(errorOf(early.error())));
+        }
+        auto file = SafetensorsFile::open(path);
+        QVERIFY(file.ok());
+        QVERIFY(file->find("old"));
+        QCOMPARE(std::distance(std::filesystem::directory_iterator(dir.path().toStdString()),
+                     std::filesystem::directory_iterator{}),
+            1L);
+    }
+
     void malformedFilesAreRefusedWithTheirField_data()
     {
         QTest::addColumn<QByteArray>("file");
