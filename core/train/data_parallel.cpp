@@ -336,12 +336,6 @@ void DataParallel::releaseAllFrozen()
         releaseFrozen(u);
 }
 
-void DataParallel::gatherFrozen()
-{
-    for (size_t u = 0; m_frozen && u < m_frozen->units().size(); ++u)
-        ensureFrozenGathered(u);
-}
-
 void DataParallel::gatherLayer(std::optional<size_t> layer)
 {
     if (const auto unit = layer ? unitOfLayer(*layer) : m_rootUnit)
@@ -422,30 +416,58 @@ void DataParallel::beforeLayerBackward(size_t layer)
         prefetchLayer(layer - 1);
 }
 
-std::map<std::string, torch::Tensor> DataParallel::gatherMasterValues(bool keep)
+void DataParallel::gatherMasterUnit(
+    size_t u, bool keep, std::map<std::string, torch::Tensor>& into)
 {
     torch::NoGradGuard noGrad;
+    const FlatParameters::Unit& unit = m_parameters.units()[u];
+    torch::Tensor whole = unit.master;
+    if (m_parameters.shard().count > 1) {
+        // Collectives run where the model is (an offloaded master is not);
+        // one unit is whole on the device at a time, and only the rank that
+        // keeps the values copies it out.
+        const torch::Tensor shard = unit.master.to(unit.values.device());
+        torch::Tensor gathered = torch::empty({unit.paddedNumel}, shard.options());
+        m_groups.shard->allGather(gathered, shard)->wait();
+        if (!keep)
+            return;
+        whole = gathered.to(torch::kCPU);
+    }
+    for (const size_t s : unit.segments) {
+        const FlatParameters::Segment& slot = m_parameters.segments()[s];
+        into.emplace(slot.name, whole.narrow(0, slot.offset, slot.numel).view(slot.shape));
+    }
+}
+
+std::map<std::string, torch::Tensor> DataParallel::gatherMasterValues(bool keep)
+{
     std::map<std::string, torch::Tensor> values;
-    const bool sharded = m_parameters.shard().count > 1;
-    for (const FlatParameters::Unit& unit : m_parameters.units()) {
-        torch::Tensor whole = unit.master;
-        if (sharded) {
-            // Collectives run where the model is (an offloaded master is
-            // not); one unit is whole on the device at a time, and only the
-            // rank that keeps the values copies it out.
-            const torch::Tensor shard = unit.master.to(unit.values.device());
-            torch::Tensor gathered = torch::empty({unit.paddedNumel}, shard.options());
-            m_groups.shard->allGather(gathered, shard)->wait();
-            if (!keep)
-                continue;
-            whole = gathered.to(torch::kCPU);
-        }
-        for (const size_t s : unit.segments) {
-            const FlatParameters::Segment& slot = m_parameters.segments()[s];
-            values.emplace(slot.name, whole.narrow(0, slot.offset, slot.numel).view(slot.shape));
-        }
+    for (size_t u = 0; u < m_parameters.units().size(); ++u)
+        gatherMasterUnit(u, keep, values);
+    return values;
+}
+
+std::map<std::string, torch::Tensor> DataParallel::gatherUnit(int id, bool keep)
+{
+    std::map<std::string, torch::Tensor> values;
+    const auto& units = m_parameters.units();
+    for (size_t u = 0; u < units.size(); ++u) {
+        if (units[u].id == id)
+            gatherMasterUnit(u, keep, values);
+    }
+    if (m_frozen) {
+        if (const auto frozen = m_frozen->unitWithId(id))
+            ensureFrozenGathered(*frozen);
     }
     return values;
+}
+
+void DataParallel::releaseUnit(int id)
+{
+    if (m_frozen) {
+        if (const auto frozen = m_frozen->unitWithId(id))
+            releaseFrozen(*frozen);
+    }
 }
 
 dist::CommunicationStats DataParallel::stats() const

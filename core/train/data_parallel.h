@@ -86,14 +86,18 @@ public:
     void afterOptimizerStep();
     // Frees the gathered units (after evaluation under ZeRO-3 / FSDP).
     void releaseGathered();
-    // Every frozen unit gathered (a collective), for a merged export that
-    // reads the whole base; releaseGathered frees them.
-    void gatherFrozen();
     // Every trainable parameter's master value, whole (a collective under
-    // sharding, every rank calls it): for exports and the adapter. Sharded,
-    // the units are gathered one at a time and, where `keep` (the rank that
-    // writes), copied to host memory; the other ranks get an empty map.
+    // sharding, every rank calls it): for the adapter. Sharded, the units
+    // are gathered one at a time and, where `keep` (the rank that writes),
+    // copied to host memory; the other ranks get an empty map.
     std::map<std::string, torch::Tensor> gatherMasterValues(bool keep);
+    // One unit (unitOfParameter's id) for an export that goes a unit at a
+    // time, every rank in the same order: the master values of its
+    // trainable parameters (host memory, where `keep`; a collective when the
+    // master is sharded) and, when the frozen base is sharded, its frozen
+    // part gathered in place. releaseUnit frees the frozen part again.
+    std::map<std::string, torch::Tensor> gatherUnit(int id, bool keep);
+    void releaseUnit(int id);
 
     dist::CommunicationStats stats() const;
     config::Sharding sharding() const { return m_sharding; }
@@ -137,6 +141,8 @@ private:
     std::optional<size_t> frozenUnitOf(std::optional<size_t> layer) const;
     void startFrozenGather(size_t unit);
     void ensureFrozenGathered(size_t unit);
+    // The master values of trainable unit `u`, whole (see gatherMasterValues).
+    void gatherMasterUnit(size_t u, bool keep, std::map<std::string, torch::Tensor>& into);
     void releaseFrozen(size_t unit);
     void releaseAllFrozen();
 

@@ -12,6 +12,7 @@
 #include "train/checkpoint.h"
 #include "train/data_parallel.h"
 #include "train/parallel_context.h"
+#include "train/merged_export.h"
 #include "train/peft_adapter.h"
 #include "train/process_memory.h"
 #include "train/train_step.h"
@@ -114,7 +115,8 @@ private:
     void warnAboutParallelSettings();
     common::Status checkpoint();
     common::Status exportResults();
-    std::string exportPeaks() const; // "peak resident memory of the export ..." since exportResults began
+    void emitExportPeaks(const std::string& what);
+    UnitGather unitGather(); // sharded exports: a unit at a time through m_parallel // "peak resident memory of the export ..." since exportResults began
     ParameterValues masterValues();
     void finish(RunStatus status, const std::string& message);
     TrainOutcome fail(const std::string& message, Clock::time_point loopStart)

@@ -132,14 +132,27 @@ std::string bytesOrUnknown(std::int64_t bytes)
 
 } // namespace
 
-std::string TrainingRun::exportPeaks() const
+// A log line with the export's peaks, in words and as numbers
+// (docs/EVENTS.md): every rank says what the export cost it.
+void TrainingRun::emitExportPeaks(const std::string& what)
 {
-    std::string text =
-        "peak resident memory of the export " + bytesOrUnknown(processMemory().peakResidentBytes);
+    const std::int64_t resident = processMemory().peakResidentBytes;
+    std::string text = what + " (peak resident memory of the export " + bytesOrUnknown(resident);
+    json fields = {{"export_peak_resident_bytes", resident}};
     const DeviceMemory device = deviceMemory(m_session->device);
-    if (device.peakAllocatedBytes >= 0)
+    if (device.peakAllocatedBytes >= 0) {
         text += ", GPU allocated " + bytesOrUnknown(device.peakAllocatedBytes);
-    return text;
+        fields["export_device_peak_bytes"] = device.peakAllocatedBytes;
+    }
+    fields["message"] = text + ")";
+    emit(metrics::EventType::Log, std::move(fields));
+}
+
+UnitGather TrainingRun::unitGather()
+{
+    const bool keep = isRankZero();
+    return {[this, keep](int id) { return m_parallel->gatherUnit(id, keep); },
+        [this](int id) { m_parallel->releaseUnit(id); }};
 }
 
 common::Status TrainingRun::exportResults()
@@ -151,13 +164,16 @@ common::Status TrainingRun::exportResults()
     // The export's own peaks, for its log line (training's are past).
     resetPeakResidentMemory();
     resetDevicePeakMemory(m_session->device);
-    const ParameterValues values = masterValues();
-    // The merged weights fold LoRA into the whole base: a sharded base is
-    // gathered first (a collective), on every rank.
-    if (merged && m_parallel)
-        m_parallel->gatherFrozen();
-    if (!isRankZero())
+    // Sharded states are exported a unit at a time: every rank gathers each
+    // unit in turn, rank 0 writes it and drops it (docs/DISTRIBUTED.md).
+    const bool streamed = m_parallel && m_session->parameters->shard().count > 1;
+    const ParameterValues values = adapter || !streamed ? masterValues() : ParameterValues{};
+    if (merged && !isRankZero() && streamed)
+        joinMergedExport(*m_session->model, unitGather());
+    if (!isRankZero()) {
+        emitExportPeaks("joined the export");
         return common::Ok{}; // rank 0 writes the exports
+    }
     if (adapter) {
         const std::string dir = m_config.output.dir + "/adapter";
         if (auto status =
@@ -169,17 +185,17 @@ common::Status TrainingRun::exportResults()
     if (merged) {
         const std::string dir = m_config.output.dir + "/merged";
         const ComputeDType storeAs = storageDTypeOf(m_session->model->config().torchDtype);
-        if (auto status = exportMergedModel(
-                *m_session->model, dir, m_config.model, m_config.tokenizer, storeAs, values);
+        const UnitGather units = unitGather();
+        if (auto status = exportMergedModel(*m_session->model, dir, m_config.model,
+                m_config.tokenizer, storeAs, values, streamed ? &units : nullptr);
             !status)
             return status;
         m_outcome.mergedDir = dir;
     }
-    const std::string peaks = exportPeaks();
     for (const std::string& dir : {m_outcome.adapterDir, m_outcome.mergedDir}) {
         if (dir.empty())
             continue;
-        emit(metrics::EventType::Log, {{"message", "exported " + dir + " (" + peaks + ")"}});
+        emitExportPeaks("exported " + dir);
         TrainerProgress item;
         item.kind = TrainerProgress::Kind::Export;
         item.message = dir;

@@ -239,6 +239,11 @@ private slots:
                 || event.value("message", "").find("peak resident memory of the export")
                     != std::string::npos;
         QVERIFY2(logged, "no log line gives the export's peak");
+        // The other rank says what joining the export cost it, as a number.
+        bool joined = false;
+        for (const json& event : ofType(events(runDir + "/events.rank1.jsonl"), "log"))
+            joined = joined || event.value("export_peak_resident_bytes", -1) > 0;
+        QVERIFY2(joined, "rank 1 does not give its export peak");
     }
 
     // A zero3 checkpoint of 2 ranks continues at 4 ranks and at 1 process
