@@ -83,6 +83,7 @@ plan::PlanInput planInputOfRun(
     in.gpusPerNode = std::max(1, worldSize / in.nodes);
     in.vmSize.clear();
     in.gpu = gpuId;
+    in.engine = plan::Engine::Tunebench; // a run of our own trainer
     return in;
 }
 

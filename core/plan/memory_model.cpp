@@ -181,7 +181,10 @@ void gradientsAtPeak(const PlanContext& ctx, PlanResult& r)
 void computeMemory(const PlanContext& ctx, PlanResult& r)
 {
     MemoryBuilder b{ctx, r};
-    const Sharding s = ctx.in.sharding;
+    // Tunebench's ZeRO-3 is the FSDP full-shard engine: plan it as that.
+    const bool tunebenchZero3 =
+        ctx.in.engine == Engine::Tunebench && ctx.in.sharding == Sharding::Zero3;
+    const Sharding s = tunebenchZero3 ? Sharding::FsdpFull : ctx.in.sharding;
     const Offload offload = ctx.in.offload;
     const double W = ctx.world;
     const double S = ctx.shardGroup;
@@ -327,8 +330,9 @@ void computeMemory(const PlanContext& ctx, PlanResult& r)
         } else {
             const int layers = fsdpGatheredLayers(ctx);
             const double bytes = root * a + layers * layerParams + layerGrads + rootGrads;
-            if (auto* c = b.add("gather_buffers", MemoryCategory::Buffers, "FSDP gathered units",
-                    bytes, kSrcFsdp);
+            if (auto* c = b.add("gather_buffers", MemoryCategory::Buffers,
+                    tunebenchZero3 ? "ZeRO-3 gathered units" : "FSDP gathered units", bytes,
+                    kSrcFsdp);
                 c && ctx.explain)
                 Line(c->explanation)
                     << "root unit (embeddings, lm_head) " << Bytes{root * a}

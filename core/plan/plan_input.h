@@ -77,6 +77,14 @@ struct FsdpSettings {
     bool limitAllGathers = true;
 };
 
+// Whose implementation of a sharding the memory model follows. Reference:
+// DeepSpeed's ZeRO and PyTorch's FSDP as their documentation describes them
+// (imported configs, the published measurements). Tunebench: our own
+// trainer, which every export runs and whose run_start prediction this is;
+// its ZeRO-3 is FSDP's full sharding over the same per-layer units, with no
+// DeepSpeed buckets or live-parameter budget (docs/DISTRIBUTED.md).
+enum class Engine { Reference, Tunebench };
+
 struct PlanInput {
     // Model: a preset name, a Hugging Face repo id of a preset, or the path
     // of a config.json (or of the folder holding one).
@@ -97,6 +105,7 @@ struct PlanInput {
     // all-reduce buckets are a second copy of the gradients.
     bool ddpBucketView = true;
     DeepSpeedSettings deepspeed; // ZeRO strategies
+    Engine engine = Engine::Reference;
     FsdpSettings fsdp; // FSDP strategies
 
     int microBatch = 4;
