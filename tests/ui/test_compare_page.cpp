@@ -192,6 +192,34 @@ private slots:
         QTRY_COMPARE(page.rankCharts()->stepTimeCurve(1)->dataCount(), 4);
     }
 
+    // Each rank's measured peak beside its own prediction (run_start of that
+    // rank); a rank whose run_start predicts nothing has no level.
+    void everyRankAgainstItsPrediction()
+    {
+        const QString root = m_dir.filePath(QStringLiteral("rank-predictions"));
+        const QString dir = writeRun(root, {"predicted", 3, 1e-3, 2000}, 3, 1000);
+        json rank1 = json::parse(startLine({"predicted", 3, 1e-3, 2000}));
+        rank1["rank"] = 1;
+        rank1["prediction"] = tb::metrics::RunPrediction{"CPU (test)", 320 << 20, 2000, 0.5}.toJson();
+        appendLine(dir + "/events.rank1.jsonl", rank1.dump());
+        for (int rank = 1; rank <= 2; ++rank) {
+            for (int step = 1; step <= 3; ++step)
+                appendLine(dir + QString("/events.rank%1.jsonl").arg(rank), stepOf(step, 1000, rank));
+        }
+        ComparePage page;
+        page.setRunsFolder(root);
+        QTRY_COMPARE(page.runsModel()->rowCount(), 1);
+        page.setPicked(dir, true);
+        QTRY_COMPARE(page.rankCharts()->rankCount(), 3);
+        const tb::ui::RankCharts* charts = page.rankCharts();
+        QTRY_COMPARE(charts->predictedPeakCurve(1)->dataCount(), 2);
+        QCOMPARE(charts->predictedPeakCurve(0)->data()->at(0)->value, 300.0 / 1024.0);
+        QCOMPARE(charts->predictedPeakCurve(1)->data()->at(1)->value, 320.0 / 1024.0);
+        QCOMPARE(charts->predictedPeakCurve(1)->data()->at(1)->key, 3.0);
+        QCOMPARE(charts->predictedPeakCurve(2)->dataCount(), 0);
+        QCOMPARE(charts->predictedPeakCurve(1)->pen().style(), Qt::DotLine);
+    }
+
     void scalingChartPlotsMeasuredIdealAndPredicted()
     {
         const QString root = m_dir.filePath(QStringLiteral("scaling"));

@@ -21,6 +21,22 @@ void fill(QCPGraph* graph, const metrics::RunHistory& history, bool memory)
     graph->setData(steps, values, true);
 }
 
+// The rank's predicted peak as a level across its steps; empty without a
+// prediction.
+void fillPredicted(QCPGraph* graph, const metrics::RunHistory& history)
+{
+    const auto& start = history.start();
+    const bool predicted = start && start->prediction && start->prediction->peakBytesPerRank >= 0
+        && !history.steps().empty();
+    if (!predicted) {
+        graph->data()->clear();
+        return;
+    }
+    const double level = double(start->prediction->peakBytesPerRank) / kGiB;
+    graph->setData({double(history.steps().front().step), double(history.steps().back().step)},
+        {level, level}, true);
+}
+
 } // namespace
 
 RankCharts::RankCharts(QWidget* parent)
@@ -56,13 +72,17 @@ void RankCharts::setRun(const ComparedRun& run)
     while (m_graphs.size() < ranks.size()) {
         QCPGraph* time = addGraph(m_timePanel->axis(QCPAxis::atBottom), m_timePanel->axis(QCPAxis::atLeft));
         QCPGraph* memory = addGraph(m_memoryPanel->axis(QCPAxis::atBottom), m_memoryPanel->axis(QCPAxis::atLeft));
+        QCPGraph* predicted = addGraph(m_memoryPanel->axis(QCPAxis::atBottom), m_memoryPanel->axis(QCPAxis::atLeft));
         time->addToLegend(m_legend);
         m_graphs.emplaceBack(time, memory);
+        m_predicted.append(predicted);
     }
     while (m_graphs.size() > ranks.size()) {
         removeGraph(m_graphs.last().first);
         removeGraph(m_graphs.last().second);
+        removeGraph(m_predicted.last());
         m_graphs.removeLast();
+        m_predicted.removeLast();
     }
     for (qsizetype i = 0; i < ranks.size(); ++i) {
         const QPen pen(runColor(int(i)), 1.3);
@@ -72,6 +92,11 @@ void RankCharts::setRun(const ComparedRun& run)
         }
         fill(m_graphs[i].first, *ranks[i].second, false);
         fill(m_graphs[i].second, *ranks[i].second, true);
+        QPen dotted = pen;
+        dotted.setStyle(Qt::DotLine);
+        m_predicted[i]->setPen(dotted);
+        m_predicted[i]->setName(tr("rank %1 predicted peak").arg(ranks[i].first));
+        fillPredicted(m_predicted[i], *ranks[i].second);
     }
     for (QCPAxisRect* panel : {m_timePanel, m_memoryPanel}) {
         panel->axis(QCPAxis::atLeft)->rescale();
@@ -97,6 +122,11 @@ int RankCharts::rankCount() const
 QCPGraph* RankCharts::stepTimeCurve(int rank) const
 {
     return rank >= 0 && rank < m_graphs.size() ? m_graphs[rank].first : nullptr;
+}
+
+QCPGraph* RankCharts::predictedPeakCurve(int rank) const
+{
+    return rank >= 0 && rank < m_predicted.size() ? m_predicted[rank] : nullptr;
 }
 
 } // namespace tb::ui
