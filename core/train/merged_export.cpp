@@ -6,6 +6,7 @@
 #include "train/lora.h"
 #include "train/nf4.h"
 #include "train/staging_directory.h"
+#include "train/weight_slices.h"
 
 #include <filesystem>
 #include <set>
@@ -124,29 +125,6 @@ void joinMergedExport(LlamaForCausalLm& model, const UnitGather& units)
 
 namespace {
 
-torch::ScalarType fileTypeOf(ComputeDType storeAs)
-{
-    switch (storeAs) {
-    case ComputeDType::BFloat16:
-        return torch::kBFloat16;
-    case ComputeDType::Float16:
-        return torch::kHalf;
-    case ComputeDType::Float64:
-        return torch::kDouble;
-    case ComputeDType::Float32:
-        break;
-    }
-    return torch::kFloat;
-}
-
-safetensors::DType storedDTypeOf(torch::ScalarType type)
-{
-    return type == torch::kBFloat16 ? safetensors::DType::BF16
-        : type == torch::kHalf      ? safetensors::DType::F16
-        : type == torch::kDouble    ? safetensors::DType::F64
-                                    : safetensors::DType::F32;
-}
-
 // Appends the tensors of one unit, each made, written and dropped in turn.
 common::Status appendUnit(safetensors::SafetensorsStream& stream,
     const std::vector<MergedTensor>& layout, size_t& next, int id, const ParameterValues& values,
@@ -176,11 +154,11 @@ common::Status exportMergedModel(LlamaForCausalLm& model, const std::string& dir
     const std::string& modelDir, const std::string& tokenizerDir, ComputeDType storeAs,
     const ParameterValues& values, const UnitGather* units)
 {
-    const torch::ScalarType fileType = fileTypeOf(storeAs);
+    const torch::ScalarType fileType = torchTypeOf(storeAs);
     const std::vector<MergedTensor> layout = mergedLayout(model);
     std::vector<safetensors::TensorLayout> header;
     for (const MergedTensor& tensor : layout)
-        header.push_back({tensor.name, storedDTypeOf(fileType), tensor.shape});
+        header.push_back({tensor.name, storedTypeOf(fileType), tensor.shape});
     auto staging = StagingDirectory::create(dir);
     std::optional<safetensors::SafetensorsStream> stream;
     common::Status written = common::Ok{};

@@ -15,21 +15,6 @@ using common::Status;
 
 namespace {
 
-torch::ScalarType scalarType(ComputeDType dtype)
-{
-    switch (dtype) {
-    case ComputeDType::BFloat16:
-        return torch::kBFloat16;
-    case ComputeDType::Float16:
-        return torch::kHalf;
-    case ComputeDType::Float64:
-        return torch::kDouble;
-    case ComputeDType::Float32:
-        break;
-    }
-    return torch::kFloat;
-}
-
 std::string shapeText(c10::IntArrayRef shape)
 {
     std::string out = "[";
@@ -71,7 +56,7 @@ Status readInto(
 
 std::shared_ptr<LlamaForCausalLm> createCausalLm(const LlamaConfig& config, ComputeDType dtype)
 {
-    return std::make_shared<LlamaForCausalLm>(config, scalarType(dtype));
+    return std::make_shared<LlamaForCausalLm>(config, torchTypeOf(dtype));
 }
 
 Status checkStoredWeights(const LlamaForCausalLm& model, const safetensors::TensorStore& store)
@@ -148,11 +133,8 @@ Status saveWeights(LlamaForCausalLm& model, const std::string& path, ComputeDTyp
 {
     try {
         torch::NoGradGuard noGrad;
-        const torch::ScalarType type = scalarType(storeAs);
-        const safetensors::DType fileType = type == torch::kBFloat16 ? safetensors::DType::BF16
-            : type == torch::kHalf                                   ? safetensors::DType::F16
-            : type == torch::kDouble                                 ? safetensors::DType::F64
-                                                                     : safetensors::DType::F32;
+        const torch::ScalarType type = torchTypeOf(storeAs);
+        const safetensors::DType fileType = storedTypeOf(type);
         std::vector<torch::Tensor> converted; // keeps the bytes alive until written
         std::vector<safetensors::TensorToWrite> tensors;
         for (const auto& item : model.named_parameters()) {

@@ -27,6 +27,29 @@ std::optional<torch::ScalarType> loadableType(safetensors::DType dtype)
     }
 }
 
+torch::ScalarType torchTypeOf(ComputeDType dtype)
+{
+    switch (dtype) {
+    case ComputeDType::BFloat16:
+        return torch::kBFloat16;
+    case ComputeDType::Float16:
+        return torch::kHalf;
+    case ComputeDType::Float64:
+        return torch::kDouble;
+    case ComputeDType::Float32:
+        break;
+    }
+    return torch::kFloat;
+}
+
+safetensors::DType storedTypeOf(torch::ScalarType type)
+{
+    return type == torch::kBFloat16 ? safetensors::DType::BF16
+        : type == torch::kHalf      ? safetensors::DType::F16
+        : type == torch::kDouble    ? safetensors::DType::F64
+                                    : safetensors::DType::F32;
+}
+
 common::Status readStoredElements(const safetensors::TensorStore& store, const std::string& name,
     std::int64_t begin, const torch::Tensor& out)
 {

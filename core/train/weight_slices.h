@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "safetensors/dtype.h"
+#include "train/compute_dtype.h"
 
 #include <torch/torch.h>
 
@@ -21,6 +22,11 @@ class Nf4Linear;
 // The LibTorch type of a stored dtype the trainer loads (F32, F16, BF16,
 // F64); nullopt for the others.
 std::optional<torch::ScalarType> loadableType(safetensors::DType dtype);
+
+// The LibTorch type of a compute dtype, and the safetensors dtype a tensor
+// of a float type is stored as.
+torch::ScalarType torchTypeOf(ComputeDType dtype);
+safetensors::DType storedTypeOf(torch::ScalarType type);
 
 // Elements [begin, begin + out.numel()) of the stored tensor `name`,
 // flattened, read in its stored dtype and converted into `out` (any dtype,
