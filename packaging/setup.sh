@@ -122,12 +122,15 @@ node_env() {
 # ccache's 5 GB default, and an evicted LibTorch translation unit costs ~20 s.
 export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-15G}"
 
+# The targets build() builds; empty: every target of the preset.
+build_targets=()
+
 build() {
     local preset="$1"
     shift
-    log "configure and build: preset '$preset'"
+    log "configure and build: preset '$preset'${build_targets[*]:+ (${build_targets[*]})}"
     cmake --preset "$preset" "$@" >/dev/null
-    cmake --build --preset "$preset"
+    cmake --build --preset "$preset" ${build_targets[@]:+--target "${build_targets[@]}"}
 }
 
 # The GUI needs an X server it can reach; xdpyinfo is not installed on a
@@ -136,19 +139,34 @@ have_display() {
     [ -n "${DISPLAY:-}" ] || [ -n "${WAYLAND_DISPLAY:-}" ]
 }
 
-build_default() {
-    local flavour
-    flavour=$(torch_flavour)
+python_env_for_build() {
+    local flavour="$1"
     if [ "$flavour" = cuda ]; then
         python_env cuda packaging/python-cuda-toolkit.txt
     else
         python_env cpu
     fi
+}
+
+build_default() {
+    local flavour
+    flavour=$(torch_flavour)
+    python_env_for_build "$flavour"
     build default -DTUNEBENCH_TORCH_FLAVOUR="$flavour" -DTUNEBENCH_TORCH_VENV="$root/.venv/$flavour"
 }
 
+# The main job builds only what it runs: the GUI, the CLI and the trainer
+# the CLI starts (about half the preset's targets are tests and
+# benchmarks); the test command builds the rest in the same folder.
 run_main_job() {
-    build_default
+    local flavour
+    flavour=$(torch_flavour)
+    timed "python environment ($flavour)" python_env_for_build "$flavour"
+    build_targets=(tunebench tunebench-cli tunebench-trainer)
+    timed "build: the GUI, the CLI and the trainer" build default \
+        -DTUNEBENCH_TORCH_FLAVOUR="$flavour" -DTUNEBENCH_TORCH_VENV="$root/.venv/$flavour"
+    trap - EXIT
+    print_stage_times
     if have_display; then
         log "opening Tunebench on the default plan"
         exec build/default/app/gui/tunebench
@@ -182,7 +200,6 @@ run_tests() {
     # Tests train on the CPU and hold the trainer against the Hugging Face
     # stack installed beside the CPU wheel, and the tokenizer against HF's
     # tokenizers through node: everything a test uses is here before it runs.
-    trap print_stage_times EXIT
     timed "python environment (cpu)" python_env cpu packaging/python-reference.txt
     timed "node environment" node_env
     timed "build: default" build default -DTUNEBENCH_TORCH_FLAVOUR=cpu \
@@ -212,11 +229,13 @@ run_tests() {
 
 case "$mode" in
 run)
-    install_missing_packages
+    trap print_stage_times EXIT
+    timed "Debian packages" install_missing_packages
     run_main_job
     ;;
 test)
-    install_missing_packages
+    trap print_stage_times EXIT
+    timed "Debian packages" install_missing_packages
     run_tests
     ;;
 build)
