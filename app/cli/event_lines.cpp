@@ -10,12 +10,18 @@ namespace tb::cli {
 
 namespace {
 
+// A loss as the trainer writes it: null where it was not finite.
+std::string lossText(double loss)
+{
+    return std::isfinite(loss) ? common::formatFixed(loss, 4) : "nan";
+}
+
 std::string stepLine(const metrics::StepRecord& step, int64_t totalSteps)
 {
     std::string line = "step " + std::to_string(step.step);
     if (totalSteps > 0)
         line += "/" + std::to_string(totalSteps);
-    line += "  loss " + (std::isfinite(step.loss) ? common::formatFixed(step.loss, 4) : "nan");
+    line += "  loss " + lossText(step.loss);
     if (step.tokensPerSecond > 0)
         line += "  " + common::formatRate(step.tokensPerSecond, "tokens");
     if (step.memPeakBytes > 0)
@@ -46,16 +52,17 @@ void printEvent(const metrics::Event& event, const metrics::RunHistory& history)
                 .c_str());
         break;
     case metrics::EventType::Eval:
-        std::printf("eval       step %lld  validation loss %s\n", body.value("step", 0LL),
-            common::formatFixed(body.value("loss", 0.0), 4).c_str());
+        std::printf("eval       step %lld  validation loss %s\n",
+            metrics::numberField(body, "step", 0LL),
+            lossText(metrics::numberField(body, "loss", std::nan(""))).c_str());
         break;
     case metrics::EventType::Checkpoint:
-        std::printf("checkpoint step %lld  %s\n", body.value("step", 0LL),
-            body.value("path", std::string()).c_str());
+        std::printf("checkpoint step %lld  %s\n", metrics::numberField(body, "step", 0LL),
+            metrics::textField(body, "path").c_str());
         break;
     case metrics::EventType::Warning:
     case metrics::EventType::Error:
-        std::printf("%-10s %s\n", event.typeName.c_str(), body.value("message", std::string()).c_str());
+        std::printf("%-10s %s\n", event.typeName.c_str(), metrics::textField(body, "message").c_str());
         break;
     case metrics::EventType::RunEnd:
         std::printf("run_end    %s%s%s\n", history.end()->status.c_str(),

@@ -185,4 +185,10 @@ double nowSeconds()
     return duration<double>(system_clock::now().time_since_epoch()).count();
 }
 
+std::string textField(const nlohmann::json& body, const char* key)
+{
+    const auto it = body.find(key);
+    return it != body.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 } // namespace tb::metrics

@@ -48,4 +48,14 @@ common::Result<Event> parseEvent(std::string_view line);
 
 double nowSeconds();
 
+// A field of an event body read by its type: `fallback` when it is absent,
+// null (a loss that was not finite) or of another type, never an exception.
+template <typename T>
+T numberField(const nlohmann::json& body, const char* key, T fallback)
+{
+    const auto it = body.find(key);
+    return it != body.end() && it->is_number() ? it->get<T>() : fallback;
+}
+std::string textField(const nlohmann::json& body, const char* key);
+
 } // namespace tb::metrics

@@ -20,15 +20,6 @@ void putIfKnown(json& fields, const char* key, int64_t value)
         fields[key] = value;
 }
 
-template <typename T>
-T read(const json& body, const char* key, T fallback)
-{
-    const auto it = body.find(key);
-    if (it == body.end() || !it->is_number())
-        return fallback;
-    return it->get<T>();
-}
-
 } // namespace
 
 json StepRecord::toFields() const
@@ -53,18 +44,18 @@ StepRecord StepRecord::fromEvent(const Event& event)
 {
     const json& body = event.body;
     StepRecord record;
-    record.step = read<int64_t>(body, "step", 0);
-    record.loss = read<double>(body, "loss", std::nan(""));
-    record.learningRate = read<double>(body, "lr", -1);
-    record.gradNorm = read<double>(body, "grad_norm", -1);
-    record.tokens = read<int64_t>(body, "tokens", -1);
-    record.samples = read<int64_t>(body, "samples", -1);
-    record.stepSeconds = read<double>(body, "step_seconds", -1);
-    record.tokensPerSecond = read<double>(body, "tokens_per_second", -1);
-    record.memAllocatedBytes = read<int64_t>(body, "mem_allocated_bytes", -1);
-    record.memPeakBytes = read<int64_t>(body, "mem_peak_bytes", -1);
-    record.memReservedBytes = read<int64_t>(body, "mem_reserved_bytes", -1);
-    record.memPeakReservedBytes = read<int64_t>(body, "mem_peak_reserved_bytes", -1);
+    record.step = numberField<int64_t>(body, "step", 0);
+    record.loss = numberField<double>(body, "loss", std::nan(""));
+    record.learningRate = numberField<double>(body, "lr", -1);
+    record.gradNorm = numberField<double>(body, "grad_norm", -1);
+    record.tokens = numberField<int64_t>(body, "tokens", -1);
+    record.samples = numberField<int64_t>(body, "samples", -1);
+    record.stepSeconds = numberField<double>(body, "step_seconds", -1);
+    record.tokensPerSecond = numberField<double>(body, "tokens_per_second", -1);
+    record.memAllocatedBytes = numberField<int64_t>(body, "mem_allocated_bytes", -1);
+    record.memPeakBytes = numberField<int64_t>(body, "mem_peak_bytes", -1);
+    record.memReservedBytes = numberField<int64_t>(body, "mem_reserved_bytes", -1);
+    record.memPeakReservedBytes = numberField<int64_t>(body, "mem_peak_reserved_bytes", -1);
     record.timeSeconds = event.timeSeconds;
     return record;
 }

@@ -1,0 +1,69 @@
+// tunebench-cli monitor on every event the trainer can write, and on
+// fields of the wrong type: each is printed, or named as unreadable with its
+// file, line and field, and the monitor goes on to the run's end; never an
+// internal error.
+#include "metrics/event.h"
+#include "../support/cli_outcome.h"
+
+#include <QDir>
+#include <QFile>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using nlohmann::json;
+using tb::metrics::EventType;
+using tb::metrics::makeEvent;
+
+class TestCliMonitor : public QObject {
+    Q_OBJECT
+
+private slots:
+    void printsWhatTheRunWrote_data()
+    {
+        QTest::addColumn<QByteArray>("line");
+        QTest::addColumn<QString>("printed");
+        const auto event = [](EventType type, const json& fields) {
+            return QByteArray::fromStdString(makeEvent(type, 0, 1.0e9 + 1, fields).dump());
+        };
+        // The trainer writes a loss that was not finite as null.
+        QTest::newRow("step, loss null")
+            << event(EventType::Step, {{"step", 1}, {"loss", nullptr}}) << "step 1/3  loss nan";
+        QTest::newRow("eval, loss null") << event(EventType::Eval, {{"step", 2}, {"loss", nullptr}})
+                                         << "eval       step 2  validation loss nan";
+        QTest::newRow("eval, loss a string")
+            << event(EventType::Eval, {{"step", 2}, {"loss", "low"}})
+            << "events.jsonl:2: eval event: field 'loss': got \"low\", expected a number or null";
+        QTest::newRow("checkpoint, step a string")
+            << event(EventType::Checkpoint, {{"step", "ten"}, {"path", "checkpoints/x"}})
+            << "events.jsonl:2: checkpoint event: field 'step': got \"ten\", expected an integer";
+        QTest::newRow("warning, message a number")
+            << event(EventType::Warning, {{"message", 7}})
+            << "events.jsonl:2: warning event: field 'message': got 7, expected a string";
+    }
+
+    void printsWhatTheRunWrote()
+    {
+        QFETCH(QByteArray, line);
+        QFETCH(QString, printed);
+        QTemporaryDir dir;
+        QFile file(dir.filePath(QStringLiteral("events.jsonl")));
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        const json start = {{"run_id", "odd"}, {"world_size", 1}, {"config", json::object()},
+            {"model", {{"name", "m"}}}, {"total_steps", 3}};
+        file.write(QByteArray::fromStdString(makeEvent(EventType::RunStart, 0, 1.0e9, start).dump()) + "\n");
+        file.write(line + "\n");
+        file.write(QByteArray::fromStdString(
+                       makeEvent(EventType::RunEnd, 0, 1.0e9 + 2, {{"status", "completed"}, {"steps", 1}}).dump())
+            + "\n");
+        file.close();
+        const tb::test::CliOutcome outcome =
+            tb::test::runProgram(QStringLiteral(TB_CLI_PATH), {"monitor", dir.path()}, 20000);
+        QVERIFY2(!outcome.err.contains(QStringLiteral("internal error")), qPrintable(outcome.err));
+        QVERIFY2(outcome.out.contains(printed), qPrintable(outcome.out + outcome.err));
+        QVERIFY2(outcome.out.contains(QStringLiteral("run_end    completed")), qPrintable(outcome.out));
+        QCOMPARE(outcome.exitCode, 0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCliMonitor)
+#include "test_cli_monitor.moc"
