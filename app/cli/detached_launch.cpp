@@ -1,5 +1,6 @@
 #include "detached_launch.h"
 
+#include <csignal>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,6 +49,15 @@ std::string leaveTerminal(const std::string& logPath)
     return {};
 }
 
+void ignoreStopSignals()
+{
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    for (const int signal : {SIGINT, SIGTERM, SIGHUP})
+        sigaction(signal, &ignore, nullptr);
+}
+
 [[noreturn]] void runChild(launch::RegistryEntry entry, const std::string& entryPath, int reply,
     const std::function<LaunchEnd()>& supervise)
 {
@@ -65,6 +75,11 @@ std::string leaveTerminal(const std::string& logPath)
     ::close(reply);
     if (!failure.empty())
         ::_exit(2);
+    // supervise() installs the stop handlers for the ranks' lifetime and
+    // puts back these when they have ended: a stop that arrives then (a
+    // supervisor's SIGTERM sent as the ranks were ending on their own) is
+    // moot and must not kill this process before it records the end.
+    ignoreStopSignals();
     const LaunchEnd end = supervise();
     entry.state = "exited";
     entry.exitCode = end.exitStatus;
