@@ -95,8 +95,15 @@ void RankCharts::setRun(const ComparedRun& run)
         QPen dotted = pen;
         dotted.setStyle(Qt::DotLine);
         m_predicted[i]->setPen(dotted);
-        m_predicted[i]->setName(tr("rank %1 predicted peak").arg(ranks[i].first));
+        m_predicted[i]->setName(i == 0 ? tr("predicted peak (dotted, per rank)")
+                                       : tr("rank %1 predicted peak").arg(ranks[i].first));
         fillPredicted(m_predicted[i], *ranks[i].second);
+    }
+    // One entry, last, says what the dotted levels are, when there are any.
+    if (!m_predicted.isEmpty()) {
+        m_predicted.front()->removeFromLegend(m_legend);
+        if (m_predicted.front()->dataCount() > 0)
+            m_predicted.front()->addToLegend(m_legend);
     }
     for (QCPAxisRect* panel : {m_timePanel, m_memoryPanel}) {
         panel->axis(QCPAxis::atLeft)->rescale();
