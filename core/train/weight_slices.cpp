@@ -92,10 +92,17 @@ WeightSlices::WeightSlices(const safetensors::TensorStore& store, LlamaForCausal
 
 std::string WeightSlices::storedName(const std::string& name)
 {
-    const std::string wrapper = ".base_layer.";
-    std::string stored = name;
-    for (size_t at = stored.find(wrapper); at != std::string::npos; at = stored.find(wrapper))
-        stored.replace(at, wrapper.size(), ".");
+    // Appended piece by piece: GCC 12 warns falsely on std::string::replace
+    // at -O3 (-Wstringop-overflow).
+    constexpr std::string_view wrapper = ".base_layer.";
+    std::string stored;
+    size_t from = 0;
+    for (size_t at = name.find(wrapper); at != std::string::npos; at = name.find(wrapper, from)) {
+        stored.append(name, from, at - from);
+        stored += '.';
+        from = at + wrapper.size();
+    }
+    stored.append(name, from, std::string::npos);
     return stored;
 }
 
