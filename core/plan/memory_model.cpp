@@ -6,6 +6,8 @@
 #include "common/units.h"
 
 #include <algorithm>
+#include <string>
+#include <utility>
 
 // Per-GPU memory at the step's peak, component by component. The formulas
 // and their sources are in docs/PLANNER.md ("Memory"); each component's
@@ -138,9 +140,25 @@ double layerGatherBytes(const PlanContext& ctx)
     return (perLayer - quantizedPerLayer) * ctx.act + quantizedPerLayer * kNf4BytesPerParam;
 }
 
+// Parameters gathered outside the decoder layers at the backward peak.
+// FSDP's root unit (embedding, final norm, lm_head) stays gathered all step.
+// Tunebench gathers an untied embedding for its forward only and the head
+// (final norm, lm_head) from the loss through its backward, so at the peak
+// only the head is whole; a tied embedding is the head and stays.
 double rootParams(const PlanContext& ctx)
 {
-    return double(ctx.counts.embedding + ctx.counts.lmHead + ctx.counts.finalNorm);
+    const bool apart = ctx.in.engine == Engine::Tunebench && ctx.counts.lmHead > 0;
+    return double((apart ? 0 : ctx.counts.embedding) + ctx.counts.lmHead + ctx.counts.finalNorm);
+}
+
+// What rootParams counts, for explanations: {short name, its contents}.
+std::pair<const char*, const char*> rootName(const PlanContext& ctx)
+{
+    if (ctx.in.engine != Engine::Tunebench)
+        return {"root unit", "(embeddings, lm_head) stays gathered"};
+    if (ctx.counts.lmHead > 0)
+        return {"head", "(final norm, lm_head; the embedding is gathered for its forward only)"};
+    return {"root unit", "(tied embedding, final norm) stays gathered"};
 }
 
 // One GPU without accumulation: zero_grad(set_to_none=True), PyTorch's
@@ -324,7 +342,7 @@ void computeMemory(const PlanContext& ctx, PlanResult& r)
                 Line l(c->explanation);
                 l << "one decoder layer's gradients before reduce-scatter " << Bytes{layerGrads};
                 if (rootGrads > 0)
-                    l << " + root unit gradients " << Bytes{rootGrads};
+                    l << " + " << rootName(ctx).first << " gradients " << Bytes{rootGrads};
                 l << " = " << Bytes{c->bytes};
             }
         } else {
@@ -335,12 +353,15 @@ void computeMemory(const PlanContext& ctx, PlanResult& r)
                     kSrcFsdp);
                 c && ctx.explain)
                 Line(c->explanation)
-                    << "root unit (embeddings, lm_head) " << Bytes{root * a}
-                    << " stays gathered + " << layers
+                    << rootName(ctx).first << " " << Bytes{root * a} << " "
+                    << rootName(ctx).second << " + " << layers
                     << " decoder layer(s) (current, prefetched as backward_prefetch, "
                        "forward_prefetch and limit_all_gathers allow) x "
                     << Bytes{layerParams} << " + one layer's unsharded gradients "
-                    << Bytes{layerGrads} << (rootGrads > 0 ? " + root unit gradients" : "") << " = "
+                    << Bytes{layerGrads}
+                    << (rootGrads > 0 ? std::string(" + ") + rootName(ctx).first + " gradients"
+                                      : std::string())
+                    << " = "
                     << Bytes{bytes};
         }
     }

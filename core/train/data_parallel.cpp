@@ -63,13 +63,10 @@ DataParallel::DataParallel(LlamaForCausalLm& model, FlatParameters& parameters, 
     m_remaining.assign(units.size(), 0);
     m_reduced.assign(units.size(), false);
     m_gathered.assign(units.size(), !shardsParameters());
-    m_layerUnits.assign(static_cast<size_t>(model.config().numLayers), std::nullopt);
-    for (size_t u = 0; u < units.size(); ++u) {
-        if (units[u].id == 0)
-            m_rootUnit = u;
-        else if (static_cast<size_t>(units[u].id - 1) < m_layerUnits.size())
-            m_layerUnits[static_cast<size_t>(units[u].id - 1)] = u;
-    }
+    m_layers = static_cast<size_t>(model.config().numLayers);
+    m_embeddingIsHead = model.config().tieWordEmbeddings;
+    for (size_t u = 0; u < units.size(); ++u)
+        m_unitById.emplace(units[u].id, u);
     for (size_t s = 0; s < m_parameters.segments().size(); ++s) {
         const auto unit = static_cast<size_t>(m_parameters.segments()[s].unit);
         auto accumulator = torch::autograd::impl::grad_accumulator(m_parameters.segmentTensor(s));
@@ -91,9 +88,16 @@ bool DataParallel::reshardAfterForward() const
     return m_sharding != Sharding::FsdpGradOp;
 }
 
-std::optional<size_t> DataParallel::unitOfLayer(size_t layer) const
+std::optional<size_t> DataParallel::trainableUnit(int id) const
 {
-    return layer < m_layerUnits.size() ? m_layerUnits[layer] : std::nullopt;
+    const auto it = m_unitById.find(id);
+    return it == m_unitById.end() ? std::nullopt : std::optional<size_t>(it->second);
+}
+
+bool DataParallel::staysGathered(size_t u) const
+{
+    // A tied embedding is read at both ends of the step.
+    return m_embeddingIsHead && m_parameters.units()[u].id == kEmbeddingUnit;
 }
 
 void DataParallel::beginMicroStep(bool last)
@@ -117,10 +121,10 @@ void DataParallel::startReduction(size_t u)
     m_reduced[u] = true;
     // Every node that reads this unit's values has run once all its
     // gradients are in: the reduction needs the gradients only.
-    if (shardsParameters() && u != m_rootUnit)
+    if (shardsParameters() && !staysGathered(u))
         release(u);
     // Sharded gradients exist to save memory: one reduction in flight keeps
-    // at most two units' full gradients alive (plus the root's).
+    // at most two units' full gradients alive (plus a tied embedding's).
     const size_t maxInFlight = shardsGradients() ? 1 : 2;
     while (m_inFlight.size() >= maxInFlight)
         finishOldestReduction();
@@ -203,8 +207,9 @@ void DataParallel::endMicroStep()
     if (!m_communicating)
         m_parameters.accumulateGradients(/*lastMicroStep=*/false);
     m_parameters.drainHostGradients();
-    if (shardsParameters() && m_rootUnit)
-        release(*m_rootUnit);
+    for (const int id : {kEmbeddingUnit, kHeadUnit})
+        if (const auto unit = trainableUnit(id))
+            release(*unit);
     releaseAllFrozen();
     m_communicating = false;
 }
@@ -291,11 +296,9 @@ void DataParallel::releaseGathered()
     releaseAllFrozen();
 }
 
-std::optional<size_t> DataParallel::frozenUnitOf(std::optional<size_t> layer) const
+std::optional<size_t> DataParallel::frozenUnit(int id) const
 {
-    if (!m_frozen)
-        return std::nullopt;
-    return m_frozen->unitWithId(layer ? static_cast<int>(*layer) + 1 : 0);
+    return m_frozen ? m_frozen->unitWithId(id) : std::nullopt;
 }
 
 void DataParallel::startFrozenGather(size_t u)
@@ -336,84 +339,115 @@ void DataParallel::releaseAllFrozen()
         releaseFrozen(u);
 }
 
-void DataParallel::gatherLayer(std::optional<size_t> layer)
+void DataParallel::gatherUnits(int id)
 {
-    if (const auto unit = layer ? unitOfLayer(*layer) : m_rootUnit)
+    if (const auto unit = trainableUnit(id))
         ensureGathered(*unit);
-    if (const auto frozen = frozenUnitOf(layer))
+    if (const auto frozen = frozenUnit(id))
         ensureFrozenGathered(*frozen);
 }
 
-void DataParallel::prefetchLayer(std::optional<size_t> layer)
+void DataParallel::prefetchUnits(int id)
 {
-    if (const auto unit = layer ? unitOfLayer(*layer) : m_rootUnit) {
+    if (const auto unit = trainableUnit(id)) {
         if (!m_gathered[*unit] && !m_gathers.contains(*unit))
             startGather(*unit);
     }
-    if (const auto frozen = frozenUnitOf(layer)) {
+    if (const auto frozen = frozenUnit(id)) {
         if (!m_frozen->gathered(*frozen))
             startFrozenGather(*frozen);
     }
 }
 
-void DataParallel::releaseLayer(std::optional<size_t> layer)
+void DataParallel::releaseUnits(int id)
 {
-    if (const auto unit = layer ? unitOfLayer(*layer) : m_rootUnit)
+    if (const auto unit = trainableUnit(id))
         release(*unit);
-    if (const auto frozen = frozenUnitOf(layer))
+    if (const auto frozen = frozenUnit(id))
         releaseFrozen(*frozen);
+}
+
+void DataParallel::allocateGradientsOf(int id)
+{
+    if (const auto unit = trainableUnit(id); unit && shardsGradients())
+        m_parameters.allocateGradients(m_parameters.units()[*unit]);
+}
+
+bool DataParallel::hasUnits(int id) const
+{
+    return trainableUnit(id) || frozenUnit(id);
 }
 
 void DataParallel::beforeEmbedding()
 {
     if (shardsParameters())
-        gatherLayer(std::nullopt);
-    if (m_rootUnit && shardsGradients() && torch::GradMode::is_enabled())
-        m_parameters.allocateGradients(m_parameters.units()[*m_rootUnit]);
+        gatherUnits(kEmbeddingUnit);
+    // A tied embedding's gradient takes the head's part first and the
+    // embedding's last: it lives the whole step.
+    if (m_embeddingIsHead && torch::GradMode::is_enabled())
+        allocateGradientsOf(kEmbeddingUnit);
+}
+
+torch::Tensor DataParallel::afterEmbedding(torch::Tensor hidden)
+{
+    if (m_embeddingIsHead)
+        return hidden;
+    // The embedding's backward reads the token ids, not the weight: the
+    // values go now, and the gradient appears just before that backward.
+    if (shardsParameters())
+        releaseUnits(kEmbeddingUnit);
+    if (shardsGradients() && hidden.requires_grad() && trainableUnit(kEmbeddingUnit))
+        hidden.register_hook([this](const torch::Tensor&) { allocateGradientsOf(kEmbeddingUnit); });
+    return hidden;
 }
 
 void DataParallel::beforeLayer(size_t layer)
 {
     if (!shardsParameters())
         return;
-    gatherLayer(layer);
-    // Prefetch: the next layer's gather runs while this one computes.
-    if (layer + 1 < m_layerUnits.size())
-        prefetchLayer(layer + 1);
+    gatherUnits(layerId(layer));
+    // Prefetch: the next unit's gather runs while this layer computes.
+    prefetchUnits(layer + 1 < m_layers ? layerId(layer + 1) : kHeadUnit);
 }
 
 torch::Tensor DataParallel::afterLayer(size_t layer, torch::Tensor hidden)
 {
-    const bool hasUnit = unitOfLayer(layer) || frozenUnitOf(layer);
-    if (!hasUnit || (!shardsParameters() && !shardsGradients()))
+    if (!hasUnits(layerId(layer)) || (!shardsParameters() && !shardsGradients()))
         return hidden;
     const bool training = torch::GradMode::is_enabled() && hidden.requires_grad();
     if (!training) {
-        releaseLayer(layer);
+        releaseUnits(layerId(layer));
         return hidden;
     }
     hidden.register_hook([this, layer](const torch::Tensor&) { beforeLayerBackward(layer); });
     if (reshardAfterForward())
-        releaseLayer(layer);
+        releaseUnits(layerId(layer));
     return hidden;
 }
 
-// Runs when the gradient of the layer's output is complete: the layer above
-// has finished its backward, this layer's is about to start.
+void DataParallel::beforeHead()
+{
+    if (shardsParameters())
+        gatherUnits(kHeadUnit);
+    if (torch::GradMode::is_enabled())
+        allocateGradientsOf(kHeadUnit);
+}
+
+// Runs when the gradient of the layer's output is complete: the unit above
+// (the next layer, or the head) has finished its backward, this layer's is
+// about to start.
 void DataParallel::beforeLayerBackward(size_t layer)
 {
-    const auto unit = unitOfLayer(layer);
-    if (unit && shardsGradients())
-        m_parameters.allocateGradients(m_parameters.units()[*unit]);
+    allocateGradientsOf(layerId(layer));
     if (!shardsParameters())
         return;
-    gatherLayer(layer);
-    // The layer above read its frozen base for the last time (its trainable
+    gatherUnits(layerId(layer));
+    // The unit above read its frozen base for the last time (its trainable
     // unit goes when its gradients are reduced).
-    if (const auto above = frozenUnitOf(layer + 1))
+    if (const auto above = frozenUnit(layer + 1 < m_layers ? layerId(layer + 1) : kHeadUnit))
         releaseFrozen(*above);
     if (layer > 0)
-        prefetchLayer(layer - 1);
+        prefetchUnits(layerId(layer - 1));
 }
 
 void DataParallel::gatherMasterUnit(

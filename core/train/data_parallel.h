@@ -48,10 +48,14 @@ ShardSpec shardSpecFor(config::Sharding sharding, const DataParallelGroups& grou
 // - ZeRO-3 / FSDP: a unit's values exist only while it runs: gathered before
 //   the layer's forward (the next layer prefetched), freed after it
 //   (FULL_SHARD) or after its backward (SHARD_GRAD_OP), gathered again
-//   before its backward (the layer below prefetched). The root unit
-//   (embeddings, norm, lm_head) stays gathered from forward to the end of
-//   backward, as FSDP's root does. HYBRID_SHARD shards inside the node and
-//   all-reduces the shards across nodes.
+//   before its backward (the layer below prefetched). The embedding is
+//   gathered for its forward only (its backward needs the token ids, not
+//   the weight); its gradient exists from just before its backward. The
+//   head (final norm, lm_head) is gathered, prefetched by the last layer,
+//   from the loss to the end of its backward. A tied embedding is read at
+//   both ends and stays gathered from forward to the end of backward, as
+//   FSDP's root does. HYBRID_SHARD shards inside the node and all-reduces
+//   the shards across nodes.
 // A frozen base (LoRA, QLoRA) sharded by FrozenShards follows its layer:
 // gathered with the layer's trainable unit, freed after the layer's forward
 // and, in backward, once the gradient of the layer's input is complete (the
@@ -103,8 +107,10 @@ public:
     config::Sharding sharding() const { return m_sharding; }
 
     void beforeEmbedding() override;
+    torch::Tensor afterEmbedding(torch::Tensor hidden) override;
     void beforeLayer(size_t layer) override;
     torch::Tensor afterLayer(size_t layer, torch::Tensor hidden) override;
+    void beforeHead() override;
 
     // From the gradient accumulators' hooks.
     void parameterGradientReady(size_t unit);
@@ -125,7 +131,12 @@ private:
     bool shardsGradients() const { return m_parameters.shard().gradients; }
     bool reshardAfterForward() const;
     torch::Tensor scalarBuffer(double value) const; // on the model's device
-    std::optional<size_t> unitOfLayer(size_t layer) const;
+    static int layerId(size_t layer) { return static_cast<int>(layer) + 1; }
+    // The trainable and frozen units of a unitOfParameter id, where they exist.
+    std::optional<size_t> trainableUnit(int id) const;
+    std::optional<size_t> frozenUnit(int id) const;
+    bool hasUnits(int id) const;
+    bool staysGathered(size_t unit) const;
     void startReduction(size_t unit);
     void finishReduction(Reduction& reduction);
     void finishOldestReduction();
@@ -133,12 +144,13 @@ private:
     void ensureGathered(size_t unit);
     void release(size_t unit);
     void beforeLayerBackward(size_t layer);
-    // Gathers, prefetches and releases a layer's units (its trainable unit
-    // and its frozen one, whichever exist); layer -1 is the root.
-    void gatherLayer(std::optional<size_t> layer);
-    void prefetchLayer(std::optional<size_t> layer);
-    void releaseLayer(std::optional<size_t> layer);
-    std::optional<size_t> frozenUnitOf(std::optional<size_t> layer) const;
+    // Gathers, prefetches and releases the units of an id (its trainable
+    // unit and its frozen one, whichever exist).
+    void gatherUnits(int id);
+    void prefetchUnits(int id);
+    void releaseUnits(int id);
+    // Under sharded gradients: the id's full gradient, just before backward writes it.
+    void allocateGradientsOf(int id);
     void startFrozenGather(size_t unit);
     void ensureFrozenGathered(size_t unit);
     // The master values of trainable unit `u`, whole (see gatherMasterValues).
@@ -158,8 +170,10 @@ private:
     FrozenShards* m_frozen = nullptr;
     std::map<size_t, Gather> m_frozenGathers; // by frozen unit index
     std::deque<Reduction> m_inFlight;
-    std::optional<size_t> m_rootUnit;
-    std::vector<std::optional<size_t>> m_layerUnits;
+    std::map<int, size_t> m_unitById; // trainable units by unitOfParameter id
+    size_t m_layers = 0;
+    bool m_embeddingIsHead = false; // tied embeddings
+
     bool m_communicating = false;
 };
 

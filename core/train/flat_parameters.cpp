@@ -13,14 +13,16 @@ namespace tb::train {
 
 int unitOfParameter(const std::string& name)
 {
+    if (name.starts_with("model.embed_tokens."))
+        return kEmbeddingUnit;
     const std::string prefix = "model.layers.";
     if (!name.starts_with(prefix))
-        return 0;
+        return kHeadUnit;
     const size_t end = name.find('.', prefix.size());
     try {
         return 1 + std::stoi(name.substr(prefix.size(), end - prefix.size()));
     } catch (const std::exception&) {
-        return 0;
+        return kHeadUnit;
     }
 }
 

@@ -17,8 +17,13 @@ struct TrainableParameter {
 };
 
 // The group of a parameter: 1 + i for decoder layer i ("model.layers.<i>."),
-// 0 for the rest (embeddings, final norm, lm_head). Units are what ZeRO-3 /
-// FSDP gather and free together, and the buckets gradients travel in.
+// kEmbeddingUnit for the token embedding (and so for a head tied to it),
+// kHeadUnit for the rest (the final norm, lm_head). Units are what ZeRO-3 /
+// FSDP gather and free together, and the buckets gradients travel in; the
+// embedding and the head are apart because they are used at opposite ends
+// of the step (the embedding's backward does not read its weight).
+inline constexpr int kEmbeddingUnit = 0;
+inline constexpr int kHeadUnit = -1;
 int unitOfParameter(const std::string& name);
 
 // How the flat buffers are split across the ranks of a shard group (ZeRO,

@@ -111,6 +111,8 @@ torch::Tensor LlamaForCausalLm::hiddenStates(const torch::Tensor& inputIds, KvCa
     if (hooks)
         hooks->beforeEmbedding();
     torch::Tensor hidden = m_model->embedding().forward(inputIds);
+    if (hooks)
+        hidden = hooks->afterEmbedding(std::move(hidden));
     auto& layers = m_model->layers();
     for (size_t i = 0; i < layers.size(); ++i) {
         LayerCache* layerCache = cache ? &cache->layers[i] : nullptr;
@@ -121,6 +123,8 @@ torch::Tensor LlamaForCausalLm::hiddenStates(const torch::Tensor& inputIds, KvCa
         if (hooks)
             hidden = hooks->afterLayer(i, std::move(hidden));
     }
+    if (hooks)
+        hooks->beforeHead();
     return m_model->norm().forward(hidden);
 }
 

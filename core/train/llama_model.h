@@ -55,13 +55,17 @@ class ForwardHooks {
 public:
     virtual ~ForwardHooks() = default;
     virtual void beforeEmbedding() { }
+    // The after* hooks may return a tensor standing for `hidden` (one
+    // carrying a backward hook).
+    virtual torch::Tensor afterEmbedding(torch::Tensor hidden) { return hidden; }
     virtual void beforeLayer(size_t layer) { (void)layer; }
-    // May return a tensor standing for `hidden` (one carrying a backward hook).
     virtual torch::Tensor afterLayer(size_t layer, torch::Tensor hidden)
     {
         (void)layer;
         return hidden;
     }
+    // Before the final norm (and the head the caller applies after it).
+    virtual void beforeHead() { }
 };
 
 // A Llama-family causal language model whose parameter names are those of

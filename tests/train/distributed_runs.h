@@ -7,6 +7,7 @@
 #include "rank_processes.h"
 #include "run_events.h"
 #include "safetensors/safetensors_file.h"
+#include "../support/untied_model.h"
 #include "../support/write_or_stop.h"
 
 #include <nlohmann/json.hpp>
@@ -116,6 +117,7 @@ inline std::vector<json> ofType(const std::vector<json>& all, const std::string&
 }
 
 struct RunSpec {
+    std::string model = kModel;
     QString method = "full";
     QString sharding = "ddp";
     int microBatch = kGlobalBatch / kGradAccum;
@@ -131,7 +133,7 @@ struct RunSpec {
 inline std::string writeConfig(const QTemporaryDir& dir, const QString& name, const RunSpec& spec)
 {
     const std::string path = dir.filePath(name + ".yaml").toStdString();
-    std::string text = "model: " + kModel + "\ndata:\n  train: " + kDemo
+    std::string text = "model: " + spec.model + "\ndata:\n  train: " + kDemo
         + "\n  sequence_length: 128\n  validation_split: 0.1\nprecision: "
         + spec.precision.toStdString() + "\nactivation_checkpointing: "
         + (spec.checkpointing ? "true" : "false") + "\nmethod: " + spec.method.toStdString() + "\n";

@@ -1,3 +1,4 @@
+#include "../support/untied_model.h"
 #include "../support/write_or_stop.h"
 #include "../support/test_data.h"
 #include "common/atomic_file.h"
@@ -55,14 +56,16 @@ struct RunStates {
     }
 };
 
-RunStates launch(const QTemporaryDir& dir, const std::string& sharding, const std::string& method)
+RunStates launch(const QTemporaryDir& dir, const std::string& sharding, const std::string& method,
+    const std::string& model)
 {
     RunStates out;
-    const std::string runDir =
-        dir.filePath(QString::fromStdString(method + "-" + sharding)).toStdString();
+    const std::string runDir = dir.filePath(QString::fromStdString(method + "-" + sharding + "-"
+                                                + fs::path(model).filename().string()))
+                                   .toStdString();
     const std::string config = runDir + ".yaml";
     tb::test::writeOrStop(config,
-        "model: " + kModel + "\nmethod: " + method + "\nprecision: fp32\ndata:\n  train: " + kDemo
+        "model: " + model + "\nmethod: " + method + "\nprecision: fp32\ndata:\n  train: " + kDemo
             + "\n  sequence_length: 128\ntraining: {max_steps: 2, micro_batch: 2, "
               "learning_rate: 1e-3}\ndistributed: {sharding: "
             + sharding + "}\noutput: {dir: " + runDir + "}\n");
@@ -168,12 +171,17 @@ private:
     QTemporaryDir m_dir;
     std::map<std::string, RunStates> m_runs;
 
-    const RunStates& run(const std::string& sharding, const std::string& method = "full")
+    const RunStates& run(
+        const std::string& sharding, const std::string& method = "full", bool untied = false)
     {
-        const std::string key = method + " " + sharding;
+        const std::string key = method + " " + sharding + (untied ? " untied" : "");
         auto it = m_runs.find(key);
-        if (it == m_runs.end())
-            it = m_runs.emplace(key, launch(m_dir, sharding, method)).first;
+        if (it == m_runs.end()) {
+            const std::string model = untied
+                ? tb::test::writeUntiedCopy(kModel, m_dir.filePath("untied").toStdString())
+                : kModel;
+            it = m_runs.emplace(key, launch(m_dir, sharding, method, model)).first;
+        }
         return it->second;
     }
 
@@ -321,6 +329,31 @@ private slots:
               "units %.0f = %.0f bytes; measured / planner %.3f",
             measured.total(), fsdp.modelStates, fsdp.gather, fsdp.modelStates + fsdp.gather,
             measured.total() / (fsdp.modelStates + fsdp.gather));
+    }
+
+    // With an lm_head of its own, the embedding and the head are used at
+    // opposite ends of the step and gathered apart: the embedding for its
+    // forward only (its backward reads the token ids, not the weight), the
+    // head from the loss to the end of its backward, which comes before the
+    // last layer's. So at most two decoder layers (45,440 fp32 values each),
+    // or one layer and one end (32,768 or 32,832 with the final norm), are
+    // whole at once. One root unit kept the whole step, as FSDP keeps its
+    // root, would add both ends (65,600 values) to the two layers.
+    void untiedEmbeddingAndHeadAreGatheredApart()
+    {
+        const RunStates& zero3 = run("zero3", "full", true);
+        QVERIFY2(zero3.error.isEmpty(), qPrintable(zero3.error));
+        constexpr double kLayer = 45440, kHead = 32768 + 64, kBoth = 2 * 32768 + 64;
+        const double apart = std::max(2 * kLayer, kHead + kLayer) * 4;
+        for (const StateBytes& rank : zero3.ranks) {
+            qInfo("untied ZeRO-3 rank: %.0f bytes of gathered values at most; two layers %.0f, "
+                  "a root unit and two layers %.0f",
+                rank.parameters, apart, (kBoth + 2 * kLayer) * 4);
+            // Units are padded to a multiple of the 4 ranks: a few elements each.
+            QVERIFY2(rank.parameters <= apart + 2 * 4 * 4,
+                qPrintable(QString::number(rank.parameters)));
+            QVERIFY2(rank.parameters >= apart, qPrintable(QString::number(rank.parameters)));
+        }
     }
 };
 

@@ -31,9 +31,10 @@ private slots:
         QTest::addColumn<int>("nprocPerNode");
         QTest::addColumn<QString>("offload");
         QTest::addColumn<int>("gradAccum");
+        QTest::addColumn<bool>("untied");
         const auto row = [](const QString& method, const QString& sharding, int nodes,
                              int nprocPerNode, const QString& offload = "none",
-                             int gradAccum = kGradAccum) {
+                             int gradAccum = kGradAccum, bool untied = false) {
             QString tag = nodes > 1
                 ? QString("%1 %2, %3 nodes x %4 ranks")
                       .arg(method, sharding)
@@ -42,8 +43,10 @@ private slots:
                 : QString("%1 %2, %3 ranks").arg(method, sharding).arg(nprocPerNode);
             if (offload != "none")
                 tag += QString(", offload %1, grad_accum %2").arg(offload).arg(gradAccum);
+            if (untied)
+                tag += ", untied head";
             QTest::newRow(qPrintable(tag))
-                << method << sharding << nodes << nprocPerNode << offload << gradAccum;
+                << method << sharding << nodes << nprocPerNode << offload << gradAccum << untied;
         };
         for (const char* sharding :
             {"ddp", "zero1", "zero2", "zero3", "fsdp-full", "fsdp-grad-op", "fsdp-hybrid"}) {
@@ -70,6 +73,13 @@ private slots:
         row("full", "zero3", 1, 2, "optimizer+params", 4);
         row("full", "fsdp-full", 1, 2, "optimizer+params", 1);
         row("lora", "fsdp-full", 1, 2, "optimizer+params", 4); // the frozen base's shard on the host
+        // An lm_head of its own: the embedding is gathered for its forward
+        // only and the head around the loss, each gradient made just before
+        // its backward writes it.
+        for (const char* sharding : {"zero2", "zero3", "fsdp-grad-op"})
+            row("full", sharding, 1, 2, "none", kGradAccum, true);
+        row("lora", "zero3", 1, 2, "none", kGradAccum, true);
+        row("qlora", "fsdp-full", 1, 2, "none", kGradAccum, true);
     }
 
     // The exports after 4 steps equal one process's with the same global batch.
@@ -81,12 +91,14 @@ private slots:
         QFETCH(int, nprocPerNode);
         QFETCH(QString, offload);
         QFETCH(int, gradAccum);
+        QFETCH(bool, untied);
         const int world = nodes * nprocPerNode;
         const QString name = QString("run%1").arg(++m_runs);
-        const Reference* expected = reference(method);
+        const Reference* expected = reference(method, untied);
         QVERIFY2(expected, qPrintable(m_referenceProblem));
 
         RunSpec spec;
+        spec.model = untied ? untiedModel() : kModel;
         spec.method = method;
         spec.sharding = sharding;
         spec.offload = offload;
@@ -308,13 +320,23 @@ private slots:
 
 private:
     // The single-process run of `method` with the same global batch, once.
-    const Reference* reference(const QString& method)
+    const std::string& untiedModel()
     {
-        if (const auto found = m_references.find(method); found != m_references.end())
+        if (m_untiedModel.empty())
+            m_untiedModel =
+                tb::test::writeUntiedCopy(kModel, m_dir.filePath("untied-model").toStdString());
+        return m_untiedModel;
+    }
+
+    const Reference* reference(const QString& method, bool untied = false)
+    {
+        const QString key = method + (untied ? "-untied" : "");
+        if (const auto found = m_references.find(key); found != m_references.end())
             return &found->second;
         RunSpec spec;
+        spec.model = untied ? untiedModel() : kModel;
         spec.method = method;
-        const QString name = "reference-" + method;
+        const QString name = "reference-" + key;
         const std::string config = writeConfig(m_dir, name, spec);
         const std::string runDir = m_dir.filePath(name).toStdString();
         const Ended ended = runOne(kCli, single(config, runDir));
@@ -330,13 +352,14 @@ private:
             m_referenceProblem = problem;
             return nullptr;
         }
-        qInfo("reference %s, one process: %.1f s", qPrintable(method), ended.seconds);
-        return &m_references.emplace(method, std::move(found)).first->second;
+        qInfo("reference %s, one process: %.1f s", qPrintable(key), ended.seconds);
+        return &m_references.emplace(key, std::move(found)).first->second;
     }
 
     QTemporaryDir m_dir;
     QElapsedTimer m_suite;
-    std::map<QString, Reference> m_references;
+    std::map<QString, Reference> m_references; // by method, "-untied" for the untied model
+    std::string m_untiedModel;
     QString m_referenceProblem;
     std::string m_bf16Reference; // the one-process bf16-mixed run
     std::string m_mergedReference; // the one-process LoRA run exported merged

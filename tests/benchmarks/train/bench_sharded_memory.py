@@ -15,7 +15,7 @@ fails. The table goes to docs/DISTRIBUTED_BENCHMARKS.md.
 
     .venv/cpu/bin/python tests/benchmarks/train/bench_sharded_memory.py \
         [--cli build/default/app/cli/tunebench-cli] [--work /tmp/sharded] \
-        [--layers 12] [--hidden 1024] [--steps 2]
+        [--layers 12] [--hidden 1024] [--steps 2] [--checkpointing]
 """
 
 import argparse
@@ -52,7 +52,7 @@ def write_random_model(folder, args):
             shutil.copy(source, folder / name)
 
 
-def write_config(path, model, method, sharding, out, steps):
+def write_config(path, model, method, sharding, out, steps, checkpointing):
     lines = [
         f"model: {model}",
         f"method: {method}",
@@ -68,6 +68,7 @@ def write_config(path, model, method, sharding, out, steps):
         "  learning_rate: 1.0e-4",
         "  schedule: constant",
         "precision: fp32",
+        f"activation_checkpointing: {'true' if checkpointing else 'false'}",
         "distributed:",
         f"  sharding: {sharding}",
         "  timeout_seconds: 1800",
@@ -132,6 +133,8 @@ def main():
     parser.add_argument("--methods", default="full lora")
     parser.add_argument("--shardings", default="zero3 fsdp-full")
     parser.add_argument("--worlds", default="2 4")
+    parser.add_argument("--checkpointing", action="store_true",
+                        help="activation checkpointing on every layer (the planner's default)")
     args = parser.parse_args()
 
     work = pathlib.Path(args.work)
@@ -155,7 +158,7 @@ def main():
             out = work / name
             shutil.rmtree(out, ignore_errors=True)
             config = work / f"{name}.yaml"
-            write_config(config, model, method, sharding, out, args.steps)
+            write_config(config, model, method, sharding, out, args.steps, args.checkpointing)
             seconds = run(args.cli, config, world, work / f"{name}.log")
             figures = rank_figures(out, world)
             if single is None:
