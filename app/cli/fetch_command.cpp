@@ -8,6 +8,7 @@
 #include "common/units.h"
 
 #ifdef TB_HAVE_SSH
+#include "remote/remote_names.h"
 #include "remote/remote_registry.h"
 #include "remote/sftp_transfer.h"
 #include "remote/ssh_session.h"
@@ -101,14 +102,19 @@ int fetch(const ArgParser& p)
         std::cerr << "tunebench-cli fetch: " << folder.error().toString() << "\n";
         return kExitUsage;
     }
-    const std::string to = p.value("to", std::filesystem::path(*folder).filename().string());
+    common::Result<std::string> to =
+        p.isSet("to") ? common::Result<std::string>(p.value("to")) : remote::defaultFetchFolder(*folder);
+    if (!to) {
+        std::cerr << "tunebench-cli fetch: " << to.error().toString() << "\n";
+        return kExitUsage;
+    }
     int fetched = 0;
     for (const std::string& kind : kinds) {
         // "exports": a run writes one of the two unless told both.
         if (kinds.size() > 1 && !remote::remoteFolderExists(**session, *folder + "/" + kind))
             continue;
         common::Result<remote::TransferSummary> summary =
-            remote::downloadTree(**session, *folder + "/" + kind, to + "/" + kind, progressPrinter());
+            remote::downloadTree(**session, *folder + "/" + kind, *to + "/" + kind, progressPrinter());
         if (!summary) {
             std::cerr << "tunebench-cli fetch: " << summary.error().toString() << "\n";
             return kExitFailure;
@@ -116,7 +122,7 @@ int fetch(const ArgParser& p)
         ++fetched;
         std::printf("%s: %d file(s) copied (%d resumed, %s), %d already here and equal -> %s/%s\n", kind.c_str(),
             summary->copied, summary->resumed, common::formatBytes(double(summary->bytesSent)).c_str(),
-            summary->skipped, to.c_str(), kind.c_str());
+            summary->skipped, to->c_str(), kind.c_str());
     }
     if (fetched == 0) {
         std::cerr << "tunebench-cli fetch: " << *folder << " has no adapter/ or merged/ export (has the run finished?)\n";

@@ -1,16 +1,21 @@
 #include "remote/sftp_transfer.h"
 
 #include "launch/text_quote.h"
+#include "remote/remote_names.h"
 
 #include <libssh/sftp.h>
 #include <openssl/evp.h>
 
 #include <fcntl.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <sstream>
+#include <utility>
 
 namespace tb::remote {
 
@@ -75,6 +80,40 @@ int64_t remoteSize(sftp_session sftp, const std::string& path)
     const int64_t size = attributes->type == SSH_FILEXFER_TYPE_REGULAR ? int64_t(attributes->size) : -1;
     sftp_attributes_free(attributes);
     return size;
+}
+
+struct LocalFile {
+    explicit LocalFile(int fd)
+        : m_fd(fd)
+    {
+    }
+    ~LocalFile()
+    {
+        if (m_fd >= 0)
+            ::close(m_fd);
+    }
+    LocalFile(const LocalFile&) = delete;
+    LocalFile& operator=(const LocalFile&) = delete;
+    explicit operator bool() const { return m_fd >= 0; }
+    int get() const { return m_fd; }
+    int release() { return std::exchange(m_fd, -1); }
+
+private:
+    int m_fd;
+};
+
+common::Status writeAll(int fd, const char* data, size_t size, const std::string& path)
+{
+    while (size > 0) {
+        const ssize_t wrote = ::write(fd, data, size);
+        if (wrote < 0 && errno == EINTR)
+            continue;
+        if (wrote <= 0)
+            return Error{"cannot write " + path + ": " + std::strerror(errno), {}};
+        data += wrote;
+        size -= size_t(wrote);
+    }
+    return common::Ok{};
 }
 
 struct SftpFileCloser {
@@ -193,7 +232,12 @@ public:
         SftpFile file(sftp_open(*sftp, remotePath.c_str(), O_RDONLY, 0));
         if (!file || sftp_seek64(file.get(), *offset) != 0)
             return Error{m_session.target().describe() + ": cannot read " + remotePath, {}};
-        std::ofstream out(part, std::ios::binary | (*offset ? std::ios::app : std::ios::trunc));
+        // O_NOFOLLOW: a symlink put where the part goes is refused, never
+        // written through.
+        LocalFile out(::open(part.c_str(),
+            O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (*offset ? O_APPEND : O_TRUNC), 0644));
+        if (!out)
+            return Error{"cannot write " + part + ": " + std::strerror(errno), {}};
         std::vector<char> buffer(kChunk);
         uint64_t done = *offset;
         advance(localPath, done, size, done);
@@ -202,11 +246,13 @@ public:
             if (got <= 0)
                 return Error{m_session.target().describe() + ": reading " + remotePath + " stopped at byte " + std::to_string(done),
                     "run it again: the copy goes on from there"};
-            out.write(buffer.data(), got);
+            if (auto written = writeAll(out.get(), buffer.data(), size_t(got), part); !written)
+                return written.error();
             done += uint64_t(got);
             advance(localPath, done, size, uint64_t(got));
         }
-        out.close();
+        if (::close(out.release()) != 0)
+            return Error{"cannot write " + part + ": " + std::strerror(errno), {}};
         common::Result<std::string> ours = localSha256(part);
         if (!ours)
             return ours.error();
@@ -296,31 +342,92 @@ common::Result<TransferSummary> uploadFiles(
     return transfer.summary();
 }
 
+namespace {
+
+struct RemoteFile {
+    std::string relative; // to the listed folder, '/'-separated
+    uint64_t size = 0;
+};
+
+struct SftpDirCloser {
+    void operator()(sftp_dir dir) const { sftp_closedir(dir); }
+};
+struct SftpAttributesFree {
+    void operator()(sftp_attributes attributes) const { sftp_attributes_free(attributes); }
+};
+
+constexpr int kMaxListingDepth = 32;
+
+// Every regular file under root/relative, over SFTP's readdir (no shell, one
+// name per entry): each name is checked as one path component, symbolic
+// links are not followed, partial copies (.tbpart) are left out.
+common::Status listTree(SshSession& session, sftp_session sftp, const std::string& root,
+    const std::string& relative, int depth, std::vector<RemoteFile>& into)
+{
+    const std::string path = relative.empty() ? root : root + "/" + relative;
+    if (depth > kMaxListingDepth)
+        return Error::at(session.target().describe() + ":" + path, "",
+            "is more than " + std::to_string(kMaxListingDepth) + " folders below " + root,
+            "is there a loop of folders there?");
+    std::unique_ptr<sftp_dir_struct, SftpDirCloser> dir(sftp_opendir(sftp, path.c_str()));
+    if (!dir)
+        return Error{session.target().describe() + ": cannot list " + path + " (SFTP error "
+                + std::to_string(sftp_get_error(sftp)) + ")",
+            {}};
+    for (;;) {
+        std::unique_ptr<sftp_attributes_struct, SftpAttributesFree> entry(
+            sftp_readdir(sftp, dir.get()));
+        if (!entry) {
+            if (sftp_dir_eof(dir.get()))
+                return common::Ok{};
+            return Error{session.target().describe() + ": listing " + path + " stopped (SFTP error "
+                    + std::to_string(sftp_get_error(sftp)) + ")",
+                {}};
+        }
+        const std::string name = entry->name ? entry->name : "";
+        if (name == "." || name == "..")
+            continue;
+        if (auto valid = checkEntryName(name, session.target().describe() + ":" + path); !valid)
+            return valid.error();
+        const std::string child = relative.empty() ? name : relative + "/" + name;
+        if (entry->type == SSH_FILEXFER_TYPE_DIRECTORY) {
+            if (auto listed = listTree(session, sftp, root, child, depth + 1, into); !listed)
+                return listed;
+        } else if (entry->type == SSH_FILEXFER_TYPE_REGULAR && !name.ends_with(kPartSuffix)) {
+            into.push_back({child, entry->size});
+        }
+    }
+}
+
+} // namespace
+
 common::Result<TransferSummary> downloadTree(SshSession& session, const std::string& remoteDir,
     const std::string& localDir, const ProgressCallback& progress)
 {
-    common::Result<CommandResult> listing =
-        session.run("find " + launch::shellQuote(remoteDir) + " -type f ! -name '*" + kPartSuffix + "' -printf '%s %P\\n'");
-    if (!listing)
-        return listing.error();
-    if (listing->exitStatus != 0)
-        return Error{session.target().describe() + ": cannot list " + remoteDir + ": " + listing->errorOutput, {}};
-    std::vector<std::pair<std::string, uint64_t>> files;
-    uint64_t total = 0;
-    std::istringstream lines(listing->output);
-    for (std::string line; std::getline(lines, line);) {
-        const size_t space = line.find(' ');
-        if (space == std::string::npos)
-            continue;
-        const uint64_t size = std::stoull(line.substr(0, space));
-        files.emplace_back(line.substr(space + 1), size);
-        total += size;
-    }
+    common::Result<sftp_session_struct*> sftp = session.sftp();
+    if (!sftp)
+        return sftp.error();
+    std::vector<RemoteFile> files;
+    if (auto listed = listTree(session, *sftp, remoteDir, "", 0, files); !listed)
+        return listed.error();
     if (files.empty())
         return Error{session.target().describe() + ": " + remoteDir + " holds no files", {}};
+    std::sort(files.begin(), files.end(),
+        [](const RemoteFile& a, const RemoteFile& b) { return a.relative < b.relative; });
+    uint64_t total = 0;
+    std::vector<std::string> targets;
+    for (const RemoteFile& file : files) {
+        common::Result<std::string> target = localPathUnder(localDir, file.relative);
+        if (!target)
+            return target.error();
+        targets.push_back(std::move(target).value());
+        total += file.size;
+    }
     Transfer transfer(session, progress, total);
-    for (const auto& [relative, size] : files) {
-        if (common::Status copied = transfer.download(remoteDir + "/" + relative, size, localDir + "/" + relative); !copied)
+    for (size_t i = 0; i < files.size(); ++i) {
+        if (common::Status copied =
+                transfer.download(remoteDir + "/" + files[i].relative, files[i].size, targets[i]);
+            !copied)
             return copied.error();
     }
     return transfer.summary();

@@ -43,8 +43,10 @@ common::Result<TransferSummary> uploadFiles(
 // Whether `path` is a folder on the machine at the other end of `session`.
 bool remoteFolderExists(SshSession& session, const std::string& path);
 
-// Copies every regular file under `remoteDir` (recursively) to `localDir`,
-// keeping relative paths.
+// Copies every regular file under `remoteDir` (recursively, listed over
+// SFTP, symbolic links not followed) to `localDir`, keeping relative paths.
+// A name that could leave `localDir` (remote_names.h) fails the whole copy
+// before any file is written, and no local symbolic link is written through.
 common::Result<TransferSummary> downloadTree(SshSession& session, const std::string& remoteDir,
     const std::string& localDir, const ProgressCallback& progress);
 

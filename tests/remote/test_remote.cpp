@@ -38,9 +38,11 @@ struct CliRun {
     QString err;
 };
 
-CliRun cli(const QStringList& arguments, int timeoutMs = 120000)
+CliRun cli(const QStringList& arguments, int timeoutMs = 120000, const QString& workingDir = {})
 {
     QProcess process;
+    if (!workingDir.isEmpty())
+        process.setWorkingDirectory(workingDir);
     process.start(QStringLiteral(TB_BINARY_DIR "/app/cli/tunebench-cli"), arguments);
     CliRun run;
     if (!process.waitForFinished(timeoutMs)) {
@@ -336,6 +338,86 @@ private slots:
             qPrintable(again.err));
     }
 
+    // `fetch` writes only inside the folder it fetches to, whatever the host
+    // names (docs/MONITOR.md, "Fetching outputs"): the run folder there holds
+    // adapter/adapter_config.json and adapter/sub/weights.bin, and each row
+    // adds something hostile or awkward. A folder beside it, "outside", must
+    // stay as it was, and nothing may appear beside the test's folders.
+    void fetchStaysInsideItsFolder_data()
+    {
+        QTest::addColumn<QString>("twist");
+        QTest::addColumn<int>("exitCode");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("a tree with a symlink to a folder outside")
+            << "remote-symlink" << 0 << "2 file(s) copied";
+        QTest::newRow("a folder name holding a newline")
+            << "newline" << 1 << "entry 'a\\x0a5 ..': holds a control character";
+        QTest::newRow("a symlink here where the partial copy goes")
+            << "local-symlink" << 1 << "cannot write";
+        QTest::newRow("run folder with a trailing slash, default --to")
+            << "trailing-slash" << 0 << "-> run/adapter";
+        QTest::newRow("run folder ending in .., default --to")
+            << "dotdot" << 2 << "cannot name a folder here";
+    }
+
+    void fetchStaysInsideItsFolder()
+    {
+        QFETCH(QString, twist);
+        QFETCH(int, exitCode);
+        QFETCH(QString, message);
+        const QString base = m_work.filePath(QStringLiteral("fetch-%1").arg(++m_fetches));
+        const QString run = base + "/remote/run";
+        const QString outside = base + "/outside";
+        const QString here = base + "/here";
+        for (const QString& folder : {run + "/adapter/sub", outside, here})
+            QVERIFY(QDir().mkpath(folder));
+        appendLine(run + "/adapter/adapter_config.json", "{}");
+        appendLine(run + "/adapter/sub/weights.bin", "0123456789");
+        appendLine(outside + "/secret", "keep");
+        QString runArgument = run;
+        QStringList to{QStringLiteral("--to"), here + "/fetched"};
+        if (twist == "remote-symlink")
+            QVERIFY(QFile::link(outside, run + "/adapter/link"));
+        if (twist == "newline") { // what `find -printf '%P\n'` would list as "5 ../x"
+            QVERIFY(QDir().mkpath(run + "/adapter/a\n5 .."));
+            appendLine(run + "/adapter/a\n5 ../x", "x");
+        }
+        if (twist == "local-symlink") {
+            QVERIFY(QDir().mkpath(here + "/fetched/adapter"));
+            QVERIFY(QFile::link(
+                outside + "/secret", here + "/fetched/adapter/adapter_config.json.tbpart"));
+        }
+        if (twist == "trailing-slash" || twist == "dotdot") {
+            runArgument = twist == "dotdot" ? run + "/adapter/.." : run + "/";
+            to.clear();
+        }
+        const CliRun result = cli(QStringList{QStringLiteral("fetch"), runArgument,
+                                      QStringLiteral("--what"), QStringLiteral("adapter")}
+                + to + sshArguments(),
+            120000, here);
+        QVERIFY2(result.exitCode == exitCode, qPrintable(result.out + result.err));
+        QVERIFY2((result.out + result.err).contains(message), qPrintable(result.out + result.err));
+
+        const auto entries = [](const QString& folder) {
+            return QDir(folder).entryList(
+                QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden | QDir::System);
+        };
+        QCOMPARE(entries(base), (QStringList{"here", "outside", "remote"}));
+        QCOMPARE(entries(outside), QStringList{"secret"});
+        QFile secret(outside + "/secret");
+        QVERIFY(secret.open(QIODevice::ReadOnly));
+        QCOMPARE(secret.readAll(), QByteArray("keep\n"));
+        if (twist == "newline" || twist == "dotdot")
+            QCOMPARE(entries(here), QStringList{}); // refused before anything was written
+        if (exitCode != 0)
+            return;
+        const QString fetched = here + (twist == "trailing-slash" ? "/run" : "/fetched");
+        QFile weights(fetched + "/adapter/sub/weights.bin");
+        QVERIFY(weights.open(QIODevice::ReadOnly));
+        QCOMPARE(weights.readAll(), QByteArray("0123456789\n"));
+        QCOMPARE(entries(fetched + "/adapter"), (QStringList{"adapter_config.json", "sub"}));
+    }
+
 private:
     SshTarget target() const
     {
@@ -358,6 +440,7 @@ private:
 
     tb::test::SshdServer m_server;
     QTemporaryDir m_work;
+    int m_fetches = 0;
 };
 
 QTEST_GUILESS_MAIN(TestRemote)
