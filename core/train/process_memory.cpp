@@ -1,5 +1,9 @@
 #include "train/process_memory.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -32,6 +36,13 @@ bool resetPeakResidentMemory()
     clear << "5";
     clear.flush();
     return static_cast<bool>(clear);
+}
+
+void releaseFreedHeap()
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
 }
 
 } // namespace tb::train

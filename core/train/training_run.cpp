@@ -247,6 +247,7 @@ common::Result<TrainOutcome> TrainingRun::resumeAndTrain(const std::string& resu
     // reads the fp32 weights first).
     m_loadMemory = processMemory();
     m_loadDeviceMemory = deviceMemory(m_session->device);
+    releaseFreedHeap();
     resetPeakResidentMemory();
     resetDevicePeakMemory(m_session->device);
     const auto loopStart = Clock::now();

@@ -162,6 +162,7 @@ common::Status TrainingRun::exportResults()
         && (kind == config::ExportKind::Adapter || kind == config::ExportKind::Both);
     const bool merged = kind == config::ExportKind::Merged || kind == config::ExportKind::Both;
     // The export's own peaks, for its log line (training's are past).
+    releaseFreedHeap();
     resetPeakResidentMemory();
     resetDevicePeakMemory(m_session->device);
     // Sharded states are exported a unit at a time: every rank gathers each

@@ -131,8 +131,14 @@ void WeightSlices::readBytes(const std::string& name, const torch::Tensor& tenso
         out.copy_(bytes.narrow(0, begin, out.numel()));
         return;
     }
-    // The whole elements that cover the bytes asked for.
     const std::int64_t size = tensor.element_size();
+    // Whole elements, as usual: read in place. A temporary per tensor would
+    // be freed between the persistent shards and fragment the heap.
+    if (begin % size == 0 && out.numel() % size == 0 && out.storage_offset() % size == 0) {
+        readElements(name, tensor, begin / size, out.view(tensor.scalar_type()));
+        return;
+    }
+    // The whole elements that cover the bytes asked for.
     const std::int64_t first = begin / size;
     const std::int64_t end = (begin + out.numel() + size - 1) / size;
     torch::Tensor elements = torch::empty({end - first}, tensor.options().device(torch::kCPU));
