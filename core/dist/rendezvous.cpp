@@ -3,6 +3,7 @@
 #include "dist/arrival.h"
 #include "dist/communicators.h"
 #include "dist/run_identity.h"
+#include "dist/store_listener.h"
 
 #include <algorithm>
 
@@ -52,17 +53,27 @@ common::Status checkOptions(const RendezvousOptions& options)
     return common::Ok{};
 }
 
-// Rank 0 serves the store; every rank (rank 0 too) is a client of it. A
-// client retries the connection until the rendezvous timeout, so ranks may
-// start in any order.
+// Rank 0 serves the store, on a socket bound to MASTER_ADDR's address
+// (store_listener.h); every rank (rank 0 too) is a client of it. A client
+// retries the connection until the rendezvous timeout, so ranks may start in
+// any order.
 common::Result<StoreHandle> connectStore(
-    const RankEnvironment& environment, double timeoutSeconds)
+    const RankEnvironment& environment, double timeoutSeconds, std::vector<std::string>& warnings)
 {
     c10d::TCPStoreOptions storeOptions;
     storeOptions.port = static_cast<std::uint16_t>(environment.masterPort);
     storeOptions.isServer = environment.rank == 0;
     storeOptions.waitWorkers = false; // awaitAllRanks waits, and names who is missing
     storeOptions.timeout = toMilliseconds(timeoutSeconds);
+    if (storeOptions.isServer) {
+        auto listener = listenForStore(environment.masterAddr, environment.masterPort);
+        if (!listener)
+            return common::Error{
+                rendezvousPlace(environment) + ": " + listener.error().message, listener.error().hint};
+        storeOptions.masterListenFd = listener->fd;
+        if (!listener->warning.empty())
+            warnings.push_back(listener->warning);
+    }
     try {
         StoreHandle store =
             c10::make_intrusive<c10d::TCPStore>(environment.masterAddr, storeOptions);
@@ -102,7 +113,7 @@ common::Result<World> rendezvous(
     }
 
     const auto deadline = Clock::now() + toMilliseconds(options.timeoutSeconds);
-    auto served = connectStore(environment, options.timeoutSeconds);
+    auto served = connectStore(environment, options.timeoutSeconds, world.warnings);
     if (!served)
         return served.error();
     if (environment.rank == 0) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace tb::dist {
 
@@ -59,6 +60,9 @@ struct World {
     std::shared_ptr<Communicator> all;
     std::shared_ptr<Communicator> node;
     std::shared_ptr<Communicator> replicas;
+    // For the run's log: what the user should know of how the job was joined
+    // (rank 0's store listening on every interface).
+    std::vector<std::string> warnings;
 };
 
 // Joins the job: rank 0 serves a TCPStore on MASTER_PORT and writes the run

@@ -26,6 +26,11 @@ public:
     const dist::RankEnvironment& environment() const { return m_environment; }
     config::Sharding sharding() const { return m_sharding; }
     const DataParallelGroups& groups() const { return m_groups; }
+    // What joining the job left to say (dist::World::warnings).
+    std::vector<std::string> joinWarnings() const
+    {
+        return m_world ? m_world->warnings : std::vector<std::string>{};
+    }
     // How FlatParameters splits the states on this rank.
     ShardSpec shardSpec() const;
     // This rank writes its shard of the model states into checkpoints (the

@@ -162,6 +162,8 @@ void TrainingRun::warnAboutParallelSettings()
     if (!m_context.distributed() && d.sharding != config::Sharding::Ddp)
         warn("distributed.sharding " + std::string(config::toString(d.sharding))
             + " has no effect in a single process (WORLD_SIZE is 1)");
+    for (const std::string& warning : m_context.joinWarnings())
+        warn(warning);
 }
 
 // What this rank holds of the training state, and what it sent (docs/EVENTS.md).

@@ -9,6 +9,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string.h> // strsignal
 #include <string>
 #include <thread>
@@ -203,6 +205,41 @@ double numberAfter(int argc, char** argv, const char* flag, double fallback)
     return fallback;
 }
 
+// The local addresses listening on `port`, as /proc/net/tcp and tcp6 write
+// them (hex, in network byte order word by word).
+std::vector<std::string> listenersOn(int port)
+{
+    std::vector<std::string> found;
+    for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+        std::ifstream in(table);
+        std::string line;
+        std::getline(in, line); // the header
+        while (std::getline(in, line)) {
+            std::istringstream fields(line);
+            std::string slot, local, remote, state;
+            fields >> slot >> local >> remote >> state;
+            const size_t colon = local.rfind(':');
+            if (state == "0A" && colon != std::string::npos
+                && std::stoi(local.substr(colon + 1), nullptr, 16) == port)
+                found.push_back(local.substr(0, colon));
+        }
+    }
+    return found;
+}
+
+// Rank 0's store listens on the loopback only when MASTER_ADDR is the
+// loopback: no other interface reaches it.
+void checkStoreListener(const tb::dist::RankEnvironment& environment)
+{
+    if (environment.rank != 0)
+        return;
+    const std::vector<std::string> listeners = listenersOn(environment.masterPort);
+    check(!listeners.empty(), "nothing listens on MASTER_PORT " + std::to_string(environment.masterPort));
+    for (const std::string& address : listeners)
+        check(address == "0100007F" || address == "00000000000000000000000001000000",
+            "the store listens on " + address + " (hex, /proc/net/tcp), not on the loopback only");
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -211,7 +248,7 @@ int main(int argc, char** argv)
         std::fprintf(stderr,
             "usage: dist_worker collectives|die-after-rendezvous|freeze-after-rendezvous|"
             "slow-arrival|"
-            "rendezvous-only|time-allreduce [--timeout S] [--heartbeat S] "
+            "rendezvous-only|time-allreduce|store-listener [--timeout S] [--heartbeat S] "
             "[--dying-rank R] [--late-rank R --delay S]\n");
         return 2;
     }
@@ -244,6 +281,8 @@ int main(int argc, char** argv)
                 scenario == "die-after-rendezvous" ? SIGKILL : SIGSTOP);
         else if (scenario == "time-allreduce")
             timeAllReduce(world.value());
+        else if (scenario == "store-listener")
+            checkStoreListener(*environment);
         else if (scenario != "rendezvous-only") {
             std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
             return 2;

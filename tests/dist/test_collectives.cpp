@@ -62,6 +62,14 @@ private slots:
         QVERIFY2(describeFailures(results).isEmpty(), qPrintable(describeFailures(results)));
     }
 
+    // The store has no authentication: a job on one machine keeps it off
+    // every other interface (docs/LAUNCH.md, "What listens").
+    void storeListensOnTheLoopbackOnly()
+    {
+        const auto results = runWorkers(JobLayout{2, 0, {}, {}}, {"store-listener"}, 60.0);
+        QVERIFY2(describeFailures(results).isEmpty(), qPrintable(describeFailures(results)));
+    }
+
     void allReduceTiming()
     {
         const auto results = runWorkers(JobLayout{2, 0, {}, {}}, {"time-allreduce"}, 120.0);

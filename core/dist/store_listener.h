@@ -1,0 +1,25 @@
+#pragma once
+
+#include "common/error.h"
+
+#include <string>
+
+// The listening socket of rank 0's TCPStore. c10d's server binds every
+// interface; the store has no authentication, so anyone who reaches its port
+// could end the job or misroute its Gloo connections (docs/LAUNCH.md, "What
+// listens"). This socket is bound to MASTER_ADDR's own address instead: the
+// loopback for a job on one machine, node 0's address on the cluster's
+// network for several. No LibTorch.
+namespace tb::dist {
+
+struct StoreListener {
+    int fd = -1; // listening, close-on-exec; the TCPStore takes it over
+    // Set when MASTER_ADDR is no address of this machine (a NAT's public
+    // address): the socket then listens on every interface, and this says so.
+    std::string warning;
+};
+
+// Binds and listens on `address`:`port` (a name or a numeric address).
+common::Result<StoreListener> listenForStore(const std::string& address, int port);
+
+} // namespace tb::dist
