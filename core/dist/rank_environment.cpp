@@ -17,7 +17,8 @@ Variables processVariables()
 {
     Variables variables;
     for (const char* name : {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK",
-             "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK", "TORCHELASTIC_RUN_ID"}) {
+             "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK", "TORCHELASTIC_RUN_ID",
+             "TORCHELASTIC_USE_AGENT_STORE"}) {
         if (const char* value = std::getenv(name))
             variables[name] = value;
     }
@@ -158,6 +159,9 @@ common::Result<RankEnvironment> readRankEnvironment(const Variables& environment
                     + " printable characters without spaces, the same on every rank");
         result.runId = *runId;
     }
+    // torchrun's agent serves the store at MASTER_ADDR:MASTER_PORT itself
+    // and says so; PyTorch's own ranks then only connect to it.
+    result.agentServesStore = lookup(variables, "TORCHELASTIC_USE_AGENT_STORE") == "True";
     return result;
 }
 

@@ -54,7 +54,8 @@ common::Status checkOptions(const RendezvousOptions& options)
 }
 
 // Rank 0 serves the store, on a socket bound to MASTER_ADDR's address
-// (store_listener.h); every rank (rank 0 too) is a client of it. A client
+// (store_listener.h), unless the launcher's agent serves it (torchrun);
+// every rank (rank 0 too) is a client of it. A client
 // retries the connection until the rendezvous timeout, so ranks may start in
 // any order.
 common::Result<StoreHandle> connectStore(
@@ -62,7 +63,7 @@ common::Result<StoreHandle> connectStore(
 {
     c10d::TCPStoreOptions storeOptions;
     storeOptions.port = static_cast<std::uint16_t>(environment.masterPort);
-    storeOptions.isServer = environment.rank == 0;
+    storeOptions.isServer = environment.rank == 0 && !environment.agentServesStore;
     storeOptions.waitWorkers = false; // awaitAllRanks waits, and names who is missing
     storeOptions.timeout = toMilliseconds(timeoutSeconds);
     if (storeOptions.isServer) {
@@ -79,7 +80,7 @@ common::Result<StoreHandle> connectStore(
             c10::make_intrusive<c10d::TCPStore>(environment.masterAddr, storeOptions);
         return store;
     } catch (const std::exception& error) {
-        if (environment.rank == 0)
+        if (storeOptions.isServer)
             return common::Error{rendezvousPlace(environment)
                     + ": rank 0 could not serve the store on port "
                     + std::to_string(environment.masterPort) + ": " + describeTorchError(error),

@@ -12,7 +12,7 @@ namespace tb::dist {
 
 // Where this process sits in the job, read from torchrun's variables
 // (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
-// NODE_RANK or GROUP_RANK, TORCHELASTIC_RUN_ID).
+// NODE_RANK or GROUP_RANK, TORCHELASTIC_RUN_ID, TORCHELASTIC_USE_AGENT_STORE).
 struct RankEnvironment {
     // Which job the ranks belong to (torchrun's --rdzv_id; "none" when not
     // given, as torchrun's default): two jobs that meet on one MASTER_PORT
@@ -25,6 +25,9 @@ struct RankEnvironment {
     int localRank = 0;
     int localWorldSize = 1;
     int nodeRank = 0;
+    // TORCHELASTIC_USE_AGENT_STORE=True: the launcher (torchrun, accelerate)
+    // serves the store and rank 0 must not.
+    bool agentServesStore = false;
 
     bool distributed() const { return worldSize > 1; }
     int nodeCount() const { return worldSize / localWorldSize; }

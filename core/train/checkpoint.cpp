@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <list>
 
@@ -368,6 +369,39 @@ std::vector<std::string> listCheckpoints(const std::string& checkpointsDir)
     for (const std::string& name : names)
         paths.push_back(checkpointsDir + "/" + name);
     return paths;
+}
+
+common::Result<std::string> setAsideCheckpointsAfter(
+    const std::string& checkpointsDir, std::int64_t step)
+{
+    const std::string resumed = checkpointFolderName(step);
+    std::vector<std::string> newer;
+    for (const std::string& path : listCheckpoints(checkpointsDir)) {
+        if (fs::path(path).filename().string() > resumed) // zero-padded: names sort by step
+            newer.push_back(path);
+    }
+    if (newer.empty())
+        return std::string();
+    char stamp[32];
+    const std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
+    std::string aside = checkpointsDir + "/abandoned-" + stamp;
+    std::error_code error;
+    for (int suffix = 2; fs::exists(aside, error); ++suffix)
+        aside = checkpointsDir + "/abandoned-" + stamp + "-" + std::to_string(suffix);
+    fs::create_directories(aside, error);
+    if (error)
+        return Error::at(aside, "", "cannot create the folder: " + error.message());
+    for (const std::string& path : newer) {
+        fs::rename(path, aside + "/" + fs::path(path).filename().string(), error);
+        if (error)
+            return Error::at(path, "", "cannot move it into " + aside + ": " + error.message(),
+                "move the checkpoints after step " + std::to_string(step)
+                    + " out of the folder, or resume from the newest");
+    }
+    return aside;
 }
 
 void pruneCheckpoints(const std::string& checkpointsDir, int keep)

@@ -80,4 +80,13 @@ std::vector<std::string> listCheckpoints(const std::string& checkpointsDir);
 // Deletes all but the newest `keep`.
 void pruneCheckpoints(const std::string& checkpointsDir, int keep);
 
+// A run resumed from a checkpoint older than the newest ones continues
+// another timeline: the checkpoints of `checkpointsDir` after `step` are moved
+// into checkpoints/abandoned-<UTC time>/ (kept whole, never pruned or
+// resumed by --resume), so pruning cannot delete the new timeline's
+// checkpoints for being older and --resume picks the new timeline's newest.
+// Returns that folder, empty when nothing was newer.
+common::Result<std::string> setAsideCheckpointsAfter(
+    const std::string& checkpointsDir, std::int64_t step);
+
 } // namespace tb::train

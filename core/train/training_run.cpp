@@ -66,6 +66,15 @@ common::Status TrainingRun::resume(const std::string& dir)
     m_startPosition = state->dataPosition;
     for (const std::string& warning : state->warnings)
         warn(warning);
+    if (isRankZero()) {
+        auto aside = setAsideCheckpointsAfter(m_config.output.dir + "/checkpoints", m_step);
+        if (!aside)
+            return aside.error();
+        if (!aside->empty())
+            warn("resumed at step " + std::to_string(m_step)
+                + ", before the run's newest checkpoints: those after it were moved to " + *aside
+                + " (kept; --resume and pruning now follow this timeline)");
+    }
     if (m_parallel)
         m_parallel->afterOptimizerStep(); // the replicated values from the loaded shards
     if (state->dropoutGeneratorState.defined() && m_session->dropoutGenerator)

@@ -93,6 +93,23 @@ private slots:
         QCOMPARE(given->runId, std::string("sweep-7"));
     }
 
+    // torchrun serves the store from its agent and says so: rank 0 must only
+    // connect to it (test_export_runs runs real torchrun jobs).
+    void readsWhetherTheLauncherServesTheStore()
+    {
+        const auto plain = tb::dist::readRankEnvironment(torchrunVariables(0, 2, 2));
+        QVERIFY(plain.ok());
+        QVERIFY(!plain->agentServesStore);
+        const auto agent = tb::dist::readRankEnvironment(
+            with(torchrunVariables(0, 2, 2), "TORCHELASTIC_USE_AGENT_STORE", "True"));
+        QVERIFY(agent.ok());
+        QVERIFY(agent->agentServesStore);
+        const auto off = tb::dist::readRankEnvironment(
+            with(torchrunVariables(0, 2, 2), "TORCHELASTIC_USE_AGENT_STORE", "False"));
+        QVERIFY(off.ok());
+        QVERIFY(!off->agentServesStore);
+    }
+
     void rejectsBadLayouts_data()
     {
         QTest::addColumn<Variables>("variables");

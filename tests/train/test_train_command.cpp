@@ -337,6 +337,58 @@ private slots:
         QCOMPARE(all.back()["status"].get<std::string>(), std::string("completed"));
     }
 
+    // Resuming from a checkpoint older than the newest starts another
+    // timeline: the newer checkpoints are set aside, not pruned in its place
+    // nor picked by a later --resume.
+    void resumingAnOlderCheckpointSetsTheNewerAside()
+    {
+        QTemporaryDir dir;
+        const std::string config = writeConfig(dir, "run",
+            "method: lora\ntraining: {max_steps: 4, micro_batch: 2}\n"
+            "output: {checkpoint_every: 2, keep_last: 2}\n");
+        const std::string runDir = dir.filePath("run").toStdString();
+        const std::string checkpoints = runDir + "/checkpoints";
+        const QStringList common{"--output", QString::fromStdString(runDir), "--threads", "1"};
+        const Run first = cli(QStringList{"train", QString::fromStdString(config), "--quiet"} + common);
+        QVERIFY2(first.exitCode == 0, qPrintable(first.err));
+        QVERIFY(fs::exists(checkpoints + "/step-00000004"));
+
+        // The timeline from step 2 to 3, keeping one checkpoint.
+        const std::string keepOne = writeConfig(dir, "keep-one",
+            "method: lora\ntraining: {max_steps: 3, micro_batch: 2}\n"
+            "output: {checkpoint_every: 1, keep_last: 1}\n");
+        const Run branch = cli(QStringList{"train", QString::fromStdString(keepOne),
+                                   "--resume-from",
+                                   QString::fromStdString(checkpoints + "/step-00000002"), "--quiet"}
+            + common);
+        QVERIFY2(branch.exitCode == 0, qPrintable(branch.err));
+        std::vector<std::string> kept;
+        std::string aside;
+        for (const auto& entry : fs::directory_iterator(checkpoints)) {
+            const std::string name = entry.path().filename().string();
+            if (name.starts_with("abandoned-"))
+                aside = entry.path().string();
+            else if (name.starts_with("step-"))
+                kept.push_back(name);
+        }
+        QCOMPARE(kept, std::vector<std::string>{"step-00000003"});
+        QVERIFY2(!aside.empty() && fs::exists(aside + "/step-00000004/trainer_state.json"),
+            "step 4 was not kept aside");
+        const auto warnings = ofType(events(runDir), "warning");
+        QVERIFY2(std::any_of(warnings.begin(), warnings.end(),
+                     [&](const json& w) {
+                         return w.value("message", "").find("moved to " + aside)
+                             != std::string::npos;
+                     }),
+            "no warning says where the newer checkpoints went");
+
+        const Run resumed = cli(QStringList{"train", QString::fromStdString(keepOne), "--resume",
+                                    "--max-steps", "4", "--quiet"}
+            + common);
+        QVERIFY2(resumed.exitCode == 0, qPrintable(resumed.err));
+        QCOMPARE(ofType(events(runDir), "run_start").back()["resumed_from_step"].get<int>(), 3);
+    }
+
     void sigtermStopsGracefullyWithACheckpoint()
     {
         QTemporaryDir dir;
