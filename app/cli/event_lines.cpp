@@ -1,5 +1,6 @@
 #include "event_lines.h"
 
+#include "common/text.h"
 #include "common/units.h"
 #include "metrics/step_record.h"
 
@@ -31,16 +32,21 @@ std::string stepLine(const metrics::StepRecord& step, int64_t totalSteps)
 
 } // namespace
 
+// Every string of an event is the run's (or another machine's): printed
+// with its control characters escaped, one line per event, so it can neither
+// drive the terminal nor forge a line of ours (a launch's node lines).
 void printEvent(const metrics::Event& event, const metrics::RunHistory& history)
 {
+    using common::escapeControl;
     const nlohmann::json& body = event.body;
     switch (event.type) {
     case metrics::EventType::RunStart: {
         const metrics::RunStartInfo& start = *history.start();
         const std::string pid = start.pid > 0 ? " (pid " + std::to_string(start.pid) + ")" : "";
-        std::printf("run_start  %s on %s%s: %s, world size %d%s%s\n", start.runId.c_str(),
-            start.host.c_str(), pid.c_str(), start.modelName.c_str(), start.worldSize,
-            start.sharding.empty() ? "" : ", ", start.sharding.c_str());
+        std::printf("run_start  %s on %s%s: %s, world size %d%s%s\n",
+            escapeControl(start.runId).c_str(), escapeControl(start.host).c_str(), pid.c_str(),
+            escapeControl(start.modelName).c_str(), start.worldSize,
+            start.sharding.empty() ? "" : ", ", escapeControl(start.sharding).c_str());
         if (start.resumedFromStep >= 0)
             std::printf("           resumed from step %lld\n", static_cast<long long>(start.resumedFromStep));
         break;
@@ -58,15 +64,17 @@ void printEvent(const metrics::Event& event, const metrics::RunHistory& history)
         break;
     case metrics::EventType::Checkpoint:
         std::printf("checkpoint step %lld  %s\n", metrics::numberField(body, "step", 0LL),
-            metrics::textField(body, "path").c_str());
+            escapeControl(metrics::textField(body, "path")).c_str());
         break;
     case metrics::EventType::Warning:
     case metrics::EventType::Error:
-        std::printf("%-10s %s\n", event.typeName.c_str(), metrics::textField(body, "message").c_str());
+        std::printf("%-10s %s\n", event.typeName.c_str(),
+            escapeControl(metrics::textField(body, "message")).c_str());
         break;
     case metrics::EventType::RunEnd:
-        std::printf("run_end    %s%s%s\n", history.end()->status.c_str(),
-            history.end()->message.empty() ? "" : ": ", history.end()->message.c_str());
+        std::printf("run_end    %s%s%s\n", escapeControl(history.end()->status).c_str(),
+            history.end()->message.empty() ? "" : ": ",
+            escapeControl(history.end()->message).c_str());
         break;
     case metrics::EventType::Log:
     case metrics::EventType::Unknown:

@@ -5,6 +5,7 @@
 #include "event_lines.h"
 #include "this_executable.h"
 
+#include "common/text.h"
 #include "common/units.h"
 #include "metrics/event_file_reader.h"
 #include "metrics/run_control.h"
@@ -153,8 +154,9 @@ int printRegistry(const std::vector<launch::RegistryEntry>& entries)
     std::printf("%-14s %-5s %-18s %-8s %-21s %s\n", "RUN", "NODE", "STATE", "PID", "STARTED", "FOLDER");
     for (const launch::RegistryEntry& e : entries) {
         const std::string state = e.stateText();
-        std::printf("%-14s %d/%-3d %-18s %-8lld %-21s %s\n", e.runId.c_str(), e.nodeRank, e.nnodes,
-            state.c_str(), e.pid, e.startedAt.c_str(), e.runDir.c_str());
+        std::printf("%-14s %d/%-3d %-18s %-8lld %-21s %s\n", common::escapeControl(e.runId).c_str(),
+            e.nodeRank, e.nnodes, state.c_str(), e.pid, common::escapeControl(e.startedAt).c_str(),
+            common::escapeControl(e.runDir).c_str());
     }
     return kExitOk;
 }

@@ -7,6 +7,7 @@
 #ifdef TB_HAVE_SSH
 #include "launch/cancel_token.h"
 #include "launch/hostfile.h"
+#include "launch/world_layout.h"
 #include "common/units.h"
 #include "remote/cluster_launch.h"
 #endif
@@ -107,6 +108,9 @@ common::Result<remote::ClusterOptions> clusterOptions(const ArgParser& p, const 
     options.masterAddr = p.value("master-addr");
     options.masterPort = int(*port);
     options.runId = p.value("run-id");
+    if (!options.runId.empty())
+        if (common::Status valid = launch::checkRunId(options.runId); !valid)
+            return common::Error{"--" + valid.error().message, {}};
     options.graceSeconds = *grace;
     options.trainerArguments = extra;
     options.sync = p.isSet("sync");

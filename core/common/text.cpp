@@ -53,6 +53,30 @@ std::vector<std::string> split(std::string_view text, char separator)
     return parts;
 }
 
+bool isControlCharacter(char c)
+{
+    const auto byte = static_cast<unsigned char>(c);
+    return byte < 0x20 || byte == 0x7f;
+}
+
+std::string escapeControl(std::string_view text)
+{
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(text.size());
+    for (const char c : text) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (isControlCharacter(c)) {
+            out += "\\x";
+            out += kHex[byte >> 4];
+            out += kHex[byte & 15];
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
 size_t editDistance(std::string_view a, std::string_view b)
 {
     std::vector<size_t> previous(b.size() + 1);

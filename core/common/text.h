@@ -15,6 +15,13 @@ std::vector<std::string> split(std::string_view text, char separator);
 // Error message.
 std::string joinLines(const std::vector<std::string>& lines, size_t limit = 20);
 
+// `text` with every control character (newlines, ESC, DEL) written as
+// \xNN: text from a file or another machine shown on a terminal or in a log
+// line, where an escape sequence could rewrite the screen and a newline
+// could forge a line of our own output.
+std::string escapeControl(std::string_view text);
+bool isControlCharacter(char c);
+
 // Levenshtein distance, for "did you mean" suggestions on unknown names.
 size_t editDistance(std::string_view a, std::string_view b);
 

@@ -1,6 +1,7 @@
 #include "launch/run_registry.h"
 
 #include "common/atomic_file.h"
+#include "launch/world_layout.h"
 
 #include <nlohmann/json.hpp>
 
@@ -89,6 +90,8 @@ common::Result<RegistryEntry> registryEntryFromJson(const std::string& text, con
         e.stoppedOnRequest = json.at("stopped_on_request").get<bool>();
         e.endedAt = json.at("ended_at").get<std::string>();
         e.summary = json.at("summary").get<std::string>();
+        if (common::Status valid = checkRunId(e.runId); !valid)
+            return Error{where + ": " + valid.error().message, {}};
         return e;
     } catch (const nlohmann::json::exception& error) {
         return Error{where + ": not a run registry entry: " + error.what(), {}};

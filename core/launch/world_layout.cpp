@@ -1,6 +1,9 @@
 #include "launch/world_layout.h"
 
+#include "common/text.h"
+
 #include <algorithm>
+#include <cctype>
 #include <random>
 #include <unistd.h>
 
@@ -30,11 +33,9 @@ common::Status validateLayout(const WorldLayout& layout)
     if (layout.nnodes >= 1)
         range("node_rank", layout.nodeRank, 0, layout.nnodes - 1);
     range("master_port", layout.masterPort, 0, 65535);
-    const bool printable = std::all_of(layout.runId.begin(), layout.runId.end(),
-        [](char c) { return c > ' ' && c < 127; });
-    if (layout.runId.size() > kMaxRunIdLength || !printable)
-        problems.push_back("run_id: got '" + layout.runId + "', expected up to "
-            + std::to_string(kMaxRunIdLength) + " printable characters without spaces");
+    if (!layout.runId.empty()) // empty: one is made (newRunId)
+        if (common::Status valid = checkRunId(layout.runId); !valid)
+            problems.push_back(valid.error().message);
     if (layout.masterAddr.empty())
         problems.push_back("master_addr: empty, expected a host name or address");
     if (layout.nnodes > 1 && layout.masterPort == 0)
@@ -46,6 +47,18 @@ common::Status validateLayout(const WorldLayout& layout)
     for (const std::string& problem : problems)
         text += (text.empty() ? "" : "; ") + problem;
     return common::Error{text, {}};
+}
+
+common::Status checkRunId(const std::string& runId)
+{
+    const bool allowed = std::all_of(runId.begin(), runId.end(),
+        [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-'; });
+    if (!runId.empty() && runId.size() <= kMaxRunIdLength && allowed && runId.front() != '.')
+        return common::Ok{};
+    return common::Error{"run_id: got '" + common::escapeControl(runId) + "', expected up to "
+            + std::to_string(kMaxRunIdLength)
+            + " letters, digits, '.', '_' and '-', not starting with '.'",
+        {}};
 }
 
 std::string newRunId()

@@ -29,6 +29,12 @@ inline constexpr int kMaxProcsPerNode = 1024;
 inline constexpr int kMaxNodes = 4096;
 inline constexpr std::size_t kMaxRunIdLength = 128;
 
+// A run id names registry files and log files (run_registry.h): 1 to
+// kMaxRunIdLength letters, digits, '.', '_' and '-', not starting with '.',
+// so it never names a folder or leaves the registry. Checked where an id is
+// given (--run-id) and where one is read back (a registry entry).
+common::Status checkRunId(const std::string& runId);
+
 // Every problem, each naming the field ("nproc: got 0, expected 1 to 1024").
 // A port of 0 with more than one node is an error: the other nodes could not
 // know which port this one picked.

@@ -1,41 +1,12 @@
 #include "remote/remote_names.h"
 
+#include "common/text.h"
+
 #include <algorithm>
 
 namespace tb::remote {
 
-namespace {
-
 using common::Error;
-
-bool hasControlCharacter(const std::string& text)
-{
-    return std::any_of(text.begin(), text.end(), [](char c) {
-        const auto byte = static_cast<unsigned char>(c);
-        return byte < 0x20 || byte == 0x7f;
-    });
-}
-
-// Shown in messages: control characters as \xNN, so a hostile name cannot
-// write to the terminal.
-std::string printable(const std::string& text)
-{
-    static const char digits[] = "0123456789abcdef";
-    std::string out;
-    for (const char c : text) {
-        const auto byte = static_cast<unsigned char>(c);
-        if (byte < 0x20 || byte == 0x7f) {
-            out += "\\x";
-            out += digits[byte >> 4];
-            out += digits[byte & 15];
-        } else {
-            out += c;
-        }
-    }
-    return out;
-}
-
-} // namespace
 
 common::Status checkEntryName(const std::string& name, const std::string& where)
 {
@@ -46,11 +17,11 @@ common::Status checkEntryName(const std::string& name, const std::string& where)
         problem = "names a folder above or itself";
     else if (name.find('/') != std::string::npos)
         problem = "holds a '/'";
-    else if (hasControlCharacter(name))
+    else if (std::any_of(name.begin(), name.end(), common::isControlCharacter))
         problem = "holds a control character";
     if (!problem)
         return common::Ok{};
-    return Error::at(printable(where), "entry '" + printable(name) + "'", std::string(problem),
+    return Error::at(common::escapeControl(where), "entry '" + common::escapeControl(name) + "'", std::string(problem),
         "a file name in the folder is one path component of printable characters; nothing was "
         "written for it here");
 }
@@ -58,7 +29,7 @@ common::Status checkEntryName(const std::string& name, const std::string& where)
 common::Result<std::string> localPathUnder(const std::string& localDir, const std::string& relative)
 {
     if (relative.empty() || relative.front() == '/')
-        return Error::at(printable(localDir), "path '" + printable(relative) + "'",
+        return Error::at(common::escapeControl(localDir), "path '" + common::escapeControl(relative) + "'",
             "is empty or absolute", "a path relative to the folder");
     std::string joined = localDir;
     for (size_t begin = 0; begin <= relative.size();) {
@@ -78,9 +49,9 @@ common::Result<std::string> defaultFetchFolder(const std::string& runDir)
     const std::string trimmed = last == std::string::npos ? std::string() : runDir.substr(0, last + 1);
     const size_t slash = trimmed.rfind('/');
     const std::string name = slash == std::string::npos ? trimmed : trimmed.substr(slash + 1);
-    if (name.empty() || name == "." || name == ".." || hasControlCharacter(name))
-        return Error::at(runDir.empty() ? std::string("the run folder") : printable(runDir), "",
-            "its last component '" + printable(name) + "' cannot name a folder here",
+    if (name.empty() || name == "." || name == ".." || std::any_of(name.begin(), name.end(), common::isControlCharacter))
+        return Error::at(runDir.empty() ? std::string("the run folder") : common::escapeControl(runDir), "",
+            "its last component '" + common::escapeControl(name) + "' cannot name a folder here",
             "give the folder to write to (--to DIR)");
     return name;
 }

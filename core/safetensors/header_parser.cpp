@@ -1,5 +1,7 @@
 #include "safetensors/header_parser.h"
 
+#include "common/text.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -23,18 +25,7 @@ constexpr int kMaxJsonDepth = 16;
 std::string shown(std::string_view text)
 {
     constexpr size_t kMaxShown = 120;
-    std::string out = "'";
-    for (size_t i = 0; i < text.size() && i < kMaxShown; ++i) {
-        const auto c = static_cast<unsigned char>(text[i]);
-        if (c < 0x20 || c == 0x7f) {
-            static constexpr char kHex[] = "0123456789abcdef";
-            out += "\\x";
-            out += kHex[c >> 4];
-            out += kHex[c & 15];
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
+    std::string out = "'" + common::escapeControl(text.substr(0, kMaxShown));
     if (text.size() > kMaxShown)
         out += "...";
     return out + "'";

@@ -36,6 +36,12 @@ private slots:
         QTest::newRow("checkpoint, step a string")
             << event(EventType::Checkpoint, {{"step", "ten"}, {"path", "checkpoints/x"}})
             << "events.jsonl:2: checkpoint event: field 'step': got \"ten\", expected an integer";
+        // A hostile run's message: an OSC 52 sequence (sets the clipboard)
+        // and a newline forging a launch's node line. One escaped line.
+        QTest::newRow("warning, escape sequence and a forged line")
+            << event(EventType::Warning,
+                   {{"message", "\x1b]52;c;ZXZpbA==\x07\nnode 1 x exited exit status 0"}})
+            << "warning    \\x1b]52;c;ZXZpbA==\\x07\\x0anode 1 x exited exit status 0";
         QTest::newRow("warning, message a number")
             << event(EventType::Warning, {{"message", 7}})
             << "events.jsonl:2: warning event: field 'message': got 7, expected a string";

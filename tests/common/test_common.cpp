@@ -143,6 +143,23 @@ private slots:
         QVERIFY(view.empty() || (view.data() >= input.data() && view.data() < input.data() + input.size()));
     }
 
+    void escapeControlKeepsTextOnOneInertLine_data()
+    {
+        QTest::addColumn<QByteArray>("text");
+        QTest::addColumn<QByteArray>("expected");
+        QTest::addRow("plain") << QByteArray("run-7 on host") << QByteArray("run-7 on host");
+        QTest::addRow("newline and tab") << QByteArray("a\nb\tc") << QByteArray("a\\x0ab\\x09c");
+        QTest::addRow("escape sequence") << QByteArray("\x1b[2J") << QByteArray("\\x1b[2J");
+        QTest::addRow("delete") << QByteArray("a\x7f") << QByteArray("a\\x7f");
+        QTest::addRow("UTF-8 stays") << QByteArray("caf\xc3\xa9") << QByteArray("caf\xc3\xa9");
+    }
+    void escapeControlKeepsTextOnOneInertLine()
+    {
+        QFETCH(QByteArray, text);
+        QFETCH(QByteArray, expected);
+        QCOMPARE(QByteArray::fromStdString(tb::common::escapeControl(text.toStdString())), expected);
+    }
+
     // Every value has one canonical spelling that reads back as itself; the
     // aliases (planner, FSDP and accelerate spellings) read as their value.
     void trainingTermsRoundTrip()

@@ -3,6 +3,7 @@
 #include "launch/free_port.h"
 #include "launch/line_splitter.h"
 #include "launch/local_launcher.h"
+#include "launch/run_registry.h"
 #include "launch/world_layout.h"
 
 #include <QtTest>
@@ -282,6 +283,41 @@ private slots:
         QVERIFY(!spaced);
         QVERIFY2(spaced.error().message.find("run_id: got 'my job'") != std::string::npos,
             spaced.error().message.c_str());
+    }
+
+    // A run id names the registry's files: nothing that could leave the
+    // registry or name a folder, where it is given and where it is read back.
+    void runIdsStayInTheRegistry_data()
+    {
+        QTest::addColumn<QString>("runId");
+        QTest::addColumn<bool>("valid");
+        QTest::addRow("made by newRunId") << QString::fromStdString(tb::launch::newRunId()) << true;
+        QTest::addRow("a name with dots, dashes, underscores") << "sweep-7.lr_3e-4" << true;
+        QTest::addRow("up a folder") << "../../home/u/.bashrc" << false;
+        QTest::addRow("a slash") << "a/b" << false;
+        QTest::addRow("hidden") << ".x" << false;
+        QTest::addRow("dot dot") << ".." << false;
+        QTest::addRow("a space") << "my job" << false;
+        QTest::addRow("a newline") << "a\nb" << false;
+        QTest::addRow("too long") << QString(129, 'a') << false;
+    }
+
+    void runIdsStayInTheRegistry()
+    {
+        QFETCH(QString, runId);
+        QFETCH(bool, valid);
+        QCOMPARE(tb::launch::checkRunId(runId.toStdString()).ok(), valid);
+        tb::launch::RegistryEntry entry;
+        entry.runId = runId.toStdString();
+        const auto read = tb::launch::registryEntryFromJson(
+            tb::launch::registryEntryToJson(entry), "/reg/x.node0.json");
+        QCOMPARE(read.ok(), valid);
+        if (!valid) {
+            const std::string message = read.error().message;
+            QVERIFY2(message.starts_with("/reg/x.node0.json: run_id: got '")
+                    && message.find('\n') == std::string::npos,
+                message.c_str());
+        }
     }
 
     // Ports from the ephemeral range are handed to every bind(0) and every

@@ -216,7 +216,8 @@ private slots:
         // A stop the user asked for ends 128+SIGTERM: told apart, not shown as a failure.
         QCOMPARE(model.data(model.index(2, RegistryModel::State), Qt::DisplayRole).toString(), QStringLiteral("stopped (exit 143)"));
         QVERIFY(!model.data(model.index(2, RegistryModel::State), Qt::ForegroundRole).isValid());
-        QCOMPARE(model.data(model.index(1, RegistryModel::Run), Qt::ToolTipRole).toString(), QStringLiteral("rank 1 failed"));
+        QCOMPARE(model.data(model.index(1, RegistryModel::Run), Qt::ToolTipRole).toString(),
+            QStringLiteral("<p style='white-space:pre-wrap'>rank 1 failed</p>"));
         model.setEntries({});
         QCOMPARE(model.rowCount(), 0);
     }

@@ -1,5 +1,7 @@
 #include "hosts/hosts_model.h"
 
+#include "plain_tooltip.h"
+
 #include "common/units.h"
 
 #include <QColor>
@@ -109,8 +111,10 @@ QVariant HostsModel::data(const QModelIndex& index, int role) const
     if (!index.isValid() || index.row() >= rowCount())
         return {};
     const Entry& entry = m_entries[std::size_t(index.row())];
-    if (role == Qt::DisplayRole || role == Qt::ToolTipRole)
+    if (role == Qt::DisplayRole)
         return cellText(entry, index.column());
+    if (role == Qt::ToolTipRole)
+        return plainToolTip(cellText(entry, index.column()));
     if (role == Qt::ForegroundRole && index.column() == Status && !entry.error.isEmpty())
         return QColor(180, 30, 30);
     return {};

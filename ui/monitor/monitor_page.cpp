@@ -112,6 +112,7 @@ void MonitorPage::buildLayout()
     m_status = new QLabel(tr("Not connected."), this);
     m_status->setObjectName(QStringLiteral("monitorStatus"));
     m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_status->setTextFormat(Qt::PlainText); // messages quote what the host sent
     m_status->setWordWrap(true);
     buttons->addWidget(m_connect);
     buttons->addWidget(m_disconnect);

@@ -1,5 +1,7 @@
 #include "monitor/registry_model.h"
 
+#include "plain_tooltip.h"
+
 #include <QBrush>
 #include <QColor>
 
@@ -37,7 +39,7 @@ QVariant RegistryModel::data(const QModelIndex& index, int role) const
     if (role == Qt::ForegroundRole && index.column() == State && entry.failed())
         return QBrush(QColor(0xb4, 0x1e, 0x1e));
     if (role == Qt::ToolTipRole && !entry.summary.empty())
-        return QString::fromStdString(entry.summary);
+        return plainToolTip(QString::fromStdString(entry.summary));
     if (role != Qt::DisplayRole)
         return {};
     switch (index.column()) {

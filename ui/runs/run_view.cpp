@@ -40,6 +40,7 @@ RunView::RunView(QWidget* parent)
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     m_summary = new QLabel(this);
+    m_summary->setTextFormat(Qt::PlainText); // the run's own strings
     m_summary->setObjectName(QStringLiteral("runSummary"));
     m_summary->setWordWrap(true);
     QFont bold = m_summary->font();
