@@ -17,7 +17,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 
 namespace tb::cli {

@@ -18,6 +18,8 @@ std::string systemError(const std::string& what, const std::string& path)
     return what + " '" + path + "': " + std::strerror(errno);
 }
 
+} // namespace
+
 bool writeAll(int fd, const char* data, size_t size)
 {
     while (size > 0) {
@@ -32,6 +34,8 @@ bool writeAll(int fd, const char* data, size_t size)
     }
     return true;
 }
+
+namespace {
 
 void syncDirectoryOf(const std::string& path)
 {

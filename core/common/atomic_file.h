@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 
+#include <cstddef>
 #include <string>
 
 namespace tb::common {
@@ -11,6 +12,10 @@ namespace tb::common {
 // new one, never half of either. Used for configs, checkpoints' manifests and
 // registries.
 Status writeFileAtomic(const std::string& path, const std::string& content);
+
+// Writes all `size` bytes to `fd`, going on after short writes and EINTR;
+// false with errno set on an error.
+bool writeAll(int fd, const char* data, size_t size);
 
 // Reads a whole file; the error names the file and the reason.
 Result<std::string> readFile(const std::string& path);

@@ -1,5 +1,6 @@
 #include "remote/sftp_transfer.h"
 
+#include "common/atomic_file.h"
 #include "launch/text_quote.h"
 #include "remote/remote_names.h"
 
@@ -101,20 +102,6 @@ struct LocalFile {
 private:
     int m_fd;
 };
-
-common::Status writeAll(int fd, const char* data, size_t size, const std::string& path)
-{
-    while (size > 0) {
-        const ssize_t wrote = ::write(fd, data, size);
-        if (wrote < 0 && errno == EINTR)
-            continue;
-        if (wrote <= 0)
-            return Error{"cannot write " + path + ": " + std::strerror(errno), {}};
-        data += wrote;
-        size -= size_t(wrote);
-    }
-    return common::Ok{};
-}
 
 struct SftpFileCloser {
     void operator()(sftp_file file) const { sftp_close(file); }
@@ -246,8 +233,8 @@ public:
             if (got <= 0)
                 return Error{m_session.target().describe() + ": reading " + remotePath + " stopped at byte " + std::to_string(done),
                     "run it again: the copy goes on from there"};
-            if (auto written = writeAll(out.get(), buffer.data(), size_t(got), part); !written)
-                return written.error();
+            if (!common::writeAll(out.get(), buffer.data(), size_t(got)))
+                return Error{"cannot write " + part + ": " + std::strerror(errno), {}};
             done += uint64_t(got);
             advance(localPath, done, size, uint64_t(got));
         }
