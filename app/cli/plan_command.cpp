@@ -9,6 +9,7 @@
 #include "plan/estimator.h"
 #include "plan/plan_file.h"
 #include "plan/plan_json.h"
+#include "plan/plan_options.h"
 #include "plan/recommender.h"
 
 #include <iostream>
@@ -30,6 +31,42 @@ std::string names(const std::vector<std::string>& list)
     return text;
 }
 
+std::string metavar(const plan::PlanOption& option)
+{
+    switch (plan::kindOf(option)) {
+    case plan::OptionKind::Integer:
+        return "N";
+    case plan::OptionKind::Real:
+        return "X";
+    case plan::OptionKind::Choice:
+        return names(plan::choiceNames(option));
+    case plan::OptionKind::TextList:
+        return "LIST";
+    default:
+        return "NAME";
+    }
+}
+
+// Every option of the table that has a flag; a boolean gets --X and --no-X.
+void addPlanOptions(ArgParser& p)
+{
+    const plan::PlanInput defaults;
+    for (const plan::PlanOption& option : plan::planOptions()) {
+        if (option.flag.empty())
+            continue;
+        const std::string flag(option.flag);
+        const std::string fallback = plan::valueText(option, defaults);
+        const std::string help = std::string(option.help)
+            + (fallback.empty() ? "" : " (default " + fallback + ")");
+        if (plan::kindOf(option) == plan::OptionKind::Boolean) {
+            p.addFlag(flag, help);
+            p.addFlag("no-" + flag, "the opposite of --" + flag);
+        } else {
+            p.addOption(flag, metavar(option), help);
+        }
+    }
+}
+
 ArgParser makeParser()
 {
     ArgParser p("plan",
@@ -38,42 +75,7 @@ ArgParser makeParser()
         "Llama-3.1-8B, LoRA r=16 on every linear layer, bf16 mixed, AdamW, micro-batch 4 x 2048\n"
         "tokens x 4 accumulation, on one Standard_NC24ads_A100_v4 (A100 80GB), 50,000 samples x\n"
         "1,000 tokens x 3 epochs (docs/PLANNER.md, Plan inputs).");
-    p.addOption("model", "NAME|PATH", "preset name, HF repo id, or a config.json (or its folder)");
-    p.addOption("method", names(plan::methodNames()), "training method");
-    p.addOption("lora-rank", "N", "LoRA rank (default 16)");
-    p.addOption("lora-alpha", "X", "LoRA alpha (default 32; does not change memory)");
-    p.addOption(
-        "lora-dropout", "P", "LoRA dropout, 0 <= P < 1 (default 0.05; > 0 stores dropped inputs)");
-    p.addOption("lora-targets", "LIST",
-        "comma-separated module names (default: every linear layer of the blocks)");
-    p.addOption(
-        "precision", names(plan::precisionNames()), "numeric precision (default bf16-mixed)");
-    p.addOption("optimizer", names(plan::optimizerNames()), "optimizer (default adamw)");
-    p.addOption(
-        "sharding", "none|" + names(plan::shardingNames()), "data-parallel strategy (default ddp)");
-    p.addOption("offload", names(plan::offloadNames()), "CPU offload (ZeRO or FSDP only)");
-    p.addFlag("grad-ckpt", "activation checkpointing on every layer (default)");
-    p.addFlag("no-grad-ckpt", "keep every layer's activations");
-    p.addOption("attention", names(plan::attentionNames()), "attention kernel (default sdpa)");
-    p.addOption(
-        "loss", names(plan::lossModeNames()), "how the loss treats logits (default chunked)");
-    p.addOption("loss-chunks", "N", "chunks of the chunked/fused loss (default 8)");
-    p.addOption("micro-batch", "N", "sequences per GPU per forward (default 4)");
-    p.addOption("seq-len", "N", "tokens per sequence (default 2048)");
-    p.addOption("grad-accum", "N", "micro-batches per optimizer step (default 4)");
-    p.addOption("gpus-per-node", "N", "GPUs used per node (default: all of the VM's)");
-    p.addOption("nodes", "N", "nodes (default 1)");
-    p.addOption(
-        "gpu", "NAME", "a GPU from presets/hardware/gpus.yaml (plans without a VM: no price)");
-    p.addOption("vm", "AZURE_VM_SIZE",
-        "an Azure VM size, e.g. Standard_ND96amsr_A100_v4 (sets GPU and GPUs per node)");
-    p.addOption("dataset-tokens", "N", "tokens in the dataset (instead of samples x mean tokens)");
-    p.addOption("dataset-samples", "N", "samples in the dataset (default 50000)");
-    p.addOption("mean-tokens", "N", "mean tokens per sample (default 1000)");
-    p.addOption("epochs", "X", "passes over the dataset (default 3)");
-    p.addFlag("no-packing", "one padded sample per sequence instead of packing");
-    p.addOption("utilisation", "F",
-        "achievable fraction of dense peak, 0 < F <= 1 (default: the GPU preset's)");
+    addPlanOptions(p);
     p.addOption("plan", "FILE.yaml", "start from a saved plan");
     p.addOption("from-deepspeed", "FILE.json", "apply a DeepSpeed config");
     p.addOption("from-accelerate", "FILE.yaml", "apply an accelerate config");
@@ -97,22 +99,32 @@ ArgParser makeParser()
     p.addOption("presets", "DIR", "presets folder (default: found automatically)");
     p.addFlag("list-models", "list the model presets and exit");
     p.addFlag("list-vms", "list the Azure VM sizes and exit");
+    p.addFlag("list-options",
+        "print every plan option (file key, flag, accepted values, default) as Markdown and exit");
     return p;
 }
 
-template <typename Enum, typename Parse>
-Status readEnum(const ArgParser& p, const char* option, Enum& target, Parse parse,
-    const std::vector<std::string>& valid)
+// One option of the table, from --flag VALUE (or --flag / --no-flag).
+Status readPlanOption(const ArgParser& p, const plan::PlanOption& option, plan::PlanInput& in)
 {
-    if (!p.isSet(option))
+    if (option.flag.empty())
         return common::Ok{};
-    const std::string text = p.value(option);
-    if (const auto value = parse(text)) {
-        target = *value;
+    const std::string flag(option.flag);
+    std::string text;
+    if (plan::kindOf(option) == plan::OptionKind::Boolean) {
+        if (p.isSet(flag) && p.isSet("no-" + flag))
+            return Error{"plan: --" + flag + " and --no-" + flag + " contradict each other", {}};
+        if (!p.isSet(flag) && !p.isSet("no-" + flag))
+            return common::Ok{};
+        text = p.isSet(flag) ? "true" : "false";
+    } else if (p.isSet(flag)) {
+        text = p.value(flag);
+    } else {
         return common::Ok{};
     }
-    return Error{
-        "plan: --" + std::string(option) + ": got '" + text + "', expected " + names(valid), {}};
+    if (const std::optional<std::string> refused = plan::assignText(option, in, text))
+        return Error{"plan: --" + flag + ": " + *refused, {}};
+    return common::Ok{};
 }
 
 #define TB_TRY(expr)                                                                               \
@@ -165,52 +177,18 @@ common::Result<plan::PlanInput> buildInput(const ArgParser& p, std::ostream& not
         for (const std::string& line : imported->ignored)
             notes << "ignored: " << line << "\n";
     }
-    if (p.isSet("model"))
-        in.model = p.value("model");
-    TB_TRY(readEnum(p, "method", in.method, plan::parseMethod, plan::methodNames()));
-    TB_TRY(readEnum(p, "precision", in.precision, plan::parsePrecision, plan::precisionNames()));
-    TB_TRY(readEnum(p, "optimizer", in.optimizer, plan::parseOptimizer, plan::optimizerNames()));
-    TB_TRY(readEnum(p, "sharding", in.sharding, plan::parseSharding, plan::shardingNames()));
-    TB_TRY(readEnum(p, "offload", in.offload, plan::parseOffload, plan::offloadNames()));
-    TB_TRY(readEnum(p, "attention", in.attention, plan::parseAttention, plan::attentionNames()));
-    TB_TRY(readEnum(p, "loss", in.loss, plan::parseLossMode, plan::lossModeNames()));
-    TB_INT("lora-rank", in.lora.rank, 1, 65536);
-    TB_REAL("lora-alpha", in.lora.alpha, 0, 1e9);
-    TB_REAL("lora-dropout", in.lora.dropout, 0, 0.999999);
-    if (p.isSet("lora-targets")) {
-        in.lora.targetModules.clear();
-        for (const std::string& name : common::split(p.value("lora-targets"), ','))
-            if (!common::trim(name).empty())
-                in.lora.targetModules.push_back(common::trim(name));
-    }
-    if (p.isSet("grad-ckpt") && p.isSet("no-grad-ckpt"))
-        return Error{"plan: --grad-ckpt and --no-grad-ckpt contradict each other", {}};
-    if (p.isSet("grad-ckpt"))
-        in.gradientCheckpointing = true;
-    if (p.isSet("no-grad-ckpt"))
-        in.gradientCheckpointing = false;
-    TB_INT("loss-chunks", in.lossChunks, 1, 4096);
-    TB_INT("micro-batch", in.microBatch, 1, 65536);
-    TB_INT("seq-len", in.seqLen, 1, 1 << 24);
-    TB_INT("grad-accum", in.gradAccum, 1, 65536);
+    // A VM size sets the GPU and all of its GPUs unless --gpus-per-node says
+    // otherwise; a GPU alone plans without a VM.
     if (p.isSet("vm")) {
-        in.vmSize = p.value("vm");
         in.gpu.clear();
-        in.gpusPerNode = 0; // all of the VM's GPUs unless --gpus-per-node says otherwise
+        in.gpusPerNode = 0;
     } else if (p.isSet("gpu")) {
         in.vmSize.clear();
     }
-    if (p.isSet("gpu"))
-        in.gpu = p.value("gpu");
-    TB_INT("gpus-per-node", in.gpusPerNode, 1, 1024);
-    TB_INT("nodes", in.nodes, 1, 4096);
-    TB_INT("dataset-tokens", in.datasetTokens, 1, (long long)(1) << 55);
-    TB_INT("dataset-samples", in.datasetSamples, 1, (long long)(1) << 50);
-    TB_REAL("mean-tokens", in.meanTokensPerSample, 1, 1e9);
-    TB_REAL("epochs", in.epochs, 1e-6, 1e6);
-    if (p.isSet("no-packing"))
-        in.packing = false;
-    TB_REAL("utilisation", in.utilisationOverride, 1e-6, 1);
+    for (const plan::PlanOption& option : plan::planOptions())
+        TB_TRY(readPlanOption(p, option, in));
+    if (Status valid = plan::validatePlanInput(in); !valid)
+        return valid.error();
     return in;
 }
 
@@ -256,6 +234,10 @@ int runPlan(const Args& args)
         std::cout << p.helpText();
         return kExitOk;
     }
+    if (p.isSet("list-options")) {
+        std::cout << plan::optionTableMarkdown();
+        return kExitOk;
+    }
     common::Result<plan::Catalog> catalog =
         p.isSet("presets") ? plan::Catalog::load(p.value("presets")) : plan::Catalog::loadDefault();
     if (!catalog)
@@ -280,6 +262,12 @@ int runPlan(const Args& args)
     common::Result<plan::PlanInput> input = buildInput(p, notes);
     if (!input)
         return fail(input.error());
+    // What the user asked for, before any calibration and whatever the plan
+    // then finds.
+    if (p.isSet("save-plan")) {
+        if (Status saved = plan::savePlanYaml(p.value("save-plan"), *input); !saved)
+            return fail(saved.error());
+    }
     if (Status calibrated = applyCalibrationFile(p, *catalog, input.value()); !calibrated)
         return fail(calibrated.error());
     common::Result<plan::RecommendOptions> options = recommendOptions(p);
@@ -289,10 +277,6 @@ int runPlan(const Args& args)
     common::Result<plan::PlanResult> result = plan::planFromCatalog(*input, *catalog, estimate);
     if (!result)
         return fail(result.error());
-    if (p.isSet("save-plan")) {
-        if (Status saved = plan::savePlanYaml(p.value("save-plan"), *input); !saved)
-            return fail(saved.error());
-    }
     const common::Result<model::ModelSpec> spec = catalog->resolveModel(input->model);
     const common::Result<plan::ResolvedHardware> hardware = plan::resolveHardware(*input, *catalog);
     if (!spec || !hardware) // planFromCatalog resolved both already; kept for safety

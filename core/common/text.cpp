@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <numeric>
 
 namespace tb::common {
@@ -27,6 +28,43 @@ std::string_view trimView(std::string_view text)
 std::string trim(std::string_view text)
 {
     return std::string(trimView(text));
+}
+
+std::string listNames(const std::vector<std::string>& names)
+{
+    std::string text;
+    for (size_t i = 0; i < names.size(); ++i) {
+        if (i > 0)
+            text += i + 1 == names.size() ? " or " : ", ";
+        text += names[i];
+    }
+    return text;
+}
+
+std::string didYouMean(const std::vector<std::string>& candidates, std::string_view got)
+{
+    const std::vector<std::string> nearest = nearestNames(candidates, got, 1);
+    if (nearest.empty() || editDistance(toLower(nearest.front()), toLower(got)) > 3)
+        return {};
+    return "did you mean " + nearest.front() + "?";
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view separator)
+{
+    std::string text;
+    for (size_t i = 0; i < parts.size(); ++i) {
+        if (i)
+            text += separator;
+        text += parts[i];
+    }
+    return text;
+}
+
+std::string shortestNumber(double value)
+{
+    char buffer[64];
+    const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+    return std::string(buffer, result.ptr);
 }
 
 std::string joinLines(const std::vector<std::string>& lines, size_t limit)

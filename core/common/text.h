@@ -14,6 +14,16 @@ std::vector<std::string> split(std::string_view text, char separator);
 // One line each, at most `limit` then "(N more)": a reader's problems as one
 // Error message.
 std::string joinLines(const std::vector<std::string>& lines, size_t limit = 20);
+// "a, b or c": the names a value may take, in a message.
+std::string listNames(const std::vector<std::string>& names);
+// "did you mean lora?" when one of `candidates` is within a few edits of
+// `got`, else empty.
+std::string didYouMean(const std::vector<std::string>& candidates, std::string_view got);
+// `parts` with `separator` between them.
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
+// The shortest text that reads back as exactly `value` ("0.05", "65536",
+// "1e+15"): what a written value must be for a reader to get it back.
+std::string shortestNumber(double value);
 
 // `text` with every control character (newlines, ESC, DEL) written as
 // \xNN: text from a file or another machine shown on a terminal or in a log

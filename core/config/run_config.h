@@ -1,5 +1,6 @@
 #pragma once
 
+#include "common/training_limits.h"
 #include "common/training_terms.h"
 
 #include <cstdint>
@@ -53,9 +54,9 @@ template <typename Enum> std::vector<std::string> allNames();
 const std::vector<std::string>& llamaLinearModules();
 
 struct LoraConfig {
-    int rank = 8;
-    double alpha = 16.0;
-    double dropout = 0.05;
+    int rank = common::kLoraRankDefault;
+    double alpha = common::kLoraAlphaDefault;
+    double dropout = common::kLoraDropoutDefault;
     std::vector<std::string> targetModules = llamaLinearModules();
 
     bool operator==(const LoraConfig&) const = default;
@@ -81,7 +82,7 @@ struct DataConfig {
     // then not read.
     std::string instruction;
     PromptTemplate promptTemplate = PromptTemplate::Auto;
-    int sequenceLength = 512;
+    int sequenceLength = 512; // within common::kSequenceLengthLimit
     bool packing = false; // default: true for text, false otherwise
     double validationSplit = 0.0;
     std::vector<std::string> validationFiles;

@@ -1,6 +1,7 @@
 #include "config/section_readers.h"
 
 #include "common/text.h"
+#include "common/training_limits.h"
 #include "common/training_rules.h"
 
 #include <algorithm>
@@ -80,9 +81,11 @@ void readLoraSection(MapReader& top, RunConfig& config, ReadState& state)
     MapReader lora(*node, "lora", state.problems);
     lora.recordNodes(state.nodes);
     LoraConfig& out = config.lora;
-    lora.integer("rank", out.rank, 1, 65536);
-    lora.number("alpha", out.alpha, 0.0, false, 1e9, true, "a positive number");
-    lora.number("dropout", out.dropout, 0.0, true, 1.0, false, "a number in [0, 1)");
+    // The planner's ranges (plan/plan_options.cpp reads the same limits).
+    lora.integer("rank", out.rank, common::kLoraRankLimit.min, common::kLoraRankLimit.max);
+    lora.number("alpha", out.alpha, common::kLoraAlphaLimit.min, common::kLoraAlphaLimit.max);
+    lora.number(
+        "dropout", out.dropout, common::kLoraDropoutLimit.min, common::kLoraDropoutLimit.max);
     if (lora.has("target_modules"))
         checkTargetModules(lora, out.targetModules);
     checkSchemaKeys(lora);
@@ -111,7 +114,8 @@ void readDataSection(MapReader& top, RunConfig& config, ReadState& state)
     }
     data.string("instruction", out.instruction, true, "a text");
     readChoice(data, "template", out.promptTemplate);
-    data.integer("sequence_length", out.sequenceLength, 2, 1 << 20);
+    data.integer("sequence_length", out.sequenceLength, common::kSequenceLengthLimit.min,
+        common::kSequenceLengthLimit.max);
     data.boolean("packing", out.packing);
     data.number(
         "validation_split", out.validationSplit, 0.0, true, 1.0, false, "a number in [0, 1)");
@@ -131,8 +135,10 @@ void readTrainingSection(MapReader& top, RunConfig& config, ReadState& state)
     TrainingConfig& out = config.training;
     training.integer("epochs", out.epochs, 1, kIntLimit);
     training.integer("max_steps", out.maxSteps, 0, kNoLimit);
-    training.integer("micro_batch", out.microBatch, 1, kIntLimit);
-    training.integer("grad_accum", out.gradAccum, 1, kIntLimit);
+    training.integer(
+        "micro_batch", out.microBatch, common::kMicroBatchLimit.min, common::kMicroBatchLimit.max);
+    training.integer(
+        "grad_accum", out.gradAccum, common::kGradAccumLimit.min, common::kGradAccumLimit.max);
     training.number("learning_rate", out.learningRate, 0.0, false, 1e6, true, "a positive number");
     readChoice(training, "schedule", out.schedule);
     training.integer("warmup_steps", out.warmupSteps, 0, kNoLimit);

@@ -18,7 +18,7 @@ struct RunMeasurement {
     plan::PlanInput input; // the plan of the run's configuration
     bool onCpu = true;
     int steps = 0; // step events read
-    // Median over the steps after the first (which carries start-up costs).
+    // metrics::steadyTokensPerSecond, as the runs list and Compare page show it.
     double tokensPerSecond = -1;
     // Largest over the steps; -1 when the run did not report it. On a GPU the
     // caching allocator's peaks, on the CPU the process's peak resident memory.

@@ -41,14 +41,6 @@ double lastEventSeconds(const RunHistory& history)
     return last;
 }
 
-int64_t highestPeak(const std::vector<StepRecord>& steps)
-{
-    int64_t peak = -1;
-    for (const StepRecord& step : steps)
-        peak = std::max(peak, step.memPeakBytes);
-    return peak;
-}
-
 } // namespace
 
 common::Result<RunHistory> readRunHistory(const std::string& eventsPath)
@@ -119,7 +111,7 @@ RunEntry summariseRun(const std::string& dir, const RunHistory& history)
         entry.lastLoss = history.steps().back().loss;
     entry.tokensPerSecond = steadyTokensPerSecond(history.steps());
     entry.stepSeconds = steadyStepSeconds(history.steps());
-    entry.peakBytes = highestPeak(history.steps());
+    entry.peakBytes = peakBytes(history.steps());
     entry.startSeconds = start.timeSeconds;
     const double end = history.end() ? history.end()->timeSeconds : lastEventSeconds(history);
     entry.durationSeconds = std::max(0.0, end - start.timeSeconds);

@@ -1,6 +1,7 @@
 #include "metrics/run_compare.h"
 
 #include "metrics/run_catalog.h"
+#include "metrics/run_figures.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,16 +12,6 @@ namespace {
 
 constexpr std::pair<XAxis, std::string_view> kAxisNames[] = {
     {XAxis::Step, "step"}, {XAxis::Tokens, "tokens"}, {XAxis::WallSeconds, "time"}};
-
-// Tokens a step trained on: its own count, else its rate times its time.
-double stepTokens(const StepRecord& step)
-{
-    if (step.tokens >= 0)
-        return double(step.tokens);
-    if (step.tokensPerSecond >= 0 && step.stepSeconds >= 0)
-        return step.tokensPerSecond * step.stepSeconds;
-    return 0;
-}
 
 double startSeconds(const RunHistory& history)
 {
@@ -111,36 +102,6 @@ std::vector<double> smoothed(const std::vector<double>& values, double weight)
         result.push_back(last / (1 - weightPower));
     }
     return result;
-}
-
-double steadyTokensPerSecond(const std::vector<StepRecord>& steps)
-{
-    if (steps.empty())
-        return -1;
-    if (steps.size() == 1)
-        return steps.front().tokensPerSecond;
-    double tokens = 0;
-    double seconds = 0;
-    for (size_t i = 1; i < steps.size(); ++i) {
-        if (steps[i].stepSeconds > 0 && stepTokens(steps[i]) > 0) {
-            tokens += stepTokens(steps[i]);
-            seconds += steps[i].stepSeconds;
-        }
-    }
-    return seconds > 0 ? tokens / seconds : -1;
-}
-
-double steadyStepSeconds(const std::vector<StepRecord>& steps)
-{
-    double seconds = 0;
-    int counted = 0;
-    for (size_t i = steps.size() > 1 ? 1 : 0; i < steps.size(); ++i) {
-        if (steps[i].stepSeconds >= 0) {
-            seconds += steps[i].stepSeconds;
-            ++counted;
-        }
-    }
-    return counted > 0 ? seconds / counted : -1;
 }
 
 nlohmann::json recipeKey(const nlohmann::json& config)

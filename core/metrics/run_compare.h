@@ -1,5 +1,6 @@
 #pragma once
 
+#include "metrics/run_figures.h"
 #include "metrics/run_history.h"
 
 #include <nlohmann/json.hpp>
@@ -36,13 +37,6 @@ std::vector<double> evalPositions(const RunHistory& history, XAxis axis);
 // n finite values. Non-finite values pass through unchanged and do not
 // count. `weight` in [0, 1); 0 returns the values as they are.
 std::vector<double> smoothed(const std::vector<double>& values, double weight);
-
-// Tokens per second over the steps after the first (which includes warm-up:
-// allocations, the first collective): their tokens over their seconds.
-// With one step, that step's rate; -1 when the run reported neither.
-double steadyTokensPerSecond(const std::vector<StepRecord>& steps);
-// Mean step_seconds over the same steps; -1 when unknown.
-double steadyStepSeconds(const std::vector<StepRecord>& steps);
 
 // The run config without what names a run rather than shapes it (name,
 // output): two runs with equal recipe keys differ only in where they ran

@@ -1,4 +1,5 @@
 #include "plan/plan_input.h"
+#include "plan/plan_options.h"
 
 #include "common/text.h"
 #include "common/training_rules.h"
@@ -163,41 +164,14 @@ std::int64_t PlanInput::trainingTokens() const
 common::Status validatePlanInput(const PlanInput& in)
 {
     std::vector<std::string> problems;
-    const auto range = [&](const char* key, long long value, long long min, long long max) {
-        if (value < min || value > max)
-            problems.push_back(std::string(key) + ": got " + std::to_string(value) + ", expected "
-                + std::to_string(min) + " to " + std::to_string(max));
-    };
-    const auto rangeReal = [&](const char* key, double value, double min, double max,
-                               bool openMax = false) {
-        if (!std::isfinite(value) || value < min || value > max || (openMax && value >= max))
-            problems.push_back(std::string(key) + ": got " + std::to_string(value) + ", expected "
-                + std::to_string(min) + (openMax ? " up to " : " to ") + std::to_string(max)
-                + (openMax ? " (exclusive)" : ""));
-    };
     if (common::trim(in.model).empty())
         problems.push_back("model: empty, expected a preset name or a config.json path");
-    range("micro_batch", in.microBatch, 1, 65536);
-    range("seq_len", in.seqLen, 1, 1 << 24);
-    range("grad_accum", in.gradAccum, 1, 65536);
-    range("gpus_per_node", in.gpusPerNode, 0, 1024);
-    range("nodes", in.nodes, 1, 4096);
-    range("loss_chunks", in.lossChunks, 1, 4096);
-    range("lora.rank", in.lora.rank, 1, 65536);
-    rangeReal("lora.alpha", in.lora.alpha, 0, 1e9);
-    rangeReal("lora.dropout", in.lora.dropout, 0, 1, true);
-    range("dataset_samples", in.datasetSamples, 0, std::int64_t(1) << 50);
-    range("dataset_tokens", in.datasetTokens, 0, std::int64_t(1) << 55);
-    rangeReal("mean_tokens_per_sample", in.meanTokensPerSample, 0, 1e9);
-    rangeReal("epochs", in.epochs, 0, 1e6);
-    if (std::isfinite(in.epochs) && in.epochs == 0)
-        problems.push_back("epochs: got 0, expected more than 0");
-    rangeReal("utilisation_override", in.utilisationOverride, 0, 1);
-    rangeReal("cuda_context_gib", in.cudaContextGiB, 0, 64);
-    rangeReal("allocator_overhead", in.allocatorOverhead, 0, 1);
+    for (const PlanOption& option : planOptions())
+        if (const std::optional<std::string> refused = checkValue(option, in))
+            problems.push_back(std::string(option.key) + ": " + *refused);
     if (in.datasetTokens == 0 && (in.datasetSamples == 0 || in.meanTokensPerSample <= 0))
-        problems.push_back("dataset: give dataset_tokens, or dataset_samples and "
-                           "mean_tokens_per_sample, both above 0");
+        problems.push_back("dataset: give dataset.tokens, or dataset.samples and "
+                           "dataset.mean_tokens_per_sample, both above 0");
     if (in.vmSize.empty() && in.gpu.empty())
         problems.push_back("vm_size / gpu: give an Azure VM size or a GPU");
 

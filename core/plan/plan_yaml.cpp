@@ -1,12 +1,11 @@
 #include "plan/plan_file.h"
 
 #include "common/atomic_file.h"
+#include "plan/plan_options.h"
 #include "yaml/map_reader.h"
 
 #include <yaml-cpp/yaml.h>
 
-#include <algorithm>
-#include <iterator>
 
 namespace tb::plan {
 
@@ -15,93 +14,76 @@ using yaml::MapReader;
 namespace {
 
 constexpr int kPlanVersion = 1;
-constexpr const char* kPrefetchNames[] = {"pre", "post", "none"};
+// The nested maps of a plan file, in the order they are written.
+constexpr std::string_view kSections[] = {"lora", "dataset", "deepspeed", "fsdp", "calibration"};
 
-std::optional<BackwardPrefetch> parsePrefetch(std::string_view text)
+bool isNumberOrBoolean(OptionKind kind)
 {
-    if (text == "pre")
-        return BackwardPrefetch::Pre;
-    if (text == "post")
-        return BackwardPrefetch::Post;
-    if (text == "none")
-        return BackwardPrefetch::None;
-    return std::nullopt;
+    return kind == OptionKind::Integer || kind == OptionKind::Real || kind == OptionKind::Boolean;
 }
 
-// The `deepspeed:` and `fsdp:` maps: the settings that size buffers (4.6).
-void readFrameworkSettings(MapReader& f, yaml::ProblemList& problems, PlanInput& in)
+// One key of the map, parsed as the CLI parses the same option. Quoted
+// numbers and booleans are text, as everywhere in our YAML.
+void readOption(MapReader& map, const PlanOption& option, PlanInput& in)
 {
-    if (const std::optional<YAML::Node> ds = f.section("deepspeed")) {
-        MapReader d(*ds, "deepspeed", problems);
-        DeepSpeedSettings& s = in.deepspeed;
-        d.number("reduce_bucket_size", s.reduceBucketSize, 0, 1e15);
-        d.number("allgather_bucket_size", s.allgatherBucketSize, 0, 1e15);
-        bool overlap = false;
-        if (d.boolean("overlap_comm", overlap))
-            s.overlapComm = overlap;
-        d.boolean("contiguous_gradients", s.contiguousGradients);
-        d.number("stage3_prefetch_bucket_size", s.prefetchBucketSize, 0, 1e15);
-        d.number("stage3_max_live_parameters", s.maxLiveParameters, 0, 1e15);
-        d.boolean("pin_memory", s.pinMemory);
-        d.checkKeys();
+    const std::string_view name = nameInSection(option);
+    if (!map.has(name))
+        return;
+    const OptionKind kind = kindOf(option);
+    if (kind == OptionKind::TextList) {
+        map.stringList(name, *std::get<std::vector<std::string>*>(option.field(in)));
+        return;
     }
-    if (const std::optional<YAML::Node> fsdp = f.section("fsdp")) {
-        MapReader d(*fsdp, "fsdp", problems);
-        FsdpSettings& s = in.fsdp;
-        d.choice("backward_prefetch", s.backwardPrefetch, parsePrefetch, {"pre", "post", "none"});
-        d.boolean("forward_prefetch", s.forwardPrefetch);
-        d.boolean("limit_all_gathers", s.limitAllGathers);
-        d.checkKeys();
+    const YAML::Node node = map.value(name);
+    const bool quoted = node.IsScalar() && node.Tag() == "!";
+    if (!node.IsScalar() || (quoted && isNumberOrBoolean(kind))) {
+        map.report(name, "got " + yaml::describe(node) + ", expected " + expectedText(option));
+        return;
     }
+    if (const std::optional<std::string> refused = assignText(option, in, node.Scalar()))
+        map.report(name, *refused);
 }
 
-void readSections(MapReader& f, yaml::ProblemList& problems, PlanInput& in)
+void readMap(MapReader& map, std::string_view section, PlanInput& in)
 {
-    if (const std::optional<YAML::Node> lora = f.section("lora")) {
-        MapReader l(*lora, "lora", problems);
-        l.integer("rank", in.lora.rank, 1, 65536);
-        l.number("alpha", in.lora.alpha, 0, 1e9);
-        l.number("dropout", in.lora.dropout, 0, 0.999999);
-        l.stringList("target_modules", in.lora.targetModules);
-        l.checkKeys();
-    }
-    if (const std::optional<YAML::Node> dataset = f.section("dataset")) {
-        MapReader d(*dataset, "dataset", problems);
-        d.integer("samples", in.datasetSamples, 0, 1LL << 50);
-        d.number("mean_tokens_per_sample", in.meanTokensPerSample, 0, 1e9);
-        d.integer("tokens", in.datasetTokens, 0, 1LL << 55);
-        d.number("epochs", in.epochs, 1e-6, 1e6);
-        d.checkKeys();
-    }
-    readFrameworkSettings(f, problems, in);
-    if (const std::optional<YAML::Node> calibration = f.section("calibration")) {
-        MapReader c(*calibration, "calibration", problems);
-        c.number("utilisation", in.utilisationOverride, 0, 1);
-        c.number("cuda_context_gib", in.cudaContextGiB, 0, 64);
-        c.number("allocator_overhead", in.allocatorOverhead, 0, 1);
-        c.checkKeys();
+    for (const PlanOption& option : planOptions())
+        if (sectionOf(option) == section)
+            readOption(map, option, in);
+}
+
+void writeOption(YAML::Emitter& out, const PlanOption& option, const PlanInput& in)
+{
+    out << YAML::Key << std::string(nameInSection(option)) << YAML::Value;
+    PlanInput copy = in;
+    const OptionField field = option.field(copy);
+    switch (kindOf(option)) {
+    case OptionKind::Integer:
+        if (int* const* value = std::get_if<int*>(&field))
+            out << **value;
+        else
+            out << *std::get<std::int64_t*>(field);
+        break;
+    case OptionKind::Real:
+        out << *std::get<double*>(field);
+        break;
+    case OptionKind::Boolean:
+        out << *std::get<bool*>(field);
+        break;
+    case OptionKind::TextList:
+        out << YAML::Flow << *std::get<std::vector<std::string>*>(field);
+        break;
+    case OptionKind::Choice:
+    case OptionKind::Text:
+        out << valueText(option, in);
+        break;
     }
 }
 
-void writeFrameworkSettings(YAML::Emitter& out, const PlanInput& in)
+void writeMap(YAML::Emitter& out, std::string_view section, const PlanInput& in)
 {
-    const DeepSpeedSettings& d = in.deepspeed;
-    out << YAML::Key << "deepspeed" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "reduce_bucket_size" << YAML::Value << d.reduceBucketSize;
-    out << YAML::Key << "allgather_bucket_size" << YAML::Value << d.allgatherBucketSize;
-    if (d.overlapComm) // absent: DeepSpeed's default for the stage
-        out << YAML::Key << "overlap_comm" << YAML::Value << *d.overlapComm;
-    out << YAML::Key << "contiguous_gradients" << YAML::Value << d.contiguousGradients;
-    out << YAML::Key << "stage3_prefetch_bucket_size" << YAML::Value << d.prefetchBucketSize;
-    out << YAML::Key << "stage3_max_live_parameters" << YAML::Value << d.maxLiveParameters;
-    out << YAML::Key << "pin_memory" << YAML::Value << d.pinMemory;
-    out << YAML::EndMap;
-    out << YAML::Key << "fsdp" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "backward_prefetch" << YAML::Value
-        << kPrefetchNames[int(in.fsdp.backwardPrefetch)];
-    out << YAML::Key << "forward_prefetch" << YAML::Value << in.fsdp.forwardPrefetch;
-    out << YAML::Key << "limit_all_gathers" << YAML::Value << in.fsdp.limitAllGathers;
-    out << YAML::EndMap;
+    for (const PlanOption& option : planOptions())
+        if (sectionOf(option) == section)
+            writeOption(out, option, in);
 }
 
 } // namespace
@@ -117,26 +99,13 @@ common::Result<PlanInput> parsePlanYaml(std::string_view yaml, const std::string
     f.require({"model"});
     int version = kPlanVersion;
     f.integer("version", version, kPlanVersion, kPlanVersion);
-    f.string("model", in.model, false, "a preset name or a config.json path");
-    f.choice("method", in.method, parseMethod, methodNames());
-    f.choice("precision", in.precision, parsePrecision, precisionNames());
-    f.choice("optimizer", in.optimizer, parseOptimizer, optimizerNames());
-    f.choice("sharding", in.sharding, parseSharding, shardingNames());
-    f.choice("offload", in.offload, parseOffload, offloadNames());
-    f.choice("attention", in.attention, parseAttention, attentionNames());
-    f.choice("loss", in.loss, parseLossMode, lossModeNames());
-    f.boolean("gradient_checkpointing", in.gradientCheckpointing);
-    f.integer("loss_chunks", in.lossChunks, 1, 4096);
-    f.boolean("ddp_bucket_view", in.ddpBucketView);
-    f.integer("micro_batch", in.microBatch, 1, 65536);
-    f.integer("seq_len", in.seqLen, 1, 1 << 24);
-    f.integer("grad_accum", in.gradAccum, 1, 65536);
-    f.boolean("packing", in.packing);
-    f.string("vm_size", in.vmSize);
-    f.string("gpu", in.gpu);
-    f.integer("gpus_per_node", in.gpusPerNode, 0, 1024);
-    f.integer("nodes", in.nodes, 1, 4096);
-    readSections(f, problems, in);
+    readMap(f, {}, in);
+    for (const std::string_view section : kSections)
+        if (const std::optional<YAML::Node> node = f.section(section)) {
+            MapReader map(*node, std::string(section), problems);
+            readMap(map, section, in);
+            map.checkKeys();
+        }
     f.checkKeys();
     if (!problems.isEmpty())
         return problems.toError(origin);
@@ -158,43 +127,12 @@ std::string planToYaml(const PlanInput& in)
     YAML::Emitter out;
     out << YAML::BeginMap;
     out << YAML::Key << "version" << YAML::Value << kPlanVersion;
-    out << YAML::Key << "model" << YAML::Value << in.model;
-    out << YAML::Key << "method" << YAML::Value << std::string(toString(in.method));
-    out << YAML::Key << "lora" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "rank" << YAML::Value << in.lora.rank;
-    out << YAML::Key << "alpha" << YAML::Value << in.lora.alpha;
-    out << YAML::Key << "dropout" << YAML::Value << in.lora.dropout;
-    out << YAML::Key << "target_modules" << YAML::Value << YAML::Flow << in.lora.targetModules;
-    out << YAML::EndMap;
-    out << YAML::Key << "precision" << YAML::Value << std::string(toString(in.precision));
-    out << YAML::Key << "optimizer" << YAML::Value << std::string(toString(in.optimizer));
-    out << YAML::Key << "sharding" << YAML::Value << std::string(toString(in.sharding));
-    out << YAML::Key << "offload" << YAML::Value << std::string(toString(in.offload));
-    out << YAML::Key << "gradient_checkpointing" << YAML::Value << in.gradientCheckpointing;
-    out << YAML::Key << "attention" << YAML::Value << std::string(toString(in.attention));
-    out << YAML::Key << "loss" << YAML::Value << std::string(toString(in.loss));
-    out << YAML::Key << "loss_chunks" << YAML::Value << in.lossChunks;
-    out << YAML::Key << "ddp_bucket_view" << YAML::Value << in.ddpBucketView;
-    out << YAML::Key << "micro_batch" << YAML::Value << in.microBatch;
-    out << YAML::Key << "seq_len" << YAML::Value << in.seqLen;
-    out << YAML::Key << "grad_accum" << YAML::Value << in.gradAccum;
-    out << YAML::Key << "packing" << YAML::Value << in.packing;
-    out << YAML::Key << "vm_size" << YAML::Value << in.vmSize;
-    out << YAML::Key << "gpu" << YAML::Value << in.gpu;
-    out << YAML::Key << "gpus_per_node" << YAML::Value << in.gpusPerNode;
-    out << YAML::Key << "nodes" << YAML::Value << in.nodes;
-    out << YAML::Key << "dataset" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "samples" << YAML::Value << in.datasetSamples;
-    out << YAML::Key << "mean_tokens_per_sample" << YAML::Value << in.meanTokensPerSample;
-    out << YAML::Key << "tokens" << YAML::Value << in.datasetTokens;
-    out << YAML::Key << "epochs" << YAML::Value << in.epochs;
-    out << YAML::EndMap;
-    writeFrameworkSettings(out, in);
-    out << YAML::Key << "calibration" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "utilisation" << YAML::Value << in.utilisationOverride;
-    out << YAML::Key << "cuda_context_gib" << YAML::Value << in.cudaContextGiB;
-    out << YAML::Key << "allocator_overhead" << YAML::Value << in.allocatorOverhead;
-    out << YAML::EndMap;
+    writeMap(out, {}, in);
+    for (const std::string_view section : kSections) {
+        out << YAML::Key << std::string(section) << YAML::Value << YAML::BeginMap;
+        writeMap(out, section, in);
+        out << YAML::EndMap;
+    }
     out << YAML::EndMap;
     return "# Tunebench plan (docs/PLANNER.md, Plan files)\n" + std::string(out.c_str()) + "\n";
 }

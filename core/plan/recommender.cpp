@@ -300,4 +300,15 @@ Recommendation recommend(const PlanInput& input, const model::ModelSpec& model,
     return rec;
 }
 
+PlanInput withoutSweptInputs(PlanInput input)
+{
+    input.vmSize.clear();
+    input.gpu.clear();
+    input.gpusPerNode = 0;
+    input.nodes = 1;
+    input.sharding = Sharding::Ddp;
+    input.calibrationNote.clear();
+    return input;
+}
+
 } // namespace tb::plan

@@ -97,4 +97,10 @@ Recommendation recommend(const PlanInput& input, const model::ModelSpec& model,
     const Catalog& catalog, const RecommendOptions& options = {},
     const ProgressHook& progress = {});
 
+// `input` with what recommend() sweeps itself (VM size, GPU, GPUs per node,
+// nodes, sharding) set to fixed values: two inputs give the same
+// recommendation exactly when these are equal, so a view can tell whether its
+// recommendation is stale.
+PlanInput withoutSweptInputs(PlanInput input);
+
 } // namespace tb::plan

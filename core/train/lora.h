@@ -1,6 +1,7 @@
 #pragma once
 
 #include "common/error.h"
+#include "common/training_limits.h"
 #include "train/layers.h"
 
 #include <torch/torch.h>
@@ -52,10 +53,12 @@ private:
     std::optional<at::Generator> m_generator;
 };
 
+// Filled from the run config (or an adapter_config.json); the defaults are the
+// run config's, so a spec made in code trains as the same config would.
 struct LoraSpec {
-    std::int64_t rank = 8;
-    double alpha = 16.0;
-    double dropout = 0.0;
+    std::int64_t rank = common::kLoraRankDefault;
+    double alpha = common::kLoraAlphaDefault;
+    double dropout = common::kLoraDropoutDefault;
     bool rsLora = false; // scaling alpha / sqrt(r) (rsLoRA, Kalajdzievski 2023)
     std::vector<std::string> targetModules; // q_proj ... down_proj
 

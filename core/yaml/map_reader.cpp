@@ -66,26 +66,6 @@ std::string shortNumber(double value)
     return text;
 }
 
-std::string joinNames(const std::vector<std::string>& names)
-{
-    std::string text;
-    for (size_t i = 0; i < names.size(); ++i) {
-        if (i > 0)
-            text += i + 1 == names.size() ? " or " : ", ";
-        text += names[i];
-    }
-    return text;
-}
-
-std::string didYouMean(const std::vector<std::string>& candidates, std::string_view got)
-{
-    const std::vector<std::string> nearest = common::nearestNames(candidates, got, 1);
-    if (nearest.empty()
-        || common::editDistance(common::toLower(nearest.front()), common::toLower(got)) > 3)
-        return {};
-    return "did you mean " + nearest.front() + "?";
-}
-
 } // namespace
 
 YAML::Node load(const std::string& text, ProblemList& problems)
@@ -356,8 +336,8 @@ std::optional<YAML::Node> MapReader::sequence(std::string_view key)
 void MapReader::reportChoice(std::string_view key, const std::vector<std::string>& names)
 {
     const YAML::Node node = value(key);
-    const std::string hint = node.IsScalar() ? didYouMean(names, node.Scalar()) : std::string();
-    report(key, "got " + describe(node) + ", expected " + joinNames(names), hint);
+    const std::string hint = node.IsScalar() ? common::didYouMean(names, node.Scalar()) : std::string();
+    report(key, "got " + describe(node) + ", expected " + common::listNames(names), hint);
 }
 
 void MapReader::checkKeys()
@@ -381,9 +361,9 @@ void MapReader::checkKeys(const std::vector<std::string>& known)
             isKnown = isKnown || name == entry.name;
         if (!isKnown) {
             const std::string where = m_path.empty() ? "at the top level" : "under " + m_path;
-            std::string hint = didYouMean(known, entry.name);
+            std::string hint = common::didYouMean(known, entry.name);
             if (hint.empty())
-                hint = "known keys " + where + ": " + joinNames(known);
+                hint = "known keys " + where + ": " + common::listNames(known);
             m_problems.add(problemAt(
                 entry.key, m_map, pathOf(entry.name), "unknown key " + where, std::move(hint)));
         }

@@ -55,6 +55,10 @@ private slots:
         QCOMPARE(config.tokenizer, config.model);
         QVERIFY(config.method == Method::Lora);
         QCOMPARE(config.lora.targetModules, llamaLinearModules());
+        // The planner's LoRA defaults (test_plan_options checks its side).
+        QCOMPARE(config.lora.rank, tb::common::kLoraRankDefault);
+        QCOMPARE(config.lora.alpha, tb::common::kLoraAlphaDefault);
+        QCOMPARE(config.lora.dropout, tb::common::kLoraDropoutDefault);
         QCOMPARE(config.data.trainFiles, std::vector<std::string>{"/runs/train.jsonl"});
         QCOMPARE(config.data.packing, false);
         QCOMPARE(config.training.learningRate, 2e-4);

@@ -31,13 +31,13 @@ private slots:
                                                << "got fast, expected a positive number" << 5;
         QTest::addRow("quoted integer") << base + "training:\n  micro_batch: \"2\"\n"
                                         << "training.micro_batch"
-                                        << "got \"2\", expected a positive integer" << 5;
+                                        << "got \"2\", expected an integer from 1 to 65536" << 5;
         QTest::addRow("zero micro batch") << base + "training:\n  micro_batch: 0\n"
                                           << "training.micro_batch"
                                           << "got 0" << 5;
         QTest::addRow("fractional accumulation") << base + "training:\n  grad_accum: 1.5\n"
                                                  << "training.grad_accum"
-                                                 << "expected a positive integer" << 5;
+                                                 << "expected an integer from 1 to 65536" << 5;
         QTest::addRow("zero epochs") << base + "training:\n  epochs: 0\n"
                                      << "training.epochs"
                                      << "got 0" << 5;
@@ -146,7 +146,7 @@ private slots:
                                                  << "plain text has no prompts" << 5;
         QTest::addRow("short sequence") << base + "  sequence_length: 1\n"
                                         << "data.sequence_length"
-                                        << "from 2 to 1048576" << 4;
+                                        << "from 2 to 16777216" << 4;
         QTest::addRow("packing not bool") << base + "  packing: sometimes\n"
                                           << "data.packing"
                                           << "expected true or false" << 4;
@@ -166,12 +166,19 @@ private slots:
         QTest::addRow("zero rank") << base + "lora:\n  rank: 0\n"
                                    << "lora.rank"
                                    << "expected an integer from 1 to 65536" << 5;
+        // The LoRA and batch ranges are the planner's (common/training_limits.h).
+        QTest::addRow("rank past the planner's") << base + "lora:\n  rank: 65537\n"
+                                                 << "lora.rank"
+                                                 << "expected an integer from 1 to 65536" << 5;
         QTest::addRow("negative alpha") << base + "lora:\n  alpha: -1\n"
                                         << "lora.alpha"
-                                        << "expected a positive number" << 5;
+                                        << "expected a number from 0.01 to 1e+06" << 5;
         QTest::addRow("dropout of one") << base + "lora:\n  dropout: 1.0\n"
                                         << "lora.dropout"
-                                        << "expected a number in [0, 1)" << 5;
+                                        << "expected a number from 0 to 0.99" << 5;
+        QTest::addRow("micro batch past the planner's")
+            << base + "training:\n  micro_batch: 65537\n"
+            << "training.micro_batch" << "expected an integer from 1 to 65536" << 5;
         QTest::addRow("unknown module") << base + "lora:\n  target_modules: [q_proj, qproj]\n"
                                         << "lora.target_modules"
                                         << "got \"qproj\"" << 5;

@@ -2,6 +2,7 @@
 #include "common/atomic_file.h"
 #include "common/units.h"
 #include "launch/run_plan.h"
+#include "metrics/run_catalog.h"
 #include "plan/calibration.h"
 #include "plan/catalog.h"
 #include "plan/cpu_device.h"
@@ -107,6 +108,10 @@ private slots:
         QVERIFY(m.tokensPerSecond > 0);
         QVERIFY(m.peakResidentBytes > 0);
         QCOMPARE(m.peakAllocatedBytes, -1.0); // a CPU run reports resident memory only
+        // Calibration reads the figures the runs list and Compare page show.
+        const metrics::RunEntry entry = metrics::readRunEntry(m.runDir);
+        QCOMPARE(m.tokensPerSecond, entry.tokensPerSecond);
+        QCOMPARE(m.peakResidentBytes, double(entry.peakBytes));
     }
 
     // Calibrated from the runs, their plans match them: the median of

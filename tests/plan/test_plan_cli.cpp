@@ -1,4 +1,7 @@
 #include "common/atomic_file.h"
+#include "common/text.h"
+#include "plan/plan_file.h"
+#include "plan/plan_options.h"
 
 #include <QtTest>
 
@@ -133,9 +136,9 @@ private slots:
         QTest::addRow("zero") << QStringList{"--micro-batch", "0"} << "--micro-batch: got 0";
         QTest::addRow("negative") << QStringList{"--seq-len", "-5"} << "--seq-len";
         QTest::addRow("overflow") << QStringList{"--nodes", "99999999999999999999999"}
-                                  << "overflows";
+                                  << "--nodes: got 99999999999999999999999, expected an integer";
         QTest::addRow("not a number") << QStringList{"--epochs", "many"} << "--epochs";
-        QTest::addRow("bad enum") << QStringList{"--sharding", "zero4"} << "expected ddp|zero1";
+        QTest::addRow("bad enum") << QStringList{"--sharding", "zero4"} << "--sharding: got zero4, expected ddp, zero1, zero2";
         QTest::addRow("unknown vm")
             << QStringList{"--vm", "Standard_ND96asr"} << "did you mean Standard_ND96asr_v4";
         QTest::addRow("too many gpus") << QStringList{"--gpus-per-node", "4"} << "has 1 GPU";
@@ -189,6 +192,87 @@ private slots:
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains(expected), qPrintable(r.err));
         QVERIFY2(r.err.contains(path), qPrintable(r.err));
+    }
+
+    // Every flag of the option table: both ends of its range saved as given,
+    // a value past them refused naming the flag, as plan files and the GUI
+    // do (test_plan_options, test_planner_page).
+    void everyFlagOfTheTable_data()
+    {
+        QTest::addColumn<QString>("key");
+        for (const tb::plan::PlanOption& option : tb::plan::planOptions())
+            if (!option.flag.empty())
+                QTest::newRow(std::string(option.flag).c_str()) << QString::fromUtf8(
+                    option.key.data(), int(option.key.size()));
+    }
+    void everyFlagOfTheTable()
+    {
+        using tb::plan::OptionKind;
+        QFETCH(QString, key);
+        const tb::plan::PlanOption& option = *tb::plan::findPlanOption(key.toStdString());
+        const QString flag = "--" + QString::fromUtf8(option.flag.data(), int(option.flag.size()));
+        const OptionKind kind = tb::plan::kindOf(option);
+        QVERIFY2(plan({"--help"}).out.contains(flag), "--help lists the flag");
+
+        std::vector<std::pair<QStringList, std::string>> accepted; // arguments, value text
+        std::vector<QString> refused;
+        switch (kind) {
+        case OptionKind::Integer:
+        case OptionKind::Real:
+            for (const double end : {option.min, option.max}) {
+                const std::string text = kind == OptionKind::Integer
+                    ? std::to_string(std::llround(end))
+                    : tb::common::shortestNumber(end);
+                accepted.push_back({{flag, QString::fromStdString(text)}, text});
+            }
+            refused.push_back(QString::fromStdString(kind == OptionKind::Integer
+                    ? std::to_string(std::llround(option.max) + 1)
+                    : tb::common::shortestNumber(option.max * 1.01 + 0.01)));
+            break;
+        case OptionKind::Boolean:
+            accepted.push_back({{flag}, "true"});
+            accepted.push_back({{"--no-" + flag.mid(2)}, "false"});
+            break;
+        case OptionKind::Choice:
+            accepted.push_back({{flag, QString::fromStdString(tb::plan::choiceNames(option).back())},
+                tb::plan::choiceNames(option).back()});
+            refused.push_back("maybe");
+            break;
+        case OptionKind::Text: {
+            const std::string text = option.key == "gpu" ? "A100-80GB-SXM"
+                : option.key == "model"                  ? "Qwen2.5-7B"
+                                                         : "Standard_ND96asr_v4";
+            accepted.push_back({{flag, QString::fromStdString(text)}, text});
+            break;
+        }
+        case OptionKind::TextList:
+            accepted.push_back({{flag, "q_proj,v_proj"}, "q_proj,v_proj"});
+            break;
+        }
+        // ZeRO-3 and a dataset in tokens: any value of this option makes a plan.
+        QStringList context;
+        if (option.key != "sharding")
+            context << "--sharding" << "zero3";
+        if (option.key != "dataset.tokens")
+            context << "--dataset-tokens" << "1000000";
+        for (const auto& [args, text] : accepted) {
+            QTemporaryDir dir;
+            const QString path = dir.filePath("plan.yaml");
+            const Run r = plan(context + args + QStringList{"--save-plan", path});
+            const auto saved = tb::plan::loadPlanYaml(path.toStdString());
+            QVERIFY2(saved.ok(), qPrintable(args.join(' ') + ": " + r.err));
+            QCOMPARE(tb::plan::valueText(option, *saved), text);
+        }
+        for (const QString& value : refused) {
+            QTemporaryDir dir;
+            const QString path = dir.filePath("plan.yaml");
+            const Run r = plan({flag, value, "--save-plan", path});
+            QCOMPARE(r.exitCode, 2);
+            const QString expected = flag + ": got " + value + ", expected "
+                + QString::fromStdString(tb::plan::expectedText(option));
+            QVERIFY2(r.err.contains(expected), qPrintable(r.err));
+            QVERIFY(!QFile::exists(path));
+        }
     }
 
     void saveAndReloadPlan()

@@ -6,13 +6,16 @@
 #include "planner/recommendation_model.h"
 #include "planner/what_if_chart.h"
 
+#include "common/text.h"
 #include "common/units.h"
+#include "plan/plan_options.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QCompleter>
+#include <QDoubleSpinBox>
 #include <QDir>
 #include <QFile>
 #include <QSettings>
@@ -143,6 +146,49 @@ private slots:
         QVERIFY2(page.breakdownChart()->peaksText().contains(
                      QString::fromStdString(common::formatBytes(bytes))),
                  qPrintable(page.breakdownChart()->peaksText()));
+    }
+
+    // Each widget bound to a row of the option table has that row's range,
+    // and takes and gives back both of its ends unclamped (a plan file with
+    // LoRA rank 8192 once came back from the form as 4096), as the CLI and
+    // plan files do (test_plan_cli, test_plan_options).
+    void formWidgetsFollowTheOptionTable()
+    {
+        PlannerPage page;
+        ui::PlanForm* form = page.form();
+        int bound = 0;
+        for (QWidget* widget : form->findChildren<QWidget*>()) {
+            const QVariant key = widget->property("planOption");
+            if (!key.isValid())
+                continue;
+            ++bound;
+            const plan::PlanOption& option = *plan::findPlanOption(key.toString().toStdString());
+            const plan::OptionKind kind = plan::kindOf(option);
+            if (kind != plan::OptionKind::Integer && kind != plan::OptionKind::Real)
+                continue;
+            double min = 0;
+            double max = 0;
+            if (const auto* spinBox = qobject_cast<QSpinBox*>(widget)) {
+                min = spinBox->minimum();
+                max = spinBox->maximum();
+            } else if (const auto* realSpinBox = qobject_cast<QDoubleSpinBox*>(widget)) {
+                min = realSpinBox->minimum();
+                max = realSpinBox->maximum();
+            }
+            QCOMPARE(min, option.min);
+            QCOMPARE(max, option.max);
+            for (const double end : {option.min, option.max}) {
+                plan::PlanInput in = form->input();
+                QVERIFY(!plan::assignText(option, in, common::shortestNumber(end)));
+                form->setInput(in);
+                QCOMPARE(plan::valueText(option, form->input()), plan::valueText(option, in));
+            }
+        }
+        QVERIFY2(bound >= 20, "the form's inputs are bound to the table");
+        // The form opens on the planner's defaults, every option as PlanInput{} has it.
+        form->setInput(plan::PlanInput{});
+        for (const plan::PlanOption& option : plan::planOptions())
+            QCOMPARE(plan::valueText(option, form->input()), plan::valueText(option, plan::PlanInput{}));
     }
 
     // An imported DeepSpeed setting the form has no widget for stays in the plan.

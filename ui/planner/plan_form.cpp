@@ -2,6 +2,7 @@
 
 #include "common/text.h"
 #include "plan/catalog.h"
+#include "plan/plan_options.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -16,15 +17,82 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include <limits>
+
 namespace tb::ui {
 
 namespace {
 
+// The property that ties a widget to its row of the option table: input()
+// and setInput() read and write every such widget through the table's
+// parser and printer, as the CLI and plan files do.
+constexpr const char* kOptionProperty = "planOption";
+
+const plan::PlanOption& optionAt(std::string_view key)
+{
+    const plan::PlanOption* option = plan::findPlanOption(key);
+    Q_ASSERT(option);
+    return *option;
+}
+
+template <typename Widget> Widget* bound(Widget* widget, std::string_view key)
+{
+    const plan::PlanOption& option = optionAt(key);
+    widget->setProperty(kOptionProperty, QString::fromUtf8(key.data(), int(key.size())));
+    widget->setToolTip(QString::fromUtf8(option.help.data(), int(option.help.size())));
+    return widget;
+}
+
+QString unitSuffix(const plan::PlanOption& option)
+{
+    return option.unit.empty()
+        ? QString()
+        : QLatin1Char(' ') + QString::fromUtf8(option.unit.data(), int(option.unit.size()));
+}
+
+// An integer option's range and unit; a QSpinBox holds int only, so a wider
+// range (dataset samples) gets a double box without decimals.
+QAbstractSpinBox* integerBox(QWidget* parent, std::string_view key)
+{
+    const plan::PlanOption& option = optionAt(key);
+    if (option.max > double(std::numeric_limits<int>::max())) {
+        auto* box = new QDoubleSpinBox(parent);
+        box->setDecimals(0);
+        box->setRange(option.min, option.max);
+        box->setGroupSeparatorShown(true);
+        box->setSuffix(unitSuffix(option));
+        box->setAccelerated(true);
+        return bound(box, key);
+    }
+    auto* box = new QSpinBox(parent);
+    box->setRange(int(option.min), int(option.max));
+    box->setSuffix(unitSuffix(option));
+    box->setAccelerated(true);
+    return bound(box, key);
+}
+
+QSpinBox* spin(QWidget* parent, std::string_view key)
+{
+    return qobject_cast<QSpinBox*>(integerBox(parent, key));
+}
+
+QDoubleSpinBox* realBox(QWidget* parent, std::string_view key)
+{
+    const plan::PlanOption& option = optionAt(key);
+    auto* box = new QDoubleSpinBox(parent);
+    box->setDecimals(option.decimals);
+    box->setRange(option.min, option.max);
+    box->setSuffix(unitSuffix(option));
+    box->setAccelerated(true);
+    return bound(box, key);
+}
+
 // A combo over an enum's CLI spellings, showing a readable label.
 template <typename Enum>
-QComboBox* enumCombo(QWidget* parent, const std::vector<std::pair<Enum, QString>>& entries)
+QComboBox* enumCombo(QWidget* parent, std::string_view key,
+    const std::vector<std::pair<Enum, QString>>& entries)
 {
-    auto* combo = new QComboBox(parent);
+    auto* combo = bound(new QComboBox(parent), key);
     combo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     combo->setMinimumContentsLength(14);
     for (const auto& [value, text] : entries)
@@ -32,39 +100,34 @@ QComboBox* enumCombo(QWidget* parent, const std::vector<std::pair<Enum, QString>
     return combo;
 }
 
-template <typename Enum>
-Enum enumValue(const QComboBox* combo, std::optional<Enum> (*parse)(std::string_view), Enum fallback)
+// The widget's value as the option's text ("16", "0.05", "true", "zero3").
+QString widgetText(const QWidget* widget)
 {
-    const auto parsed = parse(combo->currentData().toString().toStdString());
-    return parsed.value_or(fallback);
+    if (const auto* spinBox = qobject_cast<const QSpinBox*>(widget))
+        return QString::number(spinBox->value());
+    if (const auto* realSpinBox = qobject_cast<const QDoubleSpinBox*>(widget))
+        return QString::number(realSpinBox->value(), 'f', realSpinBox->decimals());
+    if (const auto* checkBox = qobject_cast<const QCheckBox*>(widget))
+        return checkBox->isChecked() ? QStringLiteral("true") : QStringLiteral("false");
+    if (const auto* combo = qobject_cast<const QComboBox*>(widget))
+        return combo->currentData().toString();
+    if (const auto* edit = qobject_cast<const QLineEdit*>(widget))
+        return edit->text();
+    return {};
 }
 
-template <typename Enum>
-void selectEnum(QComboBox* combo, Enum value)
+void showText(QWidget* widget, const QString& text)
 {
-    const int index = combo->findData(QString::fromStdString(std::string(plan::toString(value))));
-    if (index >= 0)
-        combo->setCurrentIndex(index);
-}
-
-QSpinBox* spin(QWidget* parent, int min, int max, const QString& suffix = {})
-{
-    auto* box = new QSpinBox(parent);
-    box->setRange(min, max);
-    box->setSuffix(suffix);
-    box->setAccelerated(true);
-    return box;
-}
-
-QDoubleSpinBox* doubleSpin(QWidget* parent, double min, double max, int decimals,
-                           const QString& suffix = {})
-{
-    auto* box = new QDoubleSpinBox(parent);
-    box->setRange(min, max);
-    box->setDecimals(decimals);
-    box->setSuffix(suffix);
-    box->setAccelerated(true);
-    return box;
+    if (auto* spinBox = qobject_cast<QSpinBox*>(widget))
+        spinBox->setValue(text.toInt());
+    else if (auto* realSpinBox = qobject_cast<QDoubleSpinBox*>(widget))
+        realSpinBox->setValue(text.toDouble());
+    else if (auto* checkBox = qobject_cast<QCheckBox*>(widget))
+        checkBox->setChecked(text == QLatin1String("true"));
+    else if (auto* combo = qobject_cast<QComboBox*>(widget))
+        combo->setCurrentIndex(std::max(combo->findData(text), 0));
+    else if (auto* edit = qobject_cast<QLineEdit*>(widget))
+        edit->setText(text);
 }
 
 QGroupBox* group(const QString& title, QWidget* parent, QFormLayout** form)
@@ -134,18 +197,17 @@ QWidget* PlanForm::createMethodGroup()
 {
     QFormLayout* form = nullptr;
     QGroupBox* box = group(tr("Method"), this, &form);
-    m_method = enumCombo<plan::Method>(box, {{plan::Method::Full, tr("Full fine-tune")},
+    m_method = enumCombo<plan::Method>(box, "method", {{plan::Method::Full, tr("Full fine-tune")},
                                              {plan::Method::Lora, tr("LoRA")},
                                              {plan::Method::Qlora, tr("QLoRA (4-bit NF4 base)")}});
     m_method->setObjectName(QStringLiteral("methodCombo"));
-    m_loraRank = spin(box, 1, 4096);
+    m_loraRank = spin(box, "lora.rank");
     m_loraRank->setObjectName(QStringLiteral("loraRankSpin"));
-    m_loraAlpha = doubleSpin(box, 0.01, 100000, 1);
-    m_loraDropout = doubleSpin(box, 0, 0.99, 2);
+    m_loraAlpha = realBox(box, "lora.alpha");
+    m_loraDropout = realBox(box, "lora.dropout");
     m_loraDropout->setSingleStep(0.05);
-    m_loraTargets = new QLineEdit(box);
+    m_loraTargets = bound(new QLineEdit(box), "lora.target_modules");
     m_loraTargets->setPlaceholderText(tr("every linear layer of the blocks"));
-    m_loraTargets->setToolTip(tr("Comma-separated module names, e.g. q_proj,v_proj"));
     m_methodForm = form;
     form->addRow(tr("Method"), m_method);
     form->addRow(tr("LoRA rank"), m_loraRank);
@@ -160,12 +222,12 @@ QWidget* PlanForm::createPrecisionGroup()
     QFormLayout* form = nullptr;
     QGroupBox* box = group(tr("Precision and optimizer"), this, &form);
     m_precision = enumCombo<plan::Precision>(
-        box, {{plan::Precision::Fp32, tr("fp32")},
+        box, "precision", {{plan::Precision::Fp32, tr("fp32")},
               {plan::Precision::Fp16Mixed, tr("fp16 mixed (fp32 master)")},
               {plan::Precision::Bf16Mixed, tr("bf16 mixed (fp32 master)")},
               {plan::Precision::Bf16, tr("pure bf16")}});
     m_precision->setObjectName(QStringLiteral("precisionCombo"));
-    m_optimizer = enumCombo<plan::Optimizer>(box, {{plan::Optimizer::AdamW, tr("AdamW")},
+    m_optimizer = enumCombo<plan::Optimizer>(box, "optimizer", {{plan::Optimizer::AdamW, tr("AdamW")},
                                                    {plan::Optimizer::AdamW8bit, tr("8-bit AdamW")},
                                                    {plan::Optimizer::Sgd, tr("SGD + momentum")},
                                                    {plan::Optimizer::Adafactor, tr("Adafactor")}});
@@ -180,7 +242,7 @@ QWidget* PlanForm::createParallelismGroup()
     QFormLayout* form = nullptr;
     QGroupBox* box = group(tr("Parallelism and hardware"), this, &form);
     m_sharding = enumCombo<plan::Sharding>(
-        box, {{plan::Sharding::Ddp, tr("DDP (replicated)")},
+        box, "sharding", {{plan::Sharding::Ddp, tr("DDP (replicated)")},
               {plan::Sharding::Zero1, tr("ZeRO-1")},
               {plan::Sharding::Zero2, tr("ZeRO-2")},
               {plan::Sharding::Zero3, tr("ZeRO-3")},
@@ -189,16 +251,17 @@ QWidget* PlanForm::createParallelismGroup()
               {plan::Sharding::FsdpHybrid, tr("FSDP HYBRID_SHARD")}});
     m_sharding->setObjectName(QStringLiteral("shardingCombo"));
     m_offload = enumCombo<plan::Offload>(
-        box, {{plan::Offload::None, tr("none")},
+        box, "offload", {{plan::Offload::None, tr("none")},
               {plan::Offload::Optimizer, tr("optimizer states to CPU")},
               {plan::Offload::OptimizerAndParams, tr("optimizer + parameters to CPU")}});
     m_offload->setObjectName(QStringLiteral("offloadCombo"));
-    m_gradientCheckpointing = new QCheckBox(tr("recompute every layer"), box);
+    m_gradientCheckpointing =
+        bound(new QCheckBox(tr("recompute every layer"), box), "gradient_checkpointing");
     m_attention = enumCombo<plan::Attention>(
-        box, {{plan::Attention::Sdpa, tr("SDPA / flash (no score matrix)")},
+        box, "attention", {{plan::Attention::Sdpa, tr("SDPA / flash (no score matrix)")},
               {plan::Attention::Eager, tr("eager (stores scores)")}});
     m_loss = enumCombo<plan::LossMode>(
-        box, {{plan::LossMode::Chunked, tr("chunked cross-entropy")},
+        box, "loss", {{plan::LossMode::Chunked, tr("chunked cross-entropy")},
               {plan::LossMode::FullFp32, tr("full fp32 logits (HF Trainer)")},
               {plan::LossMode::Fused, tr("fused linear + CE")}});
 
@@ -222,9 +285,10 @@ QWidget* PlanForm::createParallelismGroup()
     m_gpu->addItem(tr("the VM's GPU"), QString());
     for (const plan::GpuSpec& gpu : m_catalog.gpus())
         m_gpu->addItem(QString::fromStdString(gpu.name), QString::fromStdString(gpu.id));
-    m_gpusPerNode = spin(box, 1, 64);
+    m_gpusPerNode = spin(box, "gpus_per_node");
+    m_gpusPerNode->setSpecialValueText(tr("all of the VM's"));
     m_gpusPerNode->setObjectName(QStringLiteral("gpusPerNodeSpin"));
-    m_nodes = spin(box, 1, 1024);
+    m_nodes = spin(box, "nodes");
     m_nodes->setObjectName(QStringLiteral("nodesSpin"));
 
     form->addRow(tr("Sharding"), m_sharding);
@@ -243,13 +307,13 @@ QWidget* PlanForm::createBatchGroup()
 {
     QFormLayout* form = nullptr;
     QGroupBox* box = group(tr("Batch and sequence"), this, &form);
-    m_microBatch = spin(box, 1, 4096);
+    m_microBatch = spin(box, "micro_batch");
     m_microBatch->setObjectName(QStringLiteral("microBatchSpin"));
-    m_seqLen = spin(box, 16, 1048576, tr(" tokens"));
+    m_seqLen = spin(box, "seq_len");
     m_seqLen->setObjectName(QStringLiteral("seqLenSpin"));
     m_seqLen->setSingleStep(256);
-    m_gradAccum = spin(box, 1, 65536);
-    m_packing = new QCheckBox(tr("pack samples into full sequences"), box);
+    m_gradAccum = spin(box, "grad_accum");
+    m_packing = bound(new QCheckBox(tr("pack samples into full sequences"), box), "packing");
     form->addRow(tr("Micro-batch"), m_microBatch);
     form->addRow(tr("Sequence length"), m_seqLen);
     form->addRow(tr("Grad. accumulation"), m_gradAccum);
@@ -261,10 +325,9 @@ QWidget* PlanForm::createDatasetGroup()
 {
     QFormLayout* form = nullptr;
     QGroupBox* box = group(tr("Dataset and epochs"), this, &form);
-    m_datasetSamples = doubleSpin(box, 1, 1e12, 0);
-    m_datasetSamples->setGroupSeparatorShown(true);
-    m_meanTokens = doubleSpin(box, 1, 1e7, 0, tr(" tokens"));
-    m_epochs = doubleSpin(box, 0.01, 1000, 2);
+    m_datasetSamples = qobject_cast<QDoubleSpinBox*>(integerBox(box, "dataset.samples"));
+    m_meanTokens = realBox(box, "dataset.mean_tokens_per_sample");
+    m_epochs = realBox(box, "dataset.epochs");
     form->addRow(tr("Samples"), m_datasetSamples);
     form->addRow(tr("Mean length"), m_meanTokens);
     form->addRow(tr("Epochs"), m_epochs);
@@ -306,35 +369,17 @@ plan::PlanInput PlanForm::input() const
     plan::PlanInput in = m_base;
     in.calibrationNote.clear();
     in.model = m_model->currentText().trimmed().toStdString();
-    in.method = enumValue(m_method, plan::parseMethod, in.method);
-    in.lora.rank = m_loraRank->value();
-    in.lora.alpha = m_loraAlpha->value();
-    in.lora.dropout = m_loraDropout->value();
-    in.lora.targetModules.clear();
-    for (const std::string& name : common::split(m_loraTargets->text().toStdString(), ',')) {
-        const std::string trimmed = common::trim(name);
-        if (!trimmed.empty())
-            in.lora.targetModules.push_back(trimmed);
+    for (const QWidget* widget : findChildren<QWidget*>()) {
+        const QVariant key = widget->property(kOptionProperty);
+        if (!key.isValid())
+            continue;
+        // The widgets' ranges are the table's, so nothing here is refused.
+        plan::assignText(optionAt(key.toString().toStdString()), in,
+            widgetText(widget).toStdString());
     }
-    in.precision = enumValue(m_precision, plan::parsePrecision, in.precision);
-    in.optimizer = enumValue(m_optimizer, plan::parseOptimizer, in.optimizer);
-    in.sharding = enumValue(m_sharding, plan::parseSharding, in.sharding);
-    in.offload = enumValue(m_offload, plan::parseOffload, in.offload);
-    in.gradientCheckpointing = m_gradientCheckpointing->isChecked();
-    in.attention = enumValue(m_attention, plan::parseAttention, in.attention);
-    in.loss = enumValue(m_loss, plan::parseLossMode, in.loss);
     in.vmSize = m_vmSize->currentData().toString().toStdString();
     in.gpu = in.vmSize.empty() ? m_gpu->currentData().toString().toStdString() : std::string();
-    in.gpusPerNode = m_gpusPerNode->value();
-    in.nodes = m_nodes->value();
-    in.microBatch = m_microBatch->value();
-    in.seqLen = m_seqLen->value();
-    in.gradAccum = m_gradAccum->value();
-    in.packing = m_packing->isChecked();
-    in.datasetSamples = static_cast<std::int64_t>(m_datasetSamples->value());
-    in.meanTokensPerSample = m_meanTokens->value();
-    in.datasetTokens = 0;
-    in.epochs = m_epochs->value();
+    in.datasetTokens = 0; // the form plans samples x mean length
     return in;
 }
 
@@ -349,40 +394,22 @@ void PlanForm::setInput(const plan::PlanInput& in)
     const int modelIndex = m_model->findText(QString::fromStdString(in.model), Qt::MatchFixedString);
     if (modelIndex >= 0)
         m_model->setCurrentIndex(modelIndex);
-    selectEnum(m_method, in.method);
-    m_loraRank->setValue(in.lora.rank);
-    m_loraAlpha->setValue(in.lora.alpha);
-    m_loraDropout->setValue(in.lora.dropout);
-    QStringList targets;
-    for (const std::string& target : in.lora.targetModules)
-        targets << QString::fromStdString(target);
-    m_loraTargets->setText(targets.join(QLatin1Char(',')));
-    selectEnum(m_precision, in.precision);
-    selectEnum(m_optimizer, in.optimizer);
-    selectEnum(m_sharding, in.sharding);
-    selectEnum(m_offload, in.offload);
-    m_gradientCheckpointing->setChecked(in.gradientCheckpointing);
-    selectEnum(m_attention, in.attention);
-    selectEnum(m_loss, in.loss);
-
+    for (QWidget* widget : findChildren<QWidget*>()) {
+        const QVariant key = widget->property(kOptionProperty);
+        if (key.isValid())
+            showText(widget,
+                QString::fromStdString(
+                    plan::valueText(optionAt(key.toString().toStdString()), in)));
+    }
     const plan::VmSize* vm = in.vmSize.empty() ? nullptr : m_catalog.findVm(in.vmSize);
     const int vmIndex = vm ? m_vmSize->findData(QString::fromStdString(vm->name)) : 0;
     m_vmSize->setCurrentIndex(std::max(vmIndex, 0));
     const plan::GpuSpec* gpu = in.gpu.empty() ? nullptr : m_catalog.findGpu(in.gpu);
     const int gpuIndex = gpu ? m_gpu->findData(QString::fromStdString(gpu->id)) : 0;
     m_gpu->setCurrentIndex(std::max(gpuIndex, 0));
-    m_gpusPerNode->setValue(in.gpusPerNode > 0 ? in.gpusPerNode : (vm ? vm->gpusPerVm : 1));
-    m_nodes->setValue(in.nodes);
-    m_microBatch->setValue(in.microBatch);
-    m_seqLen->setValue(in.seqLen);
-    m_gradAccum->setValue(in.gradAccum);
-    m_packing->setChecked(in.packing);
-    const double samples = in.datasetTokens > 0 && in.meanTokensPerSample > 0
-        ? double(in.datasetTokens) / in.meanTokensPerSample
-        : double(in.datasetSamples);
-    m_datasetSamples->setValue(samples);
-    m_meanTokens->setValue(in.meanTokensPerSample);
-    m_epochs->setValue(in.epochs);
+    // A dataset given in tokens shows as samples of the mean length.
+    if (in.datasetTokens > 0 && in.meanTokensPerSample > 0)
+        m_datasetSamples->setValue(double(in.datasetTokens) / in.meanTokensPerSample);
     blockers.clear();
     updateEnabledState();
 }

@@ -35,17 +35,11 @@ QString qs(const std::string& text)
     return QString::fromStdString(text);
 }
 
-// The inputs the recommender's answer depends on: everything but the
-// hardware and strategy it sweeps itself.
-std::string recommendationKey(plan::PlanInput input)
+// The inputs the recommender's answer depends on (the recommender says
+// which it sweeps itself).
+std::string recommendationKey(const plan::PlanInput& input)
 {
-    input.vmSize.clear();
-    input.gpu.clear();
-    input.gpusPerNode = 0;
-    input.nodes = 1;
-    input.sharding = plan::Sharding::Ddp;
-    input.offload = plan::Offload::None;
-    return plan::planToYaml(input);
+    return plan::planToYaml(plan::withoutSweptInputs(input));
 }
 
 } // namespace
