@@ -1,5 +1,7 @@
 #include "detached_launch.h"
 
+#include "common/host_name.h"
+
 #include <csignal>
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -13,13 +15,6 @@
 namespace tb::cli {
 
 namespace {
-
-std::string hostName()
-{
-    char name[256] = {};
-    ::gethostname(name, sizeof name - 1);
-    return name;
-}
 
 void writeAll(int fd, const std::string& text)
 {
@@ -64,7 +59,7 @@ void ignoreStopSignals()
     std::error_code ignored;
     std::filesystem::create_directories(std::filesystem::path(entryPath).parent_path(), ignored);
     entry.pid = ::getpid();
-    entry.host = hostName();
+    entry.host = common::hostName();
     entry.startedAt = launch::utcNow();
     std::string failure = leaveTerminal(entry.log);
     if (failure.empty()) {

@@ -275,6 +275,10 @@ int runLaunch(const Args& allArgs)
         return *status;
     if (p.isSet("hostfile"))
         return runMultiNodeLaunch(p, extra);
+    if (const std::string misplaced = multiNodeOptionWithoutHostfile(p); !misplaced.empty()) {
+        std::cerr << "tunebench-cli " << misplaced << "\n";
+        return kExitUsage;
+    }
     std::string runDir;
     common::Result<launch::LaunchOptions> built = buildOptions(p, extra, runDir);
     if (!built) {

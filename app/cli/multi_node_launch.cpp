@@ -10,6 +10,9 @@
 #include "launch/world_layout.h"
 #include "common/units.h"
 #include "remote/cluster_launch.h"
+#include "remote/launcher_status.h"
+
+#include <mutex>
 #endif
 
 #include <csignal>
@@ -35,8 +38,19 @@ void addMultiNodeOptions(ArgParser& p)
     p.addOption("stop", "RUN_ID", "with --hostfile: stop that run on every node gracefully (checkpoint first)\n"
                                   "and follow it to its end");
     p.addOption("attach", "RUN_ID", "with --hostfile: follow that run again (node states, rank 0's events)");
+    p.addFlag("status-json", "with --hostfile: node states, transfers, notes and the end as JSON lines on\n"
+                             "stdout for programs (docs/EVENTS.md); rank 0's events are then not printed");
     p.addFlag("sync", "with --hostfile: copy the run config, model and data to every node over SFTP\n"
                       "first (same paths; files already equal are skipped, an interrupted copy goes on)");
+}
+
+std::string multiNodeOptionWithoutHostfile(const ArgParser& p)
+{
+    for (const char* option : {"include", "exclude", "ssh-key", "known-hosts", "remote-cli", "preflight-only",
+             "stop", "attach", "status-json", "sync"})
+        if (p.isSet(option))
+            return std::string("launch: --") + option + " is for a run on several machines: give --hostfile too";
+    return {};
 }
 
 #ifdef TB_HAVE_SSH
@@ -55,25 +69,81 @@ extern "C" void onClusterSignal(int signal)
         token->cancel(signal);
 }
 
+// Lines for people on stderr; with --status-json, the same news as JSON
+// lines on stdout for programs (docs/EVENTS.md), and rank 0's events left
+// to the program to follow.
 class PrintingSink : public remote::ClusterSink {
 public:
-    void nodeState(int node, const std::string& host, remote::NodeState state, const std::string& detail) override
+    explicit PrintingSink(bool statusJson)
+        : m_statusJson(statusJson)
     {
-        std::fprintf(stderr, "node %d %-24s %-11s %s\n", node, host.c_str(),
-            std::string(remote::toString(state)).c_str(), detail.c_str());
+    }
+
+    void nodeState(const remote::NodeUpdate& update) override
+    {
+        std::fprintf(stderr, "node %d %-24s %-11s %s\n", update.node, update.host.c_str(),
+            std::string(remote::toString(update.state)).c_str(), update.detail.c_str());
+        remote::LauncherStatus status;
+        status.type = remote::LauncherStatus::Type::Node;
+        status.node = update;
+        emit(status);
+    }
+    void preflightFailed(const std::vector<std::string>& problems) override
+    {
+        remote::LauncherStatus status;
+        status.type = remote::LauncherStatus::Type::PreflightFailed;
+        status.problems = problems;
+        emit(status);
     }
     void runEvent(const metrics::Event& event, const metrics::RunHistory& history) override
     {
+        if (m_statusJson)
+            return;
         printEvent(event, history);
         std::fflush(stdout);
     }
-    void note(const std::string& line) override { std::fprintf(stderr, "tunebench-cli launch: %s\n", line.c_str()); }
+    void note(const std::string& line) override
+    {
+        std::fprintf(stderr, "tunebench-cli launch: %s\n", line.c_str());
+        remote::LauncherStatus status;
+        status.text = line;
+        emit(status);
+    }
     void transferProgress(int node, const std::string& host, const remote::TransferProgress& p) override
     {
         const double percent = p.bytes ? 100.0 * double(p.bytesDone) / double(p.bytes) : 100.0;
         std::fprintf(stderr, "node %d %-24s sync %5.1f%% of %s  %s\n", node, host.c_str(), percent,
             common::formatBytes(double(p.bytes)).c_str(), p.path.c_str());
+        remote::LauncherStatus status;
+        status.type = remote::LauncherStatus::Type::Transfer;
+        status.transferNode = node;
+        status.transferHost = host;
+        status.transfer = p;
+        emit(status);
     }
+    void ended(const remote::ClusterReport& report)
+    {
+        remote::LauncherStatus status;
+        status.type = remote::LauncherStatus::Type::End;
+        status.outcome = remote::toString(report.outcome);
+        status.runId = report.runId;
+        status.text = report.message;
+        emit(status);
+    }
+
+private:
+    // Preflight checks run on a thread per node: one whole line at a time.
+    void emit(const remote::LauncherStatus& status)
+    {
+        if (!m_statusJson)
+            return;
+        const std::lock_guard lock(m_mutex);
+        std::fprintf(stdout, "%s\n", remote::toJsonLine(status).c_str());
+        std::fflush(stdout);
+    }
+
+    bool m_statusJson = false;
+    std::mutex m_mutex;
 };
 
 common::Result<remote::ClusterOptions> clusterOptions(const ArgParser& p, const std::vector<std::string>& extra)
@@ -150,7 +220,7 @@ int runMultiNodeLaunch(const ArgParser& p, const std::vector<std::string>& extra
     if (!earlierRun.empty())
         options.value().runId = earlierRun;
     remote::ClusterLaunch cluster(std::move(options).value());
-    PrintingSink sink;
+    PrintingSink sink(p.isSet("status-json"));
     if (!earlierRun.empty()) {
         if (common::Status attached = cluster.attach(sink); !attached) {
             std::cerr << "tunebench-cli launch: " << attached.error().toString() << "\n";
@@ -185,6 +255,7 @@ int runMultiNodeLaunch(const ArgParser& p, const std::vector<std::string>& extra
         std::cerr << "tunebench-cli launch: " << report.error().toString() << "\n";
         return kExitFailure;
     }
+    sink.ended(*report);
     if (report->outcome == remote::ClusterOutcome::Detached) {
         std::fprintf(stderr, "tunebench-cli launch: detached; run %s goes on. Follow it again with:\n"
                              "  tunebench-cli monitor --host %s --run %s --from-offset %llu --from-line %llu\n",

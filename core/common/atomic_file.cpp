@@ -8,6 +8,7 @@
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
 
 namespace tb::common {
 
@@ -51,29 +52,50 @@ void syncDirectoryOf(const std::string& path)
 
 } // namespace
 
+AtomicFile::AtomicFile(std::string target)
+    : m_target(std::move(target))
+    , m_tempPath(m_target + ".tmp.XXXXXX")
+{
+    m_fd = ::mkstemp(m_tempPath.data());
+}
+
+AtomicFile::~AtomicFile()
+{
+    if (m_fd >= 0)
+        ::close(m_fd);
+    if (!m_committed)
+        ::unlink(m_tempPath.c_str());
+}
+
+bool AtomicFile::write(const void* data, size_t size)
+{
+    return writeAll(m_fd, static_cast<const char*>(data), size);
+}
+
+bool AtomicFile::commit()
+{
+    if (::fsync(m_fd) != 0)
+        return false;
+    if (::close(std::exchange(m_fd, -1)) != 0)
+        return false;
+    // mkstemp creates 0600; a config, checkpoint or weight file gets the usual mode.
+    ::chmod(m_tempPath.c_str(), 0644);
+    if (::rename(m_tempPath.c_str(), m_target.c_str()) != 0)
+        return false;
+    m_committed = true;
+    syncDirectoryOf(m_target);
+    return true;
+}
+
 Status writeFileAtomic(const std::string& path, const std::string& content)
 {
-    std::string tmpl = path + ".tmp.XXXXXX";
-    const int fd = ::mkstemp(tmpl.data());
-    if (fd < 0)
+    AtomicFile file(path);
+    if (!file.isOpen())
         return Error{systemError("cannot create a temporary file for", path), {}};
-    const bool written = writeAll(fd, content.data(), content.size()) && ::fsync(fd) == 0;
-    const int savedErrno = errno;
-    ::close(fd);
-    if (!written) {
-        ::unlink(tmpl.c_str());
-        errno = savedErrno;
+    if (!file.write(content.data(), content.size()))
         return Error{systemError("cannot write", path), {}};
-    }
-    // mkstemp creates 0600; a config or checkpoint should get the usual mode.
-    ::chmod(tmpl.c_str(), 0644);
-    if (::rename(tmpl.c_str(), path.c_str()) != 0) {
-        const int renameErrno = errno;
-        ::unlink(tmpl.c_str());
-        errno = renameErrno;
+    if (!file.commit())
         return Error{systemError("cannot replace", path), {}};
-    }
-    syncDirectoryOf(path);
     return Ok{};
 }
 

@@ -13,6 +13,30 @@ namespace tb::common {
 // registries.
 Status writeFileAtomic(const std::string& path, const std::string& content);
 
+// A file written in pieces that appears at `target` whole or not at all:
+// written to a temporary file beside it, then flushed, given the usual mode
+// (0644) and renamed over it by commit(). Destroyed without commit(), it
+// leaves `target` as it was. writeFileAtomic and the safetensors writer both
+// write through it.
+class AtomicFile {
+public:
+    explicit AtomicFile(std::string target);
+    ~AtomicFile();
+    AtomicFile(const AtomicFile&) = delete;
+    AtomicFile& operator=(const AtomicFile&) = delete;
+
+    bool isOpen() const { return m_fd >= 0; }
+    // False with errno set.
+    bool write(const void* data, size_t size);
+    bool commit();
+
+private:
+    std::string m_target;
+    std::string m_tempPath;
+    int m_fd = -1;
+    bool m_committed = false;
+};
+
 // Writes all `size` bytes to `fd`, going on after short writes and EINTR;
 // false with errno set on an error.
 bool writeAll(int fd, const char* data, size_t size);

@@ -2,6 +2,7 @@
 
 #include "common/build_id.h"
 #include "common/build_info.h"
+#include "common/host_name.h"
 #include "common/text.h"
 #include "common/units.h"
 #include "config/config_loader.h"
@@ -44,13 +45,6 @@ void addFolderFiles(const std::string& folder, std::vector<FileFact>& out)
     }
     std::sort(files.begin(), files.end(), [](const FileFact& a, const FileFact& b) { return a.path < b.path; });
     out.insert(out.end(), files.begin(), files.end());
-}
-
-std::string hostName()
-{
-    char name[256] = {};
-    ::gethostname(name, sizeof name - 1);
-    return name;
 }
 
 // GPUs nvidia-smi lists ("GPU 0: NVIDIA H100 ..." a line), or -1 and why.
@@ -108,7 +102,7 @@ int64_t diskNeeded(const config::RunConfig& run, const std::vector<FileFact>& in
 NodeFacts collectNodeFacts(const std::string& configPath)
 {
     NodeFacts facts;
-    facts.hostName = hostName();
+    facts.hostName = common::hostName();
     facts.version = common::buildinfo::kTunebenchVersion;
     facts.buildId = common::executableBuildId();
     facts.inputs.push_back({configPath, fileBytes(configPath)});

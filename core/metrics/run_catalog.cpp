@@ -1,5 +1,6 @@
 #include "metrics/run_catalog.h"
 
+#include "common/host_name.h"
 #include "metrics/followed_run.h"
 #include "metrics/run_compare.h"
 #include "metrics/run_control.h"
@@ -82,7 +83,7 @@ std::string runState(const RunHistory& history)
     if (history.end())
         return history.end()->status;
     const std::optional<RunStartInfo>& start = history.start();
-    if (start && start->pid > 0 && start->host == localHostName()
+    if (start && start->pid > 0 && start->host == common::hostName()
         && localCommandLineOf(start->pid).find(" train") == std::string::npos)
         return "lost";
     return "running";

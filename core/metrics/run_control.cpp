@@ -1,6 +1,7 @@
 #include "metrics/run_control.h"
 
 #include "common/build_info.h"
+#include "common/host_name.h"
 #include "common/text.h"
 
 #include <cerrno>
@@ -38,12 +39,6 @@ common::Result<long long> stoppableTrainer(const RunHistory& history, const std:
     return start.pid;
 }
 
-std::string localHostName()
-{
-    char name[256] = {};
-    return ::gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string();
-}
-
 std::string localCommandLineOf(long long pid)
 {
     std::ifstream file("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
@@ -58,7 +53,7 @@ std::string localCommandLineOf(long long pid)
 common::Result<long long> stopLocalTrainer(const RunHistory& history)
 {
     const common::Result<long long> pid =
-        stoppableTrainer(history, localHostName(), localCommandLineOf);
+        stoppableTrainer(history, common::hostName(), localCommandLineOf);
     if (!pid)
         return pid;
     if (::kill(static_cast<pid_t>(*pid), SIGTERM) != 0)

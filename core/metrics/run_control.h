@@ -19,8 +19,8 @@ namespace tb::metrics {
 common::Result<long long> stoppableTrainer(const RunHistory& history, const std::string& hostName,
     const std::function<std::string(long long pid)>& commandLineOf);
 
-// The same facts on this machine: gethostname(), /proc/<pid>/cmdline.
-std::string localHostName();
+// The command line of a process on this machine (/proc/<pid>/cmdline); the
+// host name is common::hostName().
 std::string localCommandLineOf(long long pid);
 
 // stoppableTrainer() here, then SIGTERM to it. Ok(pid) when sent.

@@ -49,6 +49,7 @@ std::string_view toString(NodeState state)
     switch (state) {
     case NodeState::Connecting: return "connecting";
     case NodeState::Checked: return "checked";
+    case NodeState::CheckFailed: return "check-failed";
     case NodeState::Starting: return "starting";
     case NodeState::Running: return "running";
     case NodeState::Unreachable: return "unreachable";
@@ -56,6 +57,16 @@ std::string_view toString(NodeState state)
     case NodeState::Vanished: return "vanished";
     }
     return "?";
+}
+
+std::optional<NodeState> parseNodeState(std::string_view text)
+{
+    for (const NodeState state : {NodeState::Connecting, NodeState::Checked, NodeState::CheckFailed,
+             NodeState::Starting, NodeState::Running, NodeState::Unreachable, NodeState::Exited,
+             NodeState::Vanished})
+        if (toString(state) == text)
+            return state;
+    return std::nullopt;
 }
 
 SshTarget targetFor(const launch::HostSlots& host, const ClusterOptions& options)
@@ -116,7 +127,7 @@ common::Status ClusterLaunch::startNodes(ClusterSink& sink)
 {
     for (auto& nodePointer : m_nodes) {
         Node& node = *nodePointer;
-        sink.nodeState(node.rank, node.host.address(), NodeState::Starting, "");
+        sink.nodeState({node.rank, node.host.address(), NodeState::Starting});
         common::Result<CommandResult> started = node.session->run(launchCommand(node));
         common::Result<launch::RegistryEntry> entry = Error{"no answer", {}};
         if (started && started->exitStatus == 0)
@@ -130,9 +141,12 @@ common::Status ClusterLaunch::startNodes(ClusterSink& sink)
         }
         node.entry = std::move(entry).value();
         node.state = NodeState::Running;
-        sink.nodeState(node.rank, node.host.address(), NodeState::Running,
+        NodeUpdate update{node.rank, node.host.address(), NodeState::Running,
             "launcher pid " + std::to_string(node.entry.pid) + ", run folder " + node.entry.runDir + ", log "
-                + node.entry.log);
+                + node.entry.log};
+        update.runFolder = node.entry.runDir;
+        update.log = node.entry.log;
+        sink.nodeState(update);
     }
     return common::Ok{};
 }
@@ -172,7 +186,8 @@ void ClusterLaunch::pollNode(Node& node, ClusterSink& sink)
         // too; only a link that failed on its own is news.
         if (!m_interrupted || !m_interrupted()) {
             node.state = NodeState::Unreachable;
-            sink.nodeState(node.rank, node.host.address(), node.state, entries.error().message + "; the run goes on there");
+            sink.nodeState({node.rank, node.host.address(), node.state,
+                entries.error().message + "; the run goes on there"});
         }
         return;
     }
@@ -189,7 +204,7 @@ void ClusterLaunch::pollNode(Node& node, ClusterSink& sink)
                 ? "exit status " + std::to_string(node.entry.exitCode) + ": " + node.entry.summary
                 : node.state == NodeState::Vanished ? "its launcher is gone without an exit status (killed?)"
                                                     : "";
-            sink.nodeState(node.rank, node.host.address(), node.state, detail);
+            sink.nodeState(node.update(detail));
         }
     }
 }
@@ -280,8 +295,8 @@ common::Status ClusterLaunch::attach(ClusterSink& sink, uint64_t eventOffset, ui
         node->state = mine->state == "running" ? NodeState::Running
             : mine->state == "exited"          ? NodeState::Exited
                                                : NodeState::Vanished;
-        sink.nodeState(node->rank, node->host.address(), node->state,
-            node->state == NodeState::Exited ? "exit status " + std::to_string(mine->exitCode) : "");
+        sink.nodeState(
+            node->update(node->state == NodeState::Exited ? "exit status " + std::to_string(mine->exitCode) : ""));
     }
     if (!problems.empty())
         return Error{"cannot attach to run " + m_options.runId + ":\n  " + joinLines(problems), {}};

@@ -45,14 +45,41 @@ struct ClusterOptions {
     std::vector<std::string> trainerArguments; // after RUN.yaml, for every rank
 };
 
-enum class NodeState { Connecting, Checked, Starting, Running, Unreachable, Exited, Vanished };
+// CheckFailed: the preflight found a problem on the node (nothing started).
+enum class NodeState { Connecting, Checked, CheckFailed, Starting, Running, Unreachable, Exited, Vanished };
 std::string_view toString(NodeState state);
+std::optional<NodeState> parseNodeState(std::string_view text);
+
+// A node's change of state, with what a watcher acts on kept apart from the
+// words for people: the exit code, the run folder, the preflight's problems.
+struct NodeUpdate {
+    NodeUpdate() = default;
+    NodeUpdate(int nodeRank, std::string hostName, NodeState newState, std::string text = {})
+        : node(nodeRank)
+        , host(std::move(hostName))
+        , state(newState)
+        , detail(std::move(text))
+    {
+    }
+
+    int node = 0;
+    std::string host; // [user@]host[:port], as the hostfile names it
+    NodeState state = NodeState::Connecting;
+    std::string detail; // one line for people
+    std::optional<int> exitCode; // Exited
+    std::string runFolder; // Running: where the node's run writes
+    std::string log; // Running: the node's launcher log
+    std::vector<std::string> problems; // CheckFailed: every problem found, one a line
+};
 
 // What the launch reports, from the thread that runs it.
 class ClusterSink {
 public:
     virtual ~ClusterSink() = default;
-    virtual void nodeState(int node, const std::string& host, NodeState state, const std::string& detail) = 0;
+    virtual void nodeState(const NodeUpdate& update) = 0;
+    // The preflight's problems, every node's and the launch's own (the
+    // master port), when it refuses to start anything.
+    virtual void preflightFailed(const std::vector<std::string>& problems) = 0;
     // Rank 0's events as they arrive (with the history they were folded into).
     virtual void runEvent(const metrics::Event& event, const metrics::RunHistory& history) = 0;
     virtual void note(const std::string& line) = 0;

@@ -30,6 +30,14 @@ struct ClusterLaunch::Node {
     cluster_detail::Clock::time_point nextReconnect{};
 
     std::string name() const { return "node " + std::to_string(rank) + " (" + host.address() + ")"; }
+    // Its state as a watcher gets it: the exit code when it exited.
+    NodeUpdate update(std::string detail) const
+    {
+        NodeUpdate out{rank, host.address(), state, std::move(detail)};
+        if (state == NodeState::Exited)
+            out.exitCode = entry.exitCode;
+        return out;
+    }
     bool ended() const { return state == NodeState::Exited || state == NodeState::Vanished; }
     // Ended on a stop request (SIGINT or SIGTERM forwarded to its ranks), from
     // this launch or another (launch --stop, monitor --stop).

@@ -30,18 +30,22 @@ common::Status ClusterLaunch::preflight(ClusterSink& sink)
     std::vector<std::string> all;
     for (size_t i = 0; i < m_nodes.size(); ++i) {
         const bool ok = problems[i].empty();
-        sink.nodeState(int(i), m_nodes[i]->host.address(), ok ? NodeState::Checked : NodeState::Connecting,
-            ok ? "preflight passed" : problems[i].front());
+        NodeUpdate update{int(i), m_nodes[i]->host.address(), ok ? NodeState::Checked : NodeState::CheckFailed,
+            ok ? "preflight passed" : problems[i].front()};
+        update.problems = problems[i];
+        sink.nodeState(update);
         all.insert(all.end(), problems[i].begin(), problems[i].end());
     }
     if (all.empty()) {
         if (common::Status port = checkMasterPort(sink); !port)
             all.push_back(port.error().message);
     }
-    if (!all.empty())
+    if (!all.empty()) {
+        sink.preflightFailed(all);
         return Error{"preflight found " + std::to_string(all.size()) + " problem(s); nothing was started:\n  "
                 + joinLines(all),
             {}};
+    }
     return common::Ok{};
 }
 

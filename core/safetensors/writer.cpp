@@ -65,76 +65,11 @@ Status checkSize(const std::string& path, const TensorLayout& layout, size_t byt
     return common::Ok{};
 }
 
-class TempFile {
-public:
-    explicit TempFile(const std::string& target)
-        : m_target(target)
-        , m_tempPath(target + ".tmp.XXXXXX")
-    {
-        m_fd = ::mkstemp(m_tempPath.data());
-    }
-    ~TempFile()
-    {
-        if (m_fd >= 0)
-            ::close(m_fd);
-        if (!m_committed)
-            ::unlink(m_tempPath.c_str());
-    }
-    TempFile(const TempFile&) = delete;
-    TempFile& operator=(const TempFile&) = delete;
-
-    bool isOpen() const { return m_fd >= 0; }
-
-    bool write(const void* data, size_t size)
-    {
-        auto bytes = static_cast<const char*>(data);
-        while (size > 0) {
-            const ssize_t written = ::write(m_fd, bytes, size);
-            if (written < 0) {
-                if (errno == EINTR)
-                    continue;
-                return false;
-            }
-            bytes += written;
-            size -= static_cast<size_t>(written);
-        }
-        return true;
-    }
-
-    // Flushes, closes and renames over the target; false with errno set.
-    bool commit()
-    {
-        if (::fsync(m_fd) != 0)
-            return false;
-        const int fd = std::exchange(m_fd, -1);
-        if (::close(fd) != 0)
-            return false;
-        // mkstemp creates 0600; weights are shared like any other model file.
-        ::chmod(m_tempPath.c_str(), 0644);
-        if (::rename(m_tempPath.c_str(), m_target.c_str()) != 0)
-            return false;
-        m_committed = true;
-        std::string dir = std::filesystem::path(m_target).parent_path().string();
-        const int dirFd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
-        if (dirFd >= 0) {
-            ::fsync(dirFd);
-            ::close(dirFd);
-        }
-        return true;
-    }
-
-private:
-    std::string m_target;
-    std::string m_tempPath;
-    int m_fd = -1;
-    bool m_committed = false;
-};
-
 } // namespace
 
-class SafetensorsStream::File : public TempFile {
+class SafetensorsStream::File : public common::AtomicFile {
 public:
-    using TempFile::TempFile;
+    using common::AtomicFile::AtomicFile;
 };
 
 SafetensorsStream::SafetensorsStream(

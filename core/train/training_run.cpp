@@ -1,5 +1,6 @@
 #include "train/training_run.h"
 
+#include "common/host_name.h"
 #include "data/random.h"
 #include "launch/run_prediction.h"
 #include "metrics/step_record.h"
@@ -21,12 +22,6 @@ using common::Error;
 using nlohmann::json;
 
 namespace {
-
-std::string hostName()
-{
-    char name[256] = {};
-    return ::gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string();
-}
 
 // A GPU run reports its caching allocator (what torch.cuda reports); a CPU
 // run, which has no allocator of its own, its resident memory.
@@ -113,7 +108,7 @@ void TrainingRun::writeRunStart(bool resumed)
             {{"name", fs::path(m_config.model).filename().string()},
                 {"params_total", m_session->totalParameters},
                 {"params_trainable", m_session->trainableParameters}}},
-        {"global_batch", t.microBatch * t.gradAccum * world}, {"host", hostName()},
+        {"global_batch", t.microBatch * t.gradAccum * world}, {"host", common::hostName()},
         {"pid", static_cast<long long>(::getpid())},
         {"total_steps", m_totalSteps}, {"threads", computeThreads()},
         {"train_rows", m_session->data.train.size()},

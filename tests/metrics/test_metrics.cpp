@@ -9,6 +9,7 @@
 
 #include "event_specs.h"
 
+#include <QFileInfo>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -405,7 +406,8 @@ private slots:
                 (void)writer.value()->write(EventType::Step, fields);
             }
         }
-        QTest::qWait(150);
+        // Killed mid-stream: once it has written a good many lines.
+        QTRY_VERIFY_WITH_TIMEOUT(QFileInfo(QString::fromStdString(path)).size() > 256 * 1024, 30000);
         ::kill(child, SIGKILL);
         int status = 0;
         ::waitpid(child, &status, 0);

@@ -1,5 +1,6 @@
 // The comparison arithmetic (smoothing, x-axes, steady rates, scaling
 // efficiency) and the run catalog over real folders written here.
+#include "common/host_name.h"
 #include "metrics/event.h"
 #include "metrics/event_writer.h"
 #include "metrics/live_catalog.h"
@@ -277,7 +278,7 @@ private slots:
     {
         RunHistory history;
         json fields = startFields("gone", 1);
-        fields["host"] = localHostName();
+        fields["host"] = tb::common::hostName();
         fields["pid"] = 999999999LL; // above any pid_max: no such process
         history.apply(eventOf(EventType::RunStart, kStart, fields));
         QCOMPARE(runState(history), std::string("lost"));

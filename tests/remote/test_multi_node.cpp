@@ -8,7 +8,9 @@
 #include "../support/cli_outcome.h"
 #include "../train/distributed_runs.h"
 
+#include "common/text.h"
 #include "launch/run_registry.h"
+#include "remote/launcher_status.h"
 
 #include <QDirIterator>
 
@@ -63,6 +65,29 @@ struct Cluster {
         return found;
     }
 };
+
+// Whether something in network namespace `ns` listens on TCP `port`.
+bool listensOn(const QString& ns, int port)
+{
+    QProcess ss;
+    ss.start(QStringLiteral("ip"), {QStringLiteral("netns"), QStringLiteral("exec"), ns, QStringLiteral("ss"),
+                                       QStringLiteral("-Hltn"), QStringLiteral("sport = :%1").arg(port)});
+    return ss.waitForFinished(5000) && !ss.readAllStandardOutput().trimmed().isEmpty();
+}
+
+// Every line of `launch --status-json`'s stdout, read back; a line that is
+// not a status fails the test.
+std::vector<tb::remote::LauncherStatus> launcherStatuses(const QString& out)
+{
+    std::vector<tb::remote::LauncherStatus> statuses;
+    for (const QString& line : out.split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
+        const auto status = tb::remote::parseLauncherStatus(line.toStdString());
+        if (!status)
+            qFatal("not a launcher status: %s (%s)", qPrintable(line), status.error().message.c_str());
+        statuses.push_back(*status);
+    }
+    return statuses;
+}
 
 // Steps rank 0 has written to the run folder so far.
 int stepsWritten(const std::string& runDir)
@@ -230,9 +255,10 @@ private slots:
                                                    QStringLiteral("29511"), QStringLiteral("--peers"), QStringLiteral("100"),
                                                    QStringLiteral("--timeout"), QStringLiteral("60")});
             QVERIFY(holder.waitForStarted());
-            QTest::qWait(500);
+            QTRY_VERIFY_WITH_TIMEOUT(listensOn(cluster.hosts->ns(0), 29511), 10000);
         }
         const std::string runDir = m_dir.filePath(QStringLiteral("preflight-%1").arg(failure)).toStdString();
+        arguments << QStringLiteral("--status-json");
         const CliOutcome run = tb::test::runProgram(kCliPath, arguments + trainerArguments(runDir), 120000);
         holder.kill();
         holder.waitForFinished();
@@ -242,6 +268,25 @@ private slots:
         QVERIFY2(run.err.contains(node), qPrintable(run.err));
         QVERIFY2(run.err.contains(expected), qPrintable(run.err));
         QVERIFY2(run.err.contains(QStringLiteral("nothing was started")), qPrintable(run.err));
+        // The same, typed, on stdout: what the Runs page reads.
+        const std::vector<tb::remote::LauncherStatus> statuses = launcherStatuses(run.out);
+        bool refused = false;
+        for (const tb::remote::LauncherStatus& status : statuses) {
+            if (status.type != tb::remote::LauncherStatus::Type::PreflightFailed)
+                continue;
+            refused = true;
+            QVERIFY2(QString::fromStdString(tb::common::join(status.problems, "\n")).contains(expected),
+                qPrintable(run.out));
+        }
+        QVERIFY2(refused, qPrintable(run.out));
+        if (failure != 4 && failure != 6) { // the master port is the launch's problem, not one node's check
+            const auto failed = std::find_if(statuses.begin(), statuses.end(), [](const auto& status) {
+                return status.type == tb::remote::LauncherStatus::Type::Node && status.node.node == 1
+                    && status.node.state == tb::remote::NodeState::CheckFailed;
+            });
+            QVERIFY2(failed != statuses.end(), qPrintable(run.out));
+            QVERIFY(!failed->node.problems.empty());
+        }
         QVERIFY(cluster.registryEntries(0).isEmpty());
         QVERIFY(cluster.registryEntries(1).isEmpty());
         QVERIFY(!fs::exists(runDir));

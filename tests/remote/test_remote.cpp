@@ -24,6 +24,12 @@ using tb::test::stepLine;
 
 namespace {
 
+QString commandLineOf(long long pid)
+{
+    QFile file(QStringLiteral("/proc/%1/cmdline").arg(pid));
+    return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readAll()).replace(QChar(0), QChar(' ')) : QString();
+}
+
 std::string runStartEvent()
 {
     return tb::metrics::makeEvent(tb::metrics::EventType::RunStart, 0, 1.0e9,
@@ -217,16 +223,23 @@ private slots:
         QCOMPARE(there->memoryTotalBytes, here->memoryTotalBytes);
         if (QStandardPaths::findExecutable("nvidia-smi").isEmpty())
             QCOMPARE(there->gpuNote, std::string("nvidia-smi not found"));
-        if (const QString why = tb::test::whyNoEndlessRun(); !why.isEmpty()) {
-            qInfo("the running-trainer part is left out: %s", qPrintable(why));
-            return;
-        }
+    }
+
+    // The probe over SSH lists a trainer running there by its pid and
+    // command line.
+    void probeFindsARunningTrainer()
+    {
+        if (const QString why = tb::test::whyNoEndlessRun(); !why.isEmpty())
+            TB_SKIP(why);
+        auto session = SshSession::connect(target());
+        QVERIFY(session.ok());
         const QString config = m_work.filePath(QStringLiteral("probed.yaml"));
         QVERIFY(tb::test::writeEndlessRunConfig(config, m_work.filePath(QStringLiteral("probed"))));
         QProcess trainer;
         QVERIFY(tb::test::startTrainer(trainer, config));
         const long long pid = trainer.processId();
-        QTest::qWait(300); // exec'd, so /proc shows its command line
+        // Exec'd once /proc shows its command line.
+        QTRY_VERIFY_WITH_TIMEOUT(commandLineOf(pid).contains(config), 30000);
         const auto busy = tb::remote::probeHost(**session);
         trainer.kill();
         trainer.waitForFinished();

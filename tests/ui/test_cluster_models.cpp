@@ -1,13 +1,12 @@
 // The item models of a multi-node run and of a host's run registry, under
-// QAbstractItemModelTester: the launch's node lines parsed in one place,
-// each node's state as the launch reports it (a preflight that names every
+// QAbstractItemModelTester: each node's state as the launch's status lines
+// report it (a preflight that names every
 // host's problem included), the Hosts page's inventory picked from with a
 // slot count each and written as a DeepSpeed hostfile.
 #include "hosts/hosts_model.h"
 #include "monitor/registry_model.h"
 #include "runs/cluster_hosts_model.h"
 #include "runs/cluster_panel.h"
-#include "runs/node_line.h"
 #include "runs/node_state_model.h"
 
 #include <QAbstractItemModelTester>
@@ -15,8 +14,26 @@
 #include <QtTest>
 
 using namespace tb::ui;
+using tb::remote::NodeState;
 
 namespace {
+
+// A status as the launch writes it and the Runs page reads it back.
+tb::remote::LauncherStatus throughTheWire(const tb::remote::LauncherStatus& status)
+{
+    const auto read = tb::remote::parseLauncherStatus(tb::remote::toJsonLine(status));
+    if (!read)
+        qFatal("%s", read.error().message.c_str());
+    return *read;
+}
+
+tb::remote::LauncherStatus nodeStatus(int node, const std::string& host, NodeState state, const std::string& detail)
+{
+    tb::remote::LauncherStatus status;
+    status.type = tb::remote::LauncherStatus::Type::Node;
+    status.node = {node, host, state, detail};
+    return throughTheWire(status);
+}
 
 tb::remote::SshTarget target(const std::string& user, const std::string& host, int port,
     const std::string& key = "/k/id", const std::string& knownHosts = "/k/known")
@@ -36,55 +53,6 @@ class TestClusterModels : public QObject {
     Q_OBJECT
 
 private slots:
-    void parsesNodeLines_data()
-    {
-        QTest::addColumn<QString>("line");
-        QTest::addColumn<bool>("isNode");
-        QTest::addColumn<int>("node");
-        QTest::addColumn<QString>("host");
-        QTest::addColumn<QString>("state");
-        QTest::addColumn<int>("exitCode"); // -1: none
-        QTest::addColumn<QString>("runFolder");
-        QTest::addRow("checked") << "node 0 root@10.0.0.10           checked     preflight passed" << true << 0
-                                 << "root@10.0.0.10" << "checked" << -1 << "";
-        QTest::addRow("starting, no detail") << "node 1 gpu2:2222                starting    " << true << 1
-                                             << "gpu2:2222" << "starting" << -1 << "";
-        QTest::addRow("running, folder with spaces and a comma")
-            << "node 0 a@h                      running     launcher pid 412, run folder /runs/my run, v2, "
-               "log /home/a/.local/state/tunebench/runs/r1.node0.log"
-            << true << 0 << "a@h" << "running" << -1 << "/runs/my run, v2";
-        QTest::addRow("exited 0") << "node 1 h                        exited      exit status 0: every rank finished"
-                                  << true << 1 << "h" << "exited" << 0 << "";
-        QTest::addRow("exited 143") << "node 0 h exited exit status 143: stopped" << true << 0 << "h" << "exited"
-                                    << 143 << "";
-        QTest::addRow("sync progress") << "node 1 root@h:22                 sync   42.0% of 1.2 MiB  /m/model.safetensors"
-                                       << true << 1 << "root@h:22" << "sync" << -1 << "";
-        QTest::addRow("step line") << "step 3/100 loss 2.31" << false << 0 << "" << "" << -1 << "";
-        QTest::addRow("a problem, not a state") << "  node 1 (root@10.0.0.11): tunebench-cli is not there" << false
-                                                << 0 << "" << "" << -1 << "";
-        QTest::addRow("unknown state") << "node 1 h sleeping" << false << 0 << "" << "" << -1 << "";
-    }
-
-    void parsesNodeLines()
-    {
-        QFETCH(QString, line);
-        QFETCH(bool, isNode);
-        const std::optional<NodeLine> parsed = parseNodeLine(line);
-        QCOMPARE(parsed.has_value(), isNode);
-        if (!parsed)
-            return;
-        QFETCH(int, node);
-        QFETCH(QString, host);
-        QFETCH(QString, state);
-        QFETCH(int, exitCode);
-        QFETCH(QString, runFolder);
-        QCOMPARE(parsed->node, node);
-        QCOMPARE(parsed->host, host);
-        QCOMPARE(parsed->state, state);
-        QCOMPARE(parsed->exitCode.value_or(-1), exitCode);
-        QCOMPARE(parsed->runFolder, runFolder);
-    }
-
     void nodeStatesFollowTheLaunch()
     {
         NodeStateModel model;
@@ -92,18 +60,31 @@ private slots:
         model.reset({QStringLiteral("a@h0:22"), QStringLiteral("a@h1:22")});
         QCOMPARE(model.rowCount(), 2);
         QCOMPARE(model.state(1), QStringLiteral("preflight"));
-        QVERIFY(model.applyLine(QStringLiteral("node 0 a@h0:22 checked preflight passed")));
-        QVERIFY(model.applyLine(QStringLiteral("node 1 a@h1:22 checked preflight passed")));
-        QVERIFY(model.applyLine(QStringLiteral("node 0 a@h0:22 starting")));
+        QVERIFY(model.apply(nodeStatus(0, "a@h0:22", NodeState::Checked, "preflight passed")));
+        QVERIFY(model.apply(nodeStatus(1, "a@h1:22", NodeState::Checked, "preflight passed")));
+        QVERIFY(model.apply(nodeStatus(0, "a@h0:22", NodeState::Starting, "")));
         QCOMPARE(model.state(0), QStringLiteral("starting"));
-        QVERIFY(model.applyLine(QStringLiteral("node 1 a@h1:22 sync  42.0% of 1.2 MiB  /m/model.safetensors")));
+        tb::remote::LauncherStatus transfer;
+        transfer.type = tb::remote::LauncherStatus::Type::Transfer;
+        transfer.transferNode = 1;
+        transfer.transferHost = "a@h1:22";
+        transfer.transfer.path = "/m/model.safetensors";
+        transfer.transfer.bytes = 1258291;
+        transfer.transfer.bytesDone = 528482;
+        QVERIFY(model.apply(throughTheWire(transfer)));
         QCOMPARE(model.state(1), QStringLiteral("copying inputs"));
         QCOMPARE(model.detail(1), QStringLiteral("42.0% of 1.2 MiB  /m/model.safetensors"));
-        QVERIFY(model.applyLine(QStringLiteral(
-            "node 0 a@h0:22 running launcher pid 7, run folder /r/x, log /s/tunebench/runs/x.node0.log")));
-        QCOMPARE(model.runFolder(), QStringLiteral("/r/x"));
-        QVERIFY(!model.applyLine(QStringLiteral("step 1/4 loss 5.5")));
-        QVERIFY(model.applyLine(QStringLiteral("node 1 a@h1:22 exited exit status 1: rank 1 failed")));
+        tb::remote::LauncherStatus running = nodeStatus(0, "a@h0:22", NodeState::Running, "launcher pid 7");
+        // The folder may hold anything a path can, ", log /" included.
+        running.node.runFolder = "/r/x, log /y";
+        QVERIFY(model.apply(throughTheWire(running)));
+        QCOMPARE(model.runFolder(), QStringLiteral("/r/x, log /y"));
+        tb::remote::LauncherStatus note;
+        note.text = "step 1/4 loss 5.5";
+        QVERIFY(!model.apply(throughTheWire(note)));
+        tb::remote::LauncherStatus exited = nodeStatus(1, "a@h1:22", NodeState::Exited, "rank 1 failed");
+        exited.node.exitCode = 1;
+        QVERIFY(model.apply(throughTheWire(exited)));
         QCOMPARE(model.state(1), QStringLiteral("exited 1"));
         QCOMPARE(model.data(model.index(1, NodeStateModel::State), Qt::ForegroundRole).isValid(), true);
         QCOMPARE(model.data(model.index(0, NodeStateModel::State), Qt::ForegroundRole).isValid(), false);
@@ -114,14 +95,17 @@ private slots:
         NodeStateModel model;
         QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
         model.reset({QStringLiteral("h0"), QStringLiteral("h1"), QStringLiteral("h2")});
-        model.applyLine(QStringLiteral("node 0 h0 checked preflight passed"));
-        model.applyLine(QStringLiteral("node 1 h1 connecting node 1 (h1): the host key of h1 is not in /k"));
-        model.applyLine(QStringLiteral("tunebench-cli launch: preflight found 3 problem(s); nothing was started:"));
-        // A problem line before the list is not one of its problems.
-        QCOMPARE(model.problems().size(), 0);
-        QVERIFY(model.applyLine(QStringLiteral("  node 1 (h1): the host key of h1 is not in /k")));
-        QVERIFY(model.applyLine(QStringLiteral("  node 2 (h2): another build of tunebench-cli")));
-        QVERIFY(model.applyLine(QStringLiteral("  node 2 (h2): 100 GiB free, 300 GiB needed")));
+        model.apply(nodeStatus(0, "h0", NodeState::Checked, "preflight passed"));
+        tb::remote::LauncherStatus one = nodeStatus(1, "h1", NodeState::CheckFailed, "");
+        one.node.problems = {"node 1 (h1): the host key of h1 is not in /k"};
+        tb::remote::LauncherStatus two = nodeStatus(2, "h2", NodeState::CheckFailed, "");
+        two.node.problems = {"node 2 (h2): another build of tunebench-cli", "node 2 (h2): 100 GiB free, 300 GiB needed"};
+        QVERIFY(model.apply(throughTheWire(one)));
+        QVERIFY(model.apply(throughTheWire(two)));
+        tb::remote::LauncherStatus refused;
+        refused.type = tb::remote::LauncherStatus::Type::PreflightFailed;
+        refused.problems = {one.node.problems[0], two.node.problems[0], two.node.problems[1]};
+        QVERIFY(model.apply(throughTheWire(refused)));
         model.launcherFinished(2);
         QCOMPARE(model.problems().size(), 3);
         QCOMPARE(model.state(0), QStringLiteral("preflight passed"));
@@ -179,7 +163,7 @@ private slots:
         const std::optional<QStringList> arguments = panel.launchArguments(QStringLiteral("/c/run.yaml"), &error);
         QVERIFY2(arguments, qPrintable(error));
         QCOMPARE(*arguments,
-            QStringList({"launch", "/c/run.yaml", "--hostfile", panel.hostfilePath(), "--ssh-key", "/k/id",
+            QStringList({"launch", "/c/run.yaml", "--hostfile", panel.hostfilePath(), "--status-json", "--ssh-key", "/k/id",
                 "--known-hosts", "/k/known", "--sync", "--", "--threads", "1", "--output", "/o/my run"}));
         QFile hostfile(panel.hostfilePath());
         QVERIFY(hostfile.open(QIODevice::ReadOnly));

@@ -67,7 +67,7 @@ private slots:
         QVERIFY2(error.contains(QStringLiteral("already listed")), qPrintable(error));
         QVERIFY(!page.addHost(QStringLiteral("user@"), 22, {}, {}, &error));
         QVERIFY2(error.contains(QStringLiteral("expected [USER@]HOST")), qPrintable(error));
-        QTRY_COMPARE_WITH_TIMEOUT(page.probesRunning(), 0, 30000);
+        QTRY_VERIFY_WITH_TIMEOUT(!page.isProbing(), 30000);
         QCOMPARE(model.rowCount(), 2);
         for (int row : {0, 1}) {
             QCOMPARE(cell(model, row, HostsModel::Status), QStringLiteral("ok"));
@@ -92,7 +92,7 @@ private slots:
         // The same host at a port nothing serves.
         QVERIFY(page.addHost(m_server.user() + "@127.0.0.1", tb::launch::pickFreePort("127.0.0.1").value(),
             m_server.userKey(), m_server.knownHosts(), &error));
-        QTRY_COMPARE_WITH_TIMEOUT(page.probesRunning(), 0, 30000);
+        QTRY_VERIFY_WITH_TIMEOUT(!page.isProbing(), 30000);
         QCOMPARE(model.rowCount(), 3);
         QCOMPARE(cell(model, 1, HostsModel::Status), QStringLiteral("ok"));
         QVERIFY2(cell(model, 2, HostsModel::Status).contains(QStringLiteral("cannot connect")),

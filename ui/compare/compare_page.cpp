@@ -51,14 +51,11 @@ ComparePage::ComparePage(QWidget* parent)
     m_proxy->setFilterCaseSensitivity(Qt::CaseInsensitive);
     buildLayout();
 
-    m_readerThread = new QThread(this);
-    m_readerThread->setObjectName(QStringLiteral("compare reader"));
     m_follower = new CompareFollower;
-    m_follower->moveToThread(m_readerThread);
-    connect(m_readerThread, &QThread::finished, m_follower, &QObject::deleteLater);
     connect(m_follower, &CompareFollower::catalogRead, this, &ComparePage::onCatalogRead);
     connect(m_follower, &CompareFollower::runsRead, this, &ComparePage::onRunsRead);
-    m_readerThread->start();
+    m_reader = std::make_unique<WorkerThread<CompareFollower>>(m_follower, QStringLiteral("compare reader"), this,
+        &CompareFollower::stop, WorkerThread<CompareFollower>::Stop::Blocking);
 
     connect(m_model, &RunsModel::pickedChanged, this, &ComparePage::onPickedChanged);
     connect(m_notifier, &RunEndNotifier::statusMessage, this, &ComparePage::statusMessage);
@@ -67,9 +64,7 @@ ComparePage::ComparePage(QWidget* parent)
 
 ComparePage::~ComparePage()
 {
-    QMetaObject::invokeMethod(m_follower, &CompareFollower::stop, Qt::BlockingQueuedConnection);
-    m_readerThread->quit();
-    m_readerThread->wait();
+    m_reader.reset();
 }
 
 void ComparePage::buildLayout()

@@ -1,7 +1,9 @@
 #pragma once
 
+#include "worker_thread.h"
 #include "compare/compare_follower.h"
 
+#include <memory>
 #include <QWidget>
 
 class QCheckBox;
@@ -78,8 +80,8 @@ private:
     QString m_probeDir; // the running probe's runs are picked as they appear
     QVector<ComparedRun> m_compared;
 
-    QThread* m_readerThread = nullptr;
-    CompareFollower* m_follower = nullptr;
+    CompareFollower* m_follower = nullptr; // lives on m_reader's thread
+    std::unique_ptr<WorkerThread<CompareFollower>> m_reader;
     RunsModel* m_model = nullptr;
     QSortFilterProxyModel* m_proxy = nullptr;
     RunEndNotifier* m_notifier = nullptr;

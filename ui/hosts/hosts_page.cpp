@@ -5,7 +5,6 @@
 #include "planner/table_view.h"
 #include "remote/ssh_session.h"
 
-#include <QFutureWatcher>
 #include <QGridLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -15,7 +14,6 @@
 #include <QSpinBox>
 #include <QTableView>
 #include <QVBoxLayout>
-#include <QtConcurrent>
 
 namespace tb::ui {
 
@@ -47,6 +45,7 @@ QString serialise(const remote::SshTarget& target)
 HostsPage::HostsPage(QWidget* parent)
     : QWidget(parent)
     , m_model(new HostsModel(this))
+    , m_jobs(new JobRunner(this))
 {
     buildLayout();
     restoreHosts();
@@ -146,22 +145,18 @@ void HostsPage::probe(int row)
     if (entry.probing)
         return;
     m_model->setProbing(row);
-    ++m_probesRunning;
     const QString label = HostsModel::label(entry);
-    auto* watcher = new QFutureWatcher<ProbeResult>(this);
-    connect(watcher, &QFutureWatcher<ProbeResult>::finished, this, [this, watcher, label] {
-        --m_probesRunning;
+    const auto target = entry.target;
+    m_jobs->run(label, [target] { return probeEntry(target); }, [this, label](const ProbeResult& result) {
         // Rows may have moved while the probe ran: find this host again.
         for (int current = 0; current < m_model->rowCount(); ++current) {
             if (HostsModel::label(m_model->entries()[std::size_t(current)]) == label) {
-                m_model->setResult(current, watcher->result());
+                m_model->setResult(current, result);
                 emit probeFinished(current);
                 break;
             }
         }
-        watcher->deleteLater();
     });
-    watcher->setFuture(QtConcurrent::run(probeEntry, entry.target));
 }
 
 void HostsPage::saveHosts() const

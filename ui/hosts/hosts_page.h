@@ -1,5 +1,6 @@
 #pragma once
 
+#include "job_runner.h"
 #include "remote/ssh_target.h"
 
 #include <QWidget>
@@ -30,7 +31,7 @@ public:
     void probeAll();
 
     HostsModel* model() const { return m_model; }
-    int probesRunning() const { return m_probesRunning; }
+    bool isProbing() const { return m_jobs->isRunning(); }
 
 signals:
     void probeFinished(int row);
@@ -48,7 +49,7 @@ private:
     QSpinBox* m_port = nullptr;
     QLineEdit* m_identity = nullptr;
     QLineEdit* m_knownHosts = nullptr;
-    int m_probesRunning = 0;
+    JobRunner* m_jobs = nullptr; // probes, one key per host
 };
 
 } // namespace tb::ui

@@ -8,7 +8,6 @@
 #include "runs/run_launcher.h"
 #include "runs/run_view.h"
 
-#include <QFutureWatcher>
 #include <QGridLayout>
 #include <QHeaderView>
 #include <QHBoxLayout>
@@ -18,7 +17,6 @@
 #include <QSpinBox>
 #include <QTableView>
 #include <QThread>
-#include <QtConcurrent>
 #include <QVBoxLayout>
 
 namespace tb::ui {
@@ -41,28 +39,24 @@ RegistryResult readRegistry(const remote::SshTarget& target, const std::string& 
 MonitorPage::MonitorPage(QWidget* parent)
     : QWidget(parent)
     , m_registry(new RegistryModel(this))
+    , m_jobs(new JobRunner(this))
 {
     buildLayout();
-    m_thread = new QThread(this);
-    m_thread->setObjectName(QStringLiteral("ssh monitor"));
     m_follower = new RemoteFollower;
-    m_follower->moveToThread(m_thread);
-    connect(m_thread, &QThread::finished, m_follower, &QObject::deleteLater);
     connect(m_follower, &RemoteFollower::connected, this, &MonitorPage::onConnected);
     connect(m_follower, &RemoteFollower::connectFailed, this, &MonitorPage::onConnectFailed);
     connect(m_follower, &RunFollower::linesRead, this, &MonitorPage::onLinesRead);
     connect(m_follower, &RunFollower::readFailed, this, &MonitorPage::onReadFailed);
     connect(m_follower, &RemoteFollower::stopFinished, this, &MonitorPage::onStopFinished);
-    m_thread->start();
+    // A connect in progress finishes (or times out) before the thread can end.
+    m_reader = std::make_unique<WorkerThread<RemoteFollower>>(m_follower, QStringLiteral("ssh monitor"), this,
+        &RemoteFollower::disconnectFromHost, WorkerThread<RemoteFollower>::Stop::Queued);
     updateButtons();
 }
 
 MonitorPage::~MonitorPage()
 {
-    // A connect in progress finishes (or times out) before the thread can end.
-    QMetaObject::invokeMethod(m_follower, &RemoteFollower::disconnectFromHost, Qt::QueuedConnection);
-    m_thread->quit();
-    m_thread->wait();
+    m_reader.reset();
 }
 
 void MonitorPage::buildLayout()
@@ -194,14 +188,9 @@ void MonitorPage::listRuns(const QString& host, int port, const QString& identit
     target.identityFile = identity.trimmed().toStdString();
     target.knownHostsFile = knownHosts.trimmed().toStdString();
     const QString cli = remoteCli.trimmed().isEmpty() ? RunLauncher::findCli() : remoteCli.trimmed();
-    m_listing = true;
-    updateButtons();
     setStatus(tr("Reading the run registry of %1 …").arg(QString::fromStdString(target.describe())), false);
-    auto* watcher = new QFutureWatcher<RegistryResult>(this);
-    connect(watcher, &QFutureWatcher<RegistryResult>::finished, this, [this, watcher, target] {
-        const RegistryResult result = watcher->result();
-        watcher->deleteLater();
-        m_listing = false;
+    const std::string cliPath = cli.toStdString();
+    const auto listed = [this, target](const RegistryResult& result) {
         const QString where = QString::fromStdString(target.describe());
         if (result) {
             m_registry->setEntries(*result);
@@ -214,8 +203,9 @@ void MonitorPage::listRuns(const QString& host, int port, const QString& identit
         }
         updateButtons();
         emit registryListed(result ? QString() : m_status->text());
-    });
-    watcher->setFuture(QtConcurrent::run(readRegistry, target, cli.toStdString()));
+    };
+    m_jobs->run(QStringLiteral("registry"), [target, cliPath] { return readRegistry(target, cliPath); }, listed);
+    updateButtons();
 }
 
 bool MonitorPage::followRegistryRow(int row, QString* error)
@@ -323,7 +313,7 @@ void MonitorPage::setStatus(const QString& text, bool error)
 void MonitorPage::updateButtons()
 {
     m_connect->setEnabled(!m_connecting);
-    m_listRuns->setEnabled(!m_listing);
+    m_listRuns->setEnabled(!m_jobs->isRunning(QStringLiteral("registry")));
     m_followRun->setEnabled(!m_connecting && m_registry->rowCount() > 0);
     m_disconnect->setEnabled(m_connected || m_connecting);
     m_stop->setEnabled(canStop());

@@ -1,8 +1,11 @@
 #pragma once
 
+#include "worker_thread.h"
+#include "job_runner.h"
 #include "metrics/event_stream_parser.h"
 #include "metrics/run_history.h"
 
+#include <memory>
 #include <QWidget>
 
 class QLabel;
@@ -76,10 +79,9 @@ private:
     bool m_connected = false;
     bool m_connecting = false;
     bool m_stopping = false;
-    bool m_listing = false;
 
-    QThread* m_thread = nullptr;
-    RemoteFollower* m_follower = nullptr;
+    RemoteFollower* m_follower = nullptr; // lives on m_reader's thread
+    std::unique_ptr<WorkerThread<RemoteFollower>> m_reader;
 
     QLineEdit* m_host = nullptr;
     QSpinBox* m_port = nullptr;
@@ -93,6 +95,7 @@ private:
     QPushButton* m_listRuns = nullptr;
     QPushButton* m_followRun = nullptr;
     RegistryModel* m_registry = nullptr;
+    JobRunner* m_jobs = nullptr; // the registry listing
     QTableView* m_registryTable = nullptr;
     QLabel* m_status = nullptr;
     RunView* m_view = nullptr;

@@ -2,13 +2,13 @@
 
 #include <QMetaObject>
 #include <QPointer>
-#include <QtConcurrent/QtConcurrentRun>
 
 namespace tb::ui {
 
 RecommendationRunner::RecommendationRunner(const plan::Catalog& catalog, QObject* parent)
     : QObject(parent)
     , m_catalog(catalog)
+    , m_jobs(new JobRunner(this))
 {
 }
 
@@ -17,8 +17,7 @@ RecommendationRunner::~RecommendationRunner()
     // Sweeps read the catalog, which dies with the page: wait for every one,
     // the cancelled ones included (they stop at the next VM size).
     cancel();
-    for (QFutureWatcherBase* watcher : findChildren<QFutureWatcherBase*>())
-        watcher->waitForFinished();
+    m_jobs->waitForAll();
 }
 
 void RecommendationRunner::start(const plan::PlanInput& input, const model::ModelSpec& model,
@@ -29,15 +28,6 @@ void RecommendationRunner::start(const plan::PlanInput& input, const model::Mode
     m_cancelFlag = cancelFlag;
     const quint64 generation = ++m_generation;
 
-    // The old watcher may still be finishing a cancelled sweep: let it go
-    // and delete itself, so it can never report into the new one.
-    if (m_watcher) {
-        m_watcher->disconnect(this);
-        connect(m_watcher, &QFutureWatcherBase::finished, m_watcher, &QObject::deleteLater);
-        if (m_watcher->isFinished())
-            m_watcher->deleteLater();
-    }
-    m_watcher = new QFutureWatcher<plan::Recommendation>(this);
     QPointer<RecommendationRunner> self(this);
     const plan::Catalog* catalog = &m_catalog;
     const auto progress = [cancelFlag, self, generation](int done, int total) {
@@ -51,16 +41,16 @@ void RecommendationRunner::start(const plan::PlanInput& input, const model::Mode
                 Qt::QueuedConnection);
         return !cancelFlag->load();
     };
-    connect(m_watcher, &QFutureWatcherBase::finished, this, [this, generation] {
-        if (generation != m_generation || !m_watcher)
-            return;
-        const plan::Recommendation result = m_watcher->result();
-        if (!result.cancelled)
-            emit finished(result);
-    });
-    m_watcher->setFuture(QtConcurrent::run([input, model, catalog, options, progress] {
-        return plan::recommend(input, model, *catalog, options, progress);
-    }));
+    // A cancelled sweep still finishing reports nothing: the runner drops it.
+    m_jobs->run(
+        QStringLiteral("recommend"),
+        [input, model, catalog, options, progress] {
+            return plan::recommend(input, model, *catalog, options, progress);
+        },
+        [this](const plan::Recommendation& result) {
+            if (!result.cancelled)
+                emit finished(result);
+        });
 }
 
 void RecommendationRunner::cancel()
@@ -71,7 +61,7 @@ void RecommendationRunner::cancel()
 
 bool RecommendationRunner::isRunning() const
 {
-    return m_watcher && m_watcher->isRunning();
+    return m_jobs->isRunning();
 }
 
 } // namespace tb::ui

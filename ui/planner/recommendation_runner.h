@@ -1,8 +1,8 @@
 #pragma once
 
+#include "job_runner.h"
 #include "plan/recommender.h"
 
-#include <QFutureWatcher>
 #include <QObject>
 
 #include <atomic>
@@ -32,7 +32,7 @@ signals:
 
 private:
     const plan::Catalog& m_catalog;
-    QFutureWatcher<plan::Recommendation>* m_watcher = nullptr;
+    JobRunner* m_jobs = nullptr;
     std::shared_ptr<std::atomic<bool>> m_cancelFlag;
     quint64 m_generation = 0;
 };

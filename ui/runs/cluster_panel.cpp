@@ -139,7 +139,8 @@ std::optional<QStringList> ClusterPanel::launchArguments(const QString& configPa
         *error = QString::fromStdString(written.error().toString());
         return std::nullopt;
     }
-    QStringList arguments{QStringLiteral("launch"), configPath, QStringLiteral("--hostfile"), m_hostfile};
+    QStringList arguments{QStringLiteral("launch"), configPath, QStringLiteral("--hostfile"), m_hostfile,
+        QStringLiteral("--status-json")};
     if (!key.empty())
         arguments << QStringLiteral("--ssh-key") << QString::fromStdString(key);
     if (!knownHosts.empty())

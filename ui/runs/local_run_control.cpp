@@ -1,5 +1,6 @@
 #include "runs/local_run_control.h"
 
+#include "common/host_name.h"
 #include "metrics/run_control.h"
 
 namespace tb::ui {
@@ -7,7 +8,7 @@ namespace tb::ui {
 QString whyNotStoppable(const metrics::RunHistory& history)
 {
     const common::Result<long long> pid = metrics::stoppableTrainer(
-        history, metrics::localHostName(), metrics::localCommandLineOf);
+        history, common::hostName(), metrics::localCommandLineOf);
     return pid ? QString() : QString::fromStdString(pid.error().message);
 }
 

@@ -1,5 +1,7 @@
 #include "runs/node_state_model.h"
 
+#include "common/units.h"
+
 #include <QBrush>
 #include <QColor>
 
@@ -10,24 +12,47 @@ namespace {
 const QString kPreflight = QStringLiteral("preflight");
 const QString kPreflightFailed = QStringLiteral("preflight failed");
 
-// What the launch's own words mean to someone watching the nodes.
-QString shownState(const NodeLine& line)
+using remote::NodeState;
+
+QString qs(const std::string& text)
 {
-    if (line.state == QLatin1String("checked"))
-        return QStringLiteral("preflight passed");
-    if (line.state == QLatin1String("connecting"))
-        return kPreflightFailed; // the launch names a node so only when its check found a problem
-    if (line.state == QLatin1String("sync"))
-        return QStringLiteral("copying inputs");
-    if (line.exitCode)
-        return QStringLiteral("exited %1").arg(*line.exitCode);
-    return line.state;
+    return QString::fromStdString(text);
 }
 
-bool isFailure(const NodeLine& line)
+// What a node's state means to someone watching the nodes.
+QString shownState(const remote::NodeUpdate& update)
 {
-    return line.state == QLatin1String("connecting") || line.state == QLatin1String("vanished")
-        || line.state == QLatin1String("unreachable") || (line.exitCode && *line.exitCode != 0);
+    switch (update.state) {
+    case NodeState::Checked: return QStringLiteral("preflight passed");
+    case NodeState::CheckFailed: return kPreflightFailed;
+    case NodeState::Exited: return QStringLiteral("exited %1").arg(update.exitCode.value_or(-1));
+    default: return qs(std::string(remote::toString(update.state)));
+    }
+}
+
+bool isFailure(const remote::NodeUpdate& update)
+{
+    return update.state == NodeState::CheckFailed || update.state == NodeState::Vanished
+        || update.state == NodeState::Unreachable || (update.exitCode && *update.exitCode != 0);
+}
+
+// A failed check lists every problem the node had, one a line.
+QString shownDetail(const remote::NodeUpdate& update)
+{
+    if (update.problems.empty())
+        return qs(update.detail);
+    QStringList lines;
+    for (const std::string& problem : update.problems)
+        lines << qs(problem);
+    return lines.join(QLatin1Char('\n'));
+}
+
+QString transferText(const remote::TransferProgress& p)
+{
+    const double percent = p.bytes ? 100.0 * double(p.bytesDone) / double(p.bytes) : 100.0;
+    return QStringLiteral("%1% of %2  %3")
+        .arg(percent, 0, 'f', 1)
+        .arg(qs(common::formatBytes(double(p.bytes))), qs(p.path));
 }
 
 } // namespace
@@ -86,39 +111,34 @@ void NodeStateModel::reset(const QStringList& hosts)
         m_rows.push_back(Row{host, kPreflight, tr("checking: host key, build, run config, inputs, disk, port"), false});
     m_runFolder.clear();
     m_problems.clear();
-    m_listingProblems = false;
     endResetModel();
 }
 
-bool NodeStateModel::applyLine(const QString& line)
+bool NodeStateModel::apply(const remote::LauncherStatus& status)
 {
-    if (const std::optional<NodeLine> node = parseNodeLine(line)) {
-        m_listingProblems = false;
-        setRow(node->node, node->host, shownState(*node), node->detail, isFailure(*node));
-        if (node->node == 0 && !node->runFolder.isEmpty())
-            m_runFolder = node->runFolder;
+    using Type = remote::LauncherStatus::Type;
+    switch (status.type) {
+    case Type::Node: {
+        const remote::NodeUpdate& update = status.node;
+        setRow(update.node, qs(update.host), shownState(update), shownDetail(update), isFailure(update));
+        if (update.node == 0 && !update.runFolder.empty())
+            m_runFolder = qs(update.runFolder);
         return true;
     }
-    if (isPreflightFailure(line)) {
-        m_listingProblems = true;
+    case Type::Transfer:
+        setRow(status.transferNode, qs(status.transferHost), QStringLiteral("copying inputs"),
+            transferText(status.transfer), false);
         return true;
-    }
-    if (!m_listingProblems)
+    case Type::PreflightFailed:
+        m_problems.clear();
+        for (const std::string& problem : status.problems)
+            m_problems << qs(problem);
+        return true;
+    case Type::Note:
+    case Type::End:
         return false;
-    const std::optional<NodeProblem> problem = parseNodeProblem(line);
-    if (!problem)
-        return false;
-    m_problems << problem->text;
-    if (problem->node >= 0 && problem->node < rowCount()) {
-        // A node with several problems lists them all, one a line.
-        const Row& row = m_rows[std::size_t(problem->node)];
-        const QString detail = row.state == kPreflightFailed && !row.detail.isEmpty()
-                && !row.detail.contains(problem->text)
-            ? row.detail + QLatin1Char('\n') + problem->text
-            : problem->text;
-        setRow(problem->node, row.host, kPreflightFailed, detail, true);
     }
-    return true;
+    return false;
 }
 
 void NodeStateModel::launcherFinished(int exitCode)

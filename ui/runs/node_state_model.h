@@ -1,6 +1,6 @@
 #pragma once
 
-#include "runs/node_line.h"
+#include "remote/launcher_status.h"
 
 #include <QAbstractTableModel>
 #include <QStringList>
@@ -10,10 +10,10 @@
 namespace tb::ui {
 
 // The nodes of a multi-node run, one row each in node-rank order, fed from
-// the lines `tunebench-cli launch --hostfile` prints: preflight (until the
-// launch says how each host's check went), preflight failed with the
-// problem, copying inputs (--sync), starting, running, unreachable, exited
-// with its code, vanished.
+// the status lines `tunebench-cli launch --hostfile --status-json` writes
+// (remote/launcher_status.h): preflight (until the launch says how each
+// host's check went), preflight failed with its problems, copying inputs
+// (--sync), starting, running, unreachable, exited with its code, vanished.
 class NodeStateModel : public QAbstractTableModel {
     Q_OBJECT
 
@@ -29,14 +29,14 @@ public:
 
     // A new launch: every host of its hostfile, node 0 first, in preflight.
     void reset(const QStringList& hosts);
-    // One line of the launcher's output; false when it says nothing of a node.
-    bool applyLine(const QString& line);
+    // One status of the launcher; false when it says nothing of a node.
+    bool apply(const remote::LauncherStatus& status);
     // The launcher ended: a failed launch leaves no row in "preflight".
     void launcherFinished(int exitCode);
 
     QString state(int node) const;
     QString detail(int node) const;
-    // Rank 0's run folder, once node 0's "running" line named it.
+    // Rank 0's run folder, once node 0's "running" status named it.
     QString runFolder() const { return m_runFolder; }
     // The problems the preflight listed, each naming its host.
     QStringList problems() const { return m_problems; }
@@ -53,7 +53,6 @@ private:
     std::vector<Row> m_rows;
     QString m_runFolder;
     QStringList m_problems;
-    bool m_listingProblems = false;
 };
 
 } // namespace tb::ui

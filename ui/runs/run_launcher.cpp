@@ -45,7 +45,7 @@ bool RunLauncher::start(const QString& configPath, int ranks, QString* error)
         {QStringLiteral("launch"), configPath, QStringLiteral("--nproc"), QString::number(ranks)}, error);
 }
 
-bool RunLauncher::startCli(const QStringList& arguments, QString* error)
+bool RunLauncher::startCli(const QStringList& arguments, QString* error, Output output)
 {
     if (isRunning()) {
         *error = tr("a run is already going; stop it first");
@@ -57,15 +57,16 @@ bool RunLauncher::startCli(const QStringList& arguments, QString* error)
     }
     delete m_process;
     m_partialLine.clear();
+    m_partialErrorLine.clear();
+    m_output = output;
     m_process = new QProcess(this);
-    m_process->setProcessChannelMode(QProcess::MergedChannels);
-    connect(m_process, &QProcess::readyReadStandardOutput, this, &RunLauncher::readOutput);
+    m_process->setProcessChannelMode(
+        output == Output::Merged ? QProcess::MergedChannels : QProcess::SeparateChannels);
+    connect(m_process, &QProcess::readyReadStandardOutput, this, [this] { readOutput(); });
+    connect(m_process, &QProcess::readyReadStandardError, this, [this] { readOutput(); });
     connect(m_process, &QProcess::finished, this,
         [this](int exitCode, QProcess::ExitStatus status) {
-            readOutput();
-            if (!m_partialLine.isEmpty())
-                emit outputLine(QString::fromUtf8(m_partialLine));
-            m_partialLine.clear();
+            readOutput(true);
             emit finished(exitCode,
                 status == QProcess::CrashExit ? tr("the launcher crashed")
                                               : tr("the launcher exited with status %1").arg(exitCode));
@@ -89,14 +90,28 @@ bool RunLauncher::isRunning() const
     return m_process && m_process->state() != QProcess::NotRunning;
 }
 
-void RunLauncher::readOutput()
+void RunLauncher::readOutput(bool flush)
 {
-    m_partialLine += m_process->readAllStandardOutput();
-    qsizetype newline = 0;
-    while ((newline = m_partialLine.indexOf('\n')) >= 0) {
-        emit outputLine(QString::fromUtf8(m_partialLine.left(newline)));
-        m_partialLine.remove(0, newline + 1);
+    // Whole lines only; at the end (flush) the last one, newline or not.
+    const auto split = [flush](QByteArray& partial, const QByteArray& more, auto emitLine) {
+        partial += more;
+        qsizetype newline = 0;
+        while ((newline = partial.indexOf('\n')) >= 0) {
+            emitLine(QString::fromUtf8(partial.left(newline)));
+            partial.remove(0, newline + 1);
+        }
+        if (flush && !partial.isEmpty())
+            emitLine(QString::fromUtf8(partial));
+        if (flush)
+            partial.clear();
+    };
+    const auto output = [this](const QString& line) { emit outputLine(line); };
+    if (m_output == Output::Merged) {
+        split(m_partialLine, m_process->readAllStandardOutput(), output);
+        return;
     }
+    split(m_partialLine, m_process->readAllStandardOutput(), [this](const QString& line) { emit statusLine(line); });
+    split(m_partialErrorLine, m_process->readAllStandardError(), output);
 }
 
 } // namespace tb::ui

@@ -27,21 +27,27 @@ public:
     // False (with `error` set) when the CLI is missing or a run is going.
     bool start(const QString& configPath, int ranks, QString* error);
     // Any tunebench-cli command that starts runs (launch, scaling) and
-    // passes SIGTERM on to them.
-    bool startCli(const QStringList& arguments, QString* error);
+    // passes SIGTERM on to them. With StatusOnStdout (launch --status-json)
+    // stdout's lines come as statusLine and stderr's as outputLine; else
+    // both streams come as outputLine.
+    enum class Output { Merged, StatusOnStdout };
+    bool startCli(const QStringList& arguments, QString* error, Output output = Output::Merged);
     void stop();
     bool isRunning() const;
 
 signals:
     void outputLine(const QString& line);
+    void statusLine(const QString& line);
     void finished(int exitCode, const QString& description);
 
 private:
-    void readOutput();
+    void readOutput(bool flush = false);
 
     QString m_program;
     QProcess* m_process = nullptr;
-    QByteArray m_partialLine;
+    Output m_output = Output::Merged;
+    QByteArray m_partialLine; // stdout (or both, merged)
+    QByteArray m_partialErrorLine; // stderr with StatusOnStdout
 };
 
 } // namespace tb::ui

@@ -41,8 +41,6 @@ RunsPage::RunsPage(QWidget* parent)
 {
     buildLayout();
 
-    m_readerThread = new QThread(this);
-    m_readerThread->setObjectName(QStringLiteral("run event reader"));
 #ifdef TB_HAVE_SSH
     // One follower for both: a folder here, or node 0's over SFTP.
     auto* remote = new RemoteFollower;
@@ -55,13 +53,15 @@ RunsPage::RunsPage(QWidget* parent)
 #else
     m_follower = new RunFollower;
 #endif
-    m_follower->moveToThread(m_readerThread);
-    connect(m_readerThread, &QThread::finished, m_follower, &QObject::deleteLater);
     connect(m_follower, &RunFollower::linesRead, this, &RunsPage::onLinesRead);
     connect(m_follower, &RunFollower::readFailed, this, &RunsPage::onReadFailed);
-    m_readerThread->start();
+    m_reader = std::make_unique<WorkerThread<RunFollower>>(m_follower, QStringLiteral("run event reader"), this,
+        &RunFollower::stop, WorkerThread<RunFollower>::Stop::Blocking);
 
     connect(m_launcher, &RunLauncher::outputLine, this, &RunsPage::onLauncherLine);
+#ifdef TB_HAVE_SSH
+    connect(m_launcher, &RunLauncher::statusLine, this, &RunsPage::onLauncherStatus);
+#endif
     connect(m_launcher, &RunLauncher::finished, this, &RunsPage::onLauncherFinished);
     updateButtons();
 }
@@ -72,9 +72,7 @@ RunsPage::~RunsPage()
     // not reach this half-destroyed page.
     disconnect(m_launcher, nullptr, this, nullptr);
     delete m_launcher;
-    QMetaObject::invokeMethod(m_follower, &RunFollower::stop, Qt::BlockingQueuedConnection);
-    m_readerThread->quit();
-    m_readerThread->wait();
+    m_reader.reset();
 }
 
 void RunsPage::buildLayout()
@@ -168,12 +166,21 @@ bool RunsPage::startRun(const QString& configPath, int ranks, QString* error)
 void RunsPage::onLauncherLine(const QString& line)
 {
     m_output->appendPlainText(line);
-#ifdef TB_HAVE_SSH
-    if (m_multiNode && m_cluster->nodesModel()->applyLine(line) && m_awaitingNodeZero
-        && !m_cluster->nodesModel()->runFolder().isEmpty())
-        followRemoteFolder(m_cluster->nodesModel()->runFolder());
-#endif
 }
+
+#ifdef TB_HAVE_SSH
+void RunsPage::onLauncherStatus(const QString& line)
+{
+    const common::Result<remote::LauncherStatus> status = remote::parseLauncherStatus(line.toStdString());
+    if (!status) {
+        m_output->appendPlainText(QString::fromStdString(status.error().message));
+        return;
+    }
+    NodeStateModel* nodes = m_cluster->nodesModel();
+    if (nodes->apply(*status) && m_awaitingNodeZero && !nodes->runFolder().isEmpty())
+        followRemoteFolder(nodes->runFolder());
+}
+#endif
 
 void RunsPage::onLauncherFinished(int exitCode, const QString& description)
 {
@@ -213,7 +220,7 @@ bool RunsPage::startMultiNodeRun(const QString& configPath, QString* error)
     }
     const QString absolute = QFileInfo(configPath).absoluteFilePath(); // the same path on every node
     const std::optional<QStringList> arguments = m_cluster->launchArguments(absolute, error);
-    if (!arguments || !m_launcher->startCli(*arguments, error))
+    if (!arguments || !m_launcher->startCli(*arguments, error, RunLauncher::Output::StatusOnStdout))
         return false;
     m_multiNode = true;
     m_configPath->setText(configPath);

@@ -1,8 +1,10 @@
 #pragma once
 
+#include "worker_thread.h"
 #include "metrics/event_stream_parser.h"
 #include "metrics/run_history.h"
 
+#include <memory>
 #include <QWidget>
 
 class QLabel;
@@ -76,14 +78,17 @@ private:
     void startFromForm();
     void updateButtons();
     void onLauncherLine(const QString& line);
+#ifdef TB_HAVE_SSH
+    void onLauncherStatus(const QString& line); // launch --status-json's stdout
+#endif
     void onLauncherFinished(int exitCode, const QString& description);
     void followRemoteFolder(const QString& dir);
 
     quint64 m_generation = 0;
     QString m_folder;
 
-    QThread* m_readerThread = nullptr;
-    RunFollower* m_follower = nullptr;
+    RunFollower* m_follower = nullptr; // lives on m_reader's thread
+    std::unique_ptr<WorkerThread<RunFollower>> m_reader;
     RunLauncher* m_launcher = nullptr;
 
     QLineEdit* m_configPath = nullptr;
