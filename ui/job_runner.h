@@ -2,8 +2,8 @@
 
 #include <QFutureWatcher>
 #include <QHash>
-#include <QSet>
 #include <QObject>
+#include <QSet>
 #include <QString>
 #include <QtConcurrent/QtConcurrentRun>
 
@@ -32,13 +32,14 @@ public:
         const quint64 generation = ++m_generations[key];
         m_active.insert(key);
         auto* watcher = new QFutureWatcher<Result>(this);
-        connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, key, generation, done] {
-            watcher->deleteLater();
-            if (m_generations.value(key) != generation)
-                return; // stale: a newer job of this key was started
-            m_active.remove(key);
-            done(watcher->result());
-        });
+        connect(
+            watcher, &QFutureWatcherBase::finished, this, [this, watcher, key, generation, done] {
+                watcher->deleteLater();
+                if (m_generations.value(key) != generation)
+                    return; // stale: a newer job of this key was started
+                m_active.remove(key);
+                done(watcher->result());
+            });
         watcher->setFuture(QtConcurrent::run(std::move(work)));
     }
 

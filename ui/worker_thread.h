@@ -15,7 +15,8 @@ template <typename Worker> class WorkerThread {
 public:
     enum class Stop { Blocking, Queued };
 
-    WorkerThread(Worker* worker, const QString& name, QObject* owner, void (Worker::*stop)(), Stop how)
+    WorkerThread(
+        Worker* worker, const QString& name, QObject* owner, void (Worker::*stop)(), Stop how)
         : m_worker(worker)
         , m_thread(new QThread(owner))
         , m_stop(stop)

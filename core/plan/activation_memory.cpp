@@ -80,6 +80,50 @@ LayerActivations layerActivations(const PlanContext& ctx)
     return act;
 }
 
+// The logits and the loss at log-softmax's backward, by how the loss treats
+// them; each byte count is said as it is summed.
+void addLogits(const PlanContext& ctx, MemoryBuilder& b)
+{
+    const double a = ctx.act;
+    const double t = ctx.tokensPerMicro;
+    const double tv = t * double(ctx.model.vocabSize);
+    const double k = std::max(1, ctx.in.lossChunks);
+    double logits = 0;
+    switch (ctx.in.loss) {
+    case LossMode::FullFp32:
+        // At log-softmax's backward: the 16-bit logits (the model output
+        // keeps them), the saved fp32 log-probs, the incoming fp32 gradient
+        // and the fp32 gradient it produces.
+        logits = (a + 12) * tv;
+        break;
+    case LossMode::Chunked:
+        logits = (a + 4) * tv + 8 * tv / k;
+        break;
+    case LossMode::Fused:
+        logits = (a + 8) * tv / k;
+        break;
+    }
+    if (auto* c = b.add("logits", MemoryCategory::Logits, "Logits and loss", logits, kSrcLoss);
+        c && ctx.explain) {
+        Line l(c->explanation);
+        l << Count{t} << " tokens x " << Count{double(ctx.model.vocabSize)}
+          << " vocab = " << Count{tv} << " logits; ";
+        if (ctx.in.loss == LossMode::FullFp32)
+            l << Fixed{a, 0} << " B " << ctx.actName
+              << " logits kept by the model output + whole batch upcast: fp32 log-softmax 4 B "
+                 "+ its fp32 incoming and outgoing gradients 4 B + 4 B = "
+              << Fixed{a + 12, 0} << " B each";
+        else if (ctx.in.loss == LossMode::Chunked)
+            l << Fixed{a, 0} << " B " << ctx.actName
+              << " logits + 4 B fp32 log-probs kept for backward + 8 B fp32 work for 1 of "
+              << int(k) << " chunks";
+        else
+            l << "fused per chunk: (" << Fixed{a, 0} << " + 4 + 4) B for 1 of " << int(k)
+              << " chunks, full logits never exist";
+        l << " = " << Bytes{logits};
+    }
+}
+
 } // namespace
 
 void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b)
@@ -125,44 +169,7 @@ void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b)
                                  << (ctx.in.gradientCheckpointing ? " (one layer at a time)"
                                                                   : " x all layers");
     }
-
-    // Logits and loss
-    const double tv = t * double(ctx.model.vocabSize);
-    const double k = std::max(1, ctx.in.lossChunks);
-    double logits = 0;
-    switch (ctx.in.loss) {
-    case LossMode::FullFp32:
-        // At log-softmax's backward: the 16-bit logits (the model output
-        // keeps them), the saved fp32 log-probs, the incoming fp32 gradient
-        // and the fp32 gradient it produces.
-        logits = (a + 12) * tv;
-        break;
-    case LossMode::Chunked:
-        logits = (a + 4) * tv + 8 * tv / k;
-        break;
-    case LossMode::Fused:
-        logits = (a + 8) * tv / k;
-        break;
-    }
-    if (auto* c = b.add("logits", MemoryCategory::Logits, "Logits and loss", logits, kSrcLoss);
-        c && ctx.explain) {
-        Line l(c->explanation);
-        l << Count{t} << " tokens x " << Count{double(ctx.model.vocabSize)}
-          << " vocab = " << Count{tv} << " logits; ";
-        if (ctx.in.loss == LossMode::FullFp32)
-            l << Fixed{a, 0} << " B " << ctx.actName
-              << " logits kept by the model output + whole batch upcast: fp32 log-softmax 4 B "
-                 "+ its fp32 incoming and outgoing gradients 4 B + 4 B = "
-              << Fixed{a + 12, 0} << " B each";
-        else if (ctx.in.loss == LossMode::Chunked)
-            l << Fixed{a, 0} << " B " << ctx.actName
-              << " logits + 4 B fp32 log-probs kept for backward + 8 B fp32 work for 1 of "
-              << int(k) << " chunks";
-        else
-            l << "fused per chunk: (" << Fixed{a, 0} << " + 4 + 4) B for 1 of " << int(k)
-              << " chunks, full logits never exist";
-        l << " = " << Bytes{logits};
-    }
+    addLogits(ctx, b);
 }
 
 } // namespace tb::plan::detail

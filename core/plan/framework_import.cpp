@@ -2,6 +2,7 @@
 
 #include "common/atomic_file.h"
 #include "common/text.h"
+#include "common/training_limits.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -67,7 +68,8 @@ struct JsonImport {
             return 0.0;
         if (it->is_number() && it->get<double>() >= 0 && it->get<double>() <= 1e15)
             return it->get<double>();
-        problem(path, "got " + it->dump() + ", expected a number of elements from 0 to 1e15 or \"auto\"");
+        problem(path,
+            "got " + it->dump() + ", expected a number of elements from 0 to 1e15 or \"auto\"");
         return std::nullopt;
     }
 
@@ -130,8 +132,8 @@ void importZeroSettings(const json& zero, JsonImport& im)
             continue;
         if (const auto pin = im.flag(*it, "pin_memory", at + section + ".pin_memory"); pin) {
             ds.pinMemory = ds.pinMemory || *pin;
-            im.result.applied.push_back(at + section + ".pin_memory = "
-                + (*pin ? "true" : "false") + " (pinned host buffers counted)");
+            im.result.applied.push_back(at + section + ".pin_memory = " + (*pin ? "true" : "false")
+                + " (pinned host buffers counted)");
         }
     }
     static const char* counted[] = {"stage", "offload_optimizer", "offload_param", "cpu_offload",
@@ -144,30 +146,30 @@ void importZeroSettings(const json& zero, JsonImport& im)
             im.result.ignored.push_back(at + it.key() + " (no effect on the plan's memory)");
 }
 
-void importDeepSpeedObject(const json& root, JsonImport& im)
+// Top-level keys the import does not read: listed, not errors.
+void listIgnoredKeys(const json& root, JsonImport& im)
 {
-    PlanInput& in = im.result.input;
-    if (!root.is_object()) {
-        im.problem("(top level)", "expected a JSON object");
-        return;
-    }
-    for (auto it = root.begin(); it != root.end(); ++it) {
-        static const char* known[] = {"zero_optimization", "fp16", "bf16",
-            "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "optimizer",
-            "train_batch_size"};
+    static const char* known[] = {"zero_optimization", "fp16", "bf16",
+        "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "optimizer",
+        "train_batch_size"};
+    for (auto it = root.begin(); it != root.end(); ++it)
         if (std::find_if(
                 std::begin(known), std::end(known), [&](const char* k) { return it.key() == k; })
             == std::end(known))
             im.result.ignored.push_back(it.key());
-    }
-    if (const auto micro = im.positive(
-            root, "train_micro_batch_size_per_gpu", "train_micro_batch_size_per_gpu", 65536)) {
+}
+
+void importBatch(const json& root, JsonImport& im)
+{
+    PlanInput& in = im.result.input;
+    if (const auto micro = im.positive(root, "train_micro_batch_size_per_gpu",
+            "train_micro_batch_size_per_gpu", int(common::kMicroBatchLimit.max))) {
         in.microBatch = *micro;
         im.result.applied.push_back(
             "train_micro_batch_size_per_gpu = " + std::to_string(*micro) + " -> micro_batch");
     }
-    if (const auto accum = im.positive(
-            root, "gradient_accumulation_steps", "gradient_accumulation_steps", 65536)) {
+    if (const auto accum = im.positive(root, "gradient_accumulation_steps",
+            "gradient_accumulation_steps", int(common::kGradAccumLimit.max))) {
         in.gradAccum = *accum;
         im.result.applied.push_back(
             "gradient_accumulation_steps = " + std::to_string(*accum) + " -> grad_accum");
@@ -175,8 +177,13 @@ void importDeepSpeedObject(const json& root, JsonImport& im)
     if (const auto tbs = im.positive(root, "train_batch_size", "train_batch_size", 1 << 30))
         im.result.applied.push_back("train_batch_size = " + std::to_string(*tbs)
             + " (not applied: the plan's GPUs x micro_batch x grad_accum give it)");
-    // enabled: true picks the precision; explicit false on both (or on the
-    // only one given) means fp32, DeepSpeed's default; "auto" keeps the base.
+}
+
+// enabled: true picks the precision; explicit false on both (or on the only
+// one given) means fp32, DeepSpeed's default; "auto" keeps the base.
+void importPrecision(const json& root, JsonImport& im)
+{
+    PlanInput& in = im.result.input;
     std::optional<bool> fp16, bf16;
     bool anyAuto = false;
     for (const char* key : {"fp16", "bf16"}) {
@@ -202,34 +209,40 @@ void importDeepSpeedObject(const json& root, JsonImport& im)
         in.precision = Precision::Fp32;
         im.result.applied.push_back("fp16/bf16 not enabled -> precision fp32");
     }
-    if (const auto opt = root.find("optimizer"); opt != root.end() && opt->is_object()) {
-        const auto type = opt->find("type");
-        if (type != opt->end() && type->is_string()) {
-            const std::string name = common::toLower(type->get<std::string>());
-            if (name == "adam" || name == "adamw") {
-                in.optimizer = Optimizer::AdamW;
-                im.result.applied.push_back(
-                    "optimizer.type = " + type->get<std::string>() + " -> adamw");
-            } else if (name == "sgd") {
-                in.optimizer = Optimizer::Sgd;
-                im.result.applied.push_back("optimizer.type = SGD -> sgd");
-            } else {
-                im.result.ignored.push_back("optimizer.type " + type->get<std::string>()
-                    + " (planned as " + std::string(toString(in.optimizer)) + ")");
-            }
-        } else if (type != opt->end()) {
-            im.problem("optimizer.type", "got " + type->dump() + ", expected text");
-        }
-    }
-    const auto zero = root.find("zero_optimization");
-    if (zero == root.end() || zero->is_null())
+}
+
+void importOptimizer(const json& root, JsonImport& im)
+{
+    PlanInput& in = im.result.input;
+    const auto opt = root.find("optimizer");
+    if (opt == root.end() || !opt->is_object())
         return;
-    if (!zero->is_object()) {
-        im.problem("zero_optimization", "got " + zero->dump() + ", expected an object");
+    const auto type = opt->find("type");
+    if (type == opt->end())
+        return;
+    if (!type->is_string()) {
+        im.problem("optimizer.type", "got " + type->dump() + ", expected text");
         return;
     }
+    const std::string name = common::toLower(type->get<std::string>());
+    if (name == "adam" || name == "adamw") {
+        in.optimizer = Optimizer::AdamW;
+        im.result.applied.push_back("optimizer.type = " + type->get<std::string>() + " -> adamw");
+    } else if (name == "sgd") {
+        in.optimizer = Optimizer::Sgd;
+        im.result.applied.push_back("optimizer.type = SGD -> sgd");
+    } else {
+        im.result.ignored.push_back("optimizer.type " + type->get<std::string>() + " (planned as "
+            + std::string(toString(in.optimizer)) + ")");
+    }
+}
+
+// zero_optimization.stage; -1 when not given (or refused).
+int importStage(const json& zero, JsonImport& im)
+{
+    PlanInput& in = im.result.input;
     int stage = -1;
-    if (const auto it = zero->find("stage"); it != zero->end() && !it->is_null()) {
+    if (const auto it = zero.find("stage"); it != zero.end() && !it->is_null()) {
         if (it->is_number_integer() && it->get<long long>() >= 0 && it->get<long long>() <= 3)
             stage = int(it->get<long long>());
         else
@@ -242,11 +255,16 @@ void importDeepSpeedObject(const json& root, JsonImport& im)
         im.result.applied.push_back("zero_optimization.stage = " + std::to_string(stage)
             + " -> sharding " + std::string(toString(in.sharding)));
     }
+    return stage;
+}
+
+void importOffload(const json& zero, int stage, JsonImport& im)
+{
     Offload offload = Offload::None;
     const auto optimizerDevice =
-        im.device(*zero, "offload_optimizer", "zero_optimization.offload_optimizer");
-    const auto paramDevice = im.device(*zero, "offload_param", "zero_optimization.offload_param");
-    if (const auto legacy = im.flag(*zero, "cpu_offload", "zero_optimization.cpu_offload");
+        im.device(zero, "offload_optimizer", "zero_optimization.offload_optimizer");
+    const auto paramDevice = im.device(zero, "offload_param", "zero_optimization.offload_param");
+    if (const auto legacy = im.flag(zero, "cpu_offload", "zero_optimization.cpu_offload");
         legacy && *legacy)
         offload = Offload::Optimizer;
     if (optimizerDevice && *optimizerDevice != "none")
@@ -260,9 +278,29 @@ void importDeepSpeedObject(const json& root, JsonImport& im)
     if ((optimizerDevice && *optimizerDevice == "nvme") || (paramDevice && *paramDevice == "nvme"))
         im.result.applied.push_back(
             "NVMe offload planned as CPU offload (ZeRO-Infinity's NVMe tier is not modelled)");
-    in.offload = offload;
+    im.result.input.offload = offload;
     if (offload != Offload::None)
         im.result.applied.push_back("offload devices -> offload " + std::string(toString(offload)));
+}
+
+void importDeepSpeedObject(const json& root, JsonImport& im)
+{
+    if (!root.is_object()) {
+        im.problem("(top level)", "expected a JSON object");
+        return;
+    }
+    listIgnoredKeys(root, im);
+    importBatch(root, im);
+    importPrecision(root, im);
+    importOptimizer(root, im);
+    const auto zero = root.find("zero_optimization");
+    if (zero == root.end() || zero->is_null())
+        return;
+    if (!zero->is_object()) {
+        im.problem("zero_optimization", "got " + zero->dump() + ", expected an object");
+        return;
+    }
+    importOffload(*zero, importStage(*zero, im), im);
     importZeroSettings(*zero, im);
 }
 

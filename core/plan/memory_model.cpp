@@ -31,100 +31,142 @@ const char* optimizerName(Optimizer o)
     return "?";
 }
 
-void addWeights(MemoryBuilder& b, double frozenDiv, double trainableWork, const char* workName,
-    double trainableDiv, double masterBytes, double masterDiv, const char* layout)
+// One formula of the form "count x bytes each / divisor": the bytes and the
+// sentence that explains them come from the same three numbers, so they
+// cannot drift apart.
+struct Term {
+    double count;
+    const char* what; // "params", "trainable"
+    double bytesEach;
+    std::string dtype; // "bf16", "fp32"; empty: not said
+    double divisor = 1;
+
+    double bytes() const { return count * bytesEach / divisor; }
+    void render(Line& l) const
+    {
+        const int decimals = bytesEach == double(int(bytesEach)) ? 0 : bytesEach >= 0.1 ? 1 : 4;
+        l << Count{count} << " " << what << " x " << Fixed{bytesEach, decimals} << " B";
+        if (!dtype.empty())
+            l << " (" << dtype << ")";
+        l << Divisor{divisor};
+    }
+};
+
+// Where each layout of the model states is described: FSDP's docs,
+// DeepSpeed's, or the ZeRO paper's baseline (DDP).
+const char* stateSource(Sharding s)
+{
+    return isFsdp(s) ? kSrcFsdp : isZero(s) ? kSrcDeepSpeed : kSrcZero;
+}
+
+// How a strategy lays out the weights on one GPU: what each copy costs per
+// parameter and over how many GPUs it is divided.
+struct WeightLayout {
+    double frozenDivisor = 1; // the frozen base (LoRA, QLoRA)
+    double trainableBytes = 2; // the working copy of what trains
+    const char* trainableDtype = "bf16";
+    double trainableDivisor = 1;
+    double masterBytes = 0; // the fp32 master, 0 when there is none on the GPU
+    double masterDivisor = 1;
+    const char* where = ""; // ", replicated on every GPU"
+    const char* label = "Weights"; // a full fine-tune's working copy
+};
+
+void addFrozenBase(MemoryBuilder& b, const WeightLayout& layout)
 {
     const PlanContext& ctx = b.ctx;
-    const char* srcLayout = isFsdp(ctx.in.sharding) ? kSrcFsdp
-        : isZero(ctx.in.sharding)                   ? kSrcDeepSpeed
-                                                    : kSrcZero;
-    if (ctx.full) {
-        if (auto* c = b.add("weights", MemoryCategory::Weights, "Weights",
-                ctx.total * trainableWork / trainableDiv, srcLayout);
-            c && ctx.explain)
-            Line(c->explanation) << Count{ctx.total} << " params x " << Fixed{trainableWork, 0}
-                                 << " B (" << workName << ")" << Divisor{trainableDiv} << " = "
-                                 << Bytes{c->bytes} << layout;
-    } else {
-        const double base = ctx.frozen16 * ctx.frozenBytes / frozenDiv;
-        if (auto* c = b.add("weights", MemoryCategory::Weights, "Frozen base weights",
-                base + ctx.quantized * kNf4BytesPerParam / frozenDiv, srcLayout);
-            c && ctx.explain) {
-            Line l(c->explanation);
-            if (ctx.qlora)
-                l << Count{ctx.quantized} << " block weights x 0.5 B (NF4) + "
-                  << Count{ctx.frozen16} << " embedding/norm params x " << Fixed{ctx.frozenBytes, 0}
-                  << " B";
-            else
-                l << Count{ctx.frozen16} << " params x " << Fixed{ctx.frozenBytes, 0} << " B ("
-                  << ctx.actName << ")";
-            if (frozenDiv > 1)
-                l << " / " << int(frozenDiv);
-            l << " = " << Bytes{c->bytes} << layout;
-        }
+    const Term base{ctx.frozen16, "params", ctx.frozenBytes, ctx.actName, layout.frozenDivisor};
+    const Term nf4{ctx.quantized, "block weights", kNf4BytesPerParam, "NF4", layout.frozenDivisor};
+    if (auto* c = b.add("weights", MemoryCategory::Weights, "Frozen base weights",
+            base.bytes() + (ctx.qlora ? nf4.bytes() : 0), stateSource(ctx.in.sharding));
+        c && ctx.explain) {
+        Line l(c->explanation);
         if (ctx.qlora) {
-            if (auto* c =
-                    b.add("quant_constants", MemoryCategory::Weights, "NF4 quantization constants",
-                        ctx.quantized * kQuantConstantsPerParam / frozenDiv, kSrcQlora);
-                c && ctx.explain)
-                Line(c->explanation)
-                    << Count{ctx.quantized}
-                    << " x (1/64 B 8-bit absmax + 4/(64x256) B fp32 second level) = "
-                    << Bytes{c->bytes} << " (double quantization: 0.127 bits/param)";
+            nf4.render(l);
+            l << " + ";
         }
-        if (auto* c = b.add("lora_weights", MemoryCategory::Weights, "LoRA adapters",
-                ctx.trainable * trainableWork / trainableDiv, kSrcLora);
-            c && ctx.explain)
-            Line(c->explanation) << "r=" << ctx.in.lora.rank << ": " << Count{ctx.loraPerLayer}
-                                 << " per layer x " << int(ctx.model.numLayers)
-                                 << " layers = " << Count{ctx.trainable} << " params x "
-                                 << Fixed{trainableWork, 0} << " B (" << workName << ")"
-                                 << Divisor{trainableDiv} << " = " << Bytes{c->bytes};
+        base.render(l);
+        l << " = " << Bytes{c->bytes} << layout.where;
     }
+    if (!ctx.qlora)
+        return;
+    const Term constants{
+        ctx.quantized, "block weights", kQuantConstantsPerParam, "", layout.frozenDivisor};
+    if (auto* c = b.add("quant_constants", MemoryCategory::Weights, "NF4 quantization constants",
+            constants.bytes(), kSrcQlora);
+        c && ctx.explain) {
+        Line l(c->explanation);
+        constants.render(l);
+        l << " = " << Bytes{c->bytes}
+          << " (double quantization: 1/64 B 8-bit absmax + 4/(64x256) B fp32 second level, "
+             "0.127 bits/param)";
+    }
+}
+
+void addWeights(MemoryBuilder& b, const WeightLayout& layout)
+{
+    const PlanContext& ctx = b.ctx;
+    const char* source = stateSource(ctx.in.sharding);
+    const Term working{ctx.full ? ctx.total : ctx.trainable, "params", layout.trainableBytes,
+        layout.trainableDtype, layout.trainableDivisor};
+    if (!ctx.full)
+        addFrozenBase(b, layout);
+    const char* key = ctx.full ? "weights" : "lora_weights";
+    if (auto* c = b.add(key, MemoryCategory::Weights, ctx.full ? layout.label : "LoRA adapters",
+            working.bytes(), ctx.full ? source : kSrcLora);
+        c && ctx.explain) {
+        Line l(c->explanation);
+        if (!ctx.full)
+            l << "r=" << ctx.in.lora.rank << ": " << Count{ctx.loraPerLayer} << " per layer x "
+              << int(ctx.model.numLayers) << " layers = ";
+        working.render(l);
+        l << " = " << Bytes{c->bytes} << (ctx.full ? layout.where : "");
+    }
+    const Term master{ctx.trainable, "trainable", layout.masterBytes, "fp32", layout.masterDivisor};
     if (auto* c = b.add("master_weights", MemoryCategory::Weights, "Master weights (fp32)",
-            ctx.trainable * masterBytes / masterDiv, srcLayout);
-        c && ctx.explain)
-        Line(c->explanation) << Count{ctx.trainable} << " trainable x 4 B" << Divisor{masterDiv}
-                             << " = " << Bytes{c->bytes}
-                             << (masterDiv > 1
-                                        ? " (sharded)"
-                                        : " (mixed precision keeps an fp32 copy for the update)");
+            master.bytes(), source);
+        c && ctx.explain) {
+        Line l(c->explanation);
+        master.render(l);
+        l << " = " << Bytes{c->bytes}
+          << (layout.masterDivisor > 1 ? " (sharded)"
+                                       : " (mixed precision keeps an fp32 copy for the update)");
+    }
 }
 
 void addOptimizer(MemoryBuilder& b, double div)
 {
     const PlanContext& ctx = b.ctx;
-    if (auto* c = b.add("optimizer", MemoryCategory::Optimizer, "Optimizer states",
-            ctx.trainable * ctx.optimizerBytes / div, kSrcOptimizer);
-        c && ctx.explain)
-        Line(c->explanation) << optimizerName(ctx.in.optimizer) << ": " << Count{ctx.trainable}
-                             << " x "
-                             << Fixed{ctx.optimizerBytes,
-                                    ctx.in.optimizer == Optimizer::AdamW
-                                            || ctx.in.optimizer == Optimizer::Sgd
-                                        ? 0
-                                        : 3}
-                             << " B" << Divisor{div} << " = " << Bytes{c->bytes};
-}
-
-void addGradients(MemoryBuilder& b, double fullBytes, double partitionBytes, double partitionDiv,
-    const char* what)
-{
-    const PlanContext& ctx = b.ctx;
-    const double bytes = ctx.trainable * fullBytes + ctx.trainable * partitionBytes / partitionDiv;
-    if (auto* c = b.add("gradients", MemoryCategory::Gradients, "Gradients", bytes,
-            isZero(ctx.in.sharding)       ? kSrcDeepSpeed
-                : isFsdp(ctx.in.sharding) ? kSrcFsdp
-                                          : kSrcZero);
+    const Term states{ctx.trainable, "trainable", ctx.optimizerBytes, "", div};
+    if (auto* c = b.add("optimizer", MemoryCategory::Optimizer, "Optimizer states", states.bytes(),
+            kSrcOptimizer);
         c && ctx.explain) {
         Line l(c->explanation);
-        l << Count{ctx.trainable} << " trainable x ";
-        if (fullBytes > 0)
-            l << Fixed{fullBytes, 0} << " B";
-        if (fullBytes > 0 && partitionBytes > 0)
-            l << " + " << Count{ctx.trainable} << " x ";
-        if (partitionBytes > 0)
-            l << Fixed{partitionBytes, 0} << " B / " << int(partitionDiv);
+        l << optimizerName(ctx.in.optimizer) << ": ";
+        states.render(l);
+        l << " = " << Bytes{c->bytes};
+    }
+}
+
+// Gradients whole on every GPU (`whole` bytes each) plus a partition of
+// `partition` bytes each over `partitionDiv` GPUs.
+void addGradients(
+    MemoryBuilder& b, double whole, double partition, double partitionDiv, const char* what)
+{
+    const PlanContext& ctx = b.ctx;
+    const Term full{ctx.trainable, "trainable", whole, "", 1};
+    const Term part{ctx.trainable, "trainable", partition, "", partitionDiv};
+    const double bytes = full.bytes() + part.bytes();
+    if (auto* c = b.add("gradients", MemoryCategory::Gradients, "Gradients", bytes,
+            stateSource(ctx.in.sharding));
+        c && ctx.explain) {
+        Line l(c->explanation);
+        if (whole > 0)
+            full.render(l);
+        if (whole > 0 && partition > 0)
+            l << " + ";
+        if (partition > 0)
+            part.render(l);
         l << " = " << Bytes{bytes} << what;
     }
 }
@@ -196,6 +238,267 @@ void gradientsAtPeak(const PlanContext& ctx, PlanResult& r)
 
 } // namespace
 
+namespace {
+
+// What offload keeps in host memory, per GPU, and what it is.
+struct HostStates {
+    double bytesPerGpu = 0;
+    std::string what;
+};
+
+// Bytes per trainable parameter of the working copy and of the fp32 master.
+double workBytes(const PlanContext& ctx)
+{
+    return ctx.precision == Precision::Fp32 ? 4 : 2;
+}
+double masterBytes(const PlanContext& ctx)
+{
+    return ctx.mixed ? 4 : 0;
+}
+
+// Tunebench's trainer (and the ZeRO paper's baseline): 16-bit working
+// weights and gradients plus fp32 master; LoRA adapters live in fp32.
+HostStates ddpStates(const PlanContext& ctx, MemoryBuilder& b)
+{
+    const double trainWork = ctx.lora && ctx.mixed ? 4 : workBytes(ctx);
+    const double trainMaster = ctx.lora ? 0 : masterBytes(ctx);
+    const double grad = trainWork;
+    const bool offOpt = ctx.in.offload != Offload::None;
+    HostStates host;
+    addWeights(b,
+        {.trainableBytes = trainWork,
+            .trainableDtype = trainWork == 4 ? "fp32" : ctx.actName,
+            .masterBytes = offOpt ? 0 : trainMaster,
+            .where = ", replicated on every GPU"});
+    addGradients(b, grad, 0, 1, ctx.lora && ctx.mixed ? " (fp32 adapter gradients)" : "");
+    if (!offOpt) {
+        addOptimizer(b, 1);
+    } else {
+        // A whole master, master gradient and optimizer states per rank in
+        // host memory; the step's gradient is summed on the GPU and crosses once.
+        const double hostMaster = ctx.precision == Precision::Bf16 ? 2 : 4;
+        host.bytesPerGpu = pinnedHostBytes(ctx,
+            {ctx.trainable * hostMaster, ctx.trainable * hostMaster,
+                ctx.trainable * ctx.optimizerBytes});
+        host.what = "master weights, master gradients and optimizer states, whole on every rank";
+    }
+    if (ctx.world > 1 && !ctx.in.ddpBucketView) {
+        if (auto* c = b.add("comm_buckets", MemoryCategory::Buffers, "DDP all-reduce buckets",
+                ctx.trainable * grad, kSrcDdp);
+            c && ctx.explain)
+            Line(c->explanation)
+                << "gradient_as_bucket_view=false: the buckets copy every gradient, "
+                << Count{ctx.trainable} << " x " << Fixed{grad, 0} << " B = " << Bytes{c->bytes};
+    }
+    return host;
+}
+
+HostStates zero12States(const PlanContext& ctx, MemoryBuilder& b)
+{
+    const double W = ctx.world;
+    const double work = workBytes(ctx);
+    const double master = masterBytes(ctx);
+    const double gradPartition = ctx.mixed ? 4 : 0;
+    const bool offOpt = ctx.in.offload != Offload::None;
+    HostStates host;
+    addWeights(b,
+        {.trainableBytes = work,
+            .trainableDtype = ctx.actName,
+            .masterBytes = offOpt ? 0 : master,
+            .masterDivisor = W,
+            .where = ", replicated (ZeRO-1/2 shard only states)"});
+    if (!offOpt) {
+        addGradients(b, work, gradPartition, W,
+            ctx.mixed ? " (16-bit buffers + fp32 partition, as DeepSpeed's estimator counts)" : "");
+        addOptimizer(b, W);
+    } else {
+        const double part = ctx.trainable / W;
+        host.bytesPerGpu =
+            pinnedHostBytes(ctx, {part * master, part * gradPartition, part * ctx.optimizerBytes});
+        host.what = "ZeRO-Offload: fp32 master, fp32 gradient partition and optimizer states";
+    }
+    if (W > 1)
+        addZeroBuckets(ctx, b, work);
+    return host;
+}
+
+// The 16-bit (and NF4) parameters a rank holds of the whole model, once.
+double parameterBytes(const PlanContext& ctx, double trainableBytes)
+{
+    return ctx.frozen16 * ctx.frozenBytes
+        + ctx.quantized * (kNf4BytesPerParam + kQuantConstantsPerParam)
+        + ctx.trainable * trainableBytes;
+}
+
+HostStates zero3States(const PlanContext& ctx, MemoryBuilder& b)
+{
+    const double W = ctx.world;
+    const double work = workBytes(ctx);
+    const double master = masterBytes(ctx);
+    const double gradPartition = ctx.mixed ? 4 : work;
+    const bool offOpt = ctx.in.offload != Offload::None;
+    const bool offParams = ctx.in.offload == Offload::OptimizerAndParams;
+    HostStates host;
+    if (!offParams)
+        addWeights(b,
+            {.frozenDivisor = W,
+                .trainableBytes = work,
+                .trainableDtype = ctx.actName,
+                .trainableDivisor = W,
+                .masterBytes = offOpt ? 0 : master,
+                .masterDivisor = W,
+                .where = ", partitioned over all GPUs"});
+    if (!offOpt) {
+        addGradients(b, 0, gradPartition, W, ctx.mixed ? " (fp32 partition)" : " (partition)");
+        addOptimizer(b, W);
+    } else {
+        const double part = ctx.trainable / W;
+        host.bytesPerGpu =
+            pinnedHostBytes(ctx, {part * master, part * gradPartition, part * ctx.optimizerBytes});
+        host.what = "fp32 master, gradient partition and optimizer states";
+        if (offParams) {
+            host.bytesPerGpu += parameterBytes(ctx, work) / W;
+            host.what += ", plus the 16-bit parameter partition";
+        }
+    }
+    const double largest = double(ctx.counts.largestLayer);
+    if (auto* c = b.add("gather_buffers", MemoryCategory::Buffers, "ZeRO-3 gathered layer",
+            2 * work * largest, kSrcDeepSpeed);
+        c && ctx.explain)
+        Line(c->explanation) << "largest layer " << Count{largest} << " params x ("
+                             << Fixed{work, 0} << " B params + " << Fixed{work, 0}
+                             << " B grads) = " << Bytes{c->bytes}
+                             << " (DeepSpeed's estimator: 2 x largest_layer_params x "
+                             << Fixed{work, 0} << " B)";
+    addZero3Buffers(ctx, b, work);
+    return host;
+}
+
+// SHARD_GRAD_OP keeps every gathered unit from forward to backward.
+void addGradOpBuffers(const PlanContext& ctx, MemoryBuilder& b, double layerGrads, double rootGrads)
+{
+    const double a = ctx.act;
+    const double all = (ctx.total - ctx.quantized + (ctx.lora ? ctx.trainable : 0)) * a
+        + ctx.quantized * kNf4BytesPerParam;
+    if (auto* c = b.add("weights_full", MemoryCategory::Weights,
+            "Gathered 16-bit parameters (kept forward to backward)", all, kSrcFsdp);
+        c && ctx.explain)
+        Line(c->explanation)
+            << "SHARD_GRAD_OP does not free gathered parameters after forward: every unit, "
+            << Bytes{all} << " in " << ctx.actName;
+    if (auto* c = b.add("gather_buffers", MemoryCategory::Buffers,
+            "Unsharded gradients of one unit", layerGrads + rootGrads, kSrcFsdp);
+        c && ctx.explain) {
+        Line l(c->explanation);
+        l << "one decoder layer's gradients before reduce-scatter " << Bytes{layerGrads};
+        if (rootGrads > 0)
+            l << " + " << rootName(ctx).first << " gradients " << Bytes{rootGrads};
+        l << " = " << Bytes{c->bytes};
+    }
+}
+
+// FULL_SHARD (and Tunebench's ZeRO-3): the root, the layers gathered at
+// once and one layer's unsharded gradients.
+void addFullShardBuffers(
+    const PlanContext& ctx, MemoryBuilder& b, double layerGrads, double rootGrads, bool asZero3)
+{
+    const double root = rootParams(ctx);
+    const double layerParams = layerGatherBytes(ctx);
+    const int layers = fsdpGatheredLayers(ctx);
+    const double bytes = root * ctx.act + layers * layerParams + layerGrads + rootGrads;
+    if (auto* c = b.add("gather_buffers", MemoryCategory::Buffers,
+            asZero3 ? "ZeRO-3 gathered units" : "FSDP gathered units", bytes, kSrcFsdp);
+        c && ctx.explain)
+        Line(c->explanation) << rootName(ctx).first << " " << Bytes{root * ctx.act} << " "
+                             << rootName(ctx).second << " + " << layers
+                             << " decoder layer(s) (current, prefetched as backward_prefetch, "
+                                "forward_prefetch and limit_all_gathers allow) x "
+                             << Bytes{layerParams} << " + one layer's unsharded gradients "
+                             << Bytes{layerGrads}
+                             << (rootGrads > 0
+                                        ? std::string(" + ") + rootName(ctx).first + " gradients"
+                                        : std::string())
+                             << " = " << Bytes{bytes};
+}
+
+// FSDP: the persistent copy is the sharded flat parameter in its original
+// dtype (fp32 under mixed precision: it is the master); 16-bit copies exist
+// only while a unit is gathered.
+HostStates fsdpStates(const PlanContext& ctx, MemoryBuilder& b, Sharding s, bool asZero3)
+{
+    const double S = ctx.shardGroup;
+    const double shardBytes = ctx.precision == Precision::Fp32 || ctx.mixed ? 4 : 2;
+    const double grad = ctx.precision == Precision::Bf16 ? 2 : 4;
+    HostStates host;
+    if (ctx.in.offload != Offload::OptimizerAndParams) {
+        addWeights(b,
+            {.frozenDivisor = S,
+                .trainableBytes = shardBytes,
+                .trainableDtype = shardBytes == 4 ? "fp32" : "bf16",
+                .trainableDivisor = S,
+                .where = s == Sharding::FsdpHybrid ? ", sharded inside the node"
+                                                   : ", sharded over all GPUs",
+                .label = ctx.mixed ? "Weights (fp32 shards = master)" : "Weights"});
+        addGradients(b, 0, grad, S, " (sharded, parameter dtype)");
+        addOptimizer(b, S);
+    } else {
+        host.bytesPerGpu =
+            (ctx.trainable * (shardBytes + grad + ctx.optimizerBytes) + parameterBytes(ctx, 0)) / S;
+        host.what = "FSDP CPUOffload: parameter shards, gradients and optimizer states";
+    }
+    const double rootGrads = ctx.full ? rootParams(ctx) * ctx.act : 0;
+    const double layerGrads = (ctx.full ? double(ctx.counts.perLayer) : ctx.loraPerLayer) * ctx.act;
+    if (s == Sharding::FsdpGradOp)
+        addGradOpBuffers(ctx, b, layerGrads, rootGrads);
+    else
+        addFullShardBuffers(ctx, b, layerGrads, rootGrads, asZero3);
+    return host;
+}
+
+double modelStatesBytes(const PlanResult& r, Sharding s)
+{
+    double bytes = 0;
+    for (const MemoryComponent& c : r.memory)
+        if (c.category == MemoryCategory::Weights || c.category == MemoryCategory::Gradients
+            || c.category == MemoryCategory::Optimizer
+            || (s == Sharding::Zero3 && c.key == "gather_buffers"))
+            bytes += c.bytes;
+    return bytes;
+}
+
+// What offload may keep on a node's host: pinned transfer buffers and the
+// process itself need the rest of the VM's RAM.
+constexpr double kUsableRam = 0.9;
+
+// Fits when the device's peak fits the usable memory and what offload keeps
+// on the host fits the usable part of the VM's RAM.
+void judgeFit(const PlanContext& ctx, const HostStates& host, PlanResult& r)
+{
+    r.peaks = peaksOf(r.memory);
+    r.perGpuBytes = r.peaks.deviceUsed;
+    r.usableBytes = ctx.gpu.usableBytes() * ctx.gpuFraction;
+    r.headroomBytes = r.usableBytes - r.perGpuBytes;
+    r.cpuBytesPerNode = host.bytesPerGpu * ctx.gpusPerNode;
+    r.vmRamBytes = ctx.vm ? ctx.vm->ramGiB * common::kGiB : 0;
+    bool cpuFits = true;
+    if (r.cpuBytesPerNode > 0) {
+        cpuFits = r.vmRamBytes <= 0 || r.cpuBytesPerNode <= kUsableRam * r.vmRamBytes;
+        const std::string usable = common::formatFixed(kUsableRam * 100, 0) + "%";
+        if (ctx.explain) {
+            Line l(r.cpuExplanation);
+            l << host.what << ": " << Bytes{host.bytesPerGpu} << " per GPU x " << ctx.gpusPerNode
+              << " GPUs per node = " << Bytes{r.cpuBytesPerNode};
+            if (r.vmRamBytes > 0)
+                l << " of " << Bytes{r.vmRamBytes} << " VM RAM (" << usable << " usable)";
+        }
+        if (!cpuFits)
+            r.warnings.push_back("offloaded states need more than " + usable + " of the VM's RAM");
+    }
+    r.fits = r.perGpuBytes <= r.usableBytes && cpuFits;
+}
+
+} // namespace
+
 void computeMemory(const PlanContext& ctx, PlanResult& r)
 {
     MemoryBuilder b{ctx, r};
@@ -203,201 +506,21 @@ void computeMemory(const PlanContext& ctx, PlanResult& r)
     const bool tunebenchZero3 =
         ctx.in.engine == Engine::Tunebench && ctx.in.sharding == Sharding::Zero3;
     const Sharding s = tunebenchZero3 ? Sharding::FsdpFull : ctx.in.sharding;
-    const Offload offload = ctx.in.offload;
-    const double W = ctx.world;
-    const double S = ctx.shardGroup;
-    const double a = ctx.act;
-    const bool fp32 = ctx.precision == Precision::Fp32;
-    const bool pureBf16 = ctx.precision == Precision::Bf16;
-    double cpuBytesPerGpu = 0;
-    std::string cpuWhat;
-
-    // Bytes per trainable parameter for the working copy, the master copy,
-    // the gradient and the fp32 gradient partition ZeRO keeps for the step.
-    const double work = fp32 ? 4 : 2;
-    const double master = ctx.mixed ? 4 : 0;
-
-    if (s == Sharding::Ddp) {
-        // Tunebench's trainer (and the ZeRO paper's baseline): 16-bit working
-        // weights and gradients plus fp32 master; LoRA adapters live in fp32.
-        const double trainWork = ctx.lora && ctx.mixed ? 4 : work;
-        const double trainMaster = ctx.lora ? 0 : master;
-        const double grad = ctx.lora && ctx.mixed ? 4 : work;
-        const bool offOpt = offload != Offload::None;
-        addWeights(b, 1, trainWork, trainWork == 4 ? "fp32" : ctx.actName, 1,
-            offOpt ? 0 : trainMaster, 1, ", replicated on every GPU");
-        addGradients(b, grad, 0, 1, ctx.lora && ctx.mixed ? " (fp32 adapter gradients)" : "");
-        if (!offOpt) {
-            addOptimizer(b, 1);
-        } else {
-            // Tunebench's trainer: a whole master, master gradient and
-            // optimizer states per rank in host memory; the step's gradient
-            // is summed on the GPU and crosses once.
-            const double hostMaster = pureBf16 ? 2 : 4;
-            cpuBytesPerGpu = pinnedHostBytes(ctx,
-                {ctx.trainable * hostMaster, ctx.trainable * hostMaster,
-                    ctx.trainable * ctx.optimizerBytes});
-            cpuWhat = "master weights, master gradients and optimizer states, whole on every rank";
-        }
-        if (W > 1 && !ctx.in.ddpBucketView) {
-            if (auto* c = b.add("comm_buckets", MemoryCategory::Buffers, "DDP all-reduce buckets",
-                    ctx.trainable * grad, kSrcDdp);
-                c && ctx.explain)
-                Line(c->explanation)
-                    << "gradient_as_bucket_view=false: the buckets copy every gradient, "
-                    << Count{ctx.trainable} << " x " << Fixed{grad, 0}
-                    << " B = " << Bytes{c->bytes};
-        }
-    } else if (s == Sharding::Zero1 || s == Sharding::Zero2) {
-        const double gradPartition = ctx.mixed ? 4 : 0;
-        const bool offOpt = offload != Offload::None;
-        addWeights(b, 1, work, ctx.actName, 1, offOpt ? 0 : master, W,
-            ", replicated (ZeRO-1/2 shard only states)");
-        if (!offOpt) {
-            addGradients(b, work, gradPartition, W,
-                ctx.mixed ? " (16-bit buffers + fp32 partition, as DeepSpeed's estimator counts)"
-                          : "");
-            addOptimizer(b, W);
-        } else {
-            const double part = ctx.trainable / W;
-            cpuBytesPerGpu = pinnedHostBytes(
-                ctx, {part * master, part * gradPartition, part * ctx.optimizerBytes});
-            cpuWhat = "ZeRO-Offload: fp32 master, fp32 gradient partition and optimizer states";
-        }
-        if (W > 1)
-            addZeroBuckets(ctx, b, work);
-    } else if (s == Sharding::Zero3) {
-        const double gradPartition = ctx.mixed ? 4 : work;
-        const bool offOpt = offload != Offload::None;
-        const bool offParams = offload == Offload::OptimizerAndParams;
-        if (!offParams)
-            addWeights(
-                b, W, work, ctx.actName, W, offOpt ? 0 : master, W, ", partitioned over all GPUs");
-        if (!offOpt) {
-            addGradients(b, 0, gradPartition, W, ctx.mixed ? " (fp32 partition)" : " (partition)");
-            addOptimizer(b, W);
-        }
-        if (offOpt) {
-            const double part = ctx.trainable / W;
-            cpuBytesPerGpu = pinnedHostBytes(
-                ctx, {part * master, part * gradPartition, part * ctx.optimizerBytes});
-            cpuWhat = "fp32 master, gradient partition and optimizer states";
-            if (offParams) {
-                cpuBytesPerGpu +=
-                    (ctx.frozen16 * ctx.frozenBytes
-                        + ctx.quantized * (kNf4BytesPerParam + kQuantConstantsPerParam)
-                        + ctx.trainable * work)
-                    / W;
-                cpuWhat += ", plus the 16-bit parameter partition";
-            }
-        }
-        const double largest = double(ctx.counts.largestLayer);
-        if (auto* c = b.add("gather_buffers", MemoryCategory::Buffers, "ZeRO-3 gathered layer",
-                2 * work * largest, kSrcDeepSpeed);
-            c && ctx.explain)
-            Line(c->explanation) << "largest layer " << Count{largest} << " params x ("
-                                 << Fixed{work, 0} << " B params + " << Fixed{work, 0}
-                                 << " B grads) = " << Bytes{c->bytes}
-                                 << " (DeepSpeed's 4 x largest_layer_params)";
-        addZero3Buffers(ctx, b, work);
-    } else {
-        // FSDP: the persistent copy is the sharded flat parameter in its
-        // original dtype (fp32 under mixed precision: it is the master);
-        // 16-bit copies exist only while a unit is gathered.
-        const bool gradOp = s == Sharding::FsdpGradOp;
-        const bool offAll = offload == Offload::OptimizerAndParams;
-        const double shardBytes = fp32 || ctx.mixed ? 4 : 2;
-        const double grad = pureBf16 ? 2 : 4;
-        const char* where =
-            s == Sharding::FsdpHybrid ? ", sharded inside the node" : ", sharded over all GPUs";
-        if (!offAll) {
-            addWeights(b, S, shardBytes, shardBytes == 4 ? "fp32" : "bf16", S, 0, S, where);
-            if (ctx.full && ctx.mixed)
-                r.memory.back().label = "Weights (fp32 shards = master)";
-            addGradients(b, 0, grad, S, " (sharded, parameter dtype)");
-            addOptimizer(b, S);
-        } else {
-            cpuBytesPerGpu = (ctx.trainable * (shardBytes + grad + ctx.optimizerBytes)
-                                 + ctx.frozen16 * ctx.frozenBytes
-                                 + ctx.quantized * (kNf4BytesPerParam + kQuantConstantsPerParam))
-                / S;
-            cpuWhat = "FSDP CPUOffload: parameter shards, gradients and optimizer states";
-        }
-        const double root = rootParams(ctx);
-        const double rootGrads = ctx.full ? root * a : 0;
-        const double layerParams = layerGatherBytes(ctx);
-        const double layerGrads = (ctx.full ? double(ctx.counts.perLayer) : ctx.loraPerLayer) * a;
-        if (gradOp) {
-            const double all = (ctx.total - ctx.quantized + (ctx.lora ? ctx.trainable : 0)) * a
-                + ctx.quantized * kNf4BytesPerParam;
-            if (auto* c = b.add("weights_full", MemoryCategory::Weights,
-                    "Gathered 16-bit parameters (kept forward to backward)", all, kSrcFsdp);
-                c && ctx.explain)
-                Line(c->explanation)
-                    << "SHARD_GRAD_OP does not free gathered parameters after forward: every unit, "
-                    << Bytes{all} << " in " << ctx.actName;
-            if (auto* c = b.add("gather_buffers", MemoryCategory::Buffers,
-                    "Unsharded gradients of one unit", layerGrads + rootGrads, kSrcFsdp);
-                c && ctx.explain) {
-                Line l(c->explanation);
-                l << "one decoder layer's gradients before reduce-scatter " << Bytes{layerGrads};
-                if (rootGrads > 0)
-                    l << " + " << rootName(ctx).first << " gradients " << Bytes{rootGrads};
-                l << " = " << Bytes{c->bytes};
-            }
-        } else {
-            const int layers = fsdpGatheredLayers(ctx);
-            const double bytes = root * a + layers * layerParams + layerGrads + rootGrads;
-            if (auto* c = b.add("gather_buffers", MemoryCategory::Buffers,
-                    tunebenchZero3 ? "ZeRO-3 gathered units" : "FSDP gathered units", bytes,
-                    kSrcFsdp);
-                c && ctx.explain)
-                Line(c->explanation)
-                    << rootName(ctx).first << " " << Bytes{root * a} << " "
-                    << rootName(ctx).second << " + " << layers
-                    << " decoder layer(s) (current, prefetched as backward_prefetch, "
-                       "forward_prefetch and limit_all_gathers allow) x "
-                    << Bytes{layerParams} << " + one layer's unsharded gradients "
-                    << Bytes{layerGrads}
-                    << (rootGrads > 0 ? std::string(" + ") + rootName(ctx).first + " gradients"
-                                      : std::string())
-                    << " = "
-                    << Bytes{bytes};
-        }
-    }
-    r.modelStatesBytes = 0;
-    for (const MemoryComponent& c : r.memory)
-        if (c.category == MemoryCategory::Weights || c.category == MemoryCategory::Gradients
-            || c.category == MemoryCategory::Optimizer
-            || (s == Sharding::Zero3 && c.key == "gather_buffers"))
-            r.modelStatesBytes += c.bytes;
+    HostStates host;
+    if (s == Sharding::Ddp)
+        host = ddpStates(ctx, b);
+    else if (s == Sharding::Zero1 || s == Sharding::Zero2)
+        host = zero12States(ctx, b);
+    else if (s == Sharding::Zero3)
+        host = zero3States(ctx, b);
+    else
+        host = fsdpStates(ctx, b, s, tunebenchZero3);
+    r.modelStatesBytes = modelStatesBytes(r, s);
 
     addTransientMemory(ctx, b);
     gradientsAtPeak(ctx, r);
     addDeviceOverhead(ctx, b);
-
-    r.peaks = peaksOf(r.memory);
-    const double total = r.peaks.deviceUsed;
-    r.perGpuBytes = total;
-    r.usableBytes = ctx.gpu.usableBytes() * ctx.gpuFraction;
-    r.headroomBytes = r.usableBytes - total;
-    r.cpuBytesPerNode = cpuBytesPerGpu * ctx.gpusPerNode;
-    r.vmRamBytes = ctx.vm ? ctx.vm->ramGiB * common::kGiB : 0;
-    bool cpuFits = true;
-    if (r.cpuBytesPerNode > 0) {
-        // Pinned transfer buffers and the process itself need room too.
-        cpuFits = r.vmRamBytes <= 0 || r.cpuBytesPerNode <= 0.9 * r.vmRamBytes;
-        if (ctx.explain) {
-            Line l(r.cpuExplanation);
-            l << cpuWhat << ": " << Bytes{cpuBytesPerGpu} << " per GPU x " << ctx.gpusPerNode
-              << " GPUs per node = " << Bytes{r.cpuBytesPerNode};
-            if (r.vmRamBytes > 0)
-                l << " of " << Bytes{r.vmRamBytes} << " VM RAM (90% usable)";
-        }
-        if (!cpuFits)
-            r.warnings.push_back("offloaded states need more than 90% of the VM's RAM");
-    }
-    r.fits = total <= r.usableBytes && cpuFits;
+    judgeFit(ctx, host, r);
 }
 
 } // namespace tb::plan::detail

@@ -128,10 +128,13 @@ double loraParamsPerLayer(const model::ModelSpec& model, const LoraSettings& lor
     return perLayer;
 }
 
-PlanContext makeContext(const PlanInput& in, const model::ModelSpec& model, const GpuSpec& gpu,
-    const VmSize* vm, bool explain)
+namespace {
+
+// What trains and what stays frozen (and, for QLoRA, quantized).
+void countParameters(PlanContext& ctx)
 {
-    PlanContext ctx(in, model, gpu, vm, explain);
+    const PlanInput& in = ctx.in;
+    const model::ModelSpec& model = ctx.model;
     ctx.counts = model::countParameters(model);
     ctx.full = in.method == Method::Full;
     ctx.lora = !ctx.full;
@@ -139,23 +142,29 @@ PlanContext makeContext(const PlanInput& in, const model::ModelSpec& model, cons
     ctx.total = double(ctx.counts.total);
     if (ctx.full) {
         ctx.trainable = ctx.total;
-    } else {
-        ctx.loraPerLayer = loraParamsPerLayer(model, in.lora, &ctx.targets, &ctx.unknownTargets);
-        ctx.trainable = ctx.loraPerLayer * double(model.numLayers);
-        if (ctx.qlora) {
-            model::LinearShape shapes[model::kMaxBlockLinears];
-            const int n = model::blockLinearShapes(model, shapes);
-            double linearWeights = 0;
-            for (int i = 0; i < n; ++i)
-                linearWeights += double(shapes[i].inFeatures) * double(shapes[i].outFeatures);
-            ctx.quantized = linearWeights * double(model.numLayers);
-        }
-        ctx.frozen16 = ctx.total - ctx.quantized;
+        return;
     }
+    ctx.loraPerLayer = loraParamsPerLayer(model, in.lora, &ctx.targets, &ctx.unknownTargets);
+    ctx.trainable = ctx.loraPerLayer * double(model.numLayers);
+    if (ctx.qlora) {
+        model::LinearShape shapes[model::kMaxBlockLinears];
+        const int n = model::blockLinearShapes(model, shapes);
+        double linearWeights = 0;
+        for (int i = 0; i < n; ++i)
+            linearWeights += double(shapes[i].inFeatures) * double(shapes[i].outFeatures);
+        ctx.quantized = linearWeights * double(model.numLayers);
+    }
+    ctx.frozen16 = ctx.total - ctx.quantized;
+}
 
-    const int vmGpus = vm ? std::max(1, vm->gpusPerVm) : 1;
+// GPUs per node, the world, the group a shard spreads over, the share of a
+// GPU (or of this CPU) each rank gets.
+void layOut(PlanContext& ctx)
+{
+    const PlanInput& in = ctx.in;
+    const int vmGpus = ctx.vm ? std::max(1, ctx.vm->gpusPerVm) : 1;
     ctx.gpusPerNode = in.gpusPerNode > 0 ? in.gpusPerNode : vmGpus;
-    if (vm)
+    if (ctx.vm)
         ctx.gpusPerNode = std::min(ctx.gpusPerNode, vmGpus);
     ctx.gpusPerNode = std::clamp(ctx.gpusPerNode, 1, 1024);
     ctx.nodes = std::clamp(in.nodes, 1, 4096);
@@ -166,25 +175,27 @@ PlanContext makeContext(const PlanInput& in, const model::ModelSpec& model, cons
         ctx.shardGroup = ctx.gpusPerNode;
     else
         ctx.shardGroup = ctx.world;
-    ctx.gpuFraction = vm ? vm->gpuFraction : 1.0;
+    ctx.gpuFraction = ctx.vm ? ctx.vm->gpuFraction : 1.0;
     // Ranks on one CPU share its memory and its cores.
-    if (gpu.isCpu)
+    if (ctx.gpu.isCpu)
         ctx.gpuFraction = 1.0 / ctx.gpusPerNode;
+}
 
-    ctx.precision = in.precision;
-    ctx.mixed = in.precision == Precision::Bf16Mixed || in.precision == Precision::Fp16Mixed;
-    const bool wantsBf16 = in.precision == Precision::Bf16Mixed || in.precision == Precision::Bf16;
-    ctx.bf16Emulated = wantsBf16 && !gpu.bf16Supported;
-    ctx.act = in.precision == Precision::Fp32 ? 4 : 2;
-    ctx.actName = in.precision == Precision::Fp32 ? "fp32"
-        : in.precision == Precision::Fp16Mixed    ? "fp16"
-                                                  : "bf16";
-    ctx.frozenBytes = in.precision == Precision::Fp32 ? 4 : 2;
-    ctx.tokensPerMicro = double(std::max(1, in.microBatch)) * double(std::max(1, in.seqLen));
-
-    const bool pureBf16 = in.precision == Precision::Bf16;
-    ctx.optimizerStateBytes = pureBf16 ? 2 : 4;
-    switch (in.optimizer) {
+// Bytes per element of activations, frozen weights and optimizer states.
+void sizeElements(PlanContext& ctx)
+{
+    const Precision p = ctx.in.precision;
+    ctx.precision = p;
+    ctx.mixed = p == Precision::Bf16Mixed || p == Precision::Fp16Mixed;
+    ctx.bf16Emulated =
+        (p == Precision::Bf16Mixed || p == Precision::Bf16) && !ctx.gpu.bf16Supported;
+    ctx.act = p == Precision::Fp32 ? 4 : 2;
+    ctx.actName = p == Precision::Fp32 ? "fp32" : p == Precision::Fp16Mixed ? "fp16" : "bf16";
+    ctx.frozenBytes = p == Precision::Fp32 ? 4 : 2;
+    ctx.tokensPerMicro =
+        double(std::max(1, ctx.in.microBatch)) * double(std::max(1, ctx.in.seqLen));
+    ctx.optimizerStateBytes = p == Precision::Bf16 ? 2 : 4;
+    switch (ctx.in.optimizer) {
     case Optimizer::AdamW:
         ctx.optimizerBytes = 2 * ctx.optimizerStateBytes;
         break;
@@ -202,8 +213,13 @@ PlanContext makeContext(const PlanInput& in, const model::ModelSpec& model, cons
             : 0;
         break;
     }
+}
 
-    switch (in.precision) {
+// The dense peak the precision runs at, and the share of it achieved.
+void ratePeak(PlanContext& ctx)
+{
+    const GpuSpec& gpu = ctx.gpu;
+    switch (ctx.in.precision) {
     case Precision::Fp32:
         ctx.peakTflops = gpu.fp32Tflops;
         ctx.peakName = "fp32 (TF32 off, PyTorch's default for matmul)";
@@ -223,12 +239,24 @@ PlanContext makeContext(const PlanInput& in, const model::ModelSpec& model, cons
         ctx.peakTflops /= ctx.gpusPerNode;
         ctx.peakName = "fp32 GEMM rate measured on this CPU, per rank";
     }
-    if (in.utilisationOverride > 0)
-        ctx.utilisation = in.utilisationOverride;
+    if (ctx.in.utilisationOverride > 0)
+        ctx.utilisation = ctx.in.utilisationOverride;
     else
         ctx.utilisation = ctx.full ? gpu.utilisation.full
             : ctx.qlora            ? gpu.utilisation.qlora
                                    : gpu.utilisation.lora;
+}
+
+} // namespace
+
+PlanContext makeContext(const PlanInput& in, const model::ModelSpec& model, const GpuSpec& gpu,
+    const VmSize* vm, bool explain)
+{
+    PlanContext ctx(in, model, gpu, vm, explain);
+    countParameters(ctx);
+    layOut(ctx);
+    sizeElements(ctx);
+    ratePeak(ctx);
     return ctx;
 }
 

@@ -18,7 +18,7 @@ using common::kLoraRankLimit;
 using common::kMicroBatchLimit;
 using common::kSequenceLengthLimit;
 
-#define TB_FIELD(member) [](PlanInput & in) -> OptionField { return &in.member; }
+#define TB_FIELD(member) [](PlanInput& in) -> OptionField { return &in.member; }
 
 constexpr double kMaxSamples = double(std::int64_t(1) << 50);
 constexpr double kMaxTokens = double(std::int64_t(1) << 55);
@@ -42,10 +42,10 @@ const PlanOption kOptions[] = {
     {"optimizer", "optimizer", "optimizer", "", 0, 0, 0, TB_FIELD(optimizer)},
     {"sharding", "sharding", "data-parallel strategy (\"none\" is ddp)", "", 0, 0, 0,
         TB_FIELD(sharding)},
-    {"offload", "offload", "CPU offload (which strategies allow which: docs/DISTRIBUTED.md)", "",
-        0, 0, 0, TB_FIELD(offload)},
-    {"gradient_checkpointing", "grad-ckpt", "activation checkpointing on every layer", "", 0, 0,
-        0, TB_FIELD(gradientCheckpointing)},
+    {"offload", "offload", "CPU offload (which strategies allow which: docs/DISTRIBUTED.md)", "", 0,
+        0, 0, TB_FIELD(offload)},
+    {"gradient_checkpointing", "grad-ckpt", "activation checkpointing on every layer", "", 0, 0, 0,
+        TB_FIELD(gradientCheckpointing)},
     {"attention", "attention", "attention kernel", "", 0, 0, 0, TB_FIELD(attention)},
     {"loss", "loss", "how the loss treats logits", "", 0, 0, 0, TB_FIELD(loss)},
     {"loss_chunks", "loss-chunks", "chunks of the chunked or fused loss", "", 1, 4096, 0,
@@ -59,26 +59,25 @@ const PlanOption kOptions[] = {
         double(kSequenceLengthLimit.max), 0, TB_FIELD(seqLen)},
     {"grad_accum", "grad-accum", "micro-batches per optimizer step", "",
         double(kGradAccumLimit.min), double(kGradAccumLimit.max), 0, TB_FIELD(gradAccum)},
-    {"packing", "packing", "samples packed into full sequences (off: one padded sample a row)",
-        "", 0, 0, 0, TB_FIELD(packing)},
-    {"vm_size", "vm", "an Azure VM size, e.g. Standard_ND96amsr_A100_v4 (sets the GPU)", "", 0,
-        0, 0, TB_FIELD(vmSize)},
-    {"gpu", "gpu", "a GPU from presets/hardware/gpus.yaml (plans without a VM: no price)", "", 0,
-        0, 0, TB_FIELD(gpu)},
+    {"packing", "packing", "samples packed into full sequences (off: one padded sample a row)", "",
+        0, 0, 0, TB_FIELD(packing)},
+    {"vm_size", "vm", "an Azure VM size, e.g. Standard_ND96amsr_A100_v4 (sets the GPU)", "", 0, 0,
+        0, TB_FIELD(vmSize)},
+    {"gpu", "gpu", "a GPU from presets/hardware/gpus.yaml (plans without a VM: no price)", "", 0, 0,
+        0, TB_FIELD(gpu)},
     {"gpus_per_node", "gpus-per-node", "GPUs used per node; 0: all of the VM's", "", 0, 1024, 0,
         TB_FIELD(gpusPerNode)},
     {"nodes", "nodes", "nodes", "", 1, 4096, 0, TB_FIELD(nodes)},
     {"dataset.samples", "dataset-samples", "samples in the dataset", "", 0, kMaxSamples, 0,
         TB_FIELD(datasetSamples)},
-    {"dataset.mean_tokens_per_sample", "mean-tokens", "mean tokens per sample", "tokens", 0, 1e9,
-        0, TB_FIELD(meanTokensPerSample)},
+    {"dataset.mean_tokens_per_sample", "mean-tokens", "mean tokens per sample", "tokens", 0, 1e9, 0,
+        TB_FIELD(meanTokensPerSample)},
     {"dataset.tokens", "dataset-tokens",
         "tokens in the dataset; 0: samples x mean tokens per sample", "tokens", 0, kMaxTokens, 0,
         TB_FIELD(datasetTokens)},
-    {"dataset.epochs", "epochs", "passes over the dataset", "", 0.001, 1e6, 3,
-        TB_FIELD(epochs)},
-    {"deepspeed.reduce_bucket_size", "", "DeepSpeed reduce_bucket_size", "elements", 0,
-        kMaxBucket, 0, TB_FIELD(deepspeed.reduceBucketSize)},
+    {"dataset.epochs", "epochs", "passes over the dataset", "", 0.001, 1e6, 3, TB_FIELD(epochs)},
+    {"deepspeed.reduce_bucket_size", "", "DeepSpeed reduce_bucket_size", "elements", 0, kMaxBucket,
+        0, TB_FIELD(deepspeed.reduceBucketSize)},
     {"deepspeed.allgather_bucket_size", "", "DeepSpeed allgather_bucket_size (ZeRO-1/2)",
         "elements", 0, kMaxBucket, 0, TB_FIELD(deepspeed.allgatherBucketSize)},
     {"deepspeed.overlap_comm", "", "DeepSpeed overlap_comm; auto: DeepSpeed's default per stage",
@@ -87,14 +86,14 @@ const PlanOption kOptions[] = {
         TB_FIELD(deepspeed.contiguousGradients)},
     {"deepspeed.stage3_prefetch_bucket_size", "", "DeepSpeed stage3_prefetch_bucket_size",
         "elements", 0, kMaxBucket, 0, TB_FIELD(deepspeed.prefetchBucketSize)},
-    {"deepspeed.stage3_max_live_parameters", "", "DeepSpeed stage3_max_live_parameters",
-        "elements", 0, kMaxBucket, 0, TB_FIELD(deepspeed.maxLiveParameters)},
+    {"deepspeed.stage3_max_live_parameters", "", "DeepSpeed stage3_max_live_parameters", "elements",
+        0, kMaxBucket, 0, TB_FIELD(deepspeed.maxLiveParameters)},
     {"deepspeed.pin_memory", "", "DeepSpeed offload pin_memory", "", 0, 0, 0,
         TB_FIELD(deepspeed.pinMemory)},
     {"deepspeed.buffer_count", "", "DeepSpeed offload_param.buffer_count", "", 1, 1024, 0,
         TB_FIELD(deepspeed.paramBufferCount)},
-    {"deepspeed.buffer_size", "", "DeepSpeed offload_param.buffer_size", "elements", 0,
-        kMaxBucket, 0, TB_FIELD(deepspeed.paramBufferSize)},
+    {"deepspeed.buffer_size", "", "DeepSpeed offload_param.buffer_size", "elements", 0, kMaxBucket,
+        0, TB_FIELD(deepspeed.paramBufferSize)},
     {"fsdp.backward_prefetch", "", "FSDP backward_prefetch", "", 0, 0, 0,
         TB_FIELD(fsdp.backwardPrefetch)},
     {"fsdp.forward_prefetch", "", "FSDP forward_prefetch", "", 0, 0, 0,
@@ -104,11 +103,13 @@ const PlanOption kOptions[] = {
     {"calibration.utilisation", "utilisation",
         "achievable fraction of dense peak; 0: the GPU preset's", "", 0, 1, 3,
         TB_FIELD(utilisationOverride)},
-    {"calibration.cuda_context_gib", "", "CUDA context and library workspaces per GPU; 0: the "
-        "GPU preset's", "GiB", 0, 64, 2, TB_FIELD(cudaContextGiB)},
+    {"calibration.cuda_context_gib", "",
+        "CUDA context and library workspaces per GPU; 0: the "
+        "GPU preset's",
+        "GiB", 0, 64, 2, TB_FIELD(cudaContextGiB)},
     {"calibration.allocator_overhead", "",
-        "reserved beyond allocated, as a fraction of transients; 0: the GPU preset's", "", 0, 1,
-        3, TB_FIELD(allocatorOverhead)},
+        "reserved beyond allocated, as a fraction of transients; 0: the GPU preset's", "", 0, 1, 3,
+        TB_FIELD(allocatorOverhead)},
 };
 
 #undef TB_FIELD
@@ -116,22 +117,67 @@ const PlanOption kOptions[] = {
 constexpr std::string_view kPrefetchNames[] = {"pre", "post", "none"};
 
 // The spellings of each choice type, canonical first.
-std::vector<std::string> namesOf(Method*) { return methodNames(); }
-std::vector<std::string> namesOf(Precision*) { return precisionNames(); }
-std::vector<std::string> namesOf(Optimizer*) { return optimizerNames(); }
-std::vector<std::string> namesOf(Sharding*) { return shardingNames(); }
-std::vector<std::string> namesOf(Offload*) { return offloadNames(); }
-std::vector<std::string> namesOf(Attention*) { return attentionNames(); }
-std::vector<std::string> namesOf(LossMode*) { return lossModeNames(); }
-std::vector<std::string> namesOf(BackwardPrefetch*) { return {"pre", "post", "none"}; }
+std::vector<std::string> namesOf(Method*)
+{
+    return methodNames();
+}
+std::vector<std::string> namesOf(Precision*)
+{
+    return precisionNames();
+}
+std::vector<std::string> namesOf(Optimizer*)
+{
+    return optimizerNames();
+}
+std::vector<std::string> namesOf(Sharding*)
+{
+    return shardingNames();
+}
+std::vector<std::string> namesOf(Offload*)
+{
+    return offloadNames();
+}
+std::vector<std::string> namesOf(Attention*)
+{
+    return attentionNames();
+}
+std::vector<std::string> namesOf(LossMode*)
+{
+    return lossModeNames();
+}
+std::vector<std::string> namesOf(BackwardPrefetch*)
+{
+    return {"pre", "post", "none"};
+}
 
-std::optional<Method> parseAs(Method*, std::string_view t) { return parseMethod(t); }
-std::optional<Precision> parseAs(Precision*, std::string_view t) { return parsePrecision(t); }
-std::optional<Optimizer> parseAs(Optimizer*, std::string_view t) { return parseOptimizer(t); }
-std::optional<Sharding> parseAs(Sharding*, std::string_view t) { return parseSharding(t); }
-std::optional<Offload> parseAs(Offload*, std::string_view t) { return parseOffload(t); }
-std::optional<Attention> parseAs(Attention*, std::string_view t) { return parseAttention(t); }
-std::optional<LossMode> parseAs(LossMode*, std::string_view t) { return parseLossMode(t); }
+std::optional<Method> parseAs(Method*, std::string_view t)
+{
+    return parseMethod(t);
+}
+std::optional<Precision> parseAs(Precision*, std::string_view t)
+{
+    return parsePrecision(t);
+}
+std::optional<Optimizer> parseAs(Optimizer*, std::string_view t)
+{
+    return parseOptimizer(t);
+}
+std::optional<Sharding> parseAs(Sharding*, std::string_view t)
+{
+    return parseSharding(t);
+}
+std::optional<Offload> parseAs(Offload*, std::string_view t)
+{
+    return parseOffload(t);
+}
+std::optional<Attention> parseAs(Attention*, std::string_view t)
+{
+    return parseAttention(t);
+}
+std::optional<LossMode> parseAs(LossMode*, std::string_view t)
+{
+    return parseLossMode(t);
+}
 std::optional<BackwardPrefetch> parseAs(BackwardPrefetch*, std::string_view t)
 {
     const std::string lower = common::toLower(common::trimView(t));
@@ -140,8 +186,14 @@ std::optional<BackwardPrefetch> parseAs(BackwardPrefetch*, std::string_view t)
             return BackwardPrefetch(i);
     return std::nullopt;
 }
-std::string_view spell(BackwardPrefetch value) { return kPrefetchNames[int(value)]; }
-template <typename Enum> std::string_view spell(Enum value) { return toString(value); }
+std::string_view spell(BackwardPrefetch value)
+{
+    return kPrefetchNames[int(value)];
+}
+template <typename Enum> std::string_view spell(Enum value)
+{
+    return toString(value);
+}
 
 std::optional<bool> parseBoolean(std::string_view text)
 {
@@ -298,8 +350,8 @@ std::string valueText(const PlanOption& option, const PlanInput& input)
         option.field(copy));
 }
 
-std::optional<std::string> assignText(const PlanOption& option, PlanInput& input,
-    std::string_view text)
+std::optional<std::string> assignText(
+    const PlanOption& option, PlanInput& input, std::string_view text)
 {
     const OptionField field = option.field(input);
     return std::visit(

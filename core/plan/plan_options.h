@@ -53,8 +53,8 @@ std::string_view nameInSection(const PlanOption& option); // "rank" of "lora.ran
 std::string valueText(const PlanOption& option, const PlanInput& input);
 // Sets the option from its text; on refusal, "got X, expected Y" (without the
 // option's name: each front end names it its own way: --flag, file:line: key).
-std::optional<std::string> assignText(const PlanOption& option, PlanInput& input,
-    std::string_view text);
+std::optional<std::string> assignText(
+    const PlanOption& option, PlanInput& input, std::string_view text);
 // Checks the value already in `input` against the option's range or choices.
 std::optional<std::string> checkValue(const PlanOption& option, const PlanInput& input);
 // "an integer from 1 to 65536", "one of adamw|sgd|...": the "expected" part.

@@ -7,6 +7,7 @@
 #include <array>
 #include <climits>
 #include <cmath>
+#include <optional>
 
 namespace tb::plan {
 
@@ -124,156 +125,151 @@ std::string fitDetail(const PlanResult& r)
         + common::formatBytes(r.vmRamBytes) + " VM RAM";
 }
 
-} // namespace
+// A VM size as the sweep sees it: the plan on it (its GPU, all of its GPUs,
+// fp16 where the GPU has no bf16 and the fallback is allowed), the notes every
+// option on it carries, and why it is left out, if it is.
+struct VmScreen {
+    PlanInput base;
+    std::vector<std::string> notes;
+    RejectReason reason = RejectReason::NotForTraining;
+    std::string problem; // empty: swept
+};
 
-Recommendation recommend(const PlanInput& input, const model::ModelSpec& model,
-    const Catalog& catalog, const RecommendOptions& options, const ProgressHook& progress)
+VmScreen screenVm(
+    const VmSize& vm, const GpuSpec& gpu, const PlanInput& input, const RecommendOptions& options)
 {
-    Recommendation rec;
-    Rejections rejections(rec.rejected);
-    const std::vector<Sharding> strategies = options.strategies.empty()
-        ? std::vector<Sharding>(kAllStrategies.begin(), kAllStrategies.end())
-        : options.strategies;
+    VmScreen screen;
     const bool needsPrice = options.rankBy != RankBy::Time || options.maxUsdPerHour > 0;
-    const int swept = std::max(kSweptNodes, 1);
-    const EstimateOptions quiet{false};
-    const int total = int(catalog.vms().size());
-    int done = 0;
-
-    for (const VmSize& vm : catalog.vms()) {
-        const GpuSpec* gpu = catalog.findGpu(vm.gpuId);
-        const auto finishVm = [&]() {
-            ++done;
-            if (progress && !progress(done, total))
-                rec.cancelled = true;
-        };
-        if (!gpu) {
-            finishVm();
-            if (rec.cancelled)
-                break;
-            continue;
+    const auto refuse = [&screen](RejectReason reason, std::string problem) {
+        screen.reason = reason;
+        screen.problem = std::move(problem);
+    };
+    if (vm.fractionalGpu)
+        refuse(RejectReason::NotForTraining,
+            "a vGPU slice for graphics (" + common::formatFixed(vm.gpuFraction * 100, 0)
+                + "% of an " + gpu.id + ")");
+    else if (vm.status == "retired" && !options.includeRetired)
+        refuse(RejectReason::Retired, vm.statusNote);
+    else if (vm.status == "preview" && !options.includePreview)
+        refuse(RejectReason::Preview, "preview size: " + vm.statusNote);
+    else if (gpu.bf16Tflops <= 0 && gpu.fp16Tflops <= 0)
+        refuse(RejectReason::NoPeakFigures, "no peak figures are known for " + gpu.id);
+    else if (options.trainerRunnableOnly && !tunebenchTrainerSupport(gpu).runs)
+        refuse(RejectReason::NotRunnable, tunebenchTrainerSupport(gpu).reason);
+    else if (needsPrice && !vm.usdPerHour)
+        refuse(RejectReason::NoPrice, "no price known (" + vm.priceSource + ")");
+    screen.base = input;
+    screen.base.vmSize = vm.name;
+    screen.base.gpu.clear();
+    screen.base.gpusPerNode = vm.gpusPerVm;
+    for (const std::string& note : vm.notes)
+        if (note.rfind("ROCm/RCCL stack", 0) == 0 || note.rfind("Arm64", 0) == 0)
+            screen.notes.push_back(note);
+    const bool wantsBf16 =
+        input.precision == Precision::Bf16Mixed || input.precision == Precision::Bf16;
+    if (screen.problem.empty() && wantsBf16 && !gpu.bf16Supported) {
+        if (options.allowPrecisionFallback) {
+            screen.base.precision = Precision::Fp16Mixed;
+            screen.notes.push_back("fp16 mixed: " + gpu.id + " has no bf16");
+        } else {
+            refuse(RejectReason::NoBf16,
+                gpu.id + " has no bf16 (allow the fp16 fallback to consider it)");
         }
-        std::string vmProblem;
-        RejectReason vmReason = RejectReason::NotForTraining;
-        if (vm.fractionalGpu) {
-            vmProblem = "a vGPU slice for graphics (" + common::formatFixed(vm.gpuFraction * 100, 0)
-                + "% of an " + gpu->id + ")";
-        } else if (vm.status == "retired" && !options.includeRetired) {
-            vmReason = RejectReason::Retired;
-            vmProblem = vm.statusNote;
-        } else if (vm.status == "preview" && !options.includePreview) {
-            vmReason = RejectReason::Preview;
-            vmProblem = "preview size: " + vm.statusNote;
-        } else if (gpu->bf16Tflops <= 0 && gpu->fp16Tflops <= 0) {
-            vmReason = RejectReason::NoPeakFigures;
-            vmProblem = "no peak figures are known for " + gpu->id;
-        } else if (options.trainerRunnableOnly && !tunebenchTrainerSupport(*gpu).runs) {
-            vmReason = RejectReason::NotRunnable;
-            vmProblem = tunebenchTrainerSupport(*gpu).reason;
-        } else if (needsPrice && !vm.usdPerHour) {
-            vmReason = RejectReason::NoPrice;
-            vmProblem = "no price known (" + vm.priceSource + ")";
-        }
-        PlanInput base = input;
-        base.vmSize = vm.name;
-        base.gpu.clear();
-        base.gpusPerNode = vm.gpusPerVm;
-        std::vector<std::string> notes;
-        for (const std::string& note : vm.notes)
-            if (note.rfind("ROCm/RCCL stack", 0) == 0 || note.rfind("Arm64", 0) == 0)
-                notes.push_back(note);
-        const bool wantsBf16 =
-            input.precision == Precision::Bf16Mixed || input.precision == Precision::Bf16;
-        if (vmProblem.empty() && wantsBf16 && !gpu->bf16Supported) {
-            if (options.allowPrecisionFallback) {
-                base.precision = Precision::Fp16Mixed;
-                notes.push_back("fp16 mixed: " + gpu->id + " has no bf16");
-            } else {
-                vmReason = RejectReason::NoBf16;
-                vmProblem = gpu->id + " has no bf16 (allow the fp16 fallback to consider it)";
-            }
-        }
-        if (!vmProblem.empty()) {
-            rejections.addVm(vm, strategies, std::max(1, std::min(options.maxNodes, swept)),
-                vmReason, vmProblem);
-            finishVm();
-            if (rec.cancelled)
-                break;
-            continue;
-        }
-
-        for (Sharding strategy : strategies) {
-            PlanInput candidate = base;
-            candidate.sharding = strategy;
-            if (common::Status valid = validatePlanInput(candidate); !valid) {
-                rejections.addVm(vm, {strategy}, std::max(1, std::min(options.maxNodes, swept)),
-                    RejectReason::InvalidCombination, valid.error().message);
-                continue;
-            }
-            for (int nodes = 1; nodes <= swept; ++nodes) {
-                if (nodes > options.maxNodes) {
-                    rejections.add(vm, strategy, nodes, RejectReason::TooManyNodes,
-                        "more than " + std::to_string(options.maxNodes) + " nodes allowed");
-                    continue;
-                }
-                const int world = vm.gpusPerVm * nodes;
-                if (world == 1 && strategy != Sharding::Ddp) {
-                    rejections.add(vm, strategy, nodes, RejectReason::Redundant,
-                        "one GPU: nothing to shard (same as DDP)");
-                    continue;
-                }
-                if (strategy == Sharding::FsdpHybrid && nodes == 1) {
-                    rejections.add(vm, strategy, nodes, RejectReason::Redundant,
-                        "one node: same as FSDP FULL_SHARD");
-                    continue;
-                }
-                candidate.nodes = nodes;
-                const PlanResult r = estimatePlan(candidate, model, *gpu, &vm, quiet);
-                ++rec.evaluated;
-                if (!r.fits) {
-                    rejections.add(vm, strategy, nodes, RejectReason::DoesNotFit, fitDetail(r), &r);
-                    continue;
-                }
-                const double usdPerHour = vm.usdPerHour ? *vm.usdPerHour * nodes : 0;
-                if (options.maxUsdPerHour > 0 && usdPerHour > options.maxUsdPerHour) {
-                    rejections.add(vm, strategy, nodes, RejectReason::OverBudget,
-                        common::formatMoney(usdPerHour) + "/h is over "
-                            + common::formatMoney(options.maxUsdPerHour) + "/h");
-                    continue;
-                }
-                if (options.timeBudgetHours > 0 && r.hours > options.timeBudgetHours) {
-                    rejections.add(vm, strategy, nodes, RejectReason::OverBudget,
-                        common::formatFixed(r.hours, 1) + " h is over the "
-                            + common::formatFixed(options.timeBudgetHours, 1) + " h budget");
-                    continue;
-                }
-                RecommendedOption& o = rec.options.emplace_back();
-                o.vmSize = vm.name;
-                o.gpuId = gpu->id;
-                o.nodes = nodes;
-                o.gpusPerNode = vm.gpusPerVm;
-                o.gpusTotal = world;
-                o.strategy = strategy;
-                o.precision = candidate.precision;
-                o.fits = true;
-                o.perGpuBytes = r.perGpuBytes;
-                o.usableBytes = r.usableBytes;
-                o.tokensPerSecond = r.tokensPerSecond;
-                o.hours = r.hours;
-                o.usdPerHour = usdPerHour;
-                o.costUsd = r.costKnown ? r.costUsd : 0;
-                o.notes = notes;
-                o.trainer = tunebenchTrainerSupport(*gpu);
-                o.input = candidate;
-            }
-        }
-        finishVm();
-        if (rec.cancelled)
-            break;
     }
+    return screen;
+}
 
-    // Costs and times within 1% of each other are a tie (the model is not
-    // that precise): then fewer nodes, then the other criterion, win.
+// Why `nodes` nodes of `vm` under `strategy` are not worth planning, if so.
+std::optional<std::pair<RejectReason, std::string>> pointless(
+    const VmSize& vm, Sharding strategy, int nodes, const RecommendOptions& options)
+{
+    if (nodes > options.maxNodes)
+        return std::pair{RejectReason::TooManyNodes,
+            "more than " + std::to_string(options.maxNodes) + " nodes allowed"};
+    if (vm.gpusPerVm * nodes == 1 && strategy != Sharding::Ddp)
+        return std::pair{
+            RejectReason::Redundant, std::string("one GPU: nothing to shard (same as DDP)")};
+    if (strategy == Sharding::FsdpHybrid && nodes == 1)
+        return std::pair{RejectReason::Redundant, std::string("one node: same as FSDP FULL_SHARD")};
+    return std::nullopt;
+}
+
+// Over a budget the options set, if so.
+std::optional<std::string> overBudget(
+    const PlanResult& r, double usdPerHour, const RecommendOptions& options)
+{
+    if (options.maxUsdPerHour > 0 && usdPerHour > options.maxUsdPerHour)
+        return common::formatMoney(usdPerHour) + "/h is over "
+            + common::formatMoney(options.maxUsdPerHour) + "/h";
+    if (options.timeBudgetHours > 0 && r.hours > options.timeBudgetHours)
+        return common::formatFixed(r.hours, 1) + " h is over the "
+            + common::formatFixed(options.timeBudgetHours, 1) + " h budget";
+    return std::nullopt;
+}
+
+RecommendedOption optionOf(const VmSize& vm, const GpuSpec& gpu, const PlanInput& candidate,
+    const PlanResult& r, double usdPerHour, const std::vector<std::string>& notes)
+{
+    RecommendedOption o;
+    o.vmSize = vm.name;
+    o.gpuId = gpu.id;
+    o.nodes = candidate.nodes;
+    o.gpusPerNode = vm.gpusPerVm;
+    o.gpusTotal = vm.gpusPerVm * candidate.nodes;
+    o.strategy = candidate.sharding;
+    o.precision = candidate.precision;
+    o.fits = true;
+    o.perGpuBytes = r.perGpuBytes;
+    o.usableBytes = r.usableBytes;
+    o.tokensPerSecond = r.tokensPerSecond;
+    o.hours = r.hours;
+    o.usdPerHour = usdPerHour;
+    o.costUsd = r.costKnown ? r.costUsd : 0;
+    o.notes = notes;
+    o.trainer = tunebenchTrainerSupport(gpu);
+    o.input = candidate;
+    return o;
+}
+
+// Every node count of one strategy on one VM size: the options that fit and
+// keep to the budgets, the rest rejected with their reason.
+void sweepStrategy(const VmSize& vm, const GpuSpec& gpu, const VmScreen& screen, Sharding strategy,
+    const model::ModelSpec& model, const RecommendOptions& options, Recommendation& rec,
+    Rejections& rejections)
+{
+    const int swept = std::max(kSweptNodes, 1);
+    PlanInput candidate = screen.base;
+    candidate.sharding = strategy;
+    if (common::Status valid = validatePlanInput(candidate); !valid) {
+        rejections.addVm(vm, {strategy}, std::max(1, std::min(options.maxNodes, swept)),
+            RejectReason::InvalidCombination, valid.error().message);
+        return;
+    }
+    for (int nodes = 1; nodes <= swept; ++nodes) {
+        if (const auto why = pointless(vm, strategy, nodes, options)) {
+            rejections.add(vm, strategy, nodes, why->first, why->second);
+            continue;
+        }
+        candidate.nodes = nodes;
+        const PlanResult r = estimatePlan(candidate, model, gpu, &vm, EstimateOptions{false});
+        ++rec.evaluated;
+        if (!r.fits) {
+            rejections.add(vm, strategy, nodes, RejectReason::DoesNotFit, fitDetail(r), &r);
+            continue;
+        }
+        const double usdPerHour = vm.usdPerHour ? *vm.usdPerHour * nodes : 0;
+        if (const auto over = overBudget(r, usdPerHour, options)) {
+            rejections.add(vm, strategy, nodes, RejectReason::OverBudget, *over);
+            continue;
+        }
+        rec.options.push_back(optionOf(vm, gpu, candidate, r, usdPerHour, screen.notes));
+    }
+}
+
+// Costs and times within 1% of each other are a tie (the model is not that
+// precise): then fewer nodes, then the other criterion, win.
+void rank(std::vector<RecommendedOption>& options, RankBy by)
+{
     const auto bucket = [](double value) {
         return value > 0 ? std::llround(std::log(value) / std::log(1.01)) : LLONG_MIN;
     };
@@ -293,10 +289,42 @@ Recommendation recommend(const PlanInput& input, const model::ModelSpec& model,
             return a.nodes < b.nodes;
         return a.costUsd < b.costUsd;
     };
-    if (options.rankBy == RankBy::Time)
-        std::stable_sort(rec.options.begin(), rec.options.end(), byTime);
+    if (by == RankBy::Time)
+        std::stable_sort(options.begin(), options.end(), byTime);
     else
-        std::stable_sort(rec.options.begin(), rec.options.end(), byCost);
+        std::stable_sort(options.begin(), options.end(), byCost);
+}
+
+} // namespace
+
+Recommendation recommend(const PlanInput& input, const model::ModelSpec& model,
+    const Catalog& catalog, const RecommendOptions& options, const ProgressHook& progress)
+{
+    Recommendation rec;
+    Rejections rejections(rec.rejected);
+    const std::vector<Sharding> strategies = options.strategies.empty()
+        ? std::vector<Sharding>(kAllStrategies.begin(), kAllStrategies.end())
+        : options.strategies;
+    const int total = int(catalog.vms().size());
+    int done = 0;
+    for (const VmSize& vm : catalog.vms()) {
+        if (const GpuSpec* gpu = catalog.findGpu(vm.gpuId)) {
+            const VmScreen screen = screenVm(vm, *gpu, input, options);
+            if (!screen.problem.empty())
+                rejections.addVm(vm, strategies,
+                    std::max(1, std::min(options.maxNodes, std::max(kSweptNodes, 1))),
+                    screen.reason, screen.problem);
+            else
+                for (const Sharding strategy : strategies)
+                    sweepStrategy(vm, *gpu, screen, strategy, model, options, rec, rejections);
+        }
+        ++done;
+        if (progress && !progress(done, total)) {
+            rec.cancelled = true;
+            break;
+        }
+    }
+    rank(rec.options, options.rankBy);
     return rec;
 }
 

@@ -41,7 +41,8 @@ json nodeJson(const NodeUpdate& update)
 }
 
 // The field's value as T, or an Error naming the field and what it holds.
-template <typename T> common::Result<T> field(const json& object, const char* name, bool required = true)
+template <typename T>
+common::Result<T> field(const json& object, const char* name, bool required = true)
 {
     const auto it = object.find(name);
     if (it == object.end()) {
@@ -53,17 +54,18 @@ template <typename T> common::Result<T> field(const json& object, const char* na
         return it->get<T>();
     } catch (const json::exception&) {
         return Error{std::string("launcher status: field '") + name + "': got " + it->dump()
-                + ", expected " + (std::is_same_v<T, std::string> ? "text" : "a number or a list of text"),
+                + ", expected "
+                + (std::is_same_v<T, std::string> ? "text" : "a number or a list of text"),
             {}};
     }
 }
 
-#define TB_READ(target, object, name, ...)                                                                   \
-    do {                                                                                                     \
-        auto tbValue = field<std::decay_t<decltype(target)>>(object, name, ##__VA_ARGS__);                  \
-        if (!tbValue)                                                                                        \
-            return tbValue.error();                                                                          \
-        target = std::move(tbValue).value();                                                                 \
+#define TB_READ(target, object, name, ...)                                                         \
+    do {                                                                                           \
+        auto tbValue = field<std::decay_t<decltype(target)>>(object, name, ##__VA_ARGS__);         \
+        if (!tbValue)                                                                              \
+            return tbValue.error();                                                                \
+        target = std::move(tbValue).value();                                                       \
     } while (0)
 
 common::Result<NodeUpdate> readNode(const json& object)
@@ -76,7 +78,8 @@ common::Result<NodeUpdate> readNode(const json& object)
     const std::optional<NodeState> parsed = parseNodeState(state);
     if (!parsed)
         return Error{"launcher status: field 'state': got \"" + state
-                + "\", expected connecting, checked, check-failed, starting, running, unreachable, exited or vanished",
+                + "\", expected connecting, checked, check-failed, starting, running, unreachable, "
+                  "exited or vanished",
             {}};
     update.state = *parsed;
     TB_READ(update.detail, object, "detail", false);
@@ -130,10 +133,14 @@ common::Status readBody(const json& object, LauncherStatus& status)
 std::string_view toString(ClusterOutcome outcome)
 {
     switch (outcome) {
-    case ClusterOutcome::Succeeded: return "succeeded";
-    case ClusterOutcome::NodeFailed: return "failed";
-    case ClusterOutcome::Stopped: return "stopped";
-    case ClusterOutcome::Detached: return "detached";
+    case ClusterOutcome::Succeeded:
+        return "succeeded";
+    case ClusterOutcome::NodeFailed:
+        return "failed";
+    case ClusterOutcome::Stopped:
+        return "stopped";
+    case ClusterOutcome::Detached:
+        return "detached";
     }
     return "?";
 }
@@ -146,8 +153,9 @@ std::string toJsonLine(const LauncherStatus& status)
         out = nodeJson(status.node);
         break;
     case LauncherStatus::Type::Transfer:
-        out = {{"node", status.transferNode}, {"host", status.transferHost}, {"path", status.transfer.path},
-            {"bytes", status.transfer.bytes}, {"bytes_done", status.transfer.bytesDone}};
+        out = {{"node", status.transferNode}, {"host", status.transferHost},
+            {"path", status.transfer.path}, {"bytes", status.transfer.bytes},
+            {"bytes_done", status.transfer.bytesDone}};
         break;
     case LauncherStatus::Type::Note:
         out = {{"text", status.text}};
@@ -180,7 +188,8 @@ common::Result<LauncherStatus> parseLauncherStatus(std::string_view line)
             known = true;
         }
     if (!known)
-        return Error{"launcher status: field 'type': got " + (object.contains("type") ? object["type"].dump() : "nothing")
+        return Error{"launcher status: field 'type': got "
+                + (object.contains("type") ? object["type"].dump() : "nothing")
                 + ", expected node, transfer, note, preflight_failed or end",
             {}};
     if (common::Status read = readBody(object, status); !read)

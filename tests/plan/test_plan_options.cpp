@@ -66,8 +66,8 @@ std::vector<std::string> refusedTexts(const PlanOption& option)
 {
     switch (plan::kindOf(option)) {
     case OptionKind::Integer:
-        return {std::to_string((long long)option.min - 1), std::to_string((long long)option.max + 1),
-            "1.5", "many"};
+        return {std::to_string((long long)option.min - 1),
+            std::to_string((long long)option.max + 1), "1.5", "many"};
     case OptionKind::Real: {
         const double step = std::max(1e-6, std::abs(option.max) * 1e-3);
         return {common::shortestNumber(option.min - step),
@@ -116,8 +116,8 @@ void addOptionRows()
 {
     QTest::addColumn<QString>("key");
     for (const PlanOption& option : plan::planOptions())
-        QTest::newRow(std::string(option.key).c_str()) << QString::fromUtf8(option.key.data(),
-            int(option.key.size()));
+        QTest::newRow(std::string(option.key).c_str())
+            << QString::fromUtf8(option.key.data(), int(option.key.size()));
 }
 
 const PlanOption& fetchedOption()
@@ -163,12 +163,14 @@ private slots:
             QVERIFY2(!refused, (text + ": " + refused.value_or("")).c_str());
             QVERIFY2(!plan::checkValue(option, in), text.c_str());
             // A plan file says the same, and writes back what it read.
-            const common::Result<PlanInput> read = plan::parsePlanYaml(planFileWith(option, text), "plan.yaml");
+            const common::Result<PlanInput> read =
+                plan::parsePlanYaml(planFileWith(option, text), "plan.yaml");
             if (plan::kindOf(option) == OptionKind::Text && option.key != "model")
                 continue; // a VM or GPU name alone leaves the other empty: judged when planning
             QVERIFY2(read.ok(), read.ok() ? "" : read.error().message.c_str());
             QCOMPARE(plan::valueText(option, *read), plan::valueText(option, in));
-            const common::Result<PlanInput> reread = plan::parsePlanYaml(plan::planToYaml(*read), "plan.yaml");
+            const common::Result<PlanInput> reread =
+                plan::parsePlanYaml(plan::planToYaml(*read), "plan.yaml");
             QVERIFY2(reread.ok(), reread.ok() ? "" : reread.error().message.c_str());
             QCOMPARE(plan::valueText(option, *reread), plan::valueText(option, in));
         }
@@ -222,8 +224,7 @@ private slots:
             option.field(past));
         const common::Status valid = plan::validatePlanInput(past);
         QVERIFY(!valid.ok());
-        QVERIFY2(valid.error().message.find(std::string(option.key) + ": got")
-                != std::string::npos,
+        QVERIFY2(valid.error().message.find(std::string(option.key) + ": got") != std::string::npos,
             valid.error().message.c_str());
     }
 
@@ -234,10 +235,12 @@ private slots:
     {
         const PlanOption& option = fetchedOption();
         const PlanInput defaults;
-        const common::Result<PlanInput> minimal = plan::parsePlanYaml("model: Llama-3.1-8B\n", "plan.yaml");
+        const common::Result<PlanInput> minimal =
+            plan::parsePlanYaml("model: Llama-3.1-8B\n", "plan.yaml");
         QVERIFY(minimal.ok());
         QCOMPARE(plan::valueText(option, *minimal), plan::valueText(option, defaults));
-        const common::Result<PlanInput> written = plan::parsePlanYaml(plan::planToYaml(defaults), "plan.yaml");
+        const common::Result<PlanInput> written =
+            plan::parsePlanYaml(plan::planToYaml(defaults), "plan.yaml");
         QVERIFY(written.ok());
         QCOMPARE(plan::valueText(option, *written), plan::valueText(option, defaults));
     }

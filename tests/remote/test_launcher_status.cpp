@@ -73,18 +73,25 @@ private slots:
     {
         QTest::addColumn<QString>("line");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("a line for people") << "node 0 h0 running" << "not a JSON object";
-        QTest::newRow("a list") << "[1, 2]" << "not a JSON object";
-        QTest::newRow("no type") << "{\"node\": 0}" << "field 'type': got nothing, expected node, transfer";
-        QTest::newRow("unknown type") << "{\"type\": \"nodes\"}" << "field 'type': got \"nodes\"";
+        QTest::newRow("a line for people") << "node 0 h0 running"
+                                           << "not a JSON object";
+        QTest::newRow("a list") << "[1, 2]"
+                                << "not a JSON object";
+        QTest::newRow("no type") << "{\"node\": 0}"
+                                 << "field 'type': got nothing, expected node, transfer";
+        QTest::newRow("unknown type") << "{\"type\": \"nodes\"}"
+                                      << "field 'type': got \"nodes\"";
         QTest::newRow("missing host") << "{\"type\": \"node\", \"node\": 0, \"state\": \"running\"}"
                                       << "field 'host' is missing";
-        QTest::newRow("node as text") << "{\"type\": \"node\", \"node\": \"0\", \"host\": \"h\", \"state\": \"running\"}"
-                                      << "field 'node': got \"0\"";
-        QTest::newRow("unknown state") << "{\"type\": \"node\", \"node\": 0, \"host\": \"h\", \"state\": \"sleeping\"}"
-                                       << "field 'state': got \"sleeping\", expected connecting";
+        QTest::newRow("node as text")
+            << "{\"type\": \"node\", \"node\": \"0\", \"host\": \"h\", \"state\": \"running\"}"
+            << "field 'node': got \"0\"";
+        QTest::newRow("unknown state")
+            << "{\"type\": \"node\", \"node\": 0, \"host\": \"h\", \"state\": \"sleeping\"}"
+            << "field 'state': got \"sleeping\", expected connecting";
         QTest::newRow("problems not a list")
-            << "{\"type\": \"preflight_failed\", \"problems\": \"disk\"}" << "field 'problems': got \"disk\"";
+            << "{\"type\": \"preflight_failed\", \"problems\": \"disk\"}"
+            << "field 'problems': got \"disk\"";
     }
     void refusesWhatIsNotAStatus()
     {
@@ -92,7 +99,8 @@ private slots:
         QFETCH(QString, expected);
         const auto read = tb::remote::parseLauncherStatus(line.toStdString());
         QVERIFY(!read.ok());
-        QVERIFY2(QString::fromStdString(read.error().message).contains(expected), read.error().message.c_str());
+        QVERIFY2(QString::fromStdString(read.error().message).contains(expected),
+            read.error().message.c_str());
     }
 };
 
