@@ -50,6 +50,13 @@ struct Term {
             l << " (" << dtype << ")";
         l << Divisor{divisor};
     }
+    // "count x bytes / divisor = total" into `c`'s explanation, `tail` after.
+    void explain(MemoryComponent& c, std::string_view tail) const
+    {
+        Line l(c.explanation);
+        render(l);
+        l << " = " << Bytes{c.bytes} << tail;
+    }
 };
 
 // Where each layout of the model states is described: FSDP's docs,
@@ -94,13 +101,10 @@ void addFrozenBase(MemoryBuilder& b, const WeightLayout& layout)
         ctx.quantized, "block weights", kQuantConstantsPerParam, "", layout.frozenDivisor};
     if (auto* c = b.add("quant_constants", MemoryCategory::Weights, "NF4 quantization constants",
             constants.bytes(), kSrcQlora);
-        c && ctx.explain) {
-        Line l(c->explanation);
-        constants.render(l);
-        l << " = " << Bytes{c->bytes}
-          << " (double quantization: 1/64 B 8-bit absmax + 4/(64x256) B fp32 second level, "
-             "0.127 bits/param)";
-    }
+        c && ctx.explain)
+        constants.explain(*c,
+            " (double quantization: 1/64 B 8-bit absmax + 4/(64x256) B fp32 second level, "
+            "0.127 bits/param)");
 }
 
 void addWeights(MemoryBuilder& b, const WeightLayout& layout)
@@ -125,13 +129,10 @@ void addWeights(MemoryBuilder& b, const WeightLayout& layout)
     const Term master{ctx.trainable, "trainable", layout.masterBytes, "fp32", layout.masterDivisor};
     if (auto* c = b.add("master_weights", MemoryCategory::Weights, "Master weights (fp32)",
             master.bytes(), source);
-        c && ctx.explain) {
-        Line l(c->explanation);
-        master.render(l);
-        l << " = " << Bytes{c->bytes}
-          << (layout.masterDivisor > 1 ? " (sharded)"
-                                       : " (mixed precision keeps an fp32 copy for the update)");
-    }
+        c && ctx.explain)
+        master.explain(*c,
+            layout.masterDivisor > 1 ? " (sharded)"
+                                     : " (mixed precision keeps an fp32 copy for the update)");
 }
 
 void addOptimizer(MemoryBuilder& b, double div)

@@ -116,76 +116,41 @@ const PlanOption kOptions[] = {
 
 constexpr std::string_view kPrefetchNames[] = {"pre", "post", "none"};
 
-// The spellings of each choice type, canonical first.
-std::vector<std::string> namesOf(Method*)
+std::vector<std::string> prefetchNames()
 {
-    return methodNames();
-}
-std::vector<std::string> namesOf(Precision*)
-{
-    return precisionNames();
-}
-std::vector<std::string> namesOf(Optimizer*)
-{
-    return optimizerNames();
-}
-std::vector<std::string> namesOf(Sharding*)
-{
-    return shardingNames();
-}
-std::vector<std::string> namesOf(Offload*)
-{
-    return offloadNames();
-}
-std::vector<std::string> namesOf(Attention*)
-{
-    return attentionNames();
-}
-std::vector<std::string> namesOf(LossMode*)
-{
-    return lossModeNames();
-}
-std::vector<std::string> namesOf(BackwardPrefetch*)
-{
-    return {"pre", "post", "none"};
+    return {std::begin(kPrefetchNames), std::end(kPrefetchNames)};
 }
 
-std::optional<Method> parseAs(Method*, std::string_view t)
+std::optional<BackwardPrefetch> parsePrefetch(std::string_view text)
 {
-    return parseMethod(t);
-}
-std::optional<Precision> parseAs(Precision*, std::string_view t)
-{
-    return parsePrecision(t);
-}
-std::optional<Optimizer> parseAs(Optimizer*, std::string_view t)
-{
-    return parseOptimizer(t);
-}
-std::optional<Sharding> parseAs(Sharding*, std::string_view t)
-{
-    return parseSharding(t);
-}
-std::optional<Offload> parseAs(Offload*, std::string_view t)
-{
-    return parseOffload(t);
-}
-std::optional<Attention> parseAs(Attention*, std::string_view t)
-{
-    return parseAttention(t);
-}
-std::optional<LossMode> parseAs(LossMode*, std::string_view t)
-{
-    return parseLossMode(t);
-}
-std::optional<BackwardPrefetch> parseAs(BackwardPrefetch*, std::string_view t)
-{
-    const std::string lower = common::toLower(common::trimView(t));
+    const std::string lower = common::toLower(common::trimView(text));
     for (int i = 0; i < 3; ++i)
         if (lower == kPrefetchNames[i])
             return BackwardPrefetch(i);
     return std::nullopt;
 }
+
+// Each choice type's spellings (canonical first) and parser, found by the
+// type of the field.
+#define TB_CHOICE(Enum, names, parse)                                                              \
+    std::vector<std::string> namesOf(Enum*)                                                        \
+    {                                                                                              \
+        return names();                                                                            \
+    }                                                                                              \
+    std::optional<Enum> parseAs(Enum*, std::string_view text)                                      \
+    {                                                                                              \
+        return parse(text);                                                                        \
+    }
+TB_CHOICE(Method, methodNames, parseMethod)
+TB_CHOICE(Precision, precisionNames, parsePrecision)
+TB_CHOICE(Optimizer, optimizerNames, parseOptimizer)
+TB_CHOICE(Sharding, shardingNames, parseSharding)
+TB_CHOICE(Offload, offloadNames, parseOffload)
+TB_CHOICE(Attention, attentionNames, parseAttention)
+TB_CHOICE(LossMode, lossModeNames, parseLossMode)
+TB_CHOICE(BackwardPrefetch, prefetchNames, parsePrefetch)
+#undef TB_CHOICE
+
 std::string_view spell(BackwardPrefetch value)
 {
     return kPrefetchNames[int(value)];
