@@ -21,6 +21,7 @@
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QStandardPaths>
 #include <QTabWidget>
 #include <QTableView>
@@ -189,6 +190,29 @@ private slots:
         form->setInput(plan::PlanInput{});
         for (const plan::PlanOption& option : plan::planOptions())
             QCOMPARE(plan::valueText(option, form->input()), plan::valueText(option, plan::PlanInput{}));
+    }
+
+    // The offloads the chosen sharding refuses are greyed out, and say why in
+    // the rule book's words.
+    void refusedOffloadsAreGreyedOut()
+    {
+        PlannerPage page;
+        auto* sharding = child<QComboBox>(page.form(), "shardingCombo");
+        auto* offload = child<QComboBox>(page.form(), "offloadCombo");
+        const auto item = [offload](const char* value) {
+            return qobject_cast<QStandardItemModel*>(offload->model())
+                ->item(offload->findData(QString::fromLatin1(value)));
+        };
+        sharding->setCurrentIndex(sharding->findData(QStringLiteral("ddp")));
+        QVERIFY(!item("optimizer+params")->isEnabled());
+        QVERIFY2(item("optimizer+params")->toolTip().contains(QStringLiteral("zero3")),
+            qPrintable(item("optimizer+params")->toolTip()));
+        QVERIFY(item("optimizer")->isEnabled());
+        sharding->setCurrentIndex(sharding->findData(QStringLiteral("fsdp-full")));
+        QVERIFY(item("optimizer+params")->isEnabled());
+        QVERIFY(!item("optimizer")->isEnabled()); // FSDP offloads everything or nothing
+        sharding->setCurrentIndex(sharding->findData(QStringLiteral("zero3")));
+        QVERIFY(item("optimizer+params")->isEnabled() && item("optimizer")->isEnabled());
     }
 
     // An imported DeepSpeed setting the form has no widget for stays in the plan.

@@ -14,6 +14,7 @@
 #include <QLineEdit>
 #include <QSignalBlocker>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -352,8 +353,28 @@ void PlanForm::connectChanges()
     connect(m_loraTargets, &QLineEdit::editingFinished, this, changed);
 }
 
+// The rule book (common/training_rules.h) greys out each offload the chosen
+// sharding refuses, and its tooltip says why, in the words the CLI and the
+// run config use.
+void PlanForm::markRefusedOffloads()
+{
+    const std::optional<plan::Sharding> sharding =
+        plan::parseSharding(m_sharding->currentData().toString().toStdString());
+    auto* items = qobject_cast<QStandardItemModel*>(m_offload->model());
+    for (int i = 0; i < m_offload->count() && items && sharding; ++i) {
+        const std::optional<plan::Offload> offload =
+            plan::parseOffload(m_offload->itemData(i).toString().toStdString());
+        const auto refused = offload ? common::checkOffload(*sharding, *offload) : std::nullopt;
+        QStandardItem* item = items->item(i);
+        item->setEnabled(!refused);
+        item->setToolTip(
+            refused ? QString::fromStdString(refused->problem + " (" + refused->hint + ")") : QString());
+    }
+}
+
 void PlanForm::updateEnabledState()
 {
+    markRefusedOffloads();
     const bool lora = m_method->currentData().toString() != QLatin1String("full");
     // LoRA's settings only take room when they mean something.
     for (QWidget* widget : std::initializer_list<QWidget*>{m_loraRank, m_loraAlpha, m_loraDropout,

@@ -43,6 +43,7 @@ private:
     QWidget* createDatasetGroup();
     void connectChanges();
     void updateEnabledState();
+    void markRefusedOffloads();
 
     const plan::Catalog& m_catalog;
     // The last input set: what the form has no widget for (DeepSpeed and
