@@ -1,6 +1,7 @@
 #include "detached_launch.h"
 
-#include "common/host_name.h"
+#include "common/atomic_file.h"
+#include "common/local_machine.h"
 
 #include <csignal>
 #include <fcntl.h>
@@ -15,17 +16,6 @@
 namespace tb::cli {
 
 namespace {
-
-void writeAll(int fd, const std::string& text)
-{
-    size_t done = 0;
-    while (done < text.size()) {
-        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-        if (n <= 0)
-            return;
-        done += size_t(n);
-    }
-}
 
 // In the child: a session of its own, stdin from /dev/null, output to the log.
 std::string leaveTerminal(const std::string& logPath)
@@ -66,7 +56,9 @@ void ignoreStopSignals()
         if (common::Status written = launch::writeRegistryEntry(entryPath, entry); !written)
             failure = written.error().toString();
     }
-    writeAll(reply, failure.empty() ? "ok " + launch::registryEntryToJson(entry) : "error " + failure);
+    const std::string answer =
+        failure.empty() ? "ok " + launch::registryEntryToJson(entry) : "error " + failure;
+    common::writeAll(reply, answer.data(), answer.size()); // the parent reads whatever came
     ::close(reply);
     if (!failure.empty())
         ::_exit(2);

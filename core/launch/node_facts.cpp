@@ -2,7 +2,7 @@
 
 #include "common/build_id.h"
 #include "common/build_info.h"
-#include "common/host_name.h"
+#include "common/local_machine.h"
 #include "common/text.h"
 #include "common/units.h"
 #include "config/config_loader.h"

@@ -1,6 +1,7 @@
 #include "launch/run_registry.h"
 
 #include "common/atomic_file.h"
+#include "common/local_machine.h"
 #include "launch/world_layout.h"
 
 #include <nlohmann/json.hpp>
@@ -20,16 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using common::Error;
-
-std::string processCommandLine(long long pid)
-{
-    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    std::string line = text.str();
-    std::replace(line.begin(), line.end(), '\0', ' ');
-    return line;
-}
 
 } // namespace
 
@@ -121,7 +112,7 @@ bool launcherAlive(const RegistryEntry& entry)
 {
     if (entry.pid <= 0 || ::kill(pid_t(entry.pid), 0) != 0)
         return false;
-    const std::string command = processCommandLine(entry.pid);
+    const std::string command = common::processCommandLine(entry.pid);
     const std::string configName = fs::path(entry.config).filename().string();
     return command.find(" launch ") != std::string::npos
         && (command.find(entry.runId) != std::string::npos || command.find(configName) != std::string::npos);

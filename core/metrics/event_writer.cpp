@@ -1,5 +1,7 @@
 #include "metrics/event_writer.h"
 
+#include "common/atomic_file.h"
+
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -15,21 +17,6 @@ using common::Error;
 std::string osError(const std::string& what, const std::string& path)
 {
     return what + " '" + path + "': " + std::strerror(errno);
-}
-
-bool writeAll(int fd, const char* data, size_t size)
-{
-    while (size > 0) {
-        const ssize_t n = ::write(fd, data, size);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return false;
-        }
-        data += n;
-        size -= static_cast<size_t>(n);
-    }
-    return true;
 }
 
 // True when the file is empty or its last byte is a newline.
@@ -51,7 +38,7 @@ common::Result<std::unique_ptr<EventWriter>> EventWriter::open(const std::string
     const int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0)
         return Error{osError("cannot open the event file", path), {}};
-    if (!endsWithNewline(fd) && !writeAll(fd, "\n", 1)) {
+    if (!endsWithNewline(fd) && !common::writeAll(fd, "\n", 1)) {
         const std::string message = osError("cannot repair the torn last line of", path);
         ::close(fd);
         return Error{message, {}};
@@ -84,7 +71,7 @@ common::Status EventWriter::writeLine(const std::string& jsonLine)
     std::string line = jsonLine;
     line.push_back('\n');
     const std::lock_guard lock(m_mutex);
-    if (!writeAll(m_fd, line.data(), line.size()))
+    if (!common::writeAll(m_fd, line.data(), line.size()))
         return Error{osError("cannot write to the event file", m_path), {}};
     return common::Ok{};
 }

@@ -1,6 +1,6 @@
 #include "metrics/run_catalog.h"
 
-#include "common/host_name.h"
+#include "common/local_machine.h"
 #include "metrics/followed_run.h"
 #include "metrics/run_compare.h"
 #include "metrics/run_control.h"
@@ -84,7 +84,7 @@ std::string runState(const RunHistory& history)
         return history.end()->status;
     const std::optional<RunStartInfo>& start = history.start();
     if (start && start->pid > 0 && start->host == common::hostName()
-        && localCommandLineOf(start->pid).find(" train") == std::string::npos)
+        && !isTrainerCommand(common::processCommandLine(start->pid)))
         return "lost";
     return "running";
 }

@@ -1,7 +1,7 @@
 #include "metrics/run_control.h"
 
 #include "common/build_info.h"
-#include "common/host_name.h"
+#include "common/local_machine.h"
 #include "common/text.h"
 
 #include <cerrno>
@@ -31,29 +31,23 @@ common::Result<long long> stoppableTrainer(const RunHistory& history, const std:
         return Error{"process " + std::to_string(start.pid) + " on " + hostName
                 + " is gone: the run stopped without a run_end (killed?)",
             {}};
-    if (command.find(common::buildinfo::kTrainerExecutable) == std::string::npos
-        || command.find(" train ") == std::string::npos)
+    if (!isTrainerCommand(command))
         return Error{"process " + std::to_string(start.pid) + " on " + hostName
                 + " is no longer the trainer (" + command.substr(0, 80) + ")",
             {}};
     return start.pid;
 }
 
-std::string localCommandLineOf(long long pid)
+bool isTrainerCommand(const std::string& commandLine)
 {
-    std::ifstream file("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-    for (char& c : text) {
-        if (c == '\0')
-            c = ' ';
-    }
-    return common::trim(text);
+    return commandLine.find(common::buildinfo::kTrainerExecutable) != std::string::npos
+        && commandLine.find(" train ") != std::string::npos;
 }
 
 common::Result<long long> stopLocalTrainer(const RunHistory& history)
 {
     const common::Result<long long> pid =
-        stoppableTrainer(history, common::hostName(), localCommandLineOf);
+        stoppableTrainer(history, common::hostName(), common::processCommandLine);
     if (!pid)
         return pid;
     if (::kill(static_cast<pid_t>(*pid), SIGTERM) != 0)

@@ -19,9 +19,11 @@ namespace tb::metrics {
 common::Result<long long> stoppableTrainer(const RunHistory& history, const std::string& hostName,
     const std::function<std::string(long long pid)>& commandLineOf);
 
-// The command line of a process on this machine (/proc/<pid>/cmdline); the
-// host name is common::hostName().
-std::string localCommandLineOf(long long pid);
+// Whether a process's command line (arguments joined by spaces) is our
+// trainer training: what tells a run's pid from a reused one, for Stop and
+// for the runs list's "lost".
+bool isTrainerCommand(const std::string& commandLine);
+
 
 // stoppableTrainer() here, then SIGTERM to it. Ok(pid) when sent.
 common::Result<long long> stopLocalTrainer(const RunHistory& history);

@@ -1,6 +1,6 @@
 #include "train/training_run.h"
 
-#include "common/host_name.h"
+#include "common/local_machine.h"
 #include "data/random.h"
 #include "launch/run_prediction.h"
 #include "metrics/step_record.h"

@@ -1,6 +1,6 @@
 // The comparison arithmetic (smoothing, x-axes, steady rates, scaling
 // efficiency) and the run catalog over real folders written here.
-#include "common/host_name.h"
+#include "common/local_machine.h"
 #include "metrics/event.h"
 #include "metrics/event_writer.h"
 #include "metrics/live_catalog.h"

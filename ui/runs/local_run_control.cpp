@@ -1,6 +1,6 @@
 #include "runs/local_run_control.h"
 
-#include "common/host_name.h"
+#include "common/local_machine.h"
 #include "metrics/run_control.h"
 
 namespace tb::ui {
@@ -8,7 +8,7 @@ namespace tb::ui {
 QString whyNotStoppable(const metrics::RunHistory& history)
 {
     const common::Result<long long> pid = metrics::stoppableTrainer(
-        history, common::hostName(), metrics::localCommandLineOf);
+        history, common::hostName(), common::processCommandLine);
     return pid ? QString() : QString::fromStdString(pid.error().message);
 }
 
