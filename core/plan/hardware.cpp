@@ -117,6 +117,17 @@ VmSize readVm(MapReader& f)
     f.string("price_source", vm.priceSource);
     f.stringList("notes", vm.notes);
     f.stringList("sources", vm.sources);
+    const auto spelled = [](std::string_view cuda, std::string_view other) {
+        return [cuda, other](std::string_view text) -> std::optional<bool> {
+            if (text == cuda)
+                return false;
+            if (text == other)
+                return true;
+            return std::nullopt;
+        };
+    };
+    f.choice("software_stack", vm.rocm, spelled("cuda", "rocm"), {"cuda", "rocm"});
+    f.choice("host_arch", vm.arm64Host, spelled("x86_64", "arm64"), {"x86_64", "arm64"});
     return vm;
 }
 

@@ -68,6 +68,10 @@ struct VmSize {
     std::string priceSource;
     std::vector<std::string> sources;
     std::vector<std::string> notes;
+    // What runs on it, as typed facts the recommender shows beside every
+    // option on the size (not read from the notes' prose).
+    bool rocm = false; // software_stack: rocm (AMD GPUs), else cuda
+    bool arm64Host = false; // host_arch: arm64 (Grace), else x86_64
 };
 
 // Errors name the file, the entry and the key; unknown and duplicate keys are errors.

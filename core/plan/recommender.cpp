@@ -162,9 +162,10 @@ VmScreen screenVm(
     screen.base.vmSize = vm.name;
     screen.base.gpu.clear();
     screen.base.gpusPerNode = vm.gpusPerVm;
-    for (const std::string& note : vm.notes)
-        if (note.rfind("ROCm/RCCL stack", 0) == 0 || note.rfind("Arm64", 0) == 0)
-            screen.notes.push_back(note);
+    if (vm.rocm)
+        screen.notes.push_back("ROCm/RCCL stack, not CUDA");
+    if (vm.arm64Host)
+        screen.notes.push_back("Arm64 (Grace) host");
     const bool wantsBf16 =
         input.precision == Precision::Bf16Mixed || input.precision == Precision::Bf16;
     if (screen.problem.empty() && wantsBf16 && !gpu.bf16Supported) {

@@ -29,6 +29,11 @@ private slots:
         QCOMPARE(c.suggestModels("llama-3-9b").front(), std::string("Llama-3-8B"));
         QVERIFY(c.findVm("ND96asr_v4") == c.findVm("standard_nd96asr_v4"));
         QCOMPARE(c.findVm("Standard_ND96amsr_A100_v4")->gpusPerVm, 8);
+        // The software stack and host architecture are typed, not prose.
+        QVERIFY(c.findVm("Standard_ND96isr_MI300X_v5")->rocm);
+        QVERIFY(c.findVm("Standard_ND128isr_NDR_GB200_v6")->arm64Host);
+        QVERIFY(!c.findVm("Standard_ND96amsr_A100_v4")->rocm);
+        QVERIFY(!c.findVm("Standard_ND96amsr_A100_v4")->arm64Host);
         QCOMPARE(c.findGpu("a100")->id, std::string("A100-80GB-SXM"));
         for (const plan::VmSize& vm : c.vms()) {
             QVERIFY2(c.findGpu(vm.gpuId), vm.name.c_str());
