@@ -6,22 +6,18 @@
 #include "planner/recommendation_model.h"
 #include "planner/what_if_chart.h"
 
-#include "common/text.h"
 #include "common/units.h"
-#include "plan/plan_options.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QCompleter>
-#include <QDoubleSpinBox>
 #include <QDir>
 #include <QFile>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
-#include <QStandardItemModel>
 #include <QStandardPaths>
 #include <QTabWidget>
 #include <QTableView>
@@ -147,85 +143,6 @@ private slots:
         QVERIFY2(page.breakdownChart()->peaksText().contains(
                      QString::fromStdString(common::formatBytes(bytes))),
                  qPrintable(page.breakdownChart()->peaksText()));
-    }
-
-    // Each widget bound to a row of the option table has that row's range,
-    // and takes and gives back both of its ends unclamped (a plan file with
-    // LoRA rank 8192 once came back from the form as 4096), as the CLI and
-    // plan files do (test_plan_cli, test_plan_options).
-    void formWidgetsFollowTheOptionTable()
-    {
-        PlannerPage page;
-        ui::PlanForm* form = page.form();
-        int bound = 0;
-        for (QWidget* widget : form->findChildren<QWidget*>()) {
-            const QVariant key = widget->property("planOption");
-            if (!key.isValid())
-                continue;
-            ++bound;
-            const plan::PlanOption& option = *plan::findPlanOption(key.toString().toStdString());
-            const plan::OptionKind kind = plan::kindOf(option);
-            if (kind != plan::OptionKind::Integer && kind != plan::OptionKind::Real)
-                continue;
-            double min = 0;
-            double max = 0;
-            if (const auto* spinBox = qobject_cast<QSpinBox*>(widget)) {
-                min = spinBox->minimum();
-                max = spinBox->maximum();
-            } else if (const auto* realSpinBox = qobject_cast<QDoubleSpinBox*>(widget)) {
-                min = realSpinBox->minimum();
-                max = realSpinBox->maximum();
-            }
-            QCOMPARE(min, option.min);
-            QCOMPARE(max, option.max);
-            for (const double end : {option.min, option.max}) {
-                plan::PlanInput in = form->input();
-                QVERIFY(!plan::assignText(option, in, common::shortestNumber(end)));
-                form->setInput(in);
-                QCOMPARE(plan::valueText(option, form->input()), plan::valueText(option, in));
-            }
-        }
-        QVERIFY2(bound >= 20, "the form's inputs are bound to the table");
-        // The form opens on the planner's defaults, every option as PlanInput{} has it.
-        form->setInput(plan::PlanInput{});
-        for (const plan::PlanOption& option : plan::planOptions())
-            QCOMPARE(plan::valueText(option, form->input()), plan::valueText(option, plan::PlanInput{}));
-    }
-
-    // The offloads the chosen sharding refuses are greyed out, and say why in
-    // the rule book's words.
-    void refusedOffloadsAreGreyedOut()
-    {
-        PlannerPage page;
-        auto* sharding = child<QComboBox>(page.form(), "shardingCombo");
-        auto* offload = child<QComboBox>(page.form(), "offloadCombo");
-        const auto item = [offload](const char* value) {
-            return qobject_cast<QStandardItemModel*>(offload->model())
-                ->item(offload->findData(QString::fromLatin1(value)));
-        };
-        sharding->setCurrentIndex(sharding->findData(QStringLiteral("ddp")));
-        QVERIFY(!item("optimizer+params")->isEnabled());
-        QVERIFY2(item("optimizer+params")->toolTip().contains(QStringLiteral("zero3")),
-            qPrintable(item("optimizer+params")->toolTip()));
-        QVERIFY(item("optimizer")->isEnabled());
-        sharding->setCurrentIndex(sharding->findData(QStringLiteral("fsdp-full")));
-        QVERIFY(item("optimizer+params")->isEnabled());
-        QVERIFY(!item("optimizer")->isEnabled()); // FSDP offloads everything or nothing
-        sharding->setCurrentIndex(sharding->findData(QStringLiteral("zero3")));
-        QVERIFY(item("optimizer+params")->isEnabled() && item("optimizer")->isEnabled());
-    }
-
-    // An imported DeepSpeed setting the form has no widget for stays in the plan.
-    void keepsFrameworkSettings()
-    {
-        PlannerPage page;
-        plan::PlanInput in = page.input();
-        in.sharding = plan::Sharding::Zero2;
-        in.deepspeed.reduceBucketSize = 1e8;
-        in.deepspeed.overlapComm = true;
-        page.setInput(in);
-        QCOMPARE(page.input().deepspeed.reduceBucketSize, 1e8);
-        QCOMPARE(page.input().deepspeed.overlapComm, std::optional<bool>(true));
     }
 
     // A plan on a calibrated device applies the calibration and says so.
