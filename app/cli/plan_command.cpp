@@ -5,7 +5,10 @@
 
 #include "common/text.h"
 #include "common/units.h"
+#include "config/config_loader.h"
+#include "launch/run_plan.h"
 #include "plan/catalog.h"
+#include "plan/cpu_device.h"
 #include "plan/estimator.h"
 #include "plan/plan_file.h"
 #include "plan/plan_json.h"
@@ -79,6 +82,11 @@ ArgParser makeParser()
     p.addOption("plan", "FILE.yaml", "start from a saved plan");
     p.addOption("from-deepspeed", "FILE.json", "apply a DeepSpeed config");
     p.addOption("from-accelerate", "FILE.yaml", "apply an accelerate config");
+    p.addOption("from-run", "RUN.yaml",
+        "plan a Tunebench run config as our trainer runs it (model, method, LoRA, precision, "
+        "sharding, offload, batch; engine tunebench; a CPU run plans on this CPU; the dataset "
+        "stays the plan's); plan options given beside it, such as --gpus-per-node for its "
+        "ranks, override it");
     p.addOption("save-plan", "FILE.yaml", "write the resulting plan as YAML (atomically)");
     p.addFlag("explain", "show the formula, numbers and source of every figure");
     p.addFlag("recommend", "rank Azure VM sizes x 1..16 nodes x strategies that fit");
@@ -153,6 +161,24 @@ Status readPlanOption(const ArgParser& p, const plan::PlanOption& option, plan::
         }                                                                                          \
     } while (0)
 
+// A run config as our trainer runs it, one rank on one node; a CUDA run
+// keeps the GPU (or VM) that `base` names, since a run config names none.
+common::Result<plan::PlanInput> inputOfRunConfig(const std::string& path, const plan::PlanInput& base)
+{
+    const common::Result<config::RunConfig> run = config::loadRunConfig(path);
+    if (!run)
+        return run.error();
+    const bool cpu = run->device == config::Device::Cpu;
+    plan::PlanInput in = launch::planInputOfRun(*run, 1, 1, cpu ? plan::kCpuDeviceId : base.gpu);
+    if (!cpu)
+        in.vmSize = base.vmSize;
+    in.datasetSamples = base.datasetSamples;
+    in.meanTokensPerSample = base.meanTokensPerSample;
+    in.datasetTokens = base.datasetTokens;
+    in.epochs = base.epochs;
+    return in;
+}
+
 common::Result<plan::PlanInput> buildInput(const ArgParser& p, std::ostream& notes)
 {
     plan::PlanInput in;
@@ -161,6 +187,13 @@ common::Result<plan::PlanInput> buildInput(const ArgParser& p, std::ostream& not
         if (!loaded)
             return loaded.error();
         in = *loaded;
+    }
+    if (p.isSet("from-run")) {
+        common::Result<plan::PlanInput> run = inputOfRunConfig(p.value("from-run"), in);
+        if (!run)
+            return run.error();
+        in = *run;
+        notes << "from " << p.value("from-run") << ": " << in.model << ", engine tunebench\n";
     }
     for (const char* option : {"from-deepspeed", "from-accelerate"}) {
         if (!p.isSet(option))

@@ -103,6 +103,21 @@ void printMemory(std::ostream& out, const plan::PlanResult& r, bool explain)
     }
 }
 
+// Our trainer's phases beside the step: the total is the largest of them.
+void printPhases(std::ostream& out, const plan::PlanResult& r, bool explain)
+{
+    if (r.phases.size() < 2)
+        return;
+    row(out, "= Device used at the step", formatBytes(r.peaks.deviceUsed));
+    const plan::PhasePeak* peak = r.peakPhase();
+    for (const plan::PhasePeak& p : r.phases) {
+        std::string name(plan::phaseKey(p.phase));
+        name[0] = char(std::toupper(static_cast<unsigned char>(name[0])));
+        row(out, "  " + name + " phase", formatBytes(p.bytes), &p == peak ? "the peak" : "");
+        because(out, explain, p.explanation, "Tunebench's trainer (docs/PLANNER.md 4.9)");
+    }
+}
+
 } // namespace
 
 void printPlan(
@@ -113,6 +128,8 @@ void printPlan(
         << plan::toString(in.optimizer) << ", " << plan::label(in.sharding);
     if (in.offload != plan::Offload::None)
         out << ", CPU offload of " << plan::toString(in.offload);
+    if (in.engine == plan::Engine::Tunebench)
+        out << ", as Tunebench's trainer runs it";
     out << "\n";
     out << "Hardware: ";
     if (!r.vmSize.empty())
@@ -131,8 +148,10 @@ void printPlan(
 
     out << "Memory per GPU\n";
     printMemory(out, r, explain);
+    printPhases(out, r, explain);
     const double usedPercent = r.usableBytes > 0 ? 100.0 * r.perGpuBytes / r.usableBytes : 0;
-    row(out, "= Device used (total)", formatBytes(r.perGpuBytes),
+    row(out, r.phases.size() > 1 ? "= Most in any phase (total)" : "= Device used (total)",
+        formatBytes(r.perGpuBytes),
         "of " + formatBytes(r.usableBytes) + " usable (" + formatFixed(usedPercent, 0)
             + " %); " + (r.gpuId == plan::kCpuDeviceId ? "resident memory" : "nvidia-smi"));
     if (r.fits)

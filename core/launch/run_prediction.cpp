@@ -41,6 +41,15 @@ common::Result<metrics::RunPrediction> predictCpuRun(
     metrics::RunPrediction prediction;
     prediction.device = describeCpu(*cpu);
     prediction.peakBytesPerRank = static_cast<int64_t>(result.peaks.deviceUsed);
+    for (const plan::PhasePeak& phase : result.phases) {
+        const auto bytes = static_cast<int64_t>(phase.bytes);
+        if (phase.phase == plan::Phase::Load)
+            prediction.loadBytesPerRank = bytes;
+        else if (phase.phase == plan::Phase::Checkpoint)
+            prediction.checkpointBytesPerRank = bytes;
+        else if (phase.phase == plan::Phase::Export)
+            prediction.exportBytesPerRank = bytes;
+    }
     prediction.tokensPerSecond = result.tokensPerSecond;
     prediction.stepSeconds = result.stepSeconds;
     return prediction;

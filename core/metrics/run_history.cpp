@@ -37,6 +37,13 @@ json RunPrediction::toJson() const
         value["tokens_per_second"] = tokensPerSecond;
     if (stepSeconds >= 0)
         value["step_seconds"] = stepSeconds;
+    json phases = json::object();
+    for (const auto& [key, bytes] : {std::pair{"load", loadBytesPerRank},
+             std::pair{"checkpoint", checkpointBytesPerRank}, std::pair{"export", exportBytesPerRank}})
+        if (bytes >= 0)
+            phases[key] = bytes;
+    if (!phases.empty())
+        value["phase_bytes_per_rank"] = phases;
     return value;
 }
 
@@ -49,6 +56,12 @@ std::optional<RunPrediction> RunPrediction::fromJson(const json& value)
     prediction.peakBytesPerRank = integer(value, "peak_bytes_per_rank", -1);
     prediction.tokensPerSecond = number(value, "tokens_per_second");
     prediction.stepSeconds = number(value, "step_seconds");
+    if (const auto phases = value.find("phase_bytes_per_rank");
+        phases != value.end() && phases->is_object()) {
+        prediction.loadBytesPerRank = integer(*phases, "load", -1);
+        prediction.checkpointBytesPerRank = integer(*phases, "checkpoint", -1);
+        prediction.exportBytesPerRank = integer(*phases, "export", -1);
+    }
     return prediction;
 }
 

@@ -14,9 +14,13 @@ namespace tb::metrics {
 // run_start (docs/EVENTS.md): per rank, on the device the run trains on.
 struct RunPrediction {
     std::string device; // "CPU: 2 cores, 7.6 GiB, 41 GFLOP/s measured"
-    int64_t peakBytesPerRank = -1;
+    int64_t peakBytesPerRank = -1; // at the training step
     double tokensPerSecond = -1; // the whole run, every rank
     double stepSeconds = -1;
+    // The trainer's other phases per rank (docs/PLANNER.md 4.9); -1: not predicted.
+    int64_t loadBytesPerRank = -1;
+    int64_t checkpointBytesPerRank = -1;
+    int64_t exportBytesPerRank = -1;
 
     nlohmann::json toJson() const;
     static std::optional<RunPrediction> fromJson(const nlohmann::json& value);

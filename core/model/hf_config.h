@@ -44,7 +44,6 @@ struct HfConfig : ModelSpec {
 
     std::optional<std::int64_t> bosTokenId;
     std::vector<std::int64_t> eosTokenIds;
-    std::string torchDtype; // as stored ("bfloat16"); informative only
 
     // Facts a runner must check before it can compute this model exactly.
     std::string activation = "silu"; // hidden_act or hidden_activation

@@ -49,6 +49,9 @@ struct ModelSpec {
     NormKind norm = NormKind::RmsNorm;
     MlpKind mlp = MlpKind::Gated;
 
+    // torch_dtype (or dtype) as the checkpoint stores it, "bfloat16"; empty
+    // when unknown (a preset). A merged export is written in it.
+    std::string torchDtype;
     // The total the model's authors publish (model card or safetensors
     // metadata); a test checks countParameters() equals it exactly.
     std::optional<std::int64_t> publishedParams;

@@ -15,10 +15,7 @@
 // explanation repeats its formula with the numbers put in.
 namespace tb::plan::detail {
 
-namespace {
-
-// Unsharded bytes of one decoder layer as FSDP gathers it, and of the root
-// unit (embedding, lm_head, final norm) that stays gathered all step.
+// Unsharded bytes of one decoder layer as FSDP gathers it.
 double layerGatherBytes(const PlanContext& ctx)
 {
     const double perLayer = double(ctx.counts.perLayer) + ctx.loraPerLayer;
@@ -39,6 +36,8 @@ double rootParams(const PlanContext& ctx)
     return double((apart ? 0 : ctx.counts.embedding) + ctx.counts.lmHead + ctx.counts.finalNorm);
 }
 
+namespace {
+
 // What rootParams counts, for explanations: {short name, its contents}.
 std::pair<const char*, const char*> rootName(const PlanContext& ctx)
 {
@@ -56,9 +55,10 @@ std::pair<const char*, const char*> rootName(const PlanContext& ctx)
 // the last layer's adapters). That moment is the peak unless the gradients
 // outweigh the transients, in which case the optimizer step is, with all
 // gradients and no activations (the full count stays, an upper bound).
+// Tunebench's trainer keeps flat gradient buffers from loading on.
 void gradientsAtPeak(const PlanContext& ctx, PlanResult& r)
 {
-    if (ctx.world > 1 || ctx.in.gradAccum > 1)
+    if (ctx.world > 1 || ctx.in.gradAccum > 1 || ctx.in.engine == Engine::Tunebench)
         return;
     MemoryComponent* grads = nullptr;
     double transients = 0;
@@ -116,7 +116,13 @@ HostStates ddpStates(const PlanContext& ctx, MemoryBuilder& b)
             .trainableDtype = trainWork == 4 ? "fp32" : ctx.actName,
             .masterBytes = offOpt ? 0 : trainMaster,
             .where = ", replicated on every GPU"});
-    addGradients(b, grad, 0, 1, ctx.lora && ctx.mixed ? " (fp32 adapter gradients)" : "");
+    // Our trainer sums each step's gradients into an fp32 master gradient
+    // before the optimizer reads them.
+    const bool masterGrads = ctx.in.engine == Engine::Tunebench && trainMaster > 0;
+    addGradients(b, grad, masterGrads ? trainMaster : 0, 1,
+        ctx.lora && ctx.mixed ? " (fp32 adapter gradients)"
+            : masterGrads     ? " (16-bit gradients + fp32 master gradients, Tunebench's trainer)"
+                              : "");
     if (!offOpt) {
         addOptimizer(b, 1);
     } else {
@@ -144,7 +150,9 @@ HostStates zero12States(const PlanContext& ctx, MemoryBuilder& b)
     const double W = ctx.world;
     const double work = workBytes(ctx);
     const double master = masterBytes(ctx);
-    const double gradPartition = ctx.mixed ? 4 : 0;
+    // DeepSpeed keeps an fp32 gradient partition under mixed precision; our
+    // trainer keeps one in fp32 as well.
+    const double gradPartition = ctx.mixed || ctx.in.engine == Engine::Tunebench ? 4 : 0;
     const bool offOpt = ctx.in.offload != Offload::None;
     HostStates host;
     addWeights(b,
@@ -301,6 +309,29 @@ HostStates fsdpStates(const PlanContext& ctx, MemoryBuilder& b, Sharding s, bool
     return host;
 }
 
+// Our trainer on CPU ranks talks over Gloo, whose all-gather and
+// reduce-scatter each hold a whole-unit copy while they run (NCCL works in
+// place). At the start of backward one of each is in flight: the largest
+// unit's gather (ZeRO-3 and FULL_SHARD; SHARD_GRAD_OP and ZeRO-1/2 gather
+// outside backward) and, for a full fine-tune, the largest unit's gradients.
+void addGlooStaging(const PlanContext& ctx, MemoryBuilder& b, Sharding s)
+{
+    if (!ctx.gpu.isCpu || ctx.world <= 1 || s == Sharding::Ddp || ctx.in.engine != Engine::Tunebench)
+        return;
+    const double head = rootParams(ctx) * ctx.act;
+    const bool gathersInBackward =
+        s == Sharding::FsdpFull || s == Sharding::FsdpHybrid || s == Sharding::Zero3;
+    const double gather = gathersInBackward ? std::max(head, layerGatherBytes(ctx)) : 0;
+    const double layerGrads = (ctx.full ? double(ctx.counts.perLayer) : ctx.loraPerLayer) * 4;
+    const double reduce = std::max(ctx.full ? rootParams(ctx) * 4 : 0, layerGrads);
+    if (auto* c = b.add("gloo_staging", MemoryCategory::Buffers, "Gloo collective copies",
+            gather + reduce, kSrcGloo);
+        c && ctx.explain)
+        Line(c->explanation) << "the largest unit's all-gather copy " << Bytes{gather}
+                             << " + the largest unit's fp32 gradients in reduce-scatter "
+                             << Bytes{reduce} << " = " << Bytes{c->bytes};
+}
+
 double modelStatesBytes(const PlanResult& r, Sharding s)
 {
     double bytes = 0;
@@ -320,8 +351,7 @@ constexpr double kUsableRam = 0.9;
 // on the host fits the usable part of the VM's RAM.
 void judgeFit(const PlanContext& ctx, const HostStates& host, PlanResult& r)
 {
-    r.peaks = peaksOf(r.memory);
-    r.perGpuBytes = r.peaks.deviceUsed;
+    r.perGpuBytes = r.peakPhase()->bytes;
     r.usableBytes = ctx.gpu.usableBytes() * ctx.gpuFraction;
     r.headroomBytes = r.usableBytes - r.perGpuBytes;
     r.cpuBytesPerNode = host.bytesPerGpu * ctx.gpusPerNode;
@@ -362,10 +392,12 @@ void computeMemory(const PlanContext& ctx, PlanResult& r)
     else
         host = fsdpStates(ctx, b, s, tunebenchZero3);
     r.modelStatesBytes = modelStatesBytes(r, s);
+    addGlooStaging(ctx, b, s);
 
     addTransientMemory(ctx, b);
     gradientsAtPeak(ctx, r);
     addDeviceOverhead(ctx, b);
+    addPhases(ctx, r, s);
     judgeFit(ctx, host, r);
 }
 

@@ -29,6 +29,16 @@ struct MemoryBuilder {
     }
 };
 
+// Unsharded bytes of one decoder layer as a sharded strategy gathers it.
+double layerGatherBytes(const PlanContext& ctx);
+// Parameters gathered outside the decoder layers at the backward peak
+// (FSDP's root unit; Tunebench's head).
+double rootParams(const PlanContext& ctx);
+
+// The load, checkpoint and export phases of Tunebench's trainer beside the
+// step (phase_memory.cpp); the step alone for the reference engines.
+void addPhases(const PlanContext& ctx, PlanResult& r, Sharding planned);
+
 // Activations, eager attention scores, logits and loss, appended to the
 // builder's result.
 void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b);

@@ -39,8 +39,12 @@ inline constexpr const char* kSrcDeepSpeedConfig =
     "contiguous_gradients, stage3_max_live_parameters";
 inline constexpr double kCudaContextGiB = 0.5;
 inline constexpr const char* kSrcProcess =
-    "peak RSS of a one-rank run of a 4 MiB model, docs/DISTRIBUTED_BENCHMARKS.md";
-inline constexpr double kProcessRuntimeMiB = 298; // 302 MiB RSS - 4 MiB of model states
+    "resident memory at the steps of a 260 K-parameter run, one process and each rank of two "
+    "alike (LibTorch 2.13 CPU), docs/DISTRIBUTED_BENCHMARKS.md";
+inline constexpr double kProcessRuntimeMiB = 132; // 134.5 MiB RSS - 2.5 MiB of tensors
+inline constexpr const char* kSrcGloo =
+    "PyTorch's ProcessGroupGloo: _allgather_base gathers into a flat copy of the output, and "
+    "reduce_scatter_tensor all-reduces a clone of its whole input";
 inline constexpr double kNcclPairMiB = 544; // a process group of two GPUs
 inline constexpr double kNcclGroupMiB = 688; // three or more
 inline constexpr double kNcclNetMiB = 512; // the NET transport's shared buffer, across nodes

@@ -30,6 +30,9 @@ constexpr std::array kAttentions = {Spelling<Attention>{Attention::Eager, "eager
 constexpr std::array kLossModes = {Spelling<LossMode>{LossMode::FullFp32, "full-fp32"},
     Spelling<LossMode>{LossMode::Chunked, "chunked"}, Spelling<LossMode>{LossMode::Fused, "fused"},
     Spelling<LossMode>{LossMode::FullFp32, "hf"}};
+constexpr std::array kEngines = {Spelling<Engine>{Engine::Reference, "reference"},
+    Spelling<Engine>{Engine::Tunebench, "tunebench"}, Spelling<Engine>{Engine::Reference, "deepspeed"},
+    Spelling<Engine>{Engine::Reference, "fsdp"}};
 
 // Any case, surrounding space ignored: the CLI and GUI spellings.
 template <typename Enum, size_t N>
@@ -51,6 +54,10 @@ std::string_view toString(Attention value)
 std::string_view toString(LossMode value)
 {
     return common::spellingOf(kLossModes, value);
+}
+std::string_view toString(Engine value)
+{
+    return common::spellingOf(kEngines, value);
 }
 
 std::optional<Method> parseMethod(std::string_view text)
@@ -81,6 +88,10 @@ std::optional<LossMode> parseLossMode(std::string_view text)
 {
     return parseIn(kLossModes, text);
 }
+std::optional<Engine> parseEngine(std::string_view text)
+{
+    return parseIn(kEngines, text);
+}
 
 std::vector<std::string> methodNames()
 {
@@ -109,6 +120,10 @@ std::vector<std::string> attentionNames()
 std::vector<std::string> lossModeNames()
 {
     return common::canonicalSpellings(kLossModes);
+}
+std::vector<std::string> engineNames()
+{
+    return common::canonicalSpellings(kEngines);
 }
 
 std::string_view label(Sharding value)

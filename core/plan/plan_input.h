@@ -147,6 +147,7 @@ common::Status validatePlanInput(const PlanInput& input);
 std::string_view toString(Optimizer value);
 std::string_view toString(Attention value);
 std::string_view toString(LossMode value);
+std::string_view toString(Engine value); // "reference", "tunebench"
 
 std::optional<Method> parseMethod(std::string_view text);
 std::optional<Precision> parsePrecision(std::string_view text);
@@ -155,6 +156,7 @@ std::optional<Sharding> parseSharding(std::string_view text);
 std::optional<Offload> parseOffload(std::string_view text);
 std::optional<Attention> parseAttention(std::string_view text);
 std::optional<LossMode> parseLossMode(std::string_view text);
+std::optional<Engine> parseEngine(std::string_view text);
 
 // The accepted spellings, for help text and error messages.
 std::vector<std::string> methodNames();
@@ -164,6 +166,7 @@ std::vector<std::string> shardingNames();
 std::vector<std::string> offloadNames();
 std::vector<std::string> attentionNames();
 std::vector<std::string> lossModeNames();
+std::vector<std::string> engineNames();
 
 // Human labels for UI combos ("FSDP FULL_SHARD", "bf16 mixed (fp32 master)").
 std::string_view label(Sharding value);

@@ -31,6 +31,7 @@ json planResultToJson(const PlanInput& input, const PlanResult& r)
     out["optimizer"] = toString(input.optimizer);
     out["sharding"] = toString(input.sharding);
     out["offload"] = toString(input.offload);
+    out["engine"] = toString(input.engine);
     out["gpu"] = r.gpuId;
     out["vm_size"] = r.vmSize.empty() ? json(nullptr) : json(r.vmSize);
     out["gpus_per_node"] = r.gpusPerNode;
@@ -58,6 +59,12 @@ json planResultToJson(const PlanInput& input, const PlanResult& r)
             {"bytes", wholeBytes(m.bytes)}, {"explanation", m.explanation},
             {"source", m.source}});
     out["components"] = components;
+    json phases = json::array();
+    for (const PhasePeak& p : r.phases)
+        phases.push_back({{"phase", phaseKey(p.phase)}, {"bytes", wholeBytes(p.bytes)},
+            {"explanation", p.explanation}});
+    out["phases"] = phases;
+    out["peak_phase"] = r.peakPhase() ? json(phaseKey(r.peakPhase()->phase)) : json(nullptr);
     out["fits"] = r.fits;
     out["gpu_usable_bytes"] = wholeBytes(r.usableBytes);
     out["headroom_bytes"] = wholeBytes(r.headroomBytes);

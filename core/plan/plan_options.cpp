@@ -50,6 +50,10 @@ const PlanOption kOptions[] = {
     {"loss", "loss", "how the loss treats logits", "", 0, 0, 0, TB_FIELD(loss)},
     {"loss_chunks", "loss-chunks", "chunks of the chunked or fused loss", "", 1, 4096, 0,
         TB_FIELD(lossChunks)},
+    {"engine", "engine",
+        "whose implementation the memory model follows: reference (DeepSpeed's ZeRO, PyTorch's "
+        "FSDP) or tunebench (Tunebench's trainer)",
+        "", 0, 0, 0, TB_FIELD(engine)},
     {"ddp_bucket_view", "ddp-bucket-view",
         "DDP's gradient_as_bucket_view (off: the buckets are a second copy of the gradients)", "",
         0, 0, 0, TB_FIELD(ddpBucketView)},
@@ -148,6 +152,7 @@ TB_CHOICE(Sharding, shardingNames, parseSharding)
 TB_CHOICE(Offload, offloadNames, parseOffload)
 TB_CHOICE(Attention, attentionNames, parseAttention)
 TB_CHOICE(LossMode, lossModeNames, parseLossMode)
+TB_CHOICE(Engine, engineNames, parseEngine)
 TB_CHOICE(BackwardPrefetch, prefetchNames, parsePrefetch)
 #undef TB_CHOICE
 

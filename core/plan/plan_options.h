@@ -21,7 +21,7 @@ namespace tb::plan {
 // option parses and which widget shows it.
 using OptionField = std::variant<int*, std::int64_t*, double*, bool*, std::optional<bool>*,
     std::string*, std::vector<std::string>*, Method*, Precision*, Optimizer*, Sharding*, Offload*,
-    Attention*, LossMode*, BackwardPrefetch*>;
+    Attention*, LossMode*, Engine*, BackwardPrefetch*>;
 
 enum class OptionKind { Integer, Real, Boolean, Choice, Text, TextList };
 

@@ -12,6 +12,30 @@ PeakLevel peakLevel(std::string_view componentKey)
     return PeakLevel::Allocated;
 }
 
+std::string_view phaseKey(Phase phase)
+{
+    switch (phase) {
+    case Phase::Load:
+        return "load";
+    case Phase::Step:
+        return "step";
+    case Phase::Checkpoint:
+        return "checkpoint";
+    case Phase::Export:
+        return "export";
+    }
+    return "?";
+}
+
+const PhasePeak* PlanResult::peakPhase() const
+{
+    const PhasePeak* peak = nullptr;
+    for (const PhasePeak& p : phases)
+        if (!peak || p.bytes > peak->bytes)
+            peak = &p;
+    return peak;
+}
+
 std::string_view peakKey(PeakLevel level)
 {
     switch (level) {

@@ -63,6 +63,18 @@ struct PeakBytes {
 };
 PeakBytes peaksOf(const std::vector<MemoryComponent>& memory);
 
+// The moments of a run whose peaks differ. The memory components describe
+// the training step; the other phases are what our trainer holds while it
+// loads the model, writes a checkpoint and exports (docs/PLANNER.md, 4.9).
+enum class Phase { Load, Step, Checkpoint, Export };
+std::string_view phaseKey(Phase phase); // "load", "step", "checkpoint", "export"
+
+struct PhasePeak {
+    Phase phase = Phase::Step;
+    double bytes = 0; // per GPU (per rank on CPUs), at the device_used level
+    std::string explanation; // what the phase holds beyond the step's states
+};
+
 struct ScalingPoint {
     int nodes = 1;
     double tokensPerSecond = 0;
@@ -85,10 +97,14 @@ struct [[nodiscard]] PlanResult {
     std::string precision; // the precision actually planned (toString(Precision))
     std::string calibration; // "calibrated by 3 runs on H100-SXM", empty when none applies
 
-    // Memory per GPU, component by component; the components sum to perGpuBytes.
+    // Memory per GPU at the training step, component by component; the
+    // components sum to peaks.deviceUsed.
     std::vector<MemoryComponent> memory;
     PeakBytes peaks;
-    double perGpuBytes = 0; // device_used: what "fits" is judged by
+    // Every phase's peak, in run order: the step alone for the reference
+    // engines, load, step, checkpoint and export for Tunebench's trainer.
+    std::vector<PhasePeak> phases;
+    double perGpuBytes = 0; // the largest phase's peak: what "fits" is judged by
     double usableBytes = 0; // the GPU's usable memory
     double headroomBytes = 0; // usable - perGpu (negative: short by that much)
     bool fits = false;
@@ -115,6 +131,7 @@ struct [[nodiscard]] PlanResult {
     std::vector<std::string> warnings;
 
     double categoryBytes(MemoryCategory c) const;
+    const PhasePeak* peakPhase() const; // the phase that sets perGpuBytes
     const MemoryComponent* component(std::string_view key) const;
     const Figure* figure(std::string_view key) const;
 };

@@ -182,7 +182,7 @@ private slots:
 
     void predictionRoundTripsThroughRunStart()
     {
-        const RunPrediction prediction{"CPU: 2 cores", 300000000, 4000.0, 0.25};
+        const RunPrediction prediction{"CPU: 2 cores", 300000000, 4000.0, 0.25, 280000000, -1, 290000000};
         RunHistory history;
         history.apply(eventOf(EventType::RunStart, kStart, startFields("p", 1, prediction)));
         QVERIFY(history.start()->prediction.has_value());
@@ -191,6 +191,9 @@ private slots:
         QCOMPARE(read.peakBytesPerRank, prediction.peakBytesPerRank);
         QCOMPARE(read.tokensPerSecond, prediction.tokensPerSecond);
         QCOMPARE(read.stepSeconds, prediction.stepSeconds);
+        QCOMPARE(read.loadBytesPerRank, prediction.loadBytesPerRank);
+        QCOMPARE(read.checkpointBytesPerRank, -1); // not predicted: not written
+        QCOMPARE(read.exportBytesPerRank, prediction.exportBytesPerRank);
         QCOMPARE(measuredOverPredicted(2000, read.tokensPerSecond), 0.5);
         QVERIFY(std::isnan(measuredOverPredicted(2000, -1)));
     }

@@ -265,6 +265,9 @@ QWidget* PlanForm::createParallelismGroup()
         box, "loss", {{plan::LossMode::Chunked, tr("chunked cross-entropy")},
               {plan::LossMode::FullFp32, tr("full fp32 logits (HF Trainer)")},
               {plan::LossMode::Fused, tr("fused linear + CE")}});
+    m_engine = enumCombo<plan::Engine>(
+        box, "engine", {{plan::Engine::Reference, tr("DeepSpeed ZeRO / PyTorch FSDP")},
+              {plan::Engine::Tunebench, tr("Tunebench's trainer")}});
 
     m_vmSize = new QComboBox(box);
     m_vmSize->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
@@ -297,6 +300,7 @@ QWidget* PlanForm::createParallelismGroup()
     form->addRow(tr("Activation ckpt"), m_gradientCheckpointing);
     form->addRow(tr("Attention"), m_attention);
     form->addRow(tr("Loss"), m_loss);
+    form->addRow(tr("Trainer"), m_engine);
     form->addRow(tr("Azure VM"), m_vmSize);
     form->addRow(tr("GPU"), m_gpu);
     form->addRow(tr("GPUs per node"), m_gpusPerNode);

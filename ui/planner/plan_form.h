@@ -64,6 +64,7 @@ private:
     QCheckBox* m_gradientCheckpointing = nullptr;
     QComboBox* m_attention = nullptr;
     QComboBox* m_loss = nullptr;
+    QComboBox* m_engine = nullptr;
     QComboBox* m_vmSize = nullptr;
     QComboBox* m_gpu = nullptr;
     QSpinBox* m_gpusPerNode = nullptr;

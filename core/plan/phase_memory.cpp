@@ -1,0 +1,178 @@
+#include "plan/explain.h"
+#include "plan/memory_parts.h"
+
+#include "common/units.h"
+
+#include <algorithm>
+
+// What Tunebench's trainer holds per rank, beyond the states every phase
+// keeps, while it loads the model (train/training_session.cpp), writes a
+// checkpoint (train/checkpoint.cpp) and exports (train/merged_export.cpp).
+// docs/PLANNER.md, 4.9.
+namespace tb::plan::detail {
+
+namespace {
+
+// Components that live from loading to the end of the run: the states and
+// the process (or CUDA context); the rest exists only inside a step.
+bool persists(const MemoryComponent& c)
+{
+    if (c.key == "weights_full") // SHARD_GRAD_OP's copy, gathered for a step
+        return false;
+    switch (c.category) {
+    case MemoryCategory::Weights:
+    case MemoryCategory::Gradients:
+    case MemoryCategory::Optimizer:
+        return true;
+    case MemoryCategory::Overhead:
+        return c.key != "allocator_slack";
+    default:
+        return false;
+    }
+}
+
+struct Persistent {
+    double tensors = 0;
+    double process = 0; // the process and LibTorch, or the CUDA context and NCCL
+    double total() const { return tensors + process; }
+};
+
+Persistent persistentOf(const PlanResult& r)
+{
+    Persistent p;
+    for (const MemoryComponent& c : r.memory)
+        if (persists(c))
+            (c.category == MemoryCategory::Overhead ? p.process : p.tensors) += c.bytes;
+    return p;
+}
+
+// ZeRO-3 and FSDP over more than one GPU load each rank's slices only.
+bool loadsSharded(const PlanContext& ctx, Sharding s)
+{
+    return ctx.shardGroup > 1 && (s == Sharding::Zero3 || isFsdp(s));
+}
+
+// The trainer's units: a decoder layer, the embedding, the head.
+double largestUnitParams(const PlanContext& ctx)
+{
+    return std::max({double(ctx.counts.perLayer) + ctx.loraPerLayer, double(ctx.counts.embedding),
+        double(ctx.counts.lmHead + ctx.counts.finalNorm)});
+}
+
+double largestLinearParams(const PlanContext& ctx)
+{
+    model::LinearShape shapes[model::kMaxBlockLinears];
+    const int n = model::blockLinearShapes(ctx.model, shapes);
+    double largest = 0;
+    for (int i = 0; i < n; ++i)
+        largest = std::max(largest, double(shapes[i].inFeatures * shapes[i].outFeatures));
+    return largest;
+}
+
+// Bytes per element of the merged export: the checkpoint's torch_dtype;
+// a preset does not say it, and published checkpoints store 16-bit.
+double exportBytesPerParam(const PlanContext& ctx)
+{
+    return ctx.model.torchDtype == "float32" ? 4 : 2;
+}
+
+PhasePeak loadPhase(const PlanContext& ctx, const Persistent& kept, Sharding s)
+{
+    PhasePeak p{Phase::Load, kept.total(), {}};
+    if (loadsSharded(ctx, s)) {
+        // A trainable unit is read whole at fp32, then its shard is kept.
+        const double unit = ctx.full ? largestUnitParams(ctx) * 4 : 0;
+        p.bytes += unit;
+        if (ctx.explain)
+            Line(p.explanation) << "each rank reads its slices into its shards"
+                                << (unit > 0 ? ", a trainable unit whole at fp32 first: + " : "")
+                                << (unit > 0 ? common::formatBytes(unit) : std::string());
+        return p;
+    }
+    // Unsharded, the model is read whole at fp32 and converted on the host:
+    // the compute-dtype copy exists beside it until the states are built
+    // from it. On a CPU that host is the rank's own memory.
+    const bool converts = ctx.precision != Precision::Fp32 || ctx.qlora;
+    if (!ctx.gpu.isCpu || !converts) {
+        if (ctx.explain)
+            p.explanation = ctx.gpu.isCpu
+                ? "the fp32 model read whole becomes the training states in place"
+                : "the model arrives once in its compute dtype and becomes the training states";
+        return p;
+    }
+    // QLoRA quantises the projections of the copy before the states are
+    // built; otherwise the copy's tensors stay referenced until then.
+    const double base = 4 * ctx.total;
+    const double copy = ctx.act * ctx.total;
+    const double extra = ctx.qlora ? std::max(base + copy - kept.tensors, base) : base + copy;
+    p.bytes += extra;
+    if (ctx.explain)
+        Line(p.explanation) << "the model read whole at fp32 (" << Bytes{base} << ") and its "
+                            << ctx.actName << " copy (" << Bytes{copy}
+                            << ") stay while the states are built: + " << Bytes{extra};
+    return p;
+}
+
+PhasePeak checkpointPhase(const PlanContext& ctx, const Persistent& kept)
+{
+    // States are written from their buffers; LoRA gathers the adapter's
+    // values for the adapter file beside them.
+    const double adapter = ctx.lora ? ctx.trainable * 4 : 0;
+    PhasePeak p{Phase::Checkpoint, kept.total() + adapter, {}};
+    if (ctx.explain)
+        p.explanation = adapter > 0
+            ? "states written from their buffers, + the adapter's fp32 values " + common::formatBytes(adapter)
+            : "states written from their buffers";
+    return p;
+}
+
+PhasePeak exportPhase(const PlanContext& ctx, const Persistent& kept, Sharding s)
+{
+    const double file = exportBytesPerParam(ctx);
+    // One tensor at a time: a LoRA projection merged at fp32 (its base,
+    // B x A, the scaled sum) or a parameter, then its copy in the file's dtype.
+    const double merge = ctx.lora ? largestLinearParams(ctx) * (12 + file) : 0;
+    const double plain = file != 4 ? double(ctx.counts.largestLayer) * file : 0;
+    const double tensor = std::max(merge, plain);
+    // Sharded states are gathered a unit at a time onto rank 0 (Gloo's
+    // gather adds its flat copy on CPUs); LoRA's adapter is gathered whole.
+    const bool streamed = ctx.world > 1 && s != Sharding::Ddp;
+    const double unitBytes = ctx.full ? largestUnitParams(ctx) * 4
+                                      : std::max(rootParams(ctx) * ctx.act, layerGatherBytes(ctx));
+    const double unit = streamed ? unitBytes * (ctx.gpu.isCpu ? 2 : 1) : 0;
+    const double adapter = ctx.lora && ctx.world > 1 ? ctx.trainable * 4 : 0;
+    PhasePeak p{Phase::Export, kept.total() + tensor + unit + adapter, {}};
+    if (ctx.explain) {
+        Line l(p.explanation);
+        l << "the states stay";
+        if (tensor > 0)
+            l << "; + the largest tensor being written " << Bytes{tensor};
+        if (unit > 0)
+            l << " + one gathered unit " << Bytes{unit};
+        if (adapter > 0)
+            l << " + the adapter's fp32 values " << Bytes{adapter};
+    }
+    return p;
+}
+
+} // namespace
+
+void addPhases(const PlanContext& ctx, PlanResult& r, Sharding planned)
+{
+    r.peaks = peaksOf(r.memory);
+    r.phases.clear();
+    PhasePeak step{Phase::Step, r.peaks.deviceUsed, {}};
+    if (ctx.explain)
+        step.explanation = "the components above";
+    if (ctx.in.engine != Engine::Tunebench) {
+        r.phases.push_back(std::move(step));
+        return;
+    }
+    const Persistent kept = persistentOf(r);
+    r.phases.push_back(loadPhase(ctx, kept, planned));
+    r.phases.push_back(std::move(step));
+    r.phases.push_back(checkpointPhase(ctx, kept));
+    r.phases.push_back(exportPhase(ctx, kept, planned));
+}
+
+} // namespace tb::plan::detail
