@@ -114,7 +114,7 @@ void printPhases(std::ostream& out, const plan::PlanResult& r, bool explain)
         std::string name(plan::phaseKey(p.phase));
         name[0] = char(std::toupper(static_cast<unsigned char>(name[0])));
         row(out, "  " + name + " phase", formatBytes(p.bytes), &p == peak ? "the peak" : "");
-        because(out, explain, p.explanation, "Tunebench's trainer (docs/PLANNER.md 4.9)");
+        because(out, explain, p.explanation, "Tunebench's trainer (docs/PLANNER.md 4.11)");
     }
 }
 

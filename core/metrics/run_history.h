@@ -17,7 +17,7 @@ struct RunPrediction {
     int64_t peakBytesPerRank = -1; // at the training step
     double tokensPerSecond = -1; // the whole run, every rank
     double stepSeconds = -1;
-    // The trainer's other phases per rank (docs/PLANNER.md 4.9); -1: not predicted.
+    // The trainer's other phases per rank (docs/PLANNER.md 4.11); -1: not predicted.
     int64_t loadBytesPerRank = -1;
     int64_t checkpointBytesPerRank = -1;
     int64_t exportBytesPerRank = -1;

@@ -8,7 +8,7 @@
 // What Tunebench's trainer holds per rank, beyond the states every phase
 // keeps, while it loads the model (train/training_session.cpp), writes a
 // checkpoint (train/checkpoint.cpp) and exports (train/merged_export.cpp).
-// docs/PLANNER.md, 4.9.
+// docs/PLANNER.md, 4.11.
 namespace tb::plan::detail {
 
 namespace {

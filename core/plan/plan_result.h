@@ -65,7 +65,7 @@ PeakBytes peaksOf(const std::vector<MemoryComponent>& memory);
 
 // The moments of a run whose peaks differ. The memory components describe
 // the training step; the other phases are what our trainer holds while it
-// loads the model, writes a checkpoint and exports (docs/PLANNER.md, 4.9).
+// loads the model, writes a checkpoint and exports (docs/PLANNER.md, 4.11).
 enum class Phase { Load, Step, Checkpoint, Export };
 std::string_view phaseKey(Phase phase); // "load", "step", "checkpoint", "export"
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 // The load, checkpoint and export phases the planner gives Tunebench's
-// trainer beside the step (docs/PLANNER.md 4.9), each term worked out here
+// trainer beside the step (docs/PLANNER.md 4.11), each term worked out here
 // from the trainer's code as the docs state it.
 using namespace tb;
 using plan::Method;

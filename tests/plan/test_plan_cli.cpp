@@ -288,6 +288,52 @@ private slots:
             nlohmann::json::parse(saved.out.toStdString())["per_gpu_bytes"]);
     }
 
+    // A run config planned as our trainer runs it: its model, method and
+    // batch, engine tunebench with every phase; a CPU run on this CPU, a
+    // CUDA run on the plan's GPU; plan options beside it win.
+    void plansARunConfig_data()
+    {
+        QTest::addColumn<QString>("device");
+        QTest::addColumn<QStringList>("hardware");
+        QTest::addColumn<QString>("expectedGpu");
+        QTest::addRow("cpu") << "cpu" << QStringList{} << "cpu";
+        QTest::addRow("cuda") << "cuda" << QStringList{"--vm", "Standard_ND96amsr_A100_v4"}
+                              << "A100-80GB-SXM";
+    }
+    void plansARunConfig()
+    {
+        QFETCH(QString, device);
+        QFETCH(QStringList, hardware);
+        QFETCH(QString, expectedGpu);
+        QTemporaryDir dir;
+        const QString path = dir.filePath("run.yaml");
+        const std::string yaml = "model: " TB_SOURCE_DIR "/resources/demo/stories260K\n"
+                                 "method: full\nprecision: fp32\ndevice: "
+            + device.toStdString()
+            + "\ndata:\n  train: " TB_SOURCE_DIR "/resources/demo/tiny_instructions.jsonl\n"
+              "  sequence_length: 128\ntraining:\n  micro_batch: 3\n  grad_accum: 2\n"
+              "distributed:\n  sharding: zero3\n";
+        QVERIFY(tb::common::writeFileAtomic(path.toStdString(), yaml).ok());
+        const Run r = plan(QStringList{"--from-run", path, "--gpus-per-node", "2", "--json"} + hardware);
+        QCOMPARE(r.exitCode, 0);
+        const nlohmann::json j = nlohmann::json::parse(r.out.toStdString());
+        QCOMPARE(j["engine"].get<std::string>(), std::string("tunebench"));
+        QCOMPARE(j["gpu"].get<std::string>(), expectedGpu.toStdString());
+        QCOMPARE(j["method"].get<std::string>(), std::string("full"));
+        QCOMPARE(j["precision"].get<std::string>(), std::string("fp32"));
+        QCOMPARE(j["sharding"].get<std::string>(), std::string("zero3"));
+        QCOMPARE(j["micro_batch"].get<int>(), 3);
+        QCOMPARE(j["grad_accum"].get<int>(), 2);
+        QCOMPARE(j["seq_len"].get<int>(), 128);
+        QCOMPARE(j["world_size"].get<int>(), 2);
+        QCOMPARE(j["params_total"].get<long long>(), 260032LL);
+        QCOMPARE(j["phases"].size(), size_t(4));
+
+        const Run missing = plan({"--from-run", dir.filePath("nothing.yaml")});
+        QCOMPARE(missing.exitCode, 2);
+        QVERIFY2(missing.err.contains("nothing.yaml"), qPrintable(missing.err));
+    }
+
     void importsDeepSpeed()
     {
         QTemporaryDir dir;

@@ -268,6 +268,7 @@ QWidget* PlanForm::createParallelismGroup()
     m_engine = enumCombo<plan::Engine>(
         box, "engine", {{plan::Engine::Reference, tr("DeepSpeed ZeRO / PyTorch FSDP")},
               {plan::Engine::Tunebench, tr("Tunebench's trainer")}});
+    m_engine->setObjectName(QStringLiteral("engineCombo"));
 
     m_vmSize = new QComboBox(box);
     m_vmSize->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);

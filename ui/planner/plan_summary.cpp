@@ -23,6 +23,19 @@ QString tr(const char* text)
     return QCoreApplication::translate("PlannerPage", text);
 }
 
+// Tunebench's trainer: each phase's peak, the largest in bold.
+QString phasesLine(const plan::PlanResult& r)
+{
+    QStringList parts;
+    const plan::PhasePeak* peak = r.peakPhase();
+    for (const plan::PhasePeak& p : r.phases) {
+        const QString part = QStringLiteral("%1 %2").arg(qs(std::string(plan::phaseKey(p.phase))),
+            bytes(p.bytes));
+        parts << (&p == peak ? QStringLiteral("<b>%1</b>").arg(part) : part);
+    }
+    return tr("Phases of Tunebench's trainer: %1").arg(parts.join(QStringLiteral(" · ")));
+}
+
 } // namespace
 
 QString planVerdict(const plan::PlanResult& r)
@@ -52,9 +65,11 @@ QString planDetailsHtml(const plan::PlanResult& r)
     if (!r.calibration.empty())
         details += tr("<br>Calibrated: %1 (utilisation, allocator reserve and runtime from measured runs)")
                        .arg(qs(r.calibration).toHtmlEscaped());
-    details += tr("<br>Per GPU: peak allocated %1 · peak reserved %2 · device used %3")
+    details += tr("<br>Per GPU at the step: peak allocated %1 · peak reserved %2 · device used %3")
                    .arg(bytes(r.peaks.allocated), bytes(r.peaks.reserved),
                        bytes(r.peaks.deviceUsed));
+    if (r.phases.size() > 1)
+        details += QStringLiteral("<br>") + phasesLine(r);
     for (const std::string& warning : r.warnings)
         details += QStringLiteral("<br>⚠ %1").arg(qs(warning).toHtmlEscaped());
     return details;
