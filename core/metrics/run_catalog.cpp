@@ -113,6 +113,8 @@ RunEntry summariseRun(const std::string& dir, const RunHistory& history)
     entry.tokensPerSecond = steadyTokensPerSecond(history.steps());
     entry.stepSeconds = steadyStepSeconds(history.steps());
     entry.peakBytes = peakBytes(history.steps());
+    entry.loadPeakBytes = start.loadPeakBytes;
+    entry.exportPeakBytes = history.exportPeakBytes();
     entry.startSeconds = start.timeSeconds;
     const double end = history.end() ? history.end()->timeSeconds : lastEventSeconds(history);
     entry.durationSeconds = std::max(0.0, end - start.timeSeconds);

@@ -29,6 +29,8 @@ struct RunEntry {
     double tokensPerSecond = -1; // steady rate: steadyTokensPerSecond()
     double stepSeconds = -1; // mean, steps after the first
     int64_t peakBytes = -1; // rank 0's highest mem_peak_bytes
+    int64_t loadPeakBytes = -1; // rank 0's peak while setting up (run_start.load)
+    int64_t exportPeakBytes = -1; // rank 0's peak while exporting
     double startSeconds = 0; // Unix time of the first run_start
     double durationSeconds = -1; // to run_end, else to the last event read
     std::optional<RunPrediction> prediction;

@@ -83,6 +83,10 @@ void RunHistory::apply(const Event& event)
         m_lastCheckpointStep = integer(body, "step", m_lastCheckpointStep);
         break;
     case EventType::Log:
+        m_exportPeakBytes =
+            std::max(m_exportPeakBytes, integer(body, "export_peak_resident_bytes", -1));
+        m_messages.push_back({event.typeName, lastStep(), text(body, "message")});
+        break;
     case EventType::Warning:
     case EventType::Error:
         m_messages.push_back({event.typeName, lastStep(), text(body, "message")});
@@ -110,6 +114,8 @@ void RunHistory::applyStart(const Event& event)
     info.globalBatch = integer(body, "global_batch", -1);
     info.totalSteps = integer(body, "total_steps", -1);
     info.resumedFromStep = integer(body, "resumed_from_step", -1);
+    if (const auto load = body.find("load"); load != body.end() && load->is_object())
+        info.loadPeakBytes = integer(*load, "peak_resident_bytes", -1);
     info.sharding = text(body, "sharding");
     info.host = text(body, "host");
     info.pid = integer(body, "pid", -1);

@@ -41,6 +41,7 @@ struct RunStartInfo {
     int64_t globalBatch = -1;
     int64_t totalSteps = -1;
     int64_t resumedFromStep = -1; // -1: a fresh start
+    int64_t loadPeakBytes = -1; // load.peak_resident_bytes: the most held while setting up
     std::string sharding; // data-parallel runs only
     std::string host;
     long long pid = -1; // the writer's process on `host`
@@ -82,6 +83,8 @@ public:
     const std::vector<RunMessage>& messages() const { return m_messages; }
     const std::optional<RunEndInfo>& end() const { return m_end; }
     int64_t lastCheckpointStep() const { return m_lastCheckpointStep; }
+    // The largest export_peak_resident_bytes of the export's log lines; -1: none.
+    int64_t exportPeakBytes() const { return m_exportPeakBytes; }
     int64_t lastStep() const { return m_steps.empty() ? 0 : m_steps.back().step; }
 
 private:
@@ -95,6 +98,7 @@ private:
     std::vector<RunMessage> m_messages;
     std::optional<RunEndInfo> m_end;
     int64_t m_lastCheckpointStep = -1;
+    int64_t m_exportPeakBytes = -1;
 };
 
 } // namespace tb::metrics

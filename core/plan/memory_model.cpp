@@ -259,20 +259,33 @@ void addFullShardBuffers(
     const double root = rootParams(ctx);
     const double layerParams = layerGatherBytes(ctx);
     const int layers = fsdpGatheredLayers(ctx);
-    const double bytes = root * ctx.act + layers * layerParams + layerGrads + rootGrads;
+    // Tunebench releases an untied head before it prefetches the layer below
+    // the last: one layer beside the head, or the prefetched layers alone.
+    const bool headApart = ctx.in.engine == Engine::Tunebench && ctx.counts.lmHead > 0;
+    const double gathered = headApart
+        ? std::max(root * ctx.act + (layers - 1) * layerParams, layers * layerParams)
+        : root * ctx.act + layers * layerParams;
+    const double bytes = gathered + layerGrads + rootGrads;
     if (auto* c = b.add("gather_buffers", MemoryCategory::Buffers,
             asZero3 ? "ZeRO-3 gathered units" : "FSDP gathered units", bytes, kSrcFsdp);
-        c && ctx.explain)
-        Line(c->explanation) << rootName(ctx).first << " " << Bytes{root * ctx.act} << " "
-                             << rootName(ctx).second << " + " << layers
-                             << " decoder layer(s) (current, prefetched as backward_prefetch, "
-                                "forward_prefetch and limit_all_gathers allow) x "
-                             << Bytes{layerParams} << " + one layer's unsharded gradients "
-                             << Bytes{layerGrads}
-                             << (rootGrads > 0
-                                        ? std::string(" + ") + rootName(ctx).first + " gradients"
-                                        : std::string())
-                             << " = " << Bytes{bytes};
+        c && ctx.explain) {
+        Line l(c->explanation);
+        if (headApart)
+            l << "the larger of the head " << Bytes{root * ctx.act} << " " << rootName(ctx).second
+              << " with " << layers - 1 << " decoder layer(s), and " << layers
+              << " decoder layers (the head is released before the layer below the last is "
+                 "prefetched), x "
+              << Bytes{layerParams};
+        else
+            l << rootName(ctx).first << " " << Bytes{root * ctx.act} << " " << rootName(ctx).second
+              << " + " << layers
+              << " decoder layer(s) (current, prefetched as backward_prefetch, forward_prefetch "
+                 "and limit_all_gathers allow) x "
+              << Bytes{layerParams};
+        l << " + one layer's unsharded gradients " << Bytes{layerGrads}
+          << (rootGrads > 0 ? std::string(" + ") + rootName(ctx).first + " gradients" : std::string())
+          << " = " << Bytes{bytes};
+    }
 }
 
 // FSDP: the persistent copy is the sharded flat parameter in its original

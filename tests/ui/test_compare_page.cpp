@@ -54,8 +54,11 @@ std::string startLine(const FakeRun& run)
                        {"training", {{"learning_rate", run.learningRate}}},
                        {"output", {{"dir", "/elsewhere/" + run.name.toStdString()}}}}},
         {"model", {{"name", "stories260K"}}}, {"total_steps", 50}};
-    if (run.predictedRate > 0)
-        fields["prediction"] = tb::metrics::RunPrediction{"CPU (test)", 300 << 20, run.predictedRate, 0.5}.toJson();
+    if (run.predictedRate > 0) {
+        fields["prediction"] =
+            tb::metrics::RunPrediction{"CPU (test)", 300 << 20, run.predictedRate, 0.5, 280 << 20, -1, 290 << 20}.toJson();
+        fields["load"] = {{"peak_resident_bytes", 294 << 20}};
+    }
     return makeEvent(EventType::RunStart, 0, kStart, fields).dump();
 }
 
@@ -250,6 +253,9 @@ private slots:
         // Measured against predicted, with the ratio.
         QTRY_COMPARE(page.predictionTable()->rowCount(), 4);
         QCOMPARE(page.predictionTable()->item(1, tb::ui::PredictionTable::RateRatio)->text(), QStringLiteral("0.95x"));
+        QCOMPARE(page.predictionTable()->item(1, tb::ui::PredictionTable::LoadPeakRatio)->text(), QStringLiteral("1.05x"));
+        QCOMPARE(page.predictionTable()->item(1, tb::ui::PredictionTable::PredictedExportPeak)->text(), QStringLiteral("290.0 MiB"));
+        QCOMPARE(page.predictionTable()->item(1, tb::ui::PredictionTable::ExportPeakRatio)->text(), QStringLiteral("–")); // no export ran
         QCOMPARE(page.predictionTable()->item(3, tb::ui::PredictionTable::Device)->text(),
             QStringLiteral("no prediction in its run_start"));
     }
@@ -336,9 +342,12 @@ private slots:
         QVERIFY(page.grab().save(QStringLiteral(TB_BINARY_DIR "/screenshots/compare_prediction.png")));
         // Every run of the probe trained on this CPU and recorded the planner's estimate.
         QCOMPARE(page.predictionTable()->rowCount(), 3);
-        for (int row = 0; row < 3; ++row)
+        for (int row = 0; row < 3; ++row) {
             QVERIFY2(page.predictionTable()->item(row, tb::ui::PredictionTable::Device)->text().startsWith(QStringLiteral("CPU: ")),
                 qPrintable(page.predictionTable()->item(row, tb::ui::PredictionTable::Device)->text()));
+            // The loading phase: measured by the run, predicted by the planner.
+            QVERIFY(page.predictionTable()->item(row, tb::ui::PredictionTable::LoadPeakRatio)->text().endsWith('x'));
+        }
         QCOMPARE(page.scalingChart()->predicted()->dataCount(), 4); // the planner at 1 to 4 ranks
         for (const tb::metrics::ScalingPoint& point : tb::metrics::scalingPoints(std::vector<tb::metrics::RunEntry>(
                  page.runsModel()->runs().begin(), page.runsModel()->runs().end())))

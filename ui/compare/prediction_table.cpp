@@ -34,7 +34,9 @@ PredictionTable::PredictionTable(QWidget* parent)
     setObjectName(QStringLiteral("predictionTable"));
     setHorizontalHeaderLabels({tr("run"), tr("device (planned as)"), tr("tokens/s"), tr("predicted"),
         tr("measured/predicted"), tr("step time"), tr("predicted"), tr("measured/predicted"),
-        tr("peak memory/rank"), tr("predicted"), tr("measured/predicted")});
+        tr("peak memory/rank"), tr("predicted"), tr("measured/predicted"), tr("loading"),
+        tr("predicted"), tr("measured/predicted"), tr("export"), tr("predicted"),
+        tr("measured/predicted")});
     setEditTriggers(QAbstractItemView::NoEditTriggers);
     verticalHeader()->hide();
     horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
@@ -50,7 +52,10 @@ void PredictionTable::setRuns(const QVector<metrics::RunEntry>& runs)
             run.prediction ? QString::fromStdString(p.device) : tr("no prediction in its run_start"),
             rate(run.tokensPerSecond), rate(p.tokensPerSecond), ratio(run.tokensPerSecond, p.tokensPerSecond),
             seconds(run.stepSeconds), seconds(p.stepSeconds), ratio(run.stepSeconds, p.stepSeconds),
-            bytes(run.peakBytes), bytes(p.peakBytesPerRank), ratio(double(run.peakBytes), double(p.peakBytesPerRank))};
+            bytes(run.peakBytes), bytes(p.peakBytesPerRank), ratio(double(run.peakBytes), double(p.peakBytesPerRank)),
+            bytes(run.loadPeakBytes), bytes(p.loadBytesPerRank),
+            ratio(double(run.loadPeakBytes), double(p.loadBytesPerRank)), bytes(run.exportPeakBytes),
+            bytes(p.exportBytesPerRank), ratio(double(run.exportPeakBytes), double(p.exportBytesPerRank))};
         for (int column = 0; column < ColumnCount; ++column) {
             auto* item = new QTableWidgetItem(cells[column]);
             if (column >= Rate)

@@ -52,7 +52,7 @@ def write_random_model(folder, args):
             shutil.copy(source, folder / name)
 
 
-def write_config(path, model, method, sharding, out, steps, checkpointing):
+def write_config(path, model, method, sharding, out, steps, checkpointing, precision):
     lines = [
         f"model: {model}",
         f"method: {method}",
@@ -67,7 +67,7 @@ def write_config(path, model, method, sharding, out, steps, checkpointing):
         "  grad_accum: 1",
         "  learning_rate: 1.0e-4",
         "  schedule: constant",
-        "precision: fp32",
+        f"precision: {precision}",
         f"activation_checkpointing: {'true' if checkpointing else 'false'}",
         "distributed:",
         f"  sharding: {sharding}",
@@ -137,6 +137,8 @@ def main():
     parser.add_argument("--methods", default="full lora")
     parser.add_argument("--shardings", default="zero3 fsdp-full")
     parser.add_argument("--worlds", default="2 4")
+    parser.add_argument("--precision", default="fp32",
+                        help="the runs' precision (fp32, bf16-mixed, bf16); the model is stored in fp32")
     parser.add_argument("--checkpointing", action="store_true",
                         help="activation checkpointing on every layer (the planner's default)")
     args = parser.parse_args()
@@ -163,7 +165,8 @@ def main():
             out = work / name
             shutil.rmtree(out, ignore_errors=True)
             config = work / f"{name}.yaml"
-            write_config(config, model, method, sharding, out, args.steps, args.checkpointing)
+            write_config(config, model, method, sharding, out, args.steps, args.checkpointing,
+                         args.precision)
             seconds = run(args.cli, config, world, work / f"{name}.log")
             figures = rank_figures(out, world)
             if single is None:
