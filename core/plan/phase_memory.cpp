@@ -100,11 +100,12 @@ PhasePeak loadPhase(const PlanContext& ctx, const Persistent& kept, Sharding s)
                 : "the model arrives once in its compute dtype and becomes the training states";
         return p;
     }
-    // QLoRA quantises the projections of the copy before the states are
-    // built; otherwise the copy's tensors stay referenced until then.
+    // A full fine-tune copies the copy into flat states while the copy is
+    // still referenced; under LoRA the copy's frozen weights are the states
+    // (QLoRA quantises its projections first), so the copy is counted once.
     const double base = 4 * ctx.total;
     const double copy = ctx.act * ctx.total;
-    const double extra = ctx.qlora ? std::max(base + copy - kept.tensors, base) : base + copy;
+    const double extra = ctx.lora ? std::max(base + copy - kept.tensors, base) : base + copy;
     p.bytes += extra;
     if (ctx.explain)
         Line(p.explanation) << "the model read whole at fp32 (" << Bytes{base} << ") and its "
@@ -132,7 +133,10 @@ PhasePeak exportPhase(const PlanContext& ctx, const Persistent& kept, Sharding s
     // One tensor at a time: a LoRA projection merged at fp32 (its base,
     // B x A, the scaled sum) or a parameter, then its copy in the file's dtype.
     const double merge = ctx.lora ? largestLinearParams(ctx) * (12 + file) : 0;
-    const double plain = file != 4 ? double(ctx.counts.largestLayer) * file : 0;
+    // A parameter is written from the master (mixed full fine-tune) or from
+    // the weights in the compute dtype; another dtype in the file is a copy.
+    const double source = ctx.full && ctx.mixed ? 4 : ctx.act;
+    const double plain = file != source ? double(ctx.counts.largestLayer) * file : 0;
     const double tensor = std::max(merge, plain);
     // Sharded states are gathered a unit at a time onto rank 0 (Gloo's
     // gather adds its flat copy on CPUs); LoRA's adapter is gathered whole.

@@ -136,7 +136,10 @@ private slots:
             << Method::Full << Precision::Bf16Mixed << Sharding::Ddp << 1 << 6 * N;
         QTest::addRow("bf16-mixed full, ZeRO-2 over 2")
             << Method::Full << Precision::Bf16Mixed << Sharding::Zero2 << 2 << 6 * N;
-        // QLoRA: fp32 and bf16 copies of the whole model before quantising.
+        // LoRA: the bf16 copy's frozen weights are the states; QLoRA quantises
+        // them, after fp32 and bf16 copies of the whole model existed at once.
+        QTest::addRow("bf16-mixed lora, one rank")
+            << Method::Lora << Precision::Bf16Mixed << Sharding::Ddp << 1 << 4 * N;
         QTest::addRow("qlora, one rank") << Method::Qlora << Precision::Bf16Mixed << Sharding::Ddp << 1 << -1.0;
         // Sharded: each rank reads its slices; a trainable unit passes whole at fp32.
         QTest::addRow("fp32 full, ZeRO-3 over 2")
@@ -195,24 +198,32 @@ private slots:
         const model::ParameterCount n = model::countParameters(benchModel());
         const double projection = 768.0 * 2048;
         QTest::addColumn<Method>("method");
+        QTest::addColumn<Precision>("precision");
         QTest::addColumn<Sharding>("sharding");
         QTest::addColumn<int>("ranks");
         QTest::addColumn<double>("extra");
         QTest::addRow("full, one rank: fp32 file, nothing converted")
-            << Method::Full << Sharding::Ddp << 1 << 0.0;
+            << Method::Full << Precision::Fp32 << Sharding::Ddp << 1 << 0.0;
         QTest::addRow("lora, one rank: a projection merged at fp32")
-            << Method::Lora << Sharding::Ddp << 1 << projection * 16;
+            << Method::Lora << Precision::Fp32 << Sharding::Ddp << 1 << projection * 16;
         QTest::addRow("full, ZeRO-3 over 2: a unit gathered, and Gloo's copy")
-            << Method::Full << Sharding::Zero3 << 2 << 2 * 4 * largestUnit(n);
+            << Method::Full << Precision::Fp32 << Sharding::Zero3 << 2 << 2 * 4 * largestUnit(n);
+        // bf16 weights into a float32 file: the largest parameter converted.
+        QTest::addRow("bf16-mixed lora, one rank: the embedding converted to fp32")
+            << Method::Lora << Precision::Bf16Mixed << Sharding::Ddp << 1
+            << std::max(projection * 16, 4.0 * double(n.largestLayer));
+        QTest::addRow("bf16-mixed full, one rank: written from the fp32 master")
+            << Method::Full << Precision::Bf16Mixed << Sharding::Ddp << 1 << 0.0;
     }
     void exportPhase()
     {
         QFETCH(Method, method);
+        QFETCH(Precision, precision);
         QFETCH(Sharding, sharding);
         QFETCH(int, ranks);
         QFETCH(double, extra);
         const plan::PlanResult r = plan::estimatePlan(
-            runInput(method, Precision::Fp32, sharding, ranks), benchModel(), twoCoreCpu());
+            runInput(method, precision, sharding, ranks), benchModel(), twoCoreCpu());
         QCOMPARE(phaseBytes(r, Phase::Export), persistentBytes(r) + extra);
     }
 };
