@@ -1,10 +1,12 @@
 // The Planner form against the option table and the rule book: every bound
 // widget has its option's range and gives back both ends unclamped, the form
-// opens on the planner's defaults, and refused offloads are greyed out.
+// opens on the planner's defaults, refused offloads are greyed out, and
+// choosing our trainer as the engine shows its phases.
 #include "planner/plan_form.h"
 #include "planner/planner_page.h"
 
 #include "common/text.h"
+#include "common/units.h"
 #include "plan/plan_options.h"
 
 #include <QApplication>
@@ -38,6 +40,23 @@ private slots:
     {
         QStandardPaths::setTestModeEnabled(true);
         qputenv("TUNEBENCH_CALIBRATION", QByteArray(TB_BINARY_DIR "/no-calibration.json"));
+    }
+
+    // Planned as Tunebench's trainer runs it, the page names every phase
+    // and the one that sets the peak; the reference engines plan the step.
+    void showsOurTrainersPhases()
+    {
+        PlannerPage page;
+        QVERIFY(!page.detailsText().contains(QStringLiteral("Phases")));
+        auto* engine = child<QComboBox>(&page, "engineCombo");
+        engine->setCurrentIndex(engine->findData(QStringLiteral("tunebench")));
+        QVERIFY(page.input().engine == plan::Engine::Tunebench);
+        const plan::PlanResult& r = *page.result();
+        QCOMPARE(r.phases.size(), size_t(4));
+        const QString peak = QStringLiteral("<b>%1 %2</b>")
+                                 .arg(QString::fromStdString(std::string(plan::phaseKey(r.peakPhase()->phase))),
+                                     QString::fromStdString(common::formatBytes(r.perGpuBytes)));
+        QVERIFY2(page.detailsText().contains(peak), qPrintable(page.detailsText()));
     }
 
     // Each widget bound to a row of the option table has that row's range,

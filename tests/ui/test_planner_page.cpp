@@ -145,24 +145,6 @@ private slots:
                  qPrintable(page.breakdownChart()->peaksText()));
     }
 
-    // Planned as Tunebench's trainer runs it, the page names every phase
-    // and the one that sets the peak; the reference engines plan the step.
-    void showsOurTrainersPhases()
-    {
-        PlannerPage page;
-        QVERIFY(!page.detailsText().contains(QStringLiteral("Phases")));
-        auto* engine = page.findChild<QComboBox*>(QStringLiteral("engineCombo"));
-        QVERIFY(engine);
-        engine->setCurrentIndex(engine->findData(QStringLiteral("tunebench")));
-        QVERIFY(page.input().engine == plan::Engine::Tunebench);
-        const plan::PlanResult& r = *page.result();
-        QCOMPARE(r.phases.size(), size_t(4));
-        const QString peak = QStringLiteral("<b>%1 %2</b>")
-                                 .arg(QString::fromStdString(std::string(plan::phaseKey(r.peakPhase()->phase))),
-                                     QString::fromStdString(common::formatBytes(r.perGpuBytes)));
-        QVERIFY2(page.detailsText().contains(peak), qPrintable(page.detailsText()));
-    }
-
     // A plan on a calibrated device applies the calibration and says so.
     void showsWhenCalibrated()
     {
