@@ -57,6 +57,8 @@ private slots:
                                  .arg(QString::fromStdString(std::string(plan::phaseKey(r.peakPhase()->phase))),
                                      QString::fromStdString(common::formatBytes(r.perGpuBytes)));
         QVERIFY2(page.detailsText().contains(peak), qPrintable(page.detailsText()));
+        page.resize(1500, 1000);
+        QVERIFY(page.grab().save(QStringLiteral(TB_BINARY_DIR "/screenshots/planner_tunebench_phases.png")));
     }
 
     // Each widget bound to a row of the option table has that row's range,
