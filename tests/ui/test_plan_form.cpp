@@ -46,9 +46,11 @@ private slots:
     // and the one that sets the peak; the reference engines plan the step.
     void showsOurTrainersPhases()
     {
-        PlannerPage page;
-        QVERIFY(!page.detailsText().contains(QStringLiteral("Phases")));
+        PlannerPage page; // opens on the plan the page last persisted
         auto* engine = child<QComboBox>(&page, "engineCombo");
+        engine->setCurrentIndex(engine->findData(QStringLiteral("reference")));
+        QVERIFY(page.input().engine == plan::Engine::Reference);
+        QVERIFY(!page.detailsText().contains(QStringLiteral("Phases")));
         engine->setCurrentIndex(engine->findData(QStringLiteral("tunebench")));
         QVERIFY(page.input().engine == plan::Engine::Tunebench);
         const plan::PlanResult& r = *page.result();
@@ -59,6 +61,7 @@ private slots:
         QVERIFY2(page.detailsText().contains(peak), qPrintable(page.detailsText()));
         page.resize(1500, 1000);
         QVERIFY(page.grab().save(QStringLiteral(TB_BINARY_DIR "/screenshots/planner_tunebench_phases.png")));
+        engine->setCurrentIndex(engine->findData(QStringLiteral("reference"))); // what the next test opens on
     }
 
     // Each widget bound to a row of the option table has that row's range,
