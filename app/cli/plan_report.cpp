@@ -162,10 +162,20 @@ void printPlan(
             << "  (try --recommend for sizes that fit; or a smaller --micro-batch or --seq-len,\n"
             << "   --method qlora, more GPUs with --sharding fsdp-full or zero3, or --offload)\n";
     else
-        out << "  DOES NOT FIT: the offloaded states exceed the VM's RAM\n";
+        out << "  DOES NOT FIT: the host memory it needs (offloaded states, loading) exceeds the "
+               "VM's RAM; see Notes\n";
     if (r.cpuBytesPerNode > 0) {
         row(out, "CPU memory for offload (per node)", formatBytes(r.cpuBytesPerNode));
         because(out, explain, r.cpuExplanation, "ZeRO-Offload / FSDP CPUOffload");
+    }
+    if (r.loadHostBytesPerNode > 0) {
+        row(out, "Host memory while loading (per node)", formatBytes(r.loadHostBytesPerNode));
+        because(out, explain, r.loadHostExplanation, "Tunebench's trainer (docs/PLANNER.md 4.11)");
+    }
+    if (r.checkpointDiskBytes > 0) {
+        row(out, "Disk per checkpoint", formatBytes(r.checkpointDiskBytes));
+        row(out, "Disk for the export", formatBytes(r.exportDiskBytes));
+        because(out, explain, r.diskExplanation, "Tunebench's trainer (docs/PLANNER.md 4.11)");
     }
 
     out << "\nThroughput, time and cost\n";

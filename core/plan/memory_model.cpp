@@ -383,6 +383,13 @@ void judgeFit(const PlanContext& ctx, const HostStates& host, PlanResult& r)
         if (!cpuFits)
             r.warnings.push_back("offloaded states need more than " + usable + " of the VM's RAM");
     }
+    if (r.loadHostBytesPerNode > 0 && r.vmRamBytes > 0
+        && r.loadHostBytesPerNode > kUsableRam * r.vmRamBytes) {
+        cpuFits = false;
+        r.warnings.push_back("loading the model needs " + common::formatBytes(r.loadHostBytesPerNode)
+            + " of host memory per node, more than "
+            + common::formatFixed(kUsableRam * 100, 0) + "% of the VM's RAM");
+    }
     r.fits = r.perGpuBytes <= r.usableBytes && cpuFits;
 }
 

@@ -159,6 +159,50 @@ PhasePeak exportPhase(const PlanContext& ctx, const Persistent& kept, Sharding s
     return p;
 }
 
+// Ranks on GPUs read and convert the model on the host: whole at fp32 and
+// in its compute dtype unsharded, a unit at a time into their shards.
+void hostWhileLoading(const PlanContext& ctx, PlanResult& r, Sharding s)
+{
+    if (ctx.gpu.isCpu)
+        return;
+    const bool sharded = loadsSharded(ctx, s);
+    const bool converts = ctx.precision != Precision::Fp32 || ctx.qlora;
+    const double perRank = sharded ? 4 * largestUnitParams(ctx)
+                                   : 4 * ctx.total + (converts ? ctx.act * ctx.total : 0);
+    r.loadHostBytesPerNode = perRank * ctx.gpusPerNode;
+    if (ctx.explain)
+        Line(r.loadHostExplanation)
+            << (sharded ? "each rank reads its slices a unit at a time: the largest unit at fp32 "
+                        : "each rank reads the whole model at fp32")
+            << (!sharded && converts ? " and makes its compute-dtype copy" : "") << ", "
+            << Bytes{perRank} << " x " << ctx.gpusPerNode << " ranks per node = "
+            << Bytes{r.loadHostBytesPerNode};
+}
+
+// A checkpoint holds every rank's master and AdamW moments (in the master's
+// dtype: bf16 under pure bf16, else fp32), and LoRA's adapter file; the
+// export the merged model in the checkpoint's dtype, and the adapter in fp32.
+void diskWrites(const PlanContext& ctx, PlanResult& r)
+{
+    const double master = ctx.precision == Precision::Bf16 ? 2 : 4;
+    const double adapter = ctx.lora ? 4 * ctx.trainable : 0;
+    r.checkpointDiskBytes = 3 * master * ctx.trainable + adapter;
+    r.exportDiskBytes = exportBytesPerParam(ctx) * ctx.total + adapter;
+    if (ctx.explain) {
+        Line l(r.diskExplanation);
+        l << "a checkpoint: master and two AdamW moments, 3 x " << Fixed{master, 0} << " B x "
+          << Count{ctx.trainable} << " trainable";
+        if (adapter > 0)
+            l << " + the adapter " << Bytes{adapter};
+        l << " = " << Bytes{r.checkpointDiskBytes} << "; the export: the merged model, "
+          << Count{ctx.total} << " x " << Fixed{exportBytesPerParam(ctx), 0} << " B"
+          << (ctx.model.torchDtype.empty() ? " (16-bit, as published checkpoints store)" : "");
+        if (adapter > 0)
+            l << " + the adapter " << Bytes{adapter};
+        l << " = " << Bytes{r.exportDiskBytes};
+    }
+}
+
 } // namespace
 
 void addPhases(const PlanContext& ctx, PlanResult& r, Sharding planned)
@@ -177,6 +221,8 @@ void addPhases(const PlanContext& ctx, PlanResult& r, Sharding planned)
     r.phases.push_back(std::move(step));
     r.phases.push_back(checkpointPhase(ctx, kept));
     r.phases.push_back(exportPhase(ctx, kept, planned));
+    hostWhileLoading(ctx, r, planned);
+    diskWrites(ctx, r);
 }
 
 } // namespace tb::plan::detail

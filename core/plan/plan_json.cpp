@@ -70,6 +70,9 @@ json planResultToJson(const PlanInput& input, const PlanResult& r)
     out["headroom_bytes"] = wholeBytes(r.headroomBytes);
     out["model_states_bytes"] = wholeBytes(r.modelStatesBytes);
     out["cpu_offload_bytes_per_node"] = wholeBytes(r.cpuBytesPerNode);
+    out["load_host_bytes_per_node"] = wholeBytes(r.loadHostBytesPerNode);
+    out["disk"] = {{"checkpoint_bytes", wholeBytes(r.checkpointDiskBytes)},
+        {"export_bytes", wholeBytes(r.exportDiskBytes)}, {"explanation", r.diskExplanation}};
 
     out["tokens_per_second"] = finite(r.tokensPerSecond);
     out["samples_per_second"] = finite(r.samplesPerSecond);

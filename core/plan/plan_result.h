@@ -111,6 +111,15 @@ struct [[nodiscard]] PlanResult {
     double cpuBytesPerNode = 0; // CPU RAM for offloaded states, per node
     std::string cpuExplanation;
     double vmRamBytes = 0; // the VM's RAM, 0 when unknown
+    // Tunebench's trainer only (0 for the reference engines): the host
+    // memory a node's ranks need while they load the model onto their GPUs
+    // (on CPUs that is the load phase itself), and what one checkpoint and
+    // the export write to disk. docs/PLANNER.md 4.11.
+    double loadHostBytesPerNode = 0;
+    std::string loadHostExplanation;
+    double checkpointDiskBytes = 0;
+    double exportDiskBytes = 0;
+    std::string diskExplanation;
     double modelStatesBytes =
         0; // weights + gradients + optimizer + ZeRO-3 gather (DeepSpeed's "model states")
 

@@ -226,6 +226,92 @@ private slots:
             runInput(method, precision, sharding, ranks), benchModel(), twoCoreCpu());
         QCOMPARE(phaseBytes(r, Phase::Export), persistentBytes(r) + extra);
     }
+
+    // Disk: a checkpoint holds the master and both AdamW moments of every
+    // trainable parameter (and LoRA's adapter); the export the merged
+    // model in the checkpoint's dtype (and the adapter in fp32).
+    void diskOfOurTrainer_data()
+    {
+        const double N = double(model::countParameters(benchModel()).total);
+        QTest::addColumn<Method>("method");
+        QTest::addColumn<Precision>("precision");
+        QTest::addColumn<QString>("torchDtype");
+        QTest::addColumn<double>("checkpointPerTrainable"); // bytes per trainable parameter
+        QTest::addColumn<double>("exportBytes"); // without the adapter
+        QTest::addRow("full fp32, float32 file") << Method::Full << Precision::Fp32 << "float32" << 12.0 << 4 * N;
+        QTest::addRow("full bf16-mixed, bfloat16 file")
+            << Method::Full << Precision::Bf16Mixed << "bfloat16" << 12.0 << 2 * N;
+        QTest::addRow("full pure bf16: a bf16 master") << Method::Full << Precision::Bf16 << "bfloat16" << 6.0 << 2 * N;
+        QTest::addRow("lora, a preset without torch_dtype") << Method::Lora << Precision::Bf16Mixed << "" << 16.0 << 2 * N;
+    }
+    void diskOfOurTrainer()
+    {
+        QFETCH(Method, method);
+        QFETCH(Precision, precision);
+        QFETCH(QString, torchDtype);
+        QFETCH(double, checkpointPerTrainable);
+        QFETCH(double, exportBytes);
+        model::ModelSpec spec = benchModel();
+        spec.torchDtype = torchDtype.toStdString();
+        const plan::PlanResult r =
+            plan::estimatePlan(runInput(method, precision, Sharding::Ddp, 1), spec, twoCoreCpu());
+        const double T = double(r.paramsTrainable);
+        const double adapter = method == Method::Lora ? 4 * T : 0;
+        QCOMPARE(r.checkpointDiskBytes, checkpointPerTrainable * T);
+        QCOMPARE(r.exportDiskBytes, exportBytes + adapter);
+        QVERIFY(!r.diskExplanation.empty());
+
+        plan::PlanInput reference = runInput(method, precision, Sharding::Ddp, 1);
+        reference.engine = plan::Engine::Reference;
+        QCOMPARE(plan::estimatePlan(reference, spec, twoCoreCpu()).checkpointDiskBytes, 0.0);
+    }
+
+    // Ranks on GPUs read the model on the host: the node needs that many
+    // copies while they load; on CPUs that memory is the load phase itself.
+    void hostMemoryWhileLoading_data()
+    {
+        const model::ParameterCount n = model::countParameters(benchModel());
+        const double N = double(n.total);
+        QTest::addColumn<Sharding>("sharding");
+        QTest::addColumn<int>("gpus");
+        QTest::addColumn<double>("bytes");
+        QTest::addRow("DDP, 1 GPU: fp32 and bf16 copies") << Sharding::Ddp << 1 << 6 * N;
+        QTest::addRow("DDP, 8 GPUs: a pair per rank") << Sharding::Ddp << 8 << 8 * 6 * N;
+        QTest::addRow("FULL_SHARD, 8 GPUs: a unit per rank")
+            << Sharding::FsdpFull << 8 << 8 * 4 * largestUnit(n);
+    }
+    void hostMemoryWhileLoading()
+    {
+        QFETCH(Sharding, sharding);
+        QFETCH(int, gpus);
+        QFETCH(double, bytes);
+        plan::PlanInput in = runInput(Method::Full, Precision::Bf16Mixed, sharding, gpus);
+        in.gpu = "H100-SXM";
+        QCOMPARE(plan::estimatePlan(in, benchModel(), presetGpu("H100-SXM")).loadHostBytesPerNode, bytes);
+        in.gpu = plan::kCpuDeviceId;
+        QCOMPARE(plan::estimatePlan(in, benchModel(), twoCoreCpu()).loadHostBytesPerNode, 0.0);
+    }
+
+    // A VM whose RAM cannot hold what its ranks load does not fit, and the
+    // plan says why: QLoRA of a 70 B model, DDP on 8 A100s, fits the GPUs.
+    void hostMemoryDecidesTheFit()
+    {
+        plan::PlanInput in;
+        in.model = "Llama-3.3-70B-Instruct";
+        in.method = Method::Qlora;
+        in.engine = plan::Engine::Tunebench;
+        in.vmSize = "Standard_ND96amsr_A100_v4";
+        in.gpusPerNode = 8;
+        in.microBatch = 1;
+        const plan::VmSize* vm = presetVm("Standard_ND96amsr_A100_v4");
+        const plan::PlanResult r =
+            plan::estimatePlan(in, presetModel("Llama-3.3-70B-Instruct"), presetGpu(vm->gpuId.c_str()), vm);
+        QVERIFY(r.perGpuBytes <= r.usableBytes);
+        QVERIFY(r.loadHostBytesPerNode > 0.9 * r.vmRamBytes);
+        QVERIFY(!r.fits);
+        QVERIFY(std::any_of(r.warnings.begin(), r.warnings.end(),
+            [](const std::string& w) { return w.find("loading the model needs") != std::string::npos; }));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestPhaseMemory)

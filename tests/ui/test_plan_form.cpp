@@ -10,6 +10,7 @@
 #include "plan/plan_options.h"
 
 #include <QApplication>
+#include <QSettings>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QSpinBox>
@@ -39,6 +40,7 @@ private slots:
     void initTestCase()
     {
         QStandardPaths::setTestModeEnabled(true);
+        QSettings().clear(); // no plan persisted by an earlier run of a suite
         qputenv("TUNEBENCH_CALIBRATION", QByteArray(TB_BINARY_DIR "/no-calibration.json"));
     }
 
@@ -46,7 +48,7 @@ private slots:
     // and the one that sets the peak; the reference engines plan the step.
     void showsOurTrainersPhases()
     {
-        PlannerPage page; // opens on the plan the page last persisted
+        PlannerPage page; // opens on whatever plan the page last persisted
         auto* engine = child<QComboBox>(&page, "engineCombo");
         engine->setCurrentIndex(engine->findData(QStringLiteral("reference")));
         QVERIFY(page.input().engine == plan::Engine::Reference);
@@ -62,6 +64,28 @@ private slots:
         page.resize(1500, 1000);
         QVERIFY(page.grab().save(QStringLiteral(TB_BINARY_DIR "/screenshots/planner_tunebench_phases.png")));
         engine->setCurrentIndex(engine->findData(QStringLiteral("reference"))); // what the next test opens on
+    }
+
+    // A plan whose GPUs fit but whose node cannot hold what its ranks load
+    // says that it is the host, and how much, not a GPU figure.
+    void saysWhenTheHostDecides()
+    {
+        PlannerPage page;
+        plan::PlanInput in;
+        in.model = "Llama-3.3-70B-Instruct";
+        in.method = plan::Method::Qlora;
+        in.engine = plan::Engine::Tunebench;
+        in.vmSize = "Standard_ND96amsr_A100_v4";
+        in.gpusPerNode = 8;
+        in.microBatch = 1;
+        page.setInput(in);
+        QVERIFY2(page.verdictText().contains(QStringLiteral("host memory")), qPrintable(page.verdictText()));
+        QVERIFY2(page.detailsText().contains(QStringLiteral("loading the model needs")),
+            qPrintable(page.detailsText()));
+        QVERIFY2(page.detailsText().contains(QStringLiteral("host memory while loading")),
+            qPrintable(page.detailsText()));
+        in.engine = plan::Engine::Reference; // what the next test opens on
+        page.setInput(in);
     }
 
     // Each widget bound to a row of the option table has that row's range,

@@ -40,9 +40,12 @@ QString phasesLine(const plan::PlanResult& r)
 
 QString planVerdict(const plan::PlanResult& r)
 {
-    return r.fits ? tr("Fits: %1 of %2 per GPU").arg(bytes(r.perGpuBytes), bytes(r.usableBytes))
-                  : tr("Does not fit: %1 needed, %2 usable per GPU")
-                        .arg(bytes(r.perGpuBytes), bytes(r.usableBytes));
+    if (r.fits)
+        return tr("Fits: %1 of %2 per GPU").arg(bytes(r.perGpuBytes), bytes(r.usableBytes));
+    if (r.perGpuBytes <= r.usableBytes)
+        return tr("Does not fit: the host memory it needs exceeds the VM's RAM (see below)");
+    return tr("Does not fit: %1 needed, %2 usable per GPU")
+        .arg(bytes(r.perGpuBytes), bytes(r.usableBytes));
 }
 
 QString planDetailsHtml(const plan::PlanResult& r)
@@ -70,6 +73,11 @@ QString planDetailsHtml(const plan::PlanResult& r)
                        bytes(r.peaks.deviceUsed));
     if (r.phases.size() > 1)
         details += QStringLiteral("<br>") + phasesLine(r);
+    if (r.checkpointDiskBytes > 0)
+        details += tr("<br>Disk: %1 per checkpoint · %2 for the export")
+                       .arg(bytes(r.checkpointDiskBytes), bytes(r.exportDiskBytes));
+    if (r.loadHostBytesPerNode > 0)
+        details += tr(" · host memory while loading %1 per node").arg(bytes(r.loadHostBytesPerNode));
     for (const std::string& warning : r.warnings)
         details += QStringLiteral("<br>⚠ %1").arg(qs(warning).toHtmlEscaped());
     return details;
