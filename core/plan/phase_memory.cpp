@@ -69,6 +69,13 @@ double largestLinearParams(const PlanContext& ctx)
     return largest;
 }
 
+// Unless the run is fp32, the model is read at fp32 and converted: the copy
+// in the compute dtype is made beside it (QLoRA quantises from it).
+bool convertsOnLoad(const PlanContext& ctx)
+{
+    return ctx.precision != Precision::Fp32 || ctx.qlora;
+}
+
 // Bytes per element of the merged export: the checkpoint's torch_dtype;
 // a preset does not say it, and published checkpoints store 16-bit.
 double exportBytesPerParam(const PlanContext& ctx)
@@ -92,7 +99,7 @@ PhasePeak loadPhase(const PlanContext& ctx, const Persistent& kept, Sharding s)
     // Unsharded, the model is read whole at fp32 and converted on the host:
     // the compute-dtype copy exists beside it until the states are built
     // from it. On a CPU that host is the rank's own memory.
-    const bool converts = ctx.precision != Precision::Fp32 || ctx.qlora;
+    const bool converts = convertsOnLoad(ctx);
     if (!ctx.gpu.isCpu || !converts) {
         if (ctx.explain)
             p.explanation = ctx.gpu.isCpu
@@ -166,7 +173,7 @@ void hostWhileLoading(const PlanContext& ctx, PlanResult& r, Sharding s)
     if (ctx.gpu.isCpu)
         return;
     const bool sharded = loadsSharded(ctx, s);
-    const bool converts = ctx.precision != Precision::Fp32 || ctx.qlora;
+    const bool converts = convertsOnLoad(ctx);
     const double perRank = sharded ? 4 * largestUnitParams(ctx)
                                    : 4 * ctx.total + (converts ? ctx.act * ctx.total : 0);
     r.loadHostBytesPerNode = perRank * ctx.gpusPerNode;
