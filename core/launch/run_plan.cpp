@@ -56,11 +56,14 @@ common::Result<RunMeasurement> readRunMeasurement(
     m.runDir = runDir;
     m.runId = start.runId;
     m.onCpu = report.config->device == config::Device::Cpu;
-    if (!m.onCpu && gpuId.empty())
-        return Error::at(path, "run_start.config.device",
+    // A GPU run names its GPU's preset in its prediction; --gpu overrides it.
+    const std::string recorded = start.prediction ? start.prediction->gpu : std::string();
+    const std::string gpu = gpuId.empty() ? recorded : gpuId;
+    if (!m.onCpu && gpu.empty())
+        return Error::at(path, "run_start.prediction.gpu",
             "the run ran on " + std::string(config::toString(report.config->device))
-                + ", which names no GPU model; give the GPU (--gpu)");
-    m.input = planInputOfRun(*report.config, start.worldSize, start.nodes, m.onCpu ? "cpu" : gpuId);
+                + " and names no GPU preset; give the GPU (--gpu)");
+    m.input = planInputOfRun(*report.config, start.worldSize, start.nodes, m.onCpu ? "cpu" : gpu);
     if (!modelOverride.empty())
         m.input.model = modelOverride;
     const std::vector<metrics::StepRecord>& steps = history->steps();

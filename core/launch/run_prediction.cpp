@@ -3,10 +3,13 @@
 #include "common/units.h"
 #include "launch/run_plan.h"
 #include "model/hf_config.h"
+#include "plan/catalog.h"
 #include "plan/cpu_device.h"
 #include "plan/estimator.h"
 
 namespace tb::launch {
+
+using common::Error;
 
 namespace {
 
@@ -18,31 +21,27 @@ std::string describeCpu(const plan::CpuFacts& facts)
     return facts.model.empty() ? text : text + " (" + facts.model + ")";
 }
 
-} // namespace
-
-common::Result<metrics::RunPrediction> predictCpuRun(
-    const config::RunConfig& config, int ranksPerNode, int nodes)
+// Bytes outside the caching allocator (the CUDA context, NCCL): a GPU run
+// measures its phases by torch.cuda.max_memory_allocated, which never sees
+// them. A CPU run's resident memory holds everything.
+double outsideTheAllocator(const plan::PlanResult& result)
 {
-    const plan::PlanInput input = planInputOfRun(config, ranksPerNode * nodes, nodes, plan::kCpuDeviceId);
-    if (common::Status valid = plan::validatePlanInput(input); !valid)
-        return valid.error();
-    const common::Result<model::ModelSpec> model = model::readHfConfig(config.model);
-    if (!model)
-        return model.error();
-    if (common::Status valid = plan::validateForModel(input, *model); !valid)
-        return valid.error();
-    const common::Result<plan::CpuFacts> cpu = plan::thisCpu();
-    if (!cpu)
-        return cpu.error();
-    plan::EstimateOptions options;
-    options.explain = false;
-    const plan::PlanResult result =
-        plan::estimatePlan(input, *model, plan::cpuDevice(*cpu), nullptr, options);
+    double bytes = 0;
+    for (const plan::MemoryComponent& c : result.memory)
+        if (plan::peakLevel(c.key) == plan::PeakLevel::Device)
+            bytes += c.bytes;
+    return bytes;
+}
+
+metrics::RunPrediction predictionOf(const plan::PlanResult& result, bool onCpu)
+{
     metrics::RunPrediction prediction;
-    prediction.device = describeCpu(*cpu);
-    prediction.peakBytesPerRank = static_cast<int64_t>(result.peaks.deviceUsed);
+    prediction.peakMeasure = onCpu ? metrics::PeakMeasure::Resident : metrics::PeakMeasure::Allocated;
+    const double outside = onCpu ? 0 : outsideTheAllocator(result);
+    prediction.peakBytesPerRank =
+        static_cast<int64_t>(onCpu ? result.peaks.deviceUsed : result.peaks.allocated);
     for (const plan::PhasePeak& phase : result.phases) {
-        const auto bytes = static_cast<int64_t>(phase.bytes);
+        const auto bytes = static_cast<int64_t>(phase.bytes - outside);
         if (phase.phase == plan::Phase::Load)
             prediction.loadBytesPerRank = bytes;
         else if (phase.phase == plan::Phase::Checkpoint)
@@ -52,6 +51,57 @@ common::Result<metrics::RunPrediction> predictCpuRun(
     }
     prediction.tokensPerSecond = result.tokensPerSecond;
     prediction.stepSeconds = result.stepSeconds;
+    return prediction;
+}
+
+} // namespace
+
+common::Result<std::string> gpuPresetOfDevice(const std::string& cudaDeviceName)
+{
+    if (cudaDeviceName.empty())
+        return Error{"the CUDA driver did not say which GPU this is (cuDeviceGetName)", {}};
+    const common::Result<plan::Catalog> catalog = plan::Catalog::loadDefault();
+    if (!catalog)
+        return catalog.error();
+    if (const plan::GpuSpec* gpu = catalog->findGpuByDeviceName(cudaDeviceName))
+        return gpu->id;
+    return Error::at(catalog->presetsDir() + "/hardware/gpus.yaml", "device_names",
+        "no GPU preset is called '" + cudaDeviceName + "', the name CUDA gives this run's GPU",
+        "add the name to its preset's device_names, or a preset for this GPU");
+}
+
+common::Result<metrics::RunPrediction> predictRun(
+    const config::RunConfig& config, int ranksPerNode, int nodes, const std::string& deviceId)
+{
+    const plan::PlanInput input = planInputOfRun(config, ranksPerNode * nodes, nodes, deviceId);
+    if (common::Status valid = plan::validatePlanInput(input); !valid)
+        return valid.error();
+    const common::Result<model::ModelSpec> model = model::readHfConfig(config.model);
+    if (!model)
+        return model.error();
+    if (common::Status valid = plan::validateForModel(input, *model); !valid)
+        return valid.error();
+    plan::EstimateOptions options;
+    options.explain = false;
+    if (deviceId == plan::kCpuDeviceId) {
+        const common::Result<plan::CpuFacts> cpu = plan::thisCpu();
+        if (!cpu)
+            return cpu.error();
+        metrics::RunPrediction prediction = predictionOf(
+            plan::estimatePlan(input, *model, plan::cpuDevice(*cpu), nullptr, options), true);
+        prediction.device = describeCpu(*cpu);
+        return prediction;
+    }
+    const common::Result<plan::Catalog> catalog = plan::Catalog::loadDefault();
+    if (!catalog)
+        return catalog.error();
+    const plan::GpuSpec* gpu = catalog->findGpu(deviceId);
+    if (!gpu)
+        return Error::at(catalog->presetsDir() + "/hardware/gpus.yaml", deviceId, "no such GPU preset");
+    metrics::RunPrediction prediction =
+        predictionOf(plan::estimatePlan(input, *model, *gpu, nullptr, options), false);
+    prediction.device = gpu->name;
+    prediction.gpu = gpu->id;
     return prediction;
 }
 

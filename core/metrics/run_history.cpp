@@ -30,7 +30,10 @@ double number(const json& body, const char* key)
 
 json RunPrediction::toJson() const
 {
-    json value = {{"device", device}};
+    json value = {{"device", device},
+        {"peak_measure", peakMeasure == PeakMeasure::Allocated ? "allocated" : "resident"}};
+    if (!gpu.empty())
+        value["gpu"] = gpu;
     if (peakBytesPerRank >= 0)
         value["peak_bytes_per_rank"] = peakBytesPerRank;
     if (tokensPerSecond >= 0)
@@ -53,6 +56,9 @@ std::optional<RunPrediction> RunPrediction::fromJson(const json& value)
         return std::nullopt;
     RunPrediction prediction;
     prediction.device = text(value, "device");
+    prediction.gpu = text(value, "gpu");
+    prediction.peakMeasure =
+        text(value, "peak_measure") == "allocated" ? PeakMeasure::Allocated : PeakMeasure::Resident;
     prediction.peakBytesPerRank = integer(value, "peak_bytes_per_rank", -1);
     prediction.tokensPerSecond = number(value, "tokens_per_second");
     prediction.stepSeconds = number(value, "step_seconds");

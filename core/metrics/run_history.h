@@ -12,8 +12,13 @@ namespace tb::metrics {
 
 // What the planner predicted for a run's own configuration, recorded in its
 // run_start (docs/EVENTS.md): per rank, on the device the run trains on.
+// What a prediction's bytes are held against: the process's resident
+// memory (a CPU run) or the CUDA caching allocator's allocated bytes (a GPU
+// run, torch.cuda.max_memory_allocated), as the run measures its peaks.
+enum class PeakMeasure { Resident, Allocated };
+
 struct RunPrediction {
-    std::string device; // "CPU: 2 cores, 7.6 GiB, 41 GFLOP/s measured"
+    std::string device; // "CPU: 2 cores, 7.6 GiB, 41 GFLOP/s measured", or the GPU preset's name
     int64_t peakBytesPerRank = -1; // at the training step
     double tokensPerSecond = -1; // the whole run, every rank
     double stepSeconds = -1;
@@ -21,6 +26,8 @@ struct RunPrediction {
     int64_t loadBytesPerRank = -1;
     int64_t checkpointBytesPerRank = -1;
     int64_t exportBytesPerRank = -1;
+    std::string gpu = {}; // the GPU preset's id ("H100-SXM"); empty on the CPU
+    PeakMeasure peakMeasure = PeakMeasure::Resident;
 
     nlohmann::json toJson() const;
     static std::optional<RunPrediction> fromJson(const nlohmann::json& value);

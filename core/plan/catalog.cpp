@@ -149,6 +149,16 @@ const GpuSpec* Catalog::findGpu(std::string_view idOrAlias) const
     return nullptr;
 }
 
+const GpuSpec* Catalog::findGpuByDeviceName(std::string_view deviceName) const
+{
+    const std::string query = common::toLower(common::trim(deviceName));
+    for (const GpuSpec& gpu : m_gpus)
+        for (const std::string& name : gpu.deviceNames)
+            if (common::toLower(name) == query)
+                return &gpu;
+    return nullptr;
+}
+
 const VmSize* Catalog::findVm(std::string_view name) const
 {
     const std::string query = vmKey(name);

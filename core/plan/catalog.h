@@ -33,6 +33,9 @@ public:
     const model::ModelSpec* findModel(std::string_view nameOrRepoId) const;
     const GpuSpec* findGpu(std::string_view idOrAlias) const;
     const VmSize* findVm(std::string_view name) const;
+    // The GPU whose device_names hold what CUDA calls a device
+    // ("NVIDIA H100 80GB HBM3"), ignoring case and surrounding spaces.
+    const GpuSpec* findGpuByDeviceName(std::string_view deviceName) const;
 
     // Nearest names for "did you mean", best first.
     std::vector<std::string> suggestModels(std::string_view query, size_t count = 3) const;

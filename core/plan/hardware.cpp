@@ -55,6 +55,7 @@ GpuSpec readGpu(MapReader& f, yaml::ProblemList& problems)
     f.string("id", gpu.id);
     f.string("name", gpu.name);
     f.stringList("aliases", gpu.aliases);
+    f.stringList("device_names", gpu.deviceNames);
     f.string("vendor", gpu.vendor);
     f.string("architecture", gpu.architecture);
     f.number("memory_gib", gpu.memoryGiB, 0.25, 65536);
@@ -143,9 +144,13 @@ common::Result<std::vector<GpuSpec>> parseGpuPresets(
     const std::optional<YAML::Node> list = topLevelList(root, "gpus", problems);
     std::vector<GpuSpec> gpus;
     std::set<std::string> names;
+    std::set<std::string> deviceNames;
     for (size_t i = 0; list && i < list->size(); ++i) {
         MapReader f((*list)[i], "gpus[" + std::to_string(i) + "]", problems);
         GpuSpec gpu = readGpu(f, problems);
+        for (const std::string& name : gpu.deviceNames)
+            if (!deviceNames.insert(common::toLower(name)).second)
+                f.report("device_names", "'" + name + "' names two GPUs");
         f.checkKeys();
         std::set<std::string> own; // an alias may repeat the id in another case
         own.insert(common::toLower(gpu.id));

@@ -24,6 +24,7 @@ struct GpuSpec {
     std::string id; // "A100-80GB-SXM" (key in gpus.yaml)
     std::string name; // "NVIDIA A100 80GB SXM4"
     std::vector<std::string> aliases; // "a100-80gb", "a100"
+    std::vector<std::string> deviceNames; // what CUDA calls it: "NVIDIA A100-SXM4-80GB"
     std::string vendor;
     std::string architecture;
 

@@ -8,6 +8,8 @@
 #include <torch/cuda.h>
 #include <torch/version.h>
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <string>
 
@@ -88,6 +90,29 @@ std::string describeDevice(const c10::Device& device)
     if (!device.is_cuda())
         return "cpu";
     return device.str() + " of " + std::to_string(torch::cuda::device_count()) + " GPU(s)";
+}
+
+std::string cudaDeviceName(const c10::Device& device)
+{
+    if (!device.is_cuda())
+        return {};
+    // The driver's C API, stable across CUDA versions: the same binary runs
+    // with the CPU and the CUDA wheel, so nothing CUDA is linked in.
+    void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (!driver)
+        return {};
+    using DeviceGet = int (*)(int*, int);
+    using DeviceGetName = int (*)(char*, int, int);
+    auto* get = reinterpret_cast<DeviceGet>(dlsym(driver, "cuDeviceGet"));
+    auto* getName = reinterpret_cast<DeviceGetName>(dlsym(driver, "cuDeviceGetName"));
+    std::string name;
+    int handle = 0;
+    char text[256] = {};
+    if (get && getName && get(&handle, device.index()) == 0
+        && getName(text, static_cast<int>(sizeof text) - 1, handle) == 0)
+        name = text;
+    dlclose(driver);
+    return name;
 }
 
 DeviceMemory deviceMemory(const c10::Device& device)

@@ -33,6 +33,12 @@ inline constexpr const char* kCpuOffloadForTests = "TUNEBENCH_TEST_CPU_OFFLOAD";
 // "cpu", or "cuda:0" with the GPU count, for logs and run_start.
 std::string describeDevice(const c10::Device& device);
 
+// What CUDA calls the GPU behind `device` ("NVIDIA H100 80GB HBM3", as
+// torch.cuda.get_device_name says), read from the driver (libcuda) the
+// CUDA context already loaded; empty on the CPU or when the driver does
+// not answer.
+std::string cudaDeviceName(const c10::Device& device);
+
 // The CUDA caching allocator's figures for `device` (torch.cuda.memory_allocated,
 // memory_reserved and their peaks); all -1 on the CPU, which has no such
 // allocator (process_memory.h gives resident memory there).

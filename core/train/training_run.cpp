@@ -4,6 +4,7 @@
 #include "data/random.h"
 #include "launch/run_prediction.h"
 #include "metrics/step_record.h"
+#include "plan/cpu_device.h"
 #include "train/checkpoint.h"
 #include "train/llama_model.h"
 #include "train/lr_schedule.h"
@@ -142,17 +143,23 @@ void TrainingRun::writeRunStart(bool resumed)
 }
 
 // The planner's estimate for this run's own configuration, so what it
-// measures can be held against it (docs/COMPARE.md). Only CPU runs: the
-// planner knows this machine's CPU, not which GPU a CUDA run got. Returns
-// why there is none, or empty.
+// measures can be held against it (docs/COMPARE.md): on this machine's CPU,
+// or on the GPU preset CUDA's name for the rank's GPU finds. Returns why
+// there is none, or empty.
 std::string TrainingRun::addPrediction(json& fields)
 {
-    if (!m_session->device.is_cpu())
-        return {};
+    std::string deviceId = plan::kCpuDeviceId;
+    if (!m_session->device.is_cpu()) {
+        const common::Result<std::string> gpu =
+            launch::gpuPresetOfDevice(cudaDeviceName(m_session->device));
+        if (!gpu)
+            return gpu.error().toString();
+        deviceId = *gpu;
+    }
     const int ranksPerNode = m_context.distributed() ? m_context.environment().localWorldSize : 1;
     const int nodes = m_context.distributed() ? m_context.environment().nodeCount() : 1;
     const common::Result<metrics::RunPrediction> prediction =
-        launch::predictCpuRun(m_config, ranksPerNode, nodes);
+        launch::predictRun(m_config, ranksPerNode, nodes, deviceId);
     if (!prediction)
         return prediction.error().toString();
     fields["prediction"] = prediction->toJson();

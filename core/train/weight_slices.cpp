@@ -69,15 +69,22 @@ common::Status readStoredElements(const safetensors::TensorStore& store, const s
         return Error::at(store.fileOf(name), where,
             "elements [" + std::to_string(begin) + ", " + std::to_string(begin + count)
                 + ") asked of a tensor of " + std::to_string(stored));
-    torch::Tensor staging = torch::empty({count}, torch::TensorOptions().dtype(*type));
+    // Read in place where the destination can take the bytes as stored; a
+    // staging tensor per slice would be freed between the persistent shards
+    // being allocated, and the heap keeps such holes.
+    const bool inPlace = out.device().is_cpu() && out.is_contiguous() && out.scalar_type() == *type;
+    torch::Tensor staging =
+        inPlace ? out.reshape({-1}) : torch::empty({count}, torch::TensorOptions().dtype(*type));
     const auto elementBytes = static_cast<std::uint64_t>(staging.element_size());
     auto* bytes = static_cast<std::byte*>(staging.data_ptr());
     if (auto status = store.readRange(name, static_cast<std::uint64_t>(begin) * elementBytes,
             {bytes, static_cast<size_t>(count) * elementBytes});
         !status)
         return status;
-    torch::NoGradGuard noGrad;
-    out.copy_(staging.view(out.sizes()));
+    if (!inPlace) {
+        torch::NoGradGuard noGrad;
+        out.copy_(staging.view(out.sizes()));
+    }
     return common::Ok{};
 }
 

@@ -1,7 +1,10 @@
 #include "../support/test_data.h"
 #include "common/atomic_file.h"
 #include "common/units.h"
+#include "config/config_loader.h"
 #include "launch/run_plan.h"
+#include "launch/run_prediction.h"
+#include "metrics/run_history.h"
 #include "metrics/run_catalog.h"
 #include "plan/calibration.h"
 #include "plan/catalog.h"
@@ -193,6 +196,95 @@ private slots:
                 || cuda.error().hint.find("--gpu") != std::string::npos,
             cuda.error().message.c_str());
         QVERIFY(launch::readRunMeasurement(dir, "H100-SXM", kModel).ok());
+    }
+
+    // A GPU run records the preset CUDA's name for its GPU finds, and a
+    // prediction in the allocator's bytes; calibration then needs no --gpu.
+    void predictsOnTheRunsDevice()
+    {
+        config::RunConfig run = configOf("lora-mb4");
+        const auto cpu = launch::predictRun(run, 2, 1, plan::kCpuDeviceId);
+        QVERIFY2(cpu.ok(), cpu.ok() ? "" : cpu.error().message.c_str());
+        QVERIFY(cpu->gpu.empty());
+        QCOMPARE(cpu->peakMeasure, metrics::PeakMeasure::Resident);
+        QVERIFY(cpu->device.starts_with("CPU: "));
+
+        const auto h100 = launch::gpuPresetOfDevice("NVIDIA H100 80GB HBM3");
+        QVERIFY2(h100.ok(), h100.ok() ? "" : h100.error().message.c_str());
+        QCOMPARE(*h100, std::string("H100-SXM"));
+        const auto gpu = launch::predictRun(run, 2, 1, *h100);
+        QVERIFY2(gpu.ok(), gpu.ok() ? "" : gpu.error().message.c_str());
+        QCOMPARE(gpu->gpu, std::string("H100-SXM"));
+        QCOMPARE(gpu->peakMeasure, metrics::PeakMeasure::Allocated);
+        const plan::PlanResult plan = planOf(launch::planInputOfRun(run, 2, 1, "H100-SXM"));
+        QCOMPARE(gpu->peakBytesPerRank, int64_t(plan.peaks.allocated));
+        // The CUDA context and NCCL are outside what the allocator counts.
+        const double outside = plan.peaks.deviceUsed - plan.peaks.reserved;
+        QVERIFY(outside > 0);
+        for (const plan::PhasePeak& phase : plan.phases)
+            if (phase.phase == plan::Phase::Export)
+                QCOMPARE(gpu->exportBytesPerRank, int64_t(phase.bytes - outside));
+
+        // The run's events say the GPU; calibration reads it from there.
+        const std::string dir = m_scratch.filePath("h100-run").toStdString();
+        writeRunOnGpu("lora-mb4", dir, gpu->toJson());
+        const auto measured = launch::readRunMeasurement(dir, {}, kModel);
+        QVERIFY2(measured.ok(), measured.ok() ? "" : measured.error().message.c_str());
+        QCOMPARE(measured->input.gpu, std::string("H100-SXM"));
+    }
+
+    void namesAGpuWithoutAPreset_data()
+    {
+        QTest::addColumn<QString>("device");
+        QTest::addColumn<QString>("expected");
+        QTest::addRow("unlisted") << "NVIDIA GeForce RTX 4090"
+                                  << "no GPU preset is called 'NVIDIA GeForce RTX 4090'";
+        QTest::addRow("unnamed") << "" << "did not say which GPU";
+        QTest::addRow("an id is not a name") << "H100-SXM" << "hardware/gpus.yaml: device_names";
+    }
+    void namesAGpuWithoutAPreset()
+    {
+        QFETCH(QString, device);
+        QFETCH(QString, expected);
+        const auto preset = launch::gpuPresetOfDevice(device.toStdString());
+        QVERIFY(!preset.ok());
+        QVERIFY2(preset.error().message.find(expected.toStdString()) != std::string::npos,
+            preset.error().message.c_str());
+        const auto unknown = launch::predictRun(configOf("full-mb4"), 1, 1, "H900");
+        QVERIFY(!unknown.ok());
+        QVERIFY2(unknown.error().message.find("H900: no such GPU preset") != std::string::npos,
+            unknown.error().message.c_str());
+    }
+
+private:
+    // The resolved config a recorded run started with, on the demo model.
+    static config::RunConfig configOf(const char* name)
+    {
+        const auto history = metrics::readRunHistory(runDir(name) + "/events.jsonl");
+        if (!history || !history->start())
+            qFatal("%s: no run_start", name);
+        const config::LoadReport loaded = config::parseRunConfig(history->start()->config.dump());
+        if (!loaded.ok())
+            qFatal("%s: %s", name, loaded.error().message.c_str());
+        config::RunConfig config = *loaded.config;
+        config.model = kModel;
+        return config;
+    }
+
+    // A copy of a recorded run as if it ran on CUDA with `prediction`.
+    static void writeRunOnGpu(const char* name, const std::string& dir, const nlohmann::json& prediction)
+    {
+        QVERIFY(QDir().mkpath(QString::fromStdString(dir)));
+        std::ifstream in(runDir(name) + "/events.jsonl");
+        std::ofstream out(dir + "/events.jsonl");
+        for (std::string line; std::getline(in, line);) {
+            nlohmann::json event = nlohmann::json::parse(line);
+            if (event["type"] == "run_start") {
+                event["config"]["device"] = "cuda";
+                event["prediction"] = prediction;
+            }
+            out << event.dump() << "\n";
+        }
     }
 };
 

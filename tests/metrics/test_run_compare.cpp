@@ -194,6 +194,15 @@ private slots:
         QCOMPARE(read.loadBytesPerRank, prediction.loadBytesPerRank);
         QCOMPARE(read.checkpointBytesPerRank, -1); // not predicted: not written
         QCOMPARE(read.exportBytesPerRank, prediction.exportBytesPerRank);
+        QVERIFY(read.gpu.empty());
+        QCOMPARE(read.peakMeasure, PeakMeasure::Resident);
+        // A GPU run's prediction names its preset and what its bytes are.
+        RunPrediction gpu = prediction;
+        gpu.gpu = "H100-SXM";
+        gpu.peakMeasure = PeakMeasure::Allocated;
+        const auto back = RunPrediction::fromJson(gpu.toJson());
+        QCOMPARE(back->gpu, std::string("H100-SXM"));
+        QCOMPARE(back->peakMeasure, PeakMeasure::Allocated);
         QCOMPARE(measuredOverPredicted(2000, read.tokensPerSecond), 0.5);
         QVERIFY(std::isnan(measuredOverPredicted(2000, -1)));
     }

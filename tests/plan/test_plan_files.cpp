@@ -35,6 +35,12 @@ private slots:
         QVERIFY(!c.findVm("Standard_ND96amsr_A100_v4")->rocm);
         QVERIFY(!c.findVm("Standard_ND96amsr_A100_v4")->arm64Host);
         QCOMPARE(c.findGpu("a100")->id, std::string("A100-80GB-SXM"));
+        // What a CUDA run reports finds its preset; a GPU without one, none.
+        QCOMPARE(c.findGpuByDeviceName("NVIDIA H100 80GB HBM3")->id, std::string("H100-SXM"));
+        QCOMPARE(c.findGpuByDeviceName(" nvidia a100-sxm4-80gb ")->id, std::string("A100-80GB-SXM"));
+        QCOMPARE(c.findGpuByDeviceName("Tesla T4")->id, std::string("T4"));
+        QVERIFY(!c.findGpuByDeviceName("NVIDIA GeForce RTX 4090"));
+        QVERIFY(!c.findGpuByDeviceName("H100-SXM")); // an id is not a device name
         for (const plan::VmSize& vm : c.vms()) {
             QVERIFY2(c.findGpu(vm.gpuId), vm.name.c_str());
             QVERIFY2(!vm.sources.empty(), vm.name.c_str());
@@ -71,13 +77,17 @@ private slots:
                                      << "bf16_speed: unknown key";
         QTest::addRow("duplicate key") << "    bf16: false\n"
                                        << "    bf16: false\n    bf16: true\n"
-                                       << "gpus[0].bf16: duplicate key (first given on line 26)";
+                                       << "gpus[0].bf16: duplicate key (first given on line 29)";
         QTest::addRow("bad number") << "    fp16_tflops: 65\n"
                                     << "    fp16_tflops: fast\n"
-                                    << "gpus.yaml:28:18: gpus[0].fp16_tflops: got fast, expected a number from 0 to 1e+06";
+                                    << "gpus.yaml:31:18: gpus[0].fp16_tflops: got fast, expected a number from 0 to 1e+06";
         QTest::addRow("duplicate id") << "  - id: V100-16GB\n"
                                       << "  - id: T4\n"
                                       << "names two GPUs";
+        QTest::addRow("duplicate device name")
+            << "device_names: [\"Tesla V100-PCIE-16GB\"]"
+            << "device_names: [\"Tesla T4\"]"
+            << "gpus[1].device_names: 'Tesla T4' names two GPUs";
     }
     void hardwarePresetErrors()
     {

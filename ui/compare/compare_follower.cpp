@@ -2,6 +2,7 @@
 
 #include "config/config_loader.h"
 #include "launch/run_prediction.h"
+#include "plan/cpu_device.h"
 
 #include <QTimer>
 
@@ -109,9 +110,12 @@ QVector<QPair<int, double>> CompareFollower::predictedCurve(
         return {};
     // The resolved config, JSON being YAML, with absolute paths.
     const config::LoadReport loaded = config::parseRunConfig(history.start()->config.dump());
+    const std::string& gpu = history.start()->prediction->gpu;
+    const std::string deviceId = gpu.empty() ? plan::kCpuDeviceId : gpu;
     QVector<QPair<int, double>> curve;
     for (int ranks = 1; loaded.ok() && ranks <= kPredictedRanks; ++ranks) {
-        const common::Result<metrics::RunPrediction> prediction = launch::predictCpuRun(*loaded.config, ranks, 1);
+        const common::Result<metrics::RunPrediction> prediction =
+            launch::predictRun(*loaded.config, ranks, 1, deviceId);
         if (prediction && prediction->tokensPerSecond > 0)
             curve.emplaceBack(ranks, prediction->tokensPerSecond);
     }
