@@ -76,24 +76,46 @@ bool convertsOnLoad(const PlanContext& ctx)
     return ctx.precision != Precision::Fp32 || ctx.qlora;
 }
 
-// Bytes per element of the merged export: the checkpoint's torch_dtype;
-// a preset does not say it, and published checkpoints store 16-bit.
-double exportBytesPerParam(const PlanContext& ctx)
+// Bytes per element of the checkpoint's files and of the merged export: the
+// checkpoint's torch_dtype; a preset does not say it, and published
+// checkpoints store 16-bit.
+double storedBytesPerParam(const PlanContext& ctx)
 {
     return ctx.model.torchDtype == "float32" ? 4 : 2;
+}
+
+// A sharded rank reads each slice straight into its shard where the bytes
+// land as stored (fp32 files into an fp32 run on the CPU); elsewhere through
+// a host buffer the size of the slice: at most the largest tensor's share.
+double sliceStagingBytes(const PlanContext& ctx)
+{
+    if (ctx.gpu.isCpu && storedBytesPerParam(ctx) == 4 && ctx.precision == Precision::Fp32)
+        return 0;
+    const double largest = std::max({double(ctx.counts.embedding), double(ctx.counts.lmHead),
+        largestLinearParams(ctx)});
+    return storedBytesPerParam(ctx) * largest / ctx.shardGroup;
+}
+
+// What a sharded rank holds on the host while it reads: QLoRA quantises a
+// projection from its whole fp32 weight; otherwise one slice's buffer.
+double shardedReadBytes(const PlanContext& ctx)
+{
+    return ctx.qlora ? 4 * largestLinearParams(ctx) : sliceStagingBytes(ctx);
 }
 
 PhasePeak loadPhase(const PlanContext& ctx, const Persistent& kept, Sharding s)
 {
     PhasePeak p{Phase::Load, kept.total(), {}};
     if (loadsSharded(ctx, s)) {
-        // A trainable unit is read whole at fp32, then its shard is kept.
-        const double unit = ctx.full ? largestUnitParams(ctx) * 4 : 0;
-        p.bytes += unit;
+        // On GPUs the reading happens on the host (hostWhileLoading).
+        const double read = ctx.gpu.isCpu ? shardedReadBytes(ctx) : 0;
+        p.bytes += read;
         if (ctx.explain)
             Line(p.explanation) << "each rank reads its slices into its shards"
-                                << (unit > 0 ? ", a trainable unit whole at fp32 first: + " : "")
-                                << (unit > 0 ? common::formatBytes(unit) : std::string());
+                                << (read > 0 ? (ctx.qlora ? ", a projection whole at fp32 to quantise: + "
+                                                          : ", through a slice's buffer: + ")
+                                             : "")
+                                << (read > 0 ? common::formatBytes(read) : std::string());
         return p;
     }
     // Unsharded, the model is read whole at fp32 and converted on the host:
@@ -136,7 +158,7 @@ PhasePeak checkpointPhase(const PlanContext& ctx, const Persistent& kept)
 
 PhasePeak exportPhase(const PlanContext& ctx, const Persistent& kept, Sharding s)
 {
-    const double file = exportBytesPerParam(ctx);
+    const double file = storedBytesPerParam(ctx);
     // One tensor at a time: a LoRA projection merged at fp32 (its base,
     // B x A, the scaled sum) or a parameter, then its copy in the file's dtype.
     const double merge = ctx.lora ? largestLinearParams(ctx) * (12 + file) : 0;
@@ -167,20 +189,21 @@ PhasePeak exportPhase(const PlanContext& ctx, const Persistent& kept, Sharding s
 }
 
 // Ranks on GPUs read and convert the model on the host: whole at fp32 and
-// in its compute dtype unsharded, a unit at a time into their shards.
+// in its compute dtype unsharded, a slice at a time into their shards.
 void hostWhileLoading(const PlanContext& ctx, PlanResult& r, Sharding s)
 {
     if (ctx.gpu.isCpu)
         return;
     const bool sharded = loadsSharded(ctx, s);
     const bool converts = convertsOnLoad(ctx);
-    const double perRank = sharded ? 4 * largestUnitParams(ctx)
+    const double perRank = sharded ? shardedReadBytes(ctx)
                                    : 4 * ctx.total + (converts ? ctx.act * ctx.total : 0);
     r.loadHostBytesPerNode = perRank * ctx.gpusPerNode;
     if (ctx.explain)
         Line(r.loadHostExplanation)
-            << (sharded ? "each rank reads its slices a unit at a time: the largest unit at fp32 "
-                        : "each rank reads the whole model at fp32")
+            << (!sharded      ? "each rank reads the whole model at fp32"
+                   : ctx.qlora ? "each rank quantises its projections from their fp32 weights, one at a time"
+                               : "each rank reads its slices through a host buffer, the largest slice")
             << (!sharded && converts ? " and makes its compute-dtype copy" : "") << ", "
             << Bytes{perRank} << " x " << ctx.gpusPerNode << " ranks per node = "
             << Bytes{r.loadHostBytesPerNode};
@@ -194,7 +217,7 @@ void diskWrites(const PlanContext& ctx, PlanResult& r)
     const double master = ctx.precision == Precision::Bf16 ? 2 : 4;
     const double adapter = ctx.lora ? 4 * ctx.trainable : 0;
     r.checkpointDiskBytes = 3 * master * ctx.trainable + adapter;
-    r.exportDiskBytes = exportBytesPerParam(ctx) * ctx.total + adapter;
+    r.exportDiskBytes = storedBytesPerParam(ctx) * ctx.total + adapter;
     if (ctx.explain) {
         Line l(r.diskExplanation);
         l << "a checkpoint: master and two AdamW moments, 3 x " << Fixed{master, 0} << " B x "
@@ -202,7 +225,7 @@ void diskWrites(const PlanContext& ctx, PlanResult& r)
         if (adapter > 0)
             l << " + the adapter " << Bytes{adapter};
         l << " = " << Bytes{r.checkpointDiskBytes} << "; the export: the merged model, "
-          << Count{ctx.total} << " x " << Fixed{exportBytesPerParam(ctx), 0} << " B"
+          << Count{ctx.total} << " x " << Fixed{storedBytesPerParam(ctx), 0} << " B"
           << (ctx.model.torchDtype.empty() ? " (16-bit, as published checkpoints store)" : "");
         if (adapter > 0)
             l << " + the adapter " << Bytes{adapter};

@@ -66,19 +66,27 @@ SelfAttention::SelfAttention(const LlamaConfig& config, const torch::TensorOptio
         "v_proj", std::make_shared<DenseLinear>(hidden, kvWidth, config.qkvBias, options));
     m_o = register_module(
         "o_proj", std::make_shared<DenseLinear>(qWidth, hidden, config.outputBias, options));
+    if (config.qkNorm) {
+        m_qNorm = register_module(
+            "q_norm", std::make_shared<RmsNorm>(m_headDim, config.rmsNormEps, options));
+        m_kNorm = register_module(
+            "k_norm", std::make_shared<RmsNorm>(m_headDim, config.rmsNormEps, options));
+    }
 }
 
 torch::Tensor SelfAttention::forward(
     const torch::Tensor& hidden, const AttentionInputs& inputs, LayerCache* cache)
 {
     const auto batch = hidden.size(0), tokens = hidden.size(1);
-    auto heads = [&](const torch::Tensor& projected, std::int64_t count) {
-        return projected.view({batch, tokens, count, m_headDim}).transpose(1, 2);
+    auto heads = [&](const torch::Tensor& projected, std::int64_t count,
+                     const std::shared_ptr<RmsNorm>& norm = nullptr) {
+        const torch::Tensor split = projected.view({batch, tokens, count, m_headDim});
+        return (norm ? norm->forward(split) : split).transpose(1, 2);
     };
     const torch::Tensor q =
-        applyRotary(heads(m_q->forward(hidden), m_numHeads), inputs.cos, inputs.sin);
+        applyRotary(heads(m_q->forward(hidden), m_numHeads, m_qNorm), inputs.cos, inputs.sin);
     torch::Tensor k =
-        applyRotary(heads(m_k->forward(hidden), m_numKvHeads), inputs.cos, inputs.sin);
+        applyRotary(heads(m_k->forward(hidden), m_numKvHeads, m_kNorm), inputs.cos, inputs.sin);
     torch::Tensor v = heads(m_v->forward(hidden), m_numKvHeads);
     if (cache) {
         if (cache->keys.defined()) {

@@ -48,7 +48,8 @@ torch::Tensor plainAttention(const torch::Tensor& q, const torch::Tensor& k, con
 torch::Tensor fusedAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
     const torch::Tensor& allowed, bool causal);
 
-// Causal self-attention with rotary positions and grouped K/V heads.
+// Causal self-attention with rotary positions and grouped K/V heads, and
+// with per-head query/key norms where the model has them (qk_norm).
 class SelfAttention : public torch::nn::Module {
 public:
     SelfAttention(const LlamaConfig& config, const torch::TensorOptions& options);
@@ -72,6 +73,9 @@ private:
     std::shared_ptr<LinearLayer> m_k;
     std::shared_ptr<LinearLayer> m_v;
     std::shared_ptr<LinearLayer> m_o;
+    // Qwen3: RMSNorm over each head of the queries and keys, before rotary.
+    std::shared_ptr<RmsNorm> m_qNorm;
+    std::shared_ptr<RmsNorm> m_kNorm;
 };
 
 } // namespace tb::train

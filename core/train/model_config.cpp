@@ -11,8 +11,9 @@ using common::Result;
 
 namespace {
 
-constexpr std::array kModelTypes{"llama", "mistral", "qwen2"};
-constexpr std::array kArchitectures{"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM"};
+constexpr std::array kModelTypes{"llama", "mistral", "qwen2", "qwen3"};
+constexpr std::array kArchitectures{
+    "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"};
 
 template <size_t N> std::string joined(const std::array<const char*, N>& names)
 {
@@ -72,9 +73,9 @@ common::Status refuseUnsupported(const model::HfConfig& config)
         return refusal(config, config.ropeScaling.typeField,
             "rope scaling type '" + config.ropeScaling.typeName + "' is not supported",
             "supported: linear, llama3 (or none)");
-    if (config.modelType == "qwen2" && config.slidingWindowLayers)
-        return refusal(
-            config, "use_sliding_window", "Qwen2 sliding-window layers are not supported");
+    if (config.slidingWindowLayers && (config.modelType == "qwen2" || config.modelType == "qwen3"))
+        return refusal(config, "use_sliding_window",
+            "sliding-window layers of " + config.modelType + " are not supported");
     for (const std::string& type : config.layerTypes) {
         const bool sliding = type == "sliding_attention" && config.modelType == "mistral";
         if (type != "full_attention" && !sliding)

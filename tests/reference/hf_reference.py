@@ -55,6 +55,10 @@ def tiny_config(family):
     if family == "qwen2":
         return transformers.Qwen2Config(**common, num_key_value_heads=2,
                                         tie_word_embeddings=True)
+    if family == "qwen3":
+        # head_dim set apart from hidden / heads, as Qwen3's published sizes do.
+        return transformers.Qwen3Config(**common, num_key_value_heads=2, head_dim=12,
+                                        tie_word_embeddings=True)
     raise ReferenceError(f"unknown family {family!r}")
 
 

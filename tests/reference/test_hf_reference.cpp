@@ -32,7 +32,7 @@ using reference::writeTensorFile;
 namespace {
 
 const QString kStories = QStringLiteral("stories260K");
-const QStringList kFamilies = {kStories, "llama2", "llama3", "mistral", "qwen2"};
+const QStringList kFamilies = {kStories, "llama2", "llama3", "mistral", "qwen2", "qwen3"};
 
 // Adam's first update: lr * g / (|g| + eps), so each weight moves by about lr.
 constexpr double kLearningRate = 1e-2;

@@ -47,6 +47,13 @@ const char* kQwen2_05b = R"({"architectures":["Qwen2ForCausalLM"],"attention_dro
  "num_attention_heads":14,"num_hidden_layers":24,"num_key_value_heads":2,"rms_norm_eps":1e-06,
  "rope_theta":1000000.0,"sliding_window":131072,"tie_word_embeddings":true,"torch_dtype":"bfloat16",
  "use_cache":true,"use_sliding_window":false,"vocab_size":151936})";
+const char* kQwen3_8b = R"({"architectures":["Qwen3ForCausalLM"],"attention_bias":false,
+ "attention_dropout":0.0,"bos_token_id":151643,"eos_token_id":151645,"head_dim":128,"hidden_act":"silu",
+ "hidden_size":4096,"initializer_range":0.02,"intermediate_size":12288,"max_position_embeddings":40960,
+ "max_window_layers":36,"model_type":"qwen3","num_attention_heads":32,"num_hidden_layers":36,
+ "num_key_value_heads":8,"rms_norm_eps":1e-06,"rope_scaling":null,"rope_theta":1000000,
+ "sliding_window":null,"tie_word_embeddings":false,"torch_dtype":"bfloat16","use_cache":true,
+ "use_sliding_window":false,"vocab_size":151936})";
 const char* kTinyLlama = R"({"architectures":["LlamaForCausalLM"],"bos_token_id":1,"eos_token_id":2,
  "hidden_act":"silu","hidden_size":2048,"initializer_range":0.02,"intermediate_size":5632,
  "max_position_embeddings":2048,"model_type":"llama","num_attention_heads":32,"num_hidden_layers":22,
@@ -83,6 +90,7 @@ private slots:
         QTest::addRow("Llama-3.2-1B") << kLlama32_1b << 1235814400LL << 4 << true << false;
         QTest::addRow("Mistral-7B-v0.1") << kMistral7b << 7241732096LL << 4 << false << false;
         QTest::addRow("Qwen2-0.5B") << kQwen2_05b << 494032768LL << 7 << true << true;
+        QTest::addRow("Qwen3-8B") << kQwen3_8b << 8190735360LL << 4 << false << false;
         QTest::addRow("TinyLlama-1.1B") << kTinyLlama << 1100048384LL << 8 << false << false;
         QTest::addRow("SmolLM-135M") << kSmolLm135m << 134515008LL << 3 << true << false;
     }
@@ -163,6 +171,8 @@ private slots:
         QTest::addRow("quantised")
             << withField(kTinyLlama, R"("quantization_config":{"bits":4})")
             << "field 'quantization_config': quantised weights are not supported";
+        QTest::addRow("qwen3 sliding layers") << edit(kQwen3_8b, R"("use_sliding_window":false)",
+            R"("use_sliding_window":true)") << "sliding-window layers of qwen3 are not supported";
         QTest::addRow("qwen2 sliding layers") << edit(kQwen2_05b, R"("use_sliding_window":false)",
             R"("use_sliding_window":true)") << "field 'use_sliding_window'";
         QTest::addRow("kv heads") << edit(
