@@ -1,6 +1,7 @@
 #include "config/config_loader.h"
 
 #include "common/atomic_file.h"
+#include "common/hub_cache.h"
 #include "config/section_readers.h"
 
 #include <yaml-cpp/eventhandler.h>
@@ -62,10 +63,22 @@ void resolveDefaults(RunConfig& config, const ReadState& state, const std::strin
         config.output.dir = "runs/" + config.name;
 }
 
+// A model folder, or a Hub id ("Qwen/Qwen3-8B") that names no folder here:
+// its snapshot in the local Hugging Face cache when it is there.
+std::string resolveModelPath(const std::string& value, const fs::path& baseDir)
+{
+    const std::string path = resolvePath(value, baseDir);
+    std::error_code error;
+    if (fs::exists(path, error) || !common::looksLikeHubId(value))
+        return path;
+    const common::Result<std::string> cached = common::findCachedModel(value);
+    return cached ? *cached : path;
+}
+
 void resolvePaths(RunConfig& config, const fs::path& baseDir)
 {
-    config.model = resolvePath(config.model, baseDir);
-    config.tokenizer = resolvePath(config.tokenizer, baseDir);
+    config.model = resolveModelPath(config.model, baseDir);
+    config.tokenizer = resolveModelPath(config.tokenizer, baseDir);
     for (std::string& file : config.data.trainFiles)
         file = resolvePath(file, baseDir);
     for (std::string& file : config.data.validationFiles)
@@ -73,10 +86,15 @@ void resolvePaths(RunConfig& config, const fs::path& baseDir)
     config.output.dir = resolvePath(config.output.dir, baseDir);
 }
 
-void checkPathsExist(const RunConfig& config, ReadState& state)
+void checkPathsExist(const RunConfig& config, const std::string& modelAsWritten, ReadState& state)
 {
     std::error_code error;
-    if (!fs::is_directory(config.model, error))
+    if (!fs::is_directory(config.model, error) && common::looksLikeHubId(modelAsWritten)) {
+        const common::Result<std::string> cached = common::findCachedModel(modelAsWritten);
+        state.problem("model",
+            "folder " + config.model + " does not exist, and " + cached.error().message,
+            cached.error().hint);
+    } else if (!fs::is_directory(config.model, error))
         state.problem("model", "folder " + config.model + " does not exist");
     else if (!fs::is_regular_file(fs::path(config.model) / "config.json", error))
         state.problem("model",
@@ -225,9 +243,10 @@ LoadReport parseRunConfig(std::string_view yamlText, const LoadOptions& options)
             baseDir = fs::path(options.sourceName).parent_path();
         if (baseDir.empty() || baseDir.is_relative())
             baseDir = fs::absolute(baseDir.empty() ? fs::path(".") : baseDir, error);
+        const std::string modelAsWritten = config.model;
         resolvePaths(config, baseDir);
         if (options.checkPaths)
-            checkPathsExist(config, state);
+            checkPathsExist(config, modelAsWritten, state);
     } catch (const YAML::Exception& exception) {
         ConfigProblem problem{"", 0, 0, "not valid YAML: " + exception.msg, {}};
         if (!exception.mark.is_null()) {

@@ -1,5 +1,7 @@
 #include "plan/catalog.h"
 
+#include "common/hub_cache.h"
+
 #include "common/atomic_file.h"
 #include "common/text.h"
 #include "model/hf_config.h"
@@ -202,6 +204,13 @@ common::Result<model::ModelSpec> Catalog::resolveModel(const std::string& model)
         return *spec;
     if (path.extension() == ".json")
         return common::Error::at(model, {}, "no such file");
+    // A Hub id no preset has: its config.json in the local Hub cache.
+    if (common::looksLikeHubId(model)) {
+        const common::Result<std::string> cached = common::findCachedModel(model);
+        if (!cached)
+            return cached.error();
+        return model::readHfConfig(*cached);
+    }
     std::string hint;
     for (const std::string& name : suggestModels(model))
         hint += (hint.empty() ? "did you mean " : ", ") + name;

@@ -43,7 +43,8 @@ public:
     std::vector<std::string> suggestVms(std::string_view query, size_t count = 3) const;
 
     // A preset by name/repo id, or an HF config.json (file or folder) when
-    // `model` names an existing path. Unknown names fail with suggestions.
+    // `model` names an existing path, or a Hub id's in the local Hugging Face
+    // cache (common/hub_cache.h). Unknown names fail with suggestions.
     common::Result<model::ModelSpec> resolveModel(const std::string& model) const;
 
     std::string presetsDir() const { return m_dir; }
