@@ -107,14 +107,15 @@ PhasePeak loadPhase(const PlanContext& ctx, const Persistent& kept, Sharding s)
 {
     PhasePeak p{Phase::Load, kept.total(), {}};
     if (loadsSharded(ctx, s)) {
-        // On GPUs the reading happens on the host (hostWhileLoading).
-        const double read = ctx.gpu.isCpu ? shardedReadBytes(ctx) : 0;
+        // On GPUs the reading happens on the host (hostWhileLoading). On CPU
+        // ranks a slice's buffer lives while that slice is read, before the
+        // shards that follow it exist: measured, it never adds to the peak
+        // (docs/DISTRIBUTED_BENCHMARKS.md); QLoRA's fp32 projection does.
+        const double read = ctx.gpu.isCpu && ctx.qlora ? shardedReadBytes(ctx) : 0;
         p.bytes += read;
         if (ctx.explain)
             Line(p.explanation) << "each rank reads its slices into its shards"
-                                << (read > 0 ? (ctx.qlora ? ", a projection whole at fp32 to quantise: + "
-                                                          : ", through a slice's buffer: + ")
-                                             : "")
+                                << (read > 0 ? ", a projection whole at fp32 to quantise: + " : "")
                                 << (read > 0 ? common::formatBytes(read) : std::string());
         return p;
     }
