@@ -29,6 +29,7 @@ public:
         if (!sftp)
             return sftp.error();
         m_sftp = *sftp;
+        const SshSession::Bounded bounded(m_session);
         m_file = sftp_open(m_sftp, m_path.c_str(), O_RDONLY, 0);
         if (!m_file) {
             if (sftp_get_error(m_sftp) == SSH_FX_NO_SUCH_FILE)
@@ -47,6 +48,7 @@ public:
     {
         if (sftp_seek64(m_file, offset) != 0)
             return failure("cannot seek in");
+        const SshSession::Bounded bounded(m_session);
         const ssize_t n = sftp_read(m_file, buffer, length);
         if (n < 0)
             return failure("cannot read");
@@ -55,8 +57,10 @@ public:
 
     void close() override
     {
-        if (m_file)
+        if (m_file) {
+            const SshSession::Bounded bounded(m_session);
             sftp_close(m_file);
+        }
         m_file = nullptr;
     }
 
@@ -64,8 +68,11 @@ private:
     Error failure(const std::string& what)
     {
         const int code = m_sftp ? sftp_get_error(m_sftp) : -1;
-        Error error{name() + ": " + what + " the event file (SFTP error " + std::to_string(code)
-                + (code == SSH_FX_PERMISSION_DENIED ? ": permission denied" : "") + ")",
+        Error error{name() + ": " + what + " the event file ("
+                + (m_session.timedOut() ? m_session.timeoutReason()
+                                        : "SFTP error " + std::to_string(code)
+                                  + (code == SSH_FX_PERMISSION_DENIED ? ": permission denied" : ""))
+                + ")",
             {}};
         close();
         return error;

@@ -73,8 +73,9 @@ common::Status runChecked(SshSession& session, const std::string& command)
 }
 
 // The size of a file there, or -1 when there is none.
-int64_t remoteSize(sftp_session sftp, const std::string& path)
+int64_t remoteSize(SshSession& session, sftp_session sftp, const std::string& path)
 {
+    const SshSession::Bounded bounded(session);
     sftp_attributes attributes = sftp_stat(sftp, path.c_str());
     if (!attributes)
         return -1;
@@ -141,7 +142,7 @@ public:
         if (error)
             return Error{"cannot read " + path + ": " + error.message(), {}};
         const std::string part = path + kPartSuffix;
-        if (remoteSize(*sftp, path) == int64_t(size)) {
+        if (remoteSize(m_session, *sftp, path) == int64_t(size)) {
             common::Result<std::string> theirs = remoteSha256(m_session, path);
             common::Result<std::string> ours = localSha256(path);
             if (!theirs || !ours)
@@ -152,31 +153,14 @@ public:
                 return common::Ok{};
             }
         }
-        common::Result<uint64_t> offset = resumeOffset(remoteSize(*sftp, part), size,
+        common::Result<uint64_t> offset = resumeOffset(remoteSize(m_session, *sftp, part), size,
             [&] { return remoteSha256(m_session, part); }, [&](uint64_t n) { return localSha256(path, n); });
         if (!offset)
             return offset.error();
         if (common::Status made = runChecked(m_session, "mkdir -p -- " + launch::shellQuote(fs::path(path).parent_path().string())); !made)
             return made;
-        SftpFile file(sftp_open(*sftp, part.c_str(), O_WRONLY | O_CREAT | (*offset ? 0 : O_TRUNC), 0644));
-        if (!file || sftp_seek64(file.get(), *offset) != 0)
-            return Error{m_session.target().describe() + ": cannot write " + part, {}};
-        std::ifstream in(path, std::ios::binary);
-        in.seekg(std::streamoff(*offset));
-        std::vector<char> buffer(kChunk);
-        uint64_t done = *offset;
-        advance(path, done, size, done);
-        while (done < size) {
-            in.read(buffer.data(), std::streamsize(std::min<uint64_t>(kChunk, size - done)));
-            const auto got = size_t(in.gcount());
-            if (got == 0 || sftp_write(file.get(), buffer.data(), got) != ssize_t(got))
-                return Error{m_session.target().describe() + ": writing " + part + " stopped at byte " + std::to_string(done),
-                    "run it again: the copy goes on from there"};
-            done += got;
-            m_summary.bytesSent += got;
-            advance(path, done, size, got);
-        }
-        file.reset();
+        if (common::Status sent = send(*sftp, path, part, *offset, size); !sent)
+            return sent;
         common::Result<std::string> theirs = remoteSha256(m_session, part);
         common::Result<std::string> ours = localSha256(path);
         if (!theirs || !ours)
@@ -188,6 +172,40 @@ public:
         ++m_summary.copied;
         m_summary.resumed += *offset > 0;
         return runChecked(m_session, "mv -f -- " + launch::shellQuote(part) + " " + launch::shellQuote(path));
+    }
+
+    // Sends `path` from `offset` on into `part` there, each chunk answered in time.
+    common::Status send(sftp_session sftp, const std::string& path, const std::string& part, uint64_t offset,
+        uint64_t size)
+    {
+        SshSession::Bounded bounded(m_session);
+        SftpFile file(sftp_open(sftp, part.c_str(), O_WRONLY | O_CREAT | (offset ? 0 : O_TRUNC), 0644));
+        if (!file || sftp_seek64(file.get(), offset) != 0)
+            return Error{m_session.target().describe() + ": cannot write " + part + stalled(), {}};
+        std::ifstream in(path, std::ios::binary);
+        in.seekg(std::streamoff(offset));
+        std::vector<char> buffer(kChunk);
+        uint64_t done = offset;
+        advance(path, done, size, done);
+        while (done < size) {
+            in.read(buffer.data(), std::streamsize(std::min<uint64_t>(kChunk, size - done)));
+            const auto got = size_t(in.gcount());
+            if (got == 0 || sftp_write(file.get(), buffer.data(), got) != ssize_t(got))
+                return Error{m_session.target().describe() + ": writing " + part + " stopped at byte "
+                        + std::to_string(done) + stalled(),
+                    "run it again: the copy goes on from there"};
+            bounded.progressed();
+            done += got;
+            m_summary.bytesSent += got;
+            advance(path, done, size, got);
+        }
+        return common::Ok{};
+    }
+
+    // Why a call failed, when it was because the server stopped answering.
+    std::string stalled() const
+    {
+        return m_session.timedOut() ? " (" + m_session.timeoutReason() + ")" : std::string();
     }
 
     common::Status download(const std::string& remotePath, uint64_t size, const std::string& localPath)
@@ -216,9 +234,10 @@ public:
             [&](uint64_t n) { return remoteSha256(m_session, remotePath, n); });
         if (!offset)
             return offset.error();
+        SshSession::Bounded bounded(m_session);
         SftpFile file(sftp_open(*sftp, remotePath.c_str(), O_RDONLY, 0));
         if (!file || sftp_seek64(file.get(), *offset) != 0)
-            return Error{m_session.target().describe() + ": cannot read " + remotePath, {}};
+            return Error{m_session.target().describe() + ": cannot read " + remotePath + stalled(), {}};
         // O_NOFOLLOW: a symlink put where the part goes is refused, never
         // written through.
         LocalFile out(::open(part.c_str(),
@@ -231,13 +250,16 @@ public:
         while (done < size) {
             const ssize_t got = sftp_read(file.get(), buffer.data(), buffer.size());
             if (got <= 0)
-                return Error{m_session.target().describe() + ": reading " + remotePath + " stopped at byte " + std::to_string(done),
+                return Error{m_session.target().describe() + ": reading " + remotePath + " stopped at byte "
+                        + std::to_string(done) + stalled(),
                     "run it again: the copy goes on from there"};
+            bounded.progressed();
             if (!common::writeAll(out.get(), buffer.data(), size_t(got)))
                 return Error{"cannot write " + part + ": " + std::strerror(errno), {}};
             done += uint64_t(got);
             advance(localPath, done, size, uint64_t(got));
         }
+        file.reset();
         if (::close(out.release()) != 0)
             return Error{"cannot write " + part + ": " + std::strerror(errno), {}};
         common::Result<std::string> ours = localSha256(part);
@@ -303,6 +325,7 @@ bool remoteFolderExists(SshSession& session, const std::string& path)
     common::Result<sftp_session_struct*> sftp = session.sftp();
     if (!sftp)
         return false;
+    const SshSession::Bounded bounded(session);
     sftp_attributes attributes = sftp_stat(*sftp, path.c_str());
     if (!attributes)
         return false;
@@ -356,21 +379,23 @@ common::Status listTree(SshSession& session, sftp_session sftp, const std::strin
         return Error::at(session.target().describe() + ":" + path, "",
             "is more than " + std::to_string(kMaxListingDepth) + " folders below " + root,
             "is there a loop of folders there?");
+    SshSession::Bounded bounded(session);
+    const auto why = [&] {
+        return session.timedOut() ? session.timeoutReason()
+                                  : "SFTP error " + std::to_string(sftp_get_error(sftp));
+    };
     std::unique_ptr<sftp_dir_struct, SftpDirCloser> dir(sftp_opendir(sftp, path.c_str()));
     if (!dir)
-        return Error{session.target().describe() + ": cannot list " + path + " (SFTP error "
-                + std::to_string(sftp_get_error(sftp)) + ")",
-            {}};
+        return Error{session.target().describe() + ": cannot list " + path + " (" + why() + ")", {}};
     for (;;) {
         std::unique_ptr<sftp_attributes_struct, SftpAttributesFree> entry(
             sftp_readdir(sftp, dir.get()));
         if (!entry) {
             if (sftp_dir_eof(dir.get()))
                 return common::Ok{};
-            return Error{session.target().describe() + ": listing " + path + " stopped (SFTP error "
-                    + std::to_string(sftp_get_error(sftp)) + ")",
-                {}};
+            return Error{session.target().describe() + ": listing " + path + " stopped (" + why() + ")", {}};
         }
+        bounded.progressed();
         const std::string name = entry->name ? entry->name : "";
         if (name == "." || name == "..")
             continue;

@@ -2,6 +2,9 @@
 
 #include <libssh/libssh.h>
 #include <libssh/sftp.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <chrono>
@@ -93,7 +96,50 @@ common::Status authenticate(ssh_session session, const SshTarget& target)
         "is its public key in the remote ~/.ssh/authorized_keys?"};
 }
 
+// The kernel notices a peer that vanished: keepalive probes after `idle`
+// seconds of silence, and unacknowledged data given up on after twice the
+// timeout. libssh 0.10 ignores ServerAliveInterval and TCPKeepAlive.
+void keepAlive(int socket, long idle)
+{
+    const int on = 1;
+    const int seconds = static_cast<int>(idle);
+    const int probes = 3;
+    const unsigned int userTimeout = static_cast<unsigned int>(2 * idle * 1000);
+    ::setsockopt(socket, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+    ::setsockopt(socket, IPPROTO_TCP, TCP_KEEPIDLE, &seconds, sizeof seconds);
+    ::setsockopt(socket, IPPROTO_TCP, TCP_KEEPINTVL, &seconds, sizeof seconds);
+    ::setsockopt(socket, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
+    ::setsockopt(socket, IPPROTO_TCP, TCP_USER_TIMEOUT, &userTimeout, sizeof userTimeout);
+}
+
 } // namespace
+
+SshSession::Bounded::Bounded(SshSession& session)
+    : m_session(session)
+{
+    ++m_session.m_boundedDepth;
+    progressed();
+}
+
+SshSession::Bounded::~Bounded()
+{
+    if (--m_session.m_boundedDepth == 0)
+        m_session.m_watchdog.disarm();
+}
+
+void SshSession::Bounded::progressed()
+{
+    const auto limit = std::chrono::milliseconds(
+        static_cast<long long>(std::max(1.0, m_session.m_target.timeoutSeconds) * 1000));
+    m_session.m_watchdog.arm(ssh_get_fd(m_session.m_session), limit);
+}
+
+std::string SshSession::timeoutReason() const
+{
+    return "no answer within " + std::to_string(static_cast<int>(std::max(1.0, m_target.timeoutSeconds)))
+        + " s: the connection was closed (a hung server or file system, or a network that "
+          "drops packets)";
+}
 
 common::Result<std::unique_ptr<SshSession>> SshSession::connect(const SshTarget& target)
 {
@@ -123,6 +169,7 @@ common::Result<std::unique_ptr<SshSession>> SshSession::connect(const SshTarget&
         return known.error();
     if (auto accepted = authenticate(session, target); !accepted)
         return accepted.error();
+    keepAlive(ssh_get_fd(session), timeout);
     return owner;
 }
 
@@ -144,9 +191,11 @@ SshSession::~SshSession()
 common::Result<CommandResult> SshSession::run(const std::string& command)
 {
     const std::string where = m_target.describe();
+    Bounded bounded(*this);
+    const auto why = [this] { return timedOut() ? timeoutReason() : sessionError(m_session); };
     ssh_channel channel = ssh_channel_new(m_session);
     if (!channel)
-        return Error{where + ": cannot open a channel: " + sessionError(m_session), {}};
+        return Error{where + ": cannot open a channel: " + why(), {}};
     struct ChannelCloser {
         ssh_channel channel;
         ~ChannelCloser()
@@ -157,13 +206,14 @@ common::Result<CommandResult> SshSession::run(const std::string& command)
     } closer{channel};
     if (ssh_channel_open_session(channel) != SSH_OK
         || ssh_channel_request_exec(channel, command.c_str()) != SSH_OK)
-        return Error{where + ": cannot run '" + command + "': " + sessionError(m_session), {}};
+        return Error{where + ": cannot run '" + command + "': " + why(), {}};
 
     CommandResult result;
     const auto deadline =
         Clock::now() + std::chrono::milliseconds(static_cast<long long>(m_target.timeoutSeconds * 1000));
     char buffer[16384];
     while (!ssh_channel_is_eof(channel)) {
+        bounded.progressed(); // the command's own deadline is below
         if (Clock::now() >= deadline)
             return Error{where + ": '" + command + "' did not finish within "
                     + std::to_string(static_cast<int>(m_target.timeoutSeconds)) + " s",
@@ -172,7 +222,7 @@ common::Result<CommandResult> SshSession::run(const std::string& command)
             const int n = ssh_channel_read_timeout(channel, buffer, sizeof buffer, isStderr, 100);
             if (n == SSH_ERROR)
                 return Error{where + ": lost the connection while running '" + command
-                        + "': " + sessionError(m_session),
+                        + "': " + why(),
                     {}};
             if (n > 0)
                 (isStderr ? result.errorOutput : result.output).append(buffer, std::size_t(n));
@@ -193,11 +243,12 @@ common::Result<sftp_session_struct*> SshSession::sftp()
 {
     if (m_sftp)
         return m_sftp;
+    const Bounded bounded(*this);
     sftp_session sftp = sftp_new(m_session);
     if (!sftp)
         return Error{m_target.describe() + ": cannot start SFTP: " + sessionError(m_session), {}};
     if (sftp_init(sftp) != SSH_OK) {
-        const std::string reason = sessionError(m_session);
+        const std::string reason = timedOut() ? timeoutReason() : sessionError(m_session);
         sftp_free(sftp);
         return Error{m_target.describe() + ": the SFTP subsystem did not start: " + reason,
             "is 'Subsystem sftp' enabled in the remote sshd_config?"};

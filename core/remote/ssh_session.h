@@ -1,6 +1,7 @@
 #pragma once
 
 #include "common/error.h"
+#include "remote/call_watchdog.h"
 #include "remote/ssh_target.h"
 
 #include <memory>
@@ -36,8 +37,29 @@ public:
     // that ran and failed is a CommandResult with its exit status.
     common::Result<CommandResult> run(const std::string& command);
 
-    // The SFTP subsystem, opened on first use.
+    // The SFTP subsystem, opened on first use (a bounded call).
     common::Result<sftp_session_struct*> sftp();
+
+    // Bounds the libssh calls made while it lives: each must get its answer
+    // within the target's timeout (progressed() starts the count again
+    // after each chunk of a transfer), or the connection is shut down and
+    // the call fails. The session is then closed for good.
+    class Bounded {
+    public:
+        explicit Bounded(SshSession& session);
+        ~Bounded();
+        Bounded(const Bounded&) = delete;
+        Bounded& operator=(const Bounded&) = delete;
+        void progressed();
+
+    private:
+        SshSession& m_session;
+    };
+
+    // Whether a bounded call went unanswered and closed the connection,
+    // and the words that say so ("no answer within 15 s: ...").
+    bool timedOut() const { return m_watchdog.fired(); }
+    std::string timeoutReason() const;
 
     const SshTarget& target() const { return m_target; }
 
@@ -47,6 +69,8 @@ private:
     SshTarget m_target;
     ssh_session_struct* m_session = nullptr;
     sftp_session_struct* m_sftp = nullptr;
+    CallWatchdog m_watchdog;
+    int m_boundedDepth = 0; // Bounded scopes open (a failure path may nest one)
 };
 
 } // namespace tb::remote

@@ -11,6 +11,9 @@
 #include <QTemporaryDir>
 #include <QThread>
 
+#include <map>
+#include <vector>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pwd.h>
@@ -81,6 +84,35 @@ public:
     }
 
     int port() const { return m_port; }
+
+    // The processes serving this server's connections (every descendant of
+    // the listening sshd: with internal-sftp, SFTP is served there too).
+    std::vector<pid_t> connectionProcesses() const
+    {
+        std::map<pid_t, pid_t> parentOf;
+        for (const QString& entry : QDir(QStringLiteral("/proc")).entryList(QDir::Dirs)) {
+            bool number = false;
+            const pid_t pid = entry.toInt(&number);
+            QFile stat(QStringLiteral("/proc/%1/stat").arg(entry));
+            if (!number || !stat.open(QIODevice::ReadOnly))
+                continue;
+            // "pid (comm) state ppid ...": comm may hold spaces, so read after ')'.
+            const QByteArray text = stat.readAll();
+            const QList<QByteArray> fields = text.mid(text.lastIndexOf(')') + 2).split(' ');
+            if (fields.size() > 1)
+                parentOf[pid] = fields[1].toInt();
+        }
+        std::vector<pid_t> found;
+        for (const auto& [pid, parent] : parentOf) {
+            for (pid_t up = parent; up > 1; up = parentOf.count(up) ? parentOf[up] : 0) {
+                if (up == pid_t(m_sshd.processId())) {
+                    found.push_back(pid);
+                    break;
+                }
+            }
+        }
+        return found;
+    }
     QString user() const { return QString::fromLocal8Bit(::getpwuid(::geteuid())->pw_name); }
     QString path(const QString& name) const { return m_dir.filePath(name); }
     QString userKey() const { return path("user_key"); }

@@ -13,9 +13,12 @@
 #include "remote/sftp_event_source.h"
 #include "remote/ssh_session.h"
 
+#include <QElapsedTimer>
 #include <QRegularExpression>
 #include <QStandardPaths>
 #include <QtTest>
+
+#include <csignal>
 
 using tb::remote::SshSession;
 using tb::remote::SshTarget;
@@ -153,6 +156,41 @@ private slots:
         const auto shrunk = reader.poll();
         QVERIFY(!shrunk.ok());
         QVERIFY2(shrunk.error().message.find("shrank") != std::string::npos, shrunk.error().message.c_str());
+    }
+
+    // A server that stops answering (a hung file system under the SFTP
+    // server, a network that drops packets) fails the call within the
+    // target's timeout and closes the connection; nothing waits for ever.
+    void aServerThatStopsAnsweringFailsInTime()
+    {
+        SshTarget quick = target();
+        quick.timeoutSeconds = 2;
+        auto session = SshSession::connect(quick);
+        QVERIFY(session.ok());
+        const QString path = m_work.filePath(QStringLiteral("hung/events.jsonl"));
+        QVERIFY(QDir().mkpath(m_work.filePath(QStringLiteral("hung"))));
+        appendLine(path, runStartEvent());
+        tb::metrics::EventFileReader reader(tb::remote::sftpEventSource(**session, path.toStdString()));
+        QVERIFY(reader.poll().ok());
+        appendLine(path, stepLine(1, 1500.0));
+        const std::vector<pid_t> serving = m_server.connectionProcesses();
+        QVERIFY(!serving.empty());
+        for (const pid_t pid : serving)
+            ::kill(pid, SIGSTOP);
+        QElapsedTimer waited;
+        waited.start();
+        const auto hung = reader.poll();
+        const qint64 milliseconds = waited.elapsed();
+        for (const pid_t pid : serving)
+            ::kill(pid, SIGCONT);
+        QVERIFY(!hung.ok());
+        QVERIFY2(hung.error().message.find("no answer within 2 s") != std::string::npos,
+            hung.error().message.c_str());
+        QVERIFY((*session)->timedOut());
+        // The bound is the timeout, not a measurement: without the
+        // watchdog this poll never returns.
+        QVERIFY2(milliseconds < 20000, qPrintable(QString::number(milliseconds)));
+        QVERIFY(!(*session)->run("true").ok()); // the connection is closed for good
     }
 
     void parseHostProbe_data()

@@ -1,0 +1,42 @@
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+// Ends a blocking network call that stopped getting answers. libssh 0.10's
+// blocking SFTP calls wait for ever on a peer that went quiet (its session
+// timeout makes a read return nothing, and the SFTP layer reads again), so
+// when an armed deadline passes the watchdog shuts the connection's socket
+// down: the waiting call then fails at once, and the connection is gone.
+namespace tb::remote {
+
+class CallWatchdog {
+public:
+    CallWatchdog();
+    ~CallWatchdog();
+    CallWatchdog(const CallWatchdog&) = delete;
+    CallWatchdog& operator=(const CallWatchdog&) = delete;
+
+    // Starts, or starts again, the count of `limit` for `socket`.
+    void arm(int socket, std::chrono::milliseconds limit);
+    void disarm();
+    // Whether a deadline passed and the socket was shut down.
+    bool fired() const;
+
+private:
+    using Clock = std::chrono::steady_clock;
+    void watch();
+
+    mutable std::mutex m_mutex;
+    std::condition_variable m_changed;
+    int m_socket = -1;
+    std::optional<Clock::time_point> m_deadline;
+    bool m_fired = false;
+    bool m_stopping = false;
+    std::thread m_thread;
+};
+
+} // namespace tb::remote
