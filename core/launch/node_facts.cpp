@@ -2,6 +2,7 @@
 
 #include "common/build_id.h"
 #include "common/build_info.h"
+#include "common/json_text.h"
 #include "common/local_machine.h"
 #include "common/text.h"
 #include "common/units.h"
@@ -140,7 +141,7 @@ nlohmann::json nodeFactsToJson(const NodeFacts& facts)
 common::Result<NodeFacts> nodeFactsFromJson(const std::string& text, const std::string& where)
 {
     try {
-        const nlohmann::json json = nlohmann::json::parse(text);
+        const nlohmann::json json = common::parseJson(text);
         NodeFacts facts;
         facts.hostName = json.at("host").get<std::string>();
         facts.version = json.at("version").get<std::string>();

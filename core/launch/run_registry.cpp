@@ -1,6 +1,7 @@
 #include "launch/run_registry.h"
 
 #include "common/atomic_file.h"
+#include "common/json_text.h"
 #include "common/local_machine.h"
 #include "launch/world_layout.h"
 
@@ -64,7 +65,7 @@ std::string registryEntryToJson(const RegistryEntry& e)
 common::Result<RegistryEntry> registryEntryFromJson(const std::string& text, const std::string& where)
 {
     try {
-        const nlohmann::json json = nlohmann::json::parse(text);
+        const nlohmann::json json = common::parseJson(text);
         RegistryEntry e;
         e.runId = json.at("run_id").get<std::string>();
         e.nodeRank = json.at("node_rank").get<int>();

@@ -1,5 +1,7 @@
 #include "metrics/event.h"
 
+#include "common/json_text.h"
+
 #include <array>
 #include <chrono>
 #include <utility>
@@ -131,9 +133,10 @@ json makeEvent(EventType type, int rank, double timeSeconds, json fields)
 
 common::Result<Event> parseEvent(std::string_view line)
 {
-    json body = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+    std::string problem;
+    json body = common::parseJsonOrDiscard(line, &problem);
     if (body.is_discarded())
-        return Error{"not valid JSON", {}};
+        return Error{"not valid JSON: " + problem, {}};
     if (!body.is_object())
         return Error{"expected a JSON object, got " + shortText(body), {}};
 

@@ -1,6 +1,7 @@
 #include "model/hf_config.h"
 
 #include "common/atomic_file.h"
+#include "common/json_text.h"
 #include "common/text.h"
 #include "model/hf_architecture.h"
 
@@ -372,7 +373,7 @@ common::Result<HfConfig> parseHfModelConfig(std::string_view text, const std::st
 {
     json object;
     try {
-        object = json::parse(text.begin(), text.end());
+        object = common::parseJson(text);
     } catch (const json::parse_error& e) {
         return common::Error::at(
             origin, "byte " + std::to_string(e.byte), "not valid JSON: " + std::string(e.what()));

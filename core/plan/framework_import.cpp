@@ -1,6 +1,7 @@
 #include "plan/plan_file.h"
 
 #include "common/atomic_file.h"
+#include "common/json_text.h"
 #include "common/text.h"
 #include "common/training_limits.h"
 
@@ -311,7 +312,7 @@ common::Result<ImportResult> parseDeepSpeedJson(
 {
     json root;
     try {
-        root = json::parse(text.begin(), text.end());
+        root = common::parseJson(text);
     } catch (const json::parse_error& e) {
         return common::Error::at(
             origin, "byte " + std::to_string(e.byte), "not valid JSON: " + std::string(e.what()));

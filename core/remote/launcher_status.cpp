@@ -1,5 +1,7 @@
 #include "remote/launcher_status.h"
 
+#include "common/json_text.h"
+
 #include <nlohmann/json.hpp>
 
 namespace tb::remote {
@@ -174,7 +176,7 @@ std::string toJsonLine(const LauncherStatus& status)
 
 common::Result<LauncherStatus> parseLauncherStatus(std::string_view line)
 {
-    const json object = json::parse(line, nullptr, false);
+    const json object = common::parseJsonOrDiscard(line);
     if (object.is_discarded() || !object.is_object())
         return Error{"launcher status: not a JSON object: " + std::string(line.substr(0, 80)), {}};
     std::string type;

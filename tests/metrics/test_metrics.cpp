@@ -34,6 +34,12 @@ private slots:
         QTest::addColumn<QString>("line");
         QTest::addColumn<QString>("mentions");
         QTest::addRow("not json") << "{\"schema\":1,\"type\"" << "not valid JSON";
+        // 100,000 levels in a 200 KB line: refused, never a stack overflow
+        // in a later dump or copy.
+        QTest::addRow("nested 100,000 deep")
+            << R"({"schema":1,"type":"log","time":1,"rank":0,"message":)" + QString(100000, '[')
+                + QString(100000, ']') + "}"
+            << "not valid JSON: nested deeper than 64 levels";
         QTest::addRow("array") << "[1,2]" << "expected a JSON object";
         QTest::addRow("no schema") << R"({"type":"log","time":1,"rank":0,"message":"x"})" << "'schema'";
         QTest::addRow("newer schema") << R"({"schema":99,"type":"log","time":1,"rank":0,"message":"x"})"

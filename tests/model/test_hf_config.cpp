@@ -169,6 +169,8 @@ private slots:
                                   << "not valid JSON";
         QTest::addRow("number overflow") << "{\"hidden_size\": 1e999999}"
                                          << "not valid JSON";
+        QTest::addRow("nested 100,000 deep") << "{\"x\":" + QString(100000, '[') + QString(100000, ']') + "}"
+                                             << "nested deeper than 64 levels";
         QTest::addRow("array") << "[1,2]"
                                << "expected a JSON object";
         QTest::addRow("missing hidden")

@@ -339,6 +339,9 @@ private slots:
         QTest::addRow("number overflow (found by the fuzz run)")
             << R"({"train_micro_batch_size_per_gpu": 1e57012648075850})"
             << "ds.json: not valid JSON";
+        QTest::addRow("nested 100,000 deep")
+            << "{\"x\":" + QString(100000, '[') + QString(100000, ']') + "}"
+            << "ds.json: not valid JSON: nested deeper than 64 levels";
         QTest::addRow("stage 4") << R"({"zero_optimization": {"stage": 4}})"
                                  << "field 'zero_optimization.stage': got 4";
         QTest::addRow("stage text") << R"({"zero_optimization": {"stage": "three"}})"
