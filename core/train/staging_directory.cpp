@@ -3,6 +3,7 @@
 #include "common/atomic_file.h"
 
 #include <fcntl.h>
+#include <stdio.h> // renameat2, RENAME_EXCHANGE (glibc 2.28)
 #include <unistd.h>
 
 #include <cerrno>
@@ -28,6 +29,14 @@ bool syncPath(const std::string& path)
 }
 
 constexpr const char* kStagingMarker = ".tmp-";
+constexpr std::string_view kAsideSuffix = "-old";
+
+// Swaps the two folders in one step, so that the final name always holds
+// one of them, whatever kills the process.
+bool swapFolders(const std::string& a, const std::string& b)
+{
+    return ::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) == 0;
+}
 
 } // namespace
 
@@ -76,9 +85,20 @@ common::Status StagingDirectory::commit()
         return Error::at(
             m_staging, "", std::string("cannot sync the folder: ") + std::strerror(errno));
     std::error_code error;
+    const fs::path parent =
+        fs::path(m_final).has_parent_path() ? fs::path(m_final).parent_path() : fs::path(".");
+    if (fs::exists(m_final, error) && swapFolders(m_staging, m_final)) {
+        m_done = true;
+        syncPath(parent.string());
+        fs::remove_all(m_staging, error); // the old folder, swapped out
+        return common::Ok{};
+    }
+    // No exchange here (a file system without it): the old folder is moved
+    // aside first, and a start after a crash in between puts it back
+    // (removeStaleStagingDirectories).
     std::string aside;
     if (fs::exists(m_final, error)) {
-        aside = m_staging + "-old";
+        aside = m_staging + std::string(kAsideSuffix);
         fs::remove_all(aside, error);
         fs::rename(m_final, aside, error);
         if (error)
@@ -89,17 +109,41 @@ common::Status StagingDirectory::commit()
         return Error::at(
             m_final, "", "cannot rename the finished folder into place: " + error.message());
     m_done = true;
-    const fs::path parent =
-        fs::path(m_final).has_parent_path() ? fs::path(m_final).parent_path() : fs::path(".");
     syncPath(parent.string());
     if (!aside.empty())
         fs::remove_all(aside, error);
     return common::Ok{};
 }
 
-void removeStaleStagingDirectories(const std::string& parent)
+namespace {
+
+// ".NAME.tmp-PID-old" -> "NAME": the folder a commit moved aside; empty for
+// other names.
+std::string finalNameOfAside(const std::string& name)
+{
+    const size_t marker = name.find(kStagingMarker);
+    if (!name.starts_with(".") || marker == std::string::npos || marker < 2
+        || !name.ends_with(kAsideSuffix))
+        return {};
+    return name.substr(1, marker - 1);
+}
+
+} // namespace
+
+std::vector<std::string> removeStaleStagingDirectories(const std::string& parent)
 {
     std::error_code error;
+    std::vector<std::string> restored;
+    for (const auto& entry : fs::directory_iterator(parent, error)) {
+        const std::string finalName = finalNameOfAside(entry.path().filename().string());
+        const fs::path finalPath = fs::path(parent) / finalName;
+        std::error_code renamed;
+        if (!finalName.empty() && !fs::exists(finalPath, renamed)) {
+            fs::rename(entry.path(), finalPath, renamed);
+            if (!renamed)
+                restored.push_back(finalPath.string());
+        }
+    }
     for (const auto& entry : fs::directory_iterator(parent, error)) {
         const std::string name = entry.path().filename().string();
         if (name.starts_with(".") && name.find(kStagingMarker) != std::string::npos) {
@@ -107,6 +151,7 @@ void removeStaleStagingDirectories(const std::string& parent)
             fs::remove_all(entry.path(), ignored);
         }
     }
+    return restored;
 }
 
 common::Status copyFileAtomic(const std::string& from, const std::string& to)

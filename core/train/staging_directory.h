@@ -3,6 +3,7 @@
 #include "common/error.h"
 
 #include <string>
+#include <vector>
 
 namespace tb::train {
 
@@ -32,8 +33,10 @@ private:
     bool m_done = false;
 };
 
-// Removes staging folders a killed process left in `parent`.
-void removeStaleStagingDirectories(const std::string& parent);
+// Removes staging folders a killed process left in `parent`, after putting
+// back under its name a folder that a commit had moved aside when the
+// process died before the new one took its place. Returns those put back.
+std::vector<std::string> removeStaleStagingDirectories(const std::string& parent);
 
 // Copies a file (the bytes, atomically); the error names both paths.
 common::Status copyFileAtomic(const std::string& from, const std::string& to);

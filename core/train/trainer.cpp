@@ -76,13 +76,15 @@ common::Result<TrainOutcome> setUpAndRun(
     if (!joined)
         return joined.error();
     ParallelContext context = std::move(joined).value();
+    std::vector<std::string> restored;
     if (context.rank() == 0) {
         std::error_code error;
         fs::create_directories(checkpointsDir, error);
         if (error)
             return Error::at(checkpointsDir, "", "cannot create the folder: " + error.message());
-        removeStaleStagingDirectories(runDir);
-        removeStaleStagingDirectories(checkpointsDir);
+        for (const std::string& dir : {runDir, checkpointsDir})
+            for (std::string& path : removeStaleStagingDirectories(dir))
+                restored.push_back(std::move(path));
         if (auto status = config::saveRunConfig(runDir + "/config.yaml", config); !status)
             return status.error();
     }
@@ -94,6 +96,13 @@ common::Result<TrainOutcome> setUpAndRun(
         rank);
     if (!events)
         return events.error();
+    for (const std::string& path : restored) {
+        const std::string message = "put " + path
+            + " back: a process replacing it was killed before the new folder took its place";
+        (void)(*events)->write(metrics::EventType::Warning, {{"message", message}});
+        if (options.progress)
+            options.progress({.kind = TrainerProgress::Kind::Warning, .message = message});
+    }
 
     auto session = buildSession(config, options, context.shardSpec(), rank, *device);
     if (!session && options.stopRequested && options.stopRequested->load()) {

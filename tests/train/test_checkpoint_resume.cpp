@@ -4,6 +4,9 @@
 // One thread per run, as in test_train_command.
 #include "train_command_runs.h"
 
+#include "common/atomic_file.h"
+#include "train/staging_directory.h"
+
 #include <QTest>
 
 #include <algorithm>
@@ -216,6 +219,44 @@ private slots:
             QString::fromStdString(runDir), "--threads", "1"});
         QCOMPARE(again.exitCode, 2);
         QVERIFY2(again.err.contains("--resume"), qPrintable(again.err));
+    }
+
+    // A folder replaced by a finished one (an export, a checkpoint written
+    // again at its step) swaps in one step: the final name always holds one
+    // of the two. A commit that could only move the old folder aside and
+    // died before the rename gets it put back at the next start.
+    void replacingAFolderNeverLeavesItMissing()
+    {
+        QTemporaryDir dir;
+        const std::string finalDir = dir.filePath("adapter").toStdString();
+        QVERIFY(fs::create_directory(finalDir));
+        QVERIFY(tb::common::writeFileAtomic(finalDir + "/weights", "old").ok());
+        auto created = tb::train::StagingDirectory::create(finalDir);
+        QVERIFY(created.ok());
+        tb::train::StagingDirectory staging = std::move(created).value();
+        QVERIFY(tb::common::writeFileAtomic(staging.path() + "/weights", "new").ok());
+        QVERIFY(staging.commit().ok());
+        QCOMPARE(*tb::common::readFile(finalDir + "/weights"), std::string("new"));
+        QCOMPARE(std::distance(fs::directory_iterator(dir.path().toStdString()), fs::directory_iterator()),
+            std::ptrdiff_t(1)); // the old one swapped out and removed
+
+        // The window a two-rename commit has: the old folder aside, the new
+        // one unfinished.
+        const std::string aside = dir.filePath(".adapter.tmp-999-old").toStdString();
+        fs::rename(finalDir, aside);
+        QVERIFY(fs::create_directory(dir.filePath(".adapter.tmp-999").toStdString()));
+        const std::vector<std::string> restored =
+            tb::train::removeStaleStagingDirectories(dir.path().toStdString());
+        QCOMPARE(restored, std::vector<std::string>{finalDir});
+        QCOMPARE(*tb::common::readFile(finalDir + "/weights"), std::string("new"));
+        QVERIFY(!fs::exists(aside));
+        QVERIFY(!fs::exists(dir.filePath(".adapter.tmp-999").toStdString()));
+
+        // With the final folder in place, a folder left aside is only stale.
+        QVERIFY(fs::create_directory(aside));
+        QVERIFY(tb::train::removeStaleStagingDirectories(dir.path().toStdString()).empty());
+        QVERIFY(!fs::exists(aside));
+        QCOMPARE(*tb::common::readFile(finalDir + "/weights"), std::string("new"));
     }
 };
 
