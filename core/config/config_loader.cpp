@@ -89,16 +89,17 @@ void resolvePaths(RunConfig& config, const fs::path& baseDir)
 void checkPathsExist(const RunConfig& config, const std::string& modelAsWritten, ReadState& state)
 {
     std::error_code error;
-    const common::Result<std::string> cached = common::looksLikeHubId(modelAsWritten)
-        ? common::findCachedModel(modelAsWritten)
-        : common::Result<std::string>(common::Error{});
-    if (!fs::is_directory(config.model, error) && !cached && !cached.error().message.empty())
-        state.problem("model",
-            "folder " + config.model + " does not exist, and " + cached.error().message,
-            cached.error().hint);
-    else if (!fs::is_directory(config.model, error))
-        state.problem("model", "folder " + config.model + " does not exist");
-    else if (!fs::is_regular_file(fs::path(config.model) / "config.json", error))
+    if (!fs::is_directory(config.model, error)) {
+        std::string problem = "folder " + config.model + " does not exist";
+        std::string hint;
+        if (common::looksLikeHubId(modelAsWritten)) {
+            if (const common::Result<std::string> cached = common::findCachedModel(modelAsWritten); !cached) {
+                problem += ", and " + cached.error().message;
+                hint = cached.error().hint;
+            }
+        }
+        state.problem("model", problem, hint);
+    } else if (!fs::is_regular_file(fs::path(config.model) / "config.json", error))
         state.problem("model",
             "folder " + config.model + " has no config.json; expected a Hugging Face model folder");
     const fs::path tokenizer(config.tokenizer);

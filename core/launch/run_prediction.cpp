@@ -21,23 +21,15 @@ std::string describeCpu(const plan::CpuFacts& facts)
     return facts.model.empty() ? text : text + " (" + facts.model + ")";
 }
 
-// Bytes outside the caching allocator (the CUDA context, NCCL): a GPU run
-// measures its phases by torch.cuda.max_memory_allocated, which never sees
-// them. A CPU run's resident memory holds everything.
-double outsideTheAllocator(const plan::PlanResult& result)
-{
-    double bytes = 0;
-    for (const plan::MemoryComponent& c : result.memory)
-        if (plan::peakLevel(c.key) == plan::PeakLevel::Device)
-            bytes += c.bytes;
-    return bytes;
-}
-
 metrics::RunPrediction predictionOf(const plan::PlanResult& result, bool onCpu)
 {
     metrics::RunPrediction prediction;
     prediction.peakMeasure = onCpu ? metrics::PeakMeasure::Resident : metrics::PeakMeasure::Allocated;
-    const double outside = onCpu ? 0 : outsideTheAllocator(result);
+    // A GPU run measures by torch.cuda.max_memory_allocated, which never
+    // sees what lies outside the caching allocator (the CUDA context, NCCL):
+    // the device-level part of the plan's peaks. A CPU run's resident
+    // memory holds everything.
+    const double outside = onCpu ? 0 : result.peaks.deviceUsed - result.peaks.reserved;
     prediction.peakBytesPerRank =
         static_cast<int64_t>(onCpu ? result.peaks.deviceUsed : result.peaks.allocated);
     for (const plan::PhasePeak& phase : result.phases) {

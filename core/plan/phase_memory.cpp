@@ -84,23 +84,20 @@ double storedBytesPerParam(const PlanContext& ctx)
     return ctx.model.torchDtype == "float32" ? 4 : 2;
 }
 
-// A sharded rank reads each slice straight into its shard where the bytes
-// land as stored (fp32 files into an fp32 run on the CPU); elsewhere through
-// a host buffer the size of the slice: at most the largest tensor's share.
+// A rank on a GPU reads each slice through a host buffer the size of the
+// slice: at most the largest tensor's share.
 double sliceStagingBytes(const PlanContext& ctx)
 {
-    if (ctx.gpu.isCpu && storedBytesPerParam(ctx) == 4 && ctx.precision == Precision::Fp32)
-        return 0;
     const double largest = std::max({double(ctx.counts.embedding), double(ctx.counts.lmHead),
         largestLinearParams(ctx)});
     return storedBytesPerParam(ctx) * largest / ctx.shardGroup;
 }
 
 // What a sharded rank holds on the host while it reads: QLoRA quantises a
-// projection from its whole fp32 weight; otherwise one slice's buffer.
-double shardedReadBytes(const PlanContext& ctx)
+// projection from its whole fp32 weight.
+double quantisingBytes(const PlanContext& ctx)
 {
-    return ctx.qlora ? 4 * largestLinearParams(ctx) : sliceStagingBytes(ctx);
+    return 4 * largestLinearParams(ctx);
 }
 
 PhasePeak loadPhase(const PlanContext& ctx, const Persistent& kept, Sharding s)
@@ -111,7 +108,7 @@ PhasePeak loadPhase(const PlanContext& ctx, const Persistent& kept, Sharding s)
         // ranks a slice's buffer lives while that slice is read, before the
         // shards that follow it exist: measured, it never adds to the peak
         // (docs/DISTRIBUTED_BENCHMARKS.md); QLoRA's fp32 projection does.
-        const double read = ctx.gpu.isCpu && ctx.qlora ? shardedReadBytes(ctx) : 0;
+        const double read = ctx.gpu.isCpu && ctx.qlora ? quantisingBytes(ctx) : 0;
         p.bytes += read;
         if (ctx.explain)
             Line(p.explanation) << "each rank reads its slices into its shards"
@@ -197,7 +194,7 @@ void hostWhileLoading(const PlanContext& ctx, PlanResult& r, Sharding s)
         return;
     const bool sharded = loadsSharded(ctx, s);
     const bool converts = convertsOnLoad(ctx);
-    const double perRank = sharded ? shardedReadBytes(ctx)
+    const double perRank = sharded ? (ctx.qlora ? quantisingBytes(ctx) : sliceStagingBytes(ctx))
                                    : 4 * ctx.total + (converts ? ctx.act * ctx.total : 0);
     r.loadHostBytesPerNode = perRank * ctx.gpusPerNode;
     if (ctx.explain)

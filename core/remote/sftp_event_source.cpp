@@ -69,9 +69,8 @@ private:
     {
         const int code = m_sftp ? sftp_get_error(m_sftp) : -1;
         Error error{name() + ": " + what + " the event file ("
-                + (m_session.timedOut() ? m_session.timeoutReason()
-                                        : "SFTP error " + std::to_string(code)
-                                  + (code == SSH_FX_PERMISSION_DENIED ? ": permission denied" : ""))
+                + m_session.failureReason("SFTP error " + std::to_string(code)
+                    + (code == SSH_FX_PERMISSION_DENIED ? ": permission denied" : ""))
                 + ")",
             {}};
         close();

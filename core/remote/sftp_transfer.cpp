@@ -205,7 +205,8 @@ public:
     // Why a call failed, when it was because the server stopped answering.
     std::string stalled() const
     {
-        return m_session.timedOut() ? " (" + m_session.timeoutReason() + ")" : std::string();
+        const std::string reason = m_session.failureReason({});
+        return reason.empty() ? reason : " (" + reason + ")";
     }
 
     common::Status download(const std::string& remotePath, uint64_t size, const std::string& localPath)
@@ -380,10 +381,7 @@ common::Status listTree(SshSession& session, sftp_session sftp, const std::strin
             "is more than " + std::to_string(kMaxListingDepth) + " folders below " + root,
             "is there a loop of folders there?");
     SshSession::Bounded bounded(session);
-    const auto why = [&] {
-        return session.timedOut() ? session.timeoutReason()
-                                  : "SFTP error " + std::to_string(sftp_get_error(sftp));
-    };
+    const auto why = [&] { return session.failureReason("SFTP error " + std::to_string(sftp_get_error(sftp))); };
     std::unique_ptr<sftp_dir_struct, SftpDirCloser> dir(sftp_opendir(sftp, path.c_str()));
     if (!dir)
         return Error{session.target().describe() + ": cannot list " + path + " (" + why() + ")", {}};

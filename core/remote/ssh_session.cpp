@@ -134,8 +134,10 @@ void SshSession::Bounded::progressed()
     m_session.m_watchdog.arm(ssh_get_fd(m_session.m_session), limit);
 }
 
-std::string SshSession::timeoutReason() const
+std::string SshSession::failureReason(std::string otherwise) const
 {
+    if (!timedOut())
+        return otherwise;
     return "no answer within " + std::to_string(static_cast<int>(std::max(1.0, m_target.timeoutSeconds)))
         + " s: the connection was closed (a hung server or file system, or a network that "
           "drops packets)";
@@ -192,7 +194,7 @@ common::Result<CommandResult> SshSession::run(const std::string& command)
 {
     const std::string where = m_target.describe();
     Bounded bounded(*this);
-    const auto why = [this] { return timedOut() ? timeoutReason() : sessionError(m_session); };
+    const auto why = [this] { return failureReason(sessionError(m_session)); };
     ssh_channel channel = ssh_channel_new(m_session);
     if (!channel)
         return Error{where + ": cannot open a channel: " + why(), {}};
@@ -248,7 +250,7 @@ common::Result<sftp_session_struct*> SshSession::sftp()
     if (!sftp)
         return Error{m_target.describe() + ": cannot start SFTP: " + sessionError(m_session), {}};
     if (sftp_init(sftp) != SSH_OK) {
-        const std::string reason = timedOut() ? timeoutReason() : sessionError(m_session);
+        const std::string reason = failureReason(sessionError(m_session));
         sftp_free(sftp);
         return Error{m_target.describe() + ": the SFTP subsystem did not start: " + reason,
             "is 'Subsystem sftp' enabled in the remote sshd_config?"};

@@ -56,10 +56,11 @@ public:
         SshSession& m_session;
     };
 
-    // Whether a bounded call went unanswered and closed the connection,
-    // and the words that say so ("no answer within 15 s: ...").
+    // Whether a bounded call went unanswered and closed the connection.
     bool timedOut() const { return m_watchdog.fired(); }
-    std::string timeoutReason() const;
+    // Why a libssh call failed: "no answer within 15 s: ..." when it went
+    // unanswered, else `otherwise` (libssh's or SFTP's own reason).
+    std::string failureReason(std::string otherwise) const;
 
     const SshTarget& target() const { return m_target; }
 
