@@ -47,6 +47,17 @@ std::array<HfArchitecture, 8> makeTable()
     table[6].normsPerLayer = 4;
     table[7].normsPerLayer = 4;
     table[7].qkNorm = true;
+    for (size_t gemma : {5, 6, 7})
+        table[gemma].gemmaScaling = true;
+    for (size_t gemma : {6, 7}) {
+        table[gemma].window = HfArchitecture::Window::ByLayerType;
+        table[gemma].slidingWindow = 4096;
+        table[gemma].queryPreAttnScalar = 256;
+    }
+    table[6].slidingPeriod = 2;
+    table[7].slidingPeriod = 6;
+    table[6].attnLogitSoftcap = 50.0;
+    table[6].finalLogitSoftcap = 30.0;
     return table;
 }
 

@@ -21,7 +21,10 @@ struct HfArchitecture {
     std::int64_t headDim = 0; // 0: hidden_size / num_attention_heads
     double rmsNormEps = 1e-6;
     double ropeTheta = 10000.0;
-    std::int64_t slidingWindow = 0; // Mistral: 4096; 0: none
+    std::int64_t slidingWindow = 0; // Mistral: 4096; Gemma 2 and 3: 4096; 0: none
+    double queryPreAttnScalar = 0; // Gemma 2 and 3: 256 (scores scaled by its -1/2 power); 0: head_dim
+    double attnLogitSoftcap = 0; // Gemma 2: 50; 0: none
+    double finalLogitSoftcap = 0; // Gemma 2: 30; 0: none
 
     // Layout.
     enum class AttentionBias {
@@ -35,8 +38,15 @@ struct HfArchitecture {
         Ignored, // sliding_window is not read (Llama; Gemma 2 and 3 alternate layer kinds)
         Always, // every layer attends within sliding_window (Mistral, Phi-3)
         WithFlag, // only with use_sliding_window (Qwen2, Qwen3)
+        ByLayerType, // layers whose layer_types entry is "sliding_attention" (Gemma 2 and 3)
     };
     Window window = Window::Ignored;
+    // ByLayerType without layer_types: every layer is sliding but each
+    // `slidingPeriod`-th (Gemma 2: 2, Gemma 3: 6), as the configuration class fills it.
+    int slidingPeriod = 0;
+    // Gemma: RMSNorm scales by (1 + weight), and the embeddings are
+    // multiplied by sqrt(hidden_size).
+    bool gemmaScaling = false;
     bool qkNorm = false; // Qwen3, Gemma 3
     int normsPerLayer = 2; // Gemma 2 and 3: 4
     bool fusedQkv = false; // Phi-3

@@ -241,8 +241,45 @@ void readLayout(Reader& reader, HfConfig& config, const HfArchitecture& arch)
     readRope(reader, config, arch);
 }
 
+// A number the architecture gives when the field is absent and that null
+// turns off (0): Gemma 2's softcaps.
+double numberOrOff(Reader& reader, const char* field, double absent)
+{
+    if (!reader.object.contains(field))
+        return absent;
+    return reader.positiveNumber(field).value_or(0.0);
+}
+
+void readGemmaScaling(Reader& reader, HfConfig& config, const HfArchitecture& arch)
+{
+    config.gemmaScaling = arch.gemmaScaling;
+    config.queryPreAttnScalar =
+        arch.queryPreAttnScalar > 0 ? numberOrOff(reader, "query_pre_attn_scalar", arch.queryPreAttnScalar) : 0;
+    config.attnLogitSoftcap = numberOrOff(reader, "attn_logit_softcapping", arch.attnLogitSoftcap);
+    config.finalLogitSoftcap = numberOrOff(reader, "final_logit_softcapping", arch.finalLogitSoftcap);
+    config.bidirectional = reader.boolean("use_bidirectional_attention").value_or(false);
+}
+
+// layer_types as written, or as the configuration class fills it: sliding
+// but every `slidingPeriod`-th layer.
+void readLayerTypes(Reader& reader, HfConfig& config, const HfArchitecture& arch)
+{
+    config.layerTypes = reader.textList("layer_types");
+    if (config.layerTypes.empty() && arch.slidingPeriod > 0) {
+        for (std::int64_t i = 0; i < config.numLayers; ++i)
+            config.layerTypes.push_back(
+                (i + 1) % arch.slidingPeriod ? "sliding_attention" : "full_attention");
+    }
+    if (!config.layerTypes.empty()
+        && std::int64_t(config.layerTypes.size()) != config.numLayers)
+        reader.problem("layer_types",
+            "got " + std::to_string(config.layerTypes.size()) + " entries, expected one per layer ("
+                + std::to_string(config.numLayers) + ")");
+}
+
 void readAttentionWindow(Reader& reader, HfConfig& config, const HfArchitecture& arch)
 {
+    readLayerTypes(reader, config, arch);
     const bool given = reader.object.contains("sliding_window");
     const std::optional<std::int64_t> window = reader.integer("sliding_window", false);
     config.slidingWindowLayers = reader.boolean("use_sliding_window").value_or(false);
@@ -254,6 +291,14 @@ void readAttentionWindow(Reader& reader, HfConfig& config, const HfArchitecture&
         config.slidingWindow = window;
     else if (!given && arch.slidingWindow > 0)
         config.slidingWindow = arch.slidingWindow;
+    if (!config.slidingWindow)
+        return;
+    for (std::int64_t i = 0; i < config.numLayers; ++i) {
+        const bool byType = arch.window == Window::ByLayerType;
+        config.windowedLayers.push_back(!byType
+            || (size_t(i) < config.layerTypes.size()
+                && config.layerTypes[size_t(i)] == "sliding_attention"));
+    }
 }
 
 void readRunnerFacts(Reader& reader, HfConfig& config)
@@ -273,7 +318,6 @@ void readRunnerFacts(Reader& reader, HfConfig& config)
         else
             reader.problem("partial_rotary_factor", "got " + typeName(factor) + ", expected a number");
     }
-    config.layerTypes = reader.textList("layer_types");
     if (const json* architectures = reader.find("architectures")) {
         if (!architectures->is_array() || architectures->size() != 1
             || !architectures->front().is_string())
@@ -358,6 +402,7 @@ common::Result<HfConfig> configFromObject(
     readShape(reader, config, arch);
     readLayout(reader, config, arch);
     readAttentionWindow(reader, config, arch);
+    readGemmaScaling(reader, config, arch);
     readRunnerFacts(reader, config);
 
     if (!problems.empty())

@@ -38,9 +38,23 @@ struct HfConfig : ModelSpec {
     double rmsNormEps = 1e-6;
     double ropeTheta = 10000.0;
     RopeScaling ropeScaling;
-    // sliding_window where the architecture applies it (Mistral v0.1: every
-    // layer attends to the last `slidingWindow` positions).
+    // sliding_window where the architecture applies it: the layers marked in
+    // `windowedLayers` attend to the last `slidingWindow` positions only
+    // (Mistral v0.1: every layer; Gemma 2: every other one, from layer_types).
     std::optional<std::int64_t> slidingWindow;
+    std::vector<bool> windowedLayers; // one per layer when slidingWindow is set; empty: all
+
+    bool layerIsWindowed(std::int64_t layer) const
+    {
+        return slidingWindow
+            && (windowedLayers.empty() || windowedLayers.at(static_cast<size_t>(layer)));
+    }
+
+    // Gemma: RMSNorm scales by (1 + weight) in fp32, embeddings are
+    // multiplied by sqrt(hidden_size).
+    bool gemmaScaling = false;
+    double queryPreAttnScalar = 0; // scores scaled by its -1/2 power; 0: by head_dim's
+    double finalLogitSoftcap = 0; // logits become cap * tanh(logit / cap); 0: none
 
     std::optional<std::int64_t> bosTokenId;
     std::vector<std::int64_t> eosTokenIds;
@@ -51,7 +65,8 @@ struct HfConfig : ModelSpec {
     bool quantized = false; // quantization_config present
     double partialRotaryFactor = 1.0;
     bool slidingWindowLayers = false; // Qwen2/3: use_sliding_window
-    std::vector<std::string> layerTypes; // layer_types, as written
+    std::vector<std::string> layerTypes; // layer_types, as written or as the architecture fills it
+    bool bidirectional = false; // use_bidirectional_attention (Gemma's embedding models)
     bool fromTextConfig = false; // read from a multimodal config's text_config
 };
 

@@ -46,6 +46,9 @@ struct ModelSpec {
     bool qkNorm = false; // Qwen3: RMSNorm over head_dim on q and k
     bool fusedQkv = false; // Phi-3: one qkv_proj and one gate_up_proj (LoRA target names)
     int normsPerLayer = 2; // Gemma-2: 4 (pre/post attention, pre/post feed-forward)
+    // Gemma 2: attention scores pass through cap * tanh(score / cap) before
+    // the softmax, which no fused attention kernel of PyTorch does; 0: none.
+    double attnLogitSoftcap = 0;
     NormKind norm = NormKind::RmsNorm;
     MlpKind mlp = MlpKind::Gated;
 

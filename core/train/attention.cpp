@@ -26,18 +26,22 @@ torch::Tensor repeatKv(const torch::Tensor& kv, std::int64_t groups)
 // K/V heads come expanded: grouped K/V (enable_gqa) can fall back to the
 // math kernel, which costs more than the expansion.
 torch::Tensor fusedAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-    const torch::Tensor& allowed, bool causal)
+    const torch::Tensor& allowed, bool causal, double scale)
 {
+    const std::optional<double> given = scale > 0 ? std::optional<double>(scale) : std::nullopt;
     if (allowed.defined())
-        return at::scaled_dot_product_attention(q, k, v, allowed, 0.0, causal);
-    return at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal);
+        return at::scaled_dot_product_attention(q, k, v, allowed, 0.0, causal, given);
+    return at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal, given);
 }
 
 torch::Tensor plainAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-    const torch::Tensor& allowed, bool causal)
+    const torch::Tensor& allowed, bool causal, const ScoreShape& shape)
 {
-    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+    const double scale =
+        shape.scale > 0 ? shape.scale : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
     torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) * scale;
+    if (shape.softcap > 0)
+        scores = torch::tanh(scores / shape.softcap) * shape.softcap;
     torch::Tensor mask = allowed;
     if (!mask.defined() && causal) {
         const auto queries = q.size(-2), keys = k.size(-2);
@@ -50,11 +54,17 @@ torch::Tensor plainAttention(const torch::Tensor& q, const torch::Tensor& k, con
     return torch::matmul(probabilities, v);
 }
 
-SelfAttention::SelfAttention(const LlamaConfig& config, const torch::TensorOptions& options)
+SelfAttention::SelfAttention(
+    const LlamaConfig& config, const torch::TensorOptions& options, std::int64_t layer)
     : m_numHeads(config.numHeads)
     , m_numKvHeads(config.numKvHeads)
     , m_headDim(config.headDim)
+    , m_windowed(config.layerIsWindowed(layer))
 {
+    if (config.queryPreAttnScalar > 0)
+        m_scores.scale = 1.0 / std::sqrt(config.queryPreAttnScalar);
+    m_scores.softcap = config.attnLogitSoftcap;
+    const auto normKind = config.gemmaScaling ? RmsNorm::Weight::OffsetByOne : RmsNorm::Weight::Plain;
     const std::int64_t qWidth = m_numHeads * m_headDim;
     const std::int64_t kvWidth = m_numKvHeads * m_headDim;
     const std::int64_t hidden = config.hiddenSize;
@@ -68,9 +78,9 @@ SelfAttention::SelfAttention(const LlamaConfig& config, const torch::TensorOptio
         "o_proj", std::make_shared<DenseLinear>(qWidth, hidden, config.outputBias, options));
     if (config.qkNorm) {
         m_qNorm = register_module(
-            "q_norm", std::make_shared<RmsNorm>(m_headDim, config.rmsNormEps, options));
+            "q_norm", std::make_shared<RmsNorm>(m_headDim, config.rmsNormEps, options, normKind));
         m_kNorm = register_module(
-            "k_norm", std::make_shared<RmsNorm>(m_headDim, config.rmsNormEps, options));
+            "k_norm", std::make_shared<RmsNorm>(m_headDim, config.rmsNormEps, options, normKind));
     }
 }
 
@@ -99,9 +109,13 @@ torch::Tensor SelfAttention::forward(
     const std::int64_t groups = m_numHeads / m_numKvHeads;
     const torch::Tensor kAll = repeatKv(k, groups);
     const torch::Tensor vAll = repeatKv(v, groups);
-    const torch::Tensor attended = inputs.backend == AttentionBackend::Fused
-        ? fusedAttention(q, kAll, vAll, inputs.allowed, inputs.causal)
-        : plainAttention(q, kAll, vAll, inputs.allowed, inputs.causal);
+    const bool window = m_windowed && inputs.windowAllowed.defined();
+    const torch::Tensor& allowed = window ? inputs.windowAllowed : inputs.allowed;
+    const bool causal = !window && inputs.causal;
+    const torch::Tensor attended =
+        inputs.backend == AttentionBackend::Fused && m_scores.softcap == 0
+        ? fusedAttention(q, kAll, vAll, allowed, causal, m_scores.scale)
+        : plainAttention(q, kAll, vAll, allowed, causal, m_scores);
     return m_o->forward(attended.transpose(1, 2).reshape({batch, tokens, m_numHeads * m_headDim}));
 }
 

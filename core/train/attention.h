@@ -18,7 +18,17 @@ struct AttentionInputs {
     torch::Tensor sin;
     torch::Tensor allowed; // bool [queries, keys], true where a query may attend; or undefined
     bool causal = false; // with `allowed` undefined: plain causal attention, queries == keys
+    // The mask of layers that attend within the sliding window, where the
+    // window cuts anything off; undefined: those layers use the above.
+    torch::Tensor windowAllowed;
     AttentionBackend backend = AttentionBackend::Fused;
+};
+
+// How scores are formed before the softmax: q k^T * scale, then, with a
+// softcap c, c * tanh(s / c) (Gemma 2).
+struct ScoreShape {
+    double scale = 0; // 0: 1 / sqrt(head_dim)
+    double softcap = 0; // 0: none
 };
 
 // Keys and values of earlier positions for one layer, [batch, kvHeads, tokens, headDim],
@@ -37,22 +47,25 @@ torch::Tensor applyRotary(
 // the `groups` query heads that share it (grouped-query attention, Ainslie et al. 2023).
 torch::Tensor repeatKv(const torch::Tensor& kv, std::int64_t groups);
 
-// softmax(q k^T / sqrt(d) + mask) v with the softmax in fp32 (fp64 for fp64), as
+// softmax(scores(q, k) + mask) v with the softmax in fp32 (fp64 for fp64), as
 // transformers' eager attention does. Heads already expanded.
 torch::Tensor plainAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-    const torch::Tensor& allowed, bool causal);
+    const torch::Tensor& allowed, bool causal, const ScoreShape& shape = {});
 
 // The same through at::scaled_dot_product_attention, which picks the flash,
 // memory-efficient or math kernel. `allowed` as above, or undefined; `causal`
-// only with no mask and as many queries as keys.
+// only with no mask and as many queries as keys. No softcap: no kernel has it.
 torch::Tensor fusedAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-    const torch::Tensor& allowed, bool causal);
+    const torch::Tensor& allowed, bool causal, double scale = 0);
 
 // Causal self-attention with rotary positions and grouped K/V heads, and
-// with per-head query/key norms where the model has them (qk_norm).
+// with per-head query/key norms where the model has them (qk_norm). Layer
+// `layer` of `config` decides whether it attends within the sliding window.
+// With a score softcap it computes as plainAttention whatever the backend.
 class SelfAttention : public torch::nn::Module {
 public:
-    SelfAttention(const LlamaConfig& config, const torch::TensorOptions& options);
+    SelfAttention(const LlamaConfig& config, const torch::TensorOptions& options,
+        std::int64_t layer = 0);
 
     // hidden [batch, tokens, hiddenSize]; `cache` (optional) holds earlier
     // positions and receives these.
@@ -69,11 +82,13 @@ private:
     std::int64_t m_numHeads;
     std::int64_t m_numKvHeads;
     std::int64_t m_headDim;
+    bool m_windowed;
+    ScoreShape m_scores;
     std::shared_ptr<LinearLayer> m_q;
     std::shared_ptr<LinearLayer> m_k;
     std::shared_ptr<LinearLayer> m_v;
     std::shared_ptr<LinearLayer> m_o;
-    // Qwen3: RMSNorm over each head of the queries and keys, before rotary.
+    // Qwen3, Gemma 3: RMSNorm over each head of the queries and keys, before rotary.
     std::shared_ptr<RmsNorm> m_qNorm;
     std::shared_ptr<RmsNorm> m_kNorm;
 };

@@ -20,10 +20,18 @@ struct ChunkPass {
     torch::Tensor weightGradient; // in the loss dtype
 };
 
+struct ChunkOptions {
+    double normalizer = 1;
+    std::int64_t chunkRows = 0;
+    double softcap = 0;
+    bool wantHidden = false;
+    bool wantWeight = false;
+};
+
 ChunkPass runChunks(const torch::Tensor& hidden, const torch::Tensor& weight,
-    const torch::Tensor& targets, double normalizer, std::int64_t chunkRows, bool wantHidden,
-    bool wantWeight)
+    const torch::Tensor& targets, const ChunkOptions& options)
 {
+    const auto [normalizer, chunkRows, softcap, wantHidden, wantWeight] = options;
     torch::NoGradGuard noGrad;
     const auto lossType = lossTypeFor(hidden);
     const std::int64_t rows = hidden.size(0);
@@ -39,6 +47,11 @@ ChunkPass runChunks(const torch::Tensor& hidden, const torch::Tensor& weight,
         const torch::Tensor h = hidden.narrow(0, begin, count);
         const torch::Tensor t = targets.narrow(0, begin, count).unsqueeze(1);
         torch::Tensor logits = torch::matmul(h, weight.t()).to(lossType);
+        torch::Tensor capped; // tanh(z / c), for the cap's derivative 1 - tanh^2
+        if (softcap > 0) {
+            capped = logits.div_(softcap).tanh_();
+            logits = capped * softcap;
+        }
         const torch::Tensor logSumExp = torch::logsumexp(logits, 1, true);
         pass.loss.add_((logSumExp - logits.gather(1, t)).sum());
         if (!wantHidden && !wantWeight)
@@ -47,6 +60,8 @@ ChunkPass runChunks(const torch::Tensor& hidden, const torch::Tensor& weight,
         torch::Tensor g = logits.sub_(logSumExp).exp_();
         g.scatter_add_(1, t, torch::full({count, 1}, -1.0, g.options()));
         g.div_(normalizer);
+        if (capped.defined())
+            g.mul_(capped.square_().neg_().add_(1.0));
         const torch::Tensor gCompute = g.to(hidden.scalar_type());
         if (wantHidden)
             pass.hiddenGradient.narrow(0, begin, count).copy_(torch::matmul(gCompute, weight));
@@ -65,10 +80,10 @@ class ChunkedCrossEntropyFunction : public torch::autograd::Function<ChunkedCros
 public:
     static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hidden,
         const torch::Tensor& weight, const torch::Tensor& targets, double normalizer,
-        std::int64_t chunkRows, bool wantHidden, bool wantWeight)
+        std::int64_t chunkRows, double softcap, bool wantHidden, bool wantWeight)
     {
-        ChunkPass pass =
-            runChunks(hidden, weight, targets, normalizer, chunkRows, wantHidden, wantWeight);
+        ChunkPass pass = runChunks(
+            hidden, weight, targets, {normalizer, chunkRows, softcap, wantHidden, wantWeight});
         ctx->saved_data["hidden_grad"] = pass.hiddenGradient;
         ctx->saved_data["weight_grad"] = pass.weightGradient;
         ctx->saved_data["hidden_type"] = static_cast<std::int64_t>(hidden.scalar_type());
@@ -97,7 +112,7 @@ public:
             weightGradient = weightGradient.mul_(scale).to(weightType);
         ctx->saved_data.clear();
         return {hiddenGradient, weightGradient, torch::Tensor(), torch::Tensor(), torch::Tensor(),
-            torch::Tensor(), torch::Tensor()};
+            torch::Tensor(), torch::Tensor(), torch::Tensor()};
     }
 };
 
@@ -124,7 +139,7 @@ std::int64_t defaultLossChunkRows(std::int64_t vocabSize)
 }
 
 torch::Tensor chunkedCrossEntropy(const torch::Tensor& hidden, const torch::Tensor& weight,
-    const torch::Tensor& targets, double normalizer, std::int64_t chunkRows)
+    const torch::Tensor& targets, double normalizer, std::int64_t chunkRows, double softcap)
 {
     TORCH_CHECK(hidden.dim() == 2 && weight.dim() == 2 && hidden.size(1) == weight.size(1),
         "hidden rows ", hidden.sizes(), " do not match the output weight ", weight.sizes());
@@ -133,9 +148,9 @@ torch::Tensor chunkedCrossEntropy(const torch::Tensor& hidden, const torch::Tens
     const bool wantHidden = grad && hidden.requires_grad();
     const bool wantWeight = grad && weight.requires_grad();
     if (!wantHidden && !wantWeight)
-        return runChunks(hidden, weight, targets, normalizer, chunkRows, false, false).loss;
+        return runChunks(hidden, weight, targets, {normalizer, chunkRows, softcap}).loss;
     return ChunkedCrossEntropyFunction::apply(
-        hidden, weight, targets, normalizer, chunkRows, wantHidden, wantWeight);
+        hidden, weight, targets, normalizer, chunkRows, softcap, wantHidden, wantWeight);
 }
 
 } // namespace tb::train

@@ -25,9 +25,11 @@ std::int64_t defaultLossChunkRows(std::int64_t vocabSize);
 // chunk's gradient (softmax - onehot) / normalizer is turned into the
 // gradients of `hidden` and `weight` right away (the scheme of Liger
 // Kernel's fused linear cross-entropy), so backward holds tensors the size of
-// the hidden states and of the weight, never of the logits. Returns a scalar
-// in the loss dtype.
+// the hidden states and of the weight, never of the logits. With `softcap`
+// c > 0 the logits z become c tanh(z / c) first (Gemma 2), in the loss dtype.
+// Returns a scalar in the loss dtype.
 torch::Tensor chunkedCrossEntropy(const torch::Tensor& hidden, const torch::Tensor& weight,
-    const torch::Tensor& targets, double normalizer, std::int64_t chunkRows = 0);
+    const torch::Tensor& targets, double normalizer, std::int64_t chunkRows = 0,
+    double softcap = 0);
 
 } // namespace tb::train

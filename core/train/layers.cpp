@@ -21,10 +21,12 @@ torch::Tensor DenseLinear::forward(const torch::Tensor& input)
     return at::linear(input, m_weight, m_bias);
 }
 
-RmsNorm::RmsNorm(std::int64_t size, double eps, const torch::TensorOptions& options)
+RmsNorm::RmsNorm(
+    std::int64_t size, double eps, const torch::TensorOptions& options, Weight kind)
     : m_eps(eps)
+    , m_kind(kind)
 {
-    m_weight = register_parameter("weight", newWeight({size}, options, 1.0));
+    m_weight = register_parameter("weight", newWeight({size}, options, identityWeight()));
 }
 
 torch::Tensor RmsNorm::forward(const torch::Tensor& input)
@@ -33,6 +35,8 @@ torch::Tensor RmsNorm::forward(const torch::Tensor& input)
     const auto computeType = input.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
     const torch::Tensor x = input.to(computeType);
     const torch::Tensor normalized = x * torch::rsqrt(x.pow(2).mean(-1, true) + m_eps);
+    if (m_kind == Weight::OffsetByOne)
+        return (normalized * (m_weight.to(computeType) + 1.0)).to(input.scalar_type());
     return m_weight * normalized.to(input.scalar_type());
 }
 
@@ -47,8 +51,9 @@ torch::Tensor TokenEmbedding::forward(const torch::Tensor& ids)
     return torch::embedding(m_weight, ids);
 }
 
-SwiGluMlp::SwiGluMlp(std::int64_t hiddenSize, std::int64_t intermediateSize, bool withBias,
-    const torch::TensorOptions& options)
+GatedMlp::GatedMlp(std::int64_t hiddenSize, std::int64_t intermediateSize, bool withBias,
+    GateActivation activation, const torch::TensorOptions& options)
+    : m_activation(activation)
 {
     m_gate = register_module("gate_proj",
         std::make_shared<DenseLinear>(hiddenSize, intermediateSize, withBias, options));
@@ -58,12 +63,15 @@ SwiGluMlp::SwiGluMlp(std::int64_t hiddenSize, std::int64_t intermediateSize, boo
         std::make_shared<DenseLinear>(intermediateSize, hiddenSize, withBias, options));
 }
 
-torch::Tensor SwiGluMlp::forward(const torch::Tensor& input)
+torch::Tensor GatedMlp::forward(const torch::Tensor& input)
 {
-    return m_down->forward(torch::silu(m_gate->forward(input)) * m_up->forward(input));
+    const torch::Tensor gate = m_gate->forward(input);
+    const torch::Tensor activated =
+        m_activation == GateActivation::Silu ? torch::silu(gate) : at::gelu(gate, "tanh");
+    return m_down->forward(activated * m_up->forward(input));
 }
 
-std::shared_ptr<LinearLayer> SwiGluMlp::projection(const std::string& name) const
+std::shared_ptr<LinearLayer> GatedMlp::projection(const std::string& name) const
 {
     if (name == "gate_proj")
         return m_gate;
@@ -74,13 +82,13 @@ std::shared_ptr<LinearLayer> SwiGluMlp::projection(const std::string& name) cons
     return nullptr;
 }
 
-void SwiGluMlp::replaceProjection(const std::string& name, std::shared_ptr<LinearLayer> layer)
+void GatedMlp::replaceProjection(const std::string& name, std::shared_ptr<LinearLayer> layer)
 {
     std::shared_ptr<LinearLayer>* slot = name == "gate_proj" ? &m_gate
         : name == "up_proj"                                  ? &m_up
         : name == "down_proj"                                ? &m_down
                                                              : nullptr;
-    TORCH_CHECK(slot, "SwiGluMlp has no projection '", name, "'");
+    TORCH_CHECK(slot, "GatedMlp has no projection '", name, "'");
     *slot = replace_module(name, std::move(layer));
 }
 

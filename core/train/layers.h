@@ -32,17 +32,23 @@ private:
     torch::Tensor m_bias;
 };
 
-// RMSNorm (Zhang & Sennrich 2019) as Llama computes it: the mean square and
-// the scaling in at least fp32, the result cast back before the weight.
+// RMSNorm (Zhang & Sennrich 2019): the mean square and the scaling in at
+// least fp32. Llama casts the result back before the weight; Gemma scales by
+// (1 + weight) in fp32 and casts after, and stores the weight around 0.
 class RmsNorm : public torch::nn::Module {
 public:
-    RmsNorm(std::int64_t size, double eps, const torch::TensorOptions& options);
+    enum class Weight { Plain, OffsetByOne };
+    RmsNorm(std::int64_t size, double eps, const torch::TensorOptions& options,
+        Weight kind = Weight::Plain);
     torch::Tensor forward(const torch::Tensor& input);
     torch::Tensor& weight() { return m_weight; }
+    // What an untrained norm stores: the weight that scales by one.
+    double identityWeight() const { return m_kind == Weight::OffsetByOne ? 0.0 : 1.0; }
 
 private:
     torch::Tensor m_weight;
     double m_eps;
+    Weight m_kind;
 };
 
 class TokenEmbedding : public torch::nn::Module {
@@ -55,11 +61,14 @@ private:
     torch::Tensor m_weight;
 };
 
-// down(silu(gate(x)) * up(x)) (Shazeer 2020, "GLU variants").
-class SwiGluMlp : public torch::nn::Module {
+// down(act(gate(x)) * up(x)) (Shazeer 2020, "GLU variants"): SwiGLU with
+// silu (Llama), GeGLU with the tanh approximation of GELU (Gemma).
+enum class GateActivation { Silu, GeluTanh };
+
+class GatedMlp : public torch::nn::Module {
 public:
-    SwiGluMlp(std::int64_t hiddenSize, std::int64_t intermediateSize, bool withBias,
-        const torch::TensorOptions& options);
+    GatedMlp(std::int64_t hiddenSize, std::int64_t intermediateSize, bool withBias,
+        GateActivation activation, const torch::TensorOptions& options);
     torch::Tensor forward(const torch::Tensor& input);
 
     // "gate_proj", "up_proj", "down_proj".
@@ -70,6 +79,7 @@ private:
     std::shared_ptr<LinearLayer> m_gate;
     std::shared_ptr<LinearLayer> m_up;
     std::shared_ptr<LinearLayer> m_down;
+    GateActivation m_activation;
 };
 
 } // namespace tb::train

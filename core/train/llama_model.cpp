@@ -11,24 +11,55 @@ std::int64_t KvCache::length() const
     return layers.empty() || !layers.front().keys.defined() ? 0 : layers.front().keys.size(2);
 }
 
-DecoderLayer::DecoderLayer(const LlamaConfig& config, const torch::TensorOptions& options)
+namespace {
+
+RmsNorm::Weight normWeightOf(const LlamaConfig& config)
 {
-    m_inputNorm = register_module("input_layernorm",
-        std::make_shared<RmsNorm>(config.hiddenSize, config.rmsNormEps, options));
-    m_attention = register_module("self_attn", std::make_shared<SelfAttention>(config, options));
-    m_postAttentionNorm = register_module("post_attention_layernorm",
-        std::make_shared<RmsNorm>(config.hiddenSize, config.rmsNormEps, options));
+    return config.gemmaScaling ? RmsNorm::Weight::OffsetByOne : RmsNorm::Weight::Plain;
+}
+
+GateActivation gateActivationOf(const LlamaConfig& config)
+{
+    // model_config.cpp refuses every other activation.
+    return config.activation == "silu" ? GateActivation::Silu : GateActivation::GeluTanh;
+}
+
+} // namespace
+
+DecoderLayer::DecoderLayer(
+    const LlamaConfig& config, const torch::TensorOptions& options, std::int64_t index)
+{
+    const auto norm = [&](const char* name) {
+        return register_module(name,
+            std::make_shared<RmsNorm>(
+                config.hiddenSize, config.rmsNormEps, options, normWeightOf(config)));
+    };
+    m_inputNorm = norm("input_layernorm");
+    m_attention =
+        register_module("self_attn", std::make_shared<SelfAttention>(config, options, index));
+    m_postAttentionNorm = norm("post_attention_layernorm");
     m_mlp = register_module("mlp",
-        std::make_shared<SwiGluMlp>(
-            config.hiddenSize, config.intermediateSize, config.mlpBias, options));
+        std::make_shared<GatedMlp>(config.hiddenSize, config.intermediateSize, config.mlpBias,
+            gateActivationOf(config), options));
+    if (config.normsPerLayer == 4) {
+        m_preFeedforwardNorm = norm("pre_feedforward_layernorm");
+        m_postFeedforwardNorm = norm("post_feedforward_layernorm");
+    }
 }
 
 torch::Tensor DecoderLayer::forward(
     const torch::Tensor& hidden, const AttentionInputs& inputs, LayerCache* cache)
 {
-    const torch::Tensor attended =
-        hidden + m_attention->forward(m_inputNorm->forward(hidden), inputs, cache);
-    return attended + m_mlp->forward(m_postAttentionNorm->forward(attended));
+    if (!m_preFeedforwardNorm) {
+        const torch::Tensor attended =
+            hidden + m_attention->forward(m_inputNorm->forward(hidden), inputs, cache);
+        return attended + m_mlp->forward(m_postAttentionNorm->forward(attended));
+    }
+    const torch::Tensor attended = hidden
+        + m_postAttentionNorm->forward(
+            m_attention->forward(m_inputNorm->forward(hidden), inputs, cache));
+    return attended
+        + m_postFeedforwardNorm->forward(m_mlp->forward(m_preFeedforwardNorm->forward(attended)));
 }
 
 LlamaModel::LlamaModel(const LlamaConfig& config, const torch::TensorOptions& options)
@@ -37,12 +68,13 @@ LlamaModel::LlamaModel(const LlamaConfig& config, const torch::TensorOptions& op
         std::make_shared<TokenEmbedding>(config.vocabSize, config.hiddenSize, options));
     torch::nn::ModuleList list;
     for (std::int64_t i = 0; i < config.numLayers; ++i) {
-        m_layers.push_back(std::make_shared<DecoderLayer>(config, options));
+        m_layers.push_back(std::make_shared<DecoderLayer>(config, options, i));
         list->push_back(m_layers.back());
     }
     register_module("layers", list);
-    m_norm = register_module(
-        "norm", std::make_shared<RmsNorm>(config.hiddenSize, config.rmsNormEps, options));
+    m_norm = register_module("norm",
+        std::make_shared<RmsNorm>(
+            config.hiddenSize, config.rmsNormEps, options, normWeightOf(config)));
 }
 
 LlamaForCausalLm::LlamaForCausalLm(const LlamaConfig& config, torch::ScalarType dtype)
@@ -84,19 +116,19 @@ AttentionInputs LlamaForCausalLm::attentionInputs(
     inputs.backend = m_backend;
     const std::int64_t keys = pastLength + tokens;
     const bool windowed = m_config.slidingWindow && keys > *m_config.slidingWindow;
-    if (!windowed && tokens == 1)
+    if (tokens == 1 && !windowed)
         return inputs; // one query sees every cached key
-    if (!windowed && pastLength == 0) {
-        inputs.causal = true;
-        return inputs;
-    }
     const auto longs = torch::TensorOptions().dtype(torch::kLong).device(device);
     const torch::Tensor queryPositions = torch::arange(pastLength, keys, longs).unsqueeze(1);
     const torch::Tensor keyPositions = torch::arange(0, keys, longs).unsqueeze(0);
-    inputs.allowed = keyPositions <= queryPositions;
+    // One query sees every cached key (but those outside a layer's window).
+    if (tokens > 1 && pastLength == 0)
+        inputs.causal = true;
+    else if (tokens > 1)
+        inputs.allowed = keyPositions <= queryPositions;
     if (windowed)
-        inputs.allowed =
-            inputs.allowed.logical_and(keyPositions > queryPositions - *m_config.slidingWindow);
+        inputs.windowAllowed = (keyPositions <= queryPositions)
+                                   .logical_and(keyPositions > queryPositions - *m_config.slidingWindow);
     return inputs;
 }
 
@@ -111,6 +143,11 @@ torch::Tensor LlamaForCausalLm::hiddenStates(const torch::Tensor& inputIds, KvCa
     if (hooks)
         hooks->beforeEmbedding();
     torch::Tensor hidden = m_model->embedding().forward(inputIds);
+    if (m_config.gemmaScaling) {
+        // sqrt(hidden_size) rounded to the model's dtype, as transformers multiplies.
+        const double root = std::sqrt(static_cast<double>(m_config.hiddenSize));
+        hidden = hidden * torch::scalar_tensor(root, hidden.options());
+    }
     if (hooks)
         hidden = hooks->afterEmbedding(std::move(hidden));
     auto& layers = m_model->layers();
@@ -130,12 +167,21 @@ torch::Tensor LlamaForCausalLm::hiddenStates(const torch::Tensor& inputIds, KvCa
 
 torch::Tensor LlamaForCausalLm::logitsFrom(const torch::Tensor& hidden)
 {
-    return at::linear(hidden, outputWeight());
+    const torch::Tensor logits = at::linear(hidden, outputWeight());
+    const double cap = m_config.finalLogitSoftcap;
+    return cap > 0 ? torch::tanh(logits / cap) * cap : logits;
 }
 
 torch::Tensor LlamaForCausalLm::forward(const torch::Tensor& inputIds, KvCache* cache)
 {
     return logitsFrom(hiddenStates(inputIds, cache));
+}
+
+torch::Tensor LlamaForCausalLm::nextTokenLoss(
+    const LossRows& rows, double normalizer, std::int64_t chunkRows)
+{
+    return chunkedCrossEntropy(rows.hidden, outputWeight(), rows.targets, normalizer, chunkRows,
+        m_config.finalLogitSoftcap);
 }
 
 std::vector<std::pair<std::string, std::shared_ptr<LinearLayer>>> LlamaForCausalLm::projections()
@@ -192,8 +238,8 @@ void LlamaForCausalLm::initializeRandom(std::uint64_t seed, double std)
         const std::string& name = item.key();
         torch::Tensor values =
             torch::empty(parameter.sizes(), torch::TensorOptions().dtype(torch::kDouble));
-        if (name.ends_with("layernorm.weight") || name == "model.norm.weight")
-            values.fill_(1.0);
+        if (name.ends_with("norm.weight"))
+            values.fill_(m_config.gemmaScaling ? 0.0 : 1.0);
         else if (name.ends_with(".bias"))
             values.zero_();
         else

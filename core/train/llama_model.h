@@ -1,6 +1,7 @@
 #pragma once
 
 #include "train/attention.h"
+#include "train/chunked_loss.h"
 #include "train/layers.h"
 #include "train/model_config.h"
 
@@ -17,21 +18,25 @@ struct KvCache {
     std::int64_t length() const;
 };
 
-// Pre-norm decoder block: x + attn(norm(x)), then + mlp(norm(.)).
+// Pre-norm decoder block: x + attn(norm(x)), then + mlp(norm(.)). With four
+// norms per layer (Gemma 2 and 3) the attention's and the MLP's outputs are
+// normed too before they are added: x + norm(attn(norm(x))), and likewise.
 class DecoderLayer : public torch::nn::Module {
 public:
-    DecoderLayer(const LlamaConfig& config, const torch::TensorOptions& options);
+    DecoderLayer(const LlamaConfig& config, const torch::TensorOptions& options, std::int64_t index);
     torch::Tensor forward(
         const torch::Tensor& hidden, const AttentionInputs& inputs, LayerCache* cache);
 
     SelfAttention& attention() { return *m_attention; }
-    SwiGluMlp& mlp() { return *m_mlp; }
+    GatedMlp& mlp() { return *m_mlp; }
 
 private:
     std::shared_ptr<RmsNorm> m_inputNorm;
     std::shared_ptr<SelfAttention> m_attention;
     std::shared_ptr<RmsNorm> m_postAttentionNorm;
-    std::shared_ptr<SwiGluMlp> m_mlp;
+    std::shared_ptr<GatedMlp> m_mlp;
+    std::shared_ptr<RmsNorm> m_preFeedforwardNorm; // four norms per layer only
+    std::shared_ptr<RmsNorm> m_postFeedforwardNorm;
 };
 
 // The decoder stack: embed_tokens, layers, norm (transformers' LlamaModel).
@@ -84,10 +89,15 @@ public:
     // the last norm, [batch, tokens, hiddenSize]. With `cache`, positions
     // continue after the cached ones and the cache receives these.
     torch::Tensor hiddenStates(const torch::Tensor& inputIds, KvCache* cache = nullptr);
-    // Output projection of hidden states: [..., vocabSize] in the model dtype.
+    // Output projection of hidden states: [..., vocabSize] in the model
+    // dtype, softcapped where the model caps its logits (Gemma 2).
     torch::Tensor logitsFrom(const torch::Tensor& hidden);
     // hiddenStates then logitsFrom.
     torch::Tensor forward(const torch::Tensor& inputIds, KvCache* cache = nullptr);
+    // The next-token loss of `rows` (summed, / normalizer) through
+    // chunkedCrossEntropy with this model's head and logit softcap.
+    torch::Tensor nextTokenLoss(
+        const LossRows& rows, double normalizer, std::int64_t chunkRows = 0);
 
     void setAttentionBackend(AttentionBackend backend) { m_backend = backend; }
     AttentionBackend attentionBackend() const { return m_backend; }

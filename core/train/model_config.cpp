@@ -11,9 +11,11 @@ using common::Result;
 
 namespace {
 
-constexpr std::array kModelTypes{"llama", "mistral", "qwen2", "qwen3"};
-constexpr std::array kArchitectures{
-    "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"};
+constexpr std::array kModelTypes{"llama", "mistral", "qwen2", "qwen3", "gemma2"};
+constexpr std::array kArchitectures{"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
+    "Qwen3ForCausalLM", "Gemma2ForCausalLM"};
+// Model types whose layer_types may mark layers as attending within a window.
+constexpr std::array kWindowedLayerTypes{"mistral", "gemma2"};
 
 template <size_t N> std::string joined(const std::array<const char*, N>& names)
 {
@@ -58,10 +60,14 @@ common::Status refuseUnsupported(const model::HfConfig& config)
     if (config.quantized)
         return refusal(config, "quantization_config", "quantised weights are not supported",
             "use the unquantised checkpoint");
-    if (config.activation != "silu")
+    const std::string activation = config.gemmaScaling ? "gelu_pytorch_tanh" : "silu";
+    if (config.activation != activation)
         return refusal(config, config.activationField,
             "activation '" + config.activation + "' is not supported",
-            "Llama-family MLPs use silu (SwiGLU)");
+            config.modelType + " MLPs use " + activation);
+    if (config.bidirectional)
+        return refusal(config, "use_bidirectional_attention",
+            "bidirectional attention is not supported", "a causal language model attends back only");
     if (config.partialRotaryFactor != 1.0)
         return refusal(config, "partial_rotary_factor",
             "got " + std::to_string(config.partialRotaryFactor)
@@ -77,10 +83,11 @@ common::Status refuseUnsupported(const model::HfConfig& config)
         return refusal(config, "use_sliding_window",
             "sliding-window layers of " + config.modelType + " are not supported");
     for (const std::string& type : config.layerTypes) {
-        const bool sliding = type == "sliding_attention" && config.modelType == "mistral";
+        const bool sliding =
+            type == "sliding_attention" && contains(kWindowedLayerTypes, config.modelType);
         if (type != "full_attention" && !sliding)
             return refusal(config, "layer_types", "layer type \"" + type + "\" is not supported",
-                "supported: full_attention");
+                "supported: full_attention, and sliding_attention for " + joined(kWindowedLayerTypes));
     }
     return common::Ok{};
 }

@@ -13,8 +13,8 @@ using model::RopeScaling;
 using model::RopeScalingType;
 
 // A Hugging Face config.json of a Llama-family decoder this runner computes
-// exactly (llama, mistral, qwen2, qwen3: Llama 2/3, TinyLlama, SmolLM,
-// Mistral, Qwen2, Qwen2.5 and Qwen3's dense models). The numbers are core/model's reading of the file, the
+// exactly (llama, mistral, qwen2, qwen3, gemma2: Llama 2/3, TinyLlama, SmolLM,
+// Mistral, Qwen2, Qwen2.5, Qwen3's dense models and Gemma 2). The numbers are core/model's reading of the file, the
 // same the planner counts; no LibTorch here: the CLI reads it too.
 struct LlamaConfig : model::HfConfig {
     std::int64_t kvGroupSize() const { return numHeads / numKvHeads; }

@@ -64,8 +64,7 @@ StepResult accumulateStepGradients(LlamaForCausalLm& model, FlatParameters& para
             torch::Tensor loss;
             if (batch.lossTokens() > 0) {
                 const LossRows rows = selectLossRows(hidden, labels);
-                loss = chunkedCrossEntropy(
-                    rows.hidden, model.outputWeight(), rows.targets, normalizer, lossChunkRows);
+                loss = model.nextTokenLoss(rows, normalizer, lossChunkRows);
             } else {
                 // Every rank runs the same backward, so the collectives of its
                 // hooks match the other ranks' (zero gradients here).
@@ -122,8 +121,7 @@ EvalLossResult evaluateRows(LlamaForCausalLm& model, std::span<const data::Token
             continue;
         const auto [ids, labels] = batchTensors(batch, device);
         const LossRows selected = selectLossRows(model.hiddenStates(ids), labels);
-        total += chunkedCrossEntropy(selected.hidden, model.outputWeight(), selected.targets, 1.0)
-                     .item<double>();
+        total += model.nextTokenLoss(selected, 1.0).item<double>();
         result.lossTokens += lossTokens;
     }
     if (wasTraining)

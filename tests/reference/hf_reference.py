@@ -59,6 +59,13 @@ def tiny_config(family):
         # head_dim set apart from hidden / heads, as Qwen3's published sizes do.
         return transformers.Qwen3Config(**common, num_key_value_heads=2, head_dim=12,
                                         tie_word_embeddings=True)
+    if family == "gemma2":
+        # A window shorter than the test's 12 tokens, softcaps that bite on
+        # small random weights, a score scale apart from head_dim's.
+        return transformers.Gemma2Config(**common, num_key_value_heads=2, head_dim=8,
+                                         query_pre_attn_scalar=12, sliding_window=5,
+                                         attn_logit_softcapping=1.5,
+                                         final_logit_softcapping=2.5)
     raise ReferenceError(f"unknown family {family!r}")
 
 
@@ -126,17 +133,26 @@ def outputs(model, batch, suffix):
             "loss" + suffix: out.loss.float().reshape(1)}
 
 
+def fused_attention_of(folder):
+    """transformers' counterpart of our fused attention: sdpa, or eager for
+    a model without an sdpa path (Gemma 2's softcapped scores; our trainer
+    computes those as plain attention too)."""
+    config = transformers.AutoConfig.from_pretrained(folder, local_files_only=True)
+    model_class = transformers.AutoModelForCausalLM._model_mapping[type(config)]
+    return "sdpa" if model_class._supports_sdpa else "eager"
+
+
 def forward(args):
     """Logits and loss per dtype and attention ("logits.float32.sdpa"):
     eager is the counterpart of our plain attention, sdpa of our fused one."""
     batch = load_file(args.inputs)
     result = {}
     for dtype in args.dtypes.split(","):
-        for attention in ("eager", "sdpa"):
+        for name, attention in (("eager", "eager"), ("sdpa", fused_attention_of(args.model))):
             model = load_model(args.model, dtype, attention)
             if args.adapter:
                 model = with_adapter(model, args.adapter)
-            result.update(outputs(model, batch, f".{dtype}.{attention}"))
+            result.update(outputs(model, batch, f".{dtype}.{name}"))
     save_file(result, args.out)
 
 

@@ -32,7 +32,8 @@ using reference::writeTensorFile;
 namespace {
 
 const QString kStories = QStringLiteral("stories260K");
-const QStringList kFamilies = {kStories, "llama2", "llama3", "mistral", "qwen2", "qwen3"};
+const QStringList kFamilies = {
+    kStories, "llama2", "llama3", "mistral", "qwen2", "qwen3", "gemma2"};
 
 // Adam's first update: lr * g / (|g| + eps), so each weight moves by about lr.
 constexpr double kLearningRate = 1e-2;
@@ -106,9 +107,7 @@ double ourLoss(LlamaForCausalLm& model, const Inputs& inputs)
 {
     torch::NoGradGuard noGrad;
     const LossRows rows = selectLossRows(model.hiddenStates(inputs.ids), inputs.labels);
-    return chunkedCrossEntropy(rows.hidden, model.outputWeight(), rows.targets,
-        static_cast<double>(rows.targets.size(0)))
-        .item<double>();
+    return model.nextTokenLoss(rows, static_cast<double>(rows.targets.size(0))).item<double>();
 }
 
 torch::Tensor ourLogits(LlamaForCausalLm& model, const Inputs& inputs)

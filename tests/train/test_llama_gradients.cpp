@@ -105,9 +105,17 @@ class TestLlamaGradients : public QObject {
 private slots:
     void initTestCase() { setComputeThreads(1); }
 
+    void rmsNorm_data()
+    {
+        QTest::addColumn<int>("kind");
+        QTest::newRow("Llama: weight") << int(RmsNorm::Weight::Plain);
+        QTest::newRow("Gemma: 1 + weight") << int(RmsNorm::Weight::OffsetByOne);
+    }
+
     void rmsNorm()
     {
-        RmsNorm norm(12, 1e-6, kDouble);
+        QFETCH(int, kind);
+        RmsNorm norm(12, 1e-6, kDouble, RmsNorm::Weight(kind));
         randomize(norm, 1);
         const torch::Tensor x = randomTensor({2, 3, 12}, 2, true);
         const torch::Tensor weights = randomTensor({2, 3, 12}, 3);
@@ -117,15 +125,23 @@ private slots:
         QVERIFY(check.worstError < kTolerance);
     }
 
-    void swiGlu()
+    void gatedMlp_data()
     {
-        SwiGluMlp mlp(12, 20, true, kDouble);
+        QTest::addColumn<int>("activation");
+        QTest::newRow("SwiGLU") << int(GateActivation::Silu);
+        QTest::newRow("GeGLU, tanh GELU") << int(GateActivation::GeluTanh);
+    }
+
+    void gatedMlp()
+    {
+        QFETCH(int, activation);
+        GatedMlp mlp(12, 20, true, GateActivation(activation), kDouble);
         randomize(mlp, 5);
         const torch::Tensor x = randomTensor({2, 3, 12}, 6, true);
         const torch::Tensor weights = randomTensor({2, 3, 12}, 7);
         const Check check = checkGradients([&] { return (mlp.forward(x) * weights).sum(); },
             withParameters(mlp, {{"input", x}}), 40, 8);
-        report("SwiGLU MLP", check);
+        report("gated MLP", check);
         QVERIFY(check.worstError < kTolerance);
     }
 
