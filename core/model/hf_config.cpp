@@ -303,7 +303,8 @@ void readAttentionWindow(Reader& reader, HfConfig& config, const HfArchitecture&
 
 void readRunnerFacts(Reader& reader, HfConfig& config)
 {
-    for (const char* field : {"hidden_act", "hidden_activation"}) {
+    // Gemma 2 and 3 read hidden_activation only, and their files carry both.
+    for (const char* field : {"hidden_activation", "hidden_act"}) {
         const std::optional<std::string> activation = reader.text(field);
         if (activation && config.activation == "silu") {
             config.activation = *activation;

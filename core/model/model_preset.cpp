@@ -56,6 +56,7 @@ void readSpec(yaml::MapReader& fields, ModelSpec& spec)
     fields.boolean("qk_norm", spec.qkNorm);
     fields.boolean("fused_qkv", spec.fusedQkv);
     fields.integer("norms_per_layer", spec.normsPerLayer, 1, 8);
+    fields.number("attn_logit_softcapping", spec.attnLogitSoftcap, 0, 1e6);
     fields.choice("norm", spec.norm, parseNorm, {"rmsnorm", "layernorm"});
     fields.choice("mlp", spec.mlp, parseMlp, {"gated", "plain"});
     std::int64_t published = 0;
@@ -120,6 +121,8 @@ std::string modelPresetYaml(const ModelSpec& spec)
     out << YAML::Key << "qk_norm" << YAML::Value << spec.qkNorm;
     out << YAML::Key << "fused_qkv" << YAML::Value << spec.fusedQkv;
     out << YAML::Key << "norms_per_layer" << YAML::Value << spec.normsPerLayer;
+    if (spec.attnLogitSoftcap > 0)
+        out << YAML::Key << "attn_logit_softcapping" << YAML::Value << spec.attnLogitSoftcap;
     out << YAML::Key << "norm" << YAML::Value
         << (spec.norm == NormKind::RmsNorm ? "rmsnorm" : "layernorm");
     out << YAML::Key << "mlp" << YAML::Value << (spec.mlp == MlpKind::Gated ? "gated" : "plain");

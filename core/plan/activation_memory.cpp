@@ -19,6 +19,15 @@ struct LayerActivations {
     double total() const { return norms + attention + mlp + lora; }
 };
 
+// Bytes per score element eager attention keeps for backward: the fp32
+// softmax output and, below fp32, its 16-bit copy that P.V reads; with a
+// softcap also tanh's output.
+double scoreBytesPerElement(const PlanContext& ctx)
+{
+    const double a = ctx.act;
+    return (a == 4 ? 4 : 4 + a) + (ctx.softcappedScores ? a : 0);
+}
+
 LayerActivations layerActivations(const PlanContext& ctx)
 {
     const model::ModelSpec& m = ctx.model;
@@ -39,7 +48,7 @@ LayerActivations layerActivations(const PlanContext& ctx)
     // Attention: SDPA saves q, k, v (after RoPE) and its output (o_proj's
     // input); flash kernels add a logsumexp per head and token.
     act.attention = a * t * (qd + 2 * kvd) + a * t * qd;
-    if (ctx.in.attention == Attention::Sdpa)
+    if (ctx.attention == Attention::Sdpa)
         act.attention += 4 * t * double(m.numHeads);
     if (m.qkNorm)
         act.attention += (4 + (full ? a : 0)) * t * (qd + kvd);
@@ -72,10 +81,10 @@ LayerActivations layerActivations(const PlanContext& ctx)
                 act.lora += (a + 1) * t * double(shapes[i].inFeatures); // dropped input + bool mask
         }
     }
-    if (ctx.in.attention == Attention::Eager) {
+    if (ctx.attention == Attention::Eager) {
         const double s = double(ctx.in.seqLen);
-        const double perElement = a == 4 ? 4 : 4 + a; // fp32 softmax output, 16-bit copy for P.V
-        act.scores = perElement * double(m.numHeads) * s * s * double(ctx.in.microBatch);
+        act.scores = scoreBytesPerElement(ctx) * double(m.numHeads) * s * s
+            * double(ctx.in.microBatch);
     }
     return act;
 }
@@ -161,13 +170,19 @@ void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b)
         if (auto* c = b.add("attn_scores", MemoryCategory::Activations, "Attention scores (eager)",
                 scores, kSrcEager);
             c && ctx.explain)
-            Line(c->explanation) << "eager attention stores softmax(QK^T): "
-                                 << int(ctx.model.numHeads) << " heads x " << ctx.in.seqLen
-                                 << "^2 x b=" << ctx.in.microBatch << " x "
-                                 << Fixed{a == 4 ? 4 : 4 + a, 0} << " B = " << Bytes{layer.scores}
-                                 << " per layer"
+            Line(c->explanation) << "eager attention stores softmax(QK^T)"
+                                 << (ctx.softcappedScores ? " and tanh of the softcapped scores"
+                                                          : "")
+                                 << ": " << int(ctx.model.numHeads) << " heads x "
+                                 << ctx.in.seqLen << "^2 x b=" << ctx.in.microBatch << " x "
+                                 << Fixed{scoreBytesPerElement(ctx), 0} << " B = "
+                                 << Bytes{layer.scores} << " per layer"
                                  << (ctx.in.gradientCheckpointing ? " (one layer at a time)"
-                                                                  : " x all layers");
+                                                                  : " x all layers")
+                                 << (ctx.attentionForcedEager
+                                            ? "; eager because the model softcaps its attention "
+                                              "scores, which no fused kernel of our trainer does"
+                                            : "");
     }
     addLogits(ctx, b);
 }

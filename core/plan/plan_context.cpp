@@ -247,6 +247,17 @@ void ratePeak(PlanContext& ctx)
                                    : gpu.utilisation.lora;
 }
 
+void chooseAttention(PlanContext& ctx)
+{
+    ctx.attention = ctx.in.attention;
+    const bool capped = ctx.model.attnLogitSoftcap > 0;
+    if (capped && ctx.in.engine == Engine::Tunebench && ctx.attention != Attention::Eager) {
+        ctx.attention = Attention::Eager;
+        ctx.attentionForcedEager = true;
+    }
+    ctx.softcappedScores = capped && ctx.attention == Attention::Eager;
+}
+
 } // namespace
 
 PlanContext makeContext(const PlanInput& in, const model::ModelSpec& model, const GpuSpec& gpu,
@@ -257,6 +268,7 @@ PlanContext makeContext(const PlanInput& in, const model::ModelSpec& model, cons
     layOut(ctx);
     sizeElements(ctx);
     ratePeak(ctx);
+    chooseAttention(ctx);
     return ctx;
 }
 

@@ -65,6 +65,12 @@ struct PlanContext {
     double frozenBytes = 2; // bytes per frozen 16-bit parameter
     double tokensPerMicro = 0; // micro_batch x seq_len
 
+    // The attention counted: the input's, but eager where our trainer runs
+    // a model whose scores are softcapped (Gemma 2): no fused kernel caps.
+    Attention attention = Attention::Sdpa;
+    bool attentionForcedEager = false;
+    bool softcappedScores = false; // eager scores also keep tanh's output for backward
+
     // Optimizer state bytes per trainable parameter (Adafactor averaged over
     // its factored shapes), and the state dtype's size.
     double optimizerBytes = 8;

@@ -125,7 +125,7 @@ FlopsPerToken flopsPerToken(const PlanContext& ctx)
     f.blockMatmul = double(ctx.counts.blockLinear);
     f.matmul = f.blockMatmul + double(m.vocabSize) * double(m.hiddenSize);
     // Causal kernels skip the masked half of the score matrix.
-    f.context = ctx.in.attention == Attention::Sdpa ? seq / 2 : seq;
+    f.context = ctx.attention == Attention::Sdpa ? seq / 2 : seq;
     f.attention = 4 * double(m.numLayers) * double(m.queryDim()) * f.context;
     f.adapters = ctx.lora ? ctx.trainable : 0;
     f.forward = 2 * f.matmul + f.attention + 2 * f.adapters;

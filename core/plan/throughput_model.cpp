@@ -96,7 +96,7 @@ void explainFlops(FigureWriter& w, const FlopsPerToken& f)
           << Count{f.adapters} << " adapter params";
     l << " + 3 x attention 4 x " << int(ctx.model.numLayers) << " layers x "
       << int(ctx.model.queryDim()) << " x " << Fixed{f.context, 0}
-      << (ctx.in.attention == Attention::Sdpa ? " (causal s/2)" : " (eager: full s)");
+      << (ctx.attention == Attention::Sdpa ? " (causal s/2)" : " (eager: full s)");
     if (f.recompute > 0)
         l << " + recomputed forward " << Count{f.recompute};
     l << " = " << Count{f.total};

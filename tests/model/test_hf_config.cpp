@@ -88,9 +88,9 @@ private slots:
         QTest::addRow("gemma") << "gemma" << true << qint64(8192) << qint64(16) << qint64(256)
                                << 1e-6 << 10000.0 << qint64(0);
         QTest::addRow("gemma2") << "gemma2" << true << qint64(8192) << qint64(4) << qint64(256)
-                                << 1e-6 << 10000.0 << qint64(0);
+                                << 1e-6 << 10000.0 << qint64(4096);
         QTest::addRow("gemma3_text") << "gemma3_text" << true << qint64(131072) << qint64(4)
-                                     << qint64(256) << 1e-6 << 1000000.0 << qint64(0);
+                                     << qint64(256) << 1e-6 << 1000000.0 << qint64(4096);
         QTest::addRow("unknown type reads as llama")
             << "granite" << false << qint64(2048) << qint64(32) << qint64(64) << 1e-6 << 10000.0
             << qint64(0);
@@ -118,6 +118,67 @@ private slots:
         QCOMPARE(config->rmsNormEps, eps);
         QCOMPARE(config->ropeTheta, theta);
         QCOMPARE(config->slidingWindow.value_or(0), window);
+    }
+
+    void gemmaScalingAndLayerKinds_data()
+    {
+        QTest::addColumn<QString>("fields");
+        QTest::addColumn<double>("scalar");
+        QTest::addColumn<double>("attnCap");
+        QTest::addColumn<double>("finalCap");
+        QTest::addColumn<QString>("windowed"); // one character per layer: w windowed, - not
+        // transformers 5.23's Gemma2Config and Gemma3TextConfig defaults.
+        QTest::addRow("gemma2 defaults") << R"("model_type":"gemma2")" << 256.0 << 50.0 << 30.0
+                                         << "w-w-w-w-";
+        QTest::addRow("gemma2, caps null") << R"("model_type":"gemma2","attn_logit_softcapping":null,
+            "final_logit_softcapping":null,"query_pre_attn_scalar":144)"
+                                           << 144.0 << 0.0 << 0.0 << "w-w-w-w-";
+        QTest::addRow("gemma2, no window") << R"("model_type":"gemma2","sliding_window":null)"
+                                           << 256.0 << 50.0 << 30.0 << "";
+        QTest::addRow("gemma3_text: five local, one global")
+            << R"("model_type":"gemma3_text")" << 256.0 << 0.0 << 0.0 << "wwwww-ww";
+        QTest::addRow("layer_types as written")
+            << R"("model_type":"gemma2","layer_types":["full_attention","full_attention",
+                "sliding_attention","full_attention","full_attention","full_attention",
+                "full_attention","sliding_attention"])"
+            << 256.0 << 50.0 << 30.0 << "--w----w";
+        QTest::addRow("mistral: every layer") << R"("model_type":"mistral")" << 0.0 << 0.0 << 0.0
+                                              << "wwwwwwww";
+        QTest::addRow("llama: no Gemma scaling") << R"("model_type":"llama")" << 0.0 << 0.0 << 0.0
+                                                 << "";
+    }
+    void gemmaScalingAndLayerKinds()
+    {
+        QFETCH(QString, fields);
+        QFETCH(double, scalar);
+        QFETCH(double, attnCap);
+        QFETCH(double, finalCap);
+        QFETCH(QString, windowed);
+        const QString json = QStringLiteral(R"({%1,"hidden_size":256,"intermediate_size":512,
+                "num_hidden_layers":8,"num_attention_heads":8,"vocab_size":1000})")
+                                 .arg(fields);
+        const auto config = model::parseHfModelConfig(json.toStdString(), "config.json");
+        QVERIFY2(config.ok(), config.ok() ? "" : config.error().message.c_str());
+        QCOMPARE(config->gemmaScaling, config->modelType.starts_with("gemma"));
+        QCOMPARE(config->queryPreAttnScalar, scalar);
+        QCOMPARE(config->attnLogitSoftcap, attnCap);
+        QCOMPARE(config->finalLogitSoftcap, finalCap);
+        QString layers;
+        for (std::int64_t i = 0; i < config->numLayers && config->slidingWindow; ++i)
+            layers += config->layerIsWindowed(i) ? 'w' : '-';
+        QCOMPARE(layers, windowed);
+    }
+
+    void layerTypesNeedOnePerLayer()
+    {
+        const auto config = model::parseHfModelConfig(
+            R"({"model_type":"gemma2","hidden_size":256,"intermediate_size":512,
+                "num_hidden_layers":3,"num_attention_heads":4,"vocab_size":1000,
+                "layer_types":["full_attention","sliding_attention"]})",
+            "gemma/config.json");
+        QVERIFY(!config.ok());
+        QCOMPARE(QString::fromStdString(config.error().message),
+            "gemma/config.json: field 'layer_types': got 2 entries, expected one per layer (3)");
     }
 
     void attentionBiasCountsEveryProjection()

@@ -220,6 +220,28 @@ private slots:
         QVERIFY(!plan::estimatePlan(in, spec, gpu).component("attn_scores"));
     }
 
+    // Gemma 2 softcaps its scores: our trainer computes them eagerly, keeping
+    // tanh's output too; the reference engines count what the user chose.
+    void softcappedScoresAreEagerInOurTrainer()
+    {
+        const model::ModelSpec& spec = presetModel("Gemma-2-9B");
+        QCOMPARE(spec.attnLogitSoftcap, 50.0);
+        const plan::GpuSpec& gpu = presetGpu("H100-SXM");
+        plan::PlanInput in = fullInput(Sharding::Ddp, 1, 1);
+        in.seqLen = 1024;
+        in.engine = plan::Engine::Tunebench;
+        const plan::PlanResult ours = plan::estimatePlan(in, spec, gpu);
+        const auto* scores = ours.component("attn_scores");
+        QVERIFY(scores);
+        // bf16: fp32 softmax (4 B), its bf16 copy (2 B), tanh's output (2 B).
+        QCOMPARE(scores->bytes, 8.0 * 16 * 1024 * 1024 * in.microBatch);
+        QVERIFY(scores->explanation.find("no fused kernel") != std::string::npos);
+        in.engine = plan::Engine::Reference;
+        QVERIFY(!plan::estimatePlan(in, spec, gpu).component("attn_scores"));
+        in.attention = plan::Attention::Eager;
+        QCOMPARE(plan::estimatePlan(in, spec, gpu).component("attn_scores")->bytes, scores->bytes);
+    }
+
     // One GPU without accumulation: gradients are not resident at the
     // activation peak; with accumulation, or with more GPUs, they are.
     void gradientsAtThePeak_data()

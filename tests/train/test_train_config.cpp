@@ -54,6 +54,14 @@ const char* kQwen3_8b = R"({"architectures":["Qwen3ForCausalLM"],"attention_bias
  "num_key_value_heads":8,"rms_norm_eps":1e-06,"rope_scaling":null,"rope_theta":1000000,
  "sliding_window":null,"tie_word_embeddings":false,"torch_dtype":"bfloat16","use_cache":true,
  "use_sliding_window":false,"vocab_size":151936})";
+const char* kGemma2_2b = R"({"architectures":["Gemma2ForCausalLM"],"attention_bias":false,
+ "attention_dropout":0.0,"attn_logit_softcapping":50.0,"bos_token_id":2,
+ "cache_implementation":"hybrid","eos_token_id":1,"final_logit_softcapping":30.0,"head_dim":256,
+ "hidden_act":"gelu_pytorch_tanh","hidden_activation":"gelu_pytorch_tanh","hidden_size":2304,
+ "initializer_range":0.02,"intermediate_size":9216,"max_position_embeddings":8192,
+ "model_type":"gemma2","num_attention_heads":8,"num_hidden_layers":26,"num_key_value_heads":4,
+ "pad_token_id":0,"query_pre_attn_scalar":256,"rms_norm_eps":1e-06,"rope_theta":10000.0,
+ "sliding_window":4096,"torch_dtype":"float32","use_cache":true,"vocab_size":256000})";
 const char* kTinyLlama = R"({"architectures":["LlamaForCausalLM"],"bos_token_id":1,"eos_token_id":2,
  "hidden_act":"silu","hidden_size":2048,"initializer_range":0.02,"intermediate_size":5632,
  "max_position_embeddings":2048,"model_type":"llama","num_attention_heads":32,"num_hidden_layers":22,
@@ -91,6 +99,7 @@ private slots:
         QTest::addRow("Mistral-7B-v0.1") << kMistral7b << 7241732096LL << 4 << false << false;
         QTest::addRow("Qwen2-0.5B") << kQwen2_05b << 494032768LL << 7 << true << true;
         QTest::addRow("Qwen3-8B") << kQwen3_8b << 8190735360LL << 4 << false << false;
+        QTest::addRow("gemma-2-2b") << kGemma2_2b << 2614341888LL << 2 << true << false;
         QTest::addRow("TinyLlama-1.1B") << kTinyLlama << 1100048384LL << 8 << false << false;
         QTest::addRow("SmolLM-135M") << kSmolLm135m << 134515008LL << 3 << true << false;
     }
@@ -190,6 +199,13 @@ private slots:
         QTest::addRow("layer types")
             << withField(kTinyLlama, R"("layer_types":["sliding_attention"])")
             << "field 'layer_types'";
+        QTest::addRow("gemma2 bidirectional")
+            << withField(kGemma2_2b, R"("use_bidirectional_attention":true)")
+            << "field 'use_bidirectional_attention': bidirectional attention is not supported";
+        QTest::addRow("gemma2 activation")
+            << edit(kGemma2_2b, R"("hidden_activation":"gelu_pytorch_tanh")",
+                   R"("hidden_activation":"gelu")")
+            << "field 'hidden_activation': activation 'gelu' is not supported";
         QTest::addRow("negative eps") << edit(kTinyLlama, R"("rms_norm_eps":1e-05)",
             R"("rms_norm_eps":-1)") << "field 'rms_norm_eps': got -1, expected a positive number";
         QTest::addRow("not json") << "{\"model_type\":"

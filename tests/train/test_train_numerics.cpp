@@ -400,15 +400,26 @@ private slots:
         QCOMPARE(flat.peakResidentBytes().parameters, std::int64_t(16 * 4));
     }
 
+    void chunkedLossNeverNeedsTheWholeBatch_data()
+    {
+        QTest::addColumn<double>("softcap");
+        QTest::newRow("plain logits") << 0.0;
+        QTest::newRow("softcapped logits (Gemma 2)") << 1.5;
+    }
+
     void chunkedLossNeverNeedsTheWholeBatch()
     {
-        // Every chunk size gives the same loss and gradients in fp64.
+        // Every chunk size gives autograd's loss and gradients in fp64.
+        QFETCH(double, softcap);
         torch::Tensor hidden = torch::randn({11, 6}, torch::kDouble).requires_grad_(true);
         torch::Tensor weight = torch::randn({9, 6}, torch::kDouble).requires_grad_(true);
         const torch::Tensor targets = torch::randint(0, 9, {11}, torch::kLong);
-        const torch::Tensor expected =
-            torch::nn::functional::cross_entropy(torch::matmul(hidden, weight.t()), targets,
-                torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+        torch::Tensor logits = torch::matmul(hidden, weight.t());
+        if (softcap > 0)
+            logits = torch::tanh(logits / softcap) * softcap;
+        const torch::Tensor expected = torch::nn::functional::cross_entropy(logits, targets,
+                                           torch::nn::functional::CrossEntropyFuncOptions().reduction(
+                                               torch::kSum))
             / 4.0;
         expected.backward();
         const torch::Tensor hiddenGrad = hidden.grad().clone();
@@ -416,7 +427,8 @@ private slots:
         for (const std::int64_t chunk : {1, 4, 11, 100}) {
             hidden.mutable_grad().reset();
             weight.mutable_grad().reset();
-            const torch::Tensor loss = chunkedCrossEntropy(hidden, weight, targets, 4.0, chunk);
+            const torch::Tensor loss =
+                chunkedCrossEntropy(hidden, weight, targets, 4.0, chunk, softcap);
             loss.backward();
             QVERIFY(std::abs(loss.item<double>() - expected.item<double>()) < 1e-12);
             QVERIFY(testutil::maxAbsDiff(hidden.grad(), hiddenGrad) < 1e-12);
