@@ -7,7 +7,7 @@
 #include "rank_processes.h"
 #include "run_events.h"
 #include "safetensors/safetensors_file.h"
-#include "../support/untied_model.h"
+#include "../support/model_variants.h"
 #include "../support/write_or_stop.h"
 
 #include <nlohmann/json.hpp>

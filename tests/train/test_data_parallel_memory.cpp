@@ -1,4 +1,4 @@
-#include "../support/untied_model.h"
+#include "../support/model_variants.h"
 #include "../support/write_or_stop.h"
 #include "../support/test_data.h"
 #include "common/atomic_file.h"

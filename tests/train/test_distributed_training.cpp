@@ -31,10 +31,10 @@ private slots:
         QTest::addColumn<int>("nprocPerNode");
         QTest::addColumn<QString>("offload");
         QTest::addColumn<int>("gradAccum");
-        QTest::addColumn<bool>("untied");
+        QTest::addColumn<QString>("variant"); // of the demo model: "", "untied" or "gemma2"
         const auto row = [](const QString& method, const QString& sharding, int nodes,
                              int nprocPerNode, const QString& offload = "none",
-                             int gradAccum = kGradAccum, bool untied = false) {
+                             int gradAccum = kGradAccum, const QString& variant = {}) {
             QString tag = nodes > 1
                 ? QString("%1 %2, %3 nodes x %4 ranks")
                       .arg(method, sharding)
@@ -43,10 +43,10 @@ private slots:
                 : QString("%1 %2, %3 ranks").arg(method, sharding).arg(nprocPerNode);
             if (offload != "none")
                 tag += QString(", offload %1, grad_accum %2").arg(offload).arg(gradAccum);
-            if (untied)
-                tag += ", untied head";
+            if (!variant.isEmpty())
+                tag += ", " + variant;
             QTest::newRow(qPrintable(tag))
-                << method << sharding << nodes << nprocPerNode << offload << gradAccum << untied;
+                << method << sharding << nodes << nprocPerNode << offload << gradAccum << variant;
         };
         for (const char* sharding :
             {"ddp", "zero1", "zero2", "zero3", "fsdp-full", "fsdp-grad-op", "fsdp-hybrid"}) {
@@ -77,9 +77,13 @@ private slots:
         // only and the head around the loss, each gradient made just before
         // its backward writes it.
         for (const char* sharding : {"zero2", "zero3", "fsdp-grad-op"})
-            row("full", sharding, 1, 2, "none", kGradAccum, true);
-        row("lora", "zero3", 1, 2, "none", kGradAccum, true);
-        row("qlora", "fsdp-full", 1, 2, "none", kGradAccum, true);
+            row("full", sharding, 1, 2, "none", kGradAccum, "untied");
+        row("lora", "zero3", 1, 2, "none", kGradAccum, "untied");
+        row("qlora", "fsdp-full", 1, 2, "none", kGradAccum, "untied");
+        // Gemma 2's extra norms are sharded and gathered with their layer.
+        row("full", "zero3", 1, 2, "none", kGradAccum, "gemma2");
+        row("lora", "fsdp-full", 1, 2, "none", kGradAccum, "gemma2");
+        row("qlora", "zero3", 1, 2, "none", kGradAccum, "gemma2");
     }
 
     // The exports after 4 steps equal one process's with the same global batch.
@@ -91,14 +95,14 @@ private slots:
         QFETCH(int, nprocPerNode);
         QFETCH(QString, offload);
         QFETCH(int, gradAccum);
-        QFETCH(bool, untied);
+        QFETCH(QString, variant);
         const int world = nodes * nprocPerNode;
         const QString name = QString("run%1").arg(++m_runs);
-        const Reference* expected = reference(method, untied);
+        const Reference* expected = reference(method, variant);
         QVERIFY2(expected, qPrintable(m_referenceProblem));
 
         RunSpec spec;
-        spec.model = untied ? untiedModel() : kModel;
+        spec.model = modelOf(variant);
         spec.method = method;
         spec.sharding = sharding;
         spec.offload = offload;
@@ -320,21 +324,27 @@ private slots:
 
 private:
     // The single-process run of `method` with the same global batch, once.
-    const std::string& untiedModel()
+    // The demo model or its variant, written once.
+    std::string modelOf(const QString& variant)
     {
-        if (m_untiedModel.empty())
-            m_untiedModel =
-                tb::test::writeUntiedCopy(kModel, m_dir.filePath("untied-model").toStdString());
-        return m_untiedModel;
+        if (variant.isEmpty())
+            return kModel;
+        auto& written = m_variants[variant];
+        if (written.empty()) {
+            const std::string to = m_dir.filePath(variant + "-model").toStdString();
+            written = variant == "untied" ? tb::test::writeUntiedCopy(kModel, to)
+                                          : tb::test::writeGemma2Copy(kModel, to);
+        }
+        return written;
     }
 
-    const Reference* reference(const QString& method, bool untied = false)
+    const Reference* reference(const QString& method, const QString& variant = {})
     {
-        const QString key = method + (untied ? "-untied" : "");
+        const QString key = method + (variant.isEmpty() ? "" : "-" + variant);
         if (const auto found = m_references.find(key); found != m_references.end())
             return &found->second;
         RunSpec spec;
-        spec.model = untied ? untiedModel() : kModel;
+        spec.model = modelOf(variant);
         spec.method = method;
         const QString name = "reference-" + key;
         const std::string config = writeConfig(m_dir, name, spec);
@@ -358,8 +368,8 @@ private:
 
     QTemporaryDir m_dir;
     QElapsedTimer m_suite;
-    std::map<QString, Reference> m_references; // by method, "-untied" for the untied model
-    std::string m_untiedModel;
+    std::map<QString, Reference> m_references; // by method and "-variant"
+    std::map<QString, std::string> m_variants; // the variants' folders
     QString m_referenceProblem;
     std::string m_bf16Reference; // the one-process bf16-mixed run
     std::string m_mergedReference; // the one-process LoRA run exported merged

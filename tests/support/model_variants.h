@@ -1,0 +1,131 @@
+#pragma once
+
+// Variants of the demo model (stories260K: five layers, tied head, fp32)
+// written for tests. Set-up for tests: a failure stops the suite
+// (write_or_stop.h).
+//
+// * Untied: an lm_head of its own, as Llama-3-8B, Mistral-7B and
+//   Qwen2.5-7B have; the head starts as half the embedding, so a mix-up of
+//   the two shows in the first step's loss.
+// * Gemma 2: the same weights read as a Gemma 2 decoder ((1 + w) norms, four
+//   per layer, GeGLU, scaled embeddings, softcapped scores and logits,
+//   sliding-window layers alternating with global ones), the two extra
+//   norms of each layer added.
+#include "safetensors/safetensors_file.h"
+#include "safetensors/writer.h"
+#include "write_or_stop.h"
+
+#include <nlohmann/json.hpp>
+
+#include <QtGlobal>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <list>
+#include <string>
+#include <vector>
+
+namespace tb::test {
+
+inline std::vector<std::byte> halved(const std::vector<std::byte>& fp32)
+{
+    std::vector<std::byte> out(fp32.size());
+    for (size_t i = 0; i + sizeof(float) <= fp32.size(); i += sizeof(float)) {
+        float value = 0;
+        std::memcpy(&value, fp32.data() + i, sizeof value);
+        value *= 0.5f;
+        std::memcpy(out.data() + i, &value, sizeof value);
+    }
+    return out;
+}
+
+// The tensors a variant adds after one of the model's: (name, values)
+// borrowed from `bytes`, which outlives the writing.
+using ExtraTensors = std::function<void(const safetensors::TensorInfo& info,
+    const std::vector<std::byte>& values, std::list<std::vector<std::byte>>& bytes,
+    std::vector<safetensors::TensorToWrite>& tensors)>;
+
+// Copies the model folder `from` into `to` with `changes` merged into its
+// config.json and the tensors `extra` adds; returns `to`.
+inline std::string writeModelVariant(const std::string& from, const std::string& to,
+    const nlohmann::json& changes, const ExtraTensors& extra)
+{
+    namespace fs = std::filesystem;
+    std::error_code error;
+    fs::create_directories(to, error);
+    for (const char* name :
+        {"tokenizer.json", "tokenizer.model", "tokenizer_config.json", "special_tokens_map.json"}) {
+        if (fs::exists(from + "/" + name))
+            fs::copy_file(from + "/" + name, to + "/" + name,
+                fs::copy_options::overwrite_existing, error);
+        if (error)
+            qFatal("copying %s to %s: %s", name, to.c_str(), error.message().c_str());
+    }
+    std::ifstream configIn(from + "/config.json");
+    nlohmann::json config = nlohmann::json::parse(configIn, nullptr, /*allow_exceptions=*/false);
+    if (!config.is_object())
+        qFatal("%s/config.json is not a JSON object", from.c_str());
+    config.update(changes);
+    writeOrStop(to + "/config.json", config.dump(2));
+
+    auto file = safetensors::SafetensorsFile::open(from + "/model.safetensors");
+    if (!file)
+        qFatal("%s", file.error().toString().c_str());
+    std::list<std::vector<std::byte>> bytes; // the writer borrows them
+    std::vector<safetensors::TensorToWrite> tensors;
+    for (const safetensors::TensorInfo& info : file->tensors()) {
+        auto read = file->readBytes(info.name);
+        if (!read)
+            qFatal("%s", read.error().toString().c_str());
+        const auto& own = bytes.emplace_back(std::move(read).value());
+        tensors.push_back({info.name, info.dtype, info.shape, own});
+        if (info.dtype != safetensors::DType::F32)
+            qFatal("%s: %s is not fp32", from.c_str(), info.name.c_str());
+        extra(info, own, bytes, tensors);
+    }
+    if (const auto written = safetensors::writeSafetensors(to + "/model.safetensors", tensors);
+        !written.ok())
+        qFatal("%s", written.error().toString().c_str());
+    return to;
+}
+
+// The untied copy of `from` in `to`.
+inline std::string writeUntiedCopy(const std::string& from, const std::string& to)
+{
+    return writeModelVariant(from, to, {{"tie_word_embeddings", false}},
+        [](const auto& info, const auto& values, auto& bytes, auto& tensors) {
+            if (info.name == "model.embed_tokens.weight")
+                tensors.push_back({"lm_head.weight", info.dtype, info.shape,
+                    bytes.emplace_back(halved(values))});
+        });
+}
+
+// The Gemma 2 reading of `from` in `to`: its caps and its window small
+// enough to bite at the tests' sequence lengths; the added norms scale by
+// 1 + 0.25 (fp32 0.25 is 0x3e800000).
+inline std::string writeGemma2Copy(const std::string& from, const std::string& to)
+{
+    const nlohmann::json changes = {{"model_type", "gemma2"},
+        {"architectures", {"Gemma2ForCausalLM"}}, {"hidden_activation", "gelu_pytorch_tanh"},
+        {"hidden_act", "gelu_pytorch_tanh"}, {"query_pre_attn_scalar", 16},
+        {"attn_logit_softcapping", 2.0}, {"final_logit_softcapping", 4.0}, {"sliding_window", 8},
+        {"tie_word_embeddings", true}};
+    return writeModelVariant(from, to, changes,
+        [](const auto& info, const auto&, auto& bytes, auto& tensors) {
+            const std::string suffix = ".post_attention_layernorm.weight";
+            if (!info.name.ends_with(suffix))
+                return;
+            const std::string layer = info.name.substr(0, info.name.size() - suffix.size());
+            std::vector<std::byte>& quarter = bytes.emplace_back(info.byteCount());
+            const float value = 0.25f;
+            for (size_t i = 0; i + sizeof value <= quarter.size(); i += sizeof value)
+                std::memcpy(quarter.data() + i, &value, sizeof value);
+            for (const char* norm : {".pre_feedforward_layernorm.weight",
+                     ".post_feedforward_layernorm.weight"})
+                tensors.push_back({layer + norm, info.dtype, info.shape, quarter});
+        });
+}
+
+} // namespace tb::test
