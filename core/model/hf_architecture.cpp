@@ -56,6 +56,7 @@ std::array<HfArchitecture, 8> makeTable()
     }
     table[6].slidingPeriod = 2;
     table[7].slidingPeriod = 6;
+    table[7].slidingRopeTheta = 10000.0;
     table[6].attnLogitSoftcap = 50.0;
     table[6].finalLogitSoftcap = 30.0;
     return table;

@@ -174,9 +174,44 @@ RopeScaling readRopeScaling(Reader& rope)
     return scaling;
 }
 
+// One rope object: its theta (when it has one) and its scaling.
+void readRopeObject(Reader& rope, double& theta, RopeScaling& scaling)
+{
+    if (rope.has("rope_theta"))
+        theta = rope.positiveNumber("rope_theta").value_or(theta);
+    scaling = readRopeScaling(rope);
+}
+
+// Gemma 3 under transformers 5: rope_parameters holds one object per layer type.
+bool readRopePerLayerType(Reader& parameters, HfConfig& config)
+{
+    const json* full = parameters.find("full_attention");
+    const json* sliding = parameters.find("sliding_attention");
+    if (!full && !sliding)
+        return false;
+    const auto read = [&](const json* object, const char* type, double& theta, RopeScaling& scaling) {
+        if (!object)
+            return;
+        if (!object->is_object()) {
+            parameters.problem(type, "got " + typeName(*object) + ", expected an object");
+            return;
+        }
+        Reader rope{*object, parameters.origin, parameters.problems,
+            parameters.prefix + type + "."};
+        readRopeObject(rope, theta, scaling);
+    };
+    read(full, "full_attention", config.ropeTheta, config.ropeScaling);
+    if (config.slidingRopeTheta)
+        read(sliding, "sliding_attention", *config.slidingRopeTheta, config.slidingRopeScaling);
+    return true;
+}
+
 void readRope(Reader& reader, HfConfig& config, const HfArchitecture& arch)
 {
     config.ropeTheta = reader.positiveNumber("rope_theta").value_or(arch.ropeTheta);
+    if (arch.slidingRopeTheta > 0)
+        config.slidingRopeTheta =
+            reader.positiveNumber("rope_local_base_freq").value_or(arch.slidingRopeTheta);
     for (const char* field : {"rope_parameters", "rope_scaling"}) {
         const json* object = reader.find(field);
         if (!object)
@@ -186,9 +221,9 @@ void readRope(Reader& reader, HfConfig& config, const HfArchitecture& arch)
             return;
         }
         Reader rope{*object, reader.origin, reader.problems, std::string(field) + "."};
-        if (rope.has("rope_theta"))
-            config.ropeTheta = rope.positiveNumber("rope_theta").value_or(arch.ropeTheta);
-        config.ropeScaling = readRopeScaling(rope);
+        if (arch.slidingRopeTheta > 0 && readRopePerLayerType(rope, config))
+            return;
+        readRopeObject(rope, config.ropeTheta, config.ropeScaling);
         return;
     }
 }
@@ -266,9 +301,12 @@ void readLayerTypes(Reader& reader, HfConfig& config, const HfArchitecture& arch
 {
     config.layerTypes = reader.textList("layer_types");
     if (config.layerTypes.empty() && arch.slidingPeriod > 0) {
+        // Gemma 3 files written before layer_types say sliding_window_pattern.
+        const std::int64_t period =
+            reader.integer("sliding_window_pattern", false).value_or(arch.slidingPeriod);
         for (std::int64_t i = 0; i < config.numLayers; ++i)
             config.layerTypes.push_back(
-                (i + 1) % arch.slidingPeriod ? "sliding_attention" : "full_attention");
+                (i + 1) % period ? "sliding_attention" : "full_attention");
     }
     if (!config.layerTypes.empty()
         && std::int64_t(config.layerTypes.size()) != config.numLayers)

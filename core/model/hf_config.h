@@ -38,11 +38,22 @@ struct HfConfig : ModelSpec {
     double rmsNormEps = 1e-6;
     double ropeTheta = 10000.0;
     RopeScaling ropeScaling;
+    // Gemma 3: the sliding-window layers' own rotary base and scaling
+    // (rope_parameters.sliding_attention, or rope_local_base_freq); the
+    // global layers take ropeTheta and ropeScaling.
+    std::optional<double> slidingRopeTheta;
+    RopeScaling slidingRopeScaling;
     // sliding_window where the architecture applies it: the layers marked in
     // `windowedLayers` attend to the last `slidingWindow` positions only
     // (Mistral v0.1: every layer; Gemma 2: every other one, from layer_types).
     std::optional<std::int64_t> slidingWindow;
     std::vector<bool> windowedLayers; // one per layer when slidingWindow is set; empty: all
+
+    bool layerUsesSlidingRope(std::int64_t layer) const
+    {
+        return slidingRopeTheta && static_cast<size_t>(layer) < layerTypes.size()
+            && layerTypes[static_cast<size_t>(layer)] == "sliding_attention";
+    }
 
     bool layerIsWindowed(std::int64_t layer) const
     {

@@ -60,6 +60,7 @@ SelfAttention::SelfAttention(
     , m_numKvHeads(config.numKvHeads)
     , m_headDim(config.headDim)
     , m_windowed(config.layerIsWindowed(layer))
+    , m_slidingRope(config.layerUsesSlidingRope(layer))
 {
     if (config.queryPreAttnScalar > 0)
         m_scores.scale = 1.0 / std::sqrt(config.queryPreAttnScalar);
@@ -93,10 +94,11 @@ torch::Tensor SelfAttention::forward(
         const torch::Tensor split = projected.view({batch, tokens, count, m_headDim});
         return (norm ? norm->forward(split) : split).transpose(1, 2);
     };
-    const torch::Tensor q =
-        applyRotary(heads(m_q->forward(hidden), m_numHeads, m_qNorm), inputs.cos, inputs.sin);
-    torch::Tensor k =
-        applyRotary(heads(m_k->forward(hidden), m_numKvHeads, m_kNorm), inputs.cos, inputs.sin);
+    const bool ownTables = m_slidingRope && inputs.slidingCos.defined();
+    const torch::Tensor& cos = ownTables ? inputs.slidingCos : inputs.cos;
+    const torch::Tensor& sin = ownTables ? inputs.slidingSin : inputs.sin;
+    const torch::Tensor q = applyRotary(heads(m_q->forward(hidden), m_numHeads, m_qNorm), cos, sin);
+    torch::Tensor k = applyRotary(heads(m_k->forward(hidden), m_numKvHeads, m_kNorm), cos, sin);
     torch::Tensor v = heads(m_v->forward(hidden), m_numKvHeads);
     if (cache) {
         if (cache->keys.defined()) {

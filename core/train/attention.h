@@ -16,6 +16,9 @@ enum class AttentionBackend {
 struct AttentionInputs {
     torch::Tensor cos; // [tokens, headDim], compute dtype
     torch::Tensor sin;
+    // Gemma 3's sliding-window layers' own tables; undefined: the above.
+    torch::Tensor slidingCos;
+    torch::Tensor slidingSin;
     torch::Tensor allowed; // bool [queries, keys], true where a query may attend; or undefined
     bool causal = false; // with `allowed` undefined: plain causal attention, queries == keys
     // The mask of layers that attend within the sliding window, where the
@@ -83,6 +86,7 @@ private:
     std::int64_t m_numKvHeads;
     std::int64_t m_headDim;
     bool m_windowed;
+    bool m_slidingRope;
     ScoreShape m_scores;
     std::shared_ptr<LinearLayer> m_q;
     std::shared_ptr<LinearLayer> m_k;

@@ -86,8 +86,13 @@ LlamaForCausalLm::LlamaForCausalLm(const LlamaConfig& config, torch::ScalarType 
     if (!config.tieWordEmbeddings)
         m_lmHead = register_module("lm_head",
             std::make_shared<DenseLinear>(config.hiddenSize, config.vocabSize, false, options));
-    const std::vector<double> inverse = ropeInverseFrequencies(config);
-    m_inverseFrequencies = torch::tensor(inverse, torch::TensorOptions().dtype(torch::kDouble));
+    const auto doubles = torch::TensorOptions().dtype(torch::kDouble);
+    m_inverseFrequencies = torch::tensor(ropeInverseFrequencies(config), doubles);
+    if (config.slidingRopeTheta)
+        m_slidingInverseFrequencies = torch::tensor(ropeInverseFrequencies(config.headDim,
+                                                        *config.slidingRopeTheta,
+                                                        config.slidingRopeScaling),
+            doubles);
 }
 
 torch::Tensor& LlamaForCausalLm::outputWeight()
@@ -96,13 +101,14 @@ torch::Tensor& LlamaForCausalLm::outputWeight()
 }
 
 std::pair<torch::Tensor, torch::Tensor> LlamaForCausalLm::rotaryTables(
-    std::int64_t first, std::int64_t tokens, const torch::Device& device)
+    std::int64_t first, std::int64_t tokens, const torch::Device& device, bool sliding)
 {
     // In double, then cast: positions of long contexts times small
     // frequencies lose digits in fp32 (transformers computes these in fp32).
     const torch::Tensor positions =
         torch::arange(first, first + tokens, torch::TensorOptions().dtype(torch::kDouble));
-    const torch::Tensor angles = torch::outer(positions, m_inverseFrequencies);
+    const torch::Tensor angles =
+        torch::outer(positions, sliding ? m_slidingInverseFrequencies : m_inverseFrequencies);
     const torch::Tensor doubled = torch::cat({angles, angles}, -1);
     const auto options = torch::TensorOptions().dtype(m_dtype).device(device);
     return {doubled.cos().to(options), doubled.sin().to(options)};
@@ -113,6 +119,9 @@ AttentionInputs LlamaForCausalLm::attentionInputs(
 {
     AttentionInputs inputs;
     std::tie(inputs.cos, inputs.sin) = rotaryTables(pastLength, tokens, device);
+    if (m_slidingInverseFrequencies.defined())
+        std::tie(inputs.slidingCos, inputs.slidingSin) =
+            rotaryTables(pastLength, tokens, device, true);
     inputs.backend = m_backend;
     const std::int64_t keys = pastLength + tokens;
     const bool windowed = m_config.slidingWindow && keys > *m_config.slidingWindow;

@@ -122,9 +122,10 @@ public:
     // projections and the embedding, zero biases, unit norm weights.
     void initializeRandom(std::uint64_t seed, double std = 0.02);
 
-    // cos/sin tables [tokens, headDim] for positions first..first+tokens-1.
-    std::pair<torch::Tensor, torch::Tensor> rotaryTables(
-        std::int64_t first, std::int64_t tokens, const torch::Device& device);
+    // cos/sin tables [tokens, headDim] for positions first..first+tokens-1;
+    // `sliding`: those of Gemma 3's sliding-window layers.
+    std::pair<torch::Tensor, torch::Tensor> rotaryTables(std::int64_t first, std::int64_t tokens,
+        const torch::Device& device, bool sliding = false);
 
 private:
     AttentionInputs attentionInputs(
@@ -138,6 +139,7 @@ private:
     std::shared_ptr<LlamaModel> m_model;
     std::shared_ptr<DenseLinear> m_lmHead; // null when tied
     torch::Tensor m_inverseFrequencies; // double, CPU
+    torch::Tensor m_slidingInverseFrequencies; // Gemma 3's sliding-window layers; or undefined
 };
 
 } // namespace tb::train

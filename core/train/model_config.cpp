@@ -11,11 +11,11 @@ using common::Result;
 
 namespace {
 
-constexpr std::array kModelTypes{"llama", "mistral", "qwen2", "qwen3", "gemma2"};
+constexpr std::array kModelTypes{"llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text"};
 constexpr std::array kArchitectures{"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
-    "Qwen3ForCausalLM", "Gemma2ForCausalLM"};
+    "Qwen3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM"};
 // Model types whose layer_types may mark layers as attending within a window.
-constexpr std::array kWindowedLayerTypes{"mistral", "gemma2"};
+constexpr std::array kWindowedLayerTypes{"mistral", "gemma2", "gemma3_text"};
 
 template <size_t N> std::string joined(const std::array<const char*, N>& names)
 {
@@ -75,10 +75,12 @@ common::Status refuseUnsupported(const model::HfConfig& config)
     if (config.headDim % 2 != 0)
         return refusal(config, "head_dim",
             "got " + std::to_string(config.headDim) + ", rotary embeddings need an even head size");
-    if (config.ropeScaling.type == RopeScalingType::Other)
-        return refusal(config, config.ropeScaling.typeField,
-            "rope scaling type '" + config.ropeScaling.typeName + "' is not supported",
-            "supported: linear, llama3 (or none)");
+    for (const RopeScaling* scaling : {&config.ropeScaling, &config.slidingRopeScaling}) {
+        if (scaling->type == RopeScalingType::Other)
+            return refusal(config, scaling->typeField,
+                "rope scaling type '" + scaling->typeName + "' is not supported",
+                "supported: linear, llama3 (or none)");
+    }
     if (config.slidingWindowLayers && (config.modelType == "qwen2" || config.modelType == "qwen3"))
         return refusal(config, "use_sliding_window",
             "sliding-window layers of " + config.modelType + " are not supported");

@@ -7,13 +7,17 @@ namespace tb::train {
 
 std::vector<double> ropeInverseFrequencies(const LlamaConfig& config)
 {
-    const std::int64_t dim = config.headDim;
+    return ropeInverseFrequencies(config.headDim, config.ropeTheta, config.ropeScaling);
+}
+
+std::vector<double> ropeInverseFrequencies(
+    std::int64_t dim, double theta, const RopeScaling& scaling)
+{
     std::vector<double> inverse(static_cast<size_t>(dim / 2));
     for (std::int64_t i = 0; i < dim / 2; ++i)
         inverse[static_cast<size_t>(i)] =
-            1.0 / std::pow(config.ropeTheta, static_cast<double>(2 * i) / static_cast<double>(dim));
+            1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(dim));
 
-    const RopeScaling& scaling = config.ropeScaling;
     if (scaling.type == RopeScalingType::Linear) {
         for (double& f : inverse)
             f /= scaling.factor;

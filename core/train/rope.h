@@ -17,4 +17,9 @@ namespace tb::train {
 // _compute_llama3_parameters.
 std::vector<double> ropeInverseFrequencies(const LlamaConfig& config);
 
+// The same for a head of `headDim` with `theta` and `scaling` (Gemma 3's
+// sliding-window layers rotate with a base of their own).
+std::vector<double> ropeInverseFrequencies(
+    std::int64_t headDim, double theta, const RopeScaling& scaling);
+
 } // namespace tb::train

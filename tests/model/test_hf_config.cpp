@@ -169,6 +169,42 @@ private slots:
         QCOMPARE(layers, windowed);
     }
 
+    void ropePerLayerType_data()
+    {
+        QTest::addColumn<QString>("rope");
+        QTest::addColumn<double>("globalTheta");
+        QTest::addColumn<double>("globalFactor");
+        QTest::addColumn<double>("localTheta");
+        // Gemma 3 4B's file as transformers 4.50 wrote it, and as 5.x writes it.
+        QTest::addRow("rope_theta, rope_local_base_freq, rope_scaling")
+            << R"("rope_theta":1000000.0,"rope_local_base_freq":10000.0,
+                "rope_scaling":{"rope_type":"linear","factor":8.0})"
+            << 1e6 << 8.0 << 1e4;
+        QTest::addRow("rope_parameters per layer type")
+            << R"("rope_parameters":{"full_attention":{"rope_type":"linear","factor":8.0,
+                "rope_theta":1000000.0},"sliding_attention":{"rope_type":"default",
+                "rope_theta":20000.0}})"
+            << 1e6 << 8.0 << 2e4;
+        QTest::addRow("nothing: the class defaults") << "" << 1e6 << 1.0 << 1e4;
+    }
+    void ropePerLayerType()
+    {
+        QFETCH(QString, rope);
+        QFETCH(double, globalTheta);
+        QFETCH(double, globalFactor);
+        QFETCH(double, localTheta);
+        const QString json = QStringLiteral(R"({"model_type":"gemma3_text","hidden_size":256,
+                "intermediate_size":512,"num_hidden_layers":6,"num_attention_heads":4,
+                "vocab_size":1000%1})")
+                                 .arg(rope.isEmpty() ? QString() : "," + rope);
+        const auto config = model::parseHfModelConfig(json.toStdString(), "config.json");
+        QVERIFY2(config.ok(), config.ok() ? "" : config.error().message.c_str());
+        QCOMPARE(config->ropeTheta, globalTheta);
+        QCOMPARE(config->ropeScaling.factor, globalFactor);
+        QCOMPARE(config->slidingRopeTheta.value_or(0), localTheta);
+        QCOMPARE(config->slidingRopeScaling.type, model::RopeScalingType::None);
+    }
+
     void layerTypesNeedOnePerLayer()
     {
         const auto config = model::parseHfModelConfig(

@@ -66,6 +66,16 @@ def tiny_config(family):
                                          query_pre_attn_scalar=12, sliding_window=5,
                                          attn_logit_softcapping=1.5,
                                          final_logit_softcapping=2.5)
+    if family == "gemma3":
+        # One local layer (window 5, its own rope base) and one global layer
+        # (linear rope scaling), q/k norms, no softcaps (Gemma 3's defaults).
+        rope = {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                "full_attention": {"rope_type": "linear", "factor": 4.0,
+                                   "rope_theta": 1000000.0}}
+        return transformers.Gemma3TextConfig(**common, num_key_value_heads=2, head_dim=8,
+                                             query_pre_attn_scalar=12, sliding_window=5,
+                                             layer_types=["sliding_attention", "full_attention"],
+                                             rope_parameters=rope)
     raise ReferenceError(f"unknown family {family!r}")
 
 

@@ -62,6 +62,15 @@ const char* kGemma2_2b = R"({"architectures":["Gemma2ForCausalLM"],"attention_bi
  "model_type":"gemma2","num_attention_heads":8,"num_hidden_layers":26,"num_key_value_heads":4,
  "pad_token_id":0,"query_pre_attn_scalar":256,"rms_norm_eps":1e-06,"rope_theta":10000.0,
  "sliding_window":4096,"torch_dtype":"float32","use_cache":true,"vocab_size":256000})";
+const char* kGemma3_1b = R"({"architectures":["Gemma3ForCausalLM"],"attention_bias":false,
+ "attention_dropout":0.0,"attn_logit_softcapping":null,"bos_token_id":2,
+ "cache_implementation":"hybrid","eos_token_id":[1,106],"final_logit_softcapping":null,
+ "head_dim":256,"hidden_activation":"gelu_pytorch_tanh","hidden_size":1152,
+ "initializer_range":0.02,"intermediate_size":6912,"max_position_embeddings":32768,
+ "model_type":"gemma3_text","num_attention_heads":4,"num_hidden_layers":26,
+ "num_key_value_heads":1,"pad_token_id":0,"query_pre_attn_scalar":256,"rms_norm_eps":1e-06,
+ "rope_local_base_freq":10000,"rope_scaling":null,"rope_theta":1000000,"sliding_window":512,
+ "sliding_window_pattern":6,"torch_dtype":"bfloat16","use_cache":true,"vocab_size":262144})";
 const char* kTinyLlama = R"({"architectures":["LlamaForCausalLM"],"bos_token_id":1,"eos_token_id":2,
  "hidden_act":"silu","hidden_size":2048,"initializer_range":0.02,"intermediate_size":5632,
  "max_position_embeddings":2048,"model_type":"llama","num_attention_heads":32,"num_hidden_layers":22,
@@ -100,6 +109,7 @@ private slots:
         QTest::addRow("Qwen2-0.5B") << kQwen2_05b << 494032768LL << 7 << true << true;
         QTest::addRow("Qwen3-8B") << kQwen3_8b << 8190735360LL << 4 << false << false;
         QTest::addRow("gemma-2-2b") << kGemma2_2b << 2614341888LL << 2 << true << false;
+        QTest::addRow("gemma-3-1b-it") << kGemma3_1b << 999885952LL << 4 << true << false;
         QTest::addRow("TinyLlama-1.1B") << kTinyLlama << 1100048384LL << 8 << false << false;
         QTest::addRow("SmolLM-135M") << kSmolLm135m << 134515008LL << 3 << true << false;
     }
@@ -145,6 +155,14 @@ private slots:
         QVERIFY(config.ok());
         QCOMPARE(config->ropeTheta, 20000.0);
         QCOMPARE(config->ropeScaling.type, RopeScalingType::Linear);
+        // Gemma 3: local layers rotate with their own base, one layer in six is global.
+        config = parseLlamaConfig(kGemma3_1b, "c.json");
+        QVERIFY(config.ok());
+        QCOMPARE(config->ropeTheta, 1000000.0);
+        QCOMPARE(config->slidingRopeTheta.value_or(0), 10000.0);
+        QCOMPARE(config->slidingWindow.value_or(0), 512);
+        QVERIFY(config->layerIsWindowed(0) && config->layerUsesSlidingRope(4));
+        QVERIFY(!config->layerIsWindowed(5) && !config->layerUsesSlidingRope(5));
         // Llama's attention_bias puts a bias on q, k, v and o.
         config = parseLlamaConfig(
             withField(kTinyLlama, R"("attention_bias":true)").toStdString(), "c.json");
@@ -206,6 +224,11 @@ private slots:
             << edit(kGemma2_2b, R"("hidden_activation":"gelu_pytorch_tanh")",
                    R"("hidden_activation":"gelu")")
             << "field 'hidden_activation': activation 'gelu' is not supported";
+        QTest::addRow("gemma3 local rope yarn")
+            << edit(kGemma3_1b, R"("rope_scaling":null)",
+                   R"("rope_parameters":{"sliding_attention":{"rope_type":"yarn","factor":2.0},
+                   "full_attention":{"rope_type":"default"}})")
+            << "field 'rope_parameters.sliding_attention.rope_type': rope scaling type 'yarn'";
         QTest::addRow("negative eps") << edit(kTinyLlama, R"("rms_norm_eps":1e-05)",
             R"("rms_norm_eps":-1)") << "field 'rms_norm_eps': got -1, expected a positive number";
         QTest::addRow("not json") << "{\"model_type\":"
