@@ -7,10 +7,10 @@
 // * Untied: an lm_head of its own, as Llama-3-8B, Mistral-7B and
 //   Qwen2.5-7B have; the head starts as half the embedding, so a mix-up of
 //   the two shows in the first step's loss.
-// * Gemma 2: the same weights read as a Gemma 2 decoder ((1 + w) norms, four
-//   per layer, GeGLU, scaled embeddings, softcapped scores and logits,
-//   sliding-window layers alternating with global ones), the two extra
-//   norms of each layer added.
+// * Gemma 2 and 3: the same weights read as a Gemma decoder ((1 + w) norms,
+//   four per layer, GeGLU, scaled embeddings, sliding-window layers
+//   alternating with global ones; Gemma 2's softcapped scores and logits,
+//   Gemma 3's q/k norms and per-layer-type rope), the norms it adds written.
 #include "safetensors/safetensors_file.h"
 #include "safetensors/writer.h"
 #include "write_or_stop.h"
@@ -19,6 +19,7 @@
 
 #include <QtGlobal>
 
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -102,29 +103,49 @@ inline std::string writeUntiedCopy(const std::string& from, const std::string& t
         });
 }
 
-// The Gemma 2 reading of `from` in `to`: its caps and its window small
-// enough to bite at the tests' sequence lengths; the added norms scale by
-// 1 + 0.25 (fp32 0.25 is 0x3e800000).
-inline std::string writeGemma2Copy(const std::string& from, const std::string& to)
+// Four bytes of fp32 `value` repeated to `bytes`.
+inline std::vector<std::byte>& filled(
+    std::list<std::vector<std::byte>>& store, std::uint64_t bytes, float value)
 {
-    const nlohmann::json changes = {{"model_type", "gemma2"},
-        {"architectures", {"Gemma2ForCausalLM"}}, {"hidden_activation", "gelu_pytorch_tanh"},
-        {"hidden_act", "gelu_pytorch_tanh"}, {"query_pre_attn_scalar", 16},
-        {"attn_logit_softcapping", 2.0}, {"final_logit_softcapping", 4.0}, {"sliding_window", 8},
+    std::vector<std::byte>& out = store.emplace_back(bytes);
+    for (size_t i = 0; i + sizeof value <= out.size(); i += sizeof value)
+        std::memcpy(out.data() + i, &value, sizeof value);
+    return out;
+}
+
+// The Gemma 2 (`generation` 2) or Gemma 3 (3) reading of `from` in `to`:
+// caps (Gemma 2) and a window small enough to bite at the tests' sequence
+// lengths, local and global layers alternating; Gemma 3's own rope bases and
+// a linear scaling of the global one. The added norms scale by 1 + 0.25.
+inline std::string writeGemmaCopy(const std::string& from, const std::string& to, int generation)
+{
+    nlohmann::json changes = {{"hidden_activation", "gelu_pytorch_tanh"},
+        {"hidden_act", "gelu_pytorch_tanh"}, {"query_pre_attn_scalar", 16}, {"sliding_window", 8},
         {"tie_word_embeddings", true}};
+    if (generation == 2) {
+        changes.update({{"model_type", "gemma2"}, {"architectures", {"Gemma2ForCausalLM"}},
+            {"attn_logit_softcapping", 2.0}, {"final_logit_softcapping", 4.0}});
+    } else {
+        changes.update({{"model_type", "gemma3_text"}, {"architectures", {"Gemma3ForCausalLM"}},
+            {"sliding_window_pattern", 2}, {"rope_local_base_freq", 10000.0},
+            {"rope_theta", 1000000.0}, {"rope_scaling", {{"rope_type", "linear"}, {"factor", 2.0}}}});
+    }
+    const std::int64_t headDim = 8; // the demo model's
     return writeModelVariant(from, to, changes,
-        [](const auto& info, const auto&, auto& bytes, auto& tensors) {
+        [generation](const auto& info, const auto&, auto& bytes, auto& tensors) {
             const std::string suffix = ".post_attention_layernorm.weight";
             if (!info.name.ends_with(suffix))
                 return;
             const std::string layer = info.name.substr(0, info.name.size() - suffix.size());
-            std::vector<std::byte>& quarter = bytes.emplace_back(info.byteCount());
-            const float value = 0.25f;
-            for (size_t i = 0; i + sizeof value <= quarter.size(); i += sizeof value)
-                std::memcpy(quarter.data() + i, &value, sizeof value);
-            for (const char* norm : {".pre_feedforward_layernorm.weight",
-                     ".post_feedforward_layernorm.weight"})
+            const auto& quarter = filled(bytes, info.byteCount(), 0.25f);
+            for (const char* norm :
+                {".pre_feedforward_layernorm.weight", ".post_feedforward_layernorm.weight"})
                 tensors.push_back({layer + norm, info.dtype, info.shape, quarter});
+            if (generation == 2)
+                return;
+            const auto& headQuarter = filled(bytes, headDim * sizeof(float), 0.25f);
+            for (const char* norm : {".self_attn.q_norm.weight", ".self_attn.k_norm.weight"})
+                tensors.push_back({layer + norm, info.dtype, {headDim}, headQuarter});
         });
 }
 

@@ -31,7 +31,7 @@ private slots:
         QTest::addColumn<int>("nprocPerNode");
         QTest::addColumn<QString>("offload");
         QTest::addColumn<int>("gradAccum");
-        QTest::addColumn<QString>("variant"); // of the demo model: "", "untied" or "gemma2"
+        QTest::addColumn<QString>("variant"); // of the demo model: "", untied, gemma2, gemma3
         const auto row = [](const QString& method, const QString& sharding, int nodes,
                              int nprocPerNode, const QString& offload = "none",
                              int gradAccum = kGradAccum, const QString& variant = {}) {
@@ -80,10 +80,12 @@ private slots:
             row("full", sharding, 1, 2, "none", kGradAccum, "untied");
         row("lora", "zero3", 1, 2, "none", kGradAccum, "untied");
         row("qlora", "fsdp-full", 1, 2, "none", kGradAccum, "untied");
-        // Gemma 2's extra norms are sharded and gathered with their layer.
+        // Gemma's extra norms are sharded and gathered with their layer.
         row("full", "zero3", 1, 2, "none", kGradAccum, "gemma2");
         row("lora", "fsdp-full", 1, 2, "none", kGradAccum, "gemma2");
         row("qlora", "zero3", 1, 2, "none", kGradAccum, "gemma2");
+        row("full", "fsdp-full", 1, 2, "none", kGradAccum, "gemma3");
+        row("qlora", "fsdp-full", 1, 2, "none", kGradAccum, "gemma3");
     }
 
     // The exports after 4 steps equal one process's with the same global batch.
@@ -333,7 +335,8 @@ private:
         if (written.empty()) {
             const std::string to = m_dir.filePath(variant + "-model").toStdString();
             written = variant == "untied" ? tb::test::writeUntiedCopy(kModel, to)
-                                          : tb::test::writeGemma2Copy(kModel, to);
+                : variant == "gemma2"         ? tb::test::writeGemmaCopy(kModel, to, 2)
+                                              : tb::test::writeGemmaCopy(kModel, to, 3);
         }
         return written;
     }
