@@ -82,4 +82,11 @@ const std::vector<std::string>& llamaLinearModules()
     return modules;
 }
 
+const std::vector<std::string>& knownLinearModules()
+{
+    static const std::vector<std::string> modules{"q_proj", "k_proj", "v_proj", "o_proj",
+        "gate_proj", "up_proj", "down_proj", "qkv_proj", "gate_up_proj"};
+    return modules;
+}
+
 } // namespace tb::config

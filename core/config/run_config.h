@@ -52,6 +52,9 @@ template <typename Enum> std::vector<std::string> allNames();
 
 // Every linear layer of a Llama decoder block, PEFT's module names.
 const std::vector<std::string>& llamaLinearModules();
+// Every module name a LoRA target may give: Llama's, and the fused matrices
+// of Phi-3 (qkv_proj, gate_up_proj).
+const std::vector<std::string>& knownLinearModules();
 
 struct LoraConfig {
     int rank = common::kLoraRankDefault;

@@ -36,7 +36,7 @@ void checkTargetModules(MapReader& lora, std::vector<std::string>& modules)
     if (!lora.stringList("target_modules", read, false,
             "a list of module names (e.g. [q_proj, v_proj]) or all-linear"))
         return;
-    const std::vector<std::string>& known = llamaLinearModules();
+    const std::vector<std::string>& known = knownLinearModules();
     std::set<std::string> seen;
     bool ok = true;
     for (const std::string& name : read) {
@@ -44,8 +44,8 @@ void checkTargetModules(MapReader& lora, std::vector<std::string>& modules)
             const auto nearest = common::nearestNames(known, name, 1);
             lora.report("target_modules",
                 "got \"" + name
-                    + "\", expected module names among q_proj, k_proj, "
-                      "v_proj, o_proj, gate_proj, up_proj, down_proj",
+                    + "\", expected module names among q_proj, k_proj, v_proj, o_proj, "
+                      "gate_proj, up_proj, down_proj (Phi-3: qkv_proj, gate_up_proj)",
                 nearest.empty() ? std::string() : "did you mean " + nearest.front() + "?");
             ok = false;
         } else if (!seen.insert(name).second) {

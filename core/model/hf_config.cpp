@@ -350,6 +350,13 @@ void readRunnerFacts(Reader& reader, HfConfig& config)
         }
     }
     config.quantized = reader.has("quantization_config");
+    for (const char* field : {"attention_dropout", "resid_pdrop", "embd_pdrop"}) {
+        const json* value = reader.find(field);
+        if (value && value->is_number() && value->get<double>() != 0 && config.dropoutField.empty()) {
+            config.dropoutField = field;
+            config.dropout = value->get<double>();
+        }
+    }
     if (reader.has("partial_rotary_factor")) {
         const json& factor = *reader.find("partial_rotary_factor");
         if (factor.is_number())

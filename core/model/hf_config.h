@@ -78,6 +78,10 @@ struct HfConfig : ModelSpec {
     bool slidingWindowLayers = false; // Qwen2/3: use_sliding_window
     std::vector<std::string> layerTypes; // layer_types, as written or as the architecture fills it
     bool bidirectional = false; // use_bidirectional_attention (Gemma's embedding models)
+    // The first of attention_dropout, resid_pdrop (Phi-3), embd_pdrop that is
+    // not 0, and its value; empty: none.
+    std::string dropoutField;
+    double dropout = 0;
     bool fromTextConfig = false; // read from a multimodal config's text_config
 };
 

@@ -110,6 +110,29 @@ const char* linearName(LinearKind kind)
     return "?";
 }
 
+std::optional<LinearKind> linearKindNamed(const std::string& name)
+{
+    for (const LinearKind kind : {LinearKind::Q, LinearKind::K, LinearKind::V, LinearKind::Qkv,
+             LinearKind::O, LinearKind::Gate, LinearKind::Up, LinearKind::GateUp, LinearKind::Down})
+        if (name == linearName(kind))
+            return kind;
+    return std::nullopt;
+}
+
+bool targetSelects(const std::string& name, LinearKind kind)
+{
+    if (name == linearName(kind))
+        return true;
+    const std::optional<LinearKind> part = linearKindNamed(name);
+    if (!part)
+        return false;
+    if (kind == LinearKind::Qkv)
+        return *part == LinearKind::Q || *part == LinearKind::K || *part == LinearKind::V;
+    if (kind == LinearKind::GateUp)
+        return *part == LinearKind::Gate || *part == LinearKind::Up;
+    return false;
+}
+
 bool isAttentionLinear(LinearKind kind)
 {
     return kind == LinearKind::Q || kind == LinearKind::K || kind == LinearKind::V

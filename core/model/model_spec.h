@@ -100,6 +100,11 @@ struct LinearShape {
 inline constexpr int kMaxBlockLinears = 7;
 int blockLinearShapes(const ModelSpec& spec, LinearShape (&out)[kMaxBlockLinears]);
 const char* linearName(LinearKind kind); // "q_proj", ..., "gate_up_proj"
+std::optional<LinearKind> linearKindNamed(const std::string& name);
 bool isAttentionLinear(LinearKind kind);
+// Whether a LoRA target module name selects the linear `kind`: its own name,
+// or for a fused matrix (Phi-3's qkv_proj, gate_up_proj) the name of one of
+// its parts, which has no module of its own to adapt.
+bool targetSelects(const std::string& name, LinearKind kind);
 
 } // namespace tb::model

@@ -109,7 +109,7 @@ double loraParamsPerLayer(const model::ModelSpec& model, const LoraSettings& lor
     for (int i = 0; i < n; ++i) {
         bool selected = all;
         for (const std::string& name : wanted)
-            selected = selected || name == model::linearName(shapes[i].kind);
+            selected = selected || model::targetSelects(name, shapes[i].kind);
         if (!selected)
             continue;
         perLayer += double(lora.rank) * double(shapes[i].inFeatures + shapes[i].outFeatures);
@@ -120,7 +120,7 @@ double loraParamsPerLayer(const model::ModelSpec& model, const LoraSettings& lor
         for (const std::string& name : wanted) {
             bool found = false;
             for (int i = 0; i < n; ++i)
-                found = found || name == model::linearName(shapes[i].kind);
+                found = found || model::targetSelects(name, shapes[i].kind);
             if (!found)
                 unknown->push_back(name);
         }

@@ -69,12 +69,17 @@ SelfAttention::SelfAttention(
     const std::int64_t qWidth = m_numHeads * m_headDim;
     const std::int64_t kvWidth = m_numKvHeads * m_headDim;
     const std::int64_t hidden = config.hiddenSize;
-    m_q = register_module(
-        "q_proj", std::make_shared<DenseLinear>(hidden, qWidth, config.qkvBias, options));
-    m_k = register_module(
-        "k_proj", std::make_shared<DenseLinear>(hidden, kvWidth, config.qkvBias, options));
-    m_v = register_module(
-        "v_proj", std::make_shared<DenseLinear>(hidden, kvWidth, config.qkvBias, options));
+    if (config.fusedQkv) {
+        m_qkv = register_module("qkv_proj",
+            std::make_shared<DenseLinear>(hidden, qWidth + 2 * kvWidth, config.qkvBias, options));
+    } else {
+        m_q = register_module(
+            "q_proj", std::make_shared<DenseLinear>(hidden, qWidth, config.qkvBias, options));
+        m_k = register_module(
+            "k_proj", std::make_shared<DenseLinear>(hidden, kvWidth, config.qkvBias, options));
+        m_v = register_module(
+            "v_proj", std::make_shared<DenseLinear>(hidden, kvWidth, config.qkvBias, options));
+    }
     m_o = register_module(
         "o_proj", std::make_shared<DenseLinear>(qWidth, hidden, config.outputBias, options));
     if (config.qkNorm) {
@@ -85,21 +90,38 @@ SelfAttention::SelfAttention(
     }
 }
 
+std::array<torch::Tensor, 3> SelfAttention::projectQkv(const torch::Tensor& hidden)
+{
+    const auto batch = hidden.size(0), tokens = hidden.size(1);
+    const auto heads = [&](const torch::Tensor& projected, std::int64_t count) {
+        return projected.view({batch, tokens, count, m_headDim});
+    };
+    if (!m_qkv)
+        return {heads(m_q->forward(hidden), m_numHeads), heads(m_k->forward(hidden), m_numKvHeads),
+            heads(m_v->forward(hidden), m_numKvHeads)};
+    // Phi-3's rows: the queries, then the keys, then the values.
+    const torch::Tensor qkv = m_qkv->forward(hidden);
+    const std::int64_t qWidth = m_numHeads * m_headDim, kvWidth = m_numKvHeads * m_headDim;
+    return {heads(qkv.narrow(-1, 0, qWidth), m_numHeads),
+        heads(qkv.narrow(-1, qWidth, kvWidth), m_numKvHeads),
+        heads(qkv.narrow(-1, qWidth + kvWidth, kvWidth), m_numKvHeads)};
+}
+
 torch::Tensor SelfAttention::forward(
     const torch::Tensor& hidden, const AttentionInputs& inputs, LayerCache* cache)
 {
     const auto batch = hidden.size(0), tokens = hidden.size(1);
-    auto heads = [&](const torch::Tensor& projected, std::int64_t count,
-                     const std::shared_ptr<RmsNorm>& norm = nullptr) {
-        const torch::Tensor split = projected.view({batch, tokens, count, m_headDim});
-        return (norm ? norm->forward(split) : split).transpose(1, 2);
-    };
+    auto [qHeads, kHeads, vHeads] = projectQkv(hidden);
+    if (m_qNorm) {
+        qHeads = m_qNorm->forward(qHeads);
+        kHeads = m_kNorm->forward(kHeads);
+    }
     const bool ownTables = m_slidingRope && inputs.slidingCos.defined();
     const torch::Tensor& cos = ownTables ? inputs.slidingCos : inputs.cos;
     const torch::Tensor& sin = ownTables ? inputs.slidingSin : inputs.sin;
-    const torch::Tensor q = applyRotary(heads(m_q->forward(hidden), m_numHeads, m_qNorm), cos, sin);
-    torch::Tensor k = applyRotary(heads(m_k->forward(hidden), m_numKvHeads, m_kNorm), cos, sin);
-    torch::Tensor v = heads(m_v->forward(hidden), m_numKvHeads);
+    const torch::Tensor q = applyRotary(qHeads.transpose(1, 2), cos, sin);
+    torch::Tensor k = applyRotary(kHeads.transpose(1, 2), cos, sin);
+    torch::Tensor v = vHeads.transpose(1, 2);
     if (cache) {
         if (cache->keys.defined()) {
             k = torch::cat({cache->keys, k}, 2);
@@ -123,24 +145,26 @@ torch::Tensor SelfAttention::forward(
 
 std::shared_ptr<LinearLayer>* SelfAttention::slot(const std::string& name)
 {
-    return name == "q_proj" ? &m_q
-        : name == "k_proj"  ? &m_k
-        : name == "v_proj"  ? &m_v
-        : name == "o_proj"  ? &m_o
-                            : nullptr;
+    std::shared_ptr<LinearLayer>* found = name == "q_proj" ? &m_q
+        : name == "k_proj"                                  ? &m_k
+        : name == "v_proj"                                  ? &m_v
+        : name == "qkv_proj"                                ? &m_qkv
+        : name == "o_proj"                                  ? &m_o
+                                                            : nullptr;
+    return found && *found ? found : nullptr;
 }
 
-std::shared_ptr<LinearLayer> SelfAttention::projection(const std::string& name) const
+std::vector<std::string> SelfAttention::projectionNames() const
 {
-    if (name == "q_proj")
-        return m_q;
-    if (name == "k_proj")
-        return m_k;
-    if (name == "v_proj")
-        return m_v;
-    if (name == "o_proj")
-        return m_o;
-    return nullptr;
+    if (m_qkv)
+        return {"qkv_proj", "o_proj"};
+    return {"q_proj", "k_proj", "v_proj", "o_proj"};
+}
+
+std::shared_ptr<LinearLayer> SelfAttention::projection(const std::string& name)
+{
+    std::shared_ptr<LinearLayer>* found = slot(name);
+    return found ? *found : nullptr;
 }
 
 void SelfAttention::replaceProjection(const std::string& name, std::shared_ptr<LinearLayer> layer)

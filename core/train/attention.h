@@ -5,6 +5,8 @@
 
 #include <torch/torch.h>
 
+#include <array>
+
 namespace tb::train {
 
 enum class AttentionBackend {
@@ -75,12 +77,15 @@ public:
     torch::Tensor forward(
         const torch::Tensor& hidden, const AttentionInputs& inputs, LayerCache* cache);
 
-    // "q_proj", "k_proj", "v_proj", "o_proj".
-    std::shared_ptr<LinearLayer> projection(const std::string& name) const;
+    // "q_proj", "k_proj", "v_proj", "o_proj"; Phi-3: "qkv_proj", "o_proj".
+    std::vector<std::string> projectionNames() const;
+    std::shared_ptr<LinearLayer> projection(const std::string& name);
     void replaceProjection(const std::string& name, std::shared_ptr<LinearLayer> layer);
 
 private:
     std::shared_ptr<LinearLayer>* slot(const std::string& name);
+    // q, k and v [batch, heads, tokens, headDim] before rotary and norms.
+    std::array<torch::Tensor, 3> projectQkv(const torch::Tensor& hidden);
 
     std::int64_t m_numHeads;
     std::int64_t m_numKvHeads;
@@ -92,6 +97,7 @@ private:
     std::shared_ptr<LinearLayer> m_k;
     std::shared_ptr<LinearLayer> m_v;
     std::shared_ptr<LinearLayer> m_o;
+    std::shared_ptr<LinearLayer> m_qkv; // Phi-3: q, k and v in one matrix, the three null
     // Qwen3, Gemma 3: RMSNorm over each head of the queries and keys, before rotary.
     std::shared_ptr<RmsNorm> m_qNorm;
     std::shared_ptr<RmsNorm> m_kNorm;

@@ -51,45 +51,67 @@ torch::Tensor TokenEmbedding::forward(const torch::Tensor& ids)
     return torch::embedding(m_weight, ids);
 }
 
-GatedMlp::GatedMlp(std::int64_t hiddenSize, std::int64_t intermediateSize, bool withBias,
-    GateActivation activation, const torch::TensorOptions& options)
-    : m_activation(activation)
+GatedMlp::GatedMlp(const GatedMlpShape& shape, const torch::TensorOptions& options)
+    : m_activation(shape.activation)
 {
-    m_gate = register_module("gate_proj",
-        std::make_shared<DenseLinear>(hiddenSize, intermediateSize, withBias, options));
-    m_up = register_module(
-        "up_proj", std::make_shared<DenseLinear>(hiddenSize, intermediateSize, withBias, options));
-    m_down = register_module("down_proj",
-        std::make_shared<DenseLinear>(intermediateSize, hiddenSize, withBias, options));
+    const auto linear = [&](std::int64_t in, std::int64_t out) {
+        return std::make_shared<DenseLinear>(in, out, shape.withBias, options);
+    };
+    const std::int64_t h = shape.hiddenSize, f = shape.intermediateSize;
+    if (shape.fusedGateUp) {
+        m_gateUp = register_module("gate_up_proj", linear(h, 2 * f));
+    } else {
+        m_gate = register_module("gate_proj", linear(h, f));
+        m_up = register_module("up_proj", linear(h, f));
+    }
+    m_down = register_module("down_proj", linear(f, h));
 }
 
 torch::Tensor GatedMlp::forward(const torch::Tensor& input)
 {
-    const torch::Tensor gate = m_gate->forward(input);
+    torch::Tensor gate, up;
+    if (m_gateUp) {
+        const torch::Tensor both = m_gateUp->forward(input);
+        const std::int64_t f = both.size(-1) / 2;
+        gate = both.narrow(-1, 0, f);
+        up = both.narrow(-1, f, f);
+    } else {
+        gate = m_gate->forward(input);
+        up = m_up->forward(input);
+    }
     const torch::Tensor activated =
         m_activation == GateActivation::Silu ? torch::silu(gate) : at::gelu(gate, "tanh");
-    return m_down->forward(activated * m_up->forward(input));
+    return m_down->forward(activated * up);
 }
 
-std::shared_ptr<LinearLayer> GatedMlp::projection(const std::string& name) const
+std::vector<std::string> GatedMlp::projectionNames() const
 {
-    if (name == "gate_proj")
-        return m_gate;
-    if (name == "up_proj")
-        return m_up;
-    if (name == "down_proj")
-        return m_down;
-    return nullptr;
+    if (m_gateUp)
+        return {"gate_up_proj", "down_proj"};
+    return {"gate_proj", "up_proj", "down_proj"};
+}
+
+std::shared_ptr<LinearLayer>* GatedMlp::slot(const std::string& name)
+{
+    std::shared_ptr<LinearLayer>* found = name == "gate_proj" ? &m_gate
+        : name == "up_proj"                                   ? &m_up
+        : name == "gate_up_proj"                              ? &m_gateUp
+        : name == "down_proj"                                 ? &m_down
+                                                              : nullptr;
+    return found && *found ? found : nullptr;
+}
+
+std::shared_ptr<LinearLayer> GatedMlp::projection(const std::string& name)
+{
+    std::shared_ptr<LinearLayer>* found = slot(name);
+    return found ? *found : nullptr;
 }
 
 void GatedMlp::replaceProjection(const std::string& name, std::shared_ptr<LinearLayer> layer)
 {
-    std::shared_ptr<LinearLayer>* slot = name == "gate_proj" ? &m_gate
-        : name == "up_proj"                                  ? &m_up
-        : name == "down_proj"                                ? &m_down
-                                                             : nullptr;
-    TORCH_CHECK(slot, "GatedMlp has no projection '", name, "'");
-    *slot = replace_module(name, std::move(layer));
+    std::shared_ptr<LinearLayer>* target = slot(name);
+    TORCH_CHECK(target, "GatedMlp has no projection '", name, "'");
+    *target = replace_module(name, std::move(layer));
 }
 
 } // namespace tb::train

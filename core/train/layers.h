@@ -65,19 +65,30 @@ private:
 // silu (Llama), GeGLU with the tanh approximation of GELU (Gemma).
 enum class GateActivation { Silu, GeluTanh };
 
+struct GatedMlpShape {
+    std::int64_t hiddenSize = 0;
+    std::int64_t intermediateSize = 0;
+    bool withBias = false;
+    GateActivation activation = GateActivation::Silu;
+    bool fusedGateUp = false; // Phi-3: gate and up rows in one gate_up_proj, gate first
+};
+
 class GatedMlp : public torch::nn::Module {
 public:
-    GatedMlp(std::int64_t hiddenSize, std::int64_t intermediateSize, bool withBias,
-        GateActivation activation, const torch::TensorOptions& options);
+    GatedMlp(const GatedMlpShape& shape, const torch::TensorOptions& options);
     torch::Tensor forward(const torch::Tensor& input);
 
-    // "gate_proj", "up_proj", "down_proj".
-    std::shared_ptr<LinearLayer> projection(const std::string& name) const;
+    // "gate_proj", "up_proj", "down_proj"; Phi-3: "gate_up_proj", "down_proj".
+    std::vector<std::string> projectionNames() const;
+    std::shared_ptr<LinearLayer> projection(const std::string& name);
     void replaceProjection(const std::string& name, std::shared_ptr<LinearLayer> layer);
 
 private:
+    std::shared_ptr<LinearLayer>* slot(const std::string& name);
+
     std::shared_ptr<LinearLayer> m_gate;
     std::shared_ptr<LinearLayer> m_up;
+    std::shared_ptr<LinearLayer> m_gateUp; // fused: the two above null
     std::shared_ptr<LinearLayer> m_down;
     GateActivation m_activation;
 };

@@ -39,8 +39,9 @@ DecoderLayer::DecoderLayer(
         register_module("self_attn", std::make_shared<SelfAttention>(config, options, index));
     m_postAttentionNorm = norm("post_attention_layernorm");
     m_mlp = register_module("mlp",
-        std::make_shared<GatedMlp>(config.hiddenSize, config.intermediateSize, config.mlpBias,
-            gateActivationOf(config), options));
+        std::make_shared<GatedMlp>(GatedMlpShape{config.hiddenSize, config.intermediateSize,
+                                       config.mlpBias, gateActivationOf(config), config.fusedQkv},
+            options));
     if (config.normsPerLayer == 4) {
         m_preFeedforwardNorm = norm("pre_feedforward_layernorm");
         m_postFeedforwardNorm = norm("post_feedforward_layernorm");
@@ -199,9 +200,9 @@ std::vector<std::pair<std::string, std::shared_ptr<LinearLayer>>> LlamaForCausal
     auto& layers = m_model->layers();
     for (size_t i = 0; i < layers.size(); ++i) {
         const std::string prefix = "model.layers." + std::to_string(i) + ".";
-        for (const char* name : {"q_proj", "k_proj", "v_proj", "o_proj"})
+        for (const std::string& name : layers[i]->attention().projectionNames())
             out.emplace_back(prefix + "self_attn." + name, layers[i]->attention().projection(name));
-        for (const char* name : {"gate_proj", "up_proj", "down_proj"})
+        for (const std::string& name : layers[i]->mlp().projectionNames())
             out.emplace_back(prefix + "mlp." + name, layers[i]->mlp().projection(name));
     }
     return out;

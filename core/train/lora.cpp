@@ -88,19 +88,24 @@ double LoraSpec::scaling() const
 common::Result<std::vector<std::string>> attachLora(LlamaForCausalLm& model, const LoraSpec& spec,
     std::uint64_t seed, std::optional<at::Generator> dropoutGenerator)
 {
-    static const std::set<std::string> known = {
-        "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
     if (spec.rank < 1)
         return common::Error{"LoRA rank must be at least 1, got " + std::to_string(spec.rank), {}};
     if (spec.targetModules.empty())
         return common::Error{"LoRA needs at least one target module", {}};
     for (const std::string& name : spec.targetModules) {
-        if (!known.contains(name))
+        if (!model::linearKindNamed(name))
             return common::Error{
-                "LoRA target module '" + name + "' is not a linear layer of a Llama block",
-                "expected q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj or down_proj"};
+                "LoRA target module '" + name + "' is not a linear layer of a decoder block",
+                "expected q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj or down_proj "
+                "(Phi-3: qkv_proj, gate_up_proj)"};
     }
-    const std::set<std::string> targets(spec.targetModules.begin(), spec.targetModules.end());
+    const auto selected = [&](const std::string& projection) {
+        const auto kind = model::linearKindNamed(lastName(projection));
+        for (const std::string& name : spec.targetModules)
+            if (kind && model::targetSelects(name, *kind))
+                return true;
+        return false;
+    };
     std::vector<std::string> wrapped;
     try {
         torch::NoGradGuard noGrad;
@@ -108,7 +113,7 @@ common::Result<std::vector<std::string>> attachLora(LlamaForCausalLm& model, con
         const auto options =
             torch::TensorOptions().dtype(model.dtype()).device(model.outputWeight().device());
         for (auto& [name, layer] : model.projections()) {
-            if (!targets.contains(lastName(name)))
+            if (!selected(name))
                 continue;
             TORCH_CHECK(!std::dynamic_pointer_cast<LoraLinear>(layer), name, " already has LoRA");
             auto lora = std::make_shared<LoraLinear>(

@@ -11,9 +11,10 @@ using common::Result;
 
 namespace {
 
-constexpr std::array kModelTypes{"llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text"};
+constexpr std::array kModelTypes{
+    "llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text", "phi3"};
 constexpr std::array kArchitectures{"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
-    "Qwen3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM"};
+    "Qwen3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM", "Phi3ForCausalLM"};
 // Model types whose layer_types may mark layers as attending within a window.
 constexpr std::array kWindowedLayerTypes{"mistral", "gemma2", "gemma3_text"};
 
@@ -65,6 +66,10 @@ common::Status refuseUnsupported(const model::HfConfig& config)
         return refusal(config, config.activationField,
             "activation '" + config.activation + "' is not supported",
             config.modelType + " MLPs use " + activation);
+    if (!config.dropoutField.empty())
+        return refusal(config, config.dropoutField,
+            "dropout " + std::to_string(config.dropout) + " is not supported",
+            "the trainer runs without attention, residual or embedding dropout; set it to 0.0");
     if (config.bidirectional)
         return refusal(config, "use_bidirectional_attention",
             "bidirectional attention is not supported", "a causal language model attends back only");

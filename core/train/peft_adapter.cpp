@@ -88,8 +88,12 @@ common::Status savePeftAdapter(LlamaForCausalLm& model, const LoraSpec& spec,
     } catch (const std::exception& e) {
         return Error::at(dir, "", std::string("saving the adapter failed: ") + e.what());
     }
-    std::vector<std::string> targets = spec.targetModules;
-    std::sort(targets.begin(), targets.end());
+    // The modules wrapped, as peft finds them in the model: the fused
+    // qkv_proj of Phi-3 where the run named q_proj.
+    std::set<std::string> wrapped;
+    for (const auto& [name, layer] : loraLayers(model))
+        wrapped.insert(name.substr(name.rfind('.') + 1));
+    const std::vector<std::string> targets(wrapped.begin(), wrapped.end());
     const json config = {{"alpha_pattern", json::object()}, {"auto_mapping", nullptr},
         {"base_model_name_or_path", baseModelPath}, {"bias", "none"}, {"fan_in_fan_out", false},
         {"inference_mode", true}, {"init_lora_weights", true}, {"layers_pattern", nullptr},

@@ -27,6 +27,7 @@ except ImportError as missing:
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+FUSED_LORA_TARGETS = ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]  # Phi-3
 PEFT_PREFIX = "base_model.model."
 
 
@@ -76,6 +77,10 @@ def tiny_config(family):
                                              query_pre_attn_scalar=12, sliding_window=5,
                                              layer_types=["sliding_attention", "full_attention"],
                                              rope_parameters=rope)
+    if family == "phi3":
+        # Fused qkv_proj and gate_up_proj, a window on every layer.
+        return transformers.Phi3Config(**common, num_key_value_heads=2, sliding_window=5,
+                                       pad_token_id=0, tie_word_embeddings=False)
     raise ReferenceError(f"unknown family {family!r}")
 
 
@@ -169,7 +174,9 @@ def forward(args):
 def peft_lora(model, seed):
     """peft's LoRA on every projection, B drawn away from zero (peft starts it
     at zero, and the adapter would do nothing)."""
-    config = peft.LoraConfig(r=4, lora_alpha=8.0, lora_dropout=0.0, target_modules=LORA_TARGETS,
+    fused = any(name.endswith(".qkv_proj") for name, _ in model.named_modules())
+    config = peft.LoraConfig(r=4, lora_alpha=8.0, lora_dropout=0.0,
+                             target_modules=FUSED_LORA_TARGETS if fused else LORA_TARGETS,
                              task_type="CAUSAL_LM")
     torch.manual_seed(seed)
     model = peft.get_peft_model(model, config)

@@ -128,14 +128,17 @@ private slots:
     void gatedMlp_data()
     {
         QTest::addColumn<int>("activation");
-        QTest::newRow("SwiGLU") << int(GateActivation::Silu);
-        QTest::newRow("GeGLU, tanh GELU") << int(GateActivation::GeluTanh);
+        QTest::addColumn<bool>("fused");
+        QTest::newRow("SwiGLU") << int(GateActivation::Silu) << false;
+        QTest::newRow("GeGLU, tanh GELU") << int(GateActivation::GeluTanh) << false;
+        QTest::newRow("SwiGLU, fused gate_up_proj") << int(GateActivation::Silu) << true;
     }
 
     void gatedMlp()
     {
         QFETCH(int, activation);
-        GatedMlp mlp(12, 20, true, GateActivation(activation), kDouble);
+        QFETCH(bool, fused);
+        GatedMlp mlp({12, 20, true, GateActivation(activation), fused}, kDouble);
         randomize(mlp, 5);
         const torch::Tensor x = randomTensor({2, 3, 12}, 6, true);
         const torch::Tensor weights = randomTensor({2, 3, 12}, 7);
