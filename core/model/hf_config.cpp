@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 
 namespace tb::model {
@@ -155,7 +156,10 @@ RopeScaling readRopeScaling(Reader& rope)
         return scaling;
     scaling.type = scaling.typeName == "linear" ? RopeScalingType::Linear
         : scaling.typeName == "llama3"          ? RopeScalingType::Llama3
+        : scaling.typeName == "longrope"        ? RopeScalingType::LongRope
                                                 : RopeScalingType::Other;
+    if (scaling.type == RopeScalingType::LongRope)
+        return scaling; // readLongRope, once the positions are known
     if (scaling.type != RopeScalingType::Other && !rope.has("factor"))
         rope.problem("factor", "missing, rope scaling '" + scaling.typeName + "' needs a factor");
     if (scaling.type != RopeScalingType::Llama3)
@@ -174,16 +178,60 @@ RopeScaling readRopeScaling(Reader& rope)
     return scaling;
 }
 
+std::vector<double> factorList(Reader& rope, const char* field)
+{
+    std::vector<double> factors;
+    const json* list = rope.find(field);
+    if (!list) {
+        rope.problem(field, "missing, LongRoPE needs one factor per rotary frequency");
+        return factors;
+    }
+    for (const json& item : list->is_array() ? *list : json::array({nullptr})) {
+        if (!item.is_number() || !(item.get<double>() > 0)) {
+            rope.problem(field, "got " + typeName(*list) + ", expected a list of positive numbers");
+            return {};
+        }
+        factors.push_back(item.get<double>());
+    }
+    return factors;
+}
+
+// LongRoPE (Ding et al. 2024) as transformers' _compute_longrope_parameters:
+// its factor defaults to max_position_embeddings / original, and the
+// attention factor to sqrt(1 + ln(factor) / ln(original)).
+void readLongRope(Reader& rope, Reader& top, const HfConfig& config, RopeScaling& scaling)
+{
+    scaling.shortFactor = factorList(rope, "short_factor");
+    scaling.longFactor = factorList(rope, "long_factor");
+    std::optional<std::int64_t> original = rope.integer("original_max_position_embeddings", false);
+    if (!original)
+        original = top.integer("original_max_position_embeddings", false);
+    if (!original) {
+        rope.problem("original_max_position_embeddings", "missing, LongRoPE needs it");
+        return;
+    }
+    scaling.originalMaxPositionEmbeddings = *original;
+    scaling.factor = rope.positiveNumber("factor").value_or(
+        double(config.maxPositionEmbeddings) / double(*original));
+    const double fallback = scaling.factor <= 1.0
+        ? 1.0
+        : std::sqrt(1.0 + std::log(scaling.factor) / std::log(double(*original)));
+    scaling.attentionFactor = rope.positiveNumber("attention_factor").value_or(fallback);
+}
+
 // One rope object: its theta (when it has one) and its scaling.
-void readRopeObject(Reader& rope, double& theta, RopeScaling& scaling)
+void readRopeObject(Reader& rope, Reader& top, HfConfig& config, double& theta,
+    RopeScaling& scaling)
 {
     if (rope.has("rope_theta"))
         theta = rope.positiveNumber("rope_theta").value_or(theta);
     scaling = readRopeScaling(rope);
+    if (scaling.type == RopeScalingType::LongRope)
+        readLongRope(rope, top, config, scaling);
 }
 
 // Gemma 3 under transformers 5: rope_parameters holds one object per layer type.
-bool readRopePerLayerType(Reader& parameters, HfConfig& config)
+bool readRopePerLayerType(Reader& parameters, Reader& top, HfConfig& config)
 {
     const json* full = parameters.find("full_attention");
     const json* sliding = parameters.find("sliding_attention");
@@ -198,7 +246,7 @@ bool readRopePerLayerType(Reader& parameters, HfConfig& config)
         }
         Reader rope{*object, parameters.origin, parameters.problems,
             parameters.prefix + type + "."};
-        readRopeObject(rope, theta, scaling);
+        readRopeObject(rope, top, config, theta, scaling);
     };
     read(full, "full_attention", config.ropeTheta, config.ropeScaling);
     if (config.slidingRopeTheta)
@@ -221,9 +269,12 @@ void readRope(Reader& reader, HfConfig& config, const HfArchitecture& arch)
             return;
         }
         Reader rope{*object, reader.origin, reader.problems, std::string(field) + "."};
-        if (arch.slidingRopeTheta > 0 && readRopePerLayerType(rope, config))
+        if (arch.slidingRopeTheta > 0 && readRopePerLayerType(rope, reader, config))
             return;
-        readRopeObject(rope, config.ropeTheta, config.ropeScaling);
+        readRopeObject(rope, reader, config, config.ropeTheta, config.ropeScaling);
+        // transformers 5 keeps Phi-4-mini's partial_rotary_factor here.
+        if (const json* partial = rope.find("partial_rotary_factor"); partial && partial->is_number())
+            config.partialRotaryFactor = partial->get<double>();
         return;
     }
 }
@@ -357,7 +408,7 @@ void readRunnerFacts(Reader& reader, HfConfig& config)
             config.dropout = value->get<double>();
         }
     }
-    if (reader.has("partial_rotary_factor")) {
+    if (reader.has("partial_rotary_factor") && config.partialRotaryFactor == 1.0) {
         const json& factor = *reader.find("partial_rotary_factor");
         if (factor.is_number())
             config.partialRotaryFactor = factor.get<double>();

@@ -15,7 +15,8 @@ enum class RopeScalingType {
     None,
     Linear, // positions divided by `factor`
     Llama3, // Llama 3.1's per-frequency blend of scaled and unscaled frequencies
-    Other, // named in `typeName` (yarn, dynamic, longrope, ...)
+    LongRope, // Phi-3.5, Phi-4-mini: per-frequency factors, short or long by the sequence
+    Other, // named in `typeName` (yarn, dynamic, ...)
 };
 
 struct RopeScaling {
@@ -26,6 +27,12 @@ struct RopeScaling {
     double lowFreqFactor = 1.0;
     double highFreqFactor = 4.0;
     std::int64_t originalMaxPositionEmbeddings = 0;
+    // LongRoPE: one factor per rotary frequency, the short ones up to
+    // originalMaxPositionEmbeddings positions, the long ones beyond; cos and
+    // sin scaled by attentionFactor.
+    std::vector<double> shortFactor;
+    std::vector<double> longFactor;
+    double attentionFactor = 1.0;
 };
 
 // Everything Tunebench takes from a Hugging Face config.json: the
@@ -74,7 +81,13 @@ struct HfConfig : ModelSpec {
     std::string activation = "silu"; // hidden_act or hidden_activation
     std::string activationField = "hidden_act";
     bool quantized = false; // quantization_config present
-    double partialRotaryFactor = 1.0;
+    double partialRotaryFactor = 1.0; // the leading share of each head that rotates
+
+    // The rotating part of a head: int(head_dim * partial_rotary_factor), as transformers.
+    std::int64_t rotaryDim() const
+    {
+        return static_cast<std::int64_t>(static_cast<double>(headDim) * partialRotaryFactor);
+    }
     bool slidingWindowLayers = false; // Qwen2/3: use_sliding_window
     std::vector<std::string> layerTypes; // layer_types, as written or as the architecture fills it
     bool bidirectional = false; // use_bidirectional_attention (Gemma's embedding models)

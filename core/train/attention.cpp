@@ -9,6 +9,12 @@ using torch::indexing::Slice;
 torch::Tensor applyRotary(
     const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin)
 {
+    const std::int64_t rotating = cos.size(-1);
+    if (rotating < x.size(-1)) {
+        // Partial rotary (Phi-4-mini): the head's leading dimensions turn, the rest pass.
+        const torch::Tensor turned = applyRotary(x.narrow(-1, 0, rotating), cos, sin);
+        return torch::cat({turned, x.narrow(-1, rotating, x.size(-1) - rotating)}, -1);
+    }
     const std::int64_t half = x.size(-1) / 2;
     const torch::Tensor x1 = x.index({"...", Slice(0, half)});
     const torch::Tensor x2 = x.index({"...", Slice(half, torch::indexing::None)});

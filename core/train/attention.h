@@ -44,7 +44,8 @@ struct LayerCache {
 };
 
 // x * cos + rotate_half(x) * sin, with rotate_half(x) = [-x2, x1] for the two
-// halves of the head (the Hugging Face layout of q_proj/k_proj rows).
+// halves of the head (the Hugging Face layout of q_proj/k_proj rows). Tables
+// narrower than the head turn its leading dimensions only.
 torch::Tensor applyRotary(
     const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 

@@ -89,8 +89,12 @@ LlamaForCausalLm::LlamaForCausalLm(const LlamaConfig& config, torch::ScalarType 
             std::make_shared<DenseLinear>(config.hiddenSize, config.vocabSize, false, options));
     const auto doubles = torch::TensorOptions().dtype(torch::kDouble);
     m_inverseFrequencies = torch::tensor(ropeInverseFrequencies(config), doubles);
+    if (config.ropeScaling.type == RopeScalingType::LongRope)
+        m_longInverseFrequencies = torch::tensor(
+            ropeInverseFrequencies(config.rotaryDim(), config.ropeTheta, config.ropeScaling, true),
+            doubles);
     if (config.slidingRopeTheta)
-        m_slidingInverseFrequencies = torch::tensor(ropeInverseFrequencies(config.headDim,
+        m_slidingInverseFrequencies = torch::tensor(ropeInverseFrequencies(config.rotaryDim(),
                                                         *config.slidingRopeTheta,
                                                         config.slidingRopeScaling),
             doubles);
@@ -108,11 +112,20 @@ std::pair<torch::Tensor, torch::Tensor> LlamaForCausalLm::rotaryTables(
     // frequencies lose digits in fp32 (transformers computes these in fp32).
     const torch::Tensor positions =
         torch::arange(first, first + tokens, torch::TensorOptions().dtype(torch::kDouble));
-    const torch::Tensor angles =
-        torch::outer(positions, sliding ? m_slidingInverseFrequencies : m_inverseFrequencies);
+    // LongRoPE, as transformers: the long factors once the sequence passes
+    // the original length, and cos and sin scaled by the attention factor.
+    const RopeScaling& scaling = sliding ? m_config.slidingRopeScaling : m_config.ropeScaling;
+    const bool longContext = m_longInverseFrequencies.defined() && !sliding
+        && first + tokens > scaling.originalMaxPositionEmbeddings;
+    const torch::Tensor& inverse = sliding ? m_slidingInverseFrequencies
+        : longContext                      ? m_longInverseFrequencies
+                                           : m_inverseFrequencies;
+    const torch::Tensor angles = torch::outer(positions, inverse);
     const torch::Tensor doubled = torch::cat({angles, angles}, -1);
+    const double factor =
+        scaling.type == RopeScalingType::LongRope ? scaling.attentionFactor : 1.0;
     const auto options = torch::TensorOptions().dtype(m_dtype).device(device);
-    return {doubled.cos().to(options), doubled.sin().to(options)};
+    return {(doubled.cos() * factor).to(options), (doubled.sin() * factor).to(options)};
 }
 
 AttentionInputs LlamaForCausalLm::attentionInputs(

@@ -140,6 +140,7 @@ private:
     std::shared_ptr<DenseLinear> m_lmHead; // null when tied
     torch::Tensor m_inverseFrequencies; // double, CPU
     torch::Tensor m_slidingInverseFrequencies; // Gemma 3's sliding-window layers; or undefined
+    torch::Tensor m_longInverseFrequencies; // LongRoPE beyond its original length; or undefined
 };
 
 } // namespace tb::train

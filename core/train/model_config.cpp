@@ -73,18 +73,35 @@ common::Status refuseUnsupported(const model::HfConfig& config)
     if (config.bidirectional)
         return refusal(config, "use_bidirectional_attention",
             "bidirectional attention is not supported", "a causal language model attends back only");
-    if (config.partialRotaryFactor != 1.0)
+    if (config.partialRotaryFactor != 1.0 && config.modelType != "phi3")
         return refusal(config, "partial_rotary_factor",
-            "got " + std::to_string(config.partialRotaryFactor)
-                + ", expected 1.0 (rotary on the whole head)");
+            "got " + std::to_string(config.partialRotaryFactor) + ", " + config.modelType
+                + " rotates the whole head (1.0)");
     if (config.headDim % 2 != 0)
         return refusal(config, "head_dim",
             "got " + std::to_string(config.headDim) + ", rotary embeddings need an even head size");
+    if (config.rotaryDim() <= 0 || config.rotaryDim() % 2 != 0 || config.partialRotaryFactor > 1.0)
+        return refusal(config, "partial_rotary_factor",
+            "rotates " + std::to_string(config.rotaryDim()) + " of " + std::to_string(config.headDim)
+                + " head dimensions, rotary embeddings need an even number, at most the head");
+    for (const RopeScaling* scaling : {&config.ropeScaling, &config.slidingRopeScaling}) {
+        const size_t frequencies = static_cast<size_t>(config.rotaryDim() / 2);
+        if (scaling->type == RopeScalingType::LongRope && scaling == &config.slidingRopeScaling)
+            return refusal(config, scaling->typeField,
+                "LongRoPE on sliding-window layers is not supported");
+        if (scaling->type == RopeScalingType::LongRope
+            && (scaling->shortFactor.size() != frequencies
+                || scaling->longFactor.size() != frequencies))
+            return refusal(config, scaling->typeField,
+                "LongRoPE has " + std::to_string(scaling->shortFactor.size()) + " short and "
+                    + std::to_string(scaling->longFactor.size()) + " long factors, expected "
+                    + std::to_string(frequencies) + " of each (one per rotary frequency)");
+    }
     for (const RopeScaling* scaling : {&config.ropeScaling, &config.slidingRopeScaling}) {
         if (scaling->type == RopeScalingType::Other)
             return refusal(config, scaling->typeField,
                 "rope scaling type '" + scaling->typeName + "' is not supported",
-                "supported: linear, llama3 (or none)");
+                "supported: linear, llama3, longrope (or none)");
     }
     if (config.slidingWindowLayers && (config.modelType == "qwen2" || config.modelType == "qwen3"))
         return refusal(config, "use_sliding_window",

@@ -81,6 +81,15 @@ def tiny_config(family):
         # Fused qkv_proj and gate_up_proj, a window on every layer.
         return transformers.Phi3Config(**common, num_key_value_heads=2, sliding_window=5,
                                        pad_token_id=0, tie_word_embeddings=False)
+    if family == "phi3-longrope":
+        # Phi-4-mini's shape: three quarters of each head rotate, LongRoPE
+        # with an original length the test's 12 tokens pass (long factors).
+        rope = {"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.75,
+                "short_factor": [1.0, 1.5, 2.0], "long_factor": [1.5, 3.0, 6.0],
+                "original_max_position_embeddings": 8}
+        return transformers.Phi3Config(**common, num_key_value_heads=2, pad_token_id=0,
+                                       original_max_position_embeddings=8,
+                                       tie_word_embeddings=True, rope_parameters=rope)
     raise ReferenceError(f"unknown family {family!r}")
 
 

@@ -71,6 +71,13 @@ const char* kGemma3_1b = R"({"architectures":["Gemma3ForCausalLM"],"attention_bi
  "num_key_value_heads":1,"pad_token_id":0,"query_pre_attn_scalar":256,"rms_norm_eps":1e-06,
  "rope_local_base_freq":10000,"rope_scaling":null,"rope_theta":1000000,"sliding_window":512,
  "sliding_window_pattern":6,"torch_dtype":"bfloat16","use_cache":true,"vocab_size":262144})";
+const char* kPhi3Mini4k = R"({"architectures":["Phi3ForCausalLM"],"attention_bias":false,
+ "attention_dropout":0.0,"bos_token_id":1,"embd_pdrop":0.0,"eos_token_id":32000,"hidden_act":"silu",
+ "hidden_size":3072,"initializer_range":0.02,"intermediate_size":8192,"max_position_embeddings":4096,
+ "model_type":"phi3","num_attention_heads":32,"num_hidden_layers":32,"num_key_value_heads":32,
+ "original_max_position_embeddings":4096,"pad_token_id":32000,"resid_pdrop":0.0,"rms_norm_eps":1e-05,
+ "rope_scaling":null,"rope_theta":10000.0,"sliding_window":2047,"tie_word_embeddings":false,
+ "torch_dtype":"bfloat16","use_cache":true,"vocab_size":32064})";
 const char* kTinyLlama = R"({"architectures":["LlamaForCausalLM"],"bos_token_id":1,"eos_token_id":2,
  "hidden_act":"silu","hidden_size":2048,"initializer_range":0.02,"intermediate_size":5632,
  "max_position_embeddings":2048,"model_type":"llama","num_attention_heads":32,"num_hidden_layers":22,
@@ -110,6 +117,7 @@ private slots:
         QTest::addRow("Qwen3-8B") << kQwen3_8b << 8190735360LL << 4 << false << false;
         QTest::addRow("gemma-2-2b") << kGemma2_2b << 2614341888LL << 2 << true << false;
         QTest::addRow("gemma-3-1b-it") << kGemma3_1b << 999885952LL << 4 << true << false;
+        QTest::addRow("Phi-3-mini-4k-instruct") << kPhi3Mini4k << 3821079552LL << 1 << false << false;
         QTest::addRow("TinyLlama-1.1B") << kTinyLlama << 1100048384LL << 8 << false << false;
         QTest::addRow("SmolLM-135M") << kSmolLm135m << 134515008LL << 3 << true << false;
     }
@@ -229,6 +237,13 @@ private slots:
                    R"("rope_parameters":{"sliding_attention":{"rope_type":"yarn","factor":2.0},
                    "full_attention":{"rope_type":"default"}})")
             << "field 'rope_parameters.sliding_attention.rope_type': rope scaling type 'yarn'";
+        QTest::addRow("phi3 residual dropout")
+            << edit(kPhi3Mini4k, R"("resid_pdrop":0.0)", R"("resid_pdrop":0.1)")
+            << "field 'resid_pdrop': dropout 0.100000 is not supported";
+        QTest::addRow("longrope factors")
+            << edit(kPhi3Mini4k, R"("rope_scaling":null)",
+                   R"("rope_scaling":{"type":"longrope","short_factor":[1.0],"long_factor":[1.0]})")
+            << "LongRoPE has 1 short and 1 long factors, expected 48 of each";
         QTest::addRow("negative eps") << edit(kTinyLlama, R"("rms_norm_eps":1e-05)",
             R"("rms_norm_eps":-1)") << "field 'rms_norm_eps': got -1, expected a positive number";
         QTest::addRow("not json") << "{\"model_type\":"
