@@ -47,8 +47,10 @@ std::array<HfArchitecture, 8> makeTable()
     table[6].normsPerLayer = 4;
     table[7].normsPerLayer = 4;
     table[7].qkNorm = true;
-    for (size_t gemma : {5, 6, 7})
+    for (size_t gemma : {5, 6, 7}) {
         table[gemma].gemmaScaling = true;
+        table[gemma].activation = "gelu_pytorch_tanh";
+    }
     for (size_t gemma : {6, 7}) {
         table[gemma].window = HfArchitecture::Window::ByLayerType;
         table[gemma].slidingWindow = 4096;

@@ -48,6 +48,7 @@ struct HfArchitecture {
     // Gemma: RMSNorm scales by (1 + weight), and the embeddings are
     // multiplied by sqrt(hidden_size).
     bool gemmaScaling = false;
+    const char* activation = "silu"; // hidden_act's default; Gemma: gelu_pytorch_tanh
     bool qkNorm = false; // Qwen3, Gemma 3
     int normsPerLayer = 2; // Gemma 2 and 3: 4
     bool fusedQkv = false; // Phi-3

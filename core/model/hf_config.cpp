@@ -390,14 +390,16 @@ void readAttentionWindow(Reader& reader, HfConfig& config, const HfArchitecture&
     }
 }
 
-void readRunnerFacts(Reader& reader, HfConfig& config)
+void readRunnerFacts(Reader& reader, HfConfig& config, const HfArchitecture& arch)
 {
-    // Gemma 2 and 3 read hidden_activation only, and their files carry both.
+    // The first given; Gemma 2 and 3 read hidden_activation only, and their
+    // files carry both.
+    config.activation = arch.activation;
     for (const char* field : {"hidden_activation", "hidden_act"}) {
-        const std::optional<std::string> activation = reader.text(field);
-        if (activation && config.activation == "silu") {
+        if (const std::optional<std::string> activation = reader.text(field)) {
             config.activation = *activation;
             config.activationField = field;
+            break;
         }
     }
     config.quantized = reader.has("quantization_config");
@@ -500,7 +502,7 @@ common::Result<HfConfig> configFromObject(
     readLayout(reader, config, arch);
     readAttentionWindow(reader, config, arch);
     readGemmaScaling(reader, config, arch);
-    readRunnerFacts(reader, config);
+    readRunnerFacts(reader, config, arch);
 
     if (!problems.empty())
         return common::Error{common::joinLines(problems), {}};

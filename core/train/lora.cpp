@@ -5,6 +5,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -99,13 +100,24 @@ common::Result<std::vector<std::string>> attachLora(LlamaForCausalLm& model, con
                 "expected q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj or down_proj "
                 "(Phi-3: qkv_proj, gate_up_proj)"};
     }
-    const auto selected = [&](const std::string& projection) {
+    const auto selects = [](const std::string& target, const std::string& projection) {
         const auto kind = model::linearKindNamed(lastName(projection));
-        for (const std::string& name : spec.targetModules)
-            if (kind && model::targetSelects(name, *kind))
-                return true;
-        return false;
+        return kind && model::targetSelects(target, *kind);
     };
+    const auto selected = [&](const std::string& projection) {
+        return std::any_of(spec.targetModules.begin(), spec.targetModules.end(),
+            [&](const std::string& target) { return selects(target, projection); });
+    };
+    const auto projections = model.projections();
+    for (const std::string& target : spec.targetModules) {
+        if (std::none_of(projections.begin(), projections.end(),
+                [&](const auto& item) { return selects(target, item.first); }))
+            return common::Error{"LoRA target module '" + target + "' is not in this "
+                    + model.config().modelType + " model",
+                model.config().fusedQkv ? "its block has qkv_proj, o_proj, gate_up_proj, down_proj"
+                                        : "its block has q_proj, k_proj, v_proj, o_proj, "
+                                          "gate_proj, up_proj, down_proj"};
+    }
     std::vector<std::string> wrapped;
     try {
         torch::NoGradGuard noGrad;

@@ -67,6 +67,9 @@ private slots:
         QTest::addRow("Llama-2-7B") << "llama-2-7b" << qint64(6'738'415'616);
         QTest::addRow("Qwen2.5-7B") << "Qwen/Qwen2.5-7B" << qint64(7'615'616'512);
         QTest::addRow("Gemma-2-9B") << "gemma-2-9b" << qint64(9'241'705'984);
+        QTest::addRow("Gemma-2-2B") << "google/gemma-2-2b" << qint64(2'614'341'888);
+        QTest::addRow("Gemma-2-27B") << "gemma2-27b" << qint64(27'227'128'320);
+        QTest::addRow("Gemma-3-1B") << "google/gemma-3-1b-it" << qint64(999'885'952);
         QTest::addRow("Phi-4") << "microsoft/phi-4" << qint64(14'659'507'200);
         QTest::addRow("SmolLM2-135M") << "SMOLLM2-135M" << qint64(134'515'008);
     }

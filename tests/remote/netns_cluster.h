@@ -100,6 +100,11 @@ public:
         if (QString failure = keygen(QStringLiteral("user_key")); !failure.isEmpty())
             return failure;
         QFile::copy(path("user_key.pub"), path("authorized_keys"));
+        // Names are made from this process id: any namespace or bridge under
+        // them was left by a killed run of an earlier process with the same id.
+        for (int k = 0; k < int(views.size()); ++k)
+            shell(QStringLiteral("ip netns delete %1 2>/dev/null").arg(ns(k)));
+        shell(QStringLiteral("ip link delete %1 2>/dev/null").arg(bridge()));
         CommandOutput made = shell(QStringLiteral(
             "ip link add %1 type bridge && ip addr add %2.1/24 dev %1 && ip link set %1 up")
                                         .arg(bridge(), m_subnet));

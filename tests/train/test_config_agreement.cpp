@@ -97,6 +97,26 @@ private slots:
                 "rope_parameters":{"rope_type":"default","rope_theta":20000.0},
                 "max_position_embeddings":1024})"
             << false << 20000.0 << qint64(1024);
+        QTest::addRow("qwen3, q/k norms, head_dim apart")
+            << R"({"model_type":"qwen3","hidden_size":64,"intermediate_size":96,
+                "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
+                "head_dim":24,"vocab_size":128,"tie_word_embeddings":true})"
+            << true << 10000.0 << qint64(32768);
+        QTest::addRow("gemma2, four norms, defaults")
+            << R"({"model_type":"gemma2","hidden_size":64,"intermediate_size":96,
+                "num_hidden_layers":2,"num_attention_heads":4,"head_dim":16,"vocab_size":128})"
+            << true << 10000.0 << qint64(8192);
+        QTest::addRow("gemma3_text, four norms, q/k norms, local rope")
+            << R"({"model_type":"gemma3_text","hidden_size":64,"intermediate_size":96,
+                "num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":1,
+                "head_dim":16,"vocab_size":128,"rope_local_base_freq":10000.0})"
+            << true << 1000000.0 << qint64(131072);
+        QTest::addRow("phi3, fused qkv and gate_up, untied")
+            << R"({"model_type":"phi3","architectures":["Phi3ForCausalLM"],"hidden_size":64,
+                "intermediate_size":96,"num_hidden_layers":2,"num_attention_heads":8,
+                "num_key_value_heads":2,"vocab_size":160,"tie_word_embeddings":false,
+                "sliding_window":31})"
+            << false << 10000.0 << qint64(4096);
     }
     void plannerAndTrainerAgree()
     {
