@@ -6,6 +6,11 @@ namespace tb::train {
 
 using torch::indexing::Slice;
 
+RmsNorm::Weight normWeightOf(const LlamaConfig& config)
+{
+    return config.gemmaScaling ? RmsNorm::Weight::OffsetByOne : RmsNorm::Weight::Plain;
+}
+
 torch::Tensor applyRotary(
     const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin)
 {
@@ -71,7 +76,7 @@ SelfAttention::SelfAttention(
     if (config.queryPreAttnScalar > 0)
         m_scores.scale = 1.0 / std::sqrt(config.queryPreAttnScalar);
     m_scores.softcap = config.attnLogitSoftcap;
-    const auto normKind = config.gemmaScaling ? RmsNorm::Weight::OffsetByOne : RmsNorm::Weight::Plain;
+    const RmsNorm::Weight normKind = normWeightOf(config);
     const std::int64_t qWidth = m_numHeads * m_headDim;
     const std::int64_t kvWidth = m_numKvHeads * m_headDim;
     const std::int64_t hidden = config.hiddenSize;

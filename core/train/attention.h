@@ -43,6 +43,9 @@ struct LayerCache {
     torch::Tensor values;
 };
 
+// How the model's norms weigh: Gemma's (1 + w), else w.
+RmsNorm::Weight normWeightOf(const LlamaConfig& config);
+
 // x * cos + rotate_half(x) * sin, with rotate_half(x) = [-x2, x1] for the two
 // halves of the head (the Hugging Face layout of q_proj/k_proj rows). Tables
 // narrower than the head turn its leading dimensions only.

@@ -13,11 +13,6 @@ std::int64_t KvCache::length() const
 
 namespace {
 
-RmsNorm::Weight normWeightOf(const LlamaConfig& config)
-{
-    return config.gemmaScaling ? RmsNorm::Weight::OffsetByOne : RmsNorm::Weight::Plain;
-}
-
 GateActivation gateActivationOf(const LlamaConfig& config)
 {
     // model_config.cpp refuses every other activation.
