@@ -4,7 +4,10 @@ memory of a full fine-tune and of LoRA, and the ratios (docs/TRAINING.md,
 
 The model has llama2.c's stories15M shape (dim 288, 6 layers, 6 heads, SwiGLU
 768, vocabulary 32,000, tied), random weights written by transformers into a
-temporary folder; nothing is downloaded. Both sides train on TinyStories text
+temporary folder; nothing is downloaded. --family gives the same shape the
+layout of another family (qwen3: q/k norms; gemma2: four norms, GeGLU,
+softcaps, alternating 128-token windows; gemma3: q/k norms, local rope;
+phi3: fused projections, untied), head_dim 48 throughout. Both sides train on TinyStories text
 tokenised with stories260K's tokenizer, packed into rows of the same length,
 with the same micro-batch, precision (fp32), thread count, AdamW settings,
 gradient clipping and LoRA settings (r 16, alpha 32, dropout 0.05, every
@@ -22,6 +25,7 @@ No figure passes or fails.
   .venv/cpu/bin/python tests/benchmarks/train/bench_vs_hf.py \\
       --cli build/default/app/cli/tunebench-cli [--threads 1] [--steps 12] [--skip 2] \\
       [--micro-batch 4] [--seq-len 256] [--methods full,lora] [--repeat 3] [--keep DIR]
+      [--family llama|qwen3|gemma2|gemma3|phi3]
 """
 
 import argparse
@@ -42,17 +46,34 @@ TOKENIZER_DIR = os.path.join(REPO, "resources", "demo", "stories260K")
 TEXT = os.path.join(REPO, "tests", "data", "datasets", "tinystories", "tinystories_train_first100.txt")
 SEPARATOR = "<|endoftext|>"
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+FUSED_TARGETS = ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]  # Phi-3, for peft
 LORA = {"rank": 16, "alpha": 32, "dropout": 0.05}
 ADAMW = {"lr": 1e-4, "weight_decay": 0.01, "betas": (0.9, 0.999), "eps": 1e-8, "clip": 1.0}
 
 
-def write_model(folder):
+def family_config(family):
+    import transformers
+    shape = dict(vocab_size=32000, hidden_size=288, intermediate_size=768, num_hidden_layers=6,
+                 num_attention_heads=6, num_key_value_heads=6, max_position_embeddings=256,
+                 rms_norm_eps=1e-5, bos_token_id=1, eos_token_id=2)
+    if family == "qwen3":
+        return transformers.Qwen3Config(**shape, head_dim=48, tie_word_embeddings=True)
+    if family == "gemma2":
+        return transformers.Gemma2Config(**shape, head_dim=48, query_pre_attn_scalar=48,
+                                         sliding_window=128)
+    if family == "gemma3":
+        return transformers.Gemma3TextConfig(**shape, head_dim=48, query_pre_attn_scalar=48,
+                                             sliding_window=128)
+    if family == "phi3":
+        # Phi3Config's pad id 32000 is outside this vocabulary.
+        return transformers.Phi3Config(**shape, pad_token_id=0, tie_word_embeddings=False)
+    return transformers.LlamaConfig(**shape, tie_word_embeddings=True)
+
+
+def write_model(folder, family):
     import torch
     import transformers
-    config = transformers.LlamaConfig(
-        vocab_size=32000, hidden_size=288, intermediate_size=768, num_hidden_layers=6,
-        num_attention_heads=6, num_key_value_heads=6, max_position_embeddings=256,
-        rms_norm_eps=1e-5, tie_word_embeddings=True, bos_token_id=1, eos_token_id=2)
+    config = family_config(family)
     torch.manual_seed(0)
     transformers.AutoModelForCausalLM.from_config(config).save_pretrained(
         folder, safe_serialization=True)
@@ -136,7 +157,8 @@ def measure_hf(method, model, root, args):
 
 def shared_arguments(args):
     return ["--threads", str(args.threads), "--steps", str(args.steps), "--skip", str(args.skip),
-            "--micro-batch", str(args.micro_batch), "--seq-len", str(args.seq_len)]
+            "--micro-batch", str(args.micro_batch), "--seq-len", str(args.seq_len),
+            "--family", args.family]
 
 
 def token_rows(seq_len, rows):
@@ -171,7 +193,8 @@ def hf_worker(method, args):
     if method == "lora":
         model = peft.get_peft_model(model, peft.LoraConfig(
             r=LORA["rank"], lora_alpha=LORA["alpha"], lora_dropout=LORA["dropout"],
-            target_modules=TARGETS, task_type="CAUSAL_LM"))
+            target_modules=FUSED_TARGETS if args.family == "phi3" else TARGETS,
+            task_type="CAUSAL_LM"))
     model.train()
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     trainable = [p for _, p in named]
@@ -239,6 +262,8 @@ def arguments():
     parser.add_argument("--methods", default="full,lora")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each side, alternated")
     parser.add_argument("--keep", help="keep the model and runs in this folder")
+    parser.add_argument("--family", default="llama",
+                        choices=["llama", "qwen3", "gemma2", "gemma3", "phi3"])
     parser.add_argument("--hf-worker", choices=["full", "lora"], help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -256,10 +281,10 @@ def main():
     root = args.keep or tempfile.mkdtemp(prefix="bench_vs_hf.")
     os.makedirs(root, exist_ok=True)
     try:
-        model = os.path.join(root, "stories15M-shape")
+        model = os.path.join(root, f"stories15M-shape-{args.family}")
         if not os.path.exists(os.path.join(model, "model.safetensors")):
-            write_model(model)
-        print(f"stories15M shape, fp32, micro-batch {args.micro_batch} x {args.seq_len} tokens, "
+            write_model(model, args.family)
+        print(f"stories15M shape, {args.family} layout, fp32, micro-batch {args.micro_batch} x {args.seq_len} tokens, "
               f"{args.threads} thread(s), median of steps {args.skip + 1}..{args.steps}, "
               f"{args.repeat} runs of each side")
         for method in args.methods.split(","):
