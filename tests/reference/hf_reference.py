@@ -8,8 +8,10 @@ fails the run with exit status 1. Exit status 3: a package is missing.
 """
 
 import argparse
+import json
 import os
 import sys
+import traceback
 import warnings
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -274,14 +276,44 @@ def parser():
     return top
 
 
-def main():
-    args = parser().parse_args()
-    transformers.utils.logging.disable_progress_bar()
-    torch.set_num_threads(1)
+def run_command(argv):
+    """Runs one subcommand; None when it succeeded, else what went wrong."""
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit:
+        return f"hf_reference.py: bad arguments {argv}"
     try:
         args.run(args)
     except (ReferenceError, Warning) as problem:
-        print(f"hf_reference.py {args.command}: {problem}", file=sys.stderr)
+        return f"hf_reference.py {args.command}: {problem}"
+    return None
+
+
+def serve():
+    """Runs subcommands one per line of stdin (a JSON list of arguments) and
+    answers each with one JSON line, {"problem": null} or the problem, so
+    torch, transformers and peft are imported once for a whole test suite.
+    Anything the libraries print goes to stderr: stdout carries the answers."""
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    for line in sys.stdin:
+        try:
+            problem = run_command(json.loads(line))
+        except Exception:  # a bug here must not end the suite's other checks
+            problem = traceback.format_exc()
+        answers.write(json.dumps({"problem": problem}) + "\n")
+        answers.flush()
+
+
+def main():
+    transformers.utils.logging.disable_progress_bar()
+    torch.set_num_threads(1)
+    if sys.argv[1:] == ["serve"]:
+        serve()
+        return 0
+    problem = run_command(sys.argv[1:])
+    if problem:
+        print(problem, file=sys.stderr)
         return 1
     return 0
 

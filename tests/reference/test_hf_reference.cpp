@@ -249,6 +249,8 @@ private slots:
                 + made.problem));
     }
 
+    void cleanupTestCase() { reference::stopReferenceServer(); }
+
     void logitsAndLossEqualTransformers_data() { addFamilyRows(); }
 
     // fp32 within 1e-5 and bf16 within 1e-2 of the logits' scale; our fused
