@@ -11,7 +11,8 @@
 #include <memory>
 
 // Runs tests/reference/hf_reference.py with the reference environment's
-// Python (TB_REFERENCE_PYTHON, chosen at configure time), offline.
+// Python (TB_REFERENCE_PYTHON, chosen at configure time), offline, as one
+// serving process per suite.
 namespace tb::reference {
 
 struct ProcessOutcome {
@@ -27,27 +28,6 @@ inline QProcessEnvironment offlineEnvironment()
     environment.insert("HF_DATASETS_OFFLINE", "1");
     environment.insert("TOKENIZERS_PARALLELISM", "false");
     return environment;
-}
-
-inline ProcessOutcome runPython(const QStringList& arguments, int timeoutMs = 300000)
-{
-    QProcess process;
-    process.setProcessEnvironment(offlineEnvironment());
-    const QString python = QStringLiteral(TB_REFERENCE_PYTHON);
-    process.start(python, arguments);
-    const QString command = python + " " + arguments.join(' ');
-    if (!process.waitForStarted())
-        return {false, command + ": cannot start: " + process.errorString()};
-    if (!process.waitForFinished(timeoutMs)) {
-        process.kill();
-        process.waitForFinished();
-        return {false, command + ": still running after " + QString::number(timeoutMs) + " ms"};
-    }
-    if (process.exitStatus() != QProcess::NormalExit || process.exitCode() != 0)
-        return {false,
-            command + ": exit " + QString::number(process.exitCode()) + "\n"
-                + QString::fromUtf8(process.readAllStandardError()).right(4000)};
-    return {true, {}};
 }
 
 // hf_reference.py in its `serve` mode: one Python process answers every
