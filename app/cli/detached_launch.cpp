@@ -5,12 +5,12 @@
 
 #include <csignal>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <iostream>
 
 namespace tb::cli {
@@ -23,8 +23,10 @@ std::string leaveTerminal(const std::string& logPath)
     if (::setsid() < 0)
         return std::string("setsid: ") + std::strerror(errno);
     const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    const int log = ::open(logPath.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (null < 0 || log < 0)
+    // Private as the registry (the ranks' output may name data and paths);
+    // O_NOFOLLOW: a link planted where the log goes is refused, not written through.
+    const int log = ::open(logPath.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (null < 0 || log < 0 || ::fchmod(log, 0600) != 0)
         return "cannot open the log '" + logPath + "': " + std::strerror(errno);
     ::dup2(null, STDIN_FILENO);
     ::dup2(log, STDOUT_FILENO);
@@ -46,8 +48,6 @@ void ignoreStopSignals()
 [[noreturn]] void runChild(launch::RegistryEntry entry, const std::string& entryPath, int reply,
     const std::function<LaunchEnd()>& supervise)
 {
-    std::error_code ignored;
-    std::filesystem::create_directories(std::filesystem::path(entryPath).parent_path(), ignored);
     entry.pid = ::getpid();
     entry.host = common::hostName();
     entry.startedAt = launch::utcNow();

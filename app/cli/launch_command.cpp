@@ -256,8 +256,13 @@ int launchDetached(launch::LaunchOptions& options, const std::string& runDir)
     entry.nproc = layout.nprocPerNode;
     entry.config = options.arguments[1];
     entry.runDir = runDir;
-    const std::string dir = launch::registryDir();
-    const std::string path = launch::registryEntryPath(dir, entry.runId, entry.nodeRank);
+    const common::Result<std::string> dir = launch::registryDir();
+    const common::Status made = dir ? launch::makeRegistryDir(*dir) : common::Status(dir.error());
+    if (!made) {
+        std::cerr << "tunebench-cli launch --detach: " << made.error().toString() << "\n";
+        return kExitUsage;
+    }
+    const std::string path = launch::registryEntryPath(*dir, entry.runId, entry.nodeRank);
     entry.log = path.substr(0, path.size() - 5) + ".log";
     return detachAndSupervise(entry, path, [&options] { return superviseRanks(options); });
 }

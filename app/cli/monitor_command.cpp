@@ -137,8 +137,11 @@ common::Result<std::vector<launch::RegistryEntry>> registryOf(
 #else
     (void)connection, (void)p;
 #endif
+    common::Result<std::vector<launch::RegistryEntry>> all = launch::listLocalRegistry();
+    if (!all)
+        return all.error();
     std::vector<launch::RegistryEntry> entries;
-    for (launch::RegistryEntry& entry : launch::listRegistry(launch::registryDir())) {
+    for (launch::RegistryEntry& entry : all.value()) {
         if (runId.empty() || entry.runId == runId)
             entries.push_back(std::move(entry));
     }

@@ -158,6 +158,13 @@ common::Result<remote::ClusterOptions> clusterOptions(const ArgParser& p, const 
                     + " is for one node; with --hostfile the hostfile says where ranks run",
                 {}};
     }
+    // Each names registry files and a remote command's word on every node.
+    for (const char* option : {"run-id", "stop", "attach"}) {
+        if (!p.isSet(option))
+            continue;
+        if (common::Status valid = launch::checkRunId(p.value(option)); !valid)
+            return common::Error{std::string("launch: --") + option + ": " + valid.error().message, {}};
+    }
     common::Result<std::vector<launch::HostSlots>> hosts = launch::readHostfile(p.value("hostfile"));
     if (!hosts)
         return hosts.error();
@@ -178,9 +185,6 @@ common::Result<remote::ClusterOptions> clusterOptions(const ArgParser& p, const 
     options.masterAddr = p.value("master-addr");
     options.masterPort = int(*port);
     options.runId = p.value("run-id");
-    if (!options.runId.empty())
-        if (common::Status valid = launch::checkRunId(options.runId); !valid)
-            return common::Error{"--" + valid.error().message, {}};
     options.graceSeconds = *grace;
     options.trainerArguments = extra;
     options.sync = p.isSet("sync");

@@ -10,6 +10,7 @@
 #include "launch/node_facts.h"
 #include "launch/port_check.h"
 #include "launch/run_registry.h"
+#include "launch/world_layout.h"
 
 #include <nlohmann/json.hpp>
 
@@ -50,7 +51,12 @@ int printFacts(const std::string& config)
 int printRegistry(const std::string& runId)
 {
     std::vector<std::string> unreadable;
-    for (const launch::RegistryEntry& entry : launch::listRegistry(launch::registryDir(), &unreadable)) {
+    const common::Result<std::vector<launch::RegistryEntry>> entries = launch::listLocalRegistry(&unreadable);
+    if (!entries) {
+        std::cerr << "node-check: " << entries.error().toString() << "\n";
+        return kExitFailure;
+    }
+    for (const launch::RegistryEntry& entry : *entries) {
         if (runId.empty() || entry.runId == runId)
             std::printf("%s\n", launch::registryEntryToJson(entry).c_str());
     }
@@ -67,8 +73,13 @@ int signalLaunchers(const std::string& runId, const std::string& signalName)
                   << (runId.empty() ? " without --run-id" : "") << ", expected TERM or KILL with --run-id\n";
         return kExitUsage;
     }
+    const common::Result<std::vector<launch::RegistryEntry>> entries = launch::listLocalRegistry();
+    if (!entries) {
+        std::cerr << "node-check: " << entries.error().toString() << "\n";
+        return kExitFailure;
+    }
     int sent = 0;
-    for (const launch::RegistryEntry& entry : launch::listRegistry(launch::registryDir())) {
+    for (const launch::RegistryEntry& entry : *entries) {
         if (entry.runId == runId && entry.state == "running" && ::kill(pid_t(entry.pid), signal) == 0) {
             std::printf("%lld\n", entry.pid);
             ++sent;
@@ -116,6 +127,12 @@ int runNodeCheck(const Args& args)
     ArgParser p = makeParser();
     if (const std::optional<int> status = p.parseOrExitStatus(args))
         return *status;
+    if (p.isSet("run-id")) {
+        if (common::Status valid = launch::checkRunId(p.value("run-id")); !valid) {
+            std::cerr << "node-check: --" << valid.error().message << "\n";
+            return kExitUsage;
+        }
+    }
     if (p.isSet("registry"))
         return printRegistry(p.value("run-id"));
     if (p.isSet("signal"))

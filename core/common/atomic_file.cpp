@@ -50,11 +50,35 @@ void syncDirectoryOf(const std::string& path)
     }
 }
 
+// The process's umask, read without setting it (umask(2) would, for every
+// thread at once); 022 where /proc does not say.
+mode_t currentUmask()
+{
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line.starts_with("Umask:"))
+            return mode_t(std::stoul(line.substr(6), nullptr, 8));
+    }
+    return 022;
+}
+
+mode_t finalMode(const std::string& target, const FileMode& mode)
+{
+    if (mode)
+        return mode_t(*mode);
+    struct stat existing {};
+    if (::lstat(target.c_str(), &existing) == 0 && S_ISREG(existing.st_mode))
+        return existing.st_mode & 07777;
+    return 0666 & ~currentUmask();
+}
+
 } // namespace
 
-AtomicFile::AtomicFile(std::string target)
+AtomicFile::AtomicFile(std::string target, FileMode mode)
     : m_target(std::move(target))
     , m_tempPath(m_target + ".tmp.XXXXXX")
+    , m_mode(mode)
 {
     m_fd = ::mkstemp(m_tempPath.data());
 }
@@ -74,12 +98,13 @@ bool AtomicFile::write(const void* data, size_t size)
 
 bool AtomicFile::commit()
 {
+    // mkstemp creates 0600: the file gets its own mode before anyone can see it.
+    if (::fchmod(m_fd, finalMode(m_target, m_mode)) != 0)
+        return false;
     if (::fsync(m_fd) != 0)
         return false;
     if (::close(std::exchange(m_fd, -1)) != 0)
         return false;
-    // mkstemp creates 0600; a config, checkpoint or weight file gets the usual mode.
-    ::chmod(m_tempPath.c_str(), 0644);
     if (::rename(m_tempPath.c_str(), m_target.c_str()) != 0)
         return false;
     m_committed = true;
@@ -87,9 +112,9 @@ bool AtomicFile::commit()
     return true;
 }
 
-Status writeFileAtomic(const std::string& path, const std::string& content)
+Status writeFileAtomic(const std::string& path, const std::string& content, FileMode mode)
 {
-    AtomicFile file(path);
+    AtomicFile file(path, mode);
     if (!file.isOpen())
         return Error{systemError("cannot create a temporary file for", path), {}};
     if (!file.write(content.data(), content.size()))

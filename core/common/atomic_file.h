@@ -3,24 +3,31 @@
 #include "common/error.h"
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 namespace tb::common {
+
+// The mode an atomically written file ends with: `mode` when given (a
+// private file: 0600 whatever was there); else the mode of the file it
+// replaces, so a file its owner made private stays private, and for a new
+// file 0666 less the umask, as open(2) would give.
+using FileMode = std::optional<unsigned>;
 
 // Writes `content` to a temporary file beside `path`, flushes it to disk and
 // renames it over `path`, so a reader (or a crash) sees the old file or the
 // new one, never half of either. Used for configs, checkpoints' manifests and
 // registries.
-Status writeFileAtomic(const std::string& path, const std::string& content);
+Status writeFileAtomic(const std::string& path, const std::string& content, FileMode mode = {});
 
 // A file written in pieces that appears at `target` whole or not at all:
-// written to a temporary file beside it, then flushed, given the usual mode
-// (0644) and renamed over it by commit(). Destroyed without commit(), it
+// written to a temporary file beside it, then flushed, given its mode
+// (FileMode) and renamed over it by commit(). Destroyed without commit(), it
 // leaves `target` as it was. writeFileAtomic and the safetensors writer both
 // write through it.
 class AtomicFile {
 public:
-    explicit AtomicFile(std::string target);
+    explicit AtomicFile(std::string target, FileMode mode = {});
     ~AtomicFile();
     AtomicFile(const AtomicFile&) = delete;
     AtomicFile& operator=(const AtomicFile&) = delete;
@@ -33,6 +40,7 @@ public:
 private:
     std::string m_target;
     std::string m_tempPath;
+    FileMode m_mode;
     int m_fd = -1;
     bool m_committed = false;
 };

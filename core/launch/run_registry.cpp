@@ -2,15 +2,19 @@
 
 #include "common/atomic_file.h"
 #include "common/json_text.h"
-#include "common/local_machine.h"
 #include "launch/world_layout.h"
 
 #include <nlohmann/json.hpp>
 
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -23,15 +27,68 @@ namespace {
 namespace fs = std::filesystem;
 using common::Error;
 
+// The process's argv, a word each.
+std::vector<std::string> commandWords(long long pid)
+{
+    std::ifstream file("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+    std::vector<std::string> words;
+    std::string word;
+    while (std::getline(file, word, '\0'))
+        words.push_back(word);
+    return words;
+}
+
 } // namespace
 
-std::string registryDir()
+common::Result<std::string> registryDir()
 {
     const char* state = std::getenv("XDG_STATE_HOME");
     if (state && *state == '/')
         return std::string(state) + "/tunebench/runs";
     const char* home = std::getenv("HOME");
-    return std::string(home ? home : "/tmp") + "/.local/state/tunebench/runs";
+    if (home && *home == '/')
+        return std::string(home) + "/.local/state/tunebench/runs";
+    return Error{"run registry: HOME is " + (home ? "'" + std::string(home) + "'" : std::string("not set"))
+            + " and XDG_STATE_HOME names no absolute folder: expected one of them to say where it goes",
+        "set HOME (or XDG_STATE_HOME) to your own folder"};
+}
+
+common::Status checkRegistryDir(const std::string& dir)
+{
+    struct stat info {};
+    if (::stat(dir.c_str(), &info) != 0)
+        return errno == ENOENT ? common::Status(common::Ok{})
+                               : Error{"run registry '" + dir + "': " + std::strerror(errno), {}};
+    if (!S_ISDIR(info.st_mode))
+        return Error{"run registry '" + dir + "': not a folder", {}};
+    if (info.st_uid != ::geteuid())
+        return Error{"run registry '" + dir + "': owned by uid " + std::to_string(info.st_uid)
+                + ", expected this user's (uid " + std::to_string(::geteuid()) + "): refusing to use it",
+            "someone else may have made it to plant entries; remove it or set XDG_STATE_HOME"};
+    if (info.st_mode & (S_IWGRP | S_IWOTH)) {
+        char mode[8];
+        std::snprintf(mode, sizeof mode, "%04o", unsigned(info.st_mode & 07777));
+        return Error{"run registry '" + dir + "': mode " + mode
+                + " lets other users write to it, expected 0700: refusing to use it",
+            "check what is in it, then chmod 700 " + dir};
+    }
+    return common::Ok{};
+}
+
+common::Status makeRegistryDir(const std::string& dir)
+{
+    std::error_code error;
+    fs::create_directories(fs::path(dir).parent_path(), error);
+    if (error || (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST))
+        return Error{"run registry '" + dir + "': cannot be created: "
+                + (error ? error.message() : std::string(std::strerror(errno))),
+            {}};
+    if (common::Status checked = checkRegistryDir(dir); !checked)
+        return checked;
+    // Made 0755 by earlier versions; ours, so it can be closed.
+    if (::chmod(dir.c_str(), 0700) != 0)
+        return Error{"run registry '" + dir + "': cannot make it 0700: " + std::strerror(errno), {}};
+    return common::Ok{};
 }
 
 std::string registryEntryPath(const std::string& dir, const std::string& runId, int nodeRank)
@@ -92,13 +149,9 @@ common::Result<RegistryEntry> registryEntryFromJson(const std::string& text, con
 
 common::Status writeRegistryEntry(const std::string& path, const RegistryEntry& entry)
 {
-    std::error_code error;
-    fs::create_directories(fs::path(path).parent_path(), error);
-    if (error)
-        return Error{"run registry '" + fs::path(path).parent_path().string()
-                + "': cannot be created: " + error.message(),
-            {}};
-    return common::writeFileAtomic(path, registryEntryToJson(entry) + "\n");
+    if (common::Status made = makeRegistryDir(fs::path(path).parent_path().string()); !made)
+        return made;
+    return common::writeFileAtomic(path, registryEntryToJson(entry) + "\n", 0600);
 }
 
 common::Result<RegistryEntry> readRegistryEntry(const std::string& path)
@@ -113,14 +166,24 @@ bool launcherAlive(const RegistryEntry& entry)
 {
     if (entry.pid <= 0 || ::kill(pid_t(entry.pid), 0) != 0)
         return false;
-    const std::string command = common::processCommandLine(entry.pid);
-    const std::string configName = fs::path(entry.config).filename().string();
-    return command.find(" launch ") != std::string::npos
-        && (command.find(entry.runId) != std::string::npos || command.find(configName) != std::string::npos);
+    // Whole words, not substrings: an entry naming "/x/" or "a" as its
+    // config must not match every launcher there is.
+    const std::vector<std::string> words = commandWords(entry.pid);
+    if (words.size() < 3 || words[1] != "launch")
+        return false;
+    for (size_t i = 2; i < words.size(); ++i) {
+        const bool runId = words[i] == "--run-id=" + entry.runId
+            || (words[i] == "--run-id" && i + 1 < words.size() && words[i + 1] == entry.runId);
+        if (runId || (!entry.config.empty() && words[i] == entry.config))
+            return true;
+    }
+    return false;
 }
 
-std::vector<RegistryEntry> listRegistry(const std::string& dir, std::vector<std::string>* unreadable)
+common::Result<std::vector<RegistryEntry>> listRegistry(const std::string& dir, std::vector<std::string>* unreadable)
 {
+    if (common::Status checked = checkRegistryDir(dir); !checked)
+        return checked.error();
     std::vector<RegistryEntry> entries;
     std::error_code error;
     for (const fs::directory_entry& file : fs::directory_iterator(dir, error)) {
@@ -148,6 +211,14 @@ std::vector<RegistryEntry> listRegistry(const std::string& dir, std::vector<std:
         return a.startedAt != b.startedAt ? a.startedAt > b.startedAt : a.nodeRank < b.nodeRank;
     });
     return entries;
+}
+
+common::Result<std::vector<RegistryEntry>> listLocalRegistry(std::vector<std::string>* unreadable)
+{
+    common::Result<std::string> dir = registryDir();
+    if (!dir)
+        return dir.error();
+    return listRegistry(*dir, unreadable);
 }
 
 std::string utcNow()

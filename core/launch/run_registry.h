@@ -17,7 +17,7 @@ struct RegistryEntry {
     int nproc = 1;
     long long pid = 0; // the node's launcher
     std::string host; // this machine's name
-    std::string config; // the run config, absolute
+    std::string config; // the run config, as the launcher's command line names it
     std::string runDir; // output.dir: events.jsonl, checkpoints, exports
     std::string log; // the launcher's stdout and stderr
     std::string startedAt; // UTC, ISO 8601
@@ -37,22 +37,40 @@ struct RegistryEntry {
     bool failed() const;
 };
 
-// ${XDG_STATE_HOME:-~/.local/state}/tunebench/runs
-std::string registryDir();
+// ${XDG_STATE_HOME:-$HOME/.local/state}/tunebench/runs. An Error when
+// neither is an absolute path: no shared fallback such as /tmp, where another
+// user could plant entries that node-check --signal acts on.
+common::Result<std::string> registryDir();
 // <dir>/<run id>.node<K>.json; the log sits beside it as .log.
 std::string registryEntryPath(const std::string& dir, const std::string& runId, int nodeRank);
 
-// Written atomically: a reader sees the old entry or the new one.
+// The registry folder is private: entries and logs hold configs, paths and
+// the ranks' output, and an entry names the process that a stop signals. An
+// Error names the folder when another user owns it or others may write to
+// it; a missing folder is fine (nothing registered).
+common::Status checkRegistryDir(const std::string& dir);
+// Creates `dir` 0700 (its parents as usual) and checks it; a folder of ours
+// that others may read is made 0700.
+common::Status makeRegistryDir(const std::string& dir);
+
+// Written atomically, 0600, in a folder made by makeRegistryDir: a reader
+// sees the old entry or the new one.
 common::Status writeRegistryEntry(const std::string& path, const RegistryEntry& entry);
 common::Result<RegistryEntry> readRegistryEntry(const std::string& path);
 
 // Every entry under `dir`, newest first, each with its state checked against
 // the live processes ("vanished" for a running entry whose launcher is gone).
-// Entries that cannot be read are skipped and named in `unreadable`.
-std::vector<RegistryEntry> listRegistry(const std::string& dir, std::vector<std::string>* unreadable = nullptr);
+// Entries that cannot be read are skipped and named in `unreadable`; a
+// folder that checkRegistryDir refuses is an Error.
+common::Result<std::vector<RegistryEntry>> listRegistry(
+    const std::string& dir, std::vector<std::string>* unreadable = nullptr);
+
+// listRegistry of registryDir(): this machine's runs.
+common::Result<std::vector<RegistryEntry>> listLocalRegistry(std::vector<std::string>* unreadable = nullptr);
 
 // Whether `entry`'s launcher is alive: the pid exists and still runs
-// `launch` with this run id (a reused pid does not count).
+// `tunebench-cli launch` with this run id (--run-id ID) or this config as
+// one of its words (a reused pid does not count).
 bool launcherAlive(const RegistryEntry& entry);
 
 std::string registryEntryToJson(const RegistryEntry& entry);

@@ -8,6 +8,7 @@
 #include <openssl/evp.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -169,9 +170,24 @@ public:
             return Error{m_session.target().describe() + ": " + part + " does not match " + path + " (SHA-256 "
                     + *theirs + ", here " + *ours + ")",
                 {}};
+        if (common::Status kept = keepMode(*sftp, path, part); !kept)
+            return kept;
         ++m_summary.copied;
         m_summary.resumed += *offset > 0;
         return runChecked(m_session, "mv -f -- " + launch::shellQuote(part) + " " + launch::shellQuote(path));
+    }
+
+    // Gives the copy there its source's mode, as scp -p: a private dataset
+    // stays private on the node.
+    common::Status keepMode(sftp_session sftp, const std::string& path, const std::string& part)
+    {
+        struct stat source {};
+        if (::stat(path.c_str(), &source) != 0)
+            return Error{"cannot read " + path + ": " + std::strerror(errno), {}};
+        const SshSession::Bounded bounded(m_session);
+        if (sftp_chmod(sftp, part.c_str(), source.st_mode & 0777) != 0)
+            return Error{m_session.target().describe() + ": cannot set the mode of " + part + stalled(), {}};
+        return common::Ok{};
     }
 
     // Sends `path` from `offset` on into `part` there, each chunk answered in time.
@@ -179,7 +195,8 @@ public:
         uint64_t size)
     {
         SshSession::Bounded bounded(m_session);
-        SftpFile file(sftp_open(sftp, part.c_str(), O_WRONLY | O_CREAT | (offset ? 0 : O_TRUNC), 0644));
+        // Private until whole; then it gets its source's mode (keepMode).
+        SftpFile file(sftp_open(sftp, part.c_str(), O_WRONLY | O_CREAT | (offset ? 0 : O_TRUNC), 0600));
         if (!file || sftp_seek64(file.get(), offset) != 0)
             return Error{m_session.target().describe() + ": cannot write " + part + stalled(), {}};
         std::ifstream in(path, std::ios::binary);

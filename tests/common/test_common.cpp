@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <future>
 
+#include <sys/stat.h>
+
 using namespace tb::common;
 
 class TestCommon : public QObject {
@@ -206,6 +208,44 @@ private slots:
         for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path().toStdString()))
             ++entries;
         QCOMPARE(entries, 1);
+    }
+
+    // A replaced file keeps its mode (a config its owner made private stays
+    // private), a new one gets 0666 less the umask, and a mode given wins
+    // over both (the run registry's 0600).
+    void atomicWriteModes_data()
+    {
+        QTest::addColumn<int>("existing"); // -1: no file there
+        QTest::addColumn<int>("given"); // -1: none
+        QTest::addColumn<int>("mask");
+        QTest::addColumn<int>("expected");
+        QTest::newRow("new, umask 022") << -1 << -1 << 022 << 0644;
+        QTest::newRow("new, umask 077") << -1 << -1 << 077 << 0600;
+        QTest::newRow("private file kept private") << 0600 << -1 << 022 << 0600;
+        QTest::newRow("executable kept") << 0755 << -1 << 077 << 0755;
+        QTest::newRow("given over a new file") << -1 << 0600 << 0 << 0600;
+        QTest::newRow("given over an open file") << 0666 << 0600 << 022 << 0600;
+    }
+
+    void atomicWriteModes()
+    {
+        QFETCH(int, existing);
+        QFETCH(int, given);
+        QFETCH(int, mask);
+        QFETCH(int, expected);
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("file").toStdString();
+        if (existing >= 0) {
+            QVERIFY(writeFileAtomic(path, "old\n").ok());
+            QVERIFY(::chmod(path.c_str(), mode_t(existing)) == 0);
+        }
+        const mode_t before = ::umask(mode_t(mask));
+        const Status written = writeFileAtomic(path, "new\n", given >= 0 ? FileMode(given) : FileMode());
+        ::umask(before);
+        QVERIFY(written.ok());
+        struct stat info {};
+        QVERIFY(::stat(path.c_str(), &info) == 0);
+        QCOMPARE(int(info.st_mode & 07777), expected);
     }
 
     // The rename cannot replace a non-empty directory, even as root: the

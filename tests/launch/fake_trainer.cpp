@@ -12,6 +12,7 @@
 //   --sleep-ms MS      other ranks then wait MS (stopping early on SIGTERM/SIGINT)
 //   --ignore-term      ignore SIGTERM
 //   --ready-file P     create P.<rank> once the signal handlers are in place
+//   --run-id ID        ignored: lets a test give it a launcher's command line
 // Positional arguments ("train", "run.yaml") are ignored.
 #include <atomic>
 #include <cerrno>
@@ -129,6 +130,8 @@ int main(int argc, char** argv)
             failHow = argv[++i];
         else if (arg == "--ready-file" && hasValue)
             readyFile = argv[++i];
+        else if (arg == "--run-id" && hasValue)
+            ++i;
         else if (arg == "--env")
             printEnv = true;
         else if (arg == "--fds")

@@ -9,6 +9,9 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 using tb::launch::HostSlots;
 
 namespace {
@@ -231,10 +234,118 @@ private slots:
         broken.close();
         std::vector<std::string> unreadable;
         const auto listed = tb::launch::listRegistry(dir.path().toStdString() + "/runs", &unreadable);
-        QCOMPARE(listed.size(), size_t(1));
-        QCOMPARE(listed.front().state, std::string("vanished"));
+        QVERIFY(listed.ok());
+        QCOMPARE(listed->size(), size_t(1));
+        QCOMPARE(listed->front().state, std::string("vanished"));
         QCOMPARE(unreadable.size(), size_t(1));
         QVERIFY(QString::fromStdString(unreadable.front()).contains("broken.json"));
+    }
+
+    // The registry is private: made 0700 with 0600 entries (a folder of ours
+    // made 0755 by earlier versions is closed), and a folder another user
+    // owns, or that others may write to, is refused for reading and writing.
+    void registryFolderIsPrivate_data()
+    {
+        QTest::addColumn<QString>("before");
+        QTest::addColumn<QString>("refusal"); // empty: accepted
+        QTest::newRow("missing") << "missing" << "";
+        QTest::newRow("ours, 0700") << "0700" << "";
+        QTest::newRow("ours, 0755") << "0755" << "";
+        QTest::newRow("group-writable") << "0770" << "mode 0770 lets other users write to it, expected 0700";
+        QTest::newRow("world-writable, sticky") << "1777" << "mode 1777 lets other users write to it";
+        QTest::newRow("another user's") << "other" << "owned by uid ";
+        QTest::newRow("a file") << "file" << "not a folder";
+    }
+
+    void registryFolderIsPrivate()
+    {
+        QFETCH(QString, before);
+        QFETCH(QString, refusal);
+        QTemporaryDir base;
+        std::string dir = base.path().toStdString() + "/runs";
+        if (before == "file") {
+            QFile file(QString::fromStdString(dir));
+            QVERIFY(file.open(QIODevice::WriteOnly));
+        } else if (before == "other" && ::geteuid() != 0) {
+            dir = "/"; // root's: another user's for this one
+        } else if (before != "missing") {
+            QVERIFY(::mkdir(dir.c_str(), 0700) == 0);
+            if (before == "other")
+                QVERIFY(::chown(dir.c_str(), 65534, 65534) == 0);
+            else
+                QVERIFY(::chmod(dir.c_str(), mode_t(before.toUInt(nullptr, 8))) == 0);
+        }
+        tb::launch::RegistryEntry entry;
+        entry.runId = "r1";
+        const std::string path = tb::launch::registryEntryPath(dir, entry.runId, 0);
+        const auto listed = tb::launch::listRegistry(dir);
+        const tb::common::Status written = tb::launch::writeRegistryEntry(path, entry);
+        if (refusal.isEmpty()) {
+            QVERIFY2(listed.ok(), listed.ok() ? "" : listed.error().message.c_str());
+            QVERIFY2(written.ok(), written.ok() ? "" : written.error().message.c_str());
+            QCOMPARE(modeOf(dir), 0700);
+            QCOMPARE(modeOf(path), 0600);
+            return;
+        }
+        QVERIFY(!listed.ok() && !written.ok());
+        for (const tb::common::Error& error : {listed.error(), written.error()}) {
+            QVERIFY2(QString::fromStdString(error.message).contains(refusal), error.message.c_str());
+            QVERIFY2(error.message.starts_with("run registry '" + dir + "': "), error.message.c_str());
+        }
+        QVERIFY(!QFile::exists(QString::fromStdString(path)));
+    }
+
+    // No shared fallback (once /tmp, where anyone could plant the registry):
+    // without an absolute HOME or XDG_STATE_HOME there is no registry.
+    void registryFolderNeedsAHome_data()
+    {
+        QTest::addColumn<QString>("home"); // "-": unset
+        QTest::addColumn<QString>("state");
+        QTest::addColumn<QString>("expected"); // the folder, or "error: <fragment>"
+        QTest::newRow("HOME") << "/home/u" << "-" << "/home/u/.local/state/tunebench/runs";
+        QTest::newRow("XDG_STATE_HOME first") << "/home/u" << "/state" << "/state/tunebench/runs";
+        QTest::newRow("XDG_STATE_HOME relative") << "/home/u" << "state" << "/home/u/.local/state/tunebench/runs";
+        QTest::newRow("no HOME") << "-" << "-" << "error: run registry: HOME is not set and XDG_STATE_HOME";
+        QTest::newRow("HOME relative") << "home" << "-" << "error: HOME is 'home'";
+        QTest::newRow("only XDG_STATE_HOME") << "-" << "/state" << "/state/tunebench/runs";
+    }
+
+    void registryFolderNeedsAHome()
+    {
+        QFETCH(QString, home);
+        QFETCH(QString, state);
+        QFETCH(QString, expected);
+        const QByteArray savedHome = qgetenv("HOME");
+        const QByteArray savedState = qgetenv("XDG_STATE_HOME");
+        const bool hadState = qEnvironmentVariableIsSet("XDG_STATE_HOME");
+        const auto set = [](const char* name, const QString& value) {
+            if (value == "-")
+                qunsetenv(name);
+            else
+                qputenv(name, value.toUtf8());
+        };
+        set("HOME", home);
+        set("XDG_STATE_HOME", state);
+        const auto dir = tb::launch::registryDir();
+        qputenv("HOME", savedHome);
+        if (hadState)
+            qputenv("XDG_STATE_HOME", savedState);
+        else
+            qunsetenv("XDG_STATE_HOME");
+        if (expected.startsWith("error: ")) {
+            QVERIFY(!dir.ok());
+            QVERIFY2(QString::fromStdString(dir.error().message).contains(expected.mid(7)), dir.error().message.c_str());
+            return;
+        }
+        QVERIFY(dir.ok());
+        QCOMPARE(QString::fromStdString(*dir), expected);
+    }
+
+private:
+    static int modeOf(const std::string& path)
+    {
+        struct stat info {};
+        return ::stat(path.c_str(), &info) == 0 ? int(info.st_mode & 07777) : -1;
     }
 };
 

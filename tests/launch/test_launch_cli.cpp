@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <csignal>
 #include <sched.h>
+#include <sys/stat.h>
 
 // tunebench-cli launch as a user runs it: the real binary starting the fake
 // trainer as every rank (--trainer). Environment, output, failure of one
@@ -113,6 +114,12 @@ class TestLaunchCli : public QObject {
         outcome.out = process.readAllStandardOutput();
         outcome.err = process.readAllStandardError();
         return outcome;
+    }
+
+    static int modeOf(const std::string& path)
+    {
+        struct stat info {};
+        return ::stat(path.c_str(), &info) == 0 ? int(info.st_mode & 07777) : -1;
     }
 
     QString readyPrefix() const { return m_dir.filePath(QStringLiteral("ready")); }
@@ -354,6 +361,9 @@ private slots:
             << QStringList{"--master-addr", "no-such-host.invalid"} << "no-such-host.invalid";
         QTest::addRow("run id with a space") << QStringList{"--run-id", "my job"}
                                              << "run_id: got 'my job', expected up to 128";
+        QTest::addRow("run id up a folder") << QStringList{"--run-id", "../x"}
+                                            << "run_id: got '../x', expected up to 128";
+        QTest::addRow("run id a dot") << QStringList{"--run-id", "."} << "run_id: got '.', expected";
         QTest::addRow("unknown option")
             << QStringList{"--nprocs", "2"} << "unknown option '--nprocs'";
         QTest::addRow("devices not indices") << QStringList{"--devices", "0;rm"}
@@ -365,6 +375,12 @@ private slots:
                                                << "--nproc is for one node";
         QTest::addRow("stop and attach") << QStringList{"--hostfile", "/x", "--stop", "a", "--attach", "b"}
                                          << "--stop and --attach: give one of them";
+        QTest::addRow("multi-node run id up a folder")
+            << QStringList{"launch", m_config, "--hostfile", "/x", "--run-id", "../x"} << "launch: --run-id: run_id: got '../x'";
+        QTest::addRow("stop a run id up a folder")
+            << QStringList{"launch", m_config, "--hostfile", "/x", "--stop", "../x"} << "launch: --stop: run_id: got '../x'";
+        QTest::addRow("attach to a run id with a slash")
+            << QStringList{"launch", m_config, "--hostfile", "/x", "--attach", "a/b"} << "launch: --attach: run_id: got 'a/b'";
 #else
         QTest::addRow("hostfile without SSH") << QStringList{"--hostfile", "/nonexistent/hosts"}
                                               << "--hostfile: this build has no SSH";
@@ -396,8 +412,13 @@ private slots:
         QCOMPARE(entry->runId, std::string("detached-1"));
         QCOMPARE(entry->state, std::string("running"));
         QVERIFY(entry->pid > 0);
-        const std::string path = tb::launch::registryEntryPath(state.path().toStdString() + "/tunebench/runs", "detached-1", 0);
+        const std::string dir = state.path().toStdString() + "/tunebench/runs";
+        const std::string path = tb::launch::registryEntryPath(dir, "detached-1", 0);
         QCOMPARE(QString::fromStdString(entry->log), QString::fromStdString(path.substr(0, path.size() - 5) + ".log"));
+        // Private: the entries and logs hold configs, paths and the ranks' output.
+        QCOMPARE(modeOf(dir), 0700);
+        QCOMPARE(modeOf(path), 0600);
+        QCOMPARE(modeOf(entry->log), 0600);
         QElapsedTimer waited;
         waited.start();
         auto ended = tb::launch::readRegistryEntry(path);
@@ -418,6 +439,53 @@ private slots:
         QVERIFY(monitor.waitForFinished(10000));
         const QString listed = QString::fromUtf8(monitor.readAllStandardOutput());
         QVERIFY2(listed.contains(QStringLiteral("detached-1")) && listed.contains(QStringLiteral("exit 0")), qPrintable(listed));
+    }
+
+    // The registry is refused, read or written, where another user could
+    // have planted it: no HOME to put it in (once a /tmp fallback), or a
+    // folder that others may write to.
+    void registryRefusals_data()
+    {
+        QTest::addColumn<QString>("where"); // "no-home" or "group-writable"
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<int>("exitCode");
+        QTest::addColumn<QString>("expected");
+        const QStringList detach{"--detach", "--run-id", "refused-1"};
+        QTest::addRow("node-check --registry, no HOME") << "no-home" << QStringList{"node-check", "--registry"} << 1
+                                                        << "node-check: run registry: HOME is not set";
+        QTest::addRow("launch --detach, no HOME") << "no-home" << detach << 2
+                                                  << "launch --detach: run registry: HOME is not set";
+        QTest::addRow("node-check --signal, group-writable")
+            << "group-writable" << QStringList{"node-check", "--signal", "TERM", "--run-id", "x"} << 1
+            << "lets other users write to it, expected 0700";
+        QTest::addRow("launch --detach, group-writable") << "group-writable" << detach << 2
+                                                         << "lets other users write to it, expected 0700";
+    }
+
+    void registryRefusals()
+    {
+        QFETCH(QString, where);
+        QFETCH(QStringList, args);
+        QFETCH(int, exitCode);
+        QFETCH(QString, expected);
+        QTemporaryDir state;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.remove(QStringLiteral("XDG_STATE_HOME"));
+        if (where == "no-home") {
+            env.remove(QStringLiteral("HOME"));
+        } else {
+            env.insert(QStringLiteral("XDG_STATE_HOME"), state.path());
+            const QString runs = state.filePath(QStringLiteral("tunebench/runs"));
+            QVERIFY(QDir().mkpath(runs));
+            QVERIFY(QFile::setPermissions(runs, QFileDevice::ReadOwner | QFileDevice::WriteOwner
+                        | QFileDevice::ExeOwner | QFileDevice::WriteGroup | QFileDevice::ExeGroup));
+        }
+        const QStringList full = args.value(0) == "node-check" ? args : launchArgs(args, {});
+        const Outcome r = launch(full, 30000, 0, {}, env);
+        QCOMPARE(r.exitCode, exitCode);
+        QVERIFY2(QString::fromUtf8(r.err).contains(expected), r.err.constData());
+        if (where == "group-writable") // nothing written there
+            QVERIFY(QDir(state.filePath(QStringLiteral("tunebench/runs"))).isEmpty());
     }
 
     void badConfigNamesTheField()

@@ -296,6 +296,7 @@ private slots:
         QTest::addRow("up a folder") << "../../home/u/.bashrc" << false;
         QTest::addRow("a slash") << "a/b" << false;
         QTest::addRow("hidden") << ".x" << false;
+        QTest::addRow("dot") << "." << false;
         QTest::addRow("dot dot") << ".." << false;
         QTest::addRow("a space") << "my job" << false;
         QTest::addRow("a newline") << "a\nb" << false;
@@ -318,6 +319,46 @@ private slots:
                     && message.find('\n') == std::string::npos,
                 message.c_str());
         }
+    }
+
+    // A running entry's launcher is alive only while its pid runs `launch`
+    // with the entry's run id or config as whole words: an entry naming a
+    // part of them (a planted "/runs/" or "a.yaml") matches no launcher, so
+    // node-check --signal cannot be turned on another run's.
+    void launcherAliveMatchesWholeWords_data()
+    {
+        QTest::addColumn<QString>("command"); // the process's first argument
+        QTest::addColumn<QString>("runId");
+        QTest::addColumn<QString>("config");
+        QTest::addColumn<bool>("alive");
+        QTest::addRow("its run id") << "launch" << "job-1" << "/other.yaml" << true;
+        QTest::addRow("its config") << "launch" << "zzz" << "/runs/a.yaml" << true;
+        QTest::addRow("the config's folder") << "launch" << "zzz" << "/runs/" << false;
+        QTest::addRow("the config's file name") << "launch" << "zzz" << "a.yaml" << false;
+        QTest::addRow("a part of the run id") << "launch" << "job" << "/other.yaml" << false;
+        QTest::addRow("a word of the config") << "launch" << "runs" << "" << false;
+        QTest::addRow("not a launcher") << "train" << "job-1" << "/runs/a.yaml" << false;
+    }
+
+    void launcherAliveMatchesWholeWords()
+    {
+        QFETCH(QString, command);
+        QFETCH(QString, runId);
+        QFETCH(QString, config);
+        QFETCH(bool, alive);
+        QProcess process;
+        process.start(QStringLiteral(TB_FAKE_TRAINER), {command, QStringLiteral("--run-id"), QStringLiteral("job-1"),
+            QStringLiteral("/runs/a.yaml"), QStringLiteral("--steps"), QStringLiteral("0"),
+            QStringLiteral("--sleep-ms"), QStringLiteral("30000")});
+        QVERIFY(process.waitForStarted());
+        tb::launch::RegistryEntry entry;
+        entry.pid = process.processId();
+        entry.runId = runId.toStdString();
+        entry.config = config.toStdString();
+        const bool found = tb::launch::launcherAlive(entry);
+        process.kill();
+        process.waitForFinished();
+        QCOMPARE(found, alive);
     }
 
     // Ports from the ephemeral range are handed to every bind(0) and every
