@@ -112,6 +112,33 @@ void keepAlive(int socket, long idle)
     ::setsockopt(socket, IPPROTO_TCP, TCP_USER_TIMEOUT, &userTimeout, sizeof userTimeout);
 }
 
+// Printed on stdout and stderr before the command runs: whatever the remote
+// shell's start-up files print first (an `echo Welcome` in ~/.bashrc, which
+// bash reads for SSH commands too) comes before it and is cut off, so JSON,
+// hashes and error lines are read from the command alone.
+const std::string kOutputStart = "--- tunebench output ---";
+
+std::string withOutputStart(const std::string& command)
+{
+    const std::string mark = "printf '%s\\n' '" + kOutputStart + "'";
+    return mark + "; " + mark + " >&2; " + command;
+}
+
+// What follows the first line that is kOutputStart; all of `text` when there
+// is none (the shell failed before it).
+void cutBeforeOutputStart(std::string& text)
+{
+    const std::string line = kOutputStart + "\n";
+    size_t start = 0;
+    if (!text.starts_with(line)) {
+        const size_t newline = text.find("\n" + line);
+        if (newline == std::string::npos)
+            return;
+        start = newline + 1;
+    }
+    text.erase(0, start + line.size());
+}
+
 } // namespace
 
 SshSession::Bounded::Bounded(SshSession& session)
@@ -207,7 +234,7 @@ common::Result<CommandResult> SshSession::run(const std::string& command)
         }
     } closer{channel};
     if (ssh_channel_open_session(channel) != SSH_OK
-        || ssh_channel_request_exec(channel, command.c_str()) != SSH_OK)
+        || ssh_channel_request_exec(channel, withOutputStart(command).c_str()) != SSH_OK)
         return Error{where + ": cannot run '" + command + "': " + why(), {}};
 
     CommandResult result;
@@ -238,6 +265,8 @@ common::Result<CommandResult> SshSession::run(const std::string& command)
     }
     ssh_channel_send_eof(channel);
     result.exitStatus = ssh_channel_get_exit_status(channel);
+    cutBeforeOutputStart(result.output);
+    cutBeforeOutputStart(result.errorOutput);
     return result;
 }
 

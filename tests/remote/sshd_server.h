@@ -3,6 +3,9 @@
 // A real OpenSSH sshd for tests: its own host key, a user key in its
 // authorized_keys, listening on 127.0.0.1 at a free port, logging in as the
 // user running the test. Stopped (and its folder removed) on destruction.
+// With a start-up banner, its logins get a home of their own whose
+// ~/.bashrc and ~/.profile print a banner on stdout and stderr, as a
+// cluster's welcome message or a noisy shell set-up does.
 #include "launch/free_port.h"
 
 #include <QDir>
@@ -35,7 +38,7 @@ public:
     }
 
     // Empty on success, else what went wrong (with sshd's own words).
-    QString start()
+    QString start(bool startupBanner = false)
     {
         if (!m_dir.isValid())
             return QStringLiteral("no temporary folder");
@@ -67,6 +70,11 @@ public:
                          .arg(m_port)
                          .arg(path("host_key"), path("sshd.pid"), path("authorized_keys"))
                          .toUtf8());
+        if (startupBanner) {
+            if (QString failure = writeBannerHome(); !failure.isEmpty())
+                return failure;
+            config.write("SetEnv HOME=" + home().toUtf8() + "\n");
+        }
         config.close();
         m_sshd.setProcessChannelMode(QProcess::MergedChannels);
         m_sshd.start(QStringLiteral("/usr/sbin/sshd"),
@@ -113,6 +121,8 @@ public:
         }
         return found;
     }
+    // The logins' home with a start-up banner (their run registry is under it).
+    QString home() const { return path("home"); }
     QString user() const { return QString::fromLocal8Bit(::getpwuid(::geteuid())->pw_name); }
     QString path(const QString& name) const { return m_dir.filePath(name); }
     QString userKey() const { return path("user_key"); }
@@ -127,6 +137,18 @@ public:
     }
 
 private:
+    QString writeBannerHome()
+    {
+        const QByteArray banner = "echo 'Welcome to the test node {\"not\": \"json\"}'\n"
+                                  "echo 'a banner on stderr' >&2\n";
+        for (const char* name : {"/.bashrc", "/.profile"}) {
+            QFile file(home() + name);
+            if (!QDir().mkpath(home()) || !file.open(QIODevice::WriteOnly) || file.write(banner) != banner.size())
+                return QStringLiteral("cannot write ") + file.fileName();
+        }
+        return {};
+    }
+
     static bool accepts(int port)
     {
         const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -5,6 +5,7 @@
 #include "../support/endless_run.h"
 #include "../support/event_lines.h"
 
+#include "launch/run_registry.h"
 #include "launch/text_quote.h"
 #include "metrics/event.h"
 #include "metrics/event_file_reader.h"
@@ -75,6 +76,8 @@ private slots:
     {
         const QString failure = m_server.start();
         QVERIFY2(failure.isEmpty(), qPrintable(failure));
+        const QString bannerFailure = m_bannerServer.start(true);
+        QVERIFY2(bannerFailure.isEmpty(), qPrintable(bannerFailure));
         QVERIFY(m_work.isValid());
     }
 
@@ -469,27 +472,119 @@ private slots:
         QCOMPARE(entries(fetched + "/adapter"), (QStringList{"adapter_config.json", "sub"}));
     }
 
+    // A login shell whose start-up files print a banner on stdout and
+    // stderr (review L7): a command's answer is its own output alone.
+    void aStartupBannerLeavesCommandOutputAlone_data()
+    {
+        QTest::addColumn<QString>("command");
+        QTest::addColumn<QString>("output");
+        QTest::addColumn<QString>("errorOutput");
+        QTest::newRow("both streams") << "echo out; echo err >&2; exit 3" << "out\n" << "err\n";
+        QTest::newRow("nothing") << "true" << "" << "";
+        QTest::newRow("no final newline") << "printf x" << "x" << "";
+        QTest::newRow("the marker's text in the output") << "echo '--- tunebench output ---'"
+                                                         << "--- tunebench output ---\n" << "";
+    }
+
+    void aStartupBannerLeavesCommandOutputAlone()
+    {
+        QFETCH(QString, command);
+        QFETCH(QString, output);
+        QFETCH(QString, errorOutput);
+        auto session = SshSession::connect(target(m_bannerServer));
+        QVERIFY2(session.ok(), session.ok() ? "" : session.error().toString().c_str());
+        // The banner is there: a plain ssh command shows it.
+        QProcess ssh;
+        ssh.start(QStringLiteral("ssh"), {QStringLiteral("-p"), QString::number(m_bannerServer.port()),
+            QStringLiteral("-i"), m_bannerServer.userKey(), QStringLiteral("-o"),
+            QStringLiteral("UserKnownHostsFile=") + m_bannerServer.knownHosts(), QStringLiteral("-o"),
+            QStringLiteral("BatchMode=yes"), m_bannerServer.user() + QStringLiteral("@127.0.0.1"), QStringLiteral("true")});
+        QVERIFY(ssh.waitForFinished(20000));
+        QVERIFY2(ssh.readAllStandardOutput().startsWith("Welcome to the test node"), "no banner: the test shows nothing");
+        const auto result = (*session)->run(command.toStdString());
+        QVERIFY(result.ok());
+        QCOMPARE(QString::fromStdString(result->output), output);
+        QCOMPARE(QString::fromStdString(result->errorOutput), errorOutput);
+        QCOMPARE(result->exitStatus, command.contains("exit 3") ? 3 : 0);
+    }
+
+    // The CLI's remote answers through a shell that prints a banner: the
+    // preflight's node facts and port checks, the run registry that
+    // `monitor` lists and follows a run by, and `fetch`'s registry look-up
+    // and SHA-256 checks.
+    void cliReadsRemoteAnswersPastAStartupBanner()
+    {
+        const QString runDir = m_work.filePath(QStringLiteral("banner-run"));
+        const QString config = m_work.filePath(QStringLiteral("banner.yaml"));
+        QVERIFY(tb::test::writeEndlessRunConfig(config, runDir));
+        const QString hostfile = m_work.filePath(QStringLiteral("banner-hosts"));
+        appendLine(hostfile, QStringLiteral("%1@127.0.0.1:%2 slots=1").arg(m_bannerServer.user()).arg(m_bannerServer.port()).toStdString());
+        const CliRun preflight = cli({QStringLiteral("launch"), config, QStringLiteral("--hostfile"), hostfile,
+            QStringLiteral("--preflight-only"), QStringLiteral("--ssh-key"), m_bannerServer.userKey(),
+            QStringLiteral("--known-hosts"), m_bannerServer.knownHosts()});
+        QVERIFY2(preflight.exitCode == 0, qPrintable(preflight.err));
+        QVERIFY2(preflight.err.contains(QStringLiteral("preflight passed on every node")), qPrintable(preflight.err));
+
+        QVERIFY(QDir().mkpath(runDir + "/adapter"));
+        appendLine(runDir + "/events.jsonl", runStartEvent());
+        appendLine(runDir + "/events.jsonl", stepLine(1, 1500.0));
+        appendLine(runDir + "/events.jsonl", stepLine(2, 1500.0));
+        appendLine(runDir + "/adapter/adapter_config.json", "{}");
+        tb::launch::RegistryEntry entry;
+        entry.runId = "banner-1";
+        entry.pid = 999999999;
+        entry.config = config.toStdString();
+        entry.runDir = runDir.toStdString();
+        entry.state = "exited";
+        entry.exitCode = 0;
+        const std::string registry = m_bannerServer.home().toStdString() + "/.local/state/tunebench/runs";
+        QVERIFY(tb::launch::writeRegistryEntry(tb::launch::registryEntryPath(registry, entry.runId, 0), entry).ok());
+
+        const CliRun listed = cli(QStringList{QStringLiteral("monitor")} + sshArguments(m_bannerServer));
+        QVERIFY2(listed.exitCode == 0, qPrintable(listed.err));
+        QVERIFY2(listed.out.contains(QStringLiteral("banner-1")) && listed.out.contains(QStringLiteral("exit 0")),
+            qPrintable(listed.out));
+        const CliRun followed = cli(QStringList{QStringLiteral("monitor"), QStringLiteral("--run"), QStringLiteral("banner-1"),
+                                        QStringLiteral("--once")}
+            + sshArguments(m_bannerServer));
+        QVERIFY2(followed.exitCode == 0, qPrintable(followed.err));
+        QVERIFY2(followed.out.contains(QStringLiteral("step 2/4  loss 2.8000")), qPrintable(followed.out));
+        const QString here = m_work.filePath(QStringLiteral("banner-fetched"));
+        const CliRun fetched = cli(QStringList{QStringLiteral("fetch"), QStringLiteral("--run"), QStringLiteral("banner-1"),
+                                       QStringLiteral("--what"), QStringLiteral("adapter"), QStringLiteral("--to"), here}
+            + sshArguments(m_bannerServer));
+        QVERIFY2(fetched.exitCode == 0, qPrintable(fetched.out + fetched.err));
+        QFile copied(here + "/adapter/adapter_config.json");
+        QVERIFY(copied.open(QIODevice::ReadOnly));
+        QCOMPARE(copied.readAll(), QByteArray("{}\n"));
+    }
+
 private:
-    SshTarget target() const
+    SshTarget target() const { return target(m_server); }
+
+    static SshTarget target(const tb::test::SshdServer& server)
     {
         SshTarget target;
-        target.user = m_server.user().toStdString();
+        target.user = server.user().toStdString();
         target.host = "127.0.0.1";
-        target.port = m_server.port();
-        target.identityFile = m_server.userKey().toStdString();
-        target.knownHostsFile = m_server.knownHosts().toStdString();
+        target.port = server.port();
+        target.identityFile = server.userKey().toStdString();
+        target.knownHostsFile = server.knownHosts().toStdString();
         target.timeoutSeconds = 10;
         return target;
     }
 
-    QStringList sshArguments() const
+    QStringList sshArguments() const { return sshArguments(m_server); }
+
+    static QStringList sshArguments(const tb::test::SshdServer& server)
     {
-        return {QStringLiteral("--host"), m_server.user() + QStringLiteral("@127.0.0.1"), QStringLiteral("--port"),
-            QString::number(m_server.port()), QStringLiteral("--identity"), m_server.userKey(),
-            QStringLiteral("--known-hosts"), m_server.knownHosts()};
+        return {QStringLiteral("--host"), server.user() + QStringLiteral("@127.0.0.1"), QStringLiteral("--port"),
+            QString::number(server.port()), QStringLiteral("--identity"), server.userKey(),
+            QStringLiteral("--known-hosts"), server.knownHosts()};
     }
 
     tb::test::SshdServer m_server;
+    tb::test::SshdServer m_bannerServer;
     QTemporaryDir m_work;
     int m_fetches = 0;
 };
