@@ -134,7 +134,7 @@ public:
 
 private:
     struct Node;
-    // One node's preflight (run on its own thread): every problem found.
+    // One node's preflight (on one of at most 32 workers): every problem found.
     std::vector<std::string> checkNode(Node& node, const launch::NodeFacts& here, ClusterSink& sink);
     common::Result<launch::NodeFacts> nodeFacts(Node& node);
     common::Status syncInputs(Node& node, const launch::NodeFacts& here, ClusterSink& sink);

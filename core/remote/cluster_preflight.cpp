@@ -1,9 +1,8 @@
 // The preflight of a multi-node launch: every node checked at once, --sync,
 // and the master port (docs/LAUNCH.md).
+#include "remote/bounded_workers.h"
 #include "remote/cluster_launch.h"
 #include "remote/cluster_node.h"
-
-#include <thread>
 
 namespace tb::remote {
 
@@ -14,6 +13,10 @@ using cluster_detail::firstLine;
 using cluster_detail::joinLines;
 using common::Error;
 
+// Nodes checked at once: each holds a thread, an SSH session (with its
+// watchdog thread) and a socket while it is checked.
+constexpr size_t kPreflightWorkers = 32;
+
 } // namespace
 
 common::Status ClusterLaunch::preflight(ClusterSink& sink)
@@ -22,11 +25,8 @@ common::Status ClusterLaunch::preflight(ClusterSink& sink)
     if (!here.configError.empty())
         return Error{"the run config does not load here: " + here.configError, {}};
     std::vector<std::vector<std::string>> problems(m_nodes.size());
-    std::vector<std::thread> checks;
-    for (size_t i = 0; i < m_nodes.size(); ++i)
-        checks.emplace_back([this, i, &here, &problems, &sink] { problems[i] = checkNode(*m_nodes[i], here, sink); });
-    for (std::thread& check : checks)
-        check.join();
+    forEachBounded(m_nodes.size(), kPreflightWorkers,
+        [this, &here, &problems, &sink](size_t i) { problems[i] = checkNode(*m_nodes[i], here, sink); });
     std::vector<std::string> all;
     for (size_t i = 0; i < m_nodes.size(); ++i) {
         const bool ok = problems[i].empty();
@@ -113,26 +113,23 @@ common::Status ClusterLaunch::checkMasterPort(ClusterSink& sink)
     const std::string port = std::to_string(m_options.masterPort);
     const std::string seconds = std::to_string(m_options.portCheckSeconds);
     std::vector<std::string> problems(m_nodes.size());
-    std::vector<std::thread> checks;
-    checks.emplace_back([&] {
-        auto listen = master.cli(m_options.remoteCli,
-            {"node-check", "--listen", port, "--peers", std::to_string(m_nodes.size() - 1), "--timeout", seconds});
-        if (!listen || listen->exitStatus != 0)
-            problems[0] = master.name() + ": master port " + port + ": "
-                + (listen ? firstLine(listen->errorOutput) : listen.error().message);
+    // Node 0's listen is taken first, so it waits while the others connect.
+    forEachBounded(m_nodes.size(), kPreflightWorkers, [&](size_t i) {
+        Node& node = *m_nodes[i];
+        if (i == 0) {
+            auto listen = master.cli(m_options.remoteCli,
+                {"node-check", "--listen", port, "--peers", std::to_string(m_nodes.size() - 1), "--timeout", seconds});
+            if (!listen || listen->exitStatus != 0)
+                problems[0] = master.name() + ": master port " + port + ": "
+                    + (listen ? firstLine(listen->errorOutput) : listen.error().message);
+            return;
+        }
+        auto connect = node.cli(m_options.remoteCli,
+            {"node-check", "--connect", m_options.masterAddr + ":" + port, "--timeout", seconds});
+        if (!connect || connect->exitStatus != 0)
+            problems[i] = node.name() + ": cannot reach the master port: "
+                + (connect ? firstLine(connect->errorOutput) : connect.error().message);
     });
-    for (size_t i = 1; i < m_nodes.size(); ++i) {
-        checks.emplace_back([&, i] {
-            Node& node = *m_nodes[i];
-            auto connect = node.cli(m_options.remoteCli,
-                {"node-check", "--connect", m_options.masterAddr + ":" + port, "--timeout", seconds});
-            if (!connect || connect->exitStatus != 0)
-                problems[i] = node.name() + ": cannot reach the master port: "
-                    + (connect ? firstLine(connect->errorOutput) : connect.error().message);
-        });
-    }
-    for (std::thread& check : checks)
-        check.join();
     std::vector<std::string> found;
     for (const std::string& problem : problems) {
         if (!problem.empty())

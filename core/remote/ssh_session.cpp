@@ -176,7 +176,11 @@ common::Result<std::unique_ptr<SshSession>> SshSession::connect(const SshTarget&
     if (!session)
         return Error{target.describe() + ": cannot create an SSH session", {}};
     std::unique_ptr<SshSession> owner(new SshSession(target, session));
-    const long timeout = static_cast<long>(std::max(1.0, target.timeoutSeconds));
+    // Seconds and microseconds: a preflight of thousands of nodes may give
+    // each unreachable one less than a second.
+    const double seconds = std::max(0.1, target.timeoutSeconds);
+    const long timeout = static_cast<long>(seconds);
+    const long timeoutMicroseconds = static_cast<long>((seconds - double(timeout)) * 1e6);
     const unsigned int port = static_cast<unsigned int>(target.port);
     ssh_options_set(session, SSH_OPTIONS_HOST, target.host.c_str());
     // OpenSSH's client config (Host, HostName, User, Port, IdentityFile,
@@ -187,6 +191,7 @@ common::Result<std::unique_ptr<SshSession>> SshSession::connect(const SshTarget&
     if (port > 0)
         ssh_options_set(session, SSH_OPTIONS_PORT, &port);
     ssh_options_set(session, SSH_OPTIONS_TIMEOUT, &timeout);
+    ssh_options_set(session, SSH_OPTIONS_TIMEOUT_USEC, &timeoutMicroseconds);
     if (!target.user.empty())
         ssh_options_set(session, SSH_OPTIONS_USER, target.user.c_str());
     if (!target.knownHostsFile.empty())
@@ -198,7 +203,7 @@ common::Result<std::unique_ptr<SshSession>> SshSession::connect(const SshTarget&
         return known.error();
     if (auto accepted = authenticate(session, target); !accepted)
         return accepted.error();
-    keepAlive(ssh_get_fd(session), timeout);
+    keepAlive(ssh_get_fd(session), std::max(1L, timeout));
     return owner;
 }
 

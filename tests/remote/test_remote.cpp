@@ -10,6 +10,7 @@
 #include "metrics/event.h"
 #include "metrics/event_file_reader.h"
 #include "metrics/step_record.h"
+#include "remote/cluster_launch.h"
 #include "remote/host_probe.h"
 #include "remote/sftp_event_source.h"
 #include "remote/ssh_session.h"
@@ -19,7 +20,9 @@
 #include <QStandardPaths>
 #include <QtTest>
 
+#include <atomic>
 #include <csignal>
+#include <thread>
 
 using tb::remote::SshSession;
 using tb::remote::SshTarget;
@@ -559,7 +562,85 @@ private slots:
         QCOMPARE(copied.readAll(), QByteArray("{}\n"));
     }
 
+    // Thousands of unreachable nodes (TEST-NET addresses, each with a port
+    // of its own): the preflight checks at most 32 at once, each with its
+    // session's watchdog, and ends in one orderly error naming every node,
+    // where a thread and a socket per node once ran out (review L8).
+    void preflightOfThousandsOfUnreachableNodesIsBounded()
+    {
+        constexpr int kNodes = 2000;
+        const QString config = m_work.filePath(QStringLiteral("many.yaml"));
+        QVERIFY(tb::test::writeEndlessRunConfig(config, m_work.filePath(QStringLiteral("many-run"))));
+        tb::remote::ClusterOptions options;
+        options.configPath = config.toStdString();
+        options.remoteCli = "/nonexistent/tunebench-cli";
+        options.identityFile = m_server.userKey().toStdString();
+        options.knownHostsFile = m_server.knownHosts().toStdString();
+        options.sshTimeoutSeconds = 0.3;
+        for (int i = 0; i < kNodes; ++i) {
+            tb::launch::HostSlots host;
+            host.host = (i % 2 ? "198.51.100." : "192.0.2.") + std::to_string(1 + (i / 2) % 254);
+            host.port = 1000 + i;
+            host.slotIndices = {0};
+            host.line = i + 1;
+            options.hosts.push_back(host);
+        }
+        tb::remote::ClusterLaunch cluster(options);
+        FailureCounter sink;
+        std::atomic<bool> sampling{true};
+        std::atomic<int> peak{0};
+        std::thread sampler([&] {
+            while (sampling) {
+                peak = std::max(peak.load(), threadCount());
+                std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            }
+        });
+        const int before = threadCount();
+        QElapsedTimer waited;
+        waited.start();
+        const tb::common::Status checked = cluster.preflight(sink);
+        const qint64 milliseconds = waited.elapsed();
+        sampling = false;
+        sampler.join();
+        qInfo("%d unreachable nodes: preflight ended in %lld ms, at most %d threads (%d before)", kNodes,
+            static_cast<long long>(milliseconds), peak.load(), before);
+        QVERIFY(!checked.ok());
+        QVERIFY2(checked.error().message.starts_with("preflight found 2000 problem(s); nothing was started"),
+            checked.error().message.substr(0, 300).c_str());
+        QCOMPARE(sink.failed, kNodes);
+        QCOMPARE(int(sink.problems.size()), kNodes);
+        QVERIFY2(peak - before <= 2 * 32 + 4, qPrintable(QString::number(peak - before)));
+        QVERIFY2(milliseconds < 60000, qPrintable(QString::number(milliseconds)));
+    }
+
 private:
+    // Counts the nodes whose preflight failed.
+    struct FailureCounter : tb::remote::ClusterSink {
+        int failed = 0;
+        std::vector<std::string> problems;
+        void nodeState(const tb::remote::NodeUpdate& update) override
+        {
+            failed += update.state == tb::remote::NodeState::CheckFailed;
+        }
+        void preflightFailed(const std::vector<std::string>& all) override { problems = all; }
+        void runEvent(const tb::metrics::Event&, const tb::metrics::RunHistory&) override {}
+        void note(const std::string&) override {}
+        void transferProgress(int, const std::string&, const tb::remote::TransferProgress&) override {}
+    };
+
+    // This process's threads, as /proc says.
+    static int threadCount()
+    {
+        QFile status(QStringLiteral("/proc/self/status"));
+        if (!status.open(QIODevice::ReadOnly))
+            return -1;
+        for (const QByteArray& line : status.readAll().split('\n')) {
+            if (line.startsWith("Threads:"))
+                return line.mid(8).trimmed().toInt();
+        }
+        return -1;
+    }
+
     SshTarget target() const { return target(m_server); }
 
     static SshTarget target(const tb::test::SshdServer& server)
