@@ -24,9 +24,9 @@ HfArchitecture row(const char* type, bool tied, std::int64_t maxPositions, std::
 }
 
 // Values from transformers 5.23's models/<type>/configuration_<type>.py.
-std::array<HfArchitecture, 8> makeTable()
+std::array<HfArchitecture, 10> makeTable()
 {
-    std::array<HfArchitecture, 8> table{
+    std::array<HfArchitecture, 10> table{
         row("llama", false, 2048, 0, 0, 1e-6, 10000.0, Bias::FromConfig),
         row("mistral", false, 131072, 8, 0, 1e-6, 10000.0, Bias::Never),
         row("qwen2", false, 32768, 32, 0, 1e-6, 10000.0, Bias::QkvAlways),
@@ -35,6 +35,8 @@ std::array<HfArchitecture, 8> makeTable()
         row("gemma", true, 8192, 16, 256, 1e-6, 10000.0, Bias::FromConfig),
         row("gemma2", true, 8192, 4, 256, 1e-6, 10000.0, Bias::FromConfig),
         row("gemma3_text", true, 131072, 4, 256, 1e-6, 1000000.0, Bias::FromConfig),
+        row("mixtral", false, 131072, 8, 0, 1e-5, 1000000.0, Bias::Never),
+        row("qwen3_moe", false, 32768, 4, 0, 1e-6, 10000.0, Bias::FromConfig),
     };
     table[0].readsMlpBias = true;
     table[1].slidingWindow = 4096;
@@ -59,14 +61,19 @@ std::array<HfArchitecture, 8> makeTable()
     table[6].slidingPeriod = 2;
     table[7].slidingPeriod = 6;
     table[7].slidingRopeTheta = 10000.0;
+    table[8].window = HfArchitecture::Window::Always; // no default: sliding_window null
+    table[8].experts = HfArchitecture::Experts::Mixtral;
+    table[9].window = HfArchitecture::Window::WithFlag;
+    table[9].qkNorm = true;
+    table[9].experts = HfArchitecture::Experts::Qwen3Moe;
     table[6].attnLogitSoftcap = 50.0;
     table[6].finalLogitSoftcap = 30.0;
     return table;
 }
 
-const std::array<HfArchitecture, 8>& table()
+const std::array<HfArchitecture, 10>& table()
 {
-    static const std::array<HfArchitecture, 8> rows = makeTable();
+    static const std::array<HfArchitecture, 10> rows = makeTable();
     return rows;
 }
 

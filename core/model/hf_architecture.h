@@ -52,6 +52,13 @@ struct HfArchitecture {
     bool qkNorm = false; // Qwen3, Gemma 3
     int normsPerLayer = 2; // Gemma 2 and 3: 4
     bool fusedQkv = false; // Phi-3
+    // Mixture of experts: how the file counts and names its experts.
+    enum class Experts {
+        None, // a dense MLP
+        Mixtral, // num_local_experts of intermediate_size, block_sparse_moe.experts.N.w1/w3/w2
+        Qwen3Moe, // num_experts of moe_intermediate_size, mlp.experts.N.gate_proj/up_proj/down_proj
+    };
+    Experts experts = Experts::None;
 };
 
 // The row for `modelType`; nullptr for a type Tunebench does not know.

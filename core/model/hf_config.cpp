@@ -198,18 +198,6 @@ const HfArchitecture& readModelType(Reader& reader, HfConfig& config)
     return llamaArchitecture();
 }
 
-common::Status refuseMixtureOfExperts(const json& object, const std::string& origin)
-{
-    for (const char* moeKey : {"num_local_experts", "num_experts", "n_routed_experts"}) {
-        const auto it = object.find(moeKey);
-        if (it != object.end() && !it->is_null() && !(it->is_number() && it->get<double>() <= 1))
-            return common::Error::at(origin, std::string("field '") + moeKey + "'",
-                "mixture-of-experts models are not supported (" + it->dump() + " experts)",
-                "use a dense decoder (Llama, Mistral, Qwen2, Phi-3, Gemma)");
-    }
-    return common::Ok{};
-}
-
 common::Result<HfConfig> configFromObject(
     const json& object, const std::string& origin, const std::string& name, int depth)
 {
@@ -227,8 +215,6 @@ common::Result<HfConfig> configFromObject(
         }
         return inner;
     }
-    if (const common::Status moe = refuseMixtureOfExperts(object, origin); !moe)
-        return moe.error();
 
     std::vector<std::string> problems;
     Reader reader{object, origin, problems, {}};
@@ -242,6 +228,7 @@ common::Result<HfConfig> configFromObject(
     readLayout(reader, config, arch);
     readAttentionWindow(reader, config, arch);
     readGemmaScaling(reader, config, arch);
+    detail::readExperts(reader, config, arch);
     readRunnerFacts(reader, config, arch);
 
     if (!problems.empty())

@@ -96,13 +96,23 @@ struct HfConfig : ModelSpec {
     std::string dropoutField;
     double dropout = 0;
     bool fromTextConfig = false; // read from a multimodal config's text_config
+
+    // A mixture of experts' routing (the counts are ModelSpec's): whether the
+    // top-k weights are renormalised to sum to one (Mixtral always;
+    // Qwen3-MoE's norm_topk_prob), and the load-balancing loss transformers
+    // adds, coefficient times its value, when output_router_logits is set.
+    bool normTopkProb = false;
+    double routerAuxLossCoef = 0.001;
+    bool outputRouterLogits = false;
+    double routerJitterNoise = 0; // Mixtral: multiplicative noise on the router input in training
 };
 
 // Reads a Hugging Face config.json (llama, mistral, qwen2, qwen3, phi3, gemma,
-// gemma2 and other Llama-style decoders): the one reader of config.json, for
-// the planner and the trainer alike. Every field that changes the parameter
-// count or the computation is read and type-checked. Mixture-of-experts
-// configs are refused (the count would be wrong). Errors name the file, the
+// gemma2, gemma3_text, mixtral, qwen3_moe and other Llama-style decoders):
+// the one reader of config.json, for the planner and the trainer alike.
+// Every field that changes the parameter count or the computation is read
+// and type-checked. Other mixture-of-experts families are refused (the
+// count would be wrong). Errors name the file, the
 // field, the value and what was expected; all problems are reported at once.
 // `path` may be the config.json itself or the model folder holding it.
 common::Result<HfConfig> readHfModelConfig(const std::string& path);

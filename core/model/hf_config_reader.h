@@ -150,4 +150,9 @@ struct Reader {
 // rope_parameters) into `config` (hf_rope_config.cpp).
 void readRope(Reader& reader, HfConfig& config, const HfArchitecture& arch);
 
+// The experts of a mixture of experts (Mixtral, Qwen3-MoE), with the
+// defaults of its configuration class; an expert count in a file of
+// another model_type is a problem (hf_experts_config.cpp).
+void readExperts(Reader& reader, HfConfig& config, const HfArchitecture& arch);
+
 } // namespace tb::model::detail

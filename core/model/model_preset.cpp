@@ -59,6 +59,9 @@ void readSpec(yaml::MapReader& fields, ModelSpec& spec)
     fields.number("attn_logit_softcapping", spec.attnLogitSoftcap, 0, 1e6);
     fields.choice("norm", spec.norm, parseNorm, {"rmsnorm", "layernorm"});
     fields.choice("mlp", spec.mlp, parseMlp, {"gated", "plain"});
+    fields.integer("experts", spec.experts, 1, 4096);
+    fields.integer("experts_per_token", spec.expertsPerToken, 1, 4096);
+    fields.integer("expert_intermediate_size", spec.expertIntermediateSize, 1, kMaxCount);
     std::int64_t published = 0;
     if (fields.integer("published_params", published, 1, kMaxCount))
         spec.publishedParams = published;
@@ -126,6 +129,12 @@ std::string modelPresetYaml(const ModelSpec& spec)
     out << YAML::Key << "norm" << YAML::Value
         << (spec.norm == NormKind::RmsNorm ? "rmsnorm" : "layernorm");
     out << YAML::Key << "mlp" << YAML::Value << (spec.mlp == MlpKind::Gated ? "gated" : "plain");
+    if (spec.isMixtureOfExperts()) {
+        out << YAML::Key << "experts" << YAML::Value << spec.experts;
+        out << YAML::Key << "experts_per_token" << YAML::Value << spec.expertsPerToken;
+        out << YAML::Key << "expert_intermediate_size" << YAML::Value
+            << spec.expertIntermediateSize;
+    }
     if (spec.publishedParams)
         out << YAML::Key << "published_params" << YAML::Value << *spec.publishedParams;
     out << YAML::Key << "published_params_source" << YAML::Value << spec.publishedParamsSource;

@@ -50,6 +50,14 @@ common::Status validateModelSpec(const ModelSpec& spec, const std::string& origi
     tooLarge("num_kv_heads", spec.numKvHeads, 4096);
     tooLarge("head_dim", spec.headDim, 8192);
     tooLarge("vocab_size", spec.vocabSize, kMaxVocab);
+    if (spec.isMixtureOfExperts()) {
+        requirePositive(problems, "expert_intermediate_size", spec.expertIntermediateSize);
+        tooLarge("expert_intermediate_size", spec.expertIntermediateSize, 4 * kMaxDim);
+        tooLarge("experts", spec.experts, 4096);
+        if (spec.expertsPerToken < 1 || spec.expertsPerToken > spec.experts)
+            problems.push_back("experts_per_token: got " + std::to_string(spec.expertsPerToken)
+                + ", expected 1 to the number of experts (" + std::to_string(spec.experts) + ")");
+    }
     if (problems.empty())
         return common::Ok{};
     std::ostringstream message;
@@ -71,6 +79,15 @@ int blockLinearShapes(const ModelSpec& spec, LinearShape (&out)[kMaxBlockLinears
         out[n++] = {LinearKind::V, h, spec.kvDim(), spec.qkvBias};
     }
     out[n++] = {LinearKind::O, spec.queryDim(), h, spec.outputBias};
+    if (spec.isMixtureOfExperts()) {
+        const std::int64_t e = spec.experts, k = spec.expertsPerToken;
+        const std::int64_t fe = spec.expertIntermediateSize;
+        out[n++] = {LinearKind::Router, h, e, false};
+        out[n++] = {LinearKind::Gate, h, fe, false, e, k};
+        out[n++] = {LinearKind::Up, h, fe, false, e, k};
+        out[n++] = {LinearKind::Down, fe, h, false, e, k};
+        return n;
+    }
     if (spec.mlp == MlpKind::Gated) {
         if (spec.fusedQkv) {
             out[n++] = {LinearKind::GateUp, h, 2 * f, spec.mlpBias};
@@ -106,6 +123,8 @@ const char* linearName(LinearKind kind)
         return "gate_up_proj";
     case LinearKind::Down:
         return "down_proj";
+    case LinearKind::Router:
+        return "gate";
     }
     return "?";
 }
@@ -147,7 +166,7 @@ std::vector<LinearLayer> blockLinearLayers(const ModelSpec& spec)
     layers.reserve(size_t(n));
     for (int i = 0; i < n; ++i)
         layers.push_back({linearName(shapes[i].kind), shapes[i].inFeatures, shapes[i].outFeatures,
-            shapes[i].bias});
+            shapes[i].bias, shapes[i].copies});
     return layers;
 }
 

@@ -51,6 +51,13 @@ struct ModelSpec {
     double attnLogitSoftcap = 0;
     NormKind norm = NormKind::RmsNorm;
     MlpKind mlp = MlpKind::Gated;
+    // Mixture of experts (Mixtral, Qwen3-MoE): every layer's MLP is a router
+    // (hidden -> experts, no bias) and `experts` gated MLPs of
+    // `expertIntermediateSize`, of which each token runs `expertsPerToken`,
+    // weighted by the router. 0 experts: a dense MLP of intermediateSize.
+    std::int64_t experts = 0;
+    std::int64_t expertsPerToken = 0;
+    std::int64_t expertIntermediateSize = 0;
 
     // torch_dtype (or dtype) as the checkpoint stores it, "bfloat16"; empty
     // when unknown (a preset). A merged export is written in it.
@@ -65,6 +72,7 @@ struct ModelSpec {
     // model_type read as a Llama-style decoder, for instance).
     std::vector<std::string> warnings;
 
+    bool isMixtureOfExperts() const { return experts > 0; }
     std::int64_t queryDim() const { return numHeads * headDim; }
     std::int64_t kvDim() const { return numKvHeads * headDim; }
 };
@@ -77,29 +85,44 @@ common::Status validateModelSpec(const ModelSpec& spec, const std::string& origi
 // (the names PEFT's target_modules use).
 struct LinearLayer {
     std::string name; // q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (Phi-3:
-                      // qkv_proj, gate_up_proj)
+                      // qkv_proj, gate_up_proj; a mixture of experts: gate, the router)
     std::int64_t inFeatures = 0;
     std::int64_t outFeatures = 0;
     bool bias = false;
+    std::int64_t copies = 1; // experts holding this projection; 1: a dense layer
 
-    std::int64_t params() const { return inFeatures * outFeatures + (bias ? outFeatures : 0); }
+    std::int64_t params() const
+    {
+        return copies * (inFeatures * outFeatures + (bias ? outFeatures : 0));
+    }
 };
 
 // The linear layers of one decoder block, in forward order.
 std::vector<LinearLayer> blockLinearLayers(const ModelSpec& spec);
 
 // The same without allocating, for the planner's hot loops: at most
-// kMaxBlockLinears shapes, the return value says how many.
-enum class LinearKind { Q, K, V, Qkv, O, Gate, Up, GateUp, Down };
+// kMaxBlockLinears shapes, the return value says how many. A mixture of
+// experts lists its router, then each expert projection once with the
+// number of experts holding it (`copies`) and the number a token runs
+// through (`active`).
+enum class LinearKind { Q, K, V, Qkv, O, Gate, Up, GateUp, Down, Router };
 struct LinearShape {
     LinearKind kind = LinearKind::Q;
     std::int64_t inFeatures = 0;
     std::int64_t outFeatures = 0;
     bool bias = false;
+    std::int64_t copies = 1;
+    std::int64_t active = 1;
+
+    std::int64_t params() const { return inFeatures * outFeatures + (bias ? outFeatures : 0); }
+    // What LoRA adapts here: one projection per layer. The experts are
+    // 3-D parameters in transformers 5 (peft reaches them only through
+    // target_parameters) and the router is not a projection of the stream.
+    bool adaptable() const { return copies == 1 && kind != LinearKind::Router; }
 };
-inline constexpr int kMaxBlockLinears = 7;
+inline constexpr int kMaxBlockLinears = 8;
 int blockLinearShapes(const ModelSpec& spec, LinearShape (&out)[kMaxBlockLinears]);
-const char* linearName(LinearKind kind); // "q_proj", ..., "gate_up_proj"
+const char* linearName(LinearKind kind); // "q_proj", ..., "gate_up_proj", "gate" (router)
 std::optional<LinearKind> linearKindNamed(const std::string& name);
 bool isAttentionLinear(LinearKind kind);
 // Whether a LoRA target module name selects the linear `kind`: its own name,

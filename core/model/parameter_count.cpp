@@ -16,10 +16,14 @@ ParameterCount countParameters(const ModelSpec& spec)
     const int n = blockLinearShapes(spec, shapes);
     for (int i = 0; i < n; ++i) {
         const LinearShape& l = shapes[i];
-        const std::int64_t params = l.inFeatures * l.outFeatures + (l.bias ? l.outFeatures : 0);
+        const std::int64_t one = l.params();
+        const std::int64_t params = l.copies * one;
         (isAttentionLinear(l.kind) ? count.attentionPerLayer : count.mlpPerLayer) += params;
         count.blockLinear += params;
-        largestLinear = std::max(largestLinear, params);
+        count.blockActive += l.active * one;
+        if (l.kind == LinearKind::Router)
+            count.routerPerLayer += params;
+        largestLinear = std::max(largestLinear, one);
     }
     if (spec.qkNorm)
         count.attentionPerLayer += 2 * (spec.norm == NormKind::LayerNorm ? 2 : 1) * spec.headDim;
@@ -27,11 +31,13 @@ ParameterCount countParameters(const ModelSpec& spec)
     count.perLayer = count.attentionPerLayer + count.mlpPerLayer + count.normsPerLayer;
     count.layers = count.perLayer * spec.numLayers;
     count.blockLinear *= spec.numLayers;
+    count.blockActive *= spec.numLayers;
     count.finalNorm = normParams;
     const std::int64_t headParams = spec.vocabSize * h + (spec.lmHeadBias ? spec.vocabSize : 0);
     count.lmHead = spec.tieWordEmbeddings ? 0 : headParams;
     count.total = count.embedding + count.layers + count.finalNorm + count.lmHead;
-    count.matmul = count.blockLinear + headParams;
+    count.matmul = count.blockActive + headParams;
+    count.active = count.total - count.blockLinear + count.blockActive;
     count.largestLayer = std::max({count.embedding, headParams, largestLinear});
     return count;
 }

@@ -28,6 +28,24 @@ double scoreBytesPerElement(const PlanContext& ctx)
     return (a == 4 ? 4 : 4 + a) + (ctx.softcappedScores ? a : 0);
 }
 
+// A mixture of experts' MLP as transformers runs it: each token's rows are
+// gathered for each of its k experts, which save what a dense gated MLP
+// saves at the expert's width; the router's fp32 softmax is saved whole.
+// Experts never carry LoRA (LinearShape::adaptable), so their inputs are
+// saved only when their weights train (or bitsandbytes keeps them).
+double expertActivations(const PlanContext& ctx, bool savesInputs)
+{
+    const model::ModelSpec& m = ctx.model;
+    const double t = ctx.tokensPerMicro, a = ctx.act, h = double(m.hiddenSize);
+    const double k = double(m.expertsPerToken), fe = double(m.expertIntermediateSize);
+    double bytes = 3 * a * t * k * fe + 4 * t * double(m.experts);
+    if (savesInputs)
+        bytes += a * t * h + a * t * k * h + a * t * k * fe; // router's, gathered, down's inputs
+    if (ctx.full)
+        bytes += a * t * k * h; // each expert's output, times its trainable routing weight
+    return bytes;
+}
+
 LayerActivations layerActivations(const PlanContext& ctx)
 {
     const model::ModelSpec& m = ctx.model;
@@ -61,13 +79,15 @@ LayerActivations layerActivations(const PlanContext& ctx)
     if (savesInputs || (!dropout && (tg.q || tg.k || tg.v)))
         act.attention += a * t * h;
 
-    if (m.mlp == model::MlpKind::Gated)
+    if (m.isMixtureOfExperts())
+        act.mlp = expertActivations(ctx, savesInputs);
+    else if (m.mlp == model::MlpKind::Gated)
         act.mlp = 3 * a * t * f; // gate out (SiLU input), SiLU out, up out (the product's inputs)
     else
         act.mlp = a * t * f; // up out (GELU input)
-    if (savesInputs || (!dropout && (tg.gate || tg.up)))
+    if (!m.isMixtureOfExperts() && (savesInputs || (!dropout && (tg.gate || tg.up))))
         act.mlp += a * t * h; // second norm's output, read by gate/up
-    if (savesInputs || (!dropout && tg.down))
+    if (!m.isMixtureOfExperts() && (savesInputs || (!dropout && tg.down)))
         act.mlp += a * t * f; // down_proj's input
 
     if (ctx.lora) {

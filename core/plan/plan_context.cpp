@@ -35,6 +35,8 @@ void LoraTargets::mark(model::LinearKind kind)
     case LinearKind::Down:
         down = true;
         break;
+    case LinearKind::Router:
+        break;
     }
 }
 
@@ -60,6 +62,8 @@ bool LoraTargets::has(model::LinearKind kind) const
         return gate;
     case LinearKind::Down:
         return down;
+    case LinearKind::Router:
+        return false;
     }
     return false;
 }
@@ -76,8 +80,9 @@ double adafactorStateElements(const PlanContext& ctx)
     double perLayer = 0;
     if (ctx.full) {
         for (int i = 0; i < n; ++i)
-            perLayer += double(shapes[i].inFeatures + shapes[i].outFeatures)
-                + (shapes[i].bias ? double(shapes[i].outFeatures) : 0);
+            perLayer += double(shapes[i].copies)
+                * (double(shapes[i].inFeatures + shapes[i].outFeatures)
+                    + (shapes[i].bias ? double(shapes[i].outFeatures) : 0));
         perLayer += double(ctx.counts.normsPerLayer);
         if (m.qkNorm)
             perLayer += 2.0 * double(m.headDim);
@@ -89,7 +94,7 @@ double adafactorStateElements(const PlanContext& ctx)
     }
     const double r = ctx.in.lora.rank;
     for (int i = 0; i < n; ++i)
-        if (ctx.targets.has(shapes[i].kind))
+        if (shapes[i].adaptable() && ctx.targets.has(shapes[i].kind))
             perLayer += (r + double(shapes[i].inFeatures)) + (double(shapes[i].outFeatures) + r);
     return perLayer * double(m.numLayers);
 }
@@ -106,11 +111,14 @@ double loraParamsPerLayer(const model::ModelSpec& model, const LoraSettings& lor
     for (const std::string& name : wanted)
         all = all || name == "all-linear" || name == "all";
     double perLayer = 0;
+    // A name that selects only experts (gate_proj, up_proj, down_proj of a
+    // mixture of experts) adapts nothing, as in peft: the experts are not
+    // modules it wraps (model_spec.h, LinearShape::adaptable).
     for (int i = 0; i < n; ++i) {
         bool selected = all;
         for (const std::string& name : wanted)
             selected = selected || model::targetSelects(name, shapes[i].kind);
-        if (!selected)
+        if (!selected || !shapes[i].adaptable())
             continue;
         perLayer += double(lora.rank) * double(shapes[i].inFeatures + shapes[i].outFeatures);
         if (targets)
@@ -149,9 +157,12 @@ void countParameters(PlanContext& ctx)
     if (ctx.qlora) {
         model::LinearShape shapes[model::kMaxBlockLinears];
         const int n = model::blockLinearShapes(model, shapes);
+        // The router stays in 16 bits: it is not a projection of the stream.
         double linearWeights = 0;
         for (int i = 0; i < n; ++i)
-            linearWeights += double(shapes[i].inFeatures) * double(shapes[i].outFeatures);
+            if (shapes[i].kind != model::LinearKind::Router)
+                linearWeights += double(shapes[i].copies) * double(shapes[i].inFeatures)
+                    * double(shapes[i].outFeatures);
         ctx.quantized = linearWeights * double(model.numLayers);
     }
     ctx.frozen16 = ctx.total - ctx.quantized;

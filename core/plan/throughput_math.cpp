@@ -122,7 +122,8 @@ FlopsPerToken flopsPerToken(const PlanContext& ctx)
     const model::ModelSpec& m = ctx.model;
     const double seq = positive(ctx.in.seqLen);
     FlopsPerToken f;
-    f.blockMatmul = double(ctx.counts.blockLinear);
+    // A mixture of experts runs its router and top-k experts per token.
+    f.blockMatmul = double(ctx.counts.blockActive);
     f.matmul = f.blockMatmul + double(m.vocabSize) * double(m.hiddenSize);
     // Causal kernels skip the masked half of the score matrix.
     f.context = ctx.attention == Attention::Sdpa ? seq / 2 : seq;

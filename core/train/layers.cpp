@@ -53,6 +53,7 @@ torch::Tensor TokenEmbedding::forward(const torch::Tensor& ids)
 
 GatedMlp::GatedMlp(const GatedMlpShape& shape, const torch::TensorOptions& options)
     : m_activation(shape.activation)
+    , m_mixtralNames(shape.mixtralNames)
 {
     const auto linear = [&](std::int64_t in, std::int64_t out) {
         return std::make_shared<DenseLinear>(in, out, shape.withBias, options);
@@ -61,10 +62,10 @@ GatedMlp::GatedMlp(const GatedMlpShape& shape, const torch::TensorOptions& optio
     if (shape.fusedGateUp) {
         m_gateUp = register_module("gate_up_proj", linear(h, 2 * f));
     } else {
-        m_gate = register_module("gate_proj", linear(h, f));
-        m_up = register_module("up_proj", linear(h, f));
+        m_gate = register_module(m_mixtralNames ? "w1" : "gate_proj", linear(h, f));
+        m_up = register_module(m_mixtralNames ? "w3" : "up_proj", linear(h, f));
     }
-    m_down = register_module("down_proj", linear(f, h));
+    m_down = register_module(m_mixtralNames ? "w2" : "down_proj", linear(f, h));
 }
 
 torch::Tensor GatedMlp::forward(const torch::Tensor& input)
@@ -88,16 +89,21 @@ std::vector<std::string> GatedMlp::projectionNames() const
 {
     if (m_gateUp)
         return {"gate_up_proj", "down_proj"};
+    if (m_mixtralNames)
+        return {"w1", "w3", "w2"};
     return {"gate_proj", "up_proj", "down_proj"};
 }
 
 std::shared_ptr<LinearLayer>* GatedMlp::slot(const std::string& name)
 {
-    std::shared_ptr<LinearLayer>* found = name == "gate_proj" ? &m_gate
-        : name == "up_proj"                                   ? &m_up
-        : name == "gate_up_proj"                              ? &m_gateUp
-        : name == "down_proj"                                 ? &m_down
-                                                              : nullptr;
+    const std::vector<std::string> names = projectionNames();
+    std::vector<std::shared_ptr<LinearLayer>*> slots{&m_gateUp, &m_down};
+    if (!m_gateUp)
+        slots = {&m_gate, &m_up, &m_down};
+    std::shared_ptr<LinearLayer>* found = nullptr;
+    for (size_t i = 0; i < names.size(); ++i)
+        if (names[i] == name)
+            found = slots[i];
     return found && *found ? found : nullptr;
 }
 

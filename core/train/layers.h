@@ -71,6 +71,7 @@ struct GatedMlpShape {
     bool withBias = false;
     GateActivation activation = GateActivation::Silu;
     bool fusedGateUp = false; // Phi-3: gate and up rows in one gate_up_proj, gate first
+    bool mixtralNames = false; // Mixtral's experts: w1 (gate), w3 (up), w2 (down)
 };
 
 class GatedMlp : public torch::nn::Module {
@@ -78,7 +79,8 @@ public:
     GatedMlp(const GatedMlpShape& shape, const torch::TensorOptions& options);
     torch::Tensor forward(const torch::Tensor& input);
 
-    // "gate_proj", "up_proj", "down_proj"; Phi-3: "gate_up_proj", "down_proj".
+    // "gate_proj", "up_proj", "down_proj"; Phi-3: "gate_up_proj", "down_proj";
+    // Mixtral's experts: "w1", "w3", "w2".
     std::vector<std::string> projectionNames() const;
     std::shared_ptr<LinearLayer> projection(const std::string& name);
     void replaceProjection(const std::string& name, std::shared_ptr<LinearLayer> layer);
@@ -91,6 +93,7 @@ private:
     std::shared_ptr<LinearLayer> m_gateUp; // fused: the two above null
     std::shared_ptr<LinearLayer> m_down;
     GateActivation m_activation;
+    bool m_mixtralNames;
 };
 
 } // namespace tb::train

@@ -33,10 +33,22 @@ DecoderLayer::DecoderLayer(
     m_attention =
         register_module("self_attn", std::make_shared<SelfAttention>(config, options, index));
     m_postAttentionNorm = norm("post_attention_layernorm");
-    m_mlp = register_module("mlp",
-        std::make_shared<GatedMlp>(GatedMlpShape{config.hiddenSize, config.intermediateSize,
-                                       config.mlpBias, gateActivationOf(config), config.fusedQkv},
-            options));
+    const bool mixtral = config.modelType == "mixtral";
+    m_mlpName = mixtral ? "block_sparse_moe" : "mlp";
+    if (config.isMixtureOfExperts()) {
+        const GatedMlpShape expert{config.hiddenSize, config.expertIntermediateSize, false,
+            gateActivationOf(config), false, mixtral};
+        const ExpertRouting routing{
+            config.experts, config.expertsPerToken, config.normTopkProb, mixtral};
+        m_experts =
+            register_module(m_mlpName, std::make_shared<SparseMoe>(expert, routing, options));
+    } else {
+        m_mlp = register_module(m_mlpName,
+            std::make_shared<GatedMlp>(GatedMlpShape{config.hiddenSize, config.intermediateSize,
+                                           config.mlpBias, gateActivationOf(config),
+                                           config.fusedQkv},
+                options));
+    }
     if (config.normsPerLayer == 4) {
         m_preFeedforwardNorm = norm("pre_feedforward_layernorm");
         m_postFeedforwardNorm = norm("post_feedforward_layernorm");
@@ -49,13 +61,39 @@ torch::Tensor DecoderLayer::forward(
     if (!m_preFeedforwardNorm) {
         const torch::Tensor attended =
             hidden + m_attention->forward(m_inputNorm->forward(hidden), inputs, cache);
-        return attended + m_mlp->forward(m_postAttentionNorm->forward(attended));
+        return attended + mlpForward(m_postAttentionNorm->forward(attended));
     }
     const torch::Tensor attended = hidden
         + m_postAttentionNorm->forward(
             m_attention->forward(m_inputNorm->forward(hidden), inputs, cache));
     return attended
-        + m_postFeedforwardNorm->forward(m_mlp->forward(m_preFeedforwardNorm->forward(attended)));
+        + m_postFeedforwardNorm->forward(mlpForward(m_preFeedforwardNorm->forward(attended)));
+}
+
+torch::Tensor DecoderLayer::mlpForward(const torch::Tensor& input)
+{
+    return m_experts ? m_experts->forward(input) : m_mlp->forward(input);
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<LinearLayer>>> DecoderLayer::mlpProjections()
+{
+    std::vector<std::pair<std::string, std::shared_ptr<LinearLayer>>> out;
+    const std::vector<std::string> names =
+        m_experts ? m_experts->projectionNames() : m_mlp->projectionNames();
+    for (const std::string& name : names)
+        out.emplace_back(m_mlpName + "." + name,
+            m_experts ? m_experts->projection(name) : m_mlp->projection(name));
+    return out;
+}
+
+void DecoderLayer::replaceMlpProjection(const std::string& name, std::shared_ptr<LinearLayer> layer)
+{
+    TORCH_CHECK(name.starts_with(m_mlpName + "."), "not a projection of ", m_mlpName, ": ", name);
+    const std::string inner = name.substr(m_mlpName.size() + 1);
+    if (m_experts)
+        m_experts->replaceProjection(inner, std::move(layer));
+    else
+        m_mlp->replaceProjection(inner, std::move(layer));
 }
 
 LlamaModel::LlamaModel(const LlamaConfig& config, const torch::TensorOptions& options)
@@ -210,16 +248,21 @@ std::vector<std::pair<std::string, std::shared_ptr<LinearLayer>>> LlamaForCausal
         const std::string prefix = "model.layers." + std::to_string(i) + ".";
         for (const std::string& name : layers[i]->attention().projectionNames())
             out.emplace_back(prefix + "self_attn." + name, layers[i]->attention().projection(name));
-        for (const std::string& name : layers[i]->mlp().projectionNames())
-            out.emplace_back(prefix + "mlp." + name, layers[i]->mlp().projection(name));
+        for (auto& [name, layer] : layers[i]->mlpProjections())
+            out.emplace_back(prefix + name, std::move(layer));
     }
     return out;
+}
+
+bool LlamaForCausalLm::isExpertProjection(const std::string& qualifiedName)
+{
+    return qualifiedName.find(".experts.") != std::string::npos;
 }
 
 void LlamaForCausalLm::replaceProjection(
     const std::string& qualifiedName, std::shared_ptr<LinearLayer> layer)
 {
-    // model.layers.<i>.<self_attn|mlp>.<name>
+    // model.layers.<i>.<self_attn|mlp|block_sparse_moe>.<name>
     const std::string prefix = "model.layers.";
     TORCH_CHECK(qualifiedName.starts_with(prefix), "not a projection name: ", qualifiedName);
     const size_t indexEnd = qualifiedName.find('.', prefix.size());
@@ -239,10 +282,8 @@ void LlamaForCausalLm::replaceProjection(
     DecoderLayer& decoder = *m_model->layers()[index];
     if (owner == "self_attn")
         decoder.attention().replaceProjection(name, std::move(layer));
-    else if (owner == "mlp")
-        decoder.mlp().replaceProjection(name, std::move(layer));
     else
-        TORCH_CHECK(false, "not a projection name: ", qualifiedName);
+        decoder.replaceMlpProjection(owner + "." + name, std::move(layer));
 }
 
 void LlamaForCausalLm::initializeRandom(std::uint64_t seed, double std)

@@ -4,6 +4,7 @@
 #include "train/chunked_loss.h"
 #include "train/layers.h"
 #include "train/model_config.h"
+#include "train/sparse_moe.h"
 
 #include <torch/torch.h>
 
@@ -28,13 +29,20 @@ public:
         const torch::Tensor& hidden, const AttentionInputs& inputs, LayerCache* cache);
 
     SelfAttention& attention() { return *m_attention; }
-    GatedMlp& mlp() { return *m_mlp; }
+    // The MLP's projections by their names under this layer
+    // ("mlp.down_proj", "block_sparse_moe.experts.3.w1"), and replacement.
+    std::vector<std::pair<std::string, std::shared_ptr<LinearLayer>>> mlpProjections();
+    void replaceMlpProjection(const std::string& name, std::shared_ptr<LinearLayer> layer);
 
 private:
+    torch::Tensor mlpForward(const torch::Tensor& input);
+
     std::shared_ptr<RmsNorm> m_inputNorm;
     std::shared_ptr<SelfAttention> m_attention;
     std::shared_ptr<RmsNorm> m_postAttentionNorm;
-    std::shared_ptr<GatedMlp> m_mlp;
+    std::string m_mlpName; // "mlp"; Mixtral: "block_sparse_moe"
+    std::shared_ptr<GatedMlp> m_mlp; // null in a mixture of experts
+    std::shared_ptr<SparseMoe> m_experts; // null in a dense model
     std::shared_ptr<RmsNorm> m_preFeedforwardNorm; // four norms per layer only
     std::shared_ptr<RmsNorm> m_postFeedforwardNorm;
 };
@@ -112,9 +120,13 @@ public:
 
     LlamaModel& model() { return *m_model; }
     torch::Tensor& outputWeight(); // lm_head.weight, or the embedding when tied
+    // Whether a projection of projections() belongs to an expert.
+    static bool isExpertProjection(const std::string& qualifiedName);
 
-    // Every projection by its qualified name ("model.layers.3.mlp.up_proj"),
-    // and in-place replacement (how LoRA adapters attach).
+    // Every projection by its qualified name ("model.layers.3.mlp.up_proj",
+    // "model.layers.3.mlp.experts.7.down_proj"), and in-place replacement
+    // (how LoRA adapters attach and QLoRA quantises). A mixture of experts'
+    // router is not among them: it stays in the compute dtype.
     std::vector<std::pair<std::string, std::shared_ptr<LinearLayer>>> projections();
     void replaceProjection(const std::string& qualifiedName, std::shared_ptr<LinearLayer> layer);
 

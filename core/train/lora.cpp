@@ -86,6 +86,46 @@ double LoraSpec::scaling() const
                   : alpha / static_cast<double>(rank);
 }
 
+namespace {
+
+// What a block of `config` offers LoRA, for refusals.
+std::string adaptableModules(const LlamaConfig& config)
+{
+    if (config.isMixtureOfExperts())
+        return "its blocks adapt q_proj, k_proj, v_proj, o_proj (experts are not adapted)";
+    return config.fusedQkv ? "its block has qkv_proj, o_proj, gate_up_proj, down_proj"
+                           : "its block has q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, "
+                             "down_proj";
+}
+
+// Every target must select a projection; in a mixture of experts the MLP
+// names select nothing (experts are not adapted), and are refused only
+// when no target selects anything.
+template <typename Selects>
+common::Status checkTargetsSelect(LlamaForCausalLm& model, const LoraSpec& spec, Selects selects)
+{
+    const auto projections = model.projections();
+    const auto selectsAny = [&](const std::string& target) {
+        return std::any_of(projections.begin(), projections.end(),
+            [&](const auto& item) { return selects(target, item.first); });
+    };
+    const bool moe = model.config().isMixtureOfExperts();
+    for (const std::string& target : spec.targetModules) {
+        const bool expertName = moe && !model::isAttentionLinear(*model::linearKindNamed(target));
+        if (!selectsAny(target) && !expertName)
+            return common::Error{"LoRA target module '" + target + "' is not in this "
+                    + model.config().modelType + " model",
+                adaptableModules(model.config())};
+    }
+    if (std::none_of(spec.targetModules.begin(), spec.targetModules.end(), selectsAny))
+        return common::Error{"LoRA targets select only the experts of this "
+                + model.config().modelType + " model, and experts are not adapted",
+            adaptableModules(model.config())};
+    return common::Ok{};
+}
+
+} // namespace
+
 common::Result<std::vector<std::string>> attachLora(LlamaForCausalLm& model, const LoraSpec& spec,
     std::uint64_t seed, std::optional<at::Generator> dropoutGenerator)
 {
@@ -100,24 +140,19 @@ common::Result<std::vector<std::string>> attachLora(LlamaForCausalLm& model, con
                 "expected q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj or down_proj "
                 "(Phi-3: qkv_proj, gate_up_proj)"};
     }
+    // Experts are never adapted (model::LinearShape::adaptable): a name that
+    // selects only experts adapts nothing, as in peft.
     const auto selects = [](const std::string& target, const std::string& projection) {
         const auto kind = model::linearKindNamed(lastName(projection));
-        return kind && model::targetSelects(target, *kind);
+        return kind && model::targetSelects(target, *kind)
+            && !LlamaForCausalLm::isExpertProjection(projection);
     };
     const auto selected = [&](const std::string& projection) {
         return std::any_of(spec.targetModules.begin(), spec.targetModules.end(),
             [&](const std::string& target) { return selects(target, projection); });
     };
-    const auto projections = model.projections();
-    for (const std::string& target : spec.targetModules) {
-        if (std::none_of(projections.begin(), projections.end(),
-                [&](const auto& item) { return selects(target, item.first); }))
-            return common::Error{"LoRA target module '" + target + "' is not in this "
-                    + model.config().modelType + " model",
-                model.config().fusedQkv ? "its block has qkv_proj, o_proj, gate_up_proj, down_proj"
-                                        : "its block has q_proj, k_proj, v_proj, o_proj, "
-                                          "gate_proj, up_proj, down_proj"};
-    }
+    if (auto status = checkTargetsSelect(model, spec, selects); !status)
+        return status.error();
     std::vector<std::string> wrapped;
     try {
         torch::NoGradGuard noGrad;

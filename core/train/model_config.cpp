@@ -11,12 +11,13 @@ using common::Result;
 
 namespace {
 
-constexpr std::array kModelTypes{
-    "llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text", "phi3"};
+constexpr std::array kModelTypes{"llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text",
+    "phi3", "mixtral", "qwen3_moe"};
 constexpr std::array kArchitectures{"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
-    "Qwen3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM", "Phi3ForCausalLM"};
+    "Qwen3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM", "Phi3ForCausalLM",
+    "MixtralForCausalLM", "Qwen3MoeForCausalLM"};
 // Model types whose layer_types may mark layers as attending within a window.
-constexpr std::array kWindowedLayerTypes{"mistral", "gemma2", "gemma3_text"};
+constexpr std::array kWindowedLayerTypes{"mistral", "gemma2", "gemma3_text", "mixtral"};
 
 template <size_t N> std::string joined(const std::array<const char*, N>& names)
 {
@@ -103,7 +104,18 @@ common::Status refuseUnsupported(const model::HfConfig& config)
                 "rope scaling type '" + scaling->typeName + "' is not supported",
                 "supported: linear, llama3, longrope (or none)");
     }
-    if (config.slidingWindowLayers && (config.modelType == "qwen2" || config.modelType == "qwen3"))
+    if (config.isMixtureOfExperts() && config.outputRouterLogits)
+        return refusal(config, "output_router_logits",
+            "the router's load-balancing loss is not computed by the trainer",
+            "set output_router_logits to false: the loss is then the language model's alone, "
+            "as transformers computes it");
+    if (config.routerJitterNoise != 0)
+        return refusal(config, "router_jitter_noise",
+            "router noise " + std::to_string(config.routerJitterNoise) + " is not supported",
+            "set it to 0.0");
+    if (config.slidingWindowLayers
+        && (config.modelType == "qwen2" || config.modelType == "qwen3"
+            || config.modelType == "qwen3_moe"))
         return refusal(config, "use_sliding_window",
             "sliding-window layers of " + config.modelType + " are not supported");
     for (const std::string& type : config.layerTypes) {

@@ -167,13 +167,15 @@ std::string TrainingRun::addPrediction(json& fields)
 }
 
 // Settings that are valid but change nothing here, said once at the start.
-void TrainingRun::warnAboutParallelSettings()
+void TrainingRun::warnAboutSettings()
 {
     const config::DistributedConfig& d = m_config.distributed;
     if (!m_context.distributed() && d.sharding != config::Sharding::Ddp)
         warn("distributed.sharding " + std::string(config::toString(d.sharding))
             + " has no effect in a single process (WORLD_SIZE is 1)");
     for (const std::string& warning : m_context.joinWarnings())
+        warn(warning);
+    for (const std::string& warning : m_session->warnings)
         warn(warning);
 }
 
@@ -266,7 +268,7 @@ common::Result<TrainOutcome> TrainingRun::resumeAndTrain(const std::string& resu
     const auto loopStart = Clock::now();
     try {
         writeRunStart(!resumeDir.empty());
-        warnAboutParallelSettings();
+        warnAboutSettings();
         if (m_options.exportOnly) {
             // Consolidates a (possibly sharded) checkpoint, at any world size.
             if (auto status = exportResults(); !status)

@@ -112,7 +112,7 @@ private:
     EvalLossResult evaluateValidation();
     void evaluate();
     void addStateFields(nlohmann::json& fields);
-    void warnAboutParallelSettings();
+    void warnAboutSettings();
     common::Status checkpoint();
     common::Status exportResults();
     void emitExportPeaks(const std::string& what);

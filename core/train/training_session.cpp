@@ -131,6 +131,25 @@ torch::ScalarType masterTypeOf(config::Precision precision)
 
 namespace {
 
+// In a mixture of experts the MLP's target names select experts, which the
+// trainer does not adapt (peft adapts Qwen3-MoE's as 3-D parameters): said,
+// never silently dropped. Empty when nothing was left out.
+std::string expertTargetsSkipped(LlamaForCausalLm& model, const LoraSpec& lora)
+{
+    if (!model.config().isMixtureOfExperts())
+        return {};
+    std::string names;
+    for (const std::string& target : lora.targetModules)
+        if (!model::isAttentionLinear(*model::linearKindNamed(target)))
+            names += (names.empty() ? "" : ", ") + target;
+    if (names.empty())
+        return {};
+    return "lora.target_modules: " + names + " select the experts of this "
+        + model.config().modelType
+        + " model, which the trainer does not adapt; LoRA adapts the attention projections "
+          "only, and the adapter's target_modules say so";
+}
+
 // LoRA layers over the (possibly NF4) projections, the adapter to start
 // from, everything else frozen.
 common::Status attachAdapters(
@@ -145,6 +164,8 @@ common::Status attachAdapters(
         data::deriveSeed(config.training.seed, kLoraInitStream), session.dropoutGenerator);
     if (!attached)
         return attached.error();
+    if (std::string skipped = expertTargetsSkipped(model, session.lora); !skipped.empty())
+        session.warnings.push_back(std::move(skipped));
     if (!initAdapter.empty()) {
         auto adapter = readPeftAdapterConfig(initAdapter);
         if (!adapter)

@@ -46,6 +46,7 @@ struct TrainingSession {
     std::int64_t totalParameters = 0; // of the model as loaded (NF4 weights counted)
     std::int64_t trainableParameters = 0;
     std::int64_t quantizedBytes = 0; // QLoRA: NF4 storage of the base projections
+    std::vector<std::string> warnings; // what preparing the model left to say
     // How the weights came in: a sharded load (ZeRO-3, FSDP) reads only this
     // rank's slices of the stored bytes (QLoRA: whole projections, quantised
     // one at a time).

@@ -44,6 +44,19 @@ private slots:
             << R"({"model_type":"phi3","hidden_size":3072,"intermediate_size":8192,"num_hidden_layers":32,
                  "num_attention_heads":32,"num_key_value_heads":32,"vocab_size":32064,"tie_word_embeddings":false})"
             << qint64(3'821'079'552);
+        QTest::addRow("mixtral-8x7b (8 experts)")
+            << R"({"architectures":["MixtralForCausalLM"],"model_type":"mixtral","hidden_size":4096,
+                 "intermediate_size":14336,"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,
+                 "num_local_experts":8,"num_experts_per_tok":2,"vocab_size":32000,"tie_word_embeddings":false,
+                 "router_aux_loss_coef":0.02,"sliding_window":null})"
+            << qint64(46'702'792'704);
+        QTest::addRow("qwen3-30b-a3b (128 experts)")
+            << R"({"architectures":["Qwen3MoeForCausalLM"],"model_type":"qwen3_moe","hidden_size":2048,
+                 "intermediate_size":6144,"moe_intermediate_size":768,"num_hidden_layers":48,"num_attention_heads":32,
+                 "num_key_value_heads":4,"head_dim":128,"num_experts":128,"num_experts_per_tok":8,
+                 "norm_topk_prob":true,"decoder_sparse_step":1,"mlp_only_layers":[],"vocab_size":151936,
+                 "tie_word_embeddings":false,"attention_bias":false})"
+            << qint64(30'532'122'624);
         QTest::addRow("smollm2-135m (tied)")
             << R"({"model_type":"llama","hidden_size":576,"intermediate_size":1536,"num_hidden_layers":30,
                  "num_attention_heads":9,"num_key_value_heads":3,"vocab_size":49152,"tie_word_embeddings":true})"
@@ -205,6 +218,50 @@ private slots:
         QCOMPARE(config->slidingRopeScaling.type, model::RopeScalingType::None);
     }
 
+    // What the trainer routes by: the experts, top-k, renormalisation and the
+    // balancing loss, each from the file or the class default.
+    void expertRouting_data()
+    {
+        QTest::addColumn<QString>("json");
+        QTest::addColumn<qint64>("experts");
+        QTest::addColumn<qint64>("topK");
+        QTest::addColumn<qint64>("expertWidth");
+        QTest::addColumn<bool>("normTopk");
+        QTest::addColumn<double>("auxCoef");
+        QTest::addColumn<bool>("auxLoss");
+        const QString shape =
+            R"("hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100)";
+        QTest::addRow("mixtral defaults") << "{\"model_type\":\"mixtral\",\"num_key_value_heads\":2," + shape + "}" << qint64(8)
+                                          << qint64(2) << qint64(96) << true << 0.001 << false;
+        QTest::addRow("qwen3_moe defaults") << "{\"model_type\":\"qwen3_moe\"," + shape + "}"
+                                            << qint64(128) << qint64(8) << qint64(768) << false << 0.001
+                                            << false;
+        QTest::addRow("qwen3_moe as transformers 5 saves it")
+            << "{\"model_type\":\"qwen3_moe\"," + shape
+                + R"(,"num_local_experts":4,"num_experts_per_tok":2,"moe_intermediate_size":16,"norm_topk_prob":true,"output_router_logits":true,"router_aux_loss_coef":0.01})"
+            << qint64(4) << qint64(2) << qint64(16) << true << 0.01 << true;
+        QTest::addRow("dense") << "{\"model_type\":\"llama\"," + shape + "}" << qint64(0) << qint64(0)
+                               << qint64(0) << false << 0.001 << false;
+    }
+    void expertRouting()
+    {
+        QFETCH(QString, json);
+        const auto config = model::parseHfModelConfig(json.toStdString(), "config.json");
+        QVERIFY2(config.ok(), config.ok() ? "" : config.error().message.c_str());
+        QFETCH(qint64, experts);
+        QFETCH(qint64, topK);
+        QFETCH(qint64, expertWidth);
+        QFETCH(bool, normTopk);
+        QFETCH(double, auxCoef);
+        QFETCH(bool, auxLoss);
+        QCOMPARE(config->experts, experts);
+        QCOMPARE(config->expertsPerToken, topK);
+        QCOMPARE(config->expertIntermediateSize, expertWidth);
+        QCOMPARE(config->normTopkProb, normTopk);
+        QCOMPARE(config->routerAuxLossCoef, auxCoef);
+        QCOMPARE(config->outputRouterLogits, auxLoss);
+    }
+
     void layerTypesNeedOnePerLayer()
     {
         const auto config = model::parseHfModelConfig(
@@ -295,8 +352,22 @@ private slots:
             << "does not divide hidden_size";
         QTest::addRow("kv heads") << "{" + ok + ",\"num_key_value_heads\":3}"
                                   << "field 'num_key_value_heads': got 3, expected a divisor";
-        QTest::addRow("moe") << "{" + ok + ",\"num_local_experts\":8}"
-                             << "mixture-of-experts";
+        QTest::addRow("moe of another family") << "{" + ok + ",\"num_local_experts\":8}"
+                             << "field 'num_local_experts': got 8: mixture-of-experts model_type 'llama' is not supported";
+        QTest::addRow("deepseek experts")
+            << "{\"model_type\":\"deepseek_v3\"," + ok + ",\"n_routed_experts\":256}"
+            << "field 'n_routed_experts': got 256";
+        QTest::addRow("top-k above experts")
+            << "{\"model_type\":\"mixtral\",\"num_key_value_heads\":2," + ok + ",\"num_local_experts\":4,\"num_experts_per_tok\":6}"
+            << "experts_per_token: got 6, expected 1 to the number of experts (4)";
+        QTest::addRow("qwen3_moe dense layers")
+            << "{\"model_type\":\"qwen3_moe\"," + ok + ",\"mlp_only_layers\":[0]}"
+            << "field 'mlp_only_layers': got [0], only []";
+        QTest::addRow("qwen3_moe sparse step")
+            << "{\"model_type\":\"qwen3_moe\"," + ok + ",\"decoder_sparse_step\":2}"
+            << "field 'decoder_sparse_step': got 2";
+        QTest::addRow("aux coefficient") << "{\"model_type\":\"mixtral\",\"num_key_value_heads\":2," + ok + ",\"router_aux_loss_coef\":\"x\"}"
+                                         << "field 'router_aux_loss_coef': got \"x\", expected a number";
         QTest::addRow("bad bool") << "{" + ok + ",\"tie_word_embeddings\":\"yes\"}"
                                   << "field 'tie_word_embeddings'";
     }

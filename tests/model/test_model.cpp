@@ -72,6 +72,40 @@ private slots:
         QTest::addRow("Gemma-3-1B") << "google/gemma-3-1b-it" << qint64(999'885'952);
         QTest::addRow("Phi-4") << "microsoft/phi-4" << qint64(14'659'507'200);
         QTest::addRow("SmolLM2-135M") << "SMOLLM2-135M" << qint64(134'515'008);
+        QTest::addRow("Mixtral-8x7B") << "mistralai/Mixtral-8x7B-v0.1" << qint64(46'702'792'704);
+        QTest::addRow("Qwen3-30B-A3B") << "qwen3-30b-a3b" << qint64(30'532'122'624);
+    }
+
+    // A mixture of experts holds every expert and runs k of them a token:
+    // the "active" figure its authors publish (Mixtral: 12.9 B of 46.7 B,
+    // mistral.ai/news/mixtral-of-experts; Qwen3-30B-A3B: 3.3 B of 30.5 B,
+    // its model card), exactly as counted here.
+    void activeParameters_data()
+    {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<qint64>("active");
+        QTest::addColumn<qint64>("matmul");
+        QTest::addRow("Mixtral-8x7B") << "mixtral-8x7b" << qint64(12'879'925'248)
+                                      << qint64(12'879'925'248 - 131'072'000 - 32 * 8192 - 4096);
+        QTest::addRow("Qwen3-30B-A3B") << "Qwen3-30B-A3B" << qint64(3'353'032'704)
+                                       << qint64(3'353'032'704 - 311'164'928 - 48 * (4096 + 256) - 2048);
+        QTest::addRow("dense: all") << "Llama-3-8B" << qint64(8'030'261'248)
+                                    << qint64(8'030'261'248 - 525'336'576 - 32 * 8192 - 4096);
+    }
+    void activeParameters()
+    {
+        QFETCH(QString, name);
+        QFETCH(qint64, active);
+        QFETCH(qint64, matmul);
+        const auto catalog = plan::Catalog::load(presetsDir().toStdString());
+        QVERIFY(catalog.ok());
+        const model::ModelSpec* spec = catalog->findModel(name.toStdString());
+        QVERIFY(spec);
+        const model::ParameterCount count = model::countParameters(*spec);
+        QCOMPARE(count.active, active);
+        // The N of 6N: what a token multiplies (active, less the embedding
+        // lookup and the norms).
+        QCOMPARE(count.matmul, matmul);
     }
     void acceptanceCounts()
     {
@@ -124,6 +158,17 @@ private slots:
         for (const model::LinearLayer& l : model::blockLinearLayers(spec))
             names << QString::fromStdString(l.name);
         QCOMPARE(names, QStringList({"qkv_proj", "o_proj", "gate_up_proj", "down_proj"}));
+        // A mixture of experts: the router, then the experts' projections.
+        spec.fusedQkv = false;
+        spec.experts = 4;
+        spec.expertsPerToken = 2;
+        spec.expertIntermediateSize = 32;
+        names.clear();
+        for (const model::LinearLayer& l : model::blockLinearLayers(spec))
+            names << QString::fromStdString(l.name) + "x" + QString::number(l.copies);
+        QCOMPARE(names,
+            QStringList({"q_projx1", "k_projx1", "v_projx1", "o_projx1", "gatex1", "gate_projx4",
+                "up_projx4", "down_projx4"}));
         // Fusing changes names, not the count.
         spec.fusedQkv = false;
         const auto separate = model::countParameters(spec).total;

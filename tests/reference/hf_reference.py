@@ -10,6 +10,7 @@ fails the run with exit status 1. Exit status 3: a package is missing.
 import argparse
 import json
 import os
+import re
 import sys
 import traceback
 import warnings
@@ -30,6 +31,10 @@ except ImportError as missing:
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 FUSED_LORA_TARGETS = ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]  # Phi-3
+# A mixture of experts: our trainer adapts attention only (peft would adapt
+# Qwen3-MoE's experts as 3-D parameters for the MLP names).
+ATTENTION_LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
+MOE_TYPES = ("mixtral", "qwen3_moe")
 PEFT_PREFIX = "base_model.model."
 
 
@@ -83,6 +88,18 @@ def tiny_config(family):
         # Fused qkv_proj and gate_up_proj, a window on every layer.
         return transformers.Phi3Config(**common, num_key_value_heads=2, sliding_window=5,
                                        pad_token_id=0, tie_word_embeddings=False)
+    if family == "mixtral":
+        # Four experts, two a token, weights renormalised and kept in fp32.
+        return transformers.MixtralConfig(**common, num_key_value_heads=2, num_local_experts=4,
+                                          num_experts_per_tok=2, sliding_window=None,
+                                          tie_word_embeddings=False)
+    if family == "qwen3_moe":
+        # Experts narrower than the dense width, q/k norms, top-k weights
+        # neither renormalised nor kept in fp32 (norm_topk_prob false).
+        return transformers.Qwen3MoeConfig(**common, num_key_value_heads=2, head_dim=12,
+                                           num_experts=4, num_experts_per_tok=2,
+                                           moe_intermediate_size=24, norm_topk_prob=False,
+                                           tie_word_embeddings=True)
     if family == "phi3-longrope":
         # Phi-4-mini's shape: three quarters of each head rotate, LongRoPE
         # with an original length the test's 12 tokens pass (long factors).
@@ -104,6 +121,11 @@ def randomize(model, seed):
             noise = torch.randn(parameter.shape, generator=generator)
             if name.endswith("norm.weight"):
                 parameter.copy_(1.0 + 0.2 * noise)
+            elif name.endswith(".gate.weight"):
+                # A router that decides: at a near tie between a token's k-th
+                # and next expert, a rounding alone picks another. Still far
+                # from saturation, so its gradients are tested.
+                parameter.copy_(0.6 * noise)
             else:
                 parameter.copy_(0.15 * noise)
 
@@ -186,8 +208,10 @@ def peft_lora(model, seed):
     """peft's LoRA on every projection, B drawn away from zero (peft starts it
     at zero, and the adapter would do nothing)."""
     fused = any(name.endswith(".qkv_proj") for name, _ in model.named_modules())
-    config = peft.LoraConfig(r=4, lora_alpha=8.0, lora_dropout=0.0,
-                             target_modules=FUSED_LORA_TARGETS if fused else LORA_TARGETS,
+    targets = FUSED_LORA_TARGETS if fused else LORA_TARGETS
+    if model.config.model_type in MOE_TYPES:
+        targets = ATTENTION_LORA_TARGETS
+    config = peft.LoraConfig(r=4, lora_alpha=8.0, lora_dropout=0.0, target_modules=targets,
                              task_type="CAUSAL_LM")
     torch.manual_seed(seed)
     model = peft.get_peft_model(model, config)
@@ -225,18 +249,42 @@ def train_step(args):
     loss = model(input_ids=batch["input_ids"], labels=batch["labels"]).loss
     loss.backward()
     out = {"loss": loss.detach().float().reshape(1)}
+    model_type = model.config.model_type
     for name, parameter in named:
-        ours = our_name(name)
-        out["grad." + ours] = parameter.grad.detach().clone().contiguous()
+        for ours, grad in as_stored(our_name(name), parameter.grad, model_type):
+            out["grad." + ours] = grad.detach().clone().contiguous()
     optimizer.step()
     for name, parameter in named:
-        out["param." + our_name(name)] = parameter.detach().clone().contiguous()
+        for ours, value in as_stored(our_name(name), parameter, model_type):
+            out["param." + ours] = value.detach().clone().contiguous()
     save_file(out, args.out)
 
 
 def our_name(name):
     name = peft_name(name)
     return name[len(PEFT_PREFIX):] if name.startswith(PEFT_PREFIX) else name
+
+
+def as_stored(name, tensor, model_type):
+    """(name, tensor) as the checkpoint stores it, and our trainer names it.
+    transformers 5 holds a mixture of experts' weights as [experts, ...]
+    tensors under mlp. (gate and up rows fused, gate first); the files hold
+    one matrix per expert (Mixtral under block_sparse_moe, w1/w3/w2)."""
+    match = re.fullmatch(r"(model\.layers\.\d+)\.mlp\.(.+)", name)
+    if model_type not in MOE_TYPES or not match:
+        return [(name, tensor)]
+    layer, rest = match.groups()
+    mixtral = model_type == "mixtral"
+    block = f"{layer}.{'block_sparse_moe' if mixtral else 'mlp'}"
+    gate, up, down = ("w1", "w3", "w2") if mixtral else ("gate_proj", "up_proj", "down_proj")
+    if rest == "experts.gate_up_proj":
+        half = tensor.shape[1] // 2
+        return [(f"{block}.experts.{e}.{part}.weight", rows)
+                for e in range(tensor.shape[0])
+                for part, rows in ((gate, tensor[e, :half]), (up, tensor[e, half:]))]
+    if rest == "experts.down_proj":
+        return [(f"{block}.experts.{e}.{down}.weight", tensor[e]) for e in range(tensor.shape[0])]
+    return [(f"{block}.{rest}", tensor)]
 
 
 def parser():

@@ -34,7 +34,7 @@ namespace {
 const QString kStories = QStringLiteral("stories260K");
 const QStringList kFamilies = {
     kStories, "llama2", "llama3", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "phi3",
-    "phi3-longrope"};
+    "phi3-longrope", "mixtral", "qwen3_moe"};
 
 // Adam's first update: lr * g / (|g| + eps), so each weight moves by about lr.
 constexpr double kLearningRate = 1e-2;

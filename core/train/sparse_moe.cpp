@@ -1,0 +1,93 @@
+#include "train/sparse_moe.h"
+
+namespace tb::train {
+
+SparseMoe::SparseMoe(const GatedMlpShape& expertShape, const ExpertRouting& routing,
+    const torch::TensorOptions& options)
+    : m_routing(routing)
+{
+    m_router = register_module("gate",
+        std::make_shared<DenseLinear>(expertShape.hiddenSize, routing.experts, false, options));
+    torch::nn::ModuleList list;
+    for (std::int64_t i = 0; i < routing.experts; ++i) {
+        m_experts.push_back(std::make_shared<GatedMlp>(expertShape, options));
+        list->push_back(m_experts.back());
+    }
+    register_module("experts", list);
+}
+
+torch::Tensor SparseMoe::forward(const torch::Tensor& input)
+{
+    const std::int64_t hidden = input.size(-1);
+    const torch::Tensor rows = input.reshape({-1, hidden});
+    const torch::Tensor logits = m_router->forward(rows);
+    const torch::Tensor probabilities = torch::softmax(logits.to(torch::kFloat), -1);
+    auto [weights, chosen] = probabilities.topk(m_routing.perToken, -1);
+    if (m_routing.renormalize)
+        weights = weights / weights.sum(-1, true);
+    if (!m_routing.fp32Weights)
+        weights = weights.to(logits.scalar_type());
+
+    // Each expert runs once on the rows routed to it: the (row, slot) pairs
+    // sorted by expert, and how many each expert takes.
+    const torch::Tensor flatChosen = chosen.reshape(-1);
+    const torch::Tensor order = flatChosen.argsort(/*stable=*/true);
+    const torch::Tensor counts =
+        torch::bincount(flatChosen, {}, m_routing.experts).to(torch::kCPU);
+    const torch::Tensor flatWeights = weights.reshape({-1, 1});
+    // Summed in the weights' dtype and cast once, as transformers' default
+    // (grouped_mm) experts do: fp32 for Mixtral, whose weights stay fp32.
+    torch::Tensor output = torch::zeros(
+        rows.sizes(), rows.options().dtype(torch::promote_types(rows.scalar_type(), weights.scalar_type())));
+    std::int64_t first = 0;
+    for (std::int64_t e = 0; e < m_routing.experts; ++e) {
+        const std::int64_t taken = counts[e].item<std::int64_t>();
+        if (taken == 0)
+            continue;
+        const torch::Tensor slots = order.narrow(0, first, taken);
+        first += taken;
+        const torch::Tensor tokens = slots.div(m_routing.perToken, "floor");
+        const torch::Tensor expertOut = m_experts[size_t(e)]->forward(rows.index_select(0, tokens));
+        output = output.index_add(0, tokens, expertOut * flatWeights.index_select(0, slots));
+    }
+    return output.to(rows.scalar_type()).reshape(input.sizes());
+}
+
+std::vector<std::string> SparseMoe::projectionNames() const
+{
+    std::vector<std::string> names;
+    for (size_t e = 0; e < m_experts.size(); ++e)
+        for (const std::string& name : m_experts[e]->projectionNames())
+            names.push_back("experts." + std::to_string(e) + "." + name);
+    return names;
+}
+
+GatedMlp& SparseMoe::expertNamed(const std::string& name, std::string& projection)
+{
+    const std::string prefix = "experts.";
+    const size_t end = name.find('.', prefix.size());
+    TORCH_CHECK(name.starts_with(prefix) && end != std::string::npos,
+        "not an expert projection: ", name);
+    size_t index = m_experts.size();
+    try {
+        index = std::stoul(name.substr(prefix.size(), end - prefix.size()));
+    } catch (const std::exception&) {
+    }
+    TORCH_CHECK(index < m_experts.size(), "no expert in ", name);
+    projection = name.substr(end + 1);
+    return *m_experts[index];
+}
+
+std::shared_ptr<LinearLayer> SparseMoe::projection(const std::string& name)
+{
+    std::string projectionName;
+    return expertNamed(name, projectionName).projection(projectionName);
+}
+
+void SparseMoe::replaceProjection(const std::string& name, std::shared_ptr<LinearLayer> layer)
+{
+    std::string projectionName;
+    expertNamed(name, projectionName).replaceProjection(projectionName, std::move(layer));
+}
+
+} // namespace tb::train

@@ -1,0 +1,45 @@
+#pragma once
+
+#include "train/layers.h"
+
+#include <torch/torch.h>
+
+namespace tb::train {
+
+// How a mixture of experts routes (Fedus et al. 2021, "Switch Transformers";
+// Jiang et al. 2024, "Mixtral of Experts"): the router's softmax in fp32, the
+// top k experts of each token, their weights renormalised to sum to one or
+// not, and whether the weights stay fp32 when they scale the experts'
+// outputs (Mixtral) or are cast to the model's dtype first (Qwen3-MoE), as
+// transformers 5 computes each.
+struct ExpertRouting {
+    std::int64_t experts = 0;
+    std::int64_t perToken = 0;
+    bool renormalize = false;
+    bool fp32Weights = false;
+};
+
+// The MLP of a mixture-of-experts layer: a router ("gate", hidden -> experts,
+// no bias) and `experts` gated MLPs ("experts.N.<projection>"), named as the
+// checkpoint stores them so weights load and save by name.
+class SparseMoe : public torch::nn::Module {
+public:
+    SparseMoe(const GatedMlpShape& expertShape, const ExpertRouting& routing,
+        const torch::TensorOptions& options);
+    // [..., hidden] -> [..., hidden]: each token's k experts, weighted.
+    torch::Tensor forward(const torch::Tensor& input);
+
+    // "experts.0.gate_proj", ...: every expert projection.
+    std::vector<std::string> projectionNames() const;
+    std::shared_ptr<LinearLayer> projection(const std::string& name);
+    void replaceProjection(const std::string& name, std::shared_ptr<LinearLayer> layer);
+
+private:
+    GatedMlp& expertNamed(const std::string& name, std::string& projection);
+
+    ExpertRouting m_routing;
+    std::shared_ptr<DenseLinear> m_router;
+    std::vector<std::shared_ptr<GatedMlp>> m_experts;
+};
+
+} // namespace tb::train
