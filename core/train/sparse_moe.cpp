@@ -16,10 +16,8 @@ SparseMoe::SparseMoe(const GatedMlpShape& expertShape, const ExpertRouting& rout
     register_module("experts", list);
 }
 
-torch::Tensor SparseMoe::forward(const torch::Tensor& input)
+SparseMoe::Routes SparseMoe::route(const torch::Tensor& rows)
 {
-    const std::int64_t hidden = input.size(-1);
-    const torch::Tensor rows = input.reshape({-1, hidden});
     const torch::Tensor logits = m_router->forward(rows);
     const torch::Tensor probabilities = torch::softmax(logits.to(torch::kFloat), -1);
     auto [weights, chosen] = probabilities.topk(m_routing.perToken, -1);
@@ -27,28 +25,32 @@ torch::Tensor SparseMoe::forward(const torch::Tensor& input)
         weights = weights / weights.sum(-1, true);
     if (!m_routing.fp32Weights)
         weights = weights.to(logits.scalar_type());
+    return {weights.reshape({-1, 1}), chosen.reshape(-1)};
+}
 
+torch::Tensor SparseMoe::forward(const torch::Tensor& input)
+{
+    const torch::Tensor rows = input.reshape({-1, input.size(-1)});
+    const Routes routes = route(rows);
     // Each expert runs once on the rows routed to it: the (row, slot) pairs
     // sorted by expert, and how many each expert takes.
-    const torch::Tensor flatChosen = chosen.reshape(-1);
-    const torch::Tensor order = flatChosen.argsort(/*stable=*/true);
+    const torch::Tensor order = routes.experts.argsort(/*stable=*/true);
     const torch::Tensor counts =
-        torch::bincount(flatChosen, {}, m_routing.experts).to(torch::kCPU);
-    const torch::Tensor flatWeights = weights.reshape({-1, 1});
+        torch::bincount(routes.experts, {}, m_routing.experts).to(torch::kCPU);
+    const auto taken = counts.accessor<std::int64_t, 1>();
     // Summed in the weights' dtype and cast once, as transformers' default
     // (grouped_mm) experts do: fp32 for Mixtral, whose weights stay fp32.
-    torch::Tensor output = torch::zeros(
-        rows.sizes(), rows.options().dtype(torch::promote_types(rows.scalar_type(), weights.scalar_type())));
+    const auto sumType = torch::promote_types(rows.scalar_type(), routes.weights.scalar_type());
+    torch::Tensor output = torch::zeros(rows.sizes(), rows.options().dtype(sumType));
     std::int64_t first = 0;
     for (std::int64_t e = 0; e < m_routing.experts; ++e) {
-        const std::int64_t taken = counts[e].item<std::int64_t>();
-        if (taken == 0)
+        if (taken[e] == 0)
             continue;
-        const torch::Tensor slots = order.narrow(0, first, taken);
-        first += taken;
+        const torch::Tensor slots = order.narrow(0, first, taken[e]);
+        first += taken[e];
         const torch::Tensor tokens = slots.div(m_routing.perToken, "floor");
         const torch::Tensor expertOut = m_experts[size_t(e)]->forward(rows.index_select(0, tokens));
-        output = output.index_add(0, tokens, expertOut * flatWeights.index_select(0, slots));
+        output = output.index_add(0, tokens, expertOut * routes.weights.index_select(0, slots));
     }
     return output.to(rows.scalar_type()).reshape(input.sizes());
 }

@@ -35,6 +35,13 @@ public:
     void replaceProjection(const std::string& name, std::shared_ptr<LinearLayer> layer);
 
 private:
+    // Each token's k experts and weights, one (token, slot) pair a row:
+    // weights [tokens x k, 1], experts [tokens x k].
+    struct Routes {
+        torch::Tensor weights;
+        torch::Tensor experts;
+    };
+    Routes route(const torch::Tensor& rows);
     GatedMlp& expertNamed(const std::string& name, std::string& projection);
 
     ExpertRouting m_routing;

@@ -50,7 +50,8 @@ private slots:
         QTest::addColumn<int>("nodes");
         QTest::addColumn<Offload>("offload");
         for (const char* model :
-            {"Llama-3-8B", "Mistral-7B-v0.1", "Llama-2-70B", "Gemma-2-9B", "SmolLM2-135M"}) {
+            {"Llama-3-8B", "Mistral-7B-v0.1", "Llama-2-70B", "Gemma-2-9B", "SmolLM2-135M",
+                "Mixtral-8x7B-v0.1"}) {
             for (const auto& [gpus, nodes] : {std::pair{1, 1}, {8, 1}, {8, 2}, {4, 4}}) {
                 for (Offload offload : {Offload::None, Offload::Optimizer}) {
                     QTest::addRow("%s zero2 %dx%d %s", model, nodes, gpus,
@@ -316,6 +317,49 @@ private slots:
         // Double quantisation: 0.127 bits per quantised parameter (QLoRA paper).
         const double quantised = double(model::countParameters(spec).blockLinear);
         QVERIFY(std::fabs(constants->bytes * 8 / quantised - 0.127) < 0.001);
+    }
+
+    // A mixture of experts holds every expert (its states count the total),
+    // adapts attention only under LoRA, and quantises every expert but not
+    // the router under QLoRA.
+    void mixtureOfExpertsMethods()
+    {
+        const model::ModelSpec& spec = presetModel("Mixtral-8x7B-v0.1");
+        const model::ParameterCount count = model::countParameters(spec);
+        const plan::GpuSpec& gpu = presetGpu("A100-80GB-SXM");
+        plan::PlanInput in = fullInput(Sharding::Zero3, 8, 1);
+        const plan::PlanResult full = plan::estimatePlan(in, spec, gpu);
+        QCOMPARE(full.paramsTotal, qint64(46'702'792'704));
+        in.method = plan::Method::Lora;
+        const plan::PlanResult lora = plan::estimatePlan(in, spec, gpu);
+        // r=16 on q, k, v, o of 32 layers; the default targets' MLP names select experts.
+        QCOMPARE(lora.paramsTrainable, qint64(16) * (2 * (4096 + 4096) + 2 * (4096 + 1024)) * 32);
+        in = fullInput(Sharding::Ddp, 1, 1);
+        in.method = plan::Method::Qlora;
+        const plan::PlanResult qlora = plan::estimatePlan(in, spec, gpu);
+        const plan::MemoryComponent* constants = qlora.component("quant_constants");
+        QVERIFY(constants);
+        const double quantised = double(count.blockLinear - count.routerPerLayer * spec.numLayers);
+        QVERIFY(std::fabs(constants->bytes * 8 / quantised - 0.127) < 0.001);
+    }
+
+    // Mixtral is Mistral-7B with each MLP made 8 experts of the same width,
+    // 2 a token: a full fine-tune's layer keeps, beyond Mistral's, a second
+    // expert's gate, SiLU, up and down inputs (4 a t f), both experts'
+    // gathered inputs and weighted outputs (4 a t h) and the router's fp32
+    // softmax (4 t E), docs/PLANNER.md 4.3.
+    void expertActivationsBeyondTheDenseModel()
+    {
+        const plan::GpuSpec& gpu = presetGpu("A100-80GB-SXM");
+        plan::PlanInput in = fullInput(Sharding::Ddp, 1, 1);
+        in.gradientCheckpointing = false;
+        in.seqLen = 2048;
+        const double moe = plan::estimatePlan(in, presetModel("Mixtral-8x7B-v0.1"), gpu)
+                               .categoryBytes(MemoryCategory::Activations);
+        const double dense = plan::estimatePlan(in, presetModel("Mistral-7B-v0.1"), gpu)
+                                 .categoryBytes(MemoryCategory::Activations);
+        const double a = 2, t = 2048, f = 14336, h = 4096;
+        QCOMPARE(moe - dense, 32 * (4 * a * t * f + 4 * a * t * h + 4 * t * 8));
     }
 
     void shardingReducesPerGpuMemory()

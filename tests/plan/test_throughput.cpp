@@ -48,6 +48,36 @@ private slots:
         QVERIFY(!r.figure("flops_per_token")->explanation.empty());
     }
 
+    // A mixture of experts multiplies a token through its router and k
+    // experts, not all of them: Mixtral's 2 of 8 experts run about 12.9 B
+    // parameters a token, so it plans near a 13 B dense model's speed, not
+    // a 47 B one's (6 N with N the active matmul parameters).
+    void mixtureOfExpertsRunsItsTopK_data()
+    {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<qint64>("activeBlock"); // router + k experts + attention, all layers
+        QTest::addRow("Mixtral-8x7B") << "Mixtral-8x7B-v0.1"
+                                      << qint64(32) * (41'943'040 + 32'768 + 2 * 3 * 58'720'256);
+        QTest::addRow("Qwen3-30B-A3B") << "Qwen3-30B-A3B"
+                                       << qint64(48) * (18'874'368 + 262'144 + 8 * 3 * 1'572'864);
+    }
+    void mixtureOfExpertsRunsItsTopK()
+    {
+        QFETCH(QString, model);
+        QFETCH(qint64, activeBlock);
+        const model::ModelSpec& spec = presetModel(qPrintable(model));
+        plan::PlanInput in;
+        in.method = plan::Method::Full;
+        in.gradientCheckpointing = false;
+        in.seqLen = 2048;
+        const plan::PlanResult r = plan::estimatePlan(in, spec, presetGpu("A100-80GB-SXM"));
+        const double head = double(spec.vocabSize) * double(spec.hiddenSize);
+        const double attention = 4.0 * double(spec.numLayers) * double(spec.queryDim()) * 1024;
+        QCOMPARE(model::countParameters(spec).blockActive, activeBlock);
+        QCOMPARE(r.flopsPerToken, 6 * (double(activeBlock) + head) + 3 * attention);
+        QVERIFY(r.flopsPerToken < 0.4 * 6 * double(model::countParameters(spec).total));
+    }
+
     void timeAndCost()
     {
         plan::PlanInput in; // the default plan: 1 x NC24ads_A100_v4

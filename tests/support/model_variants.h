@@ -11,6 +11,8 @@
 //   four per layer, GeGLU, scaled embeddings, sliding-window layers
 //   alternating with global ones; Gemma 2's softcapped scores and logits,
 //   Gemma 3's q/k norms and per-layer-type rope), the norms it adds written.
+// * Mixtral: each layer's MLP becomes four experts, two a token, expert j
+//   the dense MLP scaled by 1 + j/4, routed by rows of the layer's q_proj.
 #include "safetensors/safetensors_file.h"
 #include "safetensors/writer.h"
 #include "write_or_stop.h"
@@ -30,20 +32,26 @@
 
 namespace tb::test {
 
-inline std::vector<std::byte> halved(const std::vector<std::byte>& fp32)
+inline std::vector<std::byte> scaled(const std::vector<std::byte>& fp32, float factor)
 {
     std::vector<std::byte> out(fp32.size());
     for (size_t i = 0; i + sizeof(float) <= fp32.size(); i += sizeof(float)) {
         float value = 0;
         std::memcpy(&value, fp32.data() + i, sizeof value);
-        value *= 0.5f;
+        value *= factor;
         std::memcpy(out.data() + i, &value, sizeof value);
     }
     return out;
 }
 
+inline std::vector<std::byte> halved(const std::vector<std::byte>& fp32)
+{
+    return scaled(fp32, 0.5f);
+}
+
 // The tensors a variant adds after one of the model's: (name, values)
-// borrowed from `bytes`, which outlives the writing.
+// borrowed from `bytes`, which outlives the writing. The model's own tensor
+// is the last of `tensors`; a variant that replaces it pops it.
 using ExtraTensors = std::function<void(const safetensors::TensorInfo& info,
     const std::vector<std::byte>& values, std::list<std::vector<std::byte>>& bytes,
     std::vector<safetensors::TensorToWrite>& tensors)>;
@@ -146,6 +154,44 @@ inline std::string writeGemmaCopy(const std::string& from, const std::string& to
             const auto& headQuarter = filled(bytes, headDim * sizeof(float), 0.25f);
             for (const char* norm : {".self_attn.q_norm.weight", ".self_attn.k_norm.weight"})
                 tensors.push_back({layer + norm, info.dtype, {headDim}, headQuarter});
+        });
+}
+
+// The Mixtral reading of `from` in `to`: four experts a layer, two a token,
+// expert j the layer's dense MLP scaled by 1 + j/4 (so routing changes the
+// output), the router the first four rows of the layer's q_proj.
+inline std::string writeMixtralCopy(const std::string& from, const std::string& to)
+{
+    constexpr int kExperts = 4;
+    const nlohmann::json changes = {{"model_type", "mixtral"},
+        {"architectures", {"MixtralForCausalLM"}}, {"num_local_experts", kExperts},
+        {"num_experts_per_tok", 2}, {"router_aux_loss_coef", 0.02},
+        {"output_router_logits", false}, {"sliding_window", nullptr}};
+    return writeModelVariant(from, to, changes,
+        [](const safetensors::TensorInfo& info, const std::vector<std::byte>& values,
+            std::list<std::vector<std::byte>>& bytes,
+            std::vector<safetensors::TensorToWrite>& tensors) {
+            const size_t mlp = info.name.find(".mlp.");
+            if (info.name.ends_with(".self_attn.q_proj.weight")) {
+                const std::string layer = info.name.substr(0, info.name.find(".self_attn."));
+                const std::uint64_t rowBytes = info.byteCount() / info.shape.at(0);
+                const auto& rows = bytes.emplace_back(
+                    values.begin(), values.begin() + std::ptrdiff_t(kExperts * rowBytes));
+                tensors.push_back({layer + ".block_sparse_moe.gate.weight", info.dtype,
+                    {kExperts, info.shape.at(1)}, rows});
+            }
+            if (mlp == std::string::npos)
+                return;
+            tensors.pop_back(); // the dense MLP becomes the experts
+            const std::string layer = info.name.substr(0, mlp);
+            const std::string projection = info.name.substr(mlp + 5);
+            const std::string renamed = projection == "gate_proj.weight" ? "w1.weight"
+                : projection == "up_proj.weight"                         ? "w3.weight"
+                                                                          : "w2.weight";
+            for (int e = 0; e < kExperts; ++e)
+                tensors.push_back({layer + ".block_sparse_moe.experts." + std::to_string(e) + "."
+                        + renamed,
+                    info.dtype, info.shape, bytes.emplace_back(scaled(values, 1.0f + 0.25f * e))});
         });
 }
 

@@ -117,6 +117,18 @@ private slots:
                 "num_key_value_heads":2,"vocab_size":160,"tie_word_embeddings":false,
                 "sliding_window":31})"
             << false << 10000.0 << qint64(4096);
+        QTest::addRow("mixtral, experts, router")
+            << R"({"model_type":"mixtral","architectures":["MixtralForCausalLM"],"hidden_size":64,
+                "intermediate_size":96,"num_hidden_layers":2,"num_attention_heads":4,
+                "num_key_value_heads":2,"num_local_experts":4,"num_experts_per_tok":2,
+                "vocab_size":128,"sliding_window":null})"
+            << false << 1000000.0 << qint64(131072);
+        QTest::addRow("qwen3_moe, narrow experts, q/k norms")
+            << R"({"model_type":"qwen3_moe","hidden_size":64,"intermediate_size":96,
+                "moe_intermediate_size":24,"num_hidden_layers":2,"num_attention_heads":4,
+                "num_key_value_heads":2,"head_dim":16,"num_experts":6,"num_experts_per_tok":3,
+                "vocab_size":128,"tie_word_embeddings":true})"
+            << true << 10000.0 << qint64(32768);
     }
     void plannerAndTrainerAgree()
     {
@@ -151,6 +163,9 @@ private slots:
         QCOMPARE(t.qkvBias, p.qkvBias);
         QCOMPARE(t.outputBias, p.outputBias);
         QCOMPARE(t.mlpBias, p.mlpBias);
+        QCOMPARE(t.experts, p.experts);
+        QCOMPARE(t.expertsPerToken, p.expertsPerToken);
+        QCOMPARE(t.expertIntermediateSize, p.expertIntermediateSize);
         // Numbers the planner does not keep, against the file.
         QCOMPARE(t.tieWordEmbeddings, tied);
         QCOMPARE(t.ropeTheta, ropeTheta);

@@ -31,7 +31,7 @@ private slots:
         QTest::addColumn<int>("nprocPerNode");
         QTest::addColumn<QString>("offload");
         QTest::addColumn<int>("gradAccum");
-        QTest::addColumn<QString>("variant"); // of the demo model: "", untied, gemma2, gemma3
+        QTest::addColumn<QString>("variant"); // of the demo model: "", untied, gemma2, gemma3, mixtral
         const auto row = [](const QString& method, const QString& sharding, int nodes,
                              int nprocPerNode, const QString& offload = "none",
                              int gradAccum = kGradAccum, const QString& variant = {}) {
@@ -86,6 +86,12 @@ private slots:
         row("qlora", "zero3", 1, 2, "none", kGradAccum, "gemma2");
         row("full", "fsdp-full", 1, 2, "none", kGradAccum, "gemma3");
         row("qlora", "fsdp-full", 1, 2, "none", kGradAccum, "gemma3");
+        // A mixture of experts: the router and every expert are sharded with
+        // their layer, gathered whole for its forward.
+        row("full", "zero3", 1, 2, "none", kGradAccum, "mixtral");
+        row("full", "fsdp-full", 1, 2, "none", kGradAccum, "mixtral");
+        row("lora", "zero3", 1, 2, "none", kGradAccum, "mixtral");
+        row("qlora", "fsdp-full", 1, 2, "none", kGradAccum, "mixtral");
     }
 
     // The exports after 4 steps equal one process's with the same global batch.
@@ -336,7 +342,8 @@ private:
             const std::string to = m_dir.filePath(variant + "-model").toStdString();
             written = variant == "untied" ? tb::test::writeUntiedCopy(kModel, to)
                 : variant == "gemma2"         ? tb::test::writeGemmaCopy(kModel, to, 2)
-                                              : tb::test::writeGemmaCopy(kModel, to, 3);
+                : variant == "gemma3"         ? tb::test::writeGemmaCopy(kModel, to, 3)
+                                              : tb::test::writeMixtralCopy(kModel, to);
         }
         return written;
     }

@@ -1,3 +1,4 @@
+#include "../support/model_variants.h"
 #include "../support/write_or_stop.h"
 #include "train_command_runs.h"
 #include "../support/skip.h"
@@ -134,6 +135,47 @@ private slots:
         const double started = ofType(events(second), "eval").front()["loss"].get<double>();
         QCOMPARE(started, ended);
         QVERIFY(ended < ofType(events(first), "eval").front()["loss"].get<double>());
+    }
+
+    // LoRA on a mixture of experts adapts the attention projections: the
+    // default targets' MLP names select experts, which the run says in a
+    // warning and leaves out of the adapter's target_modules; MLP names
+    // alone adapt nothing and are refused.
+    void aMixtureOfExpertsAdaptsAttentionAndSaysSo()
+    {
+        QTemporaryDir dir;
+        const std::string model =
+            tb::test::writeMixtralCopy(kModel, dir.filePath("mixtral").toStdString());
+        const auto configWith = [&](const std::string& name, const std::string& lora) {
+            const std::string path = dir.filePath(QString::fromStdString(name + ".yaml")).toStdString();
+            tb::test::writeOrStop(path,
+                "model: " + model + "\ndata:\n  train: " + kDemo
+                    + "\n  sequence_length: 128\n  validation_split: 0.1\nmethod: lora\n" + lora
+                    + "training: {max_steps: 1, micro_batch: 2}\n");
+            return QString::fromStdString(path);
+        };
+        const std::string runDir = dir.filePath("run").toStdString();
+        const Run run = cli({"train", configWith("default", ""), "--output",
+            QString::fromStdString(runDir), "--threads", "1", "--quiet"});
+        QVERIFY2(run.exitCode == 0, qPrintable(run.err));
+        const auto warnings = ofType(events(runDir), "warning");
+        QVERIFY2(std::any_of(warnings.begin(), warnings.end(),
+                     [](const json& w) {
+                         return w.value("message", "").find(
+                                    "gate_proj, up_proj, down_proj select the experts")
+                             != std::string::npos;
+                     }),
+            "no warning names the expert targets left out");
+        std::ifstream adapterConfig(runDir + "/adapter/adapter_config.json");
+        const json adapter = json::parse(adapterConfig);
+        std::vector<std::string> targets = adapter.at("target_modules");
+        std::sort(targets.begin(), targets.end());
+        QCOMPARE(targets, (std::vector<std::string>{"k_proj", "o_proj", "q_proj", "v_proj"}));
+
+        const Run refused = cli({"train", configWith("experts", "lora: {target_modules: [gate_proj]}\n"),
+            "--output", dir.filePath("refused"), "--threads", "1", "--quiet"});
+        QVERIFY(refused.exitCode != 0);
+        QVERIFY2(refused.err.contains("select only the experts"), qPrintable(refused.err));
     }
 
     // The run folder on a small tmpfs that is full but for the one page the

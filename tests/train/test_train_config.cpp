@@ -62,6 +62,24 @@ const char* kGemma2_2b = R"({"architectures":["Gemma2ForCausalLM"],"attention_bi
  "model_type":"gemma2","num_attention_heads":8,"num_hidden_layers":26,"num_key_value_heads":4,
  "pad_token_id":0,"query_pre_attn_scalar":256,"rms_norm_eps":1e-06,"rope_theta":10000.0,
  "sliding_window":4096,"torch_dtype":"float32","use_cache":true,"vocab_size":256000})";
+// Mixtral-8x7B-v0.1 and Qwen3-30B-A3B as published on the Hub.
+const char* kMixtral8x7b = R"({"architectures":["MixtralForCausalLM"],"attention_dropout":0.0,
+ "bos_token_id":1,"eos_token_id":2,"hidden_act":"silu","hidden_size":4096,"initializer_range":0.02,
+ "intermediate_size":14336,"max_position_embeddings":32768,"model_type":"mixtral",
+ "num_attention_heads":32,"num_experts_per_tok":2,"num_hidden_layers":32,"num_key_value_heads":8,
+ "num_local_experts":8,"output_router_logits":false,"rms_norm_eps":1e-05,"rope_theta":1000000.0,
+ "router_aux_loss_coef":0.02,"sliding_window":null,"tie_word_embeddings":false,
+ "torch_dtype":"bfloat16","use_cache":true,"vocab_size":32000})";
+const char* kQwen3_30bA3b = R"({"architectures":["Qwen3MoeForCausalLM"],"attention_bias":false,
+ "attention_dropout":0.0,"bos_token_id":151643,"decoder_sparse_step":1,"eos_token_id":151645,
+ "head_dim":128,"hidden_act":"silu","hidden_size":2048,"initializer_range":0.02,
+ "intermediate_size":6144,"max_position_embeddings":40960,"max_window_layers":48,
+ "mlp_only_layers":[],"model_type":"qwen3_moe","moe_intermediate_size":768,"norm_topk_prob":true,
+ "num_attention_heads":32,"num_experts":128,"num_experts_per_tok":8,"num_hidden_layers":48,
+ "num_key_value_heads":4,"output_router_logits":false,"rms_norm_eps":1e-06,"rope_scaling":null,
+ "rope_theta":1000000.0,"router_aux_loss_coef":0.001,"sliding_window":null,
+ "tie_word_embeddings":false,"torch_dtype":"bfloat16","use_cache":true,
+ "use_sliding_window":false,"vocab_size":151936})";
 const char* kGemma3_1b = R"({"architectures":["Gemma3ForCausalLM"],"attention_bias":false,
  "attention_dropout":0.0,"attn_logit_softcapping":null,"bos_token_id":2,
  "cache_implementation":"hybrid","eos_token_id":[1,106],"final_logit_softcapping":null,
@@ -118,6 +136,8 @@ private slots:
         QTest::addRow("gemma-2-2b") << kGemma2_2b << 2614341888LL << 2 << true << false;
         QTest::addRow("gemma-3-1b-it") << kGemma3_1b << 999885952LL << 4 << true << false;
         QTest::addRow("Phi-3-mini-4k-instruct") << kPhi3Mini4k << 3821079552LL << 1 << false << false;
+        QTest::addRow("Mixtral-8x7B-v0.1") << kMixtral8x7b << 46702792704LL << 4 << false << false;
+        QTest::addRow("Qwen3-30B-A3B") << kQwen3_30bA3b << 30532122624LL << 8 << false << false;
         QTest::addRow("TinyLlama-1.1B") << kTinyLlama << 1100048384LL << 8 << false << false;
         QTest::addRow("SmolLM-135M") << kSmolLm135m << 134515008LL << 3 << true << false;
     }
@@ -225,6 +245,18 @@ private slots:
         QTest::addRow("layer types")
             << withField(kTinyLlama, R"("layer_types":["sliding_attention"])")
             << "field 'layer_types'";
+        QTest::addRow("mixtral with the balancing loss")
+            << edit(kMixtral8x7b, R"("output_router_logits":false)", R"("output_router_logits":true)")
+            << "field 'output_router_logits': the router's load-balancing loss is not computed";
+        QTest::addRow("mixtral router noise")
+            << withField(kMixtral8x7b, R"("router_jitter_noise":0.01)")
+            << "field 'router_jitter_noise': router noise 0.010000 is not supported";
+        QTest::addRow("qwen3_moe dense layers")
+            << edit(kQwen3_30bA3b, R"("mlp_only_layers":[])", R"("mlp_only_layers":[0,47])")
+            << "field 'mlp_only_layers': got [0,47], only []";
+        QTest::addRow("qwen3_moe sliding window")
+            << edit(kQwen3_30bA3b, R"("use_sliding_window":false)", R"("use_sliding_window":true)")
+            << "field 'use_sliding_window'";
         QTest::addRow("gemma2 bidirectional")
             << withField(kGemma2_2b, R"("use_bidirectional_attention":true)")
             << "field 'use_bidirectional_attention': bidirectional attention is not supported";

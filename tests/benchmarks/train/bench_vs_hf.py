@@ -7,7 +7,10 @@ The model has llama2.c's stories15M shape (dim 288, 6 layers, 6 heads, SwiGLU
 temporary folder; nothing is downloaded. --family gives the same shape the
 layout of another family (qwen3: q/k norms; gemma2: four norms, GeGLU,
 softcaps, alternating 128-token windows; gemma3: q/k norms, local rope;
-phi3: fused projections, untied), head_dim 48 throughout. Both sides train on TinyStories text
+phi3: fused projections, untied; mixtral: 4 experts of 768, 2 a token;
+qwen3_moe: 8 experts of 384, 2 a token, q/k norms), head_dim 48 throughout.
+A mixture of experts' LoRA adapts the attention projections on both sides
+(our trainer does not adapt experts). Both sides train on TinyStories text
 tokenised with stories260K's tokenizer, packed into rows of the same length,
 with the same micro-batch, precision (fp32), thread count, AdamW settings,
 gradient clipping and LoRA settings (r 16, alpha 32, dropout 0.05, every
@@ -25,7 +28,7 @@ No figure passes or fails.
   .venv/cpu/bin/python tests/benchmarks/train/bench_vs_hf.py \\
       --cli build/default/app/cli/tunebench-cli [--threads 1] [--steps 12] [--skip 2] \\
       [--micro-batch 4] [--seq-len 256] [--methods full,lora] [--repeat 3] [--keep DIR]
-      [--family llama|qwen3|gemma2|gemma3|phi3]
+      [--family llama|qwen3|gemma2|gemma3|phi3|mixtral|qwen3_moe]
 """
 
 import argparse
@@ -47,6 +50,15 @@ TEXT = os.path.join(REPO, "tests", "data", "datasets", "tinystories", "tinystori
 SEPARATOR = "<|endoftext|>"
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 FUSED_TARGETS = ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]  # Phi-3, for peft
+ATTENTION_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]  # a mixture of experts
+MOE_FAMILIES = ("mixtral", "qwen3_moe")
+
+
+def lora_targets(family):
+    """The same modules on both sides, as each side spells them."""
+    if family in MOE_FAMILIES:
+        return ATTENTION_TARGETS
+    return FUSED_TARGETS if family == "phi3" else TARGETS
 LORA = {"rank": 16, "alpha": 32, "dropout": 0.05}
 ADAMW = {"lr": 1e-4, "weight_decay": 0.01, "betas": (0.9, 0.999), "eps": 1e-8, "clip": 1.0}
 
@@ -64,6 +76,13 @@ def family_config(family):
     if family == "gemma3":
         return transformers.Gemma3TextConfig(**shape, head_dim=48, query_pre_attn_scalar=48,
                                              sliding_window=128)
+    if family == "mixtral":
+        return transformers.MixtralConfig(**shape, head_dim=48, num_local_experts=4,
+                                          num_experts_per_tok=2, tie_word_embeddings=True)
+    if family == "qwen3_moe":
+        return transformers.Qwen3MoeConfig(**shape, head_dim=48, num_experts=8,
+                                           num_experts_per_tok=2, moe_intermediate_size=384,
+                                           norm_topk_prob=True, tie_word_embeddings=True)
     if family == "phi3":
         # Phi3Config's pad id 32000 is outside this vocabulary.
         return transformers.Phi3Config(**shape, pad_token_id=0, tie_word_embeddings=False)
@@ -83,7 +102,7 @@ def run_config(method, model, out, args):
     lora = ""
     if method == "lora":
         lora = (f"lora:\n  rank: {LORA['rank']}\n  alpha: {LORA['alpha']}\n"
-                f"  dropout: {LORA['dropout']}\n  target_modules: [{', '.join(TARGETS)}]\n")
+                f"  dropout: {LORA['dropout']}\n  target_modules: [{', '.join(lora_targets(args.family))}]\n")
     return f"""model: {model}
 tokenizer: {TOKENIZER_DIR}
 method: {method}
@@ -193,7 +212,7 @@ def hf_worker(method, args):
     if method == "lora":
         model = peft.get_peft_model(model, peft.LoraConfig(
             r=LORA["rank"], lora_alpha=LORA["alpha"], lora_dropout=LORA["dropout"],
-            target_modules=FUSED_TARGETS if args.family == "phi3" else TARGETS,
+            target_modules=lora_targets(args.family),
             task_type="CAUSAL_LM"))
     model.train()
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
@@ -263,7 +282,8 @@ def arguments():
     parser.add_argument("--repeat", type=int, default=3, help="runs of each side, alternated")
     parser.add_argument("--keep", help="keep the model and runs in this folder")
     parser.add_argument("--family", default="llama",
-                        choices=["llama", "qwen3", "gemma2", "gemma3", "phi3"])
+                        choices=["llama", "qwen3", "gemma2", "gemma3", "phi3", "mixtral",
+                                 "qwen3_moe"])
     parser.add_argument("--hf-worker", choices=["full", "lora"], help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
