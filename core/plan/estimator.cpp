@@ -46,6 +46,10 @@ PlanResult estimatePlan(const PlanInput& input, const model::ModelSpec& model, c
                 + std::to_string(vm->gpusPerVm));
         if (ctx.world == 1 && input.sharding != Sharding::Ddp)
             r.warnings.push_back(std::string(label(input.sharding)) + " on one GPU shards nothing");
+        if (ctx.lora && model.isMixtureOfExperts())
+            r.warnings.push_back("LoRA adapts the attention projections of " + model.name
+                + " only: its experts are not adapted (gate_proj, up_proj and down_proj select "
+                  "nothing), as Tunebench's trainer runs it");
     }
     detail::computeMemory(ctx, r);
     detail::computeThroughput(ctx, r);

@@ -2,6 +2,7 @@
 
 #include "model/parameter_count.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -334,6 +335,10 @@ private slots:
         const plan::PlanResult lora = plan::estimatePlan(in, spec, gpu);
         // r=16 on q, k, v, o of 32 layers; the default targets' MLP names select experts.
         QCOMPARE(lora.paramsTrainable, qint64(16) * (2 * (4096 + 4096) + 2 * (4096 + 1024)) * 32);
+        QVERIFY(std::any_of(lora.warnings.begin(), lora.warnings.end(),
+            [](const std::string& w) { return w.find("experts are not adapted") != std::string::npos; }));
+        QVERIFY(std::none_of(full.warnings.begin(), full.warnings.end(),
+            [](const std::string& w) { return w.find("experts") != std::string::npos; }));
         in = fullInput(Sharding::Ddp, 1, 1);
         in.method = plan::Method::Qlora;
         const plan::PlanResult qlora = plan::estimatePlan(in, spec, gpu);
