@@ -47,9 +47,10 @@ PlanResult estimatePlan(const PlanInput& input, const model::ModelSpec& model, c
         if (ctx.world == 1 && input.sharding != Sharding::Ddp)
             r.warnings.push_back(std::string(label(input.sharding)) + " on one GPU shards nothing");
         if (ctx.lora && model.isMixtureOfExperts())
-            r.warnings.push_back("LoRA adapts the attention projections of " + model.name
+            r.warnings.push_back("LoRA is planned on the attention projections of " + model.name
                 + " only: its experts are not adapted (gate_proj, up_proj and down_proj select "
-                  "nothing), as Tunebench's trainer runs it");
+                  "nothing), as Tunebench's trainer runs it; peft's LoRA on experts "
+                  "(target_parameters) is not planned");
     }
     detail::computeMemory(ctx, r);
     detail::computeThroughput(ctx, r);

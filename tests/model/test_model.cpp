@@ -73,6 +73,12 @@ private slots:
         QTest::addRow("Phi-4") << "microsoft/phi-4" << qint64(14'659'507'200);
         QTest::addRow("SmolLM2-135M") << "SMOLLM2-135M" << qint64(134'515'008);
         QTest::addRow("Mixtral-8x7B") << "mistralai/Mixtral-8x7B-v0.1" << qint64(46'702'792'704);
+        QTest::addRow("Qwen3-0.6B") << "qwen3-0.6b" << qint64(596'049'920);
+        QTest::addRow("Qwen3-4B") << "Qwen/Qwen3-4B" << qint64(4'022'468'096);
+        QTest::addRow("Qwen3-8B") << "qwen3-8b" << qint64(8'190'735'360);
+        QTest::addRow("Qwen3-14B") << "qwen3-14b" << qint64(14'768'307'200);
+        QTest::addRow("Qwen3-32B") << "Qwen3-32B" << qint64(32'762'123'264);
+        QTest::addRow("Phi-4-mini") << "phi-4-mini" << qint64(3'836'021'760);
         QTest::addRow("Qwen3-30B-A3B") << "qwen3-30b-a3b" << qint64(30'532'122'624);
     }
 

@@ -73,6 +73,14 @@ plan::PlanInput headlinePlan(const QString& name)
         in.sharding = plan::Sharding::FsdpFull;
         in.microBatch = 1;
         in.seqLen = 2048;
+    } else if (name == QLatin1String("mixtral-8x7b-qlora-1xa100")) {
+        in.model = "Mixtral-8x7B-v0.1";
+        in.method = plan::Method::Qlora;
+        in.gpu = "A100-80GB-SXM";
+        in.gpusPerNode = 1;
+        in.sharding = plan::Sharding::Ddp;
+        in.microBatch = 2;
+        in.seqLen = 2048;
     } else {
         in.model = "Llama-3.3-70B-Instruct";
         in.method = plan::Method::Lora;
@@ -462,6 +470,7 @@ private slots:
         QTest::addRow("mistral") << QStringLiteral("mistral-7b-lora-4xv100-ddp");
         QTest::addRow("llama3-8b") << QStringLiteral("llama-3-8b-full-2xa100-40gb-fsdp");
         QTest::addRow("llama3.3-70b") << QStringLiteral("llama-3.3-70b-lora-2xh100-fsdp");
+        QTest::addRow("mixtral") << QStringLiteral("mixtral-8x7b-qlora-1xa100");
     }
     void screenshotsOfHeadlinePlans()
     {
