@@ -109,7 +109,7 @@ common::Result<Connection> connect(const ArgParser& p)
 {
     Connection connection;
     if (!p.isSet("host")) {
-        for (const char* remoteOnly : {"port", "identity", "known-hosts", "remote-cli"}) {
+        for (const char* remoteOnly : {"port", "identity", "known-hosts", "ssh-timeout", "remote-cli"}) {
             if (p.isSet(remoteOnly))
                 return Error{std::string("monitor: --") + remoteOnly + " needs --host", {}};
         }

@@ -34,6 +34,9 @@ void addMultiNodeOptions(ArgParser& p)
     p.addOption("ssh-key", "FILE", "private key for the nodes (default: ~/.ssh/config, ssh-agent, ~/.ssh)");
     p.addOption("known-hosts", "FILE", "known hosts file (default ~/.ssh/known_hosts); unknown keys are refused");
     p.addOption("remote-cli", "PATH", "tunebench-cli on the nodes (default: this executable's path)");
+    p.addOption("ssh-timeout", "SECONDS",
+        "with --hostfile: how long connecting, each command and each SFTP call may wait for an\n"
+        "answer (default 15; a checksum gets this plus its file's size at 50 MB/s)");
     p.addFlag("preflight-only", "with --hostfile: check every node, start nothing");
     p.addOption("stop", "RUN_ID", "with --hostfile: stop that run on every node gracefully (checkpoint first)\n"
                                   "and follow it to its end");
@@ -46,7 +49,7 @@ void addMultiNodeOptions(ArgParser& p)
 
 std::string multiNodeOptionWithoutHostfile(const ArgParser& p)
 {
-    for (const char* option : {"include", "exclude", "ssh-key", "known-hosts", "remote-cli", "preflight-only",
+    for (const char* option : {"include", "exclude", "ssh-key", "known-hosts", "remote-cli", "ssh-timeout", "preflight-only",
              "stop", "attach", "status-json", "sync"})
         if (p.isSet(option))
             return std::string("launch: --") + option + " is for a run on several machines: give --hostfile too";
@@ -174,8 +177,9 @@ common::Result<remote::ClusterOptions> clusterOptions(const ArgParser& p, const 
         return kept.error();
     const common::Result<long long> port = p.integer("master-port", 0, 1, 65535);
     const common::Result<double> grace = p.number("grace", 10.0, 0.0, 3600.0);
-    if (!port || !grace)
-        return !port ? port.error() : grace.error();
+    const common::Result<double> timeout = p.number("ssh-timeout", remote::ClusterOptions{}.sshTimeoutSeconds, 0.1, 3600.0);
+    if (!port || !grace || !timeout)
+        return !port ? port.error() : !grace ? grace.error() : timeout.error();
     remote::ClusterOptions options;
     options.configPath = std::filesystem::absolute(p.positionals()[0]).lexically_normal().string();
     options.hosts = std::move(kept).value();
@@ -186,6 +190,7 @@ common::Result<remote::ClusterOptions> clusterOptions(const ArgParser& p, const 
     options.masterPort = int(*port);
     options.runId = p.value("run-id");
     options.graceSeconds = *grace;
+    options.sshTimeoutSeconds = *timeout;
     options.trainerArguments = extra;
     options.sync = p.isSet("sync");
     return options;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 
 namespace tb::remote {
@@ -139,6 +140,12 @@ void cutBeforeOutputStart(std::string& text)
     text.erase(0, start + line.size());
 }
 
+// "20" for 19.4: a deadline as people read it, never below what was waited.
+std::string wholeSeconds(double seconds)
+{
+    return std::to_string(static_cast<long long>(std::ceil(seconds)));
+}
+
 } // namespace
 
 SshSession::Bounded::Bounded(SshSession& session)
@@ -222,8 +229,9 @@ SshSession::~SshSession()
     ssh_free(m_session);
 }
 
-common::Result<CommandResult> SshSession::run(const std::string& command)
+common::Result<CommandResult> SshSession::run(const std::string& command, double seconds)
 {
+    const double limit = seconds > 0 ? seconds : m_target.timeoutSeconds;
     const std::string where = m_target.describe();
     Bounded bounded(*this);
     const auto why = [this] { return failureReason(sessionError(m_session)); };
@@ -243,15 +251,14 @@ common::Result<CommandResult> SshSession::run(const std::string& command)
         return Error{where + ": cannot run '" + command + "': " + why(), {}};
 
     CommandResult result;
-    const auto deadline =
-        Clock::now() + std::chrono::milliseconds(static_cast<long long>(m_target.timeoutSeconds * 1000));
+    const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long long>(limit * 1000));
     char buffer[16384];
     while (!ssh_channel_is_eof(channel)) {
         bounded.progressed(); // the command's own deadline is below
         if (Clock::now() >= deadline)
             return Error{where + ": '" + command + "' did not finish within "
-                    + std::to_string(static_cast<int>(m_target.timeoutSeconds)) + " s",
-                {}};
+                    + wholeSeconds(limit) + " s",
+                "give more time with --ssh-timeout SECONDS"};
         for (const int isStderr : {0, 1}) {
             const int n = ssh_channel_read_timeout(channel, buffer, sizeof buffer, isStderr, 100);
             if (n == SSH_ERROR)

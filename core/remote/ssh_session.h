@@ -32,13 +32,14 @@ public:
     SshSession& operator=(const SshSession&) = delete;
 
     // Runs `command` through the remote user's shell (quote its words with
-    // launch::shellQuote) and waits for it, at
-    // most the target's timeout. A failure to run it is an Error; a command
+    // launch::shellQuote) and waits for it, at most `seconds` (0: the
+    // target's timeout; a command whose work grows with its input, such as
+    // a checksum, gets more). A failure to run it is an Error; a command
     // that ran and failed is a CommandResult with its exit status. What the
     // shell's start-up files print (a banner from ~/.bashrc) is left out of
     // both outputs: a line printed before the command marks where its own
     // output starts.
-    common::Result<CommandResult> run(const std::string& command);
+    common::Result<CommandResult> run(const std::string& command, double seconds = 0);
 
     // The SFTP subsystem, opened on first use (a bounded call).
     common::Result<sftp_session_struct*> sftp();

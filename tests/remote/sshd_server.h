@@ -5,7 +5,9 @@
 // user running the test. Stopped (and its folder removed) on destruction.
 // With a start-up banner, its logins get a home of their own whose
 // ~/.bashrc and ~/.profile print a banner on stdout and stderr, as a
-// cluster's welcome message or a noisy shell set-up does.
+// cluster's welcome message or a noisy shell set-up does. With a folder
+// first on PATH, its commands stand in for the system's there (a slow
+// sha256sum).
 #include "launch/free_port.h"
 
 #include <QDir>
@@ -38,7 +40,7 @@ public:
     }
 
     // Empty on success, else what went wrong (with sshd's own words).
-    QString start(bool startupBanner = false)
+    QString start(bool startupBanner = false, const QString& pathFirst = {})
     {
         if (!m_dir.isValid())
             return QStringLiteral("no temporary folder");
@@ -70,11 +72,17 @@ public:
                          .arg(m_port)
                          .arg(path("host_key"), path("sshd.pid"), path("authorized_keys"))
                          .toUtf8());
+        // One SetEnv line: sshd keeps only the first.
+        QStringList environment;
         if (startupBanner) {
             if (QString failure = writeBannerHome(); !failure.isEmpty())
                 return failure;
-            config.write("SetEnv HOME=" + home().toUtf8() + "\n");
+            environment << QStringLiteral("HOME=") + home();
         }
+        if (!pathFirst.isEmpty())
+            environment << QStringLiteral("PATH=") + pathFirst + QStringLiteral(":/usr/local/bin:/usr/bin:/bin");
+        if (!environment.isEmpty())
+            config.write("SetEnv " + environment.join(QLatin1Char(' ')).toUtf8() + "\n");
         config.close();
         m_sshd.setProcessChannelMode(QProcess::MergedChannels);
         m_sshd.start(QStringLiteral("/usr/sbin/sshd"),

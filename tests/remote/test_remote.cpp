@@ -13,6 +13,7 @@
 #include "remote/cluster_launch.h"
 #include "remote/host_probe.h"
 #include "remote/sftp_event_source.h"
+#include "remote/sftp_transfer.h"
 #include "remote/ssh_session.h"
 
 #include <QElapsedTimer>
@@ -21,6 +22,7 @@
 #include <QtTest>
 
 #include <atomic>
+#include <random>
 #include <csignal>
 #include <thread>
 
@@ -81,6 +83,9 @@ private slots:
         QVERIFY2(failure.isEmpty(), qPrintable(failure));
         const QString bannerFailure = m_bannerServer.start(true);
         QVERIFY2(bannerFailure.isEmpty(), qPrintable(bannerFailure));
+        QVERIFY(writeSlowSha256sum(m_slowHashServer.path("bin")));
+        const QString slowFailure = m_slowHashServer.start(false, m_slowHashServer.path("bin"));
+        QVERIFY2(slowFailure.isEmpty(), qPrintable(slowFailure));
         QVERIFY(m_work.isValid());
     }
 
@@ -475,6 +480,83 @@ private slots:
         QCOMPARE(entries(fetched + "/adapter"), (QStringList{"adapter_config.json", "sub"}));
     }
 
+    // A checksum's deadline is the SSH timeout plus its bytes at 50 MB/s
+    // (review M2).
+    void checksumDeadlineGrowsWithSize_data()
+    {
+        QTest::addColumn<double>("timeout");
+        QTest::addColumn<qulonglong>("bytes");
+        QTest::addColumn<double>("seconds");
+        QTest::newRow("empty file") << 15.0 << qulonglong(0) << 15.0;
+        QTest::newRow("256 MiB") << 15.0 << qulonglong(256) * 1024 * 1024 << 15.0 + 268435456 / 50e6;
+        QTest::newRow("a 5 GB shard") << 15.0 << qulonglong(5'000'000'000) << 115.0;
+        QTest::newRow("a 15 GB merged export, --ssh-timeout 2") << 2.0 << qulonglong(15'000'000'000) << 302.0;
+    }
+
+    void checksumDeadlineGrowsWithSize()
+    {
+        QFETCH(double, timeout);
+        QFETCH(qulonglong, bytes);
+        QFETCH(double, seconds);
+        QCOMPARE(tb::remote::checksumSeconds(timeout, bytes), seconds);
+    }
+
+    // A remote sha256sum that answers 17 s after it is asked (a slow disk)
+    // is waited for when its file is large enough to take that long at
+    // 50 MB/s, where a fixed 15 s once failed every try; a small file's
+    // checksum still fails at its own deadline, naming it and --ssh-timeout.
+    void fetchWaitsForASlowChecksumOfALargeFile_data()
+    {
+        QTest::addColumn<int>("mebibytes");
+        QTest::addColumn<QStringList>("options");
+        QTest::addColumn<int>("exitCode");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("256 MiB, default 15 s timeout: 20.4 s for the checksum")
+            << 256 << QStringList{} << 0 << "adapter: 1 file(s) copied";
+        QTest::newRow("1 MiB, --ssh-timeout 5: 5.02 s for the checksum")
+            << 1 << QStringList{QStringLiteral("--ssh-timeout"), QStringLiteral("5")} << 1
+            << "did not finish within 6 s (give more time with --ssh-timeout SECONDS)";
+    }
+
+    void fetchWaitsForASlowChecksumOfALargeFile()
+    {
+        QFETCH(int, mebibytes);
+        QFETCH(QStringList, options);
+        QFETCH(int, exitCode);
+        QFETCH(QString, message);
+        const QString base = m_work.filePath(QStringLiteral("slow-%1").arg(mebibytes));
+        const QString weights = base + "/remote/adapter/weights.bin";
+        QVERIFY(QDir().mkpath(base + "/remote/adapter"));
+        QVERIFY(writeNoise(weights, mebibytes));
+        QElapsedTimer waited;
+        waited.start();
+        const CliRun result = cli(QStringList{QStringLiteral("fetch"), base + "/remote", QStringLiteral("--what"),
+                                      QStringLiteral("adapter"), QStringLiteral("--to"), base + "/here"}
+                + sshArguments(m_slowHashServer) + options);
+        qInfo("%d MiB: fetch ended in %lld ms", mebibytes, static_cast<long long>(waited.elapsed()));
+        QVERIFY2(result.exitCode == exitCode, qPrintable(result.out + result.err));
+        QVERIFY2((result.out + result.err).contains(message), qPrintable(result.out + result.err));
+        if (exitCode == 0)
+            QCOMPARE(tb::remote::localSha256((base + "/here/adapter/weights.bin").toStdString()).value(),
+                tb::remote::localSha256(weights.toStdString()).value());
+    }
+
+    // --sync's check that a node already has a file waits for the slow
+    // checksum of a large one too, and skips the copy.
+    void syncWaitsForASlowChecksumOfALargeFile()
+    {
+        const QString weights = m_work.filePath(QStringLiteral("slow-sync.bin"));
+        QVERIFY(writeNoise(weights, 256));
+        SshTarget slow = target(m_slowHashServer);
+        slow.timeoutSeconds = 15;
+        auto session = SshSession::connect(slow);
+        QVERIFY2(session.ok(), session.ok() ? "" : session.error().toString().c_str());
+        const auto summary = tb::remote::uploadFiles(**session, {weights.toStdString()}, {});
+        QVERIFY2(summary.ok(), summary.ok() ? "" : summary.error().toString().c_str());
+        QCOMPARE(summary->skipped, 1);
+        QCOMPARE(summary->copied, 0);
+    }
+
     // A login shell whose start-up files print a banner on stdout and
     // stderr (review L7): a command's answer is its own output alone.
     void aStartupBannerLeavesCommandOutputAlone_data()
@@ -614,6 +696,38 @@ private slots:
     }
 
 private:
+    // A sha256sum that answers 17 s after it is asked, as over a slow disk:
+    // longer than the default SSH timeout, shorter than a 256 MiB file's
+    // checksum deadline.
+    static bool writeSlowSha256sum(const QString& folder)
+    {
+        QFile script(folder + "/sha256sum");
+        if (!QDir().mkpath(folder) || !script.open(QIODevice::WriteOnly))
+            return false;
+        script.write("#!/bin/sh\nsleep 17 &\nhash=$(/usr/bin/sha256sum \"$@\") || exit 1\nwait\n"
+                     "printf '%s\\n' \"$hash\"\n");
+        script.close();
+        return script.setPermissions(script.permissions() | QFileDevice::ExeOwner);
+    }
+
+    // `mebibytes` MiB of pseudo-random bytes.
+    static bool writeNoise(const QString& path, int mebibytes)
+    {
+        QFile file(path);
+        if (!file.open(QIODevice::WriteOnly))
+            return false;
+        std::mt19937_64 random(42);
+        std::vector<uint64_t> block(1 << 17);
+        for (int i = 0; i < mebibytes; ++i) {
+            for (uint64_t& word : block)
+                word = random();
+            const auto bytes = qint64(block.size() * sizeof(uint64_t));
+            if (file.write(reinterpret_cast<const char*>(block.data()), bytes) != bytes)
+                return false;
+        }
+        return true;
+    }
+
     // Counts the nodes whose preflight failed.
     struct FailureCounter : tb::remote::ClusterSink {
         int failed = 0;
@@ -666,6 +780,7 @@ private:
 
     tb::test::SshdServer m_server;
     tb::test::SshdServer m_bannerServer;
+    tb::test::SshdServer m_slowHashServer; // its sha256sum answers after 17 s
     QTemporaryDir m_work;
     int m_fetches = 0;
 };
