@@ -4,12 +4,15 @@
 #include "launch/text_quote.h"
 #include "launch/world_layout.h"
 #include "metrics/event_file_reader.h"
+#include "remote/bounded_workers.h"
 #include "remote/remote_registry.h"
 #include "remote/sftp_event_source.h"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 namespace tb::remote {
@@ -24,6 +27,8 @@ using cluster_detail::Clock;
 constexpr auto kReconnectEvery = std::chrono::seconds(5);
 // After SIGKILL, how long the nodes get to report their launcher gone.
 constexpr double kAfterKillSeconds = 10.0;
+// Nodes polled or signalled at once: each holds a thread while it waits.
+constexpr size_t kNodeWorkers = 32;
 
 using cluster_detail::firstLine;
 using cluster_detail::joinLines;
@@ -151,19 +156,51 @@ common::Status ClusterLaunch::startNodes(ClusterSink& sink)
     return common::Ok{};
 }
 
-bool ClusterLaunch::ensureSession(Node& node, ClusterSink& sink, bool now)
+void ClusterLaunch::forEachNode(const std::function<void(Node&)>& work, ClusterSink& sink)
+{
+    forEachBounded(m_nodes.size(), kNodeWorkers, [&](size_t i) { work(*m_nodes[i]); });
+    for (auto& node : m_nodes) {
+        for (const auto& news : node->news)
+            news(sink);
+        node->news.clear();
+    }
+}
+
+bool ClusterLaunch::ensureSession(Node& node, bool now)
 {
     if (node.session)
         return true;
+    if (node.connecting.valid()) {
+        if (node.connecting.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+            return false;
+        common::Result<std::unique_ptr<SshSession>> session = node.connecting.get();
+        if (session) {
+            node.session = std::move(session).value();
+            node.note(node.name() + ": reconnected");
+            return true;
+        }
+    }
     if (!now && Clock::now() < node.nextReconnect)
         return false;
     node.nextReconnect = Clock::now() + kReconnectEvery;
-    common::Result<std::unique_ptr<SshSession>> session = SshSession::connect(node.target);
-    if (!session)
-        return false;
-    node.session = std::move(session).value();
-    sink.note(node.name() + ": reconnected");
-    return true;
+    try {
+        node.connecting = std::async(std::launch::async, &SshSession::connect, connectTarget(node));
+    } catch (const std::system_error&) {
+        // No thread to connect on: tried again at the next reconnect.
+    }
+    return false;
+}
+
+// During a stop a connect gets no longer than the stop has left, so none
+// outlives the launch's bound (its future's destructor would wait for it).
+SshTarget ClusterLaunch::connectTarget(const Node& node) const
+{
+    SshTarget target = node.target;
+    if (m_stop.reason) {
+        const double left = std::chrono::duration<double>(m_stop.giveUpAt - Clock::now()).count();
+        target.timeoutSeconds = std::min(target.timeoutSeconds, std::max(1.0, left));
+    }
+    return target;
 }
 
 void ClusterLaunch::dropSession(Node& node)
@@ -174,9 +211,12 @@ void ClusterLaunch::dropSession(Node& node)
     node.nextReconnect = Clock::now() + kReconnectEvery;
 }
 
-void ClusterLaunch::pollNode(Node& node, ClusterSink& sink)
+void ClusterLaunch::pollNode(Node& node)
 {
-    if (node.ended() || !ensureSession(node, sink, false))
+    if (node.ended() || !ensureSession(node, false))
+        return;
+    sendPendingSignal(node, false);
+    if (!node.session)
         return;
     common::Result<std::vector<launch::RegistryEntry>> entries =
         remoteRegistry(*node.session, m_options.remoteCli, m_options.runId);
@@ -186,7 +226,7 @@ void ClusterLaunch::pollNode(Node& node, ClusterSink& sink)
         // too; only a link that failed on its own is news.
         if (!m_interrupted || !m_interrupted()) {
             node.state = NodeState::Unreachable;
-            sink.nodeState({node.rank, node.host.address(), node.state,
+            node.tell({node.rank, node.host.address(), node.state,
                 entries.error().message + "; the run goes on there"});
         }
         return;
@@ -204,7 +244,7 @@ void ClusterLaunch::pollNode(Node& node, ClusterSink& sink)
                 ? "exit status " + std::to_string(node.entry.exitCode) + ": " + node.entry.summary
                 : node.state == NodeState::Vanished ? "its launcher is gone without an exit status (killed?)"
                                                     : "";
-            sink.nodeState(node.update(detail));
+            node.tell(node.update(detail));
         }
     }
 }
@@ -234,19 +274,30 @@ void ClusterLaunch::followEvents(ClusterSink& sink)
 void ClusterLaunch::signalNodes(const std::string& signal, ClusterSink& sink)
 {
     for (auto& node : m_nodes) {
-        if (node->ended() || node->entry.pid == 0)
-            continue;
-        if (!ensureSession(*node, sink, true)) {
-            sink.note(node->name() + ": unreachable, could not send SIG" + signal);
-            continue;
-        }
-        common::Result<CommandResult> sent =
-            node->cli(m_options.remoteCli, {"node-check", "--signal", signal, "--run-id", m_options.runId});
-        if (!sent) {
-            dropSession(*node);
-            sink.note(node->name() + ": could not send SIG" + signal + ": " + sent.error().message);
-        }
+        if (!node->ended() && node->entry.pid != 0)
+            node->pendingSignal = signal;
     }
+    forEachNode([this](Node& node) { sendPendingSignal(node, true); }, sink);
+}
+
+void ClusterLaunch::sendPendingSignal(Node& node, bool now)
+{
+    if (node.pendingSignal.empty() || node.ended())
+        return;
+    const std::string signal = "SIG" + node.pendingSignal;
+    if (!ensureSession(node, now)) {
+        if (now)
+            node.note(node.name() + ": unreachable; " + signal + " goes once it answers");
+        return;
+    }
+    common::Result<CommandResult> sent =
+        node.cli(m_options.remoteCli, {"node-check", "--signal", node.pendingSignal, "--run-id", m_options.runId});
+    if (!sent) {
+        dropSession(node); // the signal stays pending for the next connect
+        node.note(node.name() + ": could not send " + signal + ": " + sent.error().message);
+        return;
+    }
+    node.pendingSignal.clear();
 }
 
 bool ClusterLaunch::allEnded() const
@@ -270,37 +321,35 @@ common::Status ClusterLaunch::attach(ClusterSink& sink, uint64_t eventOffset, ui
 {
     m_eventOffset = eventOffset;
     m_eventLine = eventLine;
-    std::vector<std::string> problems;
-    for (auto& node : m_nodes) {
-        common::Result<std::unique_ptr<SshSession>> session = SshSession::connect(node->target);
-        if (!session) {
-            problems.push_back(node->name() + ": " + session.error().toString());
-            continue;
-        }
-        node->session = std::move(session).value();
-        common::Result<std::vector<launch::RegistryEntry>> entries =
-            remoteRegistry(*node->session, m_options.remoteCli, m_options.runId);
-        if (!entries) {
-            problems.push_back(node->name() + ": " + entries.error().toString());
-            continue;
-        }
-        const auto mine = std::find_if(entries->begin(), entries->end(),
-            [&](const launch::RegistryEntry& e) { return e.nodeRank == node->rank; });
-        if (mine == entries->end()) {
-            problems.push_back(node->name() + ": no node " + std::to_string(node->rank) + " of run "
-                + m_options.runId + " in its run registry");
-            continue;
-        }
-        node->entry = *mine;
-        node->state = mine->state == "running" ? NodeState::Running
-            : mine->state == "exited"          ? NodeState::Exited
-                                               : NodeState::Vanished;
-        sink.nodeState(
-            node->update(node->state == NodeState::Exited ? "exit status " + std::to_string(mine->exitCode) : ""));
-    }
+    std::vector<std::string> problems(m_nodes.size());
+    forEachNode([&](Node& node) { problems[size_t(node.rank)] = attachNode(node); }, sink);
+    std::erase(problems, std::string());
     if (!problems.empty())
         return Error{"cannot attach to run " + m_options.runId + ":\n  " + joinLines(problems), {}};
     return common::Ok{};
+}
+
+std::string ClusterLaunch::attachNode(Node& node)
+{
+    common::Result<std::unique_ptr<SshSession>> session = SshSession::connect(node.target);
+    if (!session)
+        return node.name() + ": " + session.error().toString();
+    node.session = std::move(session).value();
+    common::Result<std::vector<launch::RegistryEntry>> entries =
+        remoteRegistry(*node.session, m_options.remoteCli, m_options.runId);
+    if (!entries)
+        return node.name() + ": " + entries.error().toString();
+    const auto mine = std::find_if(entries->begin(), entries->end(),
+        [&](const launch::RegistryEntry& e) { return e.nodeRank == node.rank; });
+    if (mine == entries->end())
+        return node.name() + ": no node " + std::to_string(node.rank) + " of run " + m_options.runId
+            + " in its run registry";
+    node.entry = *mine;
+    node.state = mine->state == "running" ? NodeState::Running
+        : mine->state == "exited"          ? NodeState::Exited
+                                           : NodeState::Vanished;
+    node.tell(node.update(node.state == NodeState::Exited ? "exit status " + std::to_string(mine->exitCode) : ""));
+    return {};
 }
 
 std::optional<ClusterLaunch::StopReason> ClusterLaunch::reasonToStop(const launch::CancelToken& cancel) const
@@ -357,8 +406,7 @@ common::Result<ClusterReport> ClusterLaunch::follow(ClusterSink& sink, const lau
     const auto poll = std::chrono::milliseconds(long(m_options.pollSeconds * 1000));
     for (;;) {
         followEvents(sink);
-        for (auto& node : m_nodes)
-            pollNode(*node, sink);
+        forEachNode([this](Node& node) { pollNode(node); }, sink);
         if (m_stop.reason) {
             if (stopOver(sink))
                 break;

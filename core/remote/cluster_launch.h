@@ -140,13 +140,24 @@ private:
     common::Status syncInputs(Node& node, const launch::NodeFacts& here, ClusterSink& sink);
     common::Status checkMasterPort(ClusterSink& sink);
     common::Status startNodes(ClusterSink& sink);
-    void pollNode(Node& node, ClusterSink& sink);
-    // A session to the node: the one it has, or a new one (at most every few
-    // seconds unless `now`). False while the node cannot be reached.
-    bool ensureSession(Node& node, ClusterSink& sink, bool now);
+    // Runs `work` for every node at once (a bounded pool), so one node's
+    // network waits (at most the SSH timeout) never add up over nodes, then
+    // tells the sink each node's news from this thread.
+    void forEachNode(const std::function<void(Node&)>& work, ClusterSink& sink);
+    void pollNode(Node& node);
+    // Connects to the node and reads its entry of the run: empty, or the problem.
+    std::string attachNode(Node& node);
+    // A session to the node: the one it has, or the one a connect in the
+    // background made. Else starts such a connect (at most every few seconds
+    // unless `now`) and returns false without waiting for it.
+    bool ensureSession(Node& node, bool now);
+    SshTarget connectTarget(const Node& node) const;
     void dropSession(Node& node);
     void followEvents(ClusterSink& sink);
+    // Every node still running gets SIG`signal` at once; one that cannot be
+    // reached now gets it on the first poll that reaches it.
     void signalNodes(const std::string& signal, ClusterSink& sink);
+    void sendPendingSignal(Node& node, bool now);
     bool allEnded() const;
 
     struct StopReason {

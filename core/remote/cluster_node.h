@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <csignal>
+#include <functional>
+#include <future>
 
 namespace tb::remote {
 
@@ -28,6 +30,22 @@ struct ClusterLaunch::Node {
     launch::RegistryEntry entry;
     NodeState state = NodeState::Connecting;
     cluster_detail::Clock::time_point nextReconnect{};
+    // A connect on a thread of its own: the supervisor's loop never waits
+    // for a node that does not answer.
+    std::future<common::Result<std::unique_ptr<SshSession>>> connecting;
+    std::string pendingSignal; // "TERM" or "KILL", sent once the node answers
+    // What a worker found out about the node, told to the sink by the
+    // launch's own thread afterwards, in node order.
+    std::vector<std::function<void(ClusterSink&)>> news;
+
+    void tell(NodeUpdate update)
+    {
+        news.emplace_back([update = std::move(update)](ClusterSink& sink) { sink.nodeState(update); });
+    }
+    void note(std::string line)
+    {
+        news.emplace_back([line = std::move(line)](ClusterSink& sink) { sink.note(line); });
+    }
 
     std::string name() const { return "node " + std::to_string(rank) + " (" + host.address() + ")"; }
     // Its state as a watcher gets it: the exit code when it exited.

@@ -78,14 +78,17 @@ public:
 
     // The name cannot go while a killed process still holds the namespace,
     // or its sshd's private mount namespace still holds the name's mount:
-    // retry until both have died, so the next test can reuse the name.
+    // retry until both have died, so the next test can reuse the name. A
+    // rank killed mid-write may take seconds to go: up to 30 s. The kernel
+    // frees a namespace (and the veth in it) later still, so the veth's
+    // outside end is deleted here: its name is free for the next test.
     void removeNamespace(int k) const
     {
         const QString script = QStringLiteral(
-            "for attempt in $(seq 50); do ip netns pids %1 | xargs -r kill -9; "
-            "ip netns delete %1 2>/dev/null && exit 0; sleep 0.1; done; exit 1")
-                                   .arg(ns(k));
-        if (shell(script, 10000).exitCode != 0)
+            "for attempt in $(seq 300); do ip netns pids %1 | xargs -r kill -9; "
+            "ip netns delete %1 2>/dev/null && { ip link delete %2 2>/dev/null; exit 0; }; sleep 0.1; done; exit 1")
+                                   .arg(ns(k), vethOutside(k));
+        if (shell(script, 40000).exitCode != 0)
             qWarning("could not remove network namespace %s", qPrintable(ns(k)));
     }
 
@@ -103,7 +106,7 @@ public:
         // Names are made from this process id: any namespace or bridge under
         // them was left by a killed run of an earlier process with the same id.
         for (int k = 0; k < int(views.size()); ++k)
-            shell(QStringLiteral("ip netns delete %1 2>/dev/null").arg(ns(k)));
+            shell(QStringLiteral("ip netns delete %1 2>/dev/null; ip link delete %2 2>/dev/null").arg(ns(k), vethOutside(k)));
         shell(QStringLiteral("ip link delete %1 2>/dev/null").arg(bridge()));
         CommandOutput made = shell(QStringLiteral(
             "ip link add %1 type bridge && ip addr add %2.1/24 dev %1 && ip link set %1 up")

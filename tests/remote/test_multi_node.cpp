@@ -18,6 +18,7 @@
 #include <csignal>
 #include <numeric>
 #include <QElapsedTimer>
+#include <QScopeGuard>
 #include <QRegularExpression>
 #include <QtTest>
 
@@ -272,6 +273,55 @@ private slots:
             qPrintable(err));
         qInfo("killed node 1's launcher; the launch ended %.1f s later", seconds);
         QCOMPARE(processesWith(QString::fromStdString(config)), QString());
+    }
+
+    // Three of four nodes lose their network (their links down: packets
+    // dropped, as by a failed switch) and node 0's launcher is killed. The
+    // nodes are polled, reconnected and signalled at once, never one after
+    // another, so the launch ends about one SSH timeout (15 s, noticing the
+    // silence) plus the grace + 15 s after the kill; one node at a time
+    // took three timeouts for each of noticing, SIGTERM and the next poll
+    // (review M3). The bound is three times the expected time.
+    void blackHoledNodesDoNotAddUpInTheStop()
+    {
+        constexpr int kNodes = 4;
+        constexpr double kGrace = 5, kSshTimeout = 15;
+        Cluster cluster;
+        const QString started = cluster.start(std::vector<HostView>(kNodes));
+        QVERIFY2(started.isEmpty(), qPrintable(started));
+        const std::string config = this->config(QStringLiteral("black-holed"), 5000);
+        const std::string runDir = m_dir.filePath(QStringLiteral("black-holed")).toStdString();
+        QProcess launcher;
+        launcher.start(kCliPath, cluster.launchArguments(config)
+                << QStringLiteral("--grace") << QString::number(kGrace) << trainerArguments(runDir));
+        QVERIFY(waitForSteps(runDir, 2));
+        const auto entry = tb::launch::readRegistryEntry(cluster.registryEntries(0).value(0).toStdString());
+        QVERIFY(entry.ok());
+        // Links back up before the hosts go: a socket there with data the
+        // black hole swallowed would keep its namespace alive for minutes.
+        const auto reconnect = qScopeGuard([&] {
+            for (int k = 1; k < kNodes; ++k)
+                cluster.hosts->setLinkUp(k, true);
+        });
+        for (int k = 1; k < kNodes; ++k)
+            QVERIFY(cluster.hosts->setLinkUp(k, false));
+        QElapsedTimer clock;
+        clock.start();
+        QCOMPARE(::kill(pid_t(entry->pid), SIGKILL), 0);
+        const double expected = kSshTimeout + kGrace + 15;
+        QVERIFY2(launcher.waitForFinished(int(3 * expected * 1000)), "the launch did not end within 3x the bound");
+        const double seconds = clock.elapsed() / 1000.0;
+        const QString err = QString::fromUtf8(launcher.readAllStandardError());
+        qInfo("%d nodes black-holed, node 0's launcher killed: the launch ended %.1f s later (expected about %.0f s)",
+            kNodes - 1, seconds, expected);
+        QCOMPARE(launcher.exitCode(), 1);
+        QVERIFY2(err.contains(QStringLiteral("node 0 (root@%1): its launcher was killed").arg(cluster.hosts->address(0))),
+            qPrintable(err));
+        for (int k = 1; k < kNodes; ++k) {
+            const QString node = QStringLiteral("node %1 (root@%2)").arg(k).arg(cluster.hosts->address(k));
+            QVERIFY2(err.contains(node + QStringLiteral(": unreachable; SIGTERM goes once it answers")), qPrintable(err));
+            QVERIFY2(err.contains(node + QStringLiteral(" did not confirm its end")), qPrintable(err));
+        }
     }
 
     // The run is long and is stopped from outside once the monitor follows
