@@ -254,6 +254,15 @@ std::vector<std::pair<std::string, std::shared_ptr<LinearLayer>>> LlamaForCausal
     return out;
 }
 
+std::vector<std::vector<std::int64_t>> LlamaForCausalLm::expertRouting()
+{
+    std::vector<std::vector<std::int64_t>> routed;
+    for (auto& layer : m_model->layers())
+        if (const SparseMoe* experts = layer->experts())
+            routed.push_back(experts->lastRouted());
+    return routed;
+}
+
 bool LlamaForCausalLm::isExpertProjection(const std::string& qualifiedName)
 {
     return qualifiedName.find(".experts.") != std::string::npos;

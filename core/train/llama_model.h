@@ -33,6 +33,7 @@ public:
     // ("mlp.down_proj", "block_sparse_moe.experts.3.w1"), and replacement.
     std::vector<std::pair<std::string, std::shared_ptr<LinearLayer>>> mlpProjections();
     void replaceMlpProjection(const std::string& name, std::shared_ptr<LinearLayer> layer);
+    SparseMoe* experts() { return m_experts.get(); } // null in a dense model
 
 private:
     torch::Tensor mlpForward(const torch::Tensor& input);
@@ -120,6 +121,9 @@ public:
 
     LlamaModel& model() { return *m_model; }
     torch::Tensor& outputWeight(); // lm_head.weight, or the embedding when tied
+    // Per mixture-of-experts layer, the tokens each expert took in the last
+    // forward (SparseMoe::lastRouted); empty for a dense model.
+    std::vector<std::vector<std::int64_t>> expertRouting();
     // Whether a projection of projections() belongs to an expert.
     static bool isExpertProjection(const std::string& qualifiedName);
 

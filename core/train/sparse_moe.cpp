@@ -38,6 +38,7 @@ torch::Tensor SparseMoe::forward(const torch::Tensor& input)
     const torch::Tensor counts =
         torch::bincount(routes.experts, {}, m_routing.experts).to(torch::kCPU);
     const auto taken = counts.accessor<std::int64_t, 1>();
+    m_lastRouted.assign(taken.data(), taken.data() + m_routing.experts);
     // Summed in the weights' dtype and cast once, as transformers' default
     // (grouped_mm) experts do: fp32 for Mixtral, whose weights stay fp32.
     const auto sumType = torch::promote_types(rows.scalar_type(), routes.weights.scalar_type());

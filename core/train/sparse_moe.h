@@ -33,6 +33,10 @@ public:
     std::vector<std::string> projectionNames() const;
     std::shared_ptr<LinearLayer> projection(const std::string& name);
     void replaceProjection(const std::string& name, std::shared_ptr<LinearLayer> layer);
+    // The (token, slot) pairs each expert took in the last forward: a
+    // recomputed forward (activation checkpointing) routes the same rows
+    // the same way, so after a backward this is the micro-batch's.
+    const std::vector<std::int64_t>& lastRouted() const { return m_lastRouted; }
 
 private:
     // Each token's k experts and weights, one (token, slot) pair a row:
@@ -47,6 +51,7 @@ private:
     ExpertRouting m_routing;
     std::shared_ptr<DenseLinear> m_router;
     std::vector<std::shared_ptr<GatedMlp>> m_experts;
+    std::vector<std::int64_t> m_lastRouted;
 };
 
 } // namespace tb::train

@@ -23,6 +23,23 @@ std::pair<torch::Tensor, torch::Tensor> batchTensors(
     return {wrap(batch.inputIds), wrap(batch.labels)};
 }
 
+namespace {
+
+// Adds one micro-batch's routing, layer by layer and expert by expert.
+void addRouting(std::vector<std::vector<std::int64_t>>& sum,
+    const std::vector<std::vector<std::int64_t>>& routed)
+{
+    if (sum.empty()) {
+        sum = routed;
+        return;
+    }
+    for (size_t layer = 0; layer < routed.size(); ++layer)
+        for (size_t expert = 0; expert < routed[layer].size(); ++expert)
+            sum[layer][expert] += routed[layer][expert];
+}
+
+} // namespace
+
 StepResult accumulateStepGradients(LlamaForCausalLm& model, FlatParameters& parameters,
     const std::vector<data::Batch>& batches, std::int64_t lossChunkRows, DataParallel* parallel)
 {
@@ -72,6 +89,7 @@ StepResult accumulateStepGradients(LlamaForCausalLm& model, FlatParameters& para
             }
             loss.backward();
             result.loss += loss.item<double>();
+            addRouting(result.expertTokens, model.expertRouting());
         }
         if (parallel)
             parallel->endMicroStep();

@@ -22,6 +22,9 @@ struct [[nodiscard]] StepResult {
     std::int64_t tokens = 0; // real (unpadded) tokens, this rank's
     std::int64_t samples = 0; // this rank's
     std::int64_t globalTokens = 0; // tokens summed over ranks
+    // A mixture of experts: per layer, the (token, slot) pairs each expert
+    // took over this rank's micro-batches (every position, padding too).
+    std::vector<std::vector<std::int64_t>> expertTokens;
 };
 
 // Forward and backward of every micro-batch of one optimizer step, the loss

@@ -323,6 +323,8 @@ common::Result<TrainOutcome> TrainingRun::resumeAndTrain(const std::string& resu
                 fillMemory(record, memory, m_session->device);
                 json fields = record.toFields();
                 addStateFields(fields);
+                if (!result.expertTokens.empty())
+                    fields["expert_tokens"] = result.expertTokens;
                 emit(metrics::EventType::Step, std::move(fields));
             }
             TrainerProgress item;

@@ -20,6 +20,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <unistd.h>
 
 // tunebench-cli train as a user (or a launcher) runs it: every recipe end to
@@ -166,6 +167,18 @@ private slots:
                              != std::string::npos;
                      }),
             "no warning names the expert targets left out");
+        // The routing's balance: 5 layers of 4 experts, every position
+        // counted for each of its 2 experts, the same total in each layer.
+        const json step = ofType(events(runDir), "step").front();
+        const auto routed = step.at("expert_tokens").get<std::vector<std::vector<std::int64_t>>>();
+        QCOMPARE(routed.size(), size_t(5));
+        const std::int64_t total = std::accumulate(routed[0].begin(), routed[0].end(), std::int64_t(0));
+        QVERIFY2(total >= 2 * step.at("tokens").get<std::int64_t>() && total % 2 == 0,
+            qPrintable(QString::fromStdString(step.dump())));
+        for (const auto& layer : routed) {
+            QCOMPARE(layer.size(), size_t(4));
+            QCOMPARE(std::accumulate(layer.begin(), layer.end(), std::int64_t(0)), total);
+        }
         std::ifstream adapterConfig(runDir + "/adapter/adapter_config.json");
         const json adapter = json::parse(adapterConfig);
         std::vector<std::string> targets = adapter.at("target_modules");
