@@ -294,7 +294,7 @@ private slots:
         QProcess launcher;
         launcher.start(kCliPath, cluster.launchArguments(config)
                 << QStringLiteral("--grace") << QString::number(kGrace) << trainerArguments(runDir));
-        QVERIFY(waitForSteps(runDir, 2));
+        QVERIFY2(waitForSteps(runDir, 2), launcher.readAllStandardError().right(3000).constData());
         const auto entry = tb::launch::readRegistryEntry(cluster.registryEntries(0).value(0).toStdString());
         QVERIFY(entry.ok());
         // Links back up before the hosts go: a socket there with data the
