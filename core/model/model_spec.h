@@ -114,7 +114,10 @@ struct LinearShape {
     std::int64_t copies = 1;
     std::int64_t active = 1;
 
-    std::int64_t params() const { return inFeatures * outFeatures + (bias ? outFeatures : 0); }
+    std::int64_t paramsPerCopy() const
+    {
+        return inFeatures * outFeatures + (bias ? outFeatures : 0);
+    }
     // What LoRA adapts here: one projection per layer. The experts are
     // 3-D parameters in transformers 5 (peft reaches them only through
     // target_parameters) and the router is not a projection of the stream.

@@ -16,7 +16,7 @@ ParameterCount countParameters(const ModelSpec& spec)
     const int n = blockLinearShapes(spec, shapes);
     for (int i = 0; i < n; ++i) {
         const LinearShape& l = shapes[i];
-        const std::int64_t one = l.params();
+        const std::int64_t one = l.paramsPerCopy();
         const std::int64_t params = l.copies * one;
         (isAttentionLinear(l.kind) ? count.attentionPerLayer : count.mlpPerLayer) += params;
         count.blockLinear += params;

@@ -112,8 +112,8 @@ double loraParamsPerLayer(const model::ModelSpec& model, const LoraSettings& lor
         all = all || name == "all-linear" || name == "all";
     double perLayer = 0;
     // A name that selects only experts (gate_proj, up_proj, down_proj of a
-    // mixture of experts) adapts nothing, as in peft: the experts are not
-    // modules it wraps (model_spec.h, LinearShape::adaptable).
+    // mixture of experts) adapts nothing, as in our trainer
+    // (model_spec.h, LinearShape::adaptable).
     for (int i = 0; i < n; ++i) {
         bool selected = all;
         for (const std::string& name : wanted)

@@ -141,7 +141,7 @@ common::Result<std::vector<std::string>> attachLora(LlamaForCausalLm& model, con
                 "(Phi-3: qkv_proj, gate_up_proj)"};
     }
     // Experts are never adapted (model::LinearShape::adaptable): a name that
-    // selects only experts adapts nothing, as in peft.
+    // selects only experts adapts nothing (checkTargetsSelect, below).
     const auto selects = [](const std::string& target, const std::string& projection) {
         const auto kind = model::linearKindNamed(lastName(projection));
         return kind && model::targetSelects(target, *kind)
