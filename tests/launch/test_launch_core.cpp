@@ -351,6 +351,16 @@ private slots:
             QStringLiteral("/runs/a.yaml"), QStringLiteral("--steps"), QStringLiteral("0"),
             QStringLiteral("--sleep-ms"), QStringLiteral("30000")});
         QVERIFY(process.waitForStarted());
+        // Until the child's exec has replaced it, /proc shows the test's own
+        // command line: wait for the fake trainer's.
+        const QString cmdline = QStringLiteral("/proc/%1/cmdline").arg(process.processId());
+        QTRY_VERIFY_WITH_TIMEOUT(
+            [&] {
+                QFile file(cmdline);
+                return file.open(QIODevice::ReadOnly)
+                    && file.readAll().contains(QByteArrayLiteral("--sleep-ms"));
+            }(),
+            5000);
         tb::launch::RegistryEntry entry;
         entry.pid = process.processId();
         entry.runId = runId.toStdString();
