@@ -15,6 +15,7 @@
 #include <csignal>
 #include <dirent.h>
 #include <netinet/in.h>
+#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -346,14 +347,19 @@ private slots:
         QFETCH(QString, runId);
         QFETCH(QString, config);
         QFETCH(bool, alive);
-        QProcess process;
-        process.start(QStringLiteral(TB_FAKE_TRAINER), {command, QStringLiteral("--run-id"), QStringLiteral("job-1"),
-            QStringLiteral("/runs/a.yaml"), QStringLiteral("--steps"), QStringLiteral("0"),
-            QStringLiteral("--sleep-ms"), QStringLiteral("30000")});
-        QVERIFY(process.waitForStarted());
+        // posix_spawn, not QProcess: Qt's process machinery leaves threads
+        // behind, and ThreadSanitizer ends the later tests that fork.
+        std::vector<std::string> words{TB_FAKE_TRAINER, command.toStdString(), "--run-id", "job-1",
+            "/runs/a.yaml", "--steps", "0", "--sleep-ms", "30000"};
+        std::vector<char*> argv;
+        for (std::string& word : words)
+            argv.push_back(word.data());
+        argv.push_back(nullptr);
+        pid_t pid = 0;
+        QCOMPARE(::posix_spawn(&pid, TB_FAKE_TRAINER, nullptr, nullptr, argv.data(), environ), 0);
         // Until the child's exec has replaced it, /proc shows the test's own
         // command line: wait for the fake trainer's.
-        const QString cmdline = QStringLiteral("/proc/%1/cmdline").arg(process.processId());
+        const QString cmdline = QStringLiteral("/proc/%1/cmdline").arg(pid);
         QTRY_VERIFY_WITH_TIMEOUT(
             [&] {
                 QFile file(cmdline);
@@ -362,12 +368,12 @@ private slots:
             }(),
             5000);
         tb::launch::RegistryEntry entry;
-        entry.pid = process.processId();
+        entry.pid = pid;
         entry.runId = runId.toStdString();
         entry.config = config.toStdString();
         const bool found = tb::launch::launcherAlive(entry);
-        process.kill();
-        process.waitForFinished();
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
         QCOMPARE(found, alive);
     }
 
