@@ -32,14 +32,6 @@ struct TransferSummary {
     uint64_t bytesSent = 0;
 };
 
-// How long a remote `sha256sum` of `bytes` may take: the SSH timeout for
-// the round trip and start, plus the bytes at 50 MB/s (a busy cloud disk,
-// or a CPU without SHA extensions), so a large file's checksum is not cut
-// off at the timeout meant for short commands.
-double checksumSeconds(double timeoutSeconds, uint64_t bytes);
-
-// SHA-256 of a file here (hex), of its first `length` bytes when given.
-common::Result<std::string> localSha256(const std::string& path, uint64_t length = UINT64_MAX);
 
 // Copies each local file to the same absolute path on the machine at the
 // other end of `session`, making folders as needed.

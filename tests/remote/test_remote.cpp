@@ -13,6 +13,7 @@
 #include "remote/cluster_launch.h"
 #include "remote/host_probe.h"
 #include "remote/sftp_event_source.h"
+#include "remote/file_checksums.h"
 #include "remote/sftp_transfer.h"
 #include "remote/ssh_session.h"
 
