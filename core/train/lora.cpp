@@ -86,6 +86,19 @@ double LoraSpec::scaling() const
                   : alpha / static_cast<double>(rank);
 }
 
+std::vector<std::string> expertOnlyTargets(const LlamaConfig& config, const LoraSpec& spec)
+{
+    std::vector<std::string> names;
+    if (!config.isMixtureOfExperts())
+        return names;
+    for (const std::string& target : spec.targetModules) {
+        const auto kind = model::linearKindNamed(target);
+        if (kind && !model::isAttentionLinear(*kind))
+            names.push_back(target);
+    }
+    return names;
+}
+
 namespace {
 
 // What a block of `config` offers LoRA, for refusals.
@@ -109,9 +122,10 @@ common::Status checkTargetsSelect(LlamaForCausalLm& model, const LoraSpec& spec,
         return std::any_of(projections.begin(), projections.end(),
             [&](const auto& item) { return selects(target, item.first); });
     };
-    const bool moe = model.config().isMixtureOfExperts();
+    const std::vector<std::string> expertNames = expertOnlyTargets(model.config(), spec);
     for (const std::string& target : spec.targetModules) {
-        const bool expertName = moe && !model::isAttentionLinear(*model::linearKindNamed(target));
+        const bool expertName =
+            std::find(expertNames.begin(), expertNames.end(), target) != expertNames.end();
         if (!selectsAny(target) && !expertName)
             return common::Error{"LoRA target module '" + target + "' is not in this "
                     + model.config().modelType + " model",

@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "common/training_limits.h"
 #include "train/layers.h"
+#include "train/model_config.h"
 
 #include <torch/torch.h>
 
@@ -64,6 +65,10 @@ struct LoraSpec {
 
     double scaling() const;
 };
+
+// The targets that select only experts in a mixture of experts (its MLP
+// names), which LoRA does not adapt; empty for a dense model.
+std::vector<std::string> expertOnlyTargets(const LlamaConfig& config, const LoraSpec& spec);
 
 // Wraps every projection whose last name is in spec.targetModules in a
 // LoraLinear, in the model's dtype. A is drawn as PEFT's default

@@ -136,12 +136,9 @@ namespace {
 // never silently dropped. Empty when nothing was left out.
 std::string expertTargetsSkipped(LlamaForCausalLm& model, const LoraSpec& lora)
 {
-    if (!model.config().isMixtureOfExperts())
-        return {};
     std::string names;
-    for (const std::string& target : lora.targetModules)
-        if (!model::isAttentionLinear(*model::linearKindNamed(target)))
-            names += (names.empty() ? "" : ", ") + target;
+    for (const std::string& target : expertOnlyTargets(model.config(), lora))
+        names += (names.empty() ? "" : ", ") + target;
     if (names.empty())
         return {};
     return "lora.target_modules: " + names + " select the experts of this "
