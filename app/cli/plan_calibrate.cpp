@@ -43,7 +43,7 @@ plan::CalibrationRun compare(const launch::RunMeasurement& m, const plan::PlanRe
         if (m.peakReservedBytes >= 0 && m.peakAllocatedBytes >= 0)
             run.measuredReserveBytes = m.peakReservedBytes - m.peakAllocatedBytes;
     }
-    run.plannedPeakBytes = r.peaks.at(run.peak);
+    run.plannedPeakBytes = r.stepPeakAt(run.peak);
     return run;
 }
 

@@ -6,6 +6,7 @@
 #include "common/text.h"
 #include "common/units.h"
 #include "config/config_loader.h"
+#include "launch/run_data_profile.h"
 #include "launch/run_plan.h"
 #include "plan/catalog.h"
 #include "plan/cpu_device.h"
@@ -84,9 +85,13 @@ ArgParser makeParser()
     p.addOption("from-accelerate", "FILE.yaml", "apply an accelerate config");
     p.addOption("from-run", "RUN.yaml",
         "plan a Tunebench run config as our trainer runs it (model, method, LoRA, precision, "
-        "sharding, offload, batch; engine tunebench; a CPU run plans on this CPU; the dataset "
-        "stays the plan's); plan options given beside it, such as --gpus-per-node for its "
-        "ranks, override it");
+        "sharding, offload, batch; engine tunebench; a CPU run plans on this CPU) on its own "
+        "data, read and batched as the trainer does (the longest row sets the activations, "
+        "the padded batches the time; epochs or max_steps the passes); plan options given "
+        "beside it, such as --gpus-per-node for its ranks, override it");
+    p.addFlag("nominal-data",
+        "with --from-run: plan the dataset options (--dataset-samples, --mean-tokens, "
+        "--dataset-tokens, --seq-len) instead of reading the run's data");
     p.addOption("save-plan", "FILE.yaml", "write the resulting plan as YAML (atomically)");
     p.addFlag("explain", "show the formula, numbers and source of every figure");
     p.addFlag("recommend", "rank Azure VM sizes x 1..16 nodes x strategies that fit");
@@ -177,6 +182,48 @@ common::Result<plan::PlanInput> inputOfRunConfig(const std::string& path, const 
     in.datasetTokens = base.datasetTokens;
     in.epochs = base.epochs;
     return in;
+}
+
+// --from-run: the run's own rows batched over the plan's ranks, unless
+// --nominal-data keeps the dataset options.
+Status profileRunData(
+    const ArgParser& p, const plan::Catalog& catalog, plan::PlanInput& in, std::ostream& notes)
+{
+    if (p.isSet("nominal-data") && !p.isSet("from-run"))
+        return Error{"plan: --nominal-data applies to --from-run only", {}};
+    if (!p.isSet("from-run") || p.isSet("nominal-data"))
+        return common::Ok{};
+    for (const char* nominal : {"dataset-samples", "mean-tokens", "dataset-tokens"})
+        if (p.isSet(nominal))
+            return Error{"plan: --" + std::string(nominal)
+                    + " with --from-run: the run's data is read and planned instead",
+                "add --nominal-data to plan the dataset options"};
+    common::Result<config::RunConfig> loaded = config::loadRunConfig(p.value("from-run"));
+    if (!loaded)
+        return loaded.error();
+    // Batch options given beside the run config batch its data too.
+    config::RunConfig& run = loaded.value();
+    run.data.sequenceLength = in.seqLen;
+    run.data.packing = in.packing;
+    run.training.microBatch = in.microBatch;
+    run.training.gradAccum = in.gradAccum;
+    const plan::VmSize* vm = in.vmSize.empty() ? nullptr : catalog.findVm(in.vmSize);
+    const int ranksPerNode = in.gpusPerNode > 0 ? in.gpusPerNode : vm ? vm->gpusPerVm : 1;
+    common::Result<plan::DataProfile> profile =
+        launch::profileRunData(run, ranksPerNode * std::max(1, in.nodes));
+    if (!profile)
+        return profile.error();
+    const double epochs = in.epochs;
+    launch::applyDataProfile(in, run, std::move(profile.value()));
+    if (p.isSet("epochs"))
+        in.epochs = epochs;
+    const plan::DataProfile& d = in.data;
+    notes << "data: " << d.source << ": " << common::formatCount(double(d.rows)) << " rows, "
+          << common::formatCount(double(d.tokens)) << " tokens ("
+          << common::formatCount(double(d.batchTokens - d.tokens)) << " padding) in "
+          << d.microBatches << " micro-batches per epoch, the longest row " << d.longestRow
+          << " of " << in.seqLen << " tokens\n";
+    return plan::validatePlanInput(in);
 }
 
 common::Result<plan::PlanInput> buildInput(const ArgParser& p, std::ostream& notes)
@@ -295,6 +342,8 @@ int runPlan(const Args& args)
     common::Result<plan::PlanInput> input = buildInput(p, notes);
     if (!input)
         return fail(input.error());
+    if (Status profiled = profileRunData(p, *catalog, input.value(), notes); !profiled)
+        return fail(profiled.error());
     // What the user asked for, before any calibration and whatever the plan
     // then finds.
     if (p.isSet("save-plan")) {

@@ -103,18 +103,21 @@ void printMemory(std::ostream& out, const plan::PlanResult& r, bool explain)
     }
 }
 
-// Our trainer's phases beside the step: the total is the largest of them.
-void printPhases(std::ostream& out, const plan::PlanResult& r, bool explain)
+// The phases beside forward and backward: the total is the largest of them.
+void printPhases(std::ostream& out, const plan::PlanInput& in, const plan::PlanResult& r,
+    bool explain)
 {
     if (r.phases.size() < 2)
         return;
-    row(out, "= Device used at the step", formatBytes(r.peaks.deviceUsed));
+    row(out, "= Device used, forward/backward", formatBytes(r.peaks.deviceUsed));
     const plan::PhasePeak* peak = r.peakPhase();
+    const char* source = in.engine == plan::Engine::Tunebench
+        ? "Tunebench's trainer (docs/PLANNER.md 4.11, 4.12)"
+        : "docs/PLANNER.md 4.12";
     for (const plan::PhasePeak& p : r.phases) {
-        std::string name(plan::phaseKey(p.phase));
-        name[0] = char(std::toupper(static_cast<unsigned char>(name[0])));
-        row(out, "  " + name + " phase", formatBytes(p.bytes), &p == peak ? "the peak" : "");
-        because(out, explain, p.explanation, "Tunebench's trainer (docs/PLANNER.md 4.11)");
+        row(out, "  " + std::string(plan::phaseLabel(p.phase)) + " phase", formatBytes(p.bytes),
+            &p == peak ? "the peak" : "");
+        because(out, explain, p.explanation, source);
     }
 }
 
@@ -140,15 +143,20 @@ void printPlan(
     out << " = " << r.worldSize << " GPU" << (r.worldSize > 1 ? "s" : "") << "\n";
     if (!r.calibration.empty())
         out << "Calibration: " << r.calibration << " (utilisation, allocator reserve, runtime)\n";
-    out << "Batch: micro-batch " << in.microBatch << " x " << in.seqLen << " tokens x "
-        << in.gradAccum << " accumulation x " << r.worldSize << " GPU(s); "
+    out << "Batch: micro-batch " << in.microBatch << " x ";
+    if (in.data.measured())
+        out << in.data.longestRow << " tokens at most (the data's longest row; sequence length "
+            << in.seqLen << ") x ";
+    else
+        out << in.seqLen << " tokens x ";
+    out << in.gradAccum << " accumulation x " << r.worldSize << " GPU(s); "
         << (in.gradientCheckpointing ? "activation checkpointing per layer" : "no checkpointing")
         << ", " << (in.attention == plan::Attention::Sdpa ? "SDPA attention" : "eager attention")
         << ", " << plan::toString(in.loss) << " loss\n\n";
 
     out << "Memory per GPU\n";
     printMemory(out, r, explain);
-    printPhases(out, r, explain);
+    printPhases(out, in, r, explain);
     const double usedPercent = r.usableBytes > 0 ? 100.0 * r.perGpuBytes / r.usableBytes : 0;
     row(out, r.phases.size() > 1 ? "= Most in any phase (total)" : "= Device used (total)",
         formatBytes(r.perGpuBytes),

@@ -7,6 +7,18 @@
 
 namespace tb::data {
 
+SamplerOptions trainingSampler(
+    std::size_t rows, int worldSize, int rank, std::uint64_t trainingSeed)
+{
+    SamplerOptions options;
+    options.datasetSize = rows;
+    options.worldSize = worldSize;
+    options.rank = rank;
+    options.shuffle = true;
+    options.seed = deriveSeed(trainingSeed, kShuffleStream);
+    return options;
+}
+
 DistributedSampler::DistributedSampler(SamplerOptions options)
     : m_options(options)
 {

@@ -51,4 +51,13 @@ private:
     std::size_t m_samplesPerRank = 0;
 };
 
+// The stream of training.seed the trainer shuffles its rows with.
+inline constexpr std::uint64_t kShuffleStream = 101;
+
+// A training run's sampler for one rank: every row, shuffled each epoch by
+// training.seed's shuffle stream (what the trainer batches, and what the
+// planner's profile of a run's data replays).
+SamplerOptions trainingSampler(
+    std::size_t rows, int worldSize, int rank, std::uint64_t trainingSeed);
+
 } // namespace tb::data

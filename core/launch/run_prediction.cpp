@@ -1,6 +1,7 @@
 #include "launch/run_prediction.h"
 
 #include "common/units.h"
+#include "launch/run_data_profile.h"
 #include "launch/run_plan.h"
 #include "model/hf_config.h"
 #include "plan/catalog.h"
@@ -26,20 +27,21 @@ metrics::RunPrediction predictionOf(const plan::PlanResult& result, bool onCpu)
     metrics::RunPrediction prediction;
     prediction.peakMeasure = onCpu ? metrics::PeakMeasure::Resident : metrics::PeakMeasure::Allocated;
     // A GPU run measures by torch.cuda.max_memory_allocated, which never
-    // sees what lies outside the caching allocator (the CUDA context, NCCL):
-    // the device-level part of the plan's peaks. A CPU run's resident
-    // memory holds everything.
-    const double outside = onCpu ? 0 : result.peaks.deviceUsed - result.peaks.reserved;
-    prediction.peakBytesPerRank =
-        static_cast<int64_t>(onCpu ? result.peaks.deviceUsed : result.peaks.allocated);
+    // sees what lies outside the caching allocator (the CUDA context, NCCL);
+    // a CPU run's resident memory holds everything. A step's measured peak
+    // spans forward, backward and the optimizer's update.
+    const auto measured = [onCpu](const plan::PhasePeak& phase) {
+        return static_cast<int64_t>(onCpu ? phase.bytes : phase.allocated);
+    };
+    prediction.peakBytesPerRank = static_cast<int64_t>(
+        result.stepPeakAt(onCpu ? plan::PeakLevel::Device : plan::PeakLevel::Allocated));
     for (const plan::PhasePeak& phase : result.phases) {
-        const auto bytes = static_cast<int64_t>(phase.bytes - outside);
         if (phase.phase == plan::Phase::Load)
-            prediction.loadBytesPerRank = bytes;
+            prediction.loadBytesPerRank = measured(phase);
         else if (phase.phase == plan::Phase::Checkpoint)
-            prediction.checkpointBytesPerRank = bytes;
+            prediction.checkpointBytesPerRank = measured(phase);
         else if (phase.phase == plan::Phase::Export)
-            prediction.exportBytesPerRank = bytes;
+            prediction.exportBytesPerRank = measured(phase);
     }
     prediction.tokensPerSecond = result.tokensPerSecond;
     prediction.stepSeconds = result.stepSeconds;
@@ -62,10 +64,12 @@ common::Result<std::string> gpuPresetOfDevice(const std::string& cudaDeviceName)
         "add the name to its preset's device_names, or a preset for this GPU");
 }
 
-common::Result<metrics::RunPrediction> predictRun(
-    const config::RunConfig& config, int ranksPerNode, int nodes, const std::string& deviceId)
+common::Result<metrics::RunPrediction> predictRun(const config::RunConfig& config,
+    int ranksPerNode, int nodes, const std::string& deviceId, plan::DataProfile data)
 {
-    const plan::PlanInput input = planInputOfRun(config, ranksPerNode * nodes, nodes, deviceId);
+    plan::PlanInput input = planInputOfRun(config, ranksPerNode * nodes, nodes, deviceId);
+    if (data.measured())
+        applyDataProfile(input, config, std::move(data));
     if (common::Status valid = plan::validatePlanInput(input); !valid)
         return valid.error();
     const common::Result<model::ModelSpec> model = model::readHfConfig(config.model);

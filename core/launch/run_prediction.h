@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "config/run_config.h"
+#include "plan/plan_input.h"
 #include "metrics/run_history.h"
 
 #include <string>
@@ -25,7 +26,9 @@ common::Result<std::string> gpuPresetOfDevice(const std::string& cudaDeviceName)
 // allocator's allocated bytes on a GPU); tokens/s of the whole run and the
 // optimizer step time. Errors name what the planner could not use (an
 // unreadable config.json, an input it refuses, an unknown GPU).
-common::Result<metrics::RunPrediction> predictRun(
-    const config::RunConfig& config, int ranksPerNode, int nodes, const std::string& deviceId);
+// With a profile of the run's own rows (run_data_profile.h), the longest
+// row sets the activation peak and the mean micro-batch the step time.
+common::Result<metrics::RunPrediction> predictRun(const config::RunConfig& config,
+    int ranksPerNode, int nodes, const std::string& deviceId, plan::DataProfile data = {});
 
 } // namespace tb::launch

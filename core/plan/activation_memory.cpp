@@ -102,7 +102,7 @@ LayerActivations layerActivations(const PlanContext& ctx)
         }
     }
     if (ctx.attention == Attention::Eager) {
-        const double s = double(ctx.in.seqLen);
+        const double s = ctx.peakSeqLen;
         act.scores = scoreBytesPerElement(ctx) * double(m.numHeads) * s * s
             * double(ctx.in.microBatch);
     }
@@ -173,7 +173,9 @@ void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b)
             b.add("activations", MemoryCategory::Activations, "Activations", activations, kSrcAct);
         c && ctx.explain) {
         Line l(c->explanation);
-        l << "per layer (b x s = " << Count{t} << " tokens): norms " << Bytes{layer.norms}
+        l << "per layer (b x s = " << Count{t} << " tokens"
+          << (ctx.in.data.measured() ? ", s the data's longest row" : "")
+          << "): norms " << Bytes{layer.norms}
           << " + attention " << Bytes{layer.attention} << " + MLP " << Bytes{layer.mlp};
         if (layer.lora > 0)
             l << " + LoRA " << Bytes{layer.lora};
@@ -194,7 +196,7 @@ void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b)
                                  << (ctx.softcappedScores ? " and tanh of the softcapped scores"
                                                           : "")
                                  << ": " << int(ctx.model.numHeads) << " heads x "
-                                 << ctx.in.seqLen << "^2 x b=" << ctx.in.microBatch << " x "
+                                 << Count{ctx.peakSeqLen} << "^2 x b=" << ctx.in.microBatch << " x "
                                  << Fixed{scoreBytesPerElement(ctx), 0} << " B = "
                                  << Bytes{layer.scores} << " per layer"
                                  << (ctx.in.gradientCheckpointing ? " (one layer at a time)"

@@ -106,7 +106,7 @@ CalibrationRun calibrationRun(const PlanResult& plan, double utilisation)
     CalibrationRun r;
     r.plannedTokensPerSecond = plan.tokensPerSecond;
     r.plannedUtilisation = utilisation;
-    r.plannedAllocatedBytes = plan.peaks.allocated;
+    r.plannedAllocatedBytes = plan.stepPeakAt(PeakLevel::Allocated);
     r.plannedTransientBytes = plan.categoryBytes(MemoryCategory::Activations)
         + plan.categoryBytes(MemoryCategory::Logits) + plan.categoryBytes(MemoryCategory::Buffers);
     return r;

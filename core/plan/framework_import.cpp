@@ -212,6 +212,26 @@ void importPrecision(const json& root, JsonImport& im)
     }
 }
 
+// DeepSpeed runs its FusedAdam unless optimizer.params.torch_adam asks for
+// torch.optim.AdamW, whose default path is foreach.
+void importTorchAdam(const json& optimizer, JsonImport& im)
+{
+    const auto params = optimizer.find("params");
+    if (params == optimizer.end() || !params->is_object())
+        return;
+    const auto torchAdam = params->find("torch_adam");
+    if (torchAdam == params->end())
+        return;
+    if (!torchAdam->is_boolean()) {
+        im.problem("optimizer.params.torch_adam", "got " + torchAdam->dump() + ", expected true or false");
+        return;
+    }
+    im.result.input.optimizerKernel =
+        torchAdam->get<bool>() ? OptimizerKernel::Foreach : OptimizerKernel::Fused;
+    im.result.applied.push_back("optimizer.params.torch_adam = " + torchAdam->dump()
+        + " -> optimizer_kernel " + std::string(toString(im.result.input.optimizerKernel)));
+}
+
 void importOptimizer(const json& root, JsonImport& im)
 {
     PlanInput& in = im.result.input;
@@ -229,6 +249,7 @@ void importOptimizer(const json& root, JsonImport& im)
     if (name == "adam" || name == "adamw") {
         in.optimizer = Optimizer::AdamW;
         im.result.applied.push_back("optimizer.type = " + type->get<std::string>() + " -> adamw");
+        importTorchAdam(*opt, im);
     } else if (name == "sgd") {
         in.optimizer = Optimizer::Sgd;
         im.result.applied.push_back("optimizer.type = SGD -> sgd");

@@ -52,34 +52,25 @@ std::pair<const char*, const char*> rootName(const PlanContext& ctx)
 // default, frees the gradients after each step, and backward creates them
 // as it frees the activations. At the start of backward, when activations
 // and logits peak, only the first module's gradients exist (lm_head's, or
-// the last layer's adapters). That moment is the peak unless the gradients
-// outweigh the transients, in which case the optimizer step is, with all
-// gradients and no activations (the full count stays, an upper bound).
+// the last layer's adapters); at its end every gradient does and the
+// activations are gone, which is the optimizer step's phase.
 // Tunebench's trainer keeps flat gradient buffers from loading on.
 void gradientsAtPeak(const PlanContext& ctx, PlanResult& r)
 {
     if (ctx.world > 1 || ctx.in.gradAccum > 1 || ctx.in.engine == Engine::Tunebench)
         return;
-    MemoryComponent* grads = nullptr;
-    double transients = 0;
-    for (MemoryComponent& c : r.memory) {
-        if (c.key == "gradients")
-            grads = &c;
-        if (c.category == MemoryCategory::Activations || c.category == MemoryCategory::Logits
-            || c.category == MemoryCategory::Buffers)
-            transients += c.bytes;
+    for (MemoryComponent& grads : r.memory) {
+        if (grads.key != "gradients")
+            continue;
+        const double firstParams = ctx.full ? double(ctx.counts.largestLayer) : ctx.loraPerLayer;
+        const double first = std::min(grads.bytes, firstParams * grads.bytes / ctx.trainable);
+        if (ctx.explain)
+            grads.explanation += "; only the first module's gradients, "
+                + common::formatBytes(first)
+                + ", exist at the backward peak (one GPU, no accumulation: set_to_none frees "
+                  "them each step and backward creates them as activations are freed)";
+        grads.bytes = first;
     }
-    if (!grads)
-        return;
-    const double firstParams = ctx.full ? double(ctx.counts.largestLayer) : ctx.loraPerLayer;
-    const double first = std::min(grads->bytes, firstParams * grads->bytes / ctx.trainable);
-    if (transients < grads->bytes - first)
-        return;
-    if (ctx.explain)
-        grads->explanation += "; only the first module's gradients, " + common::formatBytes(first)
-            + ", exist at the peak (one GPU, no accumulation: set_to_none frees them each step "
-              "and backward creates them as activations are freed)";
-    grads->bytes = first;
 }
 
 } // namespace
@@ -415,9 +406,13 @@ void computeMemory(const PlanContext& ctx, PlanResult& r)
     addGlooStaging(ctx, b, s);
 
     addTransientMemory(ctx, b);
+    double allGradients = 0;
+    for (const MemoryComponent& c : r.memory)
+        if (c.key == "gradients")
+            allGradients += c.bytes;
     gradientsAtPeak(ctx, r);
     addDeviceOverhead(ctx, b);
-    addPhases(ctx, r, s);
+    addPhases(ctx, r, s, allGradients);
     judgeFit(ctx, host, r);
 }
 

@@ -35,9 +35,17 @@ double layerGatherBytes(const PlanContext& ctx);
 // (FSDP's root unit; Tunebench's head).
 double rootParams(const PlanContext& ctx);
 
-// The load, checkpoint and export phases of Tunebench's trainer beside the
-// step (phase_memory.cpp); the step alone for the reference engines.
-void addPhases(const PlanContext& ctx, PlanResult& r, Sharding planned);
+// The phases beside forward and backward (phase_memory.cpp): the optimizer
+// step for every engine, load, checkpoint and export for Tunebench's trainer.
+// allGradients: the gradient bytes before the backward peak counted fewer.
+void addPhases(const PlanContext& ctx, PlanResult& r, Sharding planned, double allGradients);
+
+// The optimizer step (optimizer_step.cpp): the persistent states and process
+// with every gradient, the buckets that live through the run, and what the
+// update allocates (also set as r.optimizerTemporaryBytes); outsideAllocator
+// is the part no allocator holds.
+PhasePeak optimizerStepPhase(const PlanContext& ctx, PlanResult& r, double persistent,
+    double allGradients, double outsideAllocator);
 
 // Activations, eager attention scores, logits and loss, appended to the
 // builder's result.

@@ -233,22 +233,29 @@ void diskWrites(const PlanContext& ctx, PlanResult& r)
 
 } // namespace
 
-void addPhases(const PlanContext& ctx, PlanResult& r, Sharding planned)
+void addPhases(const PlanContext& ctx, PlanResult& r, Sharding planned, double allGradients)
 {
     r.peaks = peaksOf(r.memory);
     r.phases.clear();
-    PhasePeak step{Phase::Step, r.peaks.deviceUsed, {}};
+    PhasePeak step{Phase::Step, r.peaks.deviceUsed, {}, r.peaks.allocated};
     if (ctx.explain)
         step.explanation = "the components above";
+    const Persistent kept = persistentOf(r);
+    const double outside = r.peaks.deviceUsed - r.peaks.reserved;
+    PhasePeak optimizer = optimizerStepPhase(ctx, r, kept.total(), allGradients, outside);
     if (ctx.in.engine != Engine::Tunebench) {
         r.phases.push_back(std::move(step));
+        r.phases.push_back(std::move(optimizer));
         return;
     }
-    const Persistent kept = persistentOf(r);
     r.phases.push_back(loadPhase(ctx, kept, planned));
     r.phases.push_back(std::move(step));
+    r.phases.push_back(std::move(optimizer));
     r.phases.push_back(checkpointPhase(ctx, kept));
     r.phases.push_back(exportPhase(ctx, kept, planned));
+    for (PhasePeak& p : r.phases)
+        if (p.phase != Phase::Step && p.phase != Phase::OptimizerStep)
+            p.allocated = p.bytes - outside;
     hostWhileLoading(ctx, r, planned);
     diskWrites(ctx, r);
 }

@@ -203,8 +203,10 @@ void sizeElements(PlanContext& ctx)
     ctx.act = p == Precision::Fp32 ? 4 : 2;
     ctx.actName = p == Precision::Fp32 ? "fp32" : p == Precision::Fp16Mixed ? "fp16" : "bf16";
     ctx.frozenBytes = p == Precision::Fp32 ? 4 : 2;
-    ctx.tokensPerMicro =
-        double(std::max(1, ctx.in.microBatch)) * double(std::max(1, ctx.in.seqLen));
+    const DataProfile& data = ctx.in.data;
+    ctx.peakSeqLen = data.measured() ? double(data.longestRow) : double(std::max(1, ctx.in.seqLen));
+    ctx.meanSeqLen = data.measured() ? double(data.batchTokens) / double(data.rows) : ctx.peakSeqLen;
+    ctx.tokensPerMicro = double(std::max(1, ctx.in.microBatch)) * ctx.peakSeqLen;
     ctx.optimizerStateBytes = p == Precision::Bf16 ? 2 : 4;
     switch (ctx.in.optimizer) {
     case Optimizer::AdamW:
@@ -224,6 +226,24 @@ void sizeElements(PlanContext& ctx)
             : 0;
         break;
     }
+}
+
+// What runs AdamW's update when the input leaves it to the engine: our
+// trainer calls the fused kernel, DeepSpeed's "AdamW" is its FusedAdam, and
+// the Hugging Face Trainer's default optim is adamw_torch_fused from PyTorch
+// 2.8 on (huggingface/transformers#37358).
+void resolveOptimizerKernel(PlanContext& ctx)
+{
+    if (ctx.in.optimizerKernel != OptimizerKernel::Auto) {
+        ctx.optimizerKernel = ctx.in.optimizerKernel;
+        ctx.optimizerKernelBy = "as the plan asks";
+        return;
+    }
+    ctx.optimizerKernel = OptimizerKernel::Fused;
+    ctx.optimizerKernelBy = ctx.in.engine == Engine::Tunebench ? "Tunebench's trainer"
+        : isZero(ctx.in.sharding)
+        ? "DeepSpeed's FusedAdam"
+        : "the Hugging Face Trainer's default optim (adamw_torch_fused from PyTorch 2.8)";
 }
 
 // The dense peak the precision runs at, and the share of it achieved.
@@ -278,6 +298,7 @@ PlanContext makeContext(const PlanInput& in, const model::ModelSpec& model, cons
     countParameters(ctx);
     layOut(ctx);
     sizeElements(ctx);
+    resolveOptimizerKernel(ctx);
     ratePeak(ctx);
     chooseAttention(ctx);
     return ctx;

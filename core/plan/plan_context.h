@@ -63,7 +63,11 @@ struct PlanContext {
     double act = 2; // bytes per activation element
     const char* actName = "bf16";
     double frozenBytes = 2; // bytes per frozen 16-bit parameter
-    double tokensPerMicro = 0; // micro_batch x seq_len
+    // The row length the largest micro-batch is padded to (the run's longest
+    // row when its data was read, else seq_len), and the mean one.
+    double peakSeqLen = 0;
+    double meanSeqLen = 0;
+    double tokensPerMicro = 0; // micro_batch x peakSeqLen: the activation peak's tokens
 
     // The attention counted: the input's, but eager where our trainer runs
     // a model whose scores are softcapped (Gemma 2): no fused kernel caps.
@@ -75,6 +79,9 @@ struct PlanContext {
     // its factored shapes), and the state dtype's size.
     double optimizerBytes = 8;
     double optimizerStateBytes = 4;
+    // How AdamW's update runs (auto resolved), and who runs it that way.
+    OptimizerKernel optimizerKernel = OptimizerKernel::Fused;
+    const char* optimizerKernelBy = "";
 
     double peakTflops = 0;
     const char* peakName = "bf16";

@@ -24,6 +24,10 @@ constexpr std::array kOptimizers = {Spelling<Optimizer>{Optimizer::AdamW, "adamw
     Spelling<Optimizer>{Optimizer::AdamW8bit, "adamw-8bit"},
     Spelling<Optimizer>{Optimizer::AdamW8bit, "adamw_bnb_8bit"},
     Spelling<Optimizer>{Optimizer::Sgd, "sgd-momentum"}};
+constexpr std::array kOptimizerKernels = {
+    Spelling<OptimizerKernel>{OptimizerKernel::Auto, "auto"},
+    Spelling<OptimizerKernel>{OptimizerKernel::Foreach, "foreach"},
+    Spelling<OptimizerKernel>{OptimizerKernel::Fused, "fused"}};
 constexpr std::array kAttentions = {Spelling<Attention>{Attention::Eager, "eager"},
     Spelling<Attention>{Attention::Sdpa, "sdpa"}, Spelling<Attention>{Attention::Sdpa, "flash"},
     Spelling<Attention>{Attention::Sdpa, "flash_attention_2"}};
@@ -46,6 +50,10 @@ std::optional<Enum> parseIn(const std::array<Spelling<Enum>, N>& table, std::str
 std::string_view toString(Optimizer value)
 {
     return common::spellingOf(kOptimizers, value);
+}
+std::string_view toString(OptimizerKernel value)
+{
+    return common::spellingOf(kOptimizerKernels, value);
 }
 std::string_view toString(Attention value)
 {
@@ -71,6 +79,10 @@ std::optional<Precision> parsePrecision(std::string_view text)
 std::optional<Optimizer> parseOptimizer(std::string_view text)
 {
     return parseIn(kOptimizers, text);
+}
+std::optional<OptimizerKernel> parseOptimizerKernel(std::string_view text)
+{
+    return parseIn(kOptimizerKernels, text);
 }
 std::optional<Sharding> parseSharding(std::string_view text)
 {
@@ -104,6 +116,10 @@ std::vector<std::string> precisionNames()
 std::vector<std::string> optimizerNames()
 {
     return common::canonicalSpellings(kOptimizers);
+}
+std::vector<std::string> optimizerKernelNames()
+{
+    return common::canonicalSpellings(kOptimizerKernels);
 }
 std::vector<std::string> shardingNames()
 {
@@ -169,7 +185,8 @@ bool isZero(Sharding s)
 
 std::int64_t PlanInput::trainingTokens() const
 {
-    const double perEpoch = datasetTokens > 0
+    const double perEpoch = data.measured() ? double(data.tokens)
+        : datasetTokens > 0
         ? double(datasetTokens)
         : double(datasetSamples) * std::max(0.0, meanTokensPerSample);
     const double total = perEpoch * std::max(0.0, epochs);
@@ -184,12 +201,25 @@ common::Status validatePlanInput(const PlanInput& in)
     for (const PlanOption& option : planOptions())
         if (const std::optional<std::string> refused = checkValue(option, in))
             problems.push_back(std::string(option.key) + ": " + *refused);
-    if (in.datasetTokens == 0 && (in.datasetSamples == 0 || in.meanTokensPerSample <= 0))
+    if (in.data.measured()) {
+        if (in.data.microBatches <= 0 || in.data.batchTokens < in.data.tokens
+            || in.data.longestRow <= 0 || in.data.longestRow > in.seqLen)
+            problems.push_back("data: a profile of " + std::to_string(in.data.rows)
+                + " rows whose batches, tokens or longest row (" + std::to_string(in.data.longestRow)
+                + " tokens) do not add up, expected rows of at most seq_len "
+                + std::to_string(in.seqLen) + " tokens");
+    } else if (in.datasetTokens == 0 && (in.datasetSamples == 0 || in.meanTokensPerSample <= 0))
         problems.push_back("dataset: give dataset.tokens, or dataset.samples and "
                            "dataset.mean_tokens_per_sample, both above 0");
     if (in.vmSize.empty() && in.gpu.empty())
         problems.push_back("vm_size / gpu: give an Azure VM size or a GPU");
 
+    if (in.optimizerKernel != OptimizerKernel::Auto && in.optimizer != Optimizer::AdamW)
+        problems.push_back("optimizer_kernel: " + std::string(toString(in.optimizerKernel))
+            + " is AdamW's, expected auto with " + std::string(toString(in.optimizer)));
+    if (in.optimizerKernel == OptimizerKernel::Foreach && in.engine == Engine::Tunebench)
+        problems.push_back("optimizer_kernel: foreach, expected fused or auto with engine "
+                           "tunebench (Tunebench's trainer runs the fused kernel)");
     if (const auto refused = common::checkOffload(in.sharding, in.offload))
         problems.push_back(refused->field + ": " + refused->problem + " (" + refused->hint + ")");
     if (problems.empty())

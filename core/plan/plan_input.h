@@ -33,6 +33,13 @@ enum class Optimizer {
     Adafactor, // factored second moment, no first moment
 };
 
+// How AdamW's update runs, which decides what the optimizer step allocates:
+// torch.optim.AdamW's multi-tensor (foreach) path makes one temporary per
+// parameter the size of its variance (sqrt(v) / bias correction + eps); the
+// fused kernel updates in place. Auto: what the engine runs (our trainer and
+// DeepSpeed's FusedAdam: fused; the Hugging Face Trainer: its default optim).
+enum class OptimizerKernel { Auto, Foreach, Fused };
+
 enum class Attention {
     Eager, // scores and softmax stored: memory grows with seq_len^2
     Sdpa, // flash / memory-efficient SDPA: the score matrix is never stored
@@ -85,6 +92,21 @@ struct FsdpSettings {
 // DeepSpeed buckets or live-parameter budget (docs/DISTRIBUTED.md).
 enum class Engine { Reference, Tunebench };
 
+// The run's own training data, read and batched as our trainer batches it
+// (launch/run_data_profile.h; plan --from-run): one epoch over every rank.
+// With rows > 0 it replaces the nominal dataset and sequence length: the
+// longest row sets the activation peak, the batches' padded tokens the time.
+struct DataProfile {
+    std::int64_t rows = 0; // rows the epoch's micro-batches carry (the sampler's repeats too)
+    std::int64_t tokens = 0; // their real tokens
+    std::int64_t batchTokens = 0; // tokens the micro-batches carry, padding included
+    std::int64_t microBatches = 0; // per epoch, all ranks together
+    int longestRow = 0; // tokens in the longest row, padded to by its micro-batch
+    std::string source; // the files read, for explanations
+
+    bool measured() const { return rows > 0; }
+};
+
 struct PlanInput {
     // Model: a preset name, a Hugging Face repo id of a preset, or the path
     // of a config.json (or of the folder holding one).
@@ -94,6 +116,7 @@ struct PlanInput {
     LoraSettings lora;
     Precision precision = Precision::Bf16Mixed;
     Optimizer optimizer = Optimizer::AdamW;
+    OptimizerKernel optimizerKernel = OptimizerKernel::Auto;
     Sharding sharding = Sharding::Ddp;
     Offload offload = Offload::None;
 
@@ -125,6 +148,7 @@ struct PlanInput {
     double meanTokensPerSample = 1000.0;
     std::int64_t datasetTokens = 0; // 0: samples x mean tokens
     double epochs = 3.0;
+    DataProfile data; // measured from the run's data; not saved in plan files
 
     // Calibration overrides (0: the GPU preset's documented value).
     double utilisationOverride = 0.0; // achievable fraction of dense peak
@@ -145,6 +169,7 @@ common::Status validatePlanInput(const PlanInput& input);
 // ("none" -> Ddp, "zero-3" -> Zero3, "adamw_8bit" -> AdamW8bit), any case.
 // Method, precision, sharding and offload spell as common/training_terms.h.
 std::string_view toString(Optimizer value);
+std::string_view toString(OptimizerKernel value); // "auto", "foreach", "fused"
 std::string_view toString(Attention value);
 std::string_view toString(LossMode value);
 std::string_view toString(Engine value); // "reference", "tunebench"
@@ -152,6 +177,7 @@ std::string_view toString(Engine value); // "reference", "tunebench"
 std::optional<Method> parseMethod(std::string_view text);
 std::optional<Precision> parsePrecision(std::string_view text);
 std::optional<Optimizer> parseOptimizer(std::string_view text);
+std::optional<OptimizerKernel> parseOptimizerKernel(std::string_view text);
 std::optional<Sharding> parseSharding(std::string_view text);
 std::optional<Offload> parseOffload(std::string_view text);
 std::optional<Attention> parseAttention(std::string_view text);
@@ -162,6 +188,7 @@ std::optional<Engine> parseEngine(std::string_view text);
 std::vector<std::string> methodNames();
 std::vector<std::string> precisionNames();
 std::vector<std::string> optimizerNames();
+std::vector<std::string> optimizerKernelNames();
 std::vector<std::string> shardingNames();
 std::vector<std::string> offloadNames();
 std::vector<std::string> attentionNames();

@@ -29,6 +29,7 @@ json planResultToJson(const PlanInput& input, const PlanResult& r)
     out["method"] = toString(input.method);
     out["precision"] = r.precision;
     out["optimizer"] = toString(input.optimizer);
+    out["optimizer_kernel"] = toString(input.optimizerKernel);
     out["sharding"] = toString(input.sharding);
     out["offload"] = toString(input.offload);
     out["engine"] = toString(input.engine);
@@ -40,6 +41,14 @@ json planResultToJson(const PlanInput& input, const PlanResult& r)
     out["micro_batch"] = input.microBatch;
     out["seq_len"] = input.seqLen;
     out["grad_accum"] = input.gradAccum;
+    if (input.data.measured()) {
+        const DataProfile& d = input.data;
+        out["data"] = {{"source", d.source}, {"rows", d.rows}, {"tokens", d.tokens},
+            {"batch_tokens", d.batchTokens}, {"micro_batches", d.microBatches},
+            {"longest_row", d.longestRow}};
+    } else {
+        out["data"] = nullptr;
+    }
     out["params_total"] = r.paramsTotal;
     out["params_trainable"] = r.paramsTrainable;
     out["calibration"] = r.calibration.empty() ? json(nullptr) : json(r.calibration);
@@ -62,8 +71,9 @@ json planResultToJson(const PlanInput& input, const PlanResult& r)
     json phases = json::array();
     for (const PhasePeak& p : r.phases)
         phases.push_back({{"phase", phaseKey(p.phase)}, {"bytes", wholeBytes(p.bytes)},
-            {"explanation", p.explanation}});
+            {"allocated", wholeBytes(p.allocated)}, {"explanation", p.explanation}});
     out["phases"] = phases;
+    out["optimizer_temporary_bytes"] = wholeBytes(r.optimizerTemporaryBytes);
     out["peak_phase"] = r.peakPhase() ? json(phaseKey(r.peakPhase()->phase)) : json(nullptr);
     out["fits"] = r.fits;
     out["gpu_usable_bytes"] = wholeBytes(r.usableBytes);

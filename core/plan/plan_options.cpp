@@ -40,6 +40,11 @@ const PlanOption kOptions[] = {
         TB_FIELD(lora.targetModules)},
     {"precision", "precision", "numeric precision", "", 0, 0, 0, TB_FIELD(precision)},
     {"optimizer", "optimizer", "optimizer", "", 0, 0, 0, TB_FIELD(optimizer)},
+    {"optimizer_kernel", "optimizer-kernel",
+        "how AdamW runs: foreach (torch.optim.AdamW's default; the step allocates one "
+        "variance-sized temporary per parameter), fused (in place), auto (fused for Tunebench's "
+        "trainer and DeepSpeed, the Hugging Face Trainer's default optim otherwise)",
+        "", 0, 0, 0, TB_FIELD(optimizerKernel)},
     {"sharding", "sharding", "data-parallel strategy (\"none\" is ddp)", "", 0, 0, 0,
         TB_FIELD(sharding)},
     {"offload", "offload", "CPU offload (which strategies allow which: docs/DISTRIBUTED.md)", "", 0,
@@ -148,6 +153,7 @@ std::optional<BackwardPrefetch> parsePrefetch(std::string_view text)
 TB_CHOICE(Method, methodNames, parseMethod)
 TB_CHOICE(Precision, precisionNames, parsePrecision)
 TB_CHOICE(Optimizer, optimizerNames, parseOptimizer)
+TB_CHOICE(OptimizerKernel, optimizerKernelNames, parseOptimizerKernel)
 TB_CHOICE(Sharding, shardingNames, parseSharding)
 TB_CHOICE(Offload, offloadNames, parseOffload)
 TB_CHOICE(Attention, attentionNames, parseAttention)

@@ -1,5 +1,7 @@
 #include "plan/plan_result.h"
 
+#include <algorithm>
+
 namespace tb::plan {
 
 PeakLevel peakLevel(std::string_view componentKey)
@@ -19,12 +21,40 @@ std::string_view phaseKey(Phase phase)
         return "load";
     case Phase::Step:
         return "step";
+    case Phase::OptimizerStep:
+        return "optimizer_step";
     case Phase::Checkpoint:
         return "checkpoint";
     case Phase::Export:
         return "export";
     }
     return "?";
+}
+
+std::string_view phaseLabel(Phase phase)
+{
+    switch (phase) {
+    case Phase::Load:
+        return "Load";
+    case Phase::Step:
+        return "Forward and backward";
+    case Phase::OptimizerStep:
+        return "Optimizer step";
+    case Phase::Checkpoint:
+        return "Checkpoint";
+    case Phase::Export:
+        return "Export";
+    }
+    return "?";
+}
+
+double PlanResult::stepPeakAt(PeakLevel level) const
+{
+    double peak = peaks.at(level);
+    for (const PhasePeak& p : phases)
+        if (p.phase == Phase::OptimizerStep)
+            peak = std::max(peak, level == PeakLevel::Device ? p.bytes : p.allocated);
+    return peak;
 }
 
 const PhasePeak* PlanResult::peakPhase() const

@@ -64,15 +64,23 @@ struct PeakBytes {
 PeakBytes peaksOf(const std::vector<MemoryComponent>& memory);
 
 // The moments of a run whose peaks differ. The memory components describe
-// the training step; the other phases are what our trainer holds while it
-// loads the model, writes a checkpoint and exports (docs/PLANNER.md, 4.11).
-enum class Phase { Load, Step, Checkpoint, Export };
-std::string_view phaseKey(Phase phase); // "load", "step", "checkpoint", "export"
+// forward and backward (the step); the optimizer step updates with every
+// gradient alive and no activations; the other phases are what our trainer
+// holds while it loads the model, writes a checkpoint and exports
+// (docs/PLANNER.md, 4.11 and 4.12).
+enum class Phase { Load, Step, OptimizerStep, Checkpoint, Export };
+// "load", "step", "optimizer_step", "checkpoint", "export"
+std::string_view phaseKey(Phase phase);
+// "Load", "Forward and backward", "Optimizer step", "Checkpoint", "Export"
+std::string_view phaseLabel(Phase phase);
 
 struct PhasePeak {
     Phase phase = Phase::Step;
     double bytes = 0; // per GPU (per rank on CPUs), at the device_used level
     std::string explanation; // what the phase holds beyond the step's states
+    // What PyTorch's allocator holds at the phase's peak: bytes less the
+    // memory outside it (CUDA context, NCCL, the process).
+    double allocated = 0;
 };
 
 struct ScalingPoint {
@@ -105,6 +113,10 @@ struct [[nodiscard]] PlanResult {
     // engines, load, step, checkpoint and export for Tunebench's trainer.
     std::vector<PhasePeak> phases;
     double perGpuBytes = 0; // the largest phase's peak: what "fits" is judged by
+    // What the optimizer's update allocates beyond its states, per GPU
+    // (foreach AdamW's variance-sized temporaries, Adafactor's per tensor);
+    // part of the optimizer step's phase. docs/PLANNER.md 4.12.
+    double optimizerTemporaryBytes = 0;
     double usableBytes = 0; // the GPU's usable memory
     double headroomBytes = 0; // usable - perGpu (negative: short by that much)
     bool fits = false;
@@ -141,6 +153,11 @@ struct [[nodiscard]] PlanResult {
 
     double categoryBytes(MemoryCategory c) const;
     const PhasePeak* peakPhase() const; // the phase that sets perGpuBytes
+    // A training step's peak at a level: forward and backward or the
+    // optimizer's update, what a run measures over its steps. The caching
+    // allocator keeps what backward reserved, so the update raises the
+    // reserve only by allocating beyond it.
+    double stepPeakAt(PeakLevel level) const;
     const MemoryComponent* component(std::string_view key) const;
     const Figure* figure(std::string_view key) const;
 };

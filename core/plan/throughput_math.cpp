@@ -120,7 +120,7 @@ Links linksOf(const PlanContext& ctx)
 FlopsPerToken flopsPerToken(const PlanContext& ctx)
 {
     const model::ModelSpec& m = ctx.model;
-    const double seq = positive(ctx.in.seqLen);
+    const double seq = ctx.meanSeqLen;
     FlopsPerToken f;
     // A mixture of experts runs its router and top-k experts per token.
     f.blockMatmul = double(ctx.counts.blockActive);
@@ -214,11 +214,17 @@ Dataset dataset(const PlanContext& ctx, double tokensPerStep)
     const PlanInput& in = ctx.in;
     const double seq = positive(in.seqLen);
     Dataset d;
-    if (in.packing || in.datasetSamples <= 0)
+    if (in.data.measured()) {
+        // What the run's micro-batches carry, padding included, is what runs.
+        d.tokens = double(in.data.batchTokens) * in.epochs;
+        d.meanTokensPerSample = ctx.meanSeqLen;
+    } else if (in.packing || in.datasetSamples <= 0) {
         d.tokens = double(in.trainingTokens());
-    else
+        d.meanTokensPerSample = in.meanTokensPerSample > 0 ? in.meanTokensPerSample : seq;
+    } else {
         d.tokens = double(in.datasetSamples) * in.epochs * seq; // every row padded
-    d.meanTokensPerSample = in.packing && in.meanTokensPerSample > 0 ? in.meanTokensPerSample : seq;
+        d.meanTokensPerSample = seq;
+    }
     d.steps = tokensPerStep > 0 ? std::ceil(d.tokens / tokensPerStep) : 0;
     return d;
 }
@@ -233,7 +239,12 @@ ThroughputNumbers throughputNumbers(const PlanContext& ctx)
     ThroughputNumbers n;
     const double accum = positive(ctx.in.gradAccum);
     n.flops = flopsPerToken(ctx);
-    n.tokensPerMicro = positive(ctx.in.microBatch) * positive(ctx.in.seqLen);
+    // A measured dataset's micro-batch carries its mean; the peak's longest
+    // row is for memory only.
+    const DataProfile& data = ctx.in.data;
+    n.tokensPerMicro = data.measured()
+        ? double(data.batchTokens) / double(data.microBatches)
+        : positive(ctx.in.microBatch) * positive(ctx.in.seqLen);
     const double effective = ctx.peakTflops * 1e12 * ctx.utilisation;
     n.computeMicro = effective > 0 ? n.flops.total * n.tokensPerMicro / effective : INFINITY;
     n.computeStep = n.computeMicro * accum;

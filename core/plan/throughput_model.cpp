@@ -1,6 +1,8 @@
 #include "plan/explain.h"
 #include "plan/throughput_math.h"
 
+#include "common/units.h"
+
 #include <cmath>
 
 // The plan's speed, time and cost figures: the numbers from
@@ -186,7 +188,9 @@ void explainStep(FigureWriter& w, const ThroughputNumbers& n)
         << " + optimizer " << Seconds{n.optimizer.seconds} << " + waiting for the slowest node "
         << Seconds{n.stragglerSeconds} << " = " << Seconds{n.stepSeconds};
     Line(w.add("tokens_per_second", "Tokens/s", n.tokensPerSecond, "tokens/s", "step_seconds"))
-        << in.microBatch << " x " << in.seqLen << " tokens x " << in.gradAccum
+        << (in.data.measured() ? "the data's mean micro-batch " + common::formatCount(n.tokensPerMicro)
+                               : std::to_string(in.microBatch) + " x " + std::to_string(in.seqLen))
+        << " tokens x " << in.gradAccum
         << " accumulation x " << ctx.world << " GPUs = " << Count{n.tokensPerStep}
         << " tokens per step / " << Seconds{n.stepSeconds} << " = " << Count{n.tokensPerSecond}
         << " tokens/s";
@@ -201,7 +205,13 @@ void explainDataset(FigureWriter& w, const ThroughputNumbers& n)
     const PlanInput& in = w.ctx.in;
     {
         Line l(w.add("training_tokens", "Tokens to train", n.data.tokens, "tokens", "plan input"));
-        if (!in.packing && in.datasetSamples > 0)
+        if (in.data.measured())
+            l << "the run's data (" << in.data.source << "): " << Count{double(in.data.rows)}
+              << " rows of " << Count{double(in.data.tokens)} << " tokens, "
+              << Count{double(in.data.batchTokens)} << " with the padding of their "
+              << Count{double(in.data.microBatches)} << " micro-batches (longest row "
+              << in.data.longestRow << " tokens)";
+        else if (!in.packing && in.datasetSamples > 0)
             l << Count{double(in.datasetSamples)} << " samples, each padded to " << in.seqLen
               << " tokens";
         else if (in.datasetTokens > 0)

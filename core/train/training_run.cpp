@@ -2,6 +2,7 @@
 
 #include "common/local_machine.h"
 #include "data/random.h"
+#include "launch/run_data_profile.h"
 #include "launch/run_prediction.h"
 #include "metrics/step_record.h"
 #include "plan/cpu_device.h"
@@ -158,8 +159,11 @@ std::string TrainingRun::addPrediction(json& fields)
     }
     const int ranksPerNode = m_context.distributed() ? m_context.environment().localWorldSize : 1;
     const int nodes = m_context.distributed() ? m_context.environment().nodeCount() : 1;
-    const common::Result<metrics::RunPrediction> prediction =
-        launch::predictRun(m_config, ranksPerNode, nodes, deviceId);
+    // Planned on the rows this run batches: its longest row, not seq_len,
+    // sets the activations of a run that pads.
+    const common::Result<metrics::RunPrediction> prediction = launch::predictRun(m_config,
+        ranksPerNode, nodes, deviceId,
+        launch::profileRows(m_session->data.train, m_config, ranksPerNode * nodes, "this run's rows"));
     if (!prediction)
         return prediction.error().toString();
     fields["prediction"] = prediction->toJson();
@@ -242,12 +246,8 @@ common::Result<TrainOutcome> TrainingRun::resumeAndTrain(const std::string& resu
         if (auto status = resume(resumeDir); !status)
             return status.error();
     }
-    data::SamplerOptions sampler;
-    sampler.datasetSize = m_session->data.train.size();
-    sampler.worldSize = m_context.worldSize();
-    sampler.rank = m_context.rank();
-    sampler.shuffle = true;
-    sampler.seed = data::deriveSeed(t.seed, kShuffleStream);
+    const data::SamplerOptions sampler = data::trainingSampler(
+        m_session->data.train.size(), m_context.worldSize(), m_context.rank(), t.seed);
     m_batches = std::make_unique<data::BatchIterator>(m_session->data.train, sampler,
         data::BatchOptions{static_cast<std::size_t>(t.microBatch), m_session->padId, 0},
         m_startPosition);

@@ -57,8 +57,8 @@ struct TrainingSession {
     } load;
 };
 
-// Seeds derived from training.seed for the streams the trainer owns.
-inline constexpr std::uint64_t kShuffleStream = 101;
+// Seeds derived from training.seed for the streams the trainer owns (the
+// shuffle's is data::kShuffleStream).
 inline constexpr std::uint64_t kLoraInitStream = 102;
 inline constexpr std::uint64_t kDropoutStream = 103;
 

@@ -122,6 +122,8 @@ inline tb::plan::PlanInput inputOf(const std::map<std::string, std::string>& f, 
         parsePrecision(f.at("precision")), line, "precision", f.at("precision"), "a precision");
     in.optimizer = parsed(
         parseOptimizer(f.at("optimizer")), line, "optimizer", f.at("optimizer"), "an optimizer");
+    in.optimizerKernel = parsed(parseOptimizerKernel(f.at("optimizer_kernel")), line,
+        "optimizer_kernel", f.at("optimizer_kernel"), "auto, foreach or fused");
     in.sharding = parsed(
         parseSharding(f.at("sharding")), line, "sharding", f.at("sharding"), "a sharding");
     in.offload =

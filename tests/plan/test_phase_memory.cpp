@@ -6,7 +6,7 @@
 #include <algorithm>
 
 // The load, checkpoint and export phases the planner gives Tunebench's
-// trainer beside the step (docs/PLANNER.md 4.11), each term worked out here
+// trainer beside the steps (docs/PLANNER.md 4.11), each term worked out here
 // from the trainer's code as the docs state it.
 using namespace tb;
 using plan::Method;
@@ -98,22 +98,25 @@ double largestUnit(const model::ParameterCount& n)
 class TestPhaseMemory : public QObject {
     Q_OBJECT
 private slots:
-    // The reference engines are planned at the step only; our trainer at
-    // every phase, and the largest is what "fits" is judged by.
+    // The reference engines are planned at forward and backward and the
+    // optimizer step; our trainer at every phase, and the largest is what
+    // "fits" is judged by.
     void phasesOfEachEngine()
     {
         plan::PlanInput in = runInput(Method::Full, Precision::Fp32, Sharding::Ddp, 1);
         in.engine = plan::Engine::Reference;
         const plan::PlanResult reference = plan::estimatePlan(in, benchModel(), twoCoreCpu());
-        QCOMPARE(reference.phases.size(), size_t(1));
+        QCOMPARE(reference.phases.size(), size_t(2));
         QCOMPARE(reference.phases[0].phase, Phase::Step);
-        QCOMPARE(reference.perGpuBytes, reference.peaks.deviceUsed);
+        QCOMPARE(reference.phases[1].phase, Phase::OptimizerStep);
+        QCOMPARE(reference.perGpuBytes, reference.peakPhase()->bytes);
 
         in.engine = plan::Engine::Tunebench;
         const plan::PlanResult ours = plan::estimatePlan(in, benchModel(), twoCoreCpu());
-        QCOMPARE(ours.phases.size(), size_t(4));
-        const Phase order[] = {Phase::Load, Phase::Step, Phase::Checkpoint, Phase::Export};
-        for (size_t i = 0; i < 4; ++i) {
+        QCOMPARE(ours.phases.size(), size_t(5));
+        const Phase order[] = {
+            Phase::Load, Phase::Step, Phase::OptimizerStep, Phase::Checkpoint, Phase::Export};
+        for (size_t i = 0; i < 5; ++i) {
             QCOMPARE(ours.phases[i].phase, order[i]);
             QVERIFY(!ours.phases[i].explanation.empty());
             QVERIFY(ours.phases[i].bytes <= ours.perGpuBytes);

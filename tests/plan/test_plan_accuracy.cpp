@@ -91,7 +91,7 @@ std::vector<Error> errorsOf(const std::vector<Row>& rows, Use use)
                 row.use == Use::Unexplained ? "unexplained" : "counted");
             continue;
         }
-        const double planned = r.peaks.at(row.peak);
+        const double planned = r.stepPeakAt(row.peak);
         errors.push_back({groupOf(row.input), planned / row.measuredBytes - 1, row.use});
         std::printf("  %-4s %-34s %-15s measured %6.2f GB  planned %6.2f GB  %+6.1f %%%s\n",
             row.id.c_str(), groupOf(row.input).c_str(),

@@ -45,20 +45,24 @@ private slots:
     }
 
     // Planned as Tunebench's trainer runs it, the page names every phase
-    // and the one that sets the peak; the reference engines plan the step.
+    // and the one that sets the peak; the reference engines plan forward and
+    // backward and the optimizer step.
     void showsOurTrainersPhases()
     {
         PlannerPage page; // opens on whatever plan the page last persisted
         auto* engine = child<QComboBox>(&page, "engineCombo");
         engine->setCurrentIndex(engine->findData(QStringLiteral("reference")));
         QVERIFY(page.input().engine == plan::Engine::Reference);
-        QVERIFY(!page.detailsText().contains(QStringLiteral("Phases")));
+        QVERIFY2(page.detailsText().contains(QStringLiteral("forward and backward "))
+                && page.detailsText().contains(QStringLiteral("optimizer step ")),
+            qPrintable(page.detailsText()));
+        QVERIFY(!page.detailsText().contains(QStringLiteral("Phases: load")));
         engine->setCurrentIndex(engine->findData(QStringLiteral("tunebench")));
         QVERIFY(page.input().engine == plan::Engine::Tunebench);
         const plan::PlanResult& r = *page.result();
-        QCOMPARE(r.phases.size(), size_t(4));
+        QCOMPARE(r.phases.size(), size_t(5));
         const QString peak = QStringLiteral("<b>%1 %2</b>")
-                                 .arg(QString::fromStdString(std::string(plan::phaseKey(r.peakPhase()->phase))),
+                                 .arg(QString::fromStdString(std::string(plan::phaseLabel(r.peakPhase()->phase))).toLower(),
                                      QString::fromStdString(common::formatBytes(r.perGpuBytes)));
         QVERIFY2(page.detailsText().contains(peak), qPrintable(page.detailsText()));
         page.resize(1500, 1000);

@@ -233,8 +233,14 @@ QWidget* PlanForm::createPrecisionGroup()
                                                    {plan::Optimizer::Sgd, tr("SGD + momentum")},
                                                    {plan::Optimizer::Adafactor, tr("Adafactor")}});
     m_optimizer->setObjectName(QStringLiteral("optimizerCombo"));
+    m_optimizerKernel = enumCombo<plan::OptimizerKernel>(box, "optimizer_kernel",
+        {{plan::OptimizerKernel::Auto, tr("as the trainer runs it")},
+            {plan::OptimizerKernel::Foreach, tr("foreach (torch.optim default)")},
+            {plan::OptimizerKernel::Fused, tr("fused (in place)")}});
+    m_optimizerKernel->setObjectName(QStringLiteral("optimizerKernelCombo"));
     form->addRow(tr("Precision"), m_precision);
     form->addRow(tr("Optimizer"), m_optimizer);
+    form->addRow(tr("AdamW kernel"), m_optimizerKernel);
     return box;
 }
 
@@ -388,6 +394,11 @@ void PlanForm::updateEnabledState()
     // A VM fixes the GPU kind; the GPU list is for planning without one.
     const bool vmChosen = !m_vmSize->currentData().toString().isEmpty();
     m_gpu->setEnabled(!vmChosen);
+    // The kernel is AdamW's: other optimizers leave it to the engine.
+    const bool adamw = m_optimizer->currentData().toString() == QLatin1String("adamw");
+    if (!adamw)
+        m_optimizerKernel->setCurrentIndex(0);
+    m_optimizerKernel->setEnabled(adamw);
 }
 
 plan::PlanInput PlanForm::input() const

@@ -62,6 +62,7 @@ private:
     QComboBox* m_sharding = nullptr;
     QComboBox* m_offload = nullptr;
     QCheckBox* m_gradientCheckpointing = nullptr;
+    QComboBox* m_optimizerKernel = nullptr;
     QComboBox* m_attention = nullptr;
     QComboBox* m_loss = nullptr;
     QComboBox* m_engine = nullptr;

@@ -23,17 +23,17 @@ QString tr(const char* text)
     return QCoreApplication::translate("PlannerPage", text);
 }
 
-// Tunebench's trainer: each phase's peak, the largest in bold.
+// Each phase's peak, the largest in bold.
 QString phasesLine(const plan::PlanResult& r)
 {
     QStringList parts;
     const plan::PhasePeak* peak = r.peakPhase();
     for (const plan::PhasePeak& p : r.phases) {
-        const QString part = QStringLiteral("%1 %2").arg(qs(std::string(plan::phaseKey(p.phase))),
-            bytes(p.bytes));
+        const QString part = QStringLiteral("%1 %2").arg(
+            qs(std::string(plan::phaseLabel(p.phase))).toLower(), bytes(p.bytes));
         parts << (&p == peak ? QStringLiteral("<b>%1</b>").arg(part) : part);
     }
-    return tr("Phases of Tunebench's trainer: %1").arg(parts.join(QStringLiteral(" · ")));
+    return tr("Phases: %1").arg(parts.join(QStringLiteral(" · ")));
 }
 
 } // namespace
