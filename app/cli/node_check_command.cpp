@@ -80,7 +80,8 @@ int signalLaunchers(const std::string& runId, const std::string& signalName)
     }
     int sent = 0;
     for (const launch::RegistryEntry& entry : *entries) {
-        if (entry.runId == runId && entry.state == "running" && ::kill(pid_t(entry.pid), signal) == 0) {
+        if (entry.runId == runId && entry.state == "running" && entry.pid > 0
+            && ::kill(pid_t(entry.pid), signal) == 0) {
             std::printf("%lld\n", entry.pid);
             ++sent;
         }

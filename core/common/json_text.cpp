@@ -28,4 +28,39 @@ nlohmann::json parseJsonOrDiscard(std::string_view text, std::string* problem)
     return nlohmann::json(nlohmann::json::value_t::discarded);
 }
 
+std::optional<long long> jsonInteger(const nlohmann::json& value, long long min, long long max)
+{
+    long long integer = 0;
+    if (value.is_number_unsigned()) {
+        const auto unsignedValue = value.get<unsigned long long>();
+        if (unsignedValue > static_cast<unsigned long long>(std::numeric_limits<long long>::max()))
+            return std::nullopt;
+        integer = static_cast<long long>(unsignedValue);
+    } else if (value.is_number_integer()) {
+        integer = value.get<long long>();
+    } else {
+        return std::nullopt;
+    }
+    if (integer < min || integer > max)
+        return std::nullopt;
+    return integer;
+}
+
+JsonFieldError::JsonFieldError(const std::string& what)
+    : nlohmann::json::exception(0, what.c_str())
+{
+}
+
+long long jsonIntegerAt(const nlohmann::json& object, const char* key, long long min, long long max)
+{
+    const nlohmann::json& value = object.at(key);
+    if (const std::optional<long long> integer = jsonInteger(value, min, max))
+        return *integer;
+    std::string shown = value.dump();
+    if (shown.size() > 40)
+        shown = shown.substr(0, 40) + "...";
+    throw JsonFieldError("'" + std::string(key) + "' is " + shown + ", expected an integer from "
+        + std::to_string(min) + " to " + std::to_string(max));
+}
+
 } // namespace tb::common

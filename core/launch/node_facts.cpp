@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 
 namespace tb::launch {
 
@@ -148,13 +149,15 @@ common::Result<NodeFacts> nodeFactsFromJson(const std::string& text, const std::
         facts.buildId = json.at("build_id").get<std::string>();
         facts.configError = json.at("config_error").get<std::string>();
         facts.device = json.at("device").get<std::string>();
-        facts.diskNeededBytes = json.at("disk_needed_bytes").get<int64_t>();
+        constexpr long long kMaxBytes = std::numeric_limits<long long>::max();
+        facts.diskNeededBytes = common::jsonIntegerAt(json, "disk_needed_bytes", 0, kMaxBytes);
         facts.runDir = json.at("run_dir").get<std::string>();
         for (const nlohmann::json& file : json.at("inputs"))
-            facts.inputs.push_back({file.at("path").get<std::string>(), file.at("bytes").get<int64_t>()});
-        facts.gpuCount = json.at("gpu_count").get<int>();
+            facts.inputs.push_back({file.at("path").get<std::string>(),
+                common::jsonIntegerAt(file, "bytes", -1, kMaxBytes)}); // -1: missing
+        facts.gpuCount = int(common::jsonIntegerAt(json, "gpu_count", -1, 4096)); // -1: no nvidia-smi
         facts.gpuNote = json.at("gpu_note").get<std::string>();
-        facts.freeDiskBytes = json.at("free_disk_bytes").get<int64_t>();
+        facts.freeDiskBytes = common::jsonIntegerAt(json, "free_disk_bytes", -1, kMaxBytes);
         return facts;
     } catch (const nlohmann::json::exception& e) {
         std::string shown = text.substr(0, 200);

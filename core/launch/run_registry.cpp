@@ -17,6 +17,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <sstream>
 
@@ -125,17 +126,19 @@ common::Result<RegistryEntry> registryEntryFromJson(const std::string& text, con
         const nlohmann::json json = common::parseJson(text);
         RegistryEntry e;
         e.runId = json.at("run_id").get<std::string>();
-        e.nodeRank = json.at("node_rank").get<int>();
-        e.nnodes = json.at("nnodes").get<int>();
-        e.nproc = json.at("nproc").get<int>();
-        e.pid = json.at("pid").get<long long>();
+        // By type and range: a pid of -1 or 2^32 - 1 (-1 as a pid_t) would
+        // signal every process the user owns; 0 names no process.
+        e.nodeRank = int(common::jsonIntegerAt(json, "node_rank", 0, kMaxNodes - 1));
+        e.nnodes = int(common::jsonIntegerAt(json, "nnodes", 1, kMaxNodes));
+        e.nproc = int(common::jsonIntegerAt(json, "nproc", 1, kMaxProcsPerNode));
+        e.pid = common::jsonIntegerAt(json, "pid", 0, std::numeric_limits<pid_t>::max());
         e.host = json.at("host").get<std::string>();
         e.config = json.at("config").get<std::string>();
         e.runDir = json.at("run_dir").get<std::string>();
         e.log = json.at("log").get<std::string>();
         e.startedAt = json.at("started_at").get<std::string>();
         e.state = json.at("state").get<std::string>();
-        e.exitCode = json.at("exit_code").get<int>();
+        e.exitCode = int(common::jsonIntegerAt(json, "exit_code", -255, 255));
         e.stoppedOnRequest = json.at("stopped_on_request").get<bool>();
         e.endedAt = json.at("ended_at").get<std::string>();
         e.summary = json.at("summary").get<std::string>();

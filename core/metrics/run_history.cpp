@@ -1,6 +1,9 @@
 #include "metrics/run_history.h"
 
+#include "common/json_text.h"
+
 #include <algorithm>
+#include <limits>
 
 namespace tb::metrics {
 
@@ -14,10 +17,12 @@ std::string text(const json& body, const char* key)
     return it != body.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-int64_t integer(const json& body, const char* key, int64_t fallback)
+// An integer field by its type (a float, even 1e300, is not one), in range.
+int64_t integer(const json& body, const char* key, int64_t fallback,
+    int64_t min = std::numeric_limits<int64_t>::min(), int64_t max = std::numeric_limits<int64_t>::max())
 {
     const auto it = body.find(key);
-    return it != body.end() && it->is_number() ? it->get<int64_t>() : fallback;
+    return it == body.end() ? fallback : common::jsonInteger(*it, min, max).value_or(fallback);
 }
 
 double number(const json& body, const char* key)
@@ -116,7 +121,7 @@ void RunHistory::applyStart(const Event& event)
     const json& body = event.body;
     RunStartInfo info;
     info.runId = text(body, "run_id");
-    info.worldSize = static_cast<int>(integer(body, "world_size", 1));
+    info.worldSize = static_cast<int>(integer(body, "world_size", 1, 1, 1 << 24));
     info.globalBatch = integer(body, "global_batch", -1);
     info.totalSteps = integer(body, "total_steps", -1);
     info.resumedFromStep = integer(body, "resumed_from_step", -1);

@@ -185,8 +185,7 @@ bool isZero(Sharding s)
 
 std::int64_t PlanInput::trainingTokens() const
 {
-    const double perEpoch = data.measured() ? double(data.tokens)
-        : datasetTokens > 0
+    const double perEpoch = datasetTokens > 0
         ? double(datasetTokens)
         : double(datasetSamples) * std::max(0.0, meanTokensPerSample);
     const double total = perEpoch * std::max(0.0, epochs);

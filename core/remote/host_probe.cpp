@@ -3,6 +3,7 @@
 #include "common/text.h"
 
 #include <cstdio>
+#include <limits>
 #include <sstream>
 
 namespace tb::remote {
@@ -79,7 +80,8 @@ common::Result<HostFacts> parseHostProbe(const std::string& output)
                 return bad("a CPU count");
             facts.cpuCount = static_cast<int>(integer);
         } else if (key == "memtotal" || key == "memavailable") {
-            if (!readInt(value, integer) || integer < 0)
+            if (!readInt(value, integer) || integer < 0
+                || integer > std::numeric_limits<int64_t>::max() / 1024)
                 return bad("kB of memory");
             (key == "memtotal" ? facts.memoryTotalBytes : facts.memoryAvailableBytes) = integer * 1024;
         } else if (key == "gpu") {

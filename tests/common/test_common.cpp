@@ -1,5 +1,6 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/json_text.h"
 #include "common/periodic_thread.h"
 #include "common/text.h"
 #include "common/training_rules.h"
@@ -194,6 +195,51 @@ private slots:
         QCOMPARE(nearestNames(names, "mistral", 1).front(), std::string("Mistral-7B-v0.1"));
         QCOMPARE(nearestNames(names, "llama-3-7b", 1).front(), std::string("Llama-3-8B"));
         QCOMPARE(editDistance("kitten", "sitting"), size_t{3});
+    }
+
+    // Integers read by their JSON type and range (a float beyond the range
+    // of the integer it is cast to is undefined behaviour; a huge unsigned
+    // wraps to a negative pid).
+    void jsonIntegersByTypeAndRange_data()
+    {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<bool>("accepted");
+        QTest::addColumn<qlonglong>("value");
+        QTest::addRow("integer") << "42" << true << 42LL;
+        QTest::addRow("lowest") << "-5" << true << -5LL;
+        QTest::addRow("below the range") << "-6" << false << 0LL;
+        QTest::addRow("above the range") << "101" << false << 0LL;
+        QTest::addRow("integral float") << "3.0" << false << 0LL;
+        QTest::addRow("float beyond any integer") << "1e300" << false << 0LL;
+        QTest::addRow("string") << "\"7\"" << false << 0LL;
+        QTest::addRow("null") << "null" << false << 0LL;
+        QTest::addRow("2^64 - 1") << "18446744073709551615" << false << 0LL;
+    }
+    void jsonIntegersByTypeAndRange()
+    {
+        QFETCH(QString, text);
+        QFETCH(bool, accepted);
+        QFETCH(qlonglong, value);
+        const nlohmann::json json = parseJson(text.toStdString());
+        const std::optional<long long> integer = jsonInteger(json, -5, 100);
+        QCOMPARE(integer.has_value(), accepted);
+        if (accepted)
+            QCOMPARE(*integer, value);
+        const nlohmann::json object = {{"pid", json}};
+        if (accepted) {
+            QCOMPARE(jsonIntegerAt(object, "pid", -5, 100), value);
+            return;
+        }
+        try {
+            jsonIntegerAt(object, "pid", -5, 100);
+            QFAIL("accepted");
+        } catch (const nlohmann::json::exception& e) { // what readers of these files catch
+            const QString message = QString::fromUtf8(e.what());
+            QVERIFY2(message.contains("'pid' is " + QString::fromStdString(json.dump()))
+                    && message.contains("expected an integer from -5 to 100"),
+                e.what());
+        }
+        QVERIFY_THROWS_EXCEPTION(nlohmann::json::out_of_range, jsonIntegerAt(object, "nnodes", 0, 1));
     }
 
     void atomicWriteReplacesWholeFile()

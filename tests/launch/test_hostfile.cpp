@@ -211,6 +211,50 @@ private slots:
         QVERIFY(QString::fromStdString(foreign.error().message).startsWith("node 1 (b): 'tunebench-cli node-check' answered"));
     }
 
+    // A registry entry's numbers are read by type and range: a pid of -1
+    // or 2^32 - 1 (-1 as a pid_t) would signal every process the user owns,
+    // a float pid is undefined behaviour to cast.
+    void registryEntryNumbersAreChecked_data()
+    {
+        QTest::addColumn<QString>("field");
+        QTest::addColumn<QString>("value");
+        QTest::addRow("pid -1") << "pid" << "-1";
+        QTest::addRow("pid 2^32 - 1") << "pid" << "4294967295";
+        QTest::addRow("pid 1e300") << "pid" << "1e300";
+        QTest::addRow("pid as text") << "pid" << "\"42\"";
+        QTest::addRow("node_rank beyond the nodes") << "node_rank" << "4096";
+        QTest::addRow("nproc 0") << "nproc" << "0";
+        QTest::addRow("exit_code 1e9") << "exit_code" << "1000000000";
+    }
+    void registryEntryNumbersAreChecked()
+    {
+        QFETCH(QString, field);
+        QFETCH(QString, value);
+        tb::launch::RegistryEntry entry;
+        entry.runId = "abc123";
+        entry.nnodes = 2;
+        entry.nodeRank = 1;
+        entry.pid = 4242;
+        nlohmann::json json = nlohmann::json::parse(tb::launch::registryEntryToJson(entry));
+        QVERIFY(tb::launch::registryEntryFromJson(json.dump(), "entry.json").ok());
+        json[field.toStdString()] = nlohmann::json::parse(value.toStdString());
+        const auto read = tb::launch::registryEntryFromJson(json.dump(), "entry.json");
+        QVERIFY(!read.ok());
+        QVERIFY2(read.error().message.find("entry.json") != std::string::npos
+                && read.error().message.find("'" + field.toStdString() + "' is") != std::string::npos,
+            read.error().message.c_str());
+    }
+
+    void nodeFactsNumbersAreChecked()
+    {
+        nlohmann::json json = tb::launch::nodeFactsToJson(facts());
+        json["gpu_count"] = 1e300;
+        const auto read = tb::launch::nodeFactsFromJson(json.dump(), "node 1 (b)");
+        QVERIFY(!read.ok());
+        QVERIFY2(read.error().message.find("'gpu_count' is 1e+300") != std::string::npos,
+            read.error().message.c_str());
+    }
+
     void registryEntriesAreWrittenReadAndListed()
     {
         QTemporaryDir dir;

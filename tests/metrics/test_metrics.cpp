@@ -128,6 +128,24 @@ private slots:
         QCOMPARE(history.start()->sharding, std::string("zero3"));
     }
 
+    // Integer fields are read by their JSON type: a float (1e300 is
+    // undefined behaviour to cast) or an out-of-range world size is as
+    // absent, never a wrapped or cast number.
+    void historyReadsIntegersByType()
+    {
+        RunHistory history;
+        for (Event event : eventsFrom({"start"})) {
+            event.body["pid"] = 1e300;
+            event.body["world_size"] = 1e12;
+            event.body["total_steps"] = 2.5;
+            history.apply(event);
+        }
+        QVERIFY(history.start().has_value());
+        QVERIFY(history.start()->pid <= 0);
+        QCOMPARE(history.start()->worldSize, 1);
+        QCOMPARE(history.start()->totalSteps, int64_t{-1});
+    }
+
     void stoppableTrainer_data()
     {
         QTest::addColumn<QStringList>("events");

@@ -227,6 +227,8 @@ private slots:
         QTest::newRow("unknown line ignored") << base + "motd welcome\n"
                                               << "node7 96 cpus, 0 GPUs (), 0 trainers";
         QTest::newRow("bad cpu count") << "host a\ncpus many\n" << "error: line 2 'cpus many'";
+        QTest::newRow("memory beyond 8 EiB") << "host a\ncpus 2\nmemtotal 9007199254740993\n"
+                                             << "error: line 3 'memtotal 9007199254740993'";
         QTest::newRow("not a probe") << "Welcome to the shell\n" << "error: no 'host' or 'cpus' line";
     }
 
