@@ -69,22 +69,26 @@ ArgParser makeParser()
     return p;
 }
 
-// Reads what is new, prints it, folds it into `history`.
+// Reads what is new, prints it, folds it into `history`: a batch at a time
+// (EventFileReader::kBytesPerBatch), so a long backlog, or a file that is not
+// an event stream at all, is never held whole.
 common::Status readNew(metrics::EventFileReader& reader, metrics::RunHistory& history)
 {
-    common::Result<std::vector<metrics::StreamItem>> items = reader.poll();
-    if (!items)
-        return items.error();
-    for (const metrics::StreamItem& item : *items) {
-        if (!item.event) {
-            history.addUnreadableLine(item.error);
-            std::printf("unreadable %s\n", item.error.c_str());
-            continue;
+    do {
+        common::Result<std::vector<metrics::StreamItem>> items = reader.poll();
+        if (!items)
+            return items.error();
+        for (const metrics::StreamItem& item : *items) {
+            if (!item.event) {
+                history.addUnreadableLine(item.error);
+                std::printf("unreadable %s\n", common::escapeControl(item.error).c_str());
+                continue;
+            }
+            history.apply(*item.event);
+            printEvent(*item.event, history);
         }
-        history.apply(*item.event);
-        printEvent(*item.event, history);
-    }
-    std::fflush(stdout);
+        std::fflush(stdout);
+    } while (reader.moreAvailable() && !g_detach);
     return common::Ok{};
 }
 

@@ -115,6 +115,17 @@ std::string escapeControl(std::string_view text)
     return out;
 }
 
+std::string clipText(std::string_view text, size_t maxBytes)
+{
+    if (text.size() <= maxBytes)
+        return std::string(text);
+    size_t cut = maxBytes;
+    // Back over UTF-8 continuation bytes (10xxxxxx) to a sequence's start.
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80)
+        --cut;
+    return std::string(text.substr(0, cut)) + "... (" + std::to_string(text.size() - cut) + " more bytes)";
+}
+
 size_t editDistance(std::string_view a, std::string_view b)
 {
     std::vector<size_t> previous(b.size() + 1);

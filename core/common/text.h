@@ -32,6 +32,11 @@ std::string shortestNumber(double value);
 std::string escapeControl(std::string_view text);
 bool isControlCharacter(char c);
 
+// `text` when it is at most `maxBytes` long, else its first `maxBytes` bytes
+// (never ending inside a UTF-8 sequence) and "... (N more bytes)": text from
+// a file or another machine kept or shown where its size must be bounded.
+std::string clipText(std::string_view text, size_t maxBytes);
+
 // Levenshtein distance, for "did you mean" suggestions on unknown names.
 size_t editDistance(std::string_view a, std::string_view b);
 

@@ -20,11 +20,6 @@ EventFileReader::EventFileReader(
 {
 }
 
-common::Result<std::vector<StreamItem>> EventFileReader::poll()
-{
-    return poll(UINT64_MAX);
-}
-
 common::Result<std::vector<StreamItem>> EventFileReader::poll(uint64_t maxBytes)
 {
     m_moreAvailable = false;

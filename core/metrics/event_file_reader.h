@@ -19,14 +19,17 @@ public:
     explicit EventFileReader(
         std::unique_ptr<EventSource> source, uint64_t offset = 0, uint64_t firstLineNumber = 1);
 
-    // New complete lines since the last poll. Malformed lines come back as
-    // items whose error names the file and line. The file not existing yet
-    // is not an error (a run that has not started); a file that shrank is.
-    common::Result<std::vector<StreamItem>> poll();
-    // The same, reading at most about `maxBytes` (whole 64 KiB reads), so a
-    // long file already written comes in bounded batches; moreAvailable()
-    // says whether the file held more than was read.
-    common::Result<std::vector<StreamItem>> poll(uint64_t maxBytes);
+    // What a poll reads at most by default: a long file already written (or
+    // one that is not an event file at all) comes in batches of this size,
+    // so a follower holds one batch's events at a time, never the file's.
+    static constexpr uint64_t kBytesPerBatch = 4 * 1024 * 1024;
+
+    // New complete lines since the last poll, reading at most about
+    // `maxBytes` (whole 64 KiB reads); moreAvailable() says whether the file
+    // held more than was read. Malformed lines come back as items whose
+    // error names the file and line. The file not existing yet is not an
+    // error (a run that has not started); a file that shrank is.
+    common::Result<std::vector<StreamItem>> poll(uint64_t maxBytes = kBytesPerBatch);
     bool moreAvailable() const { return m_moreAvailable; }
 
     uint64_t offset() const { return m_parser.offset(); }

@@ -1,5 +1,7 @@
 #include "metrics/event_stream_parser.h"
 
+#include "common/text.h"
+
 namespace tb::metrics {
 
 EventStreamParser::EventStreamParser(uint64_t startOffset, uint64_t firstLineNumber)
@@ -36,7 +38,8 @@ std::vector<StreamItem> EventStreamParser::feed(std::string_view bytes)
             if (parsed)
                 items.push_back({m_nextLine, lineStart, std::move(parsed).value(), {}});
             else
-                items.push_back({m_nextLine, lineStart, std::nullopt, parsed.error().toString()});
+                items.push_back({m_nextLine, lineStart, std::nullopt,
+                    common::clipText(parsed.error().toString(), kMaxErrorBytes)});
         }
         m_pending.clear();
         m_lineBytes = 0;

@@ -2,12 +2,6 @@
 
 namespace tb::metrics {
 
-namespace {
-
-constexpr uint64_t kBytesPerRead = 4 * 1024 * 1024;
-
-} // namespace
-
 FollowedRun::FollowedRun(std::string eventsPath)
     : m_path(std::move(eventsPath))
     , m_reader(std::make_unique<EventFileReader>(m_path))
@@ -19,7 +13,7 @@ common::Result<bool> FollowedRun::poll()
     bool changed = false;
     bool startedOver = false;
     for (;;) {
-        common::Result<std::vector<StreamItem>> items = m_reader->poll(kBytesPerRead);
+        common::Result<std::vector<StreamItem>> items = m_reader->poll(EventFileReader::kBytesPerBatch);
         if (!items) {
             if (startedOver)
                 return items.error();

@@ -1,6 +1,7 @@
 #include "metrics/run_history.h"
 
 #include "common/json_text.h"
+#include "common/text.h"
 
 #include <algorithm>
 #include <limits>
@@ -96,11 +97,11 @@ void RunHistory::apply(const Event& event)
     case EventType::Log:
         m_exportPeakBytes =
             std::max(m_exportPeakBytes, integer(body, "export_peak_resident_bytes", -1));
-        m_messages.push_back({event.typeName, lastStep(), text(body, "message")});
+        addMessage(event.typeName, text(body, "message"));
         break;
     case EventType::Warning:
     case EventType::Error:
-        m_messages.push_back({event.typeName, lastStep(), text(body, "message")});
+        addMessage(event.typeName, text(body, "message"));
         break;
     case EventType::RunEnd:
         m_end = RunEndInfo{text(body, "status"), text(body, "message"), integer(body, "steps", -1),
@@ -113,7 +114,24 @@ void RunHistory::apply(const Event& event)
 
 void RunHistory::addUnreadableLine(const std::string& what)
 {
-    m_messages.push_back({"unreadable", lastStep(), what});
+    addMessage("unreadable", what);
+}
+
+void RunHistory::addMessage(const std::string& level, const std::string& text)
+{
+    if (m_messages.size() == kMaxMessages) {
+        m_messages.pop_front();
+        ++m_droppedMessages;
+    }
+    m_messages.push_back({level, lastStep(), common::clipText(text, kMaxMessageBytes)});
+}
+
+std::string RunHistory::droppedMessagesText() const
+{
+    if (m_droppedMessages == 0)
+        return {};
+    return "... and " + std::to_string(m_droppedMessages) + " earlier message(s) not kept (the latest "
+        + std::to_string(kMaxMessages) + " are)";
 }
 
 void RunHistory::applyStart(const Event& event)

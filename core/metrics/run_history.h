@@ -4,6 +4,7 @@
 #include "metrics/step_record.h"
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -79,15 +80,28 @@ struct RunEndInfo {
 // repeats the steps after its checkpoint: the repeated steps replace the
 // ones recorded before (as TensorBoard purges them), so a curve never
 // doubles back.
+//
+// Messages are bounded: the latest kMaxMessages are kept, each cut to
+// kMaxMessageBytes; droppedMessages() counts the earlier ones let go, so a
+// run that logs without end, or a file of millions of unreadable lines,
+// holds no more than that.
 class RunHistory {
 public:
+    static constexpr size_t kMaxMessages = 1000;
+    static constexpr size_t kMaxMessageBytes = 4096;
+
     void apply(const Event& event);
     void addUnreadableLine(const std::string& what);
 
     const std::optional<RunStartInfo>& start() const { return m_start; }
     const std::vector<StepRecord>& steps() const { return m_steps; }
     const std::vector<EvalPoint>& evals() const { return m_evals; }
-    const std::vector<RunMessage>& messages() const { return m_messages; }
+    const std::deque<RunMessage>& messages() const { return m_messages; }
+    // Messages let go to keep kMaxMessages: the first kept one is message
+    // number droppedMessages() (from 0) of the run.
+    uint64_t droppedMessages() const { return m_droppedMessages; }
+    // "... and N earlier messages not kept", or empty when none were let go.
+    std::string droppedMessagesText() const;
     const std::optional<RunEndInfo>& end() const { return m_end; }
     int64_t lastCheckpointStep() const { return m_lastCheckpointStep; }
     // The largest export_peak_resident_bytes of the export's log lines; -1: none.
@@ -98,11 +112,13 @@ private:
     void applyStart(const Event& event);
     void applyStep(const Event& event);
     void purgeFrom(int64_t step);
+    void addMessage(const std::string& level, const std::string& text);
 
     std::optional<RunStartInfo> m_start;
     std::vector<StepRecord> m_steps;
     std::vector<EvalPoint> m_evals;
-    std::vector<RunMessage> m_messages;
+    std::deque<RunMessage> m_messages;
+    uint64_t m_droppedMessages = 0;
     std::optional<RunEndInfo> m_end;
     int64_t m_lastCheckpointStep = -1;
     int64_t m_exportPeakBytes = -1;

@@ -1,6 +1,7 @@
 #include "remote/cluster_launch.h"
 #include "remote/cluster_node.h"
 
+#include "common/text.h"
 #include "launch/text_quote.h"
 #include "launch/world_layout.h"
 #include "metrics/event_file_reader.h"
@@ -29,6 +30,9 @@ constexpr auto kReconnectEvery = std::chrono::seconds(5);
 constexpr double kAfterKillSeconds = 10.0;
 // Nodes polled or signalled at once: each holds a thread while it waits.
 constexpr size_t kNodeWorkers = 32;
+// Batches of rank 0's events (EventFileReader::kBytesPerBatch each) read in
+// one round of the loop.
+constexpr int kEventBatchesPerRound = 8;
 
 using cluster_detail::firstLine;
 using cluster_detail::joinLines;
@@ -256,19 +260,39 @@ void ClusterLaunch::followEvents(ClusterSink& sink)
         m_events = std::make_unique<metrics::EventFileReader>(
             sftpEventSource(*master.session, master.entry.runDir + "/events.jsonl"), m_eventOffset, m_eventLine);
     }
-    if (!m_events)
-        return;
-    common::Result<std::vector<metrics::StreamItem>> items = m_events->poll();
-    if (!items)
-        return; // the link: pollNode notices and reconnects
-    for (const metrics::StreamItem& item : *items) {
-        if (!item.event)
-            continue;
-        m_history.apply(*item.event);
-        sink.runEvent(*item.event, m_history);
+    // A backlog comes a batch at a time, a few batches a round, so neither
+    // memory nor the time between the nodes' polls grows with it.
+    for (int batch = 0; m_events && batch < kEventBatchesPerRound; ++batch) {
+        common::Result<std::vector<metrics::StreamItem>> items = m_events->poll();
+        if (!items) {
+            eventsUnreadable(items.error(), sink);
+            return;
+        }
+        m_eventsProblem.clear();
+        for (const metrics::StreamItem& item : *items) {
+            if (!item.event)
+                continue;
+            m_history.apply(*item.event);
+            sink.runEvent(*item.event, m_history);
+        }
+        m_eventOffset = m_events->offset();
+        m_eventLine = m_events->nextLineNumber();
+        if (!m_events->moreAvailable())
+            return;
     }
-    m_eventOffset = m_events->offset();
-    m_eventLine = m_events->nextLineNumber();
+}
+
+// Said once while it lasts (the link's own loss is pollNode's to notice and
+// mend); the file is opened again at the same offset on the next round, so
+// the run's events go on from there once it can be read.
+void ClusterLaunch::eventsUnreadable(const common::Error& error, ClusterSink& sink)
+{
+    m_events.reset();
+    if (error.message == m_eventsProblem)
+        return;
+    m_eventsProblem = error.message;
+    sink.note("cannot read rank 0's events: " + common::escapeControl(error.toString())
+        + " (trying again at byte " + std::to_string(m_eventOffset) + " each poll)");
 }
 
 void ClusterLaunch::signalNodes(const std::string& signal, ClusterSink& sink)

@@ -157,6 +157,7 @@ private:
     // Every node still running gets SIG`signal` at once; one that cannot be
     // reached now gets it on the first poll that reaches it.
     void signalNodes(const std::string& signal, ClusterSink& sink);
+    void eventsUnreadable(const common::Error& error, ClusterSink& sink);
     void sendPendingSignal(Node& node, bool now);
     bool allEnded() const;
 
@@ -181,6 +182,7 @@ private:
     metrics::RunHistory m_history;
     std::function<bool()> m_interrupted; // a stop or detach was asked for
     std::mutex m_sinkMutex; // the preflight's threads report through one sink
+    std::string m_eventsProblem; // the last error reading them, said once
     struct Stopping {
         std::optional<StopReason> reason; // why the run ends, once known
         std::chrono::steady_clock::time_point since{}, killAt{}, giveUpAt{}; // since: SIGTERM sent

@@ -146,6 +146,37 @@ std::string wholeSeconds(double seconds)
     return std::to_string(static_cast<long long>(std::ceil(seconds)));
 }
 
+// Appends what the channel holds now on stdout and stderr, without waiting:
+// the bytes read, or SSH_ERROR.
+int readAvailable(ssh_channel channel, CommandResult& result)
+{
+    char buffer[65536];
+    int total = 0;
+    for (const int isStderr : {0, 1}) {
+        const int n = ssh_channel_read_nonblocking(channel, buffer, sizeof buffer, isStderr);
+        if (n == SSH_ERROR)
+            return SSH_ERROR;
+        if (n > 0) {
+            (isStderr ? result.errorOutput : result.output).append(buffer, std::size_t(n));
+            total += n;
+        }
+    }
+    return total;
+}
+
+bool tooMuchOutput(const CommandResult& result)
+{
+    return result.output.size() + result.errorOutput.size() > kMaxCommandOutputBytes;
+}
+
+Error outputError(const std::string& where, const std::string& command)
+{
+    return Error{where + ": '" + command + "' printed more than "
+            + std::to_string(kMaxCommandOutputBytes >> 20) + " MiB; stopped reading it",
+        "a command's answer is expected to be small: is the remote tunebench-cli (or the shell "
+        "there) printing something else?"};
+}
+
 } // namespace
 
 SshSession::Bounded::Bounded(SshSession& session)
@@ -252,28 +283,22 @@ common::Result<CommandResult> SshSession::run(const std::string& command, double
 
     CommandResult result;
     const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long long>(limit * 1000));
-    char buffer[16384];
     while (!ssh_channel_is_eof(channel)) {
         bounded.progressed(); // the command's own deadline is below
         if (Clock::now() >= deadline)
             return Error{where + ": '" + command + "' did not finish within "
                     + wholeSeconds(limit) + " s",
                 "give more time with --ssh-timeout SECONDS"};
-        for (const int isStderr : {0, 1}) {
-            const int n = ssh_channel_read_timeout(channel, buffer, sizeof buffer, isStderr, 100);
-            if (n == SSH_ERROR)
-                return Error{where + ": lost the connection while running '" + command
-                        + "': " + why(),
-                    {}};
-            if (n > 0)
-                (isStderr ? result.errorOutput : result.output).append(buffer, std::size_t(n));
-        }
+        const int got = readAvailable(channel, result);
+        if (got == SSH_ERROR || (got == 0 && ssh_channel_poll_timeout(channel, 100, 0) == SSH_ERROR))
+            return Error{where + ": lost the connection while running '" + command + "': " + why(), {}};
+        if (tooMuchOutput(result))
+            return outputError(where, command);
     }
     // What arrived together with the end of file.
-    for (const int isStderr : {0, 1}) {
-        int n = 0;
-        while ((n = ssh_channel_read_nonblocking(channel, buffer, sizeof buffer, isStderr)) > 0)
-            (isStderr ? result.errorOutput : result.output).append(buffer, std::size_t(n));
+    while (readAvailable(channel, result) > 0) {
+        if (tooMuchOutput(result))
+            return outputError(where, command);
     }
     ssh_channel_send_eof(channel);
     result.exitStatus = ssh_channel_get_exit_status(channel);

@@ -4,6 +4,7 @@
 #include "remote/call_watchdog.h"
 #include "remote/ssh_target.h"
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -12,6 +13,11 @@ struct ssh_session_struct;
 struct sftp_session_struct;
 
 namespace tb::remote {
+
+// The most a command may print, stdout and stderr together: a host that
+// prints more (a hostile one, or a `find` over millions of files) gets an
+// Error naming it and the command, not all of this machine's memory.
+inline constexpr std::size_t kMaxCommandOutputBytes = std::size_t(64) << 20;
 
 struct [[nodiscard]] CommandResult {
     int exitStatus = -1;
@@ -38,7 +44,8 @@ public:
     // that ran and failed is a CommandResult with its exit status. What the
     // shell's start-up files print (a banner from ~/.bashrc) is left out of
     // both outputs: a line printed before the command marks where its own
-    // output starts.
+    // output starts. Output beyond kMaxCommandOutputBytes is an Error (the
+    // channel is closed, which ends the command there with SIGPIPE).
     common::Result<CommandResult> run(const std::string& command, double seconds = 0);
 
     // The SFTP subsystem, opened on first use (a bounded call).

@@ -41,10 +41,15 @@ inline void appendRaw(const std::string& path, const std::string& bytes)
 
 inline std::vector<StreamItem> pollAll(EventFileReader& reader)
 {
-    auto result = reader.poll();
-    if (!result.ok())
-        qFatal("poll failed: %s", result.error().toString().c_str());
-    return std::move(result).value();
+    std::vector<StreamItem> all;
+    do {
+        auto result = reader.poll();
+        if (!result.ok())
+            qFatal("poll failed: %s", result.error().toString().c_str());
+        for (StreamItem& item : result.value())
+            all.push_back(std::move(item));
+    } while (reader.moreAvailable());
+    return all;
 }
 
 // The event lines a run of `steps` steps would write, as compact specs:

@@ -7,6 +7,7 @@
 #include "runs/run_charts.h"
 #include "runs/run_follower.h"
 #include "runs/run_launcher.h"
+#include "runs/run_view.h"
 #include "runs/runs_page.h"
 #include "../support/endless_run.h"
 #include "../support/event_lines.h"
@@ -115,6 +116,30 @@ private slots:
         QTest::qWait(3 * tb::ui::RunFollower::kPollMilliseconds);
         QCOMPARE(page.charts()->lossPointCount(), 1);
         QCOMPARE(page.followedFolder(), QDir(second).absolutePath());
+    }
+
+    // A file of endless unreadable lines and a page note: the list keeps the
+    // latest rows, each bounded, under a first row counting the others
+    // (review M5); before, every line became a row.
+    void messagesListStaysBounded()
+    {
+        tb::ui::RunView view;
+        const int rows = tb::ui::RunView::kMaxMessageRows;
+        const int total = rows * 3 + 7;
+        QVector<tb::metrics::StreamItem> items;
+        for (int line = 1; line <= total; ++line) {
+            items.push_back({uint64_t(line), 0, std::nullopt, "line " + std::to_string(line) + std::string(8000, 'x')});
+            if (line % 1000 == 0 || line == total) // in batches, as a follower reads them
+                view.addLines(std::exchange(items, {}));
+        }
+        view.addNote(QStringLiteral("a note of the page"));
+        const QStringList texts = view.messageTexts();
+        QCOMPARE(texts.size(), rows + 1);
+        QCOMPARE(texts.first(), QStringLiteral("... and %1 earlier message(s), not shown").arg(total + 1 - rows));
+        QVERIFY2(texts[texts.size() - 2].contains(QStringLiteral("line %1x").arg(total)), qPrintable(texts[texts.size() - 2].left(80)));
+        QCOMPARE(texts.last(), QStringLiteral("a note of the page"));
+        for (const QString& text : texts)
+            QVERIFY(text.size() < int(tb::metrics::RunHistory::kMaxMessageBytes) + 80);
     }
 
     void replacedFileStopsFollowing()

@@ -65,6 +65,8 @@ void RunView::reset()
 {
     m_history = metrics::RunHistory{};
     m_messagesShown = 0;
+    m_messagesHidden = 0;
+    m_hiddenRow = nullptr;
     m_messages->clear();
     m_charts->clearCurves();
     show();
@@ -84,6 +86,7 @@ void RunView::addLines(const QVector<tb::metrics::StreamItem>& items)
 void RunView::addNote(const QString& text)
 {
     m_messages->addItem(text);
+    trimMessages();
 }
 
 void RunView::setSummaryError(const QString& text)
@@ -97,13 +100,36 @@ void RunView::show()
     m_charts->showHistory(m_history);
     m_summary->setStyleSheet(runState(m_history) == QStringLiteral("failed") ? kErrorStyle : QString());
     m_summary->setText(describeRun(m_history));
-    const std::vector<metrics::RunMessage>& messages = m_history.messages();
-    for (; m_messagesShown < messages.size(); ++m_messagesShown) {
-        const metrics::RunMessage& message = messages[m_messagesShown];
+    const std::deque<metrics::RunMessage>& messages = m_history.messages();
+    const uint64_t first = m_history.droppedMessages(); // the number of messages[0]
+    if (m_messagesShown < first) { // let go by the history before they were listed
+        m_messagesHidden += first - m_messagesShown;
+        m_messagesShown = first;
+    }
+    for (; m_messagesShown < first + messages.size(); ++m_messagesShown) {
+        const metrics::RunMessage& message = messages[std::size_t(m_messagesShown - first)];
         auto* item = new QListWidgetItem(messageLine(message), m_messages);
         if (const QColor color = messageColor(message.level); color.isValid())
             item->setForeground(color);
     }
+    trimMessages();
+}
+
+// The latest kMaxMessageRows rows stay; a first row counts the others.
+void RunView::trimMessages()
+{
+    const int header = m_hiddenRow ? 1 : 0;
+    for (int over = m_messages->count() - header - kMaxMessageRows; over > 0; --over) {
+        delete m_messages->takeItem(header);
+        ++m_messagesHidden;
+    }
+    if (m_messagesHidden == 0)
+        return;
+    if (!m_hiddenRow) {
+        m_hiddenRow = new QListWidgetItem;
+        m_messages->insertItem(0, m_hiddenRow);
+    }
+    m_hiddenRow->setText(tr("... and %1 earlier message(s), not shown").arg(m_messagesHidden));
 }
 
 QString RunView::summaryText() const

@@ -7,6 +7,7 @@
 
 class QLabel;
 class QListWidget;
+class QListWidgetItem;
 class QTabWidget;
 
 namespace tb::ui {
@@ -36,11 +37,19 @@ public:
     QString summaryText() const;
     QStringList messageTexts() const;
 
+    // Rows of the run's messages the list keeps (the latest), besides a
+    // first row that counts the earlier ones; each row is at most
+    // RunHistory::kMaxMessageBytes of the message.
+    static constexpr int kMaxMessageRows = int(metrics::RunHistory::kMaxMessages);
+
 private:
     void show();
+    void trimMessages();
 
     metrics::RunHistory m_history;
-    std::size_t m_messagesShown = 0;
+    uint64_t m_messagesShown = 0; // the run's messages listed or let go, counted from its first
+    uint64_t m_messagesHidden = 0; // of those, not in the list
+    QListWidgetItem* m_hiddenRow = nullptr; // "... and N earlier messages", once there are such
     QLabel* m_summary = nullptr;
     RunCharts* m_charts = nullptr;
     QTabWidget* m_tabs = nullptr;

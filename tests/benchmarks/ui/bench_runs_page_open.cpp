@@ -76,7 +76,10 @@ int main(int argc, char** argv)
     QElapsedTimer clock;
     clock.start();
     tb::metrics::EventFileReader reader(events.toStdString());
-    const std::size_t lines = reader.poll()->size();
+    std::size_t lines = 0;
+    do
+        lines += reader.poll()->size();
+    while (reader.moreAvailable());
     const double referenceMs = double(clock.nsecsElapsed()) / 1e6;
 
     tb::ui::RunsPage page;
