@@ -7,6 +7,7 @@
 #ifdef TB_HAVE_SSH
 #include "launch/cancel_token.h"
 #include "launch/hostfile.h"
+#include "launch/text_quote.h"
 #include "launch/world_layout.h"
 #include "common/units.h"
 #include "remote/cluster_launch.h"
@@ -196,10 +197,11 @@ common::Result<remote::ClusterOptions> clusterOptions(const ArgParser& p, const 
     return options;
 }
 
-// `monitor`'s --host (and --port) for a hostfile's node.
+// `monitor`'s --host (and --port) for a hostfile's node, as shell words to
+// paste: a host name holding `;` or `$(...)` stays one word.
 std::string monitorHost(const launch::HostSlots& host)
 {
-    std::string text = host.user.empty() ? host.host : host.user + "@" + host.host;
+    std::string text = launch::shellQuote(host.user.empty() ? host.host : host.user + "@" + host.host);
     if (host.port > 0)
         text += " --port " + std::to_string(host.port);
     return text;
@@ -268,7 +270,8 @@ int runMultiNodeLaunch(const ArgParser& p, const std::vector<std::string>& extra
     if (report->outcome == remote::ClusterOutcome::Detached) {
         std::fprintf(stderr, "tunebench-cli launch: detached; run %s goes on. Follow it again with:\n"
                              "  tunebench-cli monitor --host %s --run %s --from-offset %llu --from-line %llu\n",
-            report->runId.c_str(), monitorHost(cluster.options().hosts.front()).c_str(), report->runId.c_str(),
+            report->runId.c_str(), monitorHost(cluster.options().hosts.front()).c_str(),
+            launch::shellQuote(report->runId).c_str(),
             static_cast<unsigned long long>(report->eventOffset), static_cast<unsigned long long>(report->eventLine));
         return exitStatusOf(*report);
     }

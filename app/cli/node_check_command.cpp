@@ -6,6 +6,7 @@
 #include "arg_parser.h"
 #include "commands.h"
 
+#include "common/text.h"
 #include "launch/free_port.h"
 #include "launch/node_facts.h"
 #include "launch/port_check.h"
@@ -34,7 +35,10 @@ ArgParser makeParser()
     p.addOption("run-id", "ID", "with --registry or --signal: only this run");
     p.addOption("listen", "PORT", "accept --peers connections on PORT (every address)");
     p.addOption("peers", "N", "connections --listen waits for (default 1)");
-    p.addOption("connect", "HOST:PORT", "connect to HOST:PORT");
+    p.addOption("connect", "HOST:PORT", "connect to HOST:PORT and send this node's check line");
+    p.addOption("nonce", "HEX", "with --listen and --connect: this check's nonce; --listen counts only\n"
+                                "peers that send it with their node rank");
+    p.addOption("node-rank", "K", "with --connect: this node's rank (1 or more)");
     p.addOption("timeout", "SECONDS", "for --listen and --connect (default 10)");
     p.addFlag("free-port", "print a port free on every address of this machine");
     p.addOption("signal", "TERM|KILL", "send it to this machine's launcher of --run-id");
@@ -97,28 +101,40 @@ int report(const common::Status& status)
     return kExitFailure;
 }
 
+int usage(const std::string& message)
+{
+    std::cerr << "node-check: " << message << "\n";
+    return kExitUsage;
+}
+
 int runPortCheck(const ArgParser& p)
 {
     const common::Result<double> timeout = p.number("timeout", 10.0, 0.1, 3600.0);
     if (!timeout)
         return report(timeout.error());
+    const std::string nonce = p.value("nonce");
+    if (const std::string why = launch::whyNotANonce(nonce); !why.empty())
+        return usage("--nonce: got '" + common::escapeControl(nonce) + "', " + why);
     if (p.isSet("listen")) {
         const common::Result<long long> port = p.integer("listen", 0, 1, 65535);
         const common::Result<long long> peers = p.integer("peers", 1, 0, 4096);
-        if (!port || !peers) {
-            std::cerr << "node-check: " << (!port ? port.error() : peers.error()).toString() << "\n";
-            return kExitUsage;
-        }
-        return report(launch::acceptPeers(int(*port), int(*peers), *timeout));
+        if (!port || !peers)
+            return usage((!port ? port.error() : peers.error()).toString());
+        if (p.isSet("node-rank"))
+            return usage("--node-rank is for --connect");
+        return report(launch::acceptPeers(int(*port), int(*peers), nonce, *timeout));
     }
     const std::string address = p.value("connect");
     const size_t colon = address.rfind(':');
     int port = 0;
-    if (colon == std::string::npos || (port = std::atoi(address.c_str() + colon + 1)) <= 0 || port > 65535) {
-        std::cerr << "node-check: --connect: got '" << address << "', expected HOST:PORT\n";
-        return kExitUsage;
-    }
-    return report(launch::connectWithin(address.substr(0, colon), port, *timeout));
+    if (colon == std::string::npos || (port = std::atoi(address.c_str() + colon + 1)) <= 0 || port > 65535)
+        return usage("--connect: got '" + common::escapeControl(address) + "', expected HOST:PORT");
+    if (!p.isSet("node-rank"))
+        return usage("--connect needs --node-rank K");
+    const common::Result<long long> rank = p.integer("node-rank", 1, 1, 4096);
+    if (!rank)
+        return usage(rank.error().toString());
+    return report(launch::connectWithin(address.substr(0, colon), port, nonce, int(*rank), *timeout));
 }
 
 } // namespace

@@ -6,10 +6,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <memory>
+#include <random>
+#include <set>
 #include <thread>
+#include <vector>
 
 namespace tb::launch {
 
@@ -20,10 +25,15 @@ using Clock = std::chrono::steady_clock;
 
 struct Socket {
     int fd = -1;
-    ~Socket()
+    Socket() = default;
+    Socket(const Socket&) = delete;
+    Socket& operator=(const Socket&) = delete;
+    ~Socket() { close(); }
+    void close()
     {
         if (fd >= 0)
             ::close(fd);
+        fd = -1;
     }
 };
 
@@ -33,10 +43,12 @@ int millisecondsLeft(Clock::time_point deadline)
     return left.count() > 0 ? int(left.count()) : 0;
 }
 
-// 0 when connected before the deadline, else errno (ETIMEDOUT when out of time).
-int connectOnce(const addrinfo& address, Clock::time_point deadline)
+// 0 when connected before the deadline (`s` then holds the socket), else
+// errno (ETIMEDOUT when out of time).
+int connectOnce(const addrinfo& address, Clock::time_point deadline, Socket& s)
 {
-    Socket s{::socket(address.ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)};
+    s.close();
+    s.fd = ::socket(address.ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (s.fd < 0)
         return errno;
     if (::connect(s.fd, address.ai_addr, address.ai_addrlen) == 0)
@@ -52,11 +64,10 @@ int connectOnce(const addrinfo& address, Clock::time_point deadline)
     return error;
 }
 
-} // namespace
-
-common::Status acceptPeers(int port, int peers, double timeoutSeconds)
+// Every address on `port`, IPv6 and IPv4 alike where the system has both.
+common::Status listenEverywhere(int port, Socket& listener)
 {
-    Socket listener{::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+    listener.fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int family = AF_INET6;
     if (listener.fd < 0) {
         listener.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -82,22 +93,151 @@ common::Status acceptPeers(int port, int peers, double timeoutSeconds)
     if (bound != 0 || ::listen(listener.fd, 64) != 0)
         return Error{"port " + std::to_string(port) + " cannot be listened on: " + std::strerror(errno),
             "another process holds it (a job still running?); give another --master-port"};
+    return common::Ok{};
+}
+
+// The connections accepted and not yet judged: each has until the check's
+// deadline to send its line. At most kMaxPending at once (the oldest goes),
+// so a flood of connections costs a bounded number of descriptors.
+constexpr size_t kMaxPending = 256;
+constexpr size_t kMaxLineBytes = 128;
+
+struct Pending {
+    std::unique_ptr<Socket> socket;
+    std::string received;
+};
+
+class PeerTally {
+public:
+    PeerTally(int peers, std::string nonce)
+        : m_peers(peers)
+        , m_nonce(std::move(nonce))
+    {
+    }
+    bool complete() const { return int(m_ranks.size()) == m_peers; }
+
+    void accept(int listener)
+    {
+        auto socket = std::make_unique<Socket>();
+        socket->fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (socket->fd < 0)
+            return;
+        if (m_pending.size() == kMaxPending) {
+            m_pending.erase(m_pending.begin());
+            ++m_strangers;
+        }
+        m_pending.push_back({std::move(socket), {}});
+    }
+
+    // Reads what the pending connections sent; a whole line, an end or too
+    // much judges the connection.
+    void read(const std::vector<pollfd>& polled)
+    {
+        std::erase_if(m_pending, [&](Pending& p) {
+            const auto it = std::find_if(polled.begin(), polled.end(), [&](const pollfd& f) { return f.fd == p.socket->fd; });
+            if (it == polled.end() || it->revents == 0)
+                return false;
+            char buffer[kMaxLineBytes];
+            const ssize_t n = ::recv(p.socket->fd, buffer, sizeof buffer, 0);
+            if (n > 0)
+                p.received.append(buffer, size_t(n));
+            const size_t newline = p.received.find('\n');
+            if (newline == std::string::npos && n > 0 && p.received.size() < kMaxLineBytes)
+                return false;
+            judge(newline == std::string::npos ? std::string() : p.received.substr(0, newline + 1));
+            return true;
+        });
+    }
+
+    std::vector<pollfd> pollSet(int listener) const
+    {
+        std::vector<pollfd> fds{{listener, POLLIN, 0}};
+        for (const Pending& p : m_pending)
+            fds.push_back({p.socket->fd, POLLIN, 0});
+        return fds;
+    }
+
+    std::string shortfall(int port, double timeoutSeconds) const
+    {
+        std::string missing;
+        for (int rank = 1; rank <= m_peers; ++rank) {
+            if (!m_ranks.contains(rank))
+                missing += (missing.empty() ? "" : ", ") + std::to_string(rank);
+        }
+        std::string text = "port " + std::to_string(port) + ": " + std::to_string(m_ranks.size()) + " of "
+            + std::to_string(m_peers) + " node(s) connected within " + std::to_string(int(timeoutSeconds))
+            + " s (missing node " + missing + ")";
+        const size_t strangers = m_strangers + m_pending.size();
+        if (strangers > 0)
+            text += "; " + std::to_string(strangers)
+                + " other connection(s) did not send this check's line and were not counted";
+        return text;
+    }
+
+private:
+    void judge(const std::string& line)
+    {
+        for (int rank = 1; rank <= m_peers; ++rank) {
+            if (line == portCheckLine(m_nonce, rank) && m_ranks.insert(rank).second)
+                return; // a rank sent again is no second node
+        }
+        ++m_strangers;
+    }
+
+    int m_peers;
+    std::string m_nonce;
+    std::set<int> m_ranks;
+    size_t m_strangers = 0;
+    std::vector<Pending> m_pending;
+};
+
+} // namespace
+
+std::string portCheckLine(const std::string& nonce, int nodeRank)
+{
+    return "tunebench-port-check " + nonce + " " + std::to_string(nodeRank) + "\n";
+}
+
+std::string newPortCheckNonce()
+{
+    std::random_device seed;
+    std::uniform_int_distribution<int> digit(0, 15);
+    std::string nonce;
+    for (int i = 0; i < 32; ++i)
+        nonce += "0123456789abcdef"[digit(seed)];
+    return nonce;
+}
+
+std::string whyNotANonce(const std::string& nonce)
+{
+    const bool hex = std::all_of(nonce.begin(), nonce.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    });
+    if (!hex || nonce.size() < 8 || nonce.size() > 64)
+        return "expected 8 to 64 hex digits (0-9, a-f)";
+    return {};
+}
+
+common::Status acceptPeers(int port, int peers, const std::string& nonce, double timeoutSeconds)
+{
+    Socket listener;
+    if (common::Status listening = listenEverywhere(port, listener); !listening)
+        return listening;
     const auto deadline = Clock::now() + std::chrono::milliseconds(long(timeoutSeconds * 1000));
-    int accepted = 0;
-    while (accepted < peers) {
-        pollfd waiting{listener.fd, POLLIN, 0};
-        if (::poll(&waiting, 1, millisecondsLeft(deadline)) <= 0)
-            return Error{"port " + std::to_string(port) + ": " + std::to_string(accepted) + " of "
-                    + std::to_string(peers) + " node(s) connected within "
-                    + std::to_string(int(timeoutSeconds)) + " s",
-                {}};
-        Socket peer{::accept4(listener.fd, nullptr, nullptr, SOCK_CLOEXEC)};
-        accepted += peer.fd >= 0;
+    PeerTally tally(peers, nonce);
+    while (!tally.complete()) {
+        std::vector<pollfd> fds = tally.pollSet(listener.fd);
+        if (::poll(fds.data(), fds.size(), millisecondsLeft(deadline)) <= 0)
+            return Error{tally.shortfall(port, timeoutSeconds), {}};
+        tally.read(fds);
+        if (fds.front().revents != 0)
+            tally.accept(listener.fd);
     }
     return common::Ok{};
 }
 
-common::Status connectWithin(const std::string& host, int port, double timeoutSeconds)
+common::Status connectWithin(
+    const std::string& host, int port, const std::string& nonce, int nodeRank, double timeoutSeconds)
 {
     const auto deadline = Clock::now() + std::chrono::milliseconds(long(timeoutSeconds * 1000));
     addrinfo hints{};
@@ -109,10 +249,18 @@ common::Status connectWithin(const std::string& host, int port, double timeoutSe
     std::string reason = "timed out";
     for (;;) {
         for (const addrinfo* a = found; a; a = a->ai_next) {
-            const int error = connectOnce(*a, deadline);
+            Socket s;
+            int error = connectOnce(*a, deadline, s);
             if (error == 0) {
-                ::freeaddrinfo(found);
-                return common::Ok{};
+                const std::string line = portCheckLine(nonce, nodeRank);
+                pollfd writable{s.fd, POLLOUT, 0};
+                const bool sent = ::poll(&writable, 1, millisecondsLeft(deadline)) > 0
+                    && ::send(s.fd, line.data(), line.size(), MSG_NOSIGNAL) == ssize_t(line.size());
+                if (sent) {
+                    ::freeaddrinfo(found);
+                    return common::Ok{};
+                }
+                error = errno != 0 ? errno : EPIPE;
             }
             reason = std::strerror(error);
         }

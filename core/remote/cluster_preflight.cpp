@@ -1,5 +1,6 @@
 // The preflight of a multi-node launch: every node checked at once, --sync,
 // and the master port (docs/LAUNCH.md).
+#include "launch/port_check.h"
 #include "remote/bounded_workers.h"
 #include "remote/cluster_launch.h"
 #include "remote/cluster_node.h"
@@ -112,20 +113,23 @@ common::Status ClusterLaunch::checkMasterPort(ClusterSink& sink)
     }
     const std::string port = std::to_string(m_options.masterPort);
     const std::string seconds = std::to_string(m_options.portCheckSeconds);
+    const std::string nonce = launch::newPortCheckNonce(); // a scanner's bare connection is no node
     std::vector<std::string> problems(m_nodes.size());
     // Node 0's listen is taken first, so it waits while the others connect.
     forEachBounded(m_nodes.size(), kPreflightWorkers, [&](size_t i) {
         Node& node = *m_nodes[i];
         if (i == 0) {
             auto listen = master.cli(m_options.remoteCli,
-                {"node-check", "--listen", port, "--peers", std::to_string(m_nodes.size() - 1), "--timeout", seconds});
+                {"node-check", "--listen", port, "--peers", std::to_string(m_nodes.size() - 1), "--nonce", nonce,
+                    "--timeout", seconds});
             if (!listen || listen->exitStatus != 0)
                 problems[0] = master.name() + ": master port " + port + ": "
                     + (listen ? firstLine(listen->errorOutput) : listen.error().message);
             return;
         }
         auto connect = node.cli(m_options.remoteCli,
-            {"node-check", "--connect", m_options.masterAddr + ":" + port, "--timeout", seconds});
+            {"node-check", "--connect", m_options.masterAddr + ":" + port, "--nonce", nonce, "--node-rank",
+                std::to_string(i), "--timeout", seconds});
         if (!connect || connect->exitStatus != 0)
             problems[i] = node.name() + ": cannot reach the master port: "
                 + (connect ? firstLine(connect->errorOutput) : connect.error().message);

@@ -1,5 +1,7 @@
 #include "remote/ssh_session.h"
 
+#include "launch/text_quote.h"
+
 #include <libssh/libssh.h>
 #include <libssh/sftp.h>
 #include <netinet/in.h>
@@ -44,13 +46,29 @@ std::string hostKeyFingerprint(ssh_session session)
     return text;
 }
 
+// How to check an unknown key, never by trusting what the network answers
+// (ssh-keyscan would add whatever key a man in the middle shows): compare
+// the fingerprint with one got out of band, then add the key. Every word of
+// the commands is shell-quoted.
+std::string unknownKeyHint(const SshTarget& target, const std::string& file)
+{
+    const int port = target.port > 0 ? target.port : 22;
+    // The default file's "~/" is left for the shell to expand.
+    const std::string quotedFile =
+        file.starts_with("~/") ? "~/" + launch::shellQuote(file.substr(2)) : launch::shellQuote(file);
+    const std::string name = port == 22 ? target.host : "[" + target.host + "]:" + std::to_string(port);
+    return "compare it with the fingerprint the machine's administrator gives you (on the machine: "
+           "ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub); what the file holds for this host: ssh-keygen -F "
+        + launch::shellQuote(name) + " -f " + quotedFile
+        + ". Only if they match, add the key with: ssh -o UserKnownHostsFile=" + quotedFile + " -p "
+        + std::to_string(port) + " " + launch::shellQuote(target.host) + " (it asks before it writes)";
+}
+
 common::Status verifyHostKey(ssh_session session, const SshTarget& target)
 {
     const std::string where = target.describe();
     const std::string file =
         target.knownHostsFile.empty() ? std::string("~/.ssh/known_hosts") : target.knownHostsFile;
-    const std::string keyscan = "ssh-keyscan -p " + std::to_string(target.port > 0 ? target.port : 22)
-        + " " + target.host + " >> " + file;
     switch (ssh_session_is_known_server(session)) {
     case SSH_KNOWN_HOSTS_OK:
         return common::Ok{};
@@ -63,7 +81,7 @@ common::Status verifyHostKey(ssh_session session, const SshTarget& target)
     case SSH_KNOWN_HOSTS_UNKNOWN:
     case SSH_KNOWN_HOSTS_NOT_FOUND:
         return Error{where + ": host key " + hostKeyFingerprint(session) + " is not in " + file,
-            "check the fingerprint with the machine's administrator, then add it: " + keyscan};
+            unknownKeyHint(target, file)};
     case SSH_KNOWN_HOSTS_ERROR:
         break;
     }

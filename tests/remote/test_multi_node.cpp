@@ -218,6 +218,7 @@ private slots:
         holder.kill();
         holder.waitForFinished();
         QCOMPARE(run.exitCode, 2);
+                                                   QStringLiteral("--nonce"), QStringLiteral("0123456789abcdef"),
         const QString node = failure == 6 ? QStringLiteral("node 0 (root@%1)").arg(cluster.hosts->address(0))
                                           : QStringLiteral("node 1 (root@%1)").arg(cluster.hosts->address(1));
         QVERIFY2(run.err.contains(node), qPrintable(run.err));

@@ -109,7 +109,8 @@ private slots:
         QTest::addColumn<QString>("problem");
         QTest::addColumn<QStringList>("expected");
         QTest::newRow("unknown host key")
-            << "unknown" << QStringList{"host key SHA256:", "is not in", "ssh-keyscan -p"};
+            << "unknown" << QStringList{"host key SHA256:", "is not in", "ssh-keygen -F '[127.0.0.1]:",
+                   "Only if they match", "ssh -o UserKnownHostsFile="};
         QTest::newRow("changed host key")
             << "changed" << QStringList{"the host key changed", "refusing to connect"};
         QTest::newRow("key not authorized") << "key" << QStringList{"was not accepted"};
