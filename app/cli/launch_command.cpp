@@ -4,6 +4,7 @@
 #include "config/config_loader.h"
 #include "launch/free_port.h"
 #include "launch/local_launcher.h"
+#include "launch/node_facts.h"
 #include "launch/run_registry.h"
 #include "launch/world_layout.h"
 #include "detached_launch.h"
@@ -127,20 +128,6 @@ ArgParser makeParser()
     return p;
 }
 
-// Where the ranks write: the run config's output.dir, unless the trainer's
-// own --output (after --) says otherwise.
-std::string trainerOutputDir(const std::vector<std::string>& extra, const std::string& configured)
-{
-    std::string dir = configured;
-    for (size_t i = 0; i < extra.size(); ++i) {
-        if (extra[i] == "--output" && i + 1 < extra.size())
-            dir = extra[i + 1];
-        else if (extra[i].starts_with("--output="))
-            dir = extra[i].substr(9);
-    }
-    return dir;
-}
-
 common::Result<launch::LaunchOptions> buildOptions(
     const ArgParser& p, const std::vector<std::string>& extra, std::string& runDir)
 {
@@ -154,7 +141,7 @@ common::Result<launch::LaunchOptions> buildOptions(
     const common::Result<config::RunConfig> runConfig = config::loadRunConfig(configPath);
     if (!runConfig)
         return runConfig.error();
-    runDir = std::filesystem::absolute(trainerOutputDir(extra, runConfig->output.dir))
+    runDir = std::filesystem::absolute(launch::trainerOutputDir(extra, runConfig->output.dir))
                  .lexically_normal()
                  .string();
 

@@ -101,6 +101,18 @@ int64_t diskNeeded(const config::RunConfig& run, const std::vector<FileFact>& in
 
 } // namespace
 
+std::string trainerOutputDir(const std::vector<std::string>& trainerArguments, const std::string& configured)
+{
+    std::string dir = configured;
+    for (size_t i = 0; i < trainerArguments.size(); ++i) {
+        if (trainerArguments[i] == "--output" && i + 1 < trainerArguments.size())
+            dir = trainerArguments[i + 1];
+        else if (trainerArguments[i].starts_with("--output="))
+            dir = trainerArguments[i].substr(9);
+    }
+    return dir;
+}
+
 NodeFacts collectNodeFacts(const std::string& configPath)
 {
     NodeFacts facts;

@@ -139,6 +139,9 @@ private:
     common::Result<launch::NodeFacts> nodeFacts(Node& node);
     common::Status syncInputs(Node& node, const launch::NodeFacts& here, ClusterSink& sink);
     common::Status checkMasterPort(ClusterSink& sink);
+    // With several nodes: every node sees node 0's run folder, where every
+    // rank writes its part of a checkpoint. The problems, each naming a node.
+    std::vector<std::string> checkSharedRunFolder();
     common::Status startNodes(ClusterSink& sink);
     // Runs `work` for every node at once (a bounded pool), so one node's
     // network waits (at most the SSH timeout) never add up over nodes, then
@@ -154,10 +157,10 @@ private:
     SshTarget connectTarget(const Node& node) const;
     void dropSession(Node& node);
     void followEvents(ClusterSink& sink);
+    void eventsUnreadable(const common::Error& error, ClusterSink& sink);
     // Every node still running gets SIG`signal` at once; one that cannot be
     // reached now gets it on the first poll that reaches it.
     void signalNodes(const std::string& signal, ClusterSink& sink);
-    void eventsUnreadable(const common::Error& error, ClusterSink& sink);
     void sendPendingSignal(Node& node, bool now);
     bool allEnded() const;
 
@@ -179,10 +182,10 @@ private:
     std::unique_ptr<metrics::EventFileReader> m_events;
     uint64_t m_eventOffset = 0;
     uint64_t m_eventLine = 1;
+    std::string m_eventsProblem; // the last error reading them, said once
     metrics::RunHistory m_history;
     std::function<bool()> m_interrupted; // a stop or detach was asked for
     std::mutex m_sinkMutex; // the preflight's threads report through one sink
-    std::string m_eventsProblem; // the last error reading them, said once
     struct Stopping {
         std::optional<StopReason> reason; // why the run ends, once known
         std::chrono::steady_clock::time_point since{}, killAt{}, giveUpAt{}; // since: SIGTERM sent

@@ -28,6 +28,7 @@ struct ClusterLaunch::Node {
     SshTarget target;
     std::unique_ptr<SshSession> session;
     launch::RegistryEntry entry;
+    std::string factsRunDir; // the run config's output.dir as node-check resolved it there
     NodeState state = NodeState::Connecting;
     cluster_detail::Clock::time_point nextReconnect{};
     // A connect on a thread of its own: the supervisor's loop never waits

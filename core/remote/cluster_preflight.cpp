@@ -1,9 +1,12 @@
 // The preflight of a multi-node launch: every node checked at once, --sync,
 // and the master port (docs/LAUNCH.md).
+#include "common/text.h"
+#include "launch/node_facts.h"
 #include "launch/port_check.h"
 #include "remote/bounded_workers.h"
 #include "remote/cluster_launch.h"
 #include "remote/cluster_node.h"
+#include "remote/shared_run_folder.h"
 
 namespace tb::remote {
 
@@ -37,6 +40,8 @@ common::Status ClusterLaunch::preflight(ClusterSink& sink)
         sink.nodeState(update);
         all.insert(all.end(), problems[i].begin(), problems[i].end());
     }
+    if (all.empty())
+        all = checkSharedRunFolder();
     if (all.empty()) {
         if (common::Status port = checkMasterPort(sink); !port)
             all.push_back(port.error().message);
@@ -74,6 +79,7 @@ std::vector<std::string> ClusterLaunch::checkNode(Node& node, const launch::Node
     }
     if (!facts)
         return {facts.error().toString()};
+    node.factsRunDir = facts->runDir;
     return launch::compareNodeFacts(here, *facts, node.name(), int(node.host.slotIndices.size()));
 }
 
@@ -98,6 +104,35 @@ common::Status ClusterLaunch::syncInputs(Node& node, const launch::NodeFacts& he
         + std::to_string(summary->resumed) + " resumed, " + std::to_string(summary->bytesSent) + " bytes sent), "
         + std::to_string(summary->skipped) + " already equal");
     return common::Ok{};
+}
+
+std::vector<std::string> ClusterLaunch::checkSharedRunFolder()
+{
+    if (m_nodes.size() < 2)
+        return {};
+    Node& master = *m_nodes.front();
+    const std::string runDir = launch::trainerOutputDir(m_options.trainerArguments, master.factsRunDir);
+    const std::string shown = common::escapeControl(runDir);
+    const common::Result<std::string> marker = writeSharedMarker(*master.session, runDir, launch::newPortCheckNonce());
+    if (!marker)
+        return {master.name() + ": " + marker.error().toString()};
+    std::vector<std::string> problems(m_nodes.size());
+    forEachBounded(m_nodes.size() - 1, kPreflightWorkers, [&](size_t i) {
+        Node& node = *m_nodes[i + 1];
+        const common::Result<bool> seen = remotePathExists(*node.session, *marker);
+        if (!seen)
+            problems[i] = node.name() + ": cannot tell whether run folder " + shown + " is shared with node 0: "
+                + seen.error().message;
+        else if (!*seen)
+            problems[i] = node.name() + ": run folder " + shown + " is not shared with node 0 (node 0 wrote "
+                + common::escapeControl(*marker) + ", which this node does not see); every rank writes its part "
+                + "of a checkpoint there and rank 0 gathers them: put it on a file system every node mounts at "
+                + "the same path (NFS, Lustre, ...)";
+    });
+    if (const common::Status removed = removeRemoteFile(*master.session, *marker); !removed)
+        problems.back() = master.name() + ": " + removed.error().message;
+    std::erase(problems, std::string());
+    return problems;
 }
 
 common::Status ClusterLaunch::checkMasterPort(ClusterSink& sink)

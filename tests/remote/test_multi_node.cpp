@@ -140,6 +140,9 @@ private slots:
         QVERIFY2(run.exitCode == 0, qPrintable(run.err + run.out));
         QVERIFY(!QFile::exists(injected));
         QVERIFY2(run.err.contains(QStringLiteral("finished on every node")), qPrintable(run.err));
+        // The shared-folder check's marker, written where the run folder was made, is gone.
+        QCOMPARE(QDir(m_dir.filePath(awkward)).entryList({QStringLiteral(".tunebench-shared-*")}, QDir::Files | QDir::Hidden),
+            QStringList());
         // Rank 0's events came over SFTP, a line per step.
         QCOMPARE(run.out.count(QRegularExpression(QStringLiteral("^step \\d+/%1 ").arg(kSteps),
                      QRegularExpression::MultilineOption)),
@@ -178,6 +181,7 @@ private slots:
         QTest::newRow("master port unreachable") << 4 << "cannot reach the master port";
         QTest::newRow("dataset missing") << 5 << "tiny_instructions.jsonl is missing";
         QTest::newRow("master port taken") << 6 << "cannot be listened on";
+        QTest::newRow("run folder not shared") << 7 << "is not shared with node 0 (node 0 wrote ";
     }
 
     void preflightFailureStartsNothing()
@@ -191,6 +195,12 @@ private slots:
             second.fileOverlays << qMakePair(otherBuild(), kCliPath);
         if (failure == 5)
             second.hiddenFolders << QStringLiteral(TB_SOURCE_DIR "/resources/demo");
+        // Node 1's own disk where the run folder goes (review M6).
+        const QString separate = m_dir.filePath(QStringLiteral("separate"));
+        if (failure == 7) {
+            QVERIFY(QDir().mkpath(separate));
+            second.hiddenFolders << separate;
+        }
         Cluster cluster;
         const QString started = cluster.start({{}, second});
         QVERIFY2(started.isEmpty(), qPrintable(started));
@@ -208,17 +218,19 @@ private slots:
             holder.start(QStringLiteral("ip"), {QStringLiteral("netns"), QStringLiteral("exec"), cluster.hosts->ns(0),
                                                    kCliPath, QStringLiteral("node-check"), QStringLiteral("--listen"),
                                                    QStringLiteral("29511"), QStringLiteral("--peers"), QStringLiteral("100"),
+                                                   QStringLiteral("--nonce"), QStringLiteral("0123456789abcdef"),
                                                    QStringLiteral("--timeout"), QStringLiteral("60")});
             QVERIFY(holder.waitForStarted());
             QTRY_VERIFY_WITH_TIMEOUT(listensOn(cluster.hosts->ns(0), 29511), 10000);
         }
-        const std::string runDir = m_dir.filePath(QStringLiteral("preflight-%1").arg(failure)).toStdString();
+        const std::string runDir =
+            (failure == 7 ? separate + "/preflight-7" : m_dir.filePath(QStringLiteral("preflight-%1").arg(failure)))
+                .toStdString();
         arguments << QStringLiteral("--status-json");
         const CliOutcome run = tb::test::runProgram(kCliPath, arguments + trainerArguments(runDir), 120000);
         holder.kill();
         holder.waitForFinished();
         QCOMPARE(run.exitCode, 2);
-                                                   QStringLiteral("--nonce"), QStringLiteral("0123456789abcdef"),
         const QString node = failure == 6 ? QStringLiteral("node 0 (root@%1)").arg(cluster.hosts->address(0))
                                           : QStringLiteral("node 1 (root@%1)").arg(cluster.hosts->address(1));
         QVERIFY2(run.err.contains(node), qPrintable(run.err));
@@ -235,7 +247,8 @@ private slots:
                 qPrintable(run.out));
         }
         QVERIFY2(refused, qPrintable(run.out));
-        if (failure != 4 && failure != 6) { // the master port is the launch's problem, not one node's check
+        // The master port and the shared folder are the launch's checks, not one node's.
+        if (failure != 4 && failure != 6 && failure != 7) {
             const auto failed = std::find_if(statuses.begin(), statuses.end(), [](const auto& status) {
                 return status.type == tb::remote::LauncherStatus::Type::Node && status.node.node == 1
                     && status.node.state == tb::remote::NodeState::CheckFailed;
@@ -246,6 +259,8 @@ private slots:
         QVERIFY(cluster.registryEntries(0).isEmpty());
         QVERIFY(cluster.registryEntries(1).isEmpty());
         QVERIFY(!fs::exists(runDir));
+        if (failure == 7) // node 0's marker is gone again
+            QCOMPARE(QDir(separate).entryList(QDir::Files | QDir::Hidden), QStringList());
     }
 
     void killedNodeStopsTheOthers()
