@@ -27,6 +27,22 @@ bool parseInt(std::string_view text, int low, int high, int& out)
     return true;
 }
 
+// A user name is letters, digits, '.', '_' and '-', not starting with '-':
+// libssh expands it into a ProxyCommand's %r unchecked, where a shell reads
+// it (as OpenSSH's CVE-2023-51385), and an option-like name would reach ssh.
+std::string whyNotAUserName(const std::string& user)
+{
+    const auto allowed = [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_'
+            || c == '-';
+    };
+    if (!std::all_of(user.begin(), user.end(), allowed))
+        return "expected letters, digits, '.', '_' and '-' only";
+    if (user.front() == '-')
+        return "a user name does not start with '-'";
+    return {};
+}
+
 // "[user@]host[:port]"; an IPv6 address goes in brackets: "[fe80::1]:22".
 common::Status parseAddress(std::string_view text, HostSlots& node, const std::string& where)
 {
@@ -40,6 +56,8 @@ common::Status parseAddress(std::string_view text, HostSlots& node, const std::s
         rest.remove_prefix(at + 1);
         if (node.user.empty())
             return bad("an empty user before '@'");
+        if (const std::string why = whyNotAUserName(node.user); !why.empty())
+            return bad("user '" + common::escapeControl(node.user) + "': " + why);
     }
     std::string_view portText;
     if (rest.starts_with('[')) {

@@ -1,5 +1,6 @@
 #include "remote/ssh_session.h"
 
+#include "common/text.h"
 #include "launch/text_quote.h"
 
 #include <libssh/libssh.h>
@@ -11,7 +12,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <tuple>
 
 namespace tb::remote {
 
@@ -195,7 +198,63 @@ Error outputError(const std::string& where, const std::string& command)
         "there) printing something else?"};
 }
 
+// One option, refused with its name and value rather than ignored: an
+// unset known-hosts file would fall back to ~/.ssh/known_hosts, a host name
+// libssh rejects would fail later as "cannot read ~/.ssh/config".
+common::Status setOption(
+    ssh_session session, const SshTarget& target, ssh_options_e option, const void* value, const std::string& name,
+    const std::string& shown)
+{
+    if (ssh_options_set(session, option, value) == SSH_OK)
+        return common::Ok{};
+    return Error{target.describe() + ": libssh refused the option " + name + " '" + common::escapeControl(shown)
+            + "': " + sessionError(session),
+        {}};
+}
+
+common::Status setOptions(ssh_session session, const SshTarget& target)
+{
+    // Seconds and microseconds: a preflight of thousands of nodes may give
+    // each unreachable one less than a second.
+    const double seconds = std::max(0.1, target.timeoutSeconds);
+    const long timeout = static_cast<long>(seconds);
+    const long timeoutMicroseconds = static_cast<long>((seconds - double(timeout)) * 1e6);
+    const unsigned int port = static_cast<unsigned int>(target.port);
+    common::Status set = setOption(session, target, SSH_OPTIONS_HOST, target.host.c_str(), "Host", target.host);
+    // OpenSSH's client config (Host, HostName, User, Port, IdentityFile,
+    // ProxyJump), read first so what is given explicitly below wins, as on
+    // ssh's command line.
+    if (set && ssh_options_parse_config(session, nullptr) != SSH_OK)
+        return Error{target.describe() + ": cannot read ~/.ssh/config: " + sessionError(session), {}};
+    if (set && port > 0)
+        set = setOption(session, target, SSH_OPTIONS_PORT, &port, "Port", std::to_string(port));
+    if (set)
+        set = setOption(session, target, SSH_OPTIONS_TIMEOUT, &timeout, "Timeout", std::to_string(timeout));
+    if (set)
+        set = setOption(session, target, SSH_OPTIONS_TIMEOUT_USEC, &timeoutMicroseconds, "Timeout (microseconds)",
+            std::to_string(timeoutMicroseconds));
+    if (set && !target.user.empty())
+        set = setOption(session, target, SSH_OPTIONS_USER, target.user.c_str(), "User", target.user);
+    if (set && !target.knownHostsFile.empty())
+        set = setOption(session, target, SSH_OPTIONS_KNOWNHOSTS, target.knownHostsFile.c_str(), "UserKnownHostsFile",
+            target.knownHostsFile);
+    return set;
+}
+
 } // namespace
+
+std::string libsshVersionProblem(const char* running)
+{
+    const std::string text = running ? running : "";
+    int major = 0, minor = 0, micro = 0;
+    if (std::sscanf(text.c_str(), "%d.%d.%d", &major, &minor, &micro) != 3)
+        return "cannot tell the version of libssh from '" + text + "'; Tunebench needs 0.10.6 or newer";
+    if (std::make_tuple(major, minor, micro) >= std::make_tuple(0, 10, 6))
+        return {};
+    return "libssh " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(micro)
+        + " is too old: Tunebench needs 0.10.6 or newer (host name checks of CVE-2023-6004, the Terrapin "
+          "mitigation of CVE-2023-48795)";
+}
 
 SshSession::Bounded::Bounded(SshSession& session)
     : m_session(session)
@@ -228,30 +287,14 @@ std::string SshSession::failureReason(std::string otherwise) const
 
 common::Result<std::unique_ptr<SshSession>> SshSession::connect(const SshTarget& target)
 {
+    if (const std::string old = libsshVersionProblem(ssh_version(0)); !old.empty())
+        return Error{target.describe() + ": " + old, "install libssh 0.10.6 or newer (libssh-4 on Debian 12)"};
     ssh_session session = ssh_new();
     if (!session)
         return Error{target.describe() + ": cannot create an SSH session", {}};
     std::unique_ptr<SshSession> owner(new SshSession(target, session));
-    // Seconds and microseconds: a preflight of thousands of nodes may give
-    // each unreachable one less than a second.
-    const double seconds = std::max(0.1, target.timeoutSeconds);
-    const long timeout = static_cast<long>(seconds);
-    const long timeoutMicroseconds = static_cast<long>((seconds - double(timeout)) * 1e6);
-    const unsigned int port = static_cast<unsigned int>(target.port);
-    ssh_options_set(session, SSH_OPTIONS_HOST, target.host.c_str());
-    // OpenSSH's client config (Host, HostName, User, Port, IdentityFile,
-    // ProxyJump), read first so what is given explicitly below wins, as on
-    // ssh's command line.
-    if (ssh_options_parse_config(session, nullptr) != SSH_OK)
-        return Error{target.describe() + ": cannot read ~/.ssh/config: " + sessionError(session), {}};
-    if (port > 0)
-        ssh_options_set(session, SSH_OPTIONS_PORT, &port);
-    ssh_options_set(session, SSH_OPTIONS_TIMEOUT, &timeout);
-    ssh_options_set(session, SSH_OPTIONS_TIMEOUT_USEC, &timeoutMicroseconds);
-    if (!target.user.empty())
-        ssh_options_set(session, SSH_OPTIONS_USER, target.user.c_str());
-    if (!target.knownHostsFile.empty())
-        ssh_options_set(session, SSH_OPTIONS_KNOWNHOSTS, target.knownHostsFile.c_str());
+    if (common::Status set = setOptions(session, target); !set)
+        return set.error();
     if (ssh_connect(session) != SSH_OK)
         return Error{target.describe() + ": cannot connect: " + sessionError(session),
             "is the machine up, sshd listening on that port, and the address right?"};
@@ -259,7 +302,7 @@ common::Result<std::unique_ptr<SshSession>> SshSession::connect(const SshTarget&
         return known.error();
     if (auto accepted = authenticate(session, target); !accepted)
         return accepted.error();
-    keepAlive(ssh_get_fd(session), std::max(1L, timeout));
+    keepAlive(ssh_get_fd(session), std::max(1L, static_cast<long>(target.timeoutSeconds)));
     return owner;
 }
 

@@ -25,6 +25,11 @@ struct [[nodiscard]] CommandResult {
     std::string errorOutput; // stderr
 };
 
+// Empty when `running` (ssh_version(0): "0.10.6/openssl/zlib") is libssh
+// 0.10.6 or newer, else why it will not do. The build requires 0.10.6 too
+// (CMakeLists.txt); this catches an older library loaded at run time.
+std::string libsshVersionProblem(const char* running);
+
 // One authenticated SSH connection. Use it from one thread at a time.
 class SshSession {
 public:

@@ -85,6 +85,11 @@ private slots:
         QTest::newRow("bad port") << "a:99999 slots=1" << "hosts:1: host 'a:99999': port '99999' is not 1 to 65535";
         QTest::newRow("empty port") << "a: slots=1" << "port '' is not 1 to 65535";
         QTest::newRow("empty user") << "@a slots=1" << "an empty user before '@'";
+        QTest::newRow("user with ;") << "a;b@h slots=1"
+                                     << "hosts:1: host 'a;b@h': user 'a;b': expected letters, digits, '.', '_' and '-' only";
+        QTest::newRow("user with a command") << "x$(touch${IFS}/tmp/p)@h slots=1"
+                                             << "user 'x$(touch${IFS}/tmp/p)': expected letters, digits";
+        QTest::newRow("user like an option") << "-x@h slots=1" << "a user name does not start with '-'";
         QTest::newRow("no host") << "u@:22 slots=1" << "no host name";
         QTest::newRow("unclosed bracket") << "[fe80::1 slots=1" << "a '[' without its ']'";
         QTest::newRow("nothing") << "# only a comment\n\n" << "hosts: no hosts";
