@@ -11,20 +11,13 @@
 // to 4.6.
 namespace tb::plan::detail {
 
-namespace {
-
-// Bytes of activations one decoder layer keeps for backward, and its parts.
-struct LayerActivations {
-    double norms = 0, attention = 0, mlp = 0, lora = 0, scores = 0;
-    double total() const { return norms + attention + mlp + lora; }
-};
-
 // Bytes per score element eager attention keeps for backward: the fp32
 // softmax output and, below fp32, its 16-bit copy that P.V reads; with a
-// softcap also tanh's output.
+// softcap also tanh's output. The scores are in the attention's dtype:
+// autocast's 16 bits, or the hidden states' under the Hugging Face Trainer.
 double scoreBytesPerElement(const PlanContext& ctx)
 {
-    const double a = ctx.act;
+    const double a = ctx.autocast ? 2 : ctx.hf ? ctx.streamBytes : ctx.act;
     return (a == 4 ? 4 : 4 + a) + (ctx.softcappedScores ? a : 0);
 }
 
@@ -46,8 +39,12 @@ double expertActivations(const PlanContext& ctx, bool savesInputs)
     return bytes;
 }
 
+namespace {
+
 LayerActivations layerActivations(const PlanContext& ctx)
 {
+    if (ctx.hf)
+        return hfLayerActivations(ctx);
     const model::ModelSpec& m = ctx.model;
     const double t = ctx.tokensPerMicro;
     const double a = ctx.act;
@@ -110,20 +107,21 @@ LayerActivations layerActivations(const PlanContext& ctx)
 }
 
 // The logits and the loss at log-softmax's backward, by how the loss treats
-// them; each byte count is said as it is summed.
-void addLogits(const PlanContext& ctx, MemoryBuilder& b)
+// them.
+double logitsBytes(const PlanContext& ctx)
 {
     const double a = ctx.act;
-    const double t = ctx.tokensPerMicro;
-    const double tv = t * double(ctx.model.vocabSize);
+    const double tv = ctx.tokensPerMicro * double(ctx.model.vocabSize);
     const double k = std::max(1, ctx.in.lossChunks);
     double logits = 0;
-    switch (ctx.in.loss) {
+    // The Hugging Face Trainer drops the model's output before backward.
+    const double kept = ctx.hf ? 0 : a;
+    switch (ctx.loss) {
     case LossMode::FullFp32:
         // At log-softmax's backward: the 16-bit logits (the model output
         // keeps them), the saved fp32 log-probs, the incoming fp32 gradient
         // and the fp32 gradient it produces.
-        logits = (a + 12) * tv;
+        logits = (kept + 12) * tv;
         break;
     case LossMode::Chunked:
         logits = (a + 4) * tv + 8 * tv / k;
@@ -131,18 +129,35 @@ void addLogits(const PlanContext& ctx, MemoryBuilder& b)
     case LossMode::Fused:
         logits = (a + 8) * tv / k;
         break;
+    case LossMode::Auto:
+        break; // resolved in the context
     }
+    return logits;
+}
+
+// The same, each byte count said as it is summed.
+void addLogits(const PlanContext& ctx, MemoryBuilder& b)
+{
+    const double a = ctx.act;
+    const double t = ctx.tokensPerMicro;
+    const double tv = t * double(ctx.model.vocabSize);
+    const double k = std::max(1, ctx.in.lossChunks);
+    const double logits = logitsBytes(ctx);
     if (auto* c = b.add("logits", MemoryCategory::Logits, "Logits and loss", logits, kSrcLoss);
         c && ctx.explain) {
         Line l(c->explanation);
         l << Count{t} << " tokens x " << Count{double(ctx.model.vocabSize)}
           << " vocab = " << Count{tv} << " logits; ";
-        if (ctx.in.loss == LossMode::FullFp32)
+        if (ctx.loss == LossMode::FullFp32 && ctx.hf)
+            l << "whole batch upcast, the output dropped before backward (the Trainer's "
+                 "compute_loss): fp32 log-softmax 4 B + its fp32 incoming and outgoing "
+                 "gradients 4 B + 4 B = 12 B each";
+        else if (ctx.loss == LossMode::FullFp32)
             l << Fixed{a, 0} << " B " << ctx.actName
               << " logits kept by the model output + whole batch upcast: fp32 log-softmax 4 B "
                  "+ its fp32 incoming and outgoing gradients 4 B + 4 B = "
               << Fixed{a + 12, 0} << " B each";
-        else if (ctx.in.loss == LossMode::Chunked)
+        else if (ctx.loss == LossMode::Chunked)
             l << Fixed{a, 0} << " B " << ctx.actName
               << " logits + 4 B fp32 log-probs kept for backward + 8 B fp32 work for 1 of "
               << int(k) << " chunks";
@@ -165,8 +180,13 @@ void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b)
     const double h = double(ctx.model.hiddenSize);
     const double finalNorm = 4 * t * h + 4 * t + (ctx.full ? 2 * a * t * h : 0);
     double activations = 0;
+    const double stored = ctx.hf ? ctx.streamBytes : a; // a checkpointed layer's input
+    // Under the Hugging Face Trainer the first layer is recomputed after the
+    // loss's backward has freed its buffers: only what exceeds them counts.
+    const double recomputed =
+        ctx.hf ? std::max(0.0, layer.total() - logitsBytes(ctx)) : layer.total();
     if (ctx.in.gradientCheckpointing)
-        activations = L * a * t * h + layer.total() + finalNorm;
+        activations = L * stored * t * h + recomputed + finalNorm;
     else
         activations = L * layer.total() + finalNorm;
     if (auto* c =
@@ -181,8 +201,11 @@ void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b)
             l << " + LoRA " << Bytes{layer.lora};
         l << " = " << Bytes{layer.total()};
         if (ctx.in.gradientCheckpointing)
-            l << "; checkpointing: " << int(L) << " layer inputs x " << Bytes{a * t * h}
-              << " + 1 layer recomputed";
+            l << "; checkpointing: " << int(L) << " layer inputs x " << Bytes{stored * t * h}
+              << " + 1 layer recomputed"
+              << (ctx.hf ? " (after the loss's buffers are freed: " + common::formatBytes(recomputed)
+                          + " beyond them)"
+                         : "");
         else
             l << " x " << int(L) << " layers";
         l << " + final norm " << Bytes{finalNorm} << " = " << Bytes{activations};
@@ -206,6 +229,13 @@ void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b)
                                               "scores, which no fused kernel of our trainer does"
                                             : "");
     }
+    if (auto* c = b.add("autocast_copies", MemoryCategory::Activations,
+            "Autocast's 16-bit weight copies", hfAutocastCopies(ctx), kSrcHfTrainer);
+        c && ctx.explain)
+        Line(c->explanation) << "torch.autocast casts each fp32 weight it multiplies once a "
+                                "forward and saves the copy for backward: the adapters"
+                             << (ctx.kbitUpcast ? " and the fp32 lm_head" : "") << " x 2 B = "
+                             << Bytes{c->bytes};
     addLogits(ctx, b);
 }
 

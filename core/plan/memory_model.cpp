@@ -63,7 +63,14 @@ void gradientsAtPeak(const PlanContext& ctx, PlanResult& r)
         if (grads.key != "gradients")
             continue;
         const double firstParams = ctx.full ? double(ctx.counts.largestLayer) : ctx.loraPerLayer;
-        const double first = std::min(grads.bytes, firstParams * grads.bytes / ctx.trainable);
+        double first = std::min(grads.bytes, firstParams * grads.bytes / ctx.trainable);
+        if (ctx.hf) {
+            // They are made after the loss's backward has freed its buffers,
+            // beside the logits' fp32 gradient: only what exceeds them counts.
+            const MemoryComponent* logits = r.component("logits");
+            const double tv = ctx.tokensPerMicro * double(ctx.model.vocabSize);
+            first = std::max(0.0, first + 4 * tv - (logits ? logits->bytes : 0));
+        }
         if (ctx.explain)
             grads.explanation += "; only the first module's gradients, "
                 + common::formatBytes(first)
@@ -97,7 +104,7 @@ double masterBytes(const PlanContext& ctx)
 // weights and gradients plus fp32 master; LoRA adapters live in fp32.
 HostStates ddpStates(const PlanContext& ctx, MemoryBuilder& b)
 {
-    const double trainWork = ctx.lora && ctx.mixed ? 4 : workBytes(ctx);
+    const double trainWork = ctx.lora ? ctx.adapterBytes : workBytes(ctx);
     const double trainMaster = ctx.lora ? 0 : masterBytes(ctx);
     const double grad = trainWork;
     const bool offOpt = ctx.in.offload != Offload::None;
@@ -111,7 +118,7 @@ HostStates ddpStates(const PlanContext& ctx, MemoryBuilder& b)
     // before the optimizer reads them.
     const bool masterGrads = ctx.in.engine == Engine::Tunebench && trainMaster > 0;
     addGradients(b, grad, masterGrads ? trainMaster : 0, 1,
-        ctx.lora && ctx.mixed ? " (fp32 adapter gradients)"
+        ctx.lora && trainWork == 4 && ctx.act != 4 ? " (fp32 adapter gradients)"
             : masterGrads     ? " (16-bit gradients + fp32 master gradients, Tunebench's trainer)"
                               : "");
     if (!offOpt) {

@@ -47,6 +47,23 @@ void addPhases(const PlanContext& ctx, PlanResult& r, Sharding planned, double a
 PhasePeak optimizerStepPhase(const PlanContext& ctx, PlanResult& r, double persistent,
     double allGradients, double outsideAllocator);
 
+// Bytes of activations one decoder layer keeps for backward, and its parts.
+struct LayerActivations {
+    double norms = 0, attention = 0, mlp = 0, lora = 0, scores = 0;
+    double total() const { return norms + attention + mlp + lora; }
+};
+
+// Bytes per score element eager attention keeps for backward, and a
+// mixture of experts' MLP (activation_memory.cpp).
+double scoreBytesPerElement(const PlanContext& ctx);
+double expertActivations(const PlanContext& ctx, bool savesInputs);
+
+// A decoder layer of a transformers model with peft's adapters as the
+// Hugging Face Trainer runs it (hf_activations.cpp, docs/PLANNER.md 4.14),
+// and the 16-bit copies autocast makes of fp32 weights for the step.
+LayerActivations hfLayerActivations(const PlanContext& ctx);
+double hfAutocastCopies(const PlanContext& ctx);
+
 // Activations, eager attention scores, logits and loss, appended to the
 // builder's result.
 void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b);

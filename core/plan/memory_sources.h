@@ -19,6 +19,9 @@ inline constexpr const char* kSrcQlora =
     "QLoRA (Dettmers et al. 2023) Sec. 2: NF4, blocks of 64, double quantization";
 inline constexpr const char* kSrcAct =
     "Korthikanti et al. 2022 Sec. 4, per tensor for Llama blocks (docs/PLANNER.md)";
+inline constexpr const char* kSrcHfTrainer =
+    "docs/PLANNER.md 4.14: transformers, peft and bitsandbytes as the Hugging Face Trainer runs "
+    "them, held against PyTorch's saved tensors (tests/reference/hf_step_peak.py)";
 inline constexpr const char* kSrcEager =
     "Korthikanti et al. 2022 Sec. 4: 5as^2b with dropout; here fp32 softmax + 16-bit probabilities";
 inline constexpr const char* kSrcLoss = "docs/PLANNER.md, Logits: HF ForCausalLMLoss / torchtune "

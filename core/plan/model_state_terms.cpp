@@ -65,7 +65,7 @@ const char* stateSource(Sharding s)
 void addFrozenBase(MemoryBuilder& b, const WeightLayout& layout)
 {
     const PlanContext& ctx = b.ctx;
-    const Term base{ctx.frozen16, "params", ctx.frozenBytes, ctx.actName, layout.frozenDivisor};
+    const Term base{ctx.frozen16, "params", ctx.frozenBytes, ctx.frozenName, layout.frozenDivisor};
     const Term nf4{ctx.quantized, "block weights", kNf4BytesPerParam, "NF4", layout.frozenDivisor};
     if (auto* c = b.add("weights", MemoryCategory::Weights, "Frozen base weights",
             base.bytes() + (ctx.qlora ? nf4.bytes() : 0), stateSource(ctx.in.sharding));

@@ -203,11 +203,26 @@ void sizeElements(PlanContext& ctx)
     ctx.act = p == Precision::Fp32 ? 4 : 2;
     ctx.actName = p == Precision::Fp32 ? "fp32" : p == Precision::Fp16Mixed ? "fp16" : "bf16";
     ctx.frozenBytes = p == Precision::Fp32 ? 4 : 2;
+    ctx.frozenName = ctx.actName;
+    ctx.hf = ctx.in.engine == Engine::HfTrainer;
+    ctx.autocast = ctx.hf && ctx.mixed;
+    // TRL and the peft recipes prepare an unsharded 4-bit model for training:
+    // every parameter that is not 4-bit becomes fp32, so the embeddings, and
+    // with them the hidden states, are fp32 (4.14).
+    ctx.kbitUpcast = ctx.hf && ctx.qlora;
+    if (ctx.kbitUpcast) {
+        ctx.frozenBytes = 4;
+        ctx.frozenName = "fp32";
+    }
+    ctx.streamBytes = ctx.kbitUpcast ? 4 : ctx.act;
+    // peft keeps adapters in fp32 (autocast_adapter_dtype); our trainer and
+    // the reference engines keep them in the working dtype unless mixed.
+    ctx.adapterBytes = ctx.lora && (ctx.mixed || ctx.hf) ? 4 : p == Precision::Fp32 ? 4 : 2;
     const DataProfile& data = ctx.in.data;
     ctx.peakSeqLen = data.measured() ? double(data.longestRow) : double(std::max(1, ctx.in.seqLen));
     ctx.meanSeqLen = data.measured() ? double(data.batchTokens) / double(data.rows) : ctx.peakSeqLen;
     ctx.tokensPerMicro = double(std::max(1, ctx.in.microBatch)) * ctx.peakSeqLen;
-    ctx.optimizerStateBytes = p == Precision::Bf16 ? 2 : 4;
+    ctx.optimizerStateBytes = p == Precision::Bf16 && ctx.adapterBytes != 4 ? 2 : 4;
     switch (ctx.in.optimizer) {
     case Optimizer::AdamW:
         ctx.optimizerBytes = 2 * ctx.optimizerStateBytes;
@@ -244,6 +259,16 @@ void resolveOptimizerKernel(PlanContext& ctx)
         : isZero(ctx.in.sharding)
         ? "DeepSpeed's FusedAdam"
         : "the Hugging Face Trainer's default optim (adamw_torch_fused from PyTorch 2.8)";
+}
+
+// How the loss treats the logits when the input leaves it to the engine:
+// transformers upcasts the whole batch's logits (the Hugging Face Trainer);
+// our trainer and the reference plans chunk it.
+void resolveLoss(PlanContext& ctx)
+{
+    ctx.loss = ctx.in.loss != LossMode::Auto ? ctx.in.loss
+        : ctx.hf                             ? LossMode::FullFp32
+                                             : LossMode::Chunked;
 }
 
 // The dense peak the precision runs at, and the share of it achieved.
@@ -299,6 +324,7 @@ PlanContext makeContext(const PlanInput& in, const model::ModelSpec& model, cons
     layOut(ctx);
     sizeElements(ctx);
     resolveOptimizerKernel(ctx);
+    resolveLoss(ctx);
     ratePeak(ctx);
     chooseAttention(ctx);
     return ctx;

@@ -63,6 +63,17 @@ struct PlanContext {
     double act = 2; // bytes per activation element
     const char* actName = "bf16";
     double frozenBytes = 2; // bytes per frozen 16-bit parameter
+    const char* frozenName = "bf16";
+    double adapterBytes = 2; // bytes per LoRA parameter and its gradient
+    // The Hugging Face Trainer with peft (engine hf-trainer, 4.14): matmuls
+    // under torch.autocast (bf16=True / fp16=True), QLoRA's fp32 casts of
+    // every parameter left unquantised (prepare_model_for_kbit_training),
+    // and the hidden states' bytes per element that follow from both.
+    bool hf = false;
+    bool autocast = false;
+    bool kbitUpcast = false;
+    double streamBytes = 2;
+    LossMode loss = LossMode::Chunked; // the input's, auto resolved
     // The row length the largest micro-batch is padded to (the run's longest
     // row when its data was read, else seq_len), and the mean one.
     double peakSeqLen = 0;

@@ -31,12 +31,14 @@ constexpr std::array kOptimizerKernels = {
 constexpr std::array kAttentions = {Spelling<Attention>{Attention::Eager, "eager"},
     Spelling<Attention>{Attention::Sdpa, "sdpa"}, Spelling<Attention>{Attention::Sdpa, "flash"},
     Spelling<Attention>{Attention::Sdpa, "flash_attention_2"}};
-constexpr std::array kLossModes = {Spelling<LossMode>{LossMode::FullFp32, "full-fp32"},
+constexpr std::array kLossModes = {Spelling<LossMode>{LossMode::Auto, "auto"},
+    Spelling<LossMode>{LossMode::FullFp32, "full-fp32"},
     Spelling<LossMode>{LossMode::Chunked, "chunked"}, Spelling<LossMode>{LossMode::Fused, "fused"},
     Spelling<LossMode>{LossMode::FullFp32, "hf"}};
 constexpr std::array kEngines = {Spelling<Engine>{Engine::Reference, "reference"},
     Spelling<Engine>{Engine::Tunebench, "tunebench"}, Spelling<Engine>{Engine::Reference, "deepspeed"},
-    Spelling<Engine>{Engine::Reference, "fsdp"}};
+    Spelling<Engine>{Engine::HfTrainer, "hf-trainer"}, Spelling<Engine>{Engine::Reference, "fsdp"},
+    Spelling<Engine>{Engine::HfTrainer, "transformers"}, Spelling<Engine>{Engine::HfTrainer, "trl"}};
 
 // Any case, surrounding space ignored: the CLI and GUI spellings.
 template <typename Enum, size_t N>
@@ -192,6 +194,30 @@ std::int64_t PlanInput::trainingTokens() const
     return total >= 9.0e18 ? std::int64_t(9.0e18) : std::int64_t(std::llround(total));
 }
 
+namespace {
+
+// What the Hugging Face Trainer plan does not describe, each with where to
+// plan it instead.
+void refuseForHfTrainer(const PlanInput& in, std::vector<std::string>& problems)
+{
+    if (in.sharding != Sharding::Ddp || in.offload != Offload::None)
+        problems.push_back("engine: hf-trainer plans one GPU or DDP, expected sharding ddp and "
+                           "offload none (under ZeRO or FSDP the states are DeepSpeed's or FSDP's: "
+                           "engine reference)");
+    if (in.loss == LossMode::Chunked)
+        problems.push_back("loss: chunked, expected auto, full-fp32 or fused with engine "
+                           "hf-trainer (transformers computes the loss on the whole batch's fp32 "
+                           "logits; fused is Liger's kernel, use_liger_kernel)");
+    const bool mixed = in.precision == Precision::Bf16Mixed || in.precision == Precision::Fp16Mixed;
+    if (in.method == Method::Full && mixed)
+        problems.push_back(std::string("precision: ") + std::string(toString(in.precision))
+            + " with method full, expected bf16 or fp32 with engine hf-trainer (the Trainer's "
+              "bf16=True over a model loaded in fp32 keeps autocast copies not planned; a model "
+              "loaded in bf16 is planned as bf16)");
+}
+
+} // namespace
+
 common::Status validatePlanInput(const PlanInput& in)
 {
     std::vector<std::string> problems;
@@ -219,6 +245,8 @@ common::Status validatePlanInput(const PlanInput& in)
     if (in.optimizerKernel == OptimizerKernel::Foreach && in.engine == Engine::Tunebench)
         problems.push_back("optimizer_kernel: foreach, expected fused or auto with engine "
                            "tunebench (Tunebench's trainer runs the fused kernel)");
+    if (in.engine == Engine::HfTrainer)
+        refuseForHfTrainer(in, problems);
     if (const auto refused = common::checkOffload(in.sharding, in.offload))
         problems.push_back(refused->field + ": " + refused->problem + " (" + refused->hint + ")");
     if (problems.empty())

@@ -46,6 +46,7 @@ enum class Attention {
 };
 
 enum class LossMode {
+    Auto, // what the engine computes: full-fp32 for the Hugging Face Trainer, else chunked
     FullFp32, // the whole batch's logits upcast to fp32 (Hugging Face Trainer)
     Chunked, // fp32 only chunk by chunk (torchtune; Tunebench's trainer)
     Fused, // linear + cross-entropy fused per chunk: full logits never exist (Liger)
@@ -90,7 +91,12 @@ struct FsdpSettings {
 // trainer, which every export runs and whose run_start prediction this is;
 // its ZeRO-3 is FSDP's full sharding over the same per-layer units, with no
 // DeepSpeed buckets or live-parameter budget (docs/DISTRIBUTED.md).
-enum class Engine { Reference, Tunebench };
+// HfTrainer: a transformers model with peft's adapters under the Hugging
+// Face Trainer (or TRL's SFTTrainer) on one GPU or DDP, as the versions of
+// packaging/python-reference.txt run it: fp32 adapters, QLoRA's fp32 casts
+// (prepare_model_for_kbit_training), the loss on the whole batch's logits
+// (docs/PLANNER.md 4.14).
+enum class Engine { Reference, Tunebench, HfTrainer };
 
 // The run's own training data, read and batched as our trainer batches it
 // (launch/run_data_profile.h; plan --from-run): one epoch over every rank.
@@ -122,7 +128,7 @@ struct PlanInput {
 
     bool gradientCheckpointing = true; // recompute every decoder layer in backward
     Attention attention = Attention::Sdpa;
-    LossMode loss = LossMode::Chunked;
+    LossMode loss = LossMode::Auto;
     int lossChunks = 8; // chunks of the chunked / fused loss (torchtune uses 8)
     // DDP's gradient_as_bucket_view: when false (PyTorch's default) the
     // all-reduce buckets are a second copy of the gradients.
@@ -172,7 +178,7 @@ std::string_view toString(Optimizer value);
 std::string_view toString(OptimizerKernel value); // "auto", "foreach", "fused"
 std::string_view toString(Attention value);
 std::string_view toString(LossMode value);
-std::string_view toString(Engine value); // "reference", "tunebench"
+std::string_view toString(Engine value); // "reference", "tunebench", "hf-trainer"
 
 std::optional<Method> parseMethod(std::string_view text);
 std::optional<Precision> parsePrecision(std::string_view text);

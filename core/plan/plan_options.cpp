@@ -52,12 +52,16 @@ const PlanOption kOptions[] = {
     {"gradient_checkpointing", "grad-ckpt", "activation checkpointing on every layer", "", 0, 0, 0,
         TB_FIELD(gradientCheckpointing)},
     {"attention", "attention", "attention kernel", "", 0, 0, 0, TB_FIELD(attention)},
-    {"loss", "loss", "how the loss treats logits", "", 0, 0, 0, TB_FIELD(loss)},
+    {"loss", "loss",
+        "how the loss treats logits (auto: full-fp32 for hf-trainer, which transformers "
+        "computes, else chunked)",
+        "", 0, 0, 0, TB_FIELD(loss)},
     {"loss_chunks", "loss-chunks", "chunks of the chunked or fused loss", "", 1, 4096, 0,
         TB_FIELD(lossChunks)},
     {"engine", "engine",
         "whose implementation the memory model follows: reference (DeepSpeed's ZeRO, PyTorch's "
-        "FSDP) or tunebench (Tunebench's trainer)",
+        "FSDP), tunebench (Tunebench's trainer) or hf-trainer (the Hugging Face Trainer or TRL "
+        "with peft, one GPU or DDP)",
         "", 0, 0, 0, TB_FIELD(engine)},
     {"ddp_bucket_view", "ddp-bucket-view",
         "DDP's gradient_as_bucket_view (off: the buckets are a second copy of the gradients)", "",

@@ -144,8 +144,8 @@ double gradientCommBytes(const PlanContext& ctx)
 {
     if (ctx.in.sharding != Sharding::Ddp)
         return ctx.act;
-    if (ctx.lora && ctx.mixed)
-        return 4; // fp32 adapters
+    if (ctx.lora)
+        return ctx.adapterBytes;
     return ctx.precision == Precision::Fp32 ? 4 : 2;
 }
 

@@ -26,8 +26,9 @@ std::string planFileWith(const PlanOption& option, const std::string& text)
     const std::string_view section = plan::sectionOf(option);
     const std::string line = std::string(plan::nameInSection(option)) + ": " + value + "\n";
     std::string file = option.key == "model" ? "" : "model: Llama-3.1-8B\n";
-    if (option.key != "sharding")
-        file += "sharding: zero3\n"; // every offload is valid with it
+    // Every offload is valid with ZeRO-3; every engine but hf-trainer (DDP only).
+    if (option.key != "sharding" && option.key != "engine")
+        file += "sharding: zero3\n";
     if (section.empty())
         file += line;
     file += "dataset:\n";

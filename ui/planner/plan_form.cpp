@@ -268,12 +268,14 @@ QWidget* PlanForm::createParallelismGroup()
         box, "attention", {{plan::Attention::Sdpa, tr("SDPA / flash (no score matrix)")},
               {plan::Attention::Eager, tr("eager (stores scores)")}});
     m_loss = enumCombo<plan::LossMode>(
-        box, "loss", {{plan::LossMode::Chunked, tr("chunked cross-entropy")},
+        box, "loss", {{plan::LossMode::Auto, tr("as the trainer computes it")},
+              {plan::LossMode::Chunked, tr("chunked cross-entropy")},
               {plan::LossMode::FullFp32, tr("full fp32 logits (HF Trainer)")},
               {plan::LossMode::Fused, tr("fused linear + CE")}});
     m_engine = enumCombo<plan::Engine>(
         box, "engine", {{plan::Engine::Reference, tr("DeepSpeed ZeRO / PyTorch FSDP")},
-              {plan::Engine::Tunebench, tr("Tunebench's trainer")}});
+              {plan::Engine::Tunebench, tr("Tunebench's trainer")},
+              {plan::Engine::HfTrainer, tr("Hugging Face Trainer + peft")}});
     m_engine->setObjectName(QStringLiteral("engineCombo"));
 
     m_vmSize = new QComboBox(box);

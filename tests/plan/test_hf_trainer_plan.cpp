@@ -1,0 +1,141 @@
+#include "plan/catalog.h"
+#include "plan/estimator.h"
+
+#include <QtTest>
+
+// The hf-trainer engine's rules one at a time (docs/PLANNER.md 4.14), on a
+// preset; tests/reference/test_hf_step_peak holds their sum against the
+// Hugging Face stack's measured step.
+using namespace tb;
+
+Q_DECLARE_METATYPE(tb::plan::PlanInput)
+
+namespace {
+
+plan::PlanInput hfInput(plan::Method method, plan::Precision precision)
+{
+    plan::PlanInput in;
+    in.model = "Llama-3.1-8B";
+    in.method = method;
+    in.precision = precision;
+    in.engine = plan::Engine::HfTrainer;
+    in.gpu = "A100-80GB-SXM";
+    in.vmSize.clear();
+    in.microBatch = 2;
+    in.seqLen = 1024;
+    in.gradAccum = 1;
+    return in;
+}
+
+plan::PlanResult planOf(const plan::PlanInput& in)
+{
+    static const common::Result<plan::Catalog> catalog =
+        plan::Catalog::load(TB_SOURCE_DIR "/presets");
+    if (!catalog.ok())
+        qFatal("%s", catalog.error().message.c_str());
+    common::Result<plan::PlanResult> r = plan::planFromCatalog(in, *catalog);
+    if (!r.ok())
+        qFatal("%s", r.error().message.c_str());
+    return std::move(*r);
+}
+
+double bytesOf(const plan::PlanResult& r, std::string_view key)
+{
+    const plan::MemoryComponent* c = r.component(key);
+    return c ? c->bytes : 0;
+}
+
+} // namespace
+
+class TestHfTrainerPlan : public QObject {
+    Q_OBJECT
+
+private slots:
+    // prepare_model_for_kbit_training makes every parameter that is not
+    // 4-bit fp32: Llama-3.1-8B's embeddings, head and norms (1.05 B).
+    void qloraUpcastsWhatIsNotQuantized()
+    {
+        const plan::PlanResult hf = planOf(hfInput(plan::Method::Qlora, plan::Precision::Bf16));
+        plan::PlanInput referenceIn = hfInput(plan::Method::Qlora, plan::Precision::Bf16);
+        referenceIn.engine = plan::Engine::Reference;
+        referenceIn.loss = plan::LossMode::FullFp32;
+        const plan::PlanResult reference = planOf(referenceIn);
+        const double unquantized = 2.0 * 128256 * 4096 + 65.0 * 4096; // embed, head, norms
+        QCOMPARE(bytesOf(hf, "weights") - bytesOf(reference, "weights"), 2 * unquantized);
+    }
+
+    // peft keeps adapters in fp32 whatever the model's dtype: weights,
+    // gradients and AdamW's states at 4 B.
+    void adaptersAreFp32()
+    {
+        const plan::PlanResult hf = planOf(hfInput(plan::Method::Lora, plan::Precision::Bf16));
+        const double trainable = double(hf.paramsTrainable);
+        QCOMPARE(bytesOf(hf, "lora_weights"), 4 * trainable);
+        QCOMPARE(bytesOf(hf, "optimizer"), 8 * trainable);
+    }
+
+    // The Trainer drops the model's output before backward: the loss holds
+    // 12 B per logit at its peak, not the 14 of a loop that keeps it.
+    void theLossIsTheWholeBatchsFp32Logits()
+    {
+        const plan::PlanResult hf = planOf(hfInput(plan::Method::Lora, plan::Precision::Bf16));
+        QCOMPARE(bytesOf(hf, "logits"), 12.0 * 2 * 1024 * 128256);
+    }
+
+    void autocastCopiesOnlyUnderMixedPrecision_data()
+    {
+        QTest::addColumn<plan::PlanInput>("input");
+        QTest::addColumn<double>("copies");
+        const plan::PlanInput lora = hfInput(plan::Method::Lora, plan::Precision::Bf16Mixed);
+        const double loraParams = double(planOf(lora).paramsTrainable);
+        QTest::addRow("lora bf16-mixed: the adapters") << lora << 2 * loraParams;
+        QTest::addRow("qlora bf16-mixed: the adapters and the fp32 head")
+            << hfInput(plan::Method::Qlora, plan::Precision::Bf16Mixed)
+            << 2 * (loraParams + 128256.0 * 4096);
+        QTest::addRow("lora bf16: none") << hfInput(plan::Method::Lora, plan::Precision::Bf16)
+                                         << 0.0;
+    }
+    void autocastCopiesOnlyUnderMixedPrecision()
+    {
+        QFETCH(plan::PlanInput, input);
+        QFETCH(double, copies);
+        QCOMPARE(bytesOf(planOf(input), "autocast_copies"), copies);
+    }
+
+    void refusesWhatItDoesNotPlan_data()
+    {
+        QTest::addColumn<plan::PlanInput>("input");
+        QTest::addColumn<QString>("message");
+        plan::PlanInput zero3 = hfInput(plan::Method::Lora, plan::Precision::Bf16);
+        zero3.sharding = plan::Sharding::Zero3;
+        QTest::addRow("zero3") << zero3 << "expected sharding ddp and offload none";
+        plan::PlanInput chunked = hfInput(plan::Method::Lora, plan::Precision::Bf16);
+        chunked.loss = plan::LossMode::Chunked;
+        QTest::addRow("chunked loss") << chunked << "loss: chunked, expected auto, full-fp32 or fused";
+        QTest::addRow("full bf16-mixed")
+            << hfInput(plan::Method::Full, plan::Precision::Bf16Mixed)
+            << "precision: bf16-mixed with method full, expected bf16 or fp32";
+    }
+    void refusesWhatItDoesNotPlan()
+    {
+        QFETCH(plan::PlanInput, input);
+        QFETCH(QString, message);
+        const common::Status status = plan::validatePlanInput(input);
+        QVERIFY(!status.ok());
+        QVERIFY2(QString::fromStdString(status.error().message).contains(message),
+            status.error().message.c_str());
+    }
+
+    // auto is chunked for the other engines, as before the option existed.
+    void autoLossIsChunkedElsewhere()
+    {
+        plan::PlanInput in = hfInput(plan::Method::Lora, plan::Precision::Bf16);
+        in.engine = plan::Engine::Reference;
+        const double autoLogits = bytesOf(planOf(in), "logits");
+        in.loss = plan::LossMode::Chunked;
+        QCOMPARE(autoLogits, bytesOf(planOf(in), "logits"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestHfTrainerPlan)
+#include "test_hf_trainer_plan.moc"
