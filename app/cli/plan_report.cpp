@@ -133,6 +133,8 @@ void printPlan(
         out << ", CPU offload of " << plan::toString(in.offload);
     if (in.engine == plan::Engine::Tunebench)
         out << ", as Tunebench's trainer runs it";
+    else if (in.engine == plan::Engine::HfTrainer)
+        out << ", as the Hugging Face Trainer runs it with peft";
     out << "\n";
     out << "Hardware: ";
     if (!r.vmSize.empty())
@@ -152,7 +154,7 @@ void printPlan(
     out << in.gradAccum << " accumulation x " << r.worldSize << " GPU(s); "
         << (in.gradientCheckpointing ? "activation checkpointing per layer" : "no checkpointing")
         << ", " << (in.attention == plan::Attention::Sdpa ? "SDPA attention" : "eager attention")
-        << ", " << plan::toString(in.loss) << " loss\n\n";
+        << ", " << plan::toString(plan::resolvedLoss(in)) << " loss\n\n";
 
     out << "Memory per GPU\n";
     printMemory(out, r, explain);

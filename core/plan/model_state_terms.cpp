@@ -77,6 +77,8 @@ void addFrozenBase(MemoryBuilder& b, const WeightLayout& layout)
         }
         base.render(l);
         l << " = " << Bytes{c->bytes} << layout.where;
+        if (ctx.kbitUpcast)
+            l << " (prepare_model_for_kbit_training makes every parameter not in NF4 fp32)";
     }
     if (!ctx.qlora)
         return;

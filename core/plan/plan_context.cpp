@@ -261,16 +261,6 @@ void resolveOptimizerKernel(PlanContext& ctx)
         : "the Hugging Face Trainer's default optim (adamw_torch_fused from PyTorch 2.8)";
 }
 
-// How the loss treats the logits when the input leaves it to the engine:
-// transformers upcasts the whole batch's logits (the Hugging Face Trainer);
-// our trainer and the reference plans chunk it.
-void resolveLoss(PlanContext& ctx)
-{
-    ctx.loss = ctx.in.loss != LossMode::Auto ? ctx.in.loss
-        : ctx.hf                             ? LossMode::FullFp32
-                                             : LossMode::Chunked;
-}
-
 // The dense peak the precision runs at, and the share of it achieved.
 void ratePeak(PlanContext& ctx)
 {
@@ -324,7 +314,7 @@ PlanContext makeContext(const PlanInput& in, const model::ModelSpec& model, cons
     layOut(ctx);
     sizeElements(ctx);
     resolveOptimizerKernel(ctx);
-    resolveLoss(ctx);
+    ctx.loss = resolvedLoss(ctx.in);
     ratePeak(ctx);
     chooseAttention(ctx);
     return ctx;

@@ -194,6 +194,13 @@ std::int64_t PlanInput::trainingTokens() const
     return total >= 9.0e18 ? std::int64_t(9.0e18) : std::int64_t(std::llround(total));
 }
 
+LossMode resolvedLoss(const PlanInput& in)
+{
+    if (in.loss != LossMode::Auto)
+        return in.loss;
+    return in.engine == Engine::HfTrainer ? LossMode::FullFp32 : LossMode::Chunked;
+}
+
 namespace {
 
 // What the Hugging Face Trainer plan does not describe, each with where to

@@ -180,6 +180,10 @@ std::string_view toString(Attention value);
 std::string_view toString(LossMode value);
 std::string_view toString(Engine value); // "reference", "tunebench", "hf-trainer"
 
+// The loss an engine computes when the input says auto: transformers' fp32
+// logits of the whole batch for the Hugging Face Trainer, else chunked.
+LossMode resolvedLoss(const PlanInput& input);
+
 std::optional<Method> parseMethod(std::string_view text);
 std::optional<Precision> parsePrecision(std::string_view text);
 std::optional<Optimizer> parseOptimizer(std::string_view text);

@@ -303,9 +303,12 @@ Recommendation recommend(const PlanInput& input, const model::ModelSpec& model,
 {
     Recommendation rec;
     Rejections rejections(rec.rejected);
-    const std::vector<Sharding> strategies = options.strategies.empty()
-        ? std::vector<Sharding>(kAllStrategies.begin(), kAllStrategies.end())
-        : options.strategies;
+    // The Hugging Face Trainer plan is DDP's; its ZeRO and FSDP are the
+    // reference engine's plans, not alternatives of this one.
+    const std::vector<Sharding> strategies = !options.strategies.empty() ? options.strategies
+        : input.engine == Engine::HfTrainer
+        ? std::vector<Sharding>{Sharding::Ddp}
+        : std::vector<Sharding>(kAllStrategies.begin(), kAllStrategies.end());
     const int total = int(catalog.vms().size());
     int done = 0;
     for (const VmSize& vm : catalog.vms()) {

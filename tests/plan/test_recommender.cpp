@@ -91,6 +91,22 @@ private slots:
         QVERIFY(hasRejection(runnable, "Standard_ND96isr_MI300X_v5", RejectReason::NotRunnable));
     }
 
+    // The Hugging Face Trainer plan is DDP's: its ZeRO and FSDP are other
+    // engines' plans, neither tried nor listed as invalid combinations.
+    void hfTrainerTriesDdpOnly()
+    {
+        plan::PlanInput in;
+        in.engine = plan::Engine::HfTrainer;
+        in.method = plan::Method::Qlora;
+        const plan::Recommendation rec =
+            plan::recommend(in, presetModel("Llama-3.1-8B"), presetCatalog());
+        QVERIFY(!rec.options.empty());
+        for (const plan::RecommendedOption& o : rec.options)
+            QVERIFY2(o.strategy == plan::Sharding::Ddp, o.vmSize.c_str());
+        for (const plan::RejectedOption& r : rec.rejected)
+            QVERIFY2(r.reason != RejectReason::InvalidCombination, r.detail.c_str());
+    }
+
     void rankedByTime()
     {
         plan::RecommendOptions options;

@@ -81,6 +81,15 @@ plan::PlanInput headlinePlan(const QString& name)
         in.sharding = plan::Sharding::Ddp;
         in.microBatch = 2;
         in.seqLen = 2048;
+    } else if (name == QLatin1String("llama-3.1-8b-qlora-hf-trainer-1xa10")) {
+        in.model = "Llama-3.1-8B";
+        in.method = plan::Method::Qlora;
+        in.engine = plan::Engine::HfTrainer; // TRL's SFTTrainer with peft
+        in.gpu = "A10";
+        in.gpusPerNode = 1;
+        in.sharding = plan::Sharding::Ddp;
+        in.microBatch = 1;
+        in.seqLen = 2048;
     } else {
         in.model = "Llama-3.3-70B-Instruct";
         in.method = plan::Method::Lora;
@@ -471,6 +480,7 @@ private slots:
         QTest::addRow("llama3-8b") << QStringLiteral("llama-3-8b-full-2xa100-40gb-fsdp");
         QTest::addRow("llama3.3-70b") << QStringLiteral("llama-3.3-70b-lora-2xh100-fsdp");
         QTest::addRow("mixtral") << QStringLiteral("mixtral-8x7b-qlora-1xa100");
+        QTest::addRow("hf-trainer") << QStringLiteral("llama-3.1-8b-qlora-hf-trainer-1xa10");
     }
     void screenshotsOfHeadlinePlans()
     {
