@@ -141,6 +141,8 @@ inline tb::plan::PlanInput inputOf(const std::map<std::string, std::string>& f, 
         parseAttention(f.at("attention")), line, "attention", f.at("attention"), "sdpa or eager");
     in.loss = parsed(parseLossMode(f.at("loss")), line, "loss", f.at("loss"), "a loss mode");
     in.lossChunks = int(number(f.at("loss_chunks"), line, "loss_chunks"));
+    in.engine = parsed(parseEngine(f.at("engine")), line, "engine", f.at("engine"),
+        "reference or hf-trainer");
     in.gpu = f.at("gpu");
     in.vmSize.clear();
     return in;

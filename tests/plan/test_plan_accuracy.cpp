@@ -34,7 +34,8 @@ std::string groupOf(const plan::PlanInput& in)
         + std::string(plan::toString(in.sharding));
     if (in.offload != plan::Offload::None)
         g += "+offload";
-    return g + (in.gpusPerNode > 1 ? " multi-GPU" : " 1 GPU");
+    g += in.gpusPerNode > 1 ? " multi-GPU" : " 1 GPU";
+    return in.engine == plan::Engine::Reference ? g : g + " " + std::string(plan::toString(in.engine));
 }
 
 plan::PlanResult planOf(const Row& row)
