@@ -43,7 +43,8 @@ bool mightBeNumber(std::string_view text)
 
 std::string shellQuote(std::string_view text)
 {
-    if (!text.empty() && std::all_of(text.begin(), text.end(), isShellSafe))
+    // A word starting with '=' is zsh's `=cmd` expansion (the path of cmd).
+    if (!text.empty() && text.front() != '=' && std::all_of(text.begin(), text.end(), isShellSafe))
         return std::string(text);
     std::string quoted = "'";
     for (const char c : text) {

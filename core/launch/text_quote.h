@@ -6,7 +6,10 @@
 namespace tb::launch {
 
 // `text` as one POSIX shell word: unchanged when it holds only characters no
-// shell treats specially, else in single quotes (a quote inside as '\'').
+// shell treats specially and does not start with '=' (zsh's `=cmd`), else in
+// single quotes (a quote inside as '\''). A word holding a control character
+// stays one word for sh, bash, dash and zsh, but not for csh, and NUL ends
+// the string: SshSession::run refuses such a command.
 std::string shellQuote(std::string_view text);
 
 // `text` as a YAML scalar that every YAML 1.1 and 1.2 reader reads back as

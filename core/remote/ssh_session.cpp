@@ -185,6 +185,21 @@ int readAvailable(ssh_channel channel, CommandResult& result)
     return total;
 }
 
+// A command holding NUL or another control character is not sent: NUL cuts
+// the exec request short, and csh and tcsh end a command at a newline even
+// inside quotes. Our own commands hold none, so
+// one that does carries a path or an id that does (a YAML "\n" or "\0").
+common::Status onlyPrintable(const std::string& where, const std::string& command)
+{
+    const auto bad = std::find_if(command.begin(), command.end(), common::isControlCharacter);
+    if (bad == command.end())
+        return common::Ok{};
+    return Error{where + ": refusing to run '" + common::escapeControl(command) + "': it holds the control character "
+            + common::escapeControl(std::string(1, *bad)) + " at byte " + std::to_string(bad - command.begin())
+            + ", which a remote shell may not read as written",
+        "rename the file or folder (or give another path) without control characters"};
+}
+
 bool tooMuchOutput(const CommandResult& result)
 {
     return result.output.size() + result.errorOutput.size() > kMaxCommandOutputBytes;
@@ -325,6 +340,8 @@ common::Result<CommandResult> SshSession::run(const std::string& command, double
 {
     const double limit = seconds > 0 ? seconds : m_target.timeoutSeconds;
     const std::string where = m_target.describe();
+    if (common::Status plain = onlyPrintable(where, command); !plain)
+        return plain.error();
     Bounded bounded(*this);
     const auto why = [this] { return failureReason(sessionError(m_session)); };
     ssh_channel channel = ssh_channel_new(m_session);

@@ -132,7 +132,7 @@ private slots:
         const QString failure = cluster.start({{}, {}});
         QVERIFY2(failure.isEmpty(), qPrintable(failure));
         const QString injected = m_dir.filePath(QStringLiteral("INJECTED"));
-        const QString awkward = QStringLiteral("a b'c\"d $(touch %1); e\nf").arg(injected);
+        const QString awkward = QStringLiteral("a b'c\"d $(touch %1); =e f").arg(injected);
         QVERIFY(QDir(m_dir.path()).mkpath(awkward));
         const std::string runDir = m_dir.filePath(awkward + "/two-nodes").toStdString();
         const CliOutcome run = tb::test::runProgram(kCliPath,

@@ -1,10 +1,12 @@
-// What the SSH layer refuses, it says plainly (review L2, L9): the hint for
-// an unknown host key checks the key out of band (never ssh-keyscan) with
-// every word quoted, an option libssh refuses is named with its value, and
-// a libssh older than 0.10.6 is refused. Against a real OpenSSH sshd on
+// What the SSH layer refuses, it says plainly (review L1, L2, L9): the hint
+// for an unknown host key checks the key out of band (never ssh-keyscan)
+// with every word quoted, an option libssh refuses is named with its value,
+// a libssh older than 0.10.6 is refused, and a command holding a control
+// character is not sent. Against a real OpenSSH sshd on
 // loopback.
 #include "sshd_server.h"
 
+#include "launch/text_quote.h"
 #include "remote/ssh_session.h"
 
 #include <QtTest>
@@ -59,6 +61,49 @@ private slots:
         const QString message = QString::fromStdString(session.error().message);
         QVERIFY2(message.contains(QStringLiteral("libssh refused the option Host 'a;b'")), qPrintable(message));
         QVERIFY2(!message.contains(QStringLiteral("~/.ssh/config")), qPrintable(message));
+    }
+
+    // A path with a newline or a NUL (a YAML "\n" or "\0") is refused
+    // before anything is sent (review L1): csh ends a command at a newline
+    // even inside quotes, and NUL cuts the exec request short.
+    void aCommandWithAControlCharacterIsNotSent_data()
+    {
+        QTest::addColumn<QByteArray>("path");
+        QTest::addColumn<QString>("shown");
+        QTest::newRow("newline") << QByteArray("/runs/a\nb") << "/runs/a\\x0ab";
+        QTest::newRow("NUL") << QByteArray("/runs/a\0b", 9) << "/runs/a\\x00b";
+        QTest::newRow("escape") << QByteArray("/runs/\x1b[2J") << "/runs/\\x1b[2J";
+    }
+
+    void aCommandWithAControlCharacterIsNotSent()
+    {
+        QFETCH(QByteArray, path);
+        QFETCH(QString, shown);
+        auto session = SshSession::connect(target());
+        QVERIFY2(session.ok(), session.ok() ? "" : session.error().toString().c_str());
+        const QString marker = m_work.filePath(QStringLiteral("ran"));
+        const std::string command =
+            "touch " + tb::launch::shellQuote(marker.toStdString()) + "; ls -- " + tb::launch::shellQuote(path.toStdString());
+        const auto ran = (*session)->run(command);
+        QVERIFY(!ran.ok());
+        const QString message = QString::fromStdString(ran.error().toString());
+        QVERIFY2(message.contains(QStringLiteral("refusing to run")) && message.contains(shown)
+                && message.contains(QStringLiteral("control character")),
+            qPrintable(message));
+        QVERIFY(!QFile::exists(marker));
+        QVERIFY((*session)->run("true").ok()); // the session goes on
+    }
+
+    // zsh expands a word starting with '=' (=ls is the path of ls).
+    void aWordStartingWithEqualsIsQuoted()
+    {
+        QCOMPARE(tb::launch::shellQuote("=ls"), std::string("'=ls'"));
+        QCOMPARE(tb::launch::shellQuote("a=b"), std::string("a=b"));
+        auto session = SshSession::connect(target());
+        QVERIFY(session.ok());
+        const auto echoed = (*session)->run("printf %s " + tb::launch::shellQuote("=ls"));
+        QVERIFY(echoed.ok());
+        QCOMPARE(echoed->output, std::string("=ls"));
     }
 
     void libsshVersions_data()
