@@ -166,24 +166,6 @@ Status readPlanOption(const ArgParser& p, const plan::PlanOption& option, plan::
         }                                                                                          \
     } while (0)
 
-// A run config as our trainer runs it, one rank on one node; a CUDA run
-// keeps the GPU (or VM) that `base` names, since a run config names none.
-common::Result<plan::PlanInput> inputOfRunConfig(const std::string& path, const plan::PlanInput& base)
-{
-    const common::Result<config::RunConfig> run = config::loadRunConfig(path);
-    if (!run)
-        return run.error();
-    const bool cpu = run->device == config::Device::Cpu;
-    plan::PlanInput in = launch::planInputOfRun(*run, 1, 1, cpu ? plan::kCpuDeviceId : base.gpu);
-    if (!cpu)
-        in.vmSize = base.vmSize;
-    in.datasetSamples = base.datasetSamples;
-    in.meanTokensPerSample = base.meanTokensPerSample;
-    in.datasetTokens = base.datasetTokens;
-    in.epochs = base.epochs;
-    return in;
-}
-
 // --from-run: the run's own rows batched over the plan's ranks, unless
 // --nominal-data keeps the dataset options.
 Status profileRunData(
@@ -236,7 +218,9 @@ common::Result<plan::PlanInput> buildInput(const ArgParser& p, std::ostream& not
         in = *loaded;
     }
     if (p.isSet("from-run")) {
-        common::Result<plan::PlanInput> run = inputOfRunConfig(p.value("from-run"), in);
+        // The data is profiled below, with the batch options given beside it.
+        common::Result<plan::PlanInput> run =
+            launch::planInputOfRunFile(p.value("from-run"), in, false);
         if (!run)
             return run.error();
         in = *run;

@@ -1,6 +1,9 @@
 #include "launch/run_data_profile.h"
 
+#include "config/config_loader.h"
 #include "data/batch.h"
+#include "launch/run_plan.h"
+#include "plan/cpu_device.h"
 #include "data/prepare_data.h"
 #include "data/sampler.h"
 #include "tokenizer/tokenizer.h"
@@ -66,6 +69,29 @@ common::Result<plan::DataProfile> profileRunData(const config::RunConfig& config
         return common::Error::at(filesOf(config.data), "",
             "no training example left after reading and tokenizing the data");
     return profileRows(prepared->train, config, worldSize, filesOf(config.data));
+}
+
+common::Result<plan::PlanInput> planInputOfRunFile(
+    const std::string& path, const plan::PlanInput& base, bool ownData)
+{
+    const common::Result<config::RunConfig> run = config::loadRunConfig(path);
+    if (!run)
+        return run.error();
+    const bool cpu = run->device == config::Device::Cpu;
+    plan::PlanInput in = planInputOfRun(*run, 1, 1, cpu ? plan::kCpuDeviceId : base.gpu);
+    if (!cpu)
+        in.vmSize = base.vmSize;
+    in.datasetSamples = base.datasetSamples;
+    in.meanTokensPerSample = base.meanTokensPerSample;
+    in.datasetTokens = base.datasetTokens;
+    in.epochs = base.epochs;
+    if (!ownData)
+        return in;
+    common::Result<plan::DataProfile> profile = profileRunData(*run, 1);
+    if (!profile)
+        return profile.error();
+    applyDataProfile(in, *run, std::move(profile.value()));
+    return in;
 }
 
 } // namespace tb::launch

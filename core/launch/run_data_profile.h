@@ -29,4 +29,12 @@ void applyDataProfile(plan::PlanInput& input, const config::RunConfig& config,
 // profiles it. Errors name the file and what is wrong, as the run's would.
 common::Result<plan::DataProfile> profileRunData(const config::RunConfig& config, int worldSize);
 
+// The run config at `path` as our trainer runs it, one rank on one node; a
+// CUDA run keeps the GPU (or VM) that `base` names, since a run config names
+// none, and the dataset and epochs of `base`. With ownData its training data
+// is read and profiled with the run's own batch settings, and replaces them:
+// what `plan --from-run` and the Planner page's "Plan a run" plan.
+common::Result<plan::PlanInput> planInputOfRunFile(
+    const std::string& path, const plan::PlanInput& base, bool ownData);
+
 } // namespace tb::launch

@@ -6,7 +6,9 @@
 #include "planner/recommendation_model.h"
 #include "planner/what_if_chart.h"
 
+#include "common/atomic_file.h"
 #include "common/units.h"
+#include "launch/run_data_profile.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
@@ -14,6 +16,8 @@
 #include <QComboBox>
 #include <QCompleter>
 #include <QDir>
+#include <QDoubleSpinBox>
+#include <QLabel>
 #include <QFile>
 #include <QSettings>
 #include <QSignalSpy>
@@ -471,6 +475,57 @@ private slots:
         QVERIFY2(QString::fromStdString(status.error().toString()).contains(QStringLiteral("micro_batch")),
                  status.error().toString().c_str());
         QCOMPARE(page.input().microBatch, before.microBatch);
+    }
+
+    // "Plan a run": the run's data read on a worker, the plan on its longest
+    // row, the form saying so; a batch setting changed plans the fields again.
+    void plansARunOnItsOwnData()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("run.yaml");
+        const std::string yaml = "model: " TB_SOURCE_DIR "/resources/demo/stories260K\n"
+                                 "method: lora\nprecision: bf16-mixed\ndevice: cuda\n"
+                                 "data:\n  train: " TB_SOURCE_DIR
+                                 "/resources/demo/tiny_instructions.jsonl\n"
+                                 "  sequence_length: 512\n  packing: false\n"
+                                 "training:\n  micro_batch: 4\n  epochs: 2\n";
+        QVERIFY(common::writeFileAtomic(path.toStdString(), yaml).ok());
+        ui::MainWindow window;
+        window.resize(1600, 1000);
+        window.showPage(QStringLiteral("planner"));
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        auto* page = qobject_cast<PlannerPage*>(window.page(QStringLiteral("planner")));
+        QVERIFY(page);
+        QSignalSpy planned(page, &PlannerPage::runPlanned);
+        page->planRun(path);
+        QVERIFY(planned.wait(60000));
+        QCOMPARE(planned.first().first().toBool(), true);
+
+        // The same profile the CLI's --from-run plans (launch::planInputOfRunFile).
+        const auto expected = launch::planInputOfRunFile(path.toStdString(), page->input(), true);
+        QVERIFY(expected.ok());
+        const plan::DataProfile& d = page->input().data;
+        QVERIFY(d.measured());
+        QCOMPARE(d.rows, 64LL);
+        QCOMPARE(d.longestRow, expected->data.longestRow);
+        QVERIFY(d.longestRow < 512);
+        auto* note = child<QLabel>(page, "runDataLabel");
+        QVERIFY(note->isVisible());
+        QVERIFY2(note->text().contains(QStringLiteral("the longest row %1 of 512").arg(d.longestRow)),
+            qPrintable(note->text()));
+        QVERIFY(!child<QDoubleSpinBox>(page, "datasetSamplesSpin")->isEnabled());
+        QVERIFY(page->result().has_value());
+        const double ownData = page->result()->categoryBytes(plan::MemoryCategory::Activations);
+        QVERIFY(waitForRecommendations(*page));
+        QVERIFY(window.grab().save(m_screenshotDir + QStringLiteral("/planner_run_data.png")));
+
+        // Another sequence length: the run's batches no longer hold.
+        child<QSpinBox>(page, "seqLenSpin")->setValue(1024);
+        QVERIFY(!page->input().data.measured());
+        QVERIFY(child<QDoubleSpinBox>(page, "datasetSamplesSpin")->isEnabled());
+        QVERIFY(note->text().contains(QStringLiteral("batched for other settings")));
+        QVERIFY(page->result()->categoryBytes(plan::MemoryCategory::Activations) > ownData);
     }
 
     void screenshotsOfHeadlinePlans_data()

@@ -1,6 +1,7 @@
 #include "planner/plan_form.h"
 
 #include "common/text.h"
+#include "common/units.h"
 #include "plan/catalog.h"
 #include "plan/plan_options.h"
 
@@ -10,6 +11,7 @@
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QGroupBox>
+#include <QLabel>
 #include <QHBoxLayout>
 #include <QLineEdit>
 #include <QSignalBlocker>
@@ -340,12 +342,52 @@ QWidget* PlanForm::createDatasetGroup()
     QFormLayout* form = nullptr;
     QGroupBox* box = group(tr("Dataset and epochs"), this, &form);
     m_datasetSamples = qobject_cast<QDoubleSpinBox*>(integerBox(box, "dataset.samples"));
+    m_datasetSamples->setObjectName(QStringLiteral("datasetSamplesSpin"));
     m_meanTokens = realBox(box, "dataset.mean_tokens_per_sample");
     m_epochs = realBox(box, "dataset.epochs");
+    m_runData = new QLabel(box);
+    m_runData->setObjectName(QStringLiteral("runDataLabel"));
+    m_runData->setWordWrap(true);
+    m_runData->setVisible(false);
+    form->addRow(m_runData);
     form->addRow(tr("Samples"), m_datasetSamples);
     form->addRow(tr("Mean length"), m_meanTokens);
     form->addRow(tr("Epochs"), m_epochs);
     return box;
+}
+
+// A run's data was batched for the micro-batch, sequence length, packing
+// and ranks it was read with (launch::planInputOfRunFile); under any other
+// the dataset fields are planned instead.
+bool PlanForm::runDataApplies() const
+{
+    const plan::PlanInput& b = m_base;
+    return b.data.measured() && m_microBatch->value() == b.microBatch
+        && m_seqLen->value() == b.seqLen && m_packing->isChecked() == b.packing
+        && m_gpusPerNode->value() == b.gpusPerNode && m_nodes->value() == b.nodes
+        && m_vmSize->currentData().toString().toStdString() == b.vmSize;
+}
+
+void PlanForm::showRunData()
+{
+    const plan::DataProfile& d = m_base.data;
+    const bool applies = runDataApplies();
+    m_runData->setVisible(d.measured());
+    m_datasetSamples->setEnabled(!applies);
+    m_meanTokens->setEnabled(!applies);
+    if (!d.measured())
+        return;
+    m_runData->setText(applies
+            ? tr("Planned on the run's own data (%1): %2 rows, %3 tokens in %4 micro-batches "
+                 "an epoch; the longest row %5 of %6 tokens sets the activations.")
+                  .arg(QString::fromStdString(d.source),
+                      QString::fromStdString(common::formatCount(double(d.rows))),
+                      QString::fromStdString(common::formatCount(double(d.batchTokens))))
+                  .arg(d.microBatches)
+                  .arg(d.longestRow)
+                  .arg(m_base.seqLen)
+            : tr("The run's data was batched for other settings: the fields below are "
+                 "planned. Plan the run again to read it with these."));
 }
 
 void PlanForm::connectChanges()
@@ -401,6 +443,7 @@ void PlanForm::updateEnabledState()
     if (!adamw)
         m_optimizerKernel->setCurrentIndex(0);
     m_optimizerKernel->setEnabled(adamw);
+    showRunData();
 }
 
 plan::PlanInput PlanForm::input() const
@@ -419,6 +462,8 @@ plan::PlanInput PlanForm::input() const
     in.vmSize = m_vmSize->currentData().toString().toStdString();
     in.gpu = in.vmSize.empty() ? m_gpu->currentData().toString().toStdString() : std::string();
     in.datasetTokens = 0; // the form plans samples x mean length
+    if (!runDataApplies())
+        in.data = {};
     return in;
 }
 

@@ -8,6 +8,7 @@ class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QFormLayout;
+class QLabel;
 class QLineEdit;
 class QSpinBox;
 
@@ -44,6 +45,8 @@ private:
     void connectChanges();
     void updateEnabledState();
     void markRefusedOffloads();
+    bool runDataApplies() const;
+    void showRunData();
 
     const plan::Catalog& m_catalog;
     // The last input set: what the form has no widget for (DeepSpeed and
@@ -77,6 +80,7 @@ private:
     QDoubleSpinBox* m_datasetSamples = nullptr;
     QDoubleSpinBox* m_meanTokens = nullptr;
     QDoubleSpinBox* m_epochs = nullptr;
+    QLabel* m_runData = nullptr; // what a run's own data says, when a run was planned
 };
 
 } // namespace tb::ui

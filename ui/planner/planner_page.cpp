@@ -168,6 +168,12 @@ QWidget* PlannerPage::createToolBar()
         if (!path.isEmpty())
             runFileAction(tr("Save plan"), savePlan(path));
     });
+    addButton(tr("Plan a run…"), QStringLiteral("planRunButton"), [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Plan a run config on its data"),
+                                                          QString(), tr("Run config (*.yaml *.yml)"));
+        if (!path.isEmpty())
+            planRun(path);
+    });
     addButton(tr("Import DeepSpeed…"), QStringLiteral("importDeepSpeedButton"), [this] {
         const QString path = QFileDialog::getOpenFileName(this, tr("Import a DeepSpeed config"),
                                                           QString(), tr("JSON (*.json)"));

@@ -22,6 +22,7 @@ namespace tb::ui {
 
 class BreakdownChart;
 class ComponentModel;
+class JobRunner;
 class PlanForm;
 class RecommendationFilterModel;
 class RecommendationModel;
@@ -69,12 +70,16 @@ public:
     common::Status importAccelerate(const QString& path);
     common::Status exportReport(const QString& markdownPath);
     common::Status exportRecommendationsCsv(const QString& path) const;
+    // A run config planned on its own data: read, tokenized and batched as
+    // the trainer will on a worker (docs/PLANNER.md 4.13); runPlanned follows.
+    void planRun(const QString& path);
 
 public slots:
     void recompute(); // estimate and repaint now (the form calls it on every change)
 
 signals:
     void recommendationsUpdated();
+    void runPlanned(bool ok);
 
 private:
     void showCatalogError(QVBoxLayout* layout);
@@ -116,6 +121,7 @@ private:
     RecommendationsPanel* m_recommendationsPanel = nullptr;
     ComponentModel* m_components = nullptr;
     RecommendationRunner* m_runner = nullptr;
+    JobRunner* m_jobs = nullptr; // reading a run's data
     QTimer* m_recommendTimer = nullptr;
     QTimer* m_saveTimer = nullptr;
 };

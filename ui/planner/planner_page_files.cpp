@@ -2,6 +2,8 @@
 // accelerate configs imported, the report and the recommendations exported.
 #include "planner/planner_page.h"
 
+#include "job_runner.h"
+#include "launch/run_data_profile.h"
 #include "plan/plan_file.h"
 #include "planner/breakdown_chart.h"
 #include "planner/plan_export.h"
@@ -35,6 +37,24 @@ common::Status PlannerPage::openPlan(const QString& path)
         return loaded.error();
     setInput(loaded.value());
     return common::Ok{};
+}
+
+void PlannerPage::planRun(const QString& path)
+{
+    if (!m_jobs)
+        m_jobs = new JobRunner(this);
+    m_jobs->run(
+        QStringLiteral("run-data"),
+        [path = path.toStdString(), base = input()] {
+            return launch::planInputOfRunFile(path, base, true);
+        },
+        [this](const common::Result<plan::PlanInput>& planned) {
+            if (planned.ok())
+                setInput(planned.value());
+            else
+                runFileAction(tr("Plan a run"), planned.error());
+            emit runPlanned(planned.ok());
+        });
 }
 
 common::Status PlannerPage::importDeepSpeed(const QString& path)
