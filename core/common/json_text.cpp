@@ -3,7 +3,7 @@
 namespace tb::common {
 
 JsonTooDeep::JsonTooDeep()
-    : std::runtime_error("nested deeper than " + std::to_string(kMaxJsonDepth) + " levels")
+    : nlohmann::json::exception(0, ("nested deeper than " + std::to_string(kMaxJsonDepth) + " levels").c_str())
 {
 }
 

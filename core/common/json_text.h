@@ -16,7 +16,11 @@ namespace tb::common {
 
 inline constexpr int kMaxJsonDepth = 64;
 
-struct JsonTooDeep : std::runtime_error {
+// One of nlohmann's exceptions, so that every reader catching those (the
+// registry and node facts readers do) reports it as bad JSON rather than
+// letting it end the program (found by fuzz_registry_entry and
+// fuzz_node_facts).
+struct JsonTooDeep : nlohmann::json::exception {
     JsonTooDeep();
 };
 

@@ -49,7 +49,7 @@ collect_seeds() {
 total=0
 failed=()
 printf '%-20s %14s %9s %10s  %s\n' target executions seconds exec/s result
-while IFS=$'\t' read -r name binary seeds; do
+while IFS=$'\t' read -r name binary seeds max_len; do
     [[ -z "$name" || "$name" == \#* ]] && continue
     if [ $# -gt 0 ] && [[ ! " $* " =~ " $name " ]]; then
         continue
@@ -67,8 +67,12 @@ while IFS=$'\t' read -r name binary seeds; do
     # -timeout: a single input taking 10 s is a hang. -rss_limit_mb bounds
     # what one input may allocate. Leaks are findings (ASan's LeakSanitizer).
     status=0
+    # -max_len where the target's CMake line gives one (1 MiB for the JSON
+    # readers: deep nesting and long strings need room).
+    length=()
+    [ -n "${max_len:-}" ] && length=(-max_len="$max_len")
     nice -n 10 "$binary" -runs="$runs" -max_total_time="${TB_FUZZ_SECONDS:-0}" -timeout=10 \
-        -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/" \
+        -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/" "${length[@]}" \
         "$corpus" "$build/seeds/$name" >"$log" 2>&1 || status=$?
     seconds=$(awk -v s="$start" -v e="$EPOCHREALTIME" 'BEGIN { printf "%.1f", e - s }')
     executions=$(awk '/stat::number_of_executed_units:/ { print $2 }' "$log" | tail -1)

@@ -250,6 +250,22 @@ private slots:
             read.error().message.c_str());
     }
 
+    // A host answering JSON nested deeper than the reader allows: an Error
+    // naming the host, where the exception once ended the program (found by
+    // fuzz_registry_entry and fuzz_node_facts).
+    void tooDeepAnswersAreRefusedNotFatal()
+    {
+        const std::string deep = "{\"run_id\":" + std::string(100, '[') + std::string(100, ']') + "}";
+        const auto entry = tb::launch::registryEntryFromJson(deep, "host h");
+        QVERIFY(!entry.ok());
+        QVERIFY2(entry.error().message.find("host h") != std::string::npos
+                && entry.error().message.find("nested deeper than 64 levels") != std::string::npos,
+            entry.error().message.c_str());
+        const auto facts = tb::launch::nodeFactsFromJson(deep, "node 1 (b)");
+        QVERIFY(!facts.ok());
+        QVERIFY2(facts.error().message.find("node 1 (b)") != std::string::npos, facts.error().message.c_str());
+    }
+
     void nodeFactsNumbersAreChecked()
     {
         nlohmann::json json = tb::launch::nodeFactsToJson(facts());

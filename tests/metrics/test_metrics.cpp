@@ -144,6 +144,13 @@ private slots:
         QVERIFY(history.start()->pid <= 0);
         QCOMPARE(history.start()->worldSize, 1);
         QCOMPARE(history.start()->totalSteps, int64_t{-1});
+        // A step's integers too (found by fuzz_event_consumers: 2.37e22 cast to int64_t).
+        Event step = eventsFrom({"s1"}).front();
+        step.body["mem_peak_bytes"] = 2.37356e22;
+        step.body["tokens"] = 7.5;
+        QCOMPARE(StepRecord::fromEvent(step).memPeakBytes, int64_t{-1});
+        QCOMPARE(StepRecord::fromEvent(step).tokens, int64_t{-1});
+        QCOMPARE(StepRecord::fromEvent(step).step, int64_t{1});
     }
 
     void stoppableTrainer_data()
