@@ -1,5 +1,6 @@
 #include "compare/overlay_charts.h"
 
+#include "compare/curve_decimation.h"
 #include "compare/run_colors.h"
 
 #include <algorithm>
@@ -41,10 +42,11 @@ bool smoothedPanel(OverlayCharts::Panel panel)
 }
 
 // The known points of one panel, smoothed where the panel is.
-void fillCurve(QCPGraph* graph, const std::vector<double>& x, const metrics::RunHistory& history,
-    OverlayCharts::Panel panel, double smoothing)
+void fillCurve(std::vector<double>& keys, std::vector<double>& values, const std::vector<double>& x,
+    const metrics::RunHistory& history, OverlayCharts::Panel panel, double smoothing)
 {
-    std::vector<double> keys, values;
+    keys.clear();
+    values.clear();
     keys.reserve(x.size());
     values.reserve(x.size());
     for (size_t i = 0; i < x.size(); ++i) {
@@ -56,7 +58,6 @@ void fillCurve(QCPGraph* graph, const std::vector<double>& x, const metrics::Run
     }
     if (smoothedPanel(panel))
         values = metrics::smoothed(values, smoothing);
-    graph->setData(QVector<double>(keys.begin(), keys.end()), QVector<double>(values.begin(), values.end()), true);
 }
 
 } // namespace
@@ -95,6 +96,7 @@ OverlayCharts::OverlayCharts(QWidget* parent)
     legendBox->setFont(font());
     legendBox->setObjectName(QStringLiteral("runsLegend"));
     setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    connect(this, &QCustomPlot::beforeReplot, this, &OverlayCharts::decimate);
 }
 
 void OverlayCharts::ensureGraphs(int runs)
@@ -116,6 +118,42 @@ void OverlayCharts::ensureGraphs(int runs)
             removeGraph(graph);
         m_graphs.removeLast();
     }
+    m_series.resize(runs);
+}
+
+QCPRange OverlayCharts::wholeKeyRange() const
+{
+    bool any = false;
+    QCPRange whole = m_panels[LossPanel]->axis(QCPAxis::atBottom)->range();
+    for (const auto& panels : m_series)
+        for (const Series& s : panels) {
+            if (s.keys.empty())
+                continue;
+            whole = any ? QCPRange(std::min(whole.lower, s.keys.front()), std::max(whole.upper, s.keys.back()))
+                        : QCPRange(s.keys.front(), s.keys.back());
+            any = true;
+        }
+    return whole;
+}
+
+void OverlayCharts::decimate()
+{
+    const QCPRange range = m_panels[LossPanel]->axis(QCPAxis::atBottom)->range();
+    const int columns = std::max(1, m_panels[LossPanel]->width());
+    if (columns == m_decimatedColumns && range == m_decimatedRange)
+        return;
+    m_decimatedRange = range;
+    m_decimatedColumns = columns;
+    for (qsizetype r = 0; r < m_series.size(); ++r)
+        for (int p = 0; p < PanelCount; ++p) {
+            const Series& s = m_series[r][size_t(p)];
+            DecimatedCurve curve = decimatedCurve(s.keys, s.values, range.lower, range.upper, columns);
+            QCPGraph* graph = m_graphs[r][size_t(p)];
+            graph->data()->set(curve.points, true);
+            // A reduced curve is a vertical stroke a column: antialiasing it
+            // doubles the repaint and changes no pixel worth seeing.
+            graph->setAntialiased(!curve.reduced);
+        }
 }
 
 void OverlayCharts::setRuns(const QVector<ComparedRun>& runs)
@@ -163,7 +201,8 @@ void OverlayCharts::redraw()
             // its stroker, which made a repaint of 50 long runs take seconds.
             graph->setPen(QPen(color, 1));
             graph->setName(name);
-            fillCurve(graph, x, history, Panel(p), m_smoothing);
+            Series& series = m_series[r][size_t(p)];
+            fillCurve(series.keys, series.values, x, history, Panel(p), m_smoothing);
         }
         QCPGraph* validation = m_graphs[r][PanelCount];
         validation->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, color, 7));
@@ -174,6 +213,10 @@ void OverlayCharts::redraw()
             losses.append(point.loss);
         validation->setData(keys, losses);
     }
+    // The whole range first, so the ranges fitted below see every extreme.
+    m_decimatedColumns = -1;
+    m_panels[LossPanel]->axis(QCPAxis::atBottom)->setRange(wholeKeyRange());
+    decimate();
     fitRanges();
     replot(QCustomPlot::rpQueuedReplot);
 }

@@ -32,12 +32,26 @@ public:
     int runCount() const { return int(m_runs.size()); }
 
 private:
+    // A panel's whole curve for one run; the graph holds what of it the
+    // current x range and width show (curve_decimation.h).
+    struct Series {
+        std::vector<double> keys, values;
+    };
+
     void redraw();
     void ensureGraphs(int runs);
     void fitRanges();
+    // Gives each graph the points of its series worth drawing at the x range
+    // and panel width now, unless they are those it was given last: once per
+    // zoom, pan or resize, never per paint.
+    void decimate();
+    QCPRange wholeKeyRange() const; // every series' keys, the axis's range when there are none
 
     QCPAxisRect* m_panels[PanelCount] = {};
     QVector<std::array<QCPGraph*, PanelCount + 1>> m_graphs; // the last: validation points
+    QVector<std::array<Series, PanelCount>> m_series;
+    QCPRange m_decimatedRange;
+    int m_decimatedColumns = -1; // -1: the series changed since
     QVector<ComparedRun> m_runs;
     metrics::XAxis m_xAxis = metrics::XAxis::Step;
     double m_smoothing = 0;
