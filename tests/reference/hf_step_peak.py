@@ -26,8 +26,9 @@ import sys
 import tempfile
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 from transformers import AutoConfig, BitsAndBytesConfig, LlamaForCausalLM
+
+from profiled_peak import most_allocated_during
 
 LORA_RANK = 8
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -71,17 +72,6 @@ def live_storage_bytes():
         except Exception:  # noqa: BLE001 - objects gc finds may be half-made
             pass
     return sum(seen.values())
-
-
-def most_allocated_during(step):
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        step()
-    events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
-    live = peak = 0
-    for event in sorted(events, key=lambda e: e.start_ns()):
-        live += event.nbytes()
-        peak = max(peak, live)
-    return peak
 
 
 def measure(folder, case):

@@ -15,9 +15,10 @@ import json
 import sys
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 from transformers import AutoConfig, LlamaForCausalLM
 from transformers.optimization import Adafactor
+
+from profiled_peak import most_allocated_during
 
 
 def make_optimizer(name, kernel, params):
@@ -30,17 +31,6 @@ def make_optimizer(name, kernel, params):
     raise SystemExit(f"unknown optimizer {name}")
 
 
-def peak_allocated_during(step):
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        step()
-    events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
-    live = peak = 0
-    for event in sorted(events, key=lambda e: e.start_ns()):
-        live += event.nbytes()
-        peak = max(peak, live)
-    return peak
-
-
 def measure(config, case):
     name, kernel, dtype = case.split(":")
     torch.manual_seed(0)
@@ -50,7 +40,7 @@ def measure(config, case):
         p.grad = torch.randn_like(p)
     optimizer = make_optimizer(name, kernel, params)
     optimizer.step()
-    return peak_allocated_during(optimizer.step)
+    return most_allocated_during(optimizer.step)
 
 
 def main():

@@ -106,6 +106,17 @@ plan::PlanInput headlinePlan(const QString& name)
     return in;
 }
 
+// The main window at a screenshot's size on its Planner page, shown.
+PlannerPage* shownPlanner(ui::MainWindow& window)
+{
+    window.resize(1600, 1000);
+    window.showPage(QStringLiteral("planner"));
+    window.show();
+    if (!QTest::qWaitForWindowExposed(&window))
+        return nullptr;
+    return qobject_cast<PlannerPage*>(window.page(QStringLiteral("planner")));
+}
+
 } // namespace
 
 // Drives the real Planner page widgets and checks what its charts and item
@@ -491,11 +502,7 @@ private slots:
                                  "training:\n  micro_batch: 4\n  epochs: 2\n";
         QVERIFY(common::writeFileAtomic(path.toStdString(), yaml).ok());
         ui::MainWindow window;
-        window.resize(1600, 1000);
-        window.showPage(QStringLiteral("planner"));
-        window.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&window));
-        auto* page = qobject_cast<PlannerPage*>(window.page(QStringLiteral("planner")));
+        PlannerPage* page = shownPlanner(window);
         QVERIFY(page);
         QSignalSpy planned(page, &PlannerPage::runPlanned);
         page->planRun(path);
@@ -541,11 +548,7 @@ private slots:
     {
         QFETCH(QString, name);
         ui::MainWindow window;
-        window.resize(1600, 1000);
-        window.showPage(QStringLiteral("planner"));
-        window.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&window));
-        auto* page = qobject_cast<PlannerPage*>(window.page(QStringLiteral("planner")));
+        PlannerPage* page = shownPlanner(window);
         QVERIFY(page);
         page->setInput(headlinePlan(name));
         QVERIFY(waitForRecommendations(*page));
