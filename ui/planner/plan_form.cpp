@@ -1,7 +1,6 @@
 #include "planner/plan_form.h"
 
 #include "common/text.h"
-#include "common/units.h"
 #include "plan/catalog.h"
 #include "plan/plan_options.h"
 
@@ -354,40 +353,6 @@ QWidget* PlanForm::createDatasetGroup()
     form->addRow(tr("Mean length"), m_meanTokens);
     form->addRow(tr("Epochs"), m_epochs);
     return box;
-}
-
-// A run's data was batched for the micro-batch, sequence length, packing
-// and ranks it was read with (launch::planInputOfRunFile); under any other
-// the dataset fields are planned instead.
-bool PlanForm::runDataApplies() const
-{
-    const plan::PlanInput& b = m_base;
-    return b.data.measured() && m_microBatch->value() == b.microBatch
-        && m_seqLen->value() == b.seqLen && m_packing->isChecked() == b.packing
-        && m_gpusPerNode->value() == b.gpusPerNode && m_nodes->value() == b.nodes
-        && m_vmSize->currentData().toString().toStdString() == b.vmSize;
-}
-
-void PlanForm::showRunData()
-{
-    const plan::DataProfile& d = m_base.data;
-    const bool applies = runDataApplies();
-    m_runData->setVisible(d.measured());
-    m_datasetSamples->setEnabled(!applies);
-    m_meanTokens->setEnabled(!applies);
-    if (!d.measured())
-        return;
-    m_runData->setText(applies
-            ? tr("Planned on the run's own data (%1): %2 rows, %3 tokens in %4 micro-batches "
-                 "an epoch; the longest row %5 of %6 tokens sets the activations.")
-                  .arg(QString::fromStdString(d.source),
-                      QString::fromStdString(common::formatCount(double(d.rows))),
-                      QString::fromStdString(common::formatCount(double(d.batchTokens))))
-                  .arg(d.microBatches)
-                  .arg(d.longestRow)
-                  .arg(m_base.seqLen)
-            : tr("The run's data was batched for other settings: the fields below are "
-                 "planned. Plan the run again to read it with these."));
 }
 
 void PlanForm::connectChanges()
