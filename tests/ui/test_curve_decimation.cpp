@@ -2,6 +2,7 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -24,6 +25,45 @@ Curve noisy(int n)
         c.values.push_back(std::sin(i * 12.9898) + 0.001 * i);
     }
     return c;
+}
+
+// Keys that are not evenly spaced: runs of steps close together, gaps (a
+// run paused, then resumed), and steps logged twice at one key.
+Curve uneven(int n)
+{
+    Curve c;
+    double key = 0;
+    for (int i = 0; i < n; ++i) {
+        key += i % 997 == 0 ? 500.0 : (i % 13 == 0 ? 0.0 : 0.25 + 0.2 * std::sin(i * 0.7));
+        c.keys.push_back(key);
+        c.values.push_back(std::cos(i * 4.1) + 0.0001 * i);
+    }
+    return c;
+}
+
+// The decimation done point by point, each point's column computed as the
+// one under test computes it: what its search must give exactly.
+QVector<QCPGraphData> pointByPoint(const Curve& c, double lower, double upper, int width)
+{
+    const double perColumn = (upper - lower) / width;
+    auto columnOf = [&](double key) { return long(std::clamp(std::floor((key - lower) / perColumn), -1.0, double(width))); };
+    std::size_t begin = std::size_t(std::lower_bound(c.keys.begin(), c.keys.end(), lower) - c.keys.begin());
+    std::size_t end = std::size_t(std::upper_bound(c.keys.begin(), c.keys.end(), upper) - c.keys.begin());
+    begin = begin > 0 ? begin - 1 : 0;
+    end = std::min(c.keys.size(), end + 1);
+    QVector<QCPGraphData> out;
+    for (std::size_t i = begin; i < end;) {
+        std::size_t low = i, high = i, j = i;
+        for (; j < end && columnOf(c.keys[j]) == columnOf(c.keys[i]); ++j) {
+            low = c.values[j] < c.values[low] ? j : low;
+            high = c.values[j] > c.values[high] ? j : high;
+        }
+        out.append(QCPGraphData(c.keys[std::min(low, high)], c.values[std::min(low, high)]));
+        if (low != high)
+            out.append(QCPGraphData(c.keys[std::max(low, high)], c.values[std::max(low, high)]));
+        i = j;
+    }
+    return out;
 }
 
 } // namespace
@@ -80,6 +120,41 @@ private slots:
         QVERIFY(d.points.back().key >= upper || upper == 99999.0);
         for (qsizetype i = 1; i < d.points.size(); ++i)
             QVERIFY(d.points[i - 1].key <= d.points[i].key);
+    }
+
+    // The column search finds the same columns, and so the same points, as
+    // looking at every point.
+    void sameAsPointByPoint_data()
+    {
+        QTest::addColumn<bool>("evenKeys");
+        QTest::addColumn<double>("lowerShare");
+        QTest::addColumn<double>("upperShare");
+        QTest::addColumn<int>("columns");
+        QTest::addRow("even, whole") << true << 0.0 << 1.0 << 1300;
+        QTest::addRow("even, zoomed, odd width") << true << 0.3137 << 0.4421 << 977;
+        QTest::addRow("even, one column") << true << 0.0 << 1.0 << 1;
+        QTest::addRow("even, range past the data") << true << -0.5 << 1.7 << 640;
+        QTest::addRow("uneven, whole") << false << 0.0 << 1.0 << 1300;
+        QTest::addRow("uneven, zoomed") << false << 0.61 << 0.6702 << 400;
+        QTest::addRow("uneven, few columns") << false << 0.1 << 0.9 << 7;
+    }
+    void sameAsPointByPoint()
+    {
+        QFETCH(bool, evenKeys);
+        QFETCH(double, lowerShare);
+        QFETCH(double, upperShare);
+        QFETCH(int, columns);
+        const Curve c = evenKeys ? noisy(100000) : uneven(100000);
+        const double span = c.keys.back() - c.keys.front();
+        const double lower = c.keys.front() + lowerShare * span, upper = c.keys.front() + upperShare * span;
+        const QVector<QCPGraphData> expected = pointByPoint(c, lower, upper, columns);
+        const DecimatedCurve d = decimatedCurve(c.keys, c.values, lower, upper, columns);
+        QVERIFY(d.reduced);
+        QCOMPARE(d.points.size(), expected.size());
+        for (qsizetype i = 0; i < expected.size(); ++i) {
+            QCOMPARE(d.points[i].key, expected[i].key);
+            QCOMPARE(d.points[i].value, expected[i].value);
+        }
     }
 
     void emptyAndDegenerateRanges()

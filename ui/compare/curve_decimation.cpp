@@ -11,32 +11,64 @@ namespace {
 // drawing its four.
 constexpr std::size_t kPointsPerColumn = 2;
 
-// One pixel column's points, reduced to its lowest and highest in their
-// order: the vertical stroke that covers the column's pixels, joined to the
-// next column's.
-struct Column {
-    std::size_t lowest = 0, highest = 0;
-    bool empty = true;
+// The column a key falls in, -1 and `width` for those before and after the
+// range; every decision about a point's column goes through here, so the
+// search below and a scan point by point agree on each boundary.
+struct Columns {
+    double lower, perColumn;
+    int width;
 
-    void add(std::size_t i, std::span<const double> values)
+    long of(double key) const
     {
-        if (empty) {
-            lowest = highest = i;
-            empty = false;
-        }
-        if (values[i] < values[lowest])
-            lowest = i;
-        if (values[i] > values[highest])
-            highest = i;
-    }
-
-    void appendTo(QVector<QCPGraphData>& out, std::span<const double> keys, std::span<const double> values) const
-    {
-        out.append(QCPGraphData(keys[std::min(lowest, highest)], values[std::min(lowest, highest)]));
-        if (lowest != highest)
-            out.append(QCPGraphData(keys[std::max(lowest, highest)], values[std::max(lowest, highest)]));
+        return long(std::clamp(std::floor((key - lower) / perColumn), -1.0, double(width)));
     }
 };
+
+// The end of the run of points in the same column as keys[begin]: guessed
+// from the previous column's count and walked from there, so a column costs
+// a few key tests instead of one per point.
+std::size_t columnEnd(std::span<const double> keys, std::size_t begin, std::size_t end, std::size_t guess,
+    const Columns& columns)
+{
+    const long column = columns.of(keys[begin]);
+    std::size_t inside = begin; // the last point known to be in the column
+    std::size_t at = std::clamp(begin + guess, begin + 1, end);
+    while (at < end && columns.of(keys[at]) == column) {
+        inside = at;
+        at = std::min(end, at + std::max<std::size_t>(1, guess / 4));
+    }
+    // keys[at] (or the end) is past the column: halve the gap to its first point.
+    while (at - inside > 1) {
+        const std::size_t middle = inside + (at - inside) / 2;
+        (columns.of(keys[middle]) == column ? inside : at) = middle;
+    }
+    return at;
+}
+
+// The column's points [begin, end) reduced to its lowest and highest (the
+// first of each where several tie), in their order: the vertical stroke
+// that covers the column's pixels, joined to the next column's.
+void appendExtremes(QVector<QCPGraphData>& out, std::span<const double> keys, std::span<const double> values,
+    std::size_t begin, std::size_t end)
+{
+    std::size_t lowest = begin, highest = begin;
+    double low = values[begin], high = values[begin];
+    for (std::size_t i = begin + 1; i < end; ++i) {
+        const double v = values[i];
+        if (v < low) {
+            low = v;
+            lowest = i;
+        }
+        if (v > high) {
+            high = v;
+            highest = i;
+        }
+    }
+    const std::size_t first = std::min(lowest, highest), second = std::max(lowest, highest);
+    out.append(QCPGraphData(keys[first], values[first]));
+    if (first != second)
+        out.append(QCPGraphData(keys[second], values[second]));
+}
 
 } // namespace
 
@@ -61,21 +93,14 @@ DecimatedCurve decimatedCurve(std::span<const double> keys, std::span<const doub
         return curve;
     }
     out.reserve(qsizetype(kPointsPerColumn) * (width + 2));
-    const double perColumn = (upper - lower) / width;
-    Column column;
-    long current = 0;
-    for (std::size_t i = begin; i < end; ++i) {
-        // Points before and after the range get their own column each.
-        const long at = long(std::clamp(std::floor((keys[i] - lower) / perColumn), -1.0, double(width)));
-        if (!column.empty && at != current) {
-            column.appendTo(out, keys, values);
-            column = Column{};
-        }
-        current = at;
-        column.add(i, values);
+    const Columns grid{lower, (upper - lower) / width, width};
+    std::size_t guess = (end - begin) / std::size_t(width);
+    for (std::size_t first = begin; first < end;) {
+        const std::size_t last = columnEnd(keys, first, end, guess, grid);
+        appendExtremes(out, keys, values, first, last);
+        guess = last - first;
+        first = last;
     }
-    if (!column.empty)
-        column.appendTo(out, keys, values);
     curve.reduced = std::size_t(out.size()) < end - begin;
     return curve;
 }

@@ -81,6 +81,16 @@ OverlayCharts::OverlayCharts(QWidget* parent)
         m_panels[p]->setRangeZoom(Qt::Horizontal);
         m_panels[p]->setMarginGroup(QCP::msLeft | QCP::msRight, group);
     }
+    // Each panel's curves are drawn by its canvas, just above the grid, from
+    // an image kept until they change; the graphs sit on a hidden layer so
+    // that QCustomPlot does not draw them a second time.
+    addLayer(QStringLiteral("curves"), layer(QStringLiteral("grid")), QCustomPlot::limAbove);
+    addLayer(QStringLiteral("curveData"), layer(QStringLiteral("curves")), QCustomPlot::limAbove);
+    layer(QStringLiteral("curveData"))->setVisible(false);
+    for (int p = 0; p < PanelCount; ++p) {
+        m_canvases[p] = new CurveCanvas(m_panels[p], QStringLiteral("curves"));
+        m_canvases[p]->setPrepare([this] { decimate(); });
+    }
     // One x-axis: panning or zooming one panel moves the others.
     for (QCPAxisRect* panel : m_panels) {
         for (QCPAxisRect* other : m_panels) {
@@ -96,18 +106,23 @@ OverlayCharts::OverlayCharts(QWidget* parent)
     legendBox->setFont(font());
     legendBox->setObjectName(QStringLiteral("runsLegend"));
     setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
-    connect(this, &QCustomPlot::beforeReplot, this, &OverlayCharts::decimate);
 }
 
 void OverlayCharts::ensureGraphs(int runs)
 {
     auto* legendBox = qobject_cast<QCPLegend*>(m_panels[LossPanel]->insetLayout()->elementAt(0));
     while (m_graphs.size() < runs) {
-        std::array<QCPGraph*, PanelCount + 1> graphs{};
+        std::array<CanvasGraph*, PanelCount + 1> graphs{};
         for (int p = 0; p <= PanelCount; ++p) {
             QCPAxisRect* panel = m_panels[p == PanelCount ? LossPanel : p]; // validation: with the loss
-            graphs[size_t(p)] = addGraph(panel->axis(QCPAxis::atBottom), panel->axis(QCPAxis::atLeft));
+            graphs[size_t(p)] = new CanvasGraph(panel->axis(QCPAxis::atBottom), panel->axis(QCPAxis::atLeft));
+            graphs[size_t(p)]->setLayer(QStringLiteral("curveData"));
         }
+        // The graphs hold at most two points a pixel column already
+        // (decimate()); QCustomPlot's own sampling would walk them again on
+        // each draw and could merge what the decimation kept.
+        for (CanvasGraph* graph : graphs)
+            graph->setAdaptiveSampling(false);
         QCPGraph* validation = graphs[PanelCount];
         validation->setLineStyle(QCPGraph::lsNone);
         graphs[LossPanel]->addToLegend(legendBox);
@@ -119,6 +134,23 @@ void OverlayCharts::ensureGraphs(int runs)
         m_graphs.removeLast();
     }
     m_series.resize(runs);
+    // Drawn in the order QCustomPlot drew them: run by run, a run's
+    // validation points over its loss.
+    for (int p = 0; p < PanelCount; ++p) {
+        QVector<CanvasGraph*> graphs;
+        for (const auto& run : m_graphs) {
+            graphs.append(run[size_t(p)]);
+            if (p == LossPanel)
+                graphs.append(run[PanelCount]);
+        }
+        m_canvases[p]->setGraphs(graphs);
+    }
+}
+
+void OverlayCharts::invalidateCanvases()
+{
+    for (CurveCanvas* canvas : m_canvases)
+        canvas->invalidate();
 }
 
 QCPRange OverlayCharts::wholeKeyRange() const
@@ -144,6 +176,8 @@ void OverlayCharts::decimate()
         return;
     m_decimatedRange = range;
     m_decimatedColumns = columns;
+    ++m_decimations;
+    invalidateCanvases();
     for (qsizetype r = 0; r < m_series.size(); ++r)
         for (int p = 0; p < PanelCount; ++p) {
             const Series& s = m_series[r][size_t(p)];
@@ -213,6 +247,7 @@ void OverlayCharts::redraw()
             losses.append(point.loss);
         validation->setData(keys, losses);
     }
+    invalidateCanvases();
     // The whole range first, so the ranges fitted below see every extreme.
     m_decimatedColumns = -1;
     m_panels[LossPanel]->axis(QCPAxis::atBottom)->setRange(wholeKeyRange());

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "compare/compare_follower.h"
+#include "compare/curve_canvas.h"
 #include "metrics/run_compare.h"
 
 #include <qcustomplot.h>
@@ -30,6 +31,10 @@ public:
     QCPGraph* curve(int run, Panel panel) const;
     QCPGraph* evalPoints(int run) const;
     int runCount() const { return int(m_runs.size()); }
+    // How many times the curves were decimated, and a panel's curves drawn
+    // (tests and benchmarks: a replot at the same zoom does neither).
+    int decimationCount() const { return m_decimations; }
+    int curveRenderCount(Panel panel) const { return m_canvases[panel]->renderCount(); }
 
 private:
     // A panel's whole curve for one run; the graph holds what of it the
@@ -43,15 +48,20 @@ private:
     void fitRanges();
     // Gives each graph the points of its series worth drawing at the x range
     // and panel width now, unless they are those it was given last: once per
-    // zoom, pan or resize, never per paint.
+    // zoom, pan or resize, never per paint. The canvases call it as they
+    // draw, once the plot is laid out.
     void decimate();
     QCPRange wholeKeyRange() const; // every series' keys, the axis's range when there are none
 
+    void invalidateCanvases();
+
     QCPAxisRect* m_panels[PanelCount] = {};
-    QVector<std::array<QCPGraph*, PanelCount + 1>> m_graphs; // the last: validation points
+    CurveCanvas* m_canvases[PanelCount] = {};
+    QVector<std::array<CanvasGraph*, PanelCount + 1>> m_graphs; // the last: validation points
     QVector<std::array<Series, PanelCount>> m_series;
     QCPRange m_decimatedRange;
     int m_decimatedColumns = -1; // -1: the series changed since
+    int m_decimations = 0;
     QVector<ComparedRun> m_runs;
     metrics::XAxis m_xAxis = metrics::XAxis::Step;
     double m_smoothing = 0;

@@ -1,0 +1,193 @@
+#include "compare/overlay_charts.h"
+#include "metrics/event.h"
+
+#include <QtTest>
+
+#include <cmath>
+
+// The Compare page's overlay decimates its curves once per x range and
+// panel width and keeps each panel's curves as an image
+// (compare/curve_canvas.h): a replot that changes neither redraws no curve,
+// one that does redraws only what it changed, and the image shows the same
+// pixels as drawing every graph.
+using tb::ui::ComparedRun;
+using tb::ui::OverlayCharts;
+
+namespace {
+
+// A run of `steps` steps whose loss zigzags, so that a column of many
+// points has a low and a high that a wrong decimation would lose.
+std::shared_ptr<const tb::metrics::RunHistory> zigzagRun(int index, int steps)
+{
+    using nlohmann::json;
+    auto history = std::make_shared<tb::metrics::RunHistory>();
+    history->apply(*tb::metrics::parseEvent(tb::metrics::makeEvent(tb::metrics::EventType::RunStart, 0, 1.0e9,
+        {{"run_id", "run-" + std::to_string(index)}, {"world_size", 1}, {"config", json::object()}}).dump()));
+    tb::metrics::Event step{tb::metrics::EventType::Step, "step", 0, 1.0e9,
+        {{"step", 0}, {"loss", 0.0}, {"lr", 1e-3}, {"tokens", 256}, {"step_seconds", 0.5},
+            {"tokens_per_second", 0.0}, {"mem_peak_bytes", int64_t(1) << 28}}};
+    for (int s = 1; s <= steps; ++s) {
+        step.timeSeconds = 1.0e9 + s * 0.5;
+        step.body["step"] = s;
+        step.body["loss"] = 3.0 - s * 1e-5 + (s % 2 ? 0.5 : -0.5) * std::sin(s * 0.37 + index);
+        step.body["tokens_per_second"] = 500.0 + 40 * std::cos(s * 1.3 + index);
+        history->apply(step);
+    }
+    return history;
+}
+
+QVector<ComparedRun> runs(int count, int steps)
+{
+    QVector<ComparedRun> out;
+    for (int i = 0; i < count; ++i)
+        out.append({QStringLiteral("run-%1").arg(i), zigzagRun(i, steps), {}, {}});
+    return out;
+}
+
+struct Counts {
+    int decimations = 0;
+    int renders[OverlayCharts::PanelCount] = {};
+};
+
+Counts countsOf(const OverlayCharts& charts)
+{
+    Counts c;
+    c.decimations = charts.decimationCount();
+    for (int p = 0; p < OverlayCharts::PanelCount; ++p)
+        c.renders[p] = charts.curveRenderCount(OverlayCharts::Panel(p));
+    return c;
+}
+
+QImage drawnDirectly(OverlayCharts& charts)
+{
+    QImage image(charts.size(), QImage::Format_ARGB32_Premultiplied);
+    image.fill(Qt::white);
+    QCPPainter painter(&image);
+    painter.setMode(QCPPainter::pmNoCaching); // the canvas draws the graphs themselves
+    charts.toPainter(&painter, charts.width(), charts.height());
+    return image;
+}
+
+// The largest difference of any channel of any pixel inside the panels
+// (tick labels come from QCustomPlot's label cache on screen, and are drawn
+// as text when it is off).
+int largestDifference(const QImage& a, const QImage& b, const OverlayCharts& charts)
+{
+    const QImage x = a.convertToFormat(QImage::Format_ARGB32), y = b.convertToFormat(QImage::Format_ARGB32);
+    int largest = 0;
+    for (int p = 0; p < OverlayCharts::PanelCount; ++p) {
+        const QRect panel = charts.curve(0, OverlayCharts::Panel(p))->keyAxis()->axisRect()->rect();
+        for (int row = panel.top(); row <= panel.bottom(); ++row)
+            for (int column = panel.left(); column <= panel.right(); ++column) {
+                const QRgb p1 = x.pixel(column, row), p2 = y.pixel(column, row);
+                for (int shift : {0, 8, 16, 24})
+                    largest = std::max(largest, std::abs(int((p1 >> shift) & 0xff) - int((p2 >> shift) & 0xff)));
+            }
+    }
+    return largest;
+}
+
+} // namespace
+
+class TestOverlayCache : public QObject {
+    Q_OBJECT
+
+private slots:
+    void replotRedoesOnlyWhatChanged_data()
+    {
+        QTest::addColumn<QString>("change");
+        QTest::addColumn<bool>("decimated");
+        QTest::addColumn<bool>("lossDrawn");
+        QTest::addColumn<bool>("othersDrawn");
+        QTest::addRow("nothing") << "nothing" << false << false << false;
+        QTest::addRow("zoom in") << "zoom" << true << true << true;
+        QTest::addRow("pan") << "pan" << true << true << true;
+        QTest::addRow("wider window") << "resize" << true << true << true;
+        QTest::addRow("loss's value range") << "lossValues" << false << true << false;
+        QTest::addRow("legend hidden") << "legend" << false << false << false;
+    }
+    void replotRedoesOnlyWhatChanged()
+    {
+        QFETCH(QString, change);
+        QFETCH(bool, decimated);
+        QFETCH(bool, lossDrawn);
+        QFETCH(bool, othersDrawn);
+        OverlayCharts charts;
+        charts.resize(900, 700);
+        charts.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&charts));
+        charts.setRuns(runs(3, 20000));
+        charts.replot(QCustomPlot::rpImmediateRefresh);
+        const Counts before = countsOf(charts);
+        QVERIFY(before.decimations >= 1);
+        QCPAxis* keys = charts.curve(0, OverlayCharts::LossPanel)->keyAxis();
+        const QVector<QCPGraphData> shown(charts.curve(0, OverlayCharts::LossPanel)->data()->constBegin(),
+            charts.curve(0, OverlayCharts::LossPanel)->data()->constEnd());
+        if (change == QLatin1String("zoom"))
+            keys->scaleRange(0.5);
+        else if (change == QLatin1String("pan"))
+            keys->moveRange(keys->range().size() / 10);
+        else if (change == QLatin1String("resize"))
+            charts.resize(1100, 700);
+        else if (change == QLatin1String("lossValues"))
+            charts.curve(0, OverlayCharts::LossPanel)->valueAxis()->scaleRange(1.5);
+        else if (change == QLatin1String("legend"))
+            charts.findChild<QCPLegend*>(QStringLiteral("runsLegend"))->setVisible(false);
+        QCoreApplication::processEvents(); // a resize replots through the event loop
+        charts.replot(QCustomPlot::rpImmediateRefresh);
+        const Counts after = countsOf(charts);
+        QCOMPARE(after.decimations > before.decimations, decimated);
+        QCOMPARE(after.renders[OverlayCharts::LossPanel] > before.renders[OverlayCharts::LossPanel], lossDrawn);
+        for (int p = OverlayCharts::LearningRatePanel; p < OverlayCharts::PanelCount; ++p)
+            QCOMPARE(after.renders[p] > before.renders[p], othersDrawn);
+        const QCPGraphDataContainer& now = *charts.curve(0, OverlayCharts::LossPanel)->data();
+        const bool changed = !std::equal(shown.begin(), shown.end(), now.constBegin(), now.constEnd(),
+            [](const QCPGraphData& a, const QCPGraphData& b) { return a.key == b.key && a.value == b.value; });
+        QCOMPARE(changed, decimated);
+    }
+
+    // The image a panel keeps shows what drawing its graphs shows: curves
+    // reduced per column (drawn without antialiasing) and curves of a few
+    // points (antialiased, composed over the grid from a transparent image).
+    void cachedCurvesLookLikeDrawnOnes_data()
+    {
+        QTest::addColumn<int>("steps");
+        QTest::addColumn<int>("tolerance");
+        QTest::addRow("reduced per column") << 50000 << 0;
+        // Antialiased edges composed from a transparent image round once
+        // more per curve on the pixel than when drawn on the plot: a few
+        // levels of 255, no visible change.
+        QTest::addRow("a few points, antialiased") << 40 << 4;
+    }
+    void cachedCurvesLookLikeDrawnOnes()
+    {
+        QFETCH(int, steps);
+        QFETCH(int, tolerance);
+        OverlayCharts charts;
+        charts.resize(900, 700);
+        charts.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&charts));
+        charts.setRuns(runs(4, steps));
+        charts.replot(QCustomPlot::rpImmediateRefresh);
+        QCOMPARE(charts.curve(0, OverlayCharts::LossPanel)->antialiased(), steps < 900);
+        const QImage cached = charts.grab().toImage();
+        const QImage direct = drawnDirectly(charts);
+        QCOMPARE(cached.size(), direct.size());
+        const int difference = largestDifference(cached, direct, charts);
+        QVERIFY2(difference <= tolerance, qPrintable(QString::number(difference)));
+        // And the curves are there: the cached image is not the empty plot.
+        OverlayCharts empty;
+        empty.resize(900, 700);
+        empty.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&empty));
+        empty.setRuns(runs(4, steps));
+        for (int run = 0; run < 4; ++run)
+            for (int p = 0; p < OverlayCharts::PanelCount; ++p)
+                empty.curve(run, OverlayCharts::Panel(p))->setVisible(false);
+        empty.replot(QCustomPlot::rpImmediateRefresh);
+        QVERIFY(largestDifference(cached, empty.grab().toImage(), charts) > 100);
+    }
+};
+
+QTEST_MAIN(TestOverlayCache)
+#include "test_overlay_cache.moc"
