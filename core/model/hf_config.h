@@ -103,7 +103,6 @@ struct HfConfig : ModelSpec {
     // adds, coefficient times its value, when output_router_logits is set.
     bool normTopkProb = false;
     double routerAuxLossCoef = 0.001;
-    bool outputRouterLogits = false;
     double routerJitterNoise = 0; // Mixtral: multiplicative noise on the router input in training
 };
 

@@ -58,6 +58,9 @@ struct ModelSpec {
     std::int64_t experts = 0;
     std::int64_t expertsPerToken = 0;
     std::int64_t expertIntermediateSize = 0;
+    // output_router_logits: training adds the router's load-balancing loss,
+    // whose softmax of every layer's router logits is kept for backward.
+    bool outputRouterLogits = false;
 
     // torch_dtype (or dtype) as the checkpoint stores it, "bfloat16"; empty
     // when unknown (a preset). A merged export is written in it.

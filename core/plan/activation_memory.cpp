@@ -25,7 +25,10 @@ double scoreBytesPerElement(const PlanContext& ctx)
 // gathered for each of its k experts, which save what a dense gated MLP
 // saves at the expert's width; the router's fp32 softmax is saved whole.
 // Experts never carry LoRA (LinearShape::adaptable), so their inputs are
-// saved only when their weights train (or bitsandbytes keeps them).
+// saved only when their weights train (or bitsandbytes keeps them). The
+// load-balancing loss takes a softmax of the router's logits in their own
+// dtype and keeps it; transformers also keeps the logits themselves (the
+// model's output) until its loss reads them.
 double expertActivations(const PlanContext& ctx, bool savesInputs)
 {
     const model::ModelSpec& m = ctx.model;
@@ -36,6 +39,8 @@ double expertActivations(const PlanContext& ctx, bool savesInputs)
         bytes += a * t * h + a * t * k * h + a * t * k * fe; // router's, gathered, down's inputs
     if (ctx.full)
         bytes += a * t * k * h; // each expert's output, times its trainable routing weight
+    if (m.outputRouterLogits)
+        bytes += (ctx.hf ? 2 : 1) * a * t * double(m.experts);
     return bytes;
 }
 

@@ -263,6 +263,14 @@ std::vector<std::vector<std::int64_t>> LlamaForCausalLm::expertRouting()
     return routed;
 }
 
+void LlamaForCausalLm::setRouterBalance(RouterBalance* balance)
+{
+    auto& layers = m_model->layers();
+    for (size_t i = 0; i < layers.size(); ++i)
+        if (SparseMoe* experts = layers[i]->experts())
+            experts->setRouterBalance(balance, static_cast<std::int64_t>(i));
+}
+
 bool LlamaForCausalLm::isExpertProjection(const std::string& qualifiedName)
 {
     return qualifiedName.find(".experts.") != std::string::npos;

@@ -124,6 +124,9 @@ public:
     // Per mixture-of-experts layer, the tokens each expert took in the last
     // forward (SparseMoe::lastRouted); empty for a dense model.
     std::vector<std::vector<std::int64_t>> expertRouting();
+    // Every mixture-of-experts layer's training forwards report to `balance`
+    // (not owned; null: none), by the layer's index.
+    void setRouterBalance(RouterBalance* balance);
     // Whether a projection of projections() belongs to an expert.
     static bool isExpertProjection(const std::string& qualifiedName);
 

@@ -104,11 +104,6 @@ common::Status refuseUnsupported(const model::HfConfig& config)
                 "rope scaling type '" + scaling->typeName + "' is not supported",
                 "supported: linear, llama3, longrope (or none)");
     }
-    if (config.isMixtureOfExperts() && config.outputRouterLogits)
-        return refusal(config, "output_router_logits",
-            "the router's load-balancing loss is not computed by the trainer",
-            "set output_router_logits to false: the loss is then the language model's alone, "
-            "as transformers computes it");
     if (config.routerJitterNoise != 0)
         return refusal(config, "router_jitter_noise",
             "router noise " + std::to_string(config.routerJitterNoise) + " is not supported",

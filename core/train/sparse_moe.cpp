@@ -25,7 +25,7 @@ SparseMoe::Routes SparseMoe::route(const torch::Tensor& rows)
         weights = weights / weights.sum(-1, true);
     if (!m_routing.fp32Weights)
         weights = weights.to(logits.scalar_type());
-    return {weights.reshape({-1, 1}), chosen.reshape(-1)};
+    return {logits, weights.reshape({-1, 1}), chosen.reshape(-1)};
 }
 
 torch::Tensor SparseMoe::forward(const torch::Tensor& input)
@@ -53,7 +53,8 @@ torch::Tensor SparseMoe::forward(const torch::Tensor& input)
         const torch::Tensor expertOut = m_experts[size_t(e)]->forward(rows.index_select(0, tokens));
         output = output.index_add(0, tokens, expertOut * routes.weights.index_select(0, slots));
     }
-    return output.to(rows.scalar_type()).reshape(input.sizes());
+    output = output.to(rows.scalar_type()).reshape(input.sizes());
+    return m_balance && is_training() ? m_balance->record(m_layer, routes.logits, output) : output;
 }
 
 std::vector<std::string> SparseMoe::projectionNames() const

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "train/layers.h"
+#include "train/router_balance.h"
 
 #include <torch/torch.h>
 
@@ -37,11 +38,19 @@ public:
     // recomputed forward (activation checkpointing) routes the same rows
     // the same way, so after a backward this is the micro-batch's.
     const std::vector<std::int64_t>& lastRouted() const { return m_lastRouted; }
+    // Training forwards report their routing to `balance` as layer `layer`
+    // (not owned; null: no load-balancing loss).
+    void setRouterBalance(RouterBalance* balance, std::int64_t layer)
+    {
+        m_balance = balance;
+        m_layer = layer;
+    }
 
 private:
     // Each token's k experts and weights, one (token, slot) pair a row:
     // weights [tokens x k, 1], experts [tokens x k].
     struct Routes {
+        torch::Tensor logits; // [tokens, experts], the router's dtype
         torch::Tensor weights;
         torch::Tensor experts;
     };
@@ -52,6 +61,8 @@ private:
     std::shared_ptr<DenseLinear> m_router;
     std::vector<std::shared_ptr<GatedMlp>> m_experts;
     std::vector<std::int64_t> m_lastRouted;
+    RouterBalance* m_balance = nullptr;
+    std::int64_t m_layer = 0;
 };
 
 } // namespace tb::train

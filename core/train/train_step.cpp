@@ -3,9 +3,11 @@
 #include "train/chunked_loss.h"
 #include "train/data_parallel.h"
 #include "train/llama_model.h"
+#include "train/router_balance.h"
 
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 namespace tb::train {
 
@@ -38,6 +40,30 @@ void addRouting(std::vector<std::vector<std::int64_t>>& sum,
             sum[layer][expert] += routed[layer][expert];
 }
 
+// The model reports its routing to a step's RouterBalance while this lives.
+class AttachedBalance {
+public:
+    AttachedBalance(LlamaForCausalLm& model, RouterBalance* balance)
+        : m_model(model)
+    {
+        m_model.setRouterBalance(balance);
+    }
+    ~AttachedBalance() { m_model.setRouterBalance(nullptr); }
+    AttachedBalance(const AttachedBalance&) = delete;
+    AttachedBalance& operator=(const AttachedBalance&) = delete;
+
+private:
+    LlamaForCausalLm& m_model;
+};
+
+torch::Tensor tokenMask(const data::Batch& batch, const torch::Device& device)
+{
+    return torch::from_blob(const_cast<std::int32_t*>(batch.attentionMask.data()),
+        {static_cast<std::int64_t>(batch.batchSize), static_cast<std::int64_t>(batch.sequenceLength)},
+        torch::TensorOptions().dtype(torch::kInt))
+        .to(device, torch::kFloat);
+}
+
 } // namespace
 
 StepResult accumulateStepGradients(LlamaForCausalLm& model, FlatParameters& parameters,
@@ -61,6 +87,21 @@ StepResult accumulateStepGradients(LlamaForCausalLm& model, FlatParameters& para
     const auto skipped = [&](const data::Batch& batch) {
         return !parallel && (batch.isEmpty() || batch.lossTokens() == 0);
     };
+    // transformers adds the load-balancing loss of each forward; a step
+    // averages it over its forwards, so the coefficient means the same
+    // whatever the accumulation and the number of ranks.
+    const LlamaConfig& config = model.config();
+    std::optional<RouterBalance> balance;
+    double balanceWeight = 0.0; // 1 / the step's forwards, every rank's
+    if (config.isMixtureOfExperts() && config.outputRouterLogits) {
+        double forwards = 0.0;
+        for (const data::Batch& batch : batches)
+            forwards += !skipped(batch) && !batch.isEmpty() ? 1.0 : 0.0;
+        balanceWeight = 1.0 / std::max(1.0, parallel ? parallel->sumOverWorld(forwards) : forwards);
+        balance.emplace(config.numLayers, config.experts, config.expertsPerToken);
+        result.routerAuxLoss = 0.0;
+    }
+    const AttachedBalance attached(model, balance ? &*balance : nullptr);
     // The micro-batch that ends the step: the last one one process runs.
     size_t last = batches.size();
     for (size_t b = batches.size(); b-- > 0;) {
@@ -77,7 +118,14 @@ StepResult accumulateStepGradients(LlamaForCausalLm& model, FlatParameters& para
             parallel->beginMicroStep(b == last);
         if (!batch.isEmpty()) {
             const auto [ids, labels] = batchTensors(batch, device);
+            if (balance)
+                balance->begin(tokenMask(batch, device), config.routerAuxLossCoef * balanceWeight);
             const torch::Tensor hidden = model.hiddenStates(ids);
+            if (balance) {
+                const double aux = balance->finish() * balanceWeight;
+                result.routerAuxLoss += aux;
+                result.loss += config.routerAuxLossCoef * aux;
+            }
             torch::Tensor loss;
             if (batch.lossTokens() > 0) {
                 const LossRows rows = selectLossRows(hidden, labels);
@@ -96,8 +144,11 @@ StepResult accumulateStepGradients(LlamaForCausalLm& model, FlatParameters& para
         else
             parameters.accumulateGradients(b == last);
     }
-    if (parallel)
+    if (parallel) {
         result.loss = parallel->sumOverWorld(result.loss);
+        if (balance)
+            result.routerAuxLoss = parallel->sumOverWorld(result.routerAuxLoss);
+    }
     return result;
 }
 

@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
 #include <span>
 #include <vector>
 
@@ -16,7 +17,12 @@ class LlamaForCausalLm;
 class DataParallel;
 
 struct [[nodiscard]] StepResult {
-    double loss = 0.0; // mean over the step's loss tokens (of every rank)
+    // Mean over the step's loss tokens (of every rank), plus the router's
+    // load-balancing loss times its coefficient where the model adds it.
+    double loss = 0.0;
+    // The load-balancing loss (unscaled), mean over the step's micro-batches
+    // of every rank; NaN where the model does not compute it.
+    double routerAuxLoss = std::nan("");
     double gradNorm = 0.0; // before clipping
     std::int64_t lossTokens = 0; // this rank's
     std::int64_t tokens = 0; // real (unpadded) tokens, this rank's
@@ -33,7 +39,9 @@ struct [[nodiscard]] StepResult {
 // their padding), gradients gathered into the master gradient. Does not
 // clip or update. The model must be in training mode for dropout. With
 // `parallel`, the normaliser is the loss tokens of every rank's batches and
-// the engine sums the gradients across ranks.
+// the engine sums the gradients across ranks. A mixture of experts whose
+// config sets output_router_logits adds router_aux_loss_coef times the mean
+// of each micro-batch's load-balancing loss (RouterBalance).
 StepResult accumulateStepGradients(LlamaForCausalLm& model, FlatParameters& parameters,
     const std::vector<data::Batch>& batches, std::int64_t lossChunkRows = 0,
     DataParallel* parallel = nullptr);

@@ -325,6 +325,8 @@ common::Result<TrainOutcome> TrainingRun::resumeAndTrain(const std::string& resu
                 addStateFields(fields);
                 if (!result.expertTokens.empty())
                     fields["expert_tokens"] = result.expertTokens;
+                if (std::isfinite(result.routerAuxLoss))
+                    fields["router_aux_loss"] = result.routerAuxLoss;
                 emit(metrics::EventType::Step, std::move(fields));
             }
             TrainerProgress item;

@@ -1,14 +1,15 @@
-#include "plan/catalog.h"
-#include "plan/estimator.h"
+#include "plan_fixture.h"
 
 #include <QtTest>
 
 // The hf-trainer engine's rules one at a time (docs/PLANNER.md 4.14), on a
 // preset; tests/reference/test_hf_step_peak holds their sum against the
-// Hugging Face stack's measured step.
+// Hugging Face stack's measured step. Also what the router's load-balancing
+// loss keeps, under each engine.
 using namespace tb;
 
 Q_DECLARE_METATYPE(tb::plan::PlanInput)
+Q_DECLARE_METATYPE(tb::plan::Engine)
 
 namespace {
 
@@ -127,6 +128,34 @@ private slots:
     }
 
     // auto is chunked for the other engines, as before the option existed.
+    void routerBalanceKeepsItsSoftmax_data()
+    {
+        QTest::addColumn<plan::Engine>("engine");
+        QTest::addColumn<double>("keptPerElement"); // in units of the activations' bytes
+        // The softmax of each layer's router logits; transformers also keeps
+        // the logits, the model's output, until the loss reads them.
+        QTest::newRow("tunebench") << plan::Engine::Tunebench << 1.0;
+        QTest::newRow("hf-trainer") << plan::Engine::HfTrainer << 2.0;
+    }
+
+    void routerBalanceKeepsItsSoftmax()
+    {
+        QFETCH(plan::Engine, engine);
+        QFETCH(double, keptPerElement);
+        plan::PlanInput in = hfInput(plan::Method::Lora, plan::Precision::Bf16);
+        in.engine = engine;
+        in.gradientCheckpointing = false;
+        model::ModelSpec spec = presetModel("Mixtral-8x7B-v0.1");
+        const plan::GpuSpec& gpu = presetGpu("A100-80GB-SXM");
+        const double without =
+            plan::estimatePlan(in, spec, gpu).categoryBytes(plan::MemoryCategory::Activations);
+        spec.outputRouterLogits = true;
+        const double with =
+            plan::estimatePlan(in, spec, gpu).categoryBytes(plan::MemoryCategory::Activations);
+        const double tokens = double(in.microBatch) * in.seqLen;
+        QCOMPARE(with - without, 32 * keptPerElement * 2 * tokens * 8);
+    }
+
     void autoLossIsChunkedElsewhere()
     {
         plan::PlanInput in = hfInput(plan::Method::Lora, plan::Precision::Bf16);

@@ -42,8 +42,19 @@ class ReferenceError(Exception):
     pass
 
 
+# A mixture of experts with the router's load-balancing loss in its loss,
+# weighted so that it moves the gradients well beyond rounding.
+BALANCED_SUFFIX = "-balanced"
+BALANCE_COEFFICIENT = 0.3
+
+
 def tiny_config(family):
     """Small configurations of each family, with what sets it apart turned on."""
+    if family.endswith(BALANCED_SUFFIX):
+        config = tiny_config(family[:-len(BALANCED_SUFFIX)])
+        config.output_router_logits = True
+        config.router_aux_loss_coef = BALANCE_COEFFICIENT
+        return config
     common = dict(vocab_size=96, hidden_size=32, intermediate_size=56, num_hidden_layers=2,
                   num_attention_heads=4, max_position_embeddings=64, rms_norm_eps=1e-5)
     if family == "llama2":
@@ -246,9 +257,12 @@ def train_step(args):
     optimizer = torch.optim.AdamW(groups, lr=args.lr, betas=(args.beta1, args.beta2),
                                   eps=args.eps)
     batch = load_file(args.inputs)
-    loss = model(input_ids=batch["input_ids"], labels=batch["labels"]).loss
-    loss.backward()
-    out = {"loss": loss.detach().float().reshape(1)}
+    result = model(input_ids=batch["input_ids"], labels=batch["labels"],
+                   attention_mask=batch.get("attention_mask"))
+    result.loss.backward()
+    out = {"loss": result.loss.detach().float().reshape(1)}
+    if getattr(result, "aux_loss", None) is not None:
+        out["aux_loss"] = result.aux_loss.detach().float().reshape(1)
     model_type = model.config.model_type
     for name, parameter in named:
         for ours, grad in as_stored(our_name(name), parameter.grad, model_type):

@@ -159,14 +159,16 @@ inline std::string writeGemmaCopy(const std::string& from, const std::string& to
 
 // The Mixtral reading of `from` in `to`: four experts a layer, two a token,
 // expert j the layer's dense MLP scaled by 1 + j/4 (so routing changes the
-// output), the router the first four rows of the layer's q_proj.
-inline std::string writeMixtralCopy(const std::string& from, const std::string& to)
+// output), the router the first four rows of the layer's q_proj. `balanced`:
+// the loss adds the router's load-balancing loss, weighted 0.05.
+inline std::string writeMixtralCopy(
+    const std::string& from, const std::string& to, bool balanced = false)
 {
     constexpr int kExperts = 4;
     const nlohmann::json changes = {{"model_type", "mixtral"},
         {"architectures", {"MixtralForCausalLM"}}, {"num_local_experts", kExperts},
-        {"num_experts_per_tok", 2}, {"router_aux_loss_coef", 0.02},
-        {"output_router_logits", false}, {"sliding_window", nullptr}};
+        {"num_experts_per_tok", 2}, {"router_aux_loss_coef", balanced ? 0.05 : 0.02},
+        {"output_router_logits", balanced}, {"sliding_window", nullptr}};
     return writeModelVariant(from, to, changes,
         [](const safetensors::TensorInfo& info, const std::vector<std::byte>& values,
             std::list<std::vector<std::byte>>& bytes,

@@ -245,9 +245,6 @@ private slots:
         QTest::addRow("layer types")
             << withField(kTinyLlama, R"("layer_types":["sliding_attention"])")
             << "field 'layer_types'";
-        QTest::addRow("mixtral with the balancing loss")
-            << edit(kMixtral8x7b, R"("output_router_logits":false)", R"("output_router_logits":true)")
-            << "field 'output_router_logits': the router's load-balancing loss is not computed";
         QTest::addRow("mixtral router noise")
             << withField(kMixtral8x7b, R"("router_jitter_noise":0.01)")
             << "field 'router_jitter_noise': router noise 0.010000 is not supported";
