@@ -177,6 +177,21 @@ void RunHistory::applyStep(const Event& event)
     if (!m_steps.empty() && record.step <= m_steps.back().step)
         purgeFrom(record.step);
     m_steps.push_back(record);
+    applyRouting(event, record.step);
+}
+
+void RunHistory::applyRouting(const Event& event, int64_t step)
+{
+    StepRouting routing = readStepRouting(event.body, step);
+    for (const std::string& problem : routing.problems)
+        addMessage("unreadable", problem);
+    if (routing.loads) {
+        m_routing.push_back(routingPoint(*routing.loads, routing.routerAuxLoss));
+        m_latestLoads = std::move(routing.loads);
+        m_hasExpertRouting = true;
+    } else if (routing.routerAuxLoss >= 0) {
+        m_routing.push_back({.step = step, .routerAuxLoss = routing.routerAuxLoss});
+    }
 }
 
 void RunHistory::purgeFrom(int64_t step)
@@ -185,6 +200,10 @@ void RunHistory::purgeFrom(int64_t step)
         m_steps.begin(), m_steps.end(), [step](const StepRecord& r) { return r.step >= step; });
     m_steps.erase(firstStep, m_steps.end());
     std::erase_if(m_evals, [step](const EvalPoint& e) { return e.step >= step; });
+    std::erase_if(m_routing, [step](const RoutingPoint& p) { return p.step >= step; });
+    if (m_latestLoads && m_latestLoads->step >= step)
+        m_latestLoads.reset();
+    ++m_purges;
 }
 
 } // namespace tb::metrics

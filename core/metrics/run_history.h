@@ -1,6 +1,7 @@
 #pragma once
 
 #include "metrics/event.h"
+#include "metrics/expert_routing.h"
 #include "metrics/step_record.h"
 
 #include <cstdint>
@@ -108,9 +109,23 @@ public:
     int64_t exportPeakBytes() const { return m_exportPeakBytes; }
     int64_t lastStep() const { return m_steps.empty() ? 0 : m_steps.back().step; }
 
+    // A mixture of experts' routing (nothing for a dense model): the balance
+    // figures of each step that reported expert_tokens or router_aux_loss,
+    // and the latest step's counts whole. A malformed field is a message
+    // ("unreadable") and leaves the step's other figures as they are.
+    const std::vector<RoutingPoint>& routing() const { return m_routing; }
+    const std::optional<ExpertLoads>& latestExpertLoads() const { return m_latestLoads; }
+    // True once a step carried expert_tokens that could be read.
+    bool hasExpertRouting() const { return m_hasExpertRouting; }
+    // How many times steps were replaced (a resumed run repeating them): a
+    // view that draws only what was added since it last looked redraws
+    // whole when this changes.
+    uint64_t purges() const { return m_purges; }
+
 private:
     void applyStart(const Event& event);
     void applyStep(const Event& event);
+    void applyRouting(const Event& event, int64_t step);
     void purgeFrom(int64_t step);
     void addMessage(const std::string& level, const std::string& text);
 
@@ -122,6 +137,10 @@ private:
     std::optional<RunEndInfo> m_end;
     int64_t m_lastCheckpointStep = -1;
     int64_t m_exportPeakBytes = -1;
+    std::vector<RoutingPoint> m_routing;
+    std::optional<ExpertLoads> m_latestLoads;
+    bool m_hasExpertRouting = false;
+    uint64_t m_purges = 0;
 };
 
 } // namespace tb::metrics
