@@ -207,6 +207,45 @@ void hostWhileLoading(const PlanContext& ctx, PlanResult& r, Sharding s)
             << Bytes{r.loadHostBytesPerNode};
 }
 
+// The Hugging Face Trainer's evaluation (prediction_step): the optimizer
+// step's zero_grad(set_to_none) has freed the gradients, and a forward
+// without grad over eval_batch rows peaks at transformers' loss: the logits
+// (the stream's dtype, 16 bits under autocast), their fp32 upcast (none when
+// already fp32) and log-softmax's fp32 output, beside what the model's output
+// holds: the final hidden states and, as the config's use_cache is on in eval
+// mode, every layer's keys and values (in the projections' dtype: QLoRA's
+// 4-bit layers return their fp32 input's, autocast or not).
+PhasePeak evaluationPhase(const PlanContext& ctx, const PlanResult& r, double outside)
+{
+    double kept = 0;
+    for (const MemoryComponent& c : r.memory)
+        if (persists(c) && c.category != MemoryCategory::Gradients
+            && c.category != MemoryCategory::Overhead)
+            kept += c.bytes;
+    const double tokens = double(ctx.in.evalBatch) * ctx.peakSeqLen;
+    const double logitBytes = ctx.autocast ? 2 : ctx.streamBytes;
+    const double perLogit = logitBytes + (logitBytes == 4 ? 0 : 4) + 4;
+    const double logits = tokens * double(ctx.model.vocabSize) * perLogit;
+    const double hidden = tokens * double(ctx.model.hiddenSize) * ctx.streamBytes;
+    const double kvBytes = ctx.autocast && !ctx.qlora ? 2 : ctx.streamBytes;
+    const double cache =
+        2 * double(ctx.model.numLayers) * tokens * double(ctx.model.kvDim()) * kvBytes;
+    PhasePeak p{Phase::Evaluation, 0, {}};
+    p.allocated = kept + logits + hidden + cache;
+    p.bytes = p.allocated + outside;
+    if (ctx.explain)
+        Line(p.explanation) << "weights and optimizer states " << Bytes{kept}
+                            << " (gradients freed) + eval_batch " << ctx.in.evalBatch << " x "
+                            << Count{ctx.peakSeqLen} << " tokens x "
+                            << Count{double(ctx.model.vocabSize)} << " vocab x (" << Fixed{logitBytes, 0}
+                            << " B logits" << (logitBytes == 4 ? "" : " + 4 B fp32 upcast")
+                            << " + 4 B log-softmax) = " << Bytes{logits}
+                            << " + the final hidden states " << Bytes{hidden}
+                            << " + the KV cache (use_cache), 2 x " << int(ctx.model.numLayers)
+                            << " layers x " << Fixed{kvBytes, 0} << " B = " << Bytes{cache};
+    return p;
+}
+
 // A checkpoint holds every rank's master and AdamW moments (in the master's
 // dtype: bf16 under pure bf16, else fp32), and LoRA's adapter file; the
 // export the merged model in the checkpoint's dtype, and the adapter in fp32.
@@ -246,6 +285,8 @@ void addPhases(const PlanContext& ctx, PlanResult& r, Sharding planned, double a
     if (ctx.in.engine != Engine::Tunebench) {
         r.phases.push_back(std::move(step));
         r.phases.push_back(std::move(optimizer));
+        if (ctx.in.evalBatch > 0)
+            r.phases.push_back(evaluationPhase(ctx, r, outside));
         return;
     }
     r.phases.push_back(loadPhase(ctx, kept, planned));

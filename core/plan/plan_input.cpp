@@ -254,6 +254,11 @@ common::Status validatePlanInput(const PlanInput& in)
                            "tunebench (Tunebench's trainer runs the fused kernel)");
     if (in.engine == Engine::HfTrainer)
         refuseForHfTrainer(in, problems);
+    else if (in.evalBatch > 0)
+        problems.push_back("eval_batch: " + std::to_string(in.evalBatch) + " with engine "
+            + std::string(toString(in.engine))
+            + ", expected 0 (the evaluation phase is planned for engine hf-trainer; Tunebench's "
+              "trainer evaluates at micro_batch without grad, below its step)");
     if (const auto refused = common::checkOffload(in.sharding, in.offload))
         problems.push_back(refused->field + ": " + refused->problem + " (" + refused->hint + ")");
     if (problems.empty())

@@ -140,6 +140,11 @@ struct PlanInput {
     int microBatch = 4;
     int seqLen = 2048;
     int gradAccum = 4;
+    // The evaluation's micro-batch per GPU, as the Hugging Face Trainer's
+    // per_device_eval_batch_size (engine hf-trainer); 0: no evaluation
+    // planned. Tunebench's trainer evaluates at microBatch without grad,
+    // below its step.
+    int evalBatch = 0;
     bool packing = true; // samples packed into full sequences (else one padded sample a row)
 
     // Hardware: an Azure VM size sets the GPU kind and GPUs per node; without

@@ -72,6 +72,10 @@ const PlanOption kOptions[] = {
         double(kSequenceLengthLimit.max), 0, TB_FIELD(seqLen)},
     {"grad_accum", "grad-accum", "micro-batches per optimizer step", "",
         double(kGradAccumLimit.min), double(kGradAccumLimit.max), 0, TB_FIELD(gradAccum)},
+    {"eval_batch", "eval-batch",
+        "sequences per GPU per evaluation forward, the Hugging Face Trainer's "
+        "per_device_eval_batch_size (engine hf-trainer; 0: no evaluation planned)",
+        "", 0, double(kMicroBatchLimit.max), 0, TB_FIELD(evalBatch)},
     {"packing", "packing", "samples packed into full sequences (off: one padded sample a row)", "",
         0, 0, 0, TB_FIELD(packing)},
     {"vm_size", "vm", "an Azure VM size, e.g. Standard_ND96amsr_A100_v4 (sets the GPU)", "", 0, 0,

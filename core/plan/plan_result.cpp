@@ -23,6 +23,8 @@ std::string_view phaseKey(Phase phase)
         return "step";
     case Phase::OptimizerStep:
         return "optimizer_step";
+    case Phase::Evaluation:
+        return "evaluation";
     case Phase::Checkpoint:
         return "checkpoint";
     case Phase::Export:
@@ -40,6 +42,8 @@ std::string_view phaseLabel(Phase phase)
         return "Forward and backward";
     case Phase::OptimizerStep:
         return "Optimizer step";
+    case Phase::Evaluation:
+        return "Evaluation";
     case Phase::Checkpoint:
         return "Checkpoint";
     case Phase::Export:

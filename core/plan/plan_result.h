@@ -67,11 +67,12 @@ PeakBytes peaksOf(const std::vector<MemoryComponent>& memory);
 // forward and backward (the step); the optimizer step updates with every
 // gradient alive and no activations; the other phases are what our trainer
 // holds while it loads the model, writes a checkpoint and exports
-// (docs/PLANNER.md, 4.11 and 4.12).
-enum class Phase { Load, Step, OptimizerStep, Checkpoint, Export };
-// "load", "step", "optimizer_step", "checkpoint", "export"
+// (docs/PLANNER.md, 4.11 and 4.12); evaluation is the Hugging Face
+// Trainer's forward without grad over a batch of its own (4.15).
+enum class Phase { Load, Step, OptimizerStep, Evaluation, Checkpoint, Export };
+// "load", "step", "optimizer_step", "evaluation", "checkpoint", "export"
 std::string_view phaseKey(Phase phase);
-// "Load", "Forward and backward", "Optimizer step", "Checkpoint", "Export"
+// "Load", "Forward and backward", "Optimizer step", "Evaluation", "Checkpoint", "Export"
 std::string_view phaseLabel(Phase phase);
 
 struct PhasePeak {

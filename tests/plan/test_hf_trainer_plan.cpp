@@ -156,6 +156,48 @@ private slots:
         QCOMPARE(with - without, 32 * keptPerElement * 2 * tokens * 8);
     }
 
+    // The Trainer's evaluation at per_device_eval_batch_size: without
+    // gradients, the logits of the whole batch, their fp32 upcast and
+    // log-softmax's output, the last hidden states and the KV cache
+    // (use_cache); it sets the plan's peak when its batch is larger.
+    void evaluationIsAPhaseOfItsOwn()
+    {
+        plan::PlanInput in = hfInput(plan::Method::Lora, plan::Precision::Bf16);
+        in.evalBatch = 8;
+        const plan::PlanResult r = planOf(in);
+        const auto phase = std::find_if(r.phases.begin(), r.phases.end(),
+            [](const plan::PhasePeak& p) { return p.phase == plan::Phase::Evaluation; });
+        QVERIFY(phase != r.phases.end());
+        const double states = r.categoryBytes(plan::MemoryCategory::Weights)
+            + r.categoryBytes(plan::MemoryCategory::Optimizer);
+        const double t = 8.0 * in.seqLen, v = 128256, h = 4096, kv = 1024, layers = 32;
+        QCOMPARE(phase->allocated, states + t * v * (2 + 4 + 4) + t * h * 2 + 2 * layers * t * kv * 2);
+        QCOMPARE(r.perGpuBytes, phase->bytes);
+        QCOMPARE(r.peakPhase()->phase, plan::Phase::Evaluation);
+        in.evalBatch = 0;
+        const plan::PlanResult none = planOf(in);
+        QVERIFY(std::none_of(none.phases.begin(), none.phases.end(),
+            [](const plan::PhasePeak& p) { return p.phase == plan::Phase::Evaluation; }));
+    }
+
+    void evaluationIsPlannedForTheTrainerOnly_data()
+    {
+        QTest::addColumn<plan::Engine>("engine");
+        QTest::newRow("tunebench") << plan::Engine::Tunebench;
+        QTest::newRow("reference") << plan::Engine::Reference;
+    }
+    void evaluationIsPlannedForTheTrainerOnly()
+    {
+        QFETCH(plan::Engine, engine);
+        plan::PlanInput in = hfInput(plan::Method::Lora, plan::Precision::Bf16Mixed);
+        in.engine = engine;
+        in.evalBatch = 8;
+        const common::Status status = plan::validatePlanInput(in);
+        QVERIFY(!status.ok());
+        QVERIFY2(status.error().message.find("eval_batch: 8 with engine") != std::string::npos,
+            status.error().message.c_str());
+    }
+
     void autoLossIsChunkedElsewhere()
     {
         plan::PlanInput in = hfInput(plan::Method::Lora, plan::Precision::Bf16);

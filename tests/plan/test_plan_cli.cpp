@@ -249,10 +249,13 @@ private slots:
             accepted.push_back({{flag, "q_proj,v_proj"}, "q_proj,v_proj"});
             break;
         }
-        // ZeRO-3 (DDP for the engine: hf-trainer plans DDP only) and a
-        // dataset in tokens: any value of this option makes a plan.
+        // ZeRO-3 (DDP for the engine: hf-trainer plans DDP only, and alone
+        // plans an evaluation) and a dataset in tokens: any value of this
+        // option makes a plan.
         QStringList context;
-        if (option.key != "sharding" && option.key != "engine")
+        if (option.key == "eval_batch")
+            context << "--engine" << "hf-trainer";
+        else if (option.key != "sharding" && option.key != "engine")
             context << "--sharding" << "zero3";
         if (option.key != "dataset.tokens")
             context << "--dataset-tokens" << "1000000";

@@ -11,12 +11,18 @@ step so that the optimizer's states exist, then profiles a second step
 collector) plus the most that the step allocated and had not yet freed:
 torch.cuda.max_memory_allocated's figure, for the CPU.
 
+With an evaluation batch, it then profiles the Trainer's evaluation of that
+many rows the same way: its prediction_step, a forward with labels under
+no_grad (and the step's autocast), the model in eval mode.
+
 usage: hf_step_peak.py CONFIG_DIR CASE...
-CASE: method:precision:checkpointing:batch:seq, e.g. qlora:bf16-mixed:ckpt:2:256
-(method full|lora|qlora; precision as the planner spells it: fp32, bf16 (the
-model loaded in bf16) or bf16-mixed (loaded in bf16, the step under bf16
-autocast, as the Trainer's bf16=True runs it); ckpt|nockpt).
-Prints one JSON object: {CASE: {"peak": bytes, "before": bytes}, ...}.
+CASE: method:precision:checkpointing:batch:seq[:eval_batch], e.g.
+qlora:bf16-mixed:ckpt:2:256:8 (method full|lora|qlora; precision as the
+planner spells it: fp32, bf16 (the model loaded in bf16) or bf16-mixed
+(loaded in bf16, the step under bf16 autocast, as the Trainer's bf16=True
+runs it); ckpt|nockpt).
+Prints one JSON object: {CASE: {"peak": bytes, "before": bytes[,
+"eval_peak": bytes, "eval_before": bytes]}, ...}.
 """
 
 import contextlib
@@ -74,8 +80,26 @@ def live_storage_bytes():
     return sum(seen.values())
 
 
+def evaluation_peak(model, ids, autocast):
+    """The Trainer's evaluate loop: prediction_step's forward with labels
+    under no_grad, keeping the loss and (prediction_loss_only) nothing else."""
+    model.eval()
+
+    def predict():
+        with torch.no_grad():
+            with torch.autocast("cpu", dtype=torch.bfloat16) if autocast else contextlib.nullcontext():
+                outputs = model(input_ids=ids, labels=ids)
+            loss = outputs.loss.detach()
+            del outputs, loss
+
+    before = live_storage_bytes()
+    peak = most_allocated_during(predict)
+    model.train()
+    return {"eval_peak": before + peak, "eval_before": before}
+
+
 def measure(folder, case):
-    method, precision, checkpointing, batch, seq = case.split(":")
+    method, precision, checkpointing, batch, seq, *evaluation = case.split(":")
     dtype = torch.float32 if precision == "fp32" else torch.bfloat16
     autocast = precision == "bf16-mixed"
     torch.manual_seed(0)
@@ -99,7 +123,11 @@ def measure(folder, case):
     step()
     before = live_storage_bytes()
     peak = most_allocated_during(step)
-    return {"peak": before + peak, "before": before}
+    result = {"peak": before + peak, "before": before}
+    if evaluation:
+        eval_ids = torch.randint(0, vocab, (int(evaluation[0]), int(seq)))
+        result.update(evaluation_peak(model, eval_ids, autocast))
+    return result
 
 
 def main():

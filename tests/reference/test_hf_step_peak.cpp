@@ -11,7 +11,8 @@
 // The planner's hf-trainer engine (docs/PLANNER.md 4.14) held against what
 // transformers, peft and bitsandbytes allocate in one training step as the
 // Hugging Face Trainer runs them, measured by PyTorch's profiler on the CPU
-// (hf_step_peak.py): the step's peak_allocated, model states included.
+// (hf_step_peak.py): the step's peak_allocated, model states included, and
+// the evaluation's (the Trainer's prediction_step at its default batch).
 using namespace tb;
 
 Q_DECLARE_METATYPE(tb::plan::Method)
@@ -31,6 +32,7 @@ constexpr const char* kConfig = R"({
 constexpr int kMicroBatch = 2;
 constexpr int kSeqLen = 256;
 constexpr int kLoraRank = 8; // the script's, on every projection, no dropout
+constexpr int kEvalBatch = 8; // per_device_eval_batch_size's default
 
 struct Case {
     plan::Method method;
@@ -48,15 +50,16 @@ std::vector<Case> cases()
         {Method::Lora, Precision::Bf16Mixed, false}, {Method::Qlora, Precision::Bf16Mixed, true}};
 }
 
-// Case names as the script takes them: method:precision:checkpointing:batch:seq.
+// Case names as the script takes them: method:precision:checkpointing:batch:seq:eval_batch.
 QString caseOf(const Case& c)
 {
-    return QStringLiteral("%1:%2:%3:%4:%5")
+    return QStringLiteral("%1:%2:%3:%4:%5:%6")
         .arg(QString::fromStdString(std::string(plan::toString(c.method))),
             QString::fromStdString(std::string(plan::toString(c.precision))),
             c.checkpointing ? "ckpt" : "nockpt")
         .arg(kMicroBatch)
-        .arg(kSeqLen);
+        .arg(kSeqLen)
+        .arg(kEvalBatch);
 }
 
 } // namespace
@@ -81,6 +84,8 @@ class TestHfStepPeak : public QObject {
         in.microBatch = kMicroBatch;
         in.seqLen = kSeqLen;
         in.gradAccum = 1;
+        if (engine == plan::Engine::HfTrainer)
+            in.evalBatch = kEvalBatch;
         if (engine == plan::Engine::Reference)
             in.loss = plan::LossMode::FullFp32;
         in.gpu = "A100-80GB-SXM";
@@ -136,6 +141,28 @@ private slots:
         // tensors of a step no formula lists (rotary tables, masks, scalars).
         QVERIFY2(std::abs(error) <= 0.03,
             qPrintable(QStringLiteral("planned %1 B, measured %2 B").arg(planned).arg(measured)));
+    }
+
+    void evaluationPlannedAsMeasured_data() { plannedAsMeasured_data(); }
+    void evaluationPlannedAsMeasured()
+    {
+        QFETCH(int, index);
+        const Case c = cases()[size_t(index)];
+        const common::Result<plan::PlanResult> hf = planOf(c, plan::Engine::HfTrainer);
+        QVERIFY2(hf.ok(), hf.ok() ? "" : hf.error().message.c_str());
+        const auto phase = std::find_if(hf->phases.begin(), hf->phases.end(),
+            [](const plan::PhasePeak& p) { return p.phase == plan::Phase::Evaluation; });
+        QVERIFY(phase != hf->phases.end());
+        const QJsonObject figures = m_measured.value(caseOf(c)).toObject();
+        const double measured = figures.value("eval_peak").toDouble(-1);
+        QVERIFY(measured > 0);
+        const double error = (phase->allocated - measured) / measured;
+        qInfo("evaluation of %d rows: measured %.2f MB (%.2f MB before it), planned %.2f MB "
+              "(%+.1f %%); the step's measured peak %.2f MB",
+            kEvalBatch, measured / 1e6, figures.value("eval_before").toDouble() / 1e6,
+            phase->allocated / 1e6, 100 * error, figures.value("peak").toDouble() / 1e6);
+        QVERIFY2(std::abs(error) <= 0.03,
+            qPrintable(QStringLiteral("planned %1 B, measured %2 B").arg(phase->allocated).arg(measured)));
     }
 };
 
