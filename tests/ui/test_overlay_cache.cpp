@@ -1,6 +1,8 @@
 #include "compare/overlay_charts.h"
+#include "compare/run_colors.h"
 #include "metrics/event.h"
 
+#include <QDir>
 #include <QtTest>
 
 #include <cmath>
@@ -36,12 +38,56 @@ std::shared_ptr<const tb::metrics::RunHistory> zigzagRun(int index, int steps)
     return history;
 }
 
-QVector<ComparedRun> runs(int count, int steps)
+// A run as a person would compare it: a loss decaying with noise, a
+// cosine learning rate, each run a little above the one before.
+std::shared_ptr<const tb::metrics::RunHistory> decayingRun(int index, int steps)
+{
+    using nlohmann::json;
+    auto history = std::make_shared<tb::metrics::RunHistory>();
+    history->apply(*tb::metrics::parseEvent(tb::metrics::makeEvent(tb::metrics::EventType::RunStart, 0, 1.0e9,
+        {{"run_id", "run-" + std::to_string(index)}, {"world_size", 1}, {"config", json::object()}}).dump()));
+    tb::metrics::Event step{tb::metrics::EventType::Step, "step", 0, 1.0e9,
+        {{"step", 0}, {"loss", 0.0}, {"lr", 0.0}, {"tokens", 256}, {"step_seconds", 0.5},
+            {"tokens_per_second", 0.0}, {"mem_peak_bytes", int64_t(0)}}};
+    for (int s = 1; s <= steps; ++s) {
+        const double progress = double(s) / steps, noise = std::sin(s * 12.9898 + index * 78.233) * 0.05;
+        step.timeSeconds = 1.0e9 + s * 0.5;
+        step.body["step"] = s;
+        step.body["loss"] = 2.0 + 2.0 * std::exp(-5 * progress) + 0.04 * index + noise;
+        step.body["lr"] = 1e-3 * 0.5 * (1 + std::cos(M_PI * progress)) * (1 + 0.02 * index);
+        step.body["tokens_per_second"] = (8192 + 60 * index) * (1 + noise);
+        step.body["mem_peak_bytes"] = int64_t((3e8 + 4e6 * index) * (1 + 0.1 * noise));
+        history->apply(step);
+    }
+    return history;
+}
+
+QVector<ComparedRun> runs(int count, int steps, bool decaying = false)
 {
     QVector<ComparedRun> out;
     for (int i = 0; i < count; ++i)
-        out.append({QStringLiteral("run-%1").arg(i), zigzagRun(i, steps), {}, {}});
+        out.append({QStringLiteral("run-%1").arg(i), decaying ? decayingRun(i, steps) : zigzagRun(i, steps), {}, {}});
     return out;
+}
+
+// How many pixels of a panel, outside the legend, have the colour (give or
+// take a little), or with an invalid one, any colour (not the white, black
+// and greys of the background, axes and grid).
+int pixelsOf(const QImage& image, const QRect& panel, QColor color, const QRect& legend)
+{
+    int count = 0;
+    for (int row = panel.top(); row <= panel.bottom(); ++row)
+        for (int column = panel.left(); column <= panel.right(); ++column) {
+            if (legend.contains(column, row))
+                continue;
+            const QColor c = image.pixelColor(column, row);
+            if (!color.isValid())
+                count += std::max({c.red(), c.green(), c.blue()}) - std::min({c.red(), c.green(), c.blue()}) > 40;
+            else
+                count += std::abs(c.red() - color.red()) + std::abs(c.green() - color.green())
+                        + std::abs(c.blue() - color.blue()) <= 24;
+        }
+    return count;
 }
 
 struct Counts {
@@ -186,6 +232,44 @@ private slots:
                 empty.curve(run, OverlayCharts::Panel(p))->setVisible(false);
         empty.replot(QCustomPlot::rpImmediateRefresh);
         QVERIFY(largestDifference(cached, empty.grab().toImage(), charts) > 100);
+    }
+
+    // Many long runs, whole and zoomed, written to <build>/screenshots for a
+    // person to look at; the last run drawn shows in every panel.
+    void manyRunsScreenshot()
+    {
+        constexpr int kRuns = 30;
+        OverlayCharts charts;
+        charts.resize(1400, 1000);
+        charts.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&charts));
+        charts.setRuns(runs(kRuns, 20000, true));
+        charts.replot(QCustomPlot::rpImmediateRefresh);
+        QDir().mkpath(QStringLiteral(TB_BINARY_DIR "/screenshots"));
+        for (const bool zoomed : {false, true}) {
+            if (zoomed) {
+                charts.curve(0, OverlayCharts::LossPanel)->keyAxis()->setRange(1000, 3000);
+                charts.replot(QCustomPlot::rpImmediateRefresh);
+            }
+            const QImage image = charts.grab().toImage().convertToFormat(QImage::Format_RGB32);
+            const QString path = QStringLiteral(TB_BINARY_DIR "/screenshots/compare_overlay_%1_runs%2.png")
+                                     .arg(kRuns)
+                                     .arg(zoomed ? QStringLiteral("_zoomed") : QString());
+            QVERIFY2(image.save(path), qPrintable(path));
+            const QRect legend = charts.findChild<QCPLegend*>(QStringLiteral("runsLegend"))->outerRect();
+            for (int p = 0; p < OverlayCharts::PanelCount; ++p) {
+                const QRect panel = charts.curve(0, OverlayCharts::Panel(p))->keyAxis()->axisRect()->rect();
+                const int coloured = pixelsOf(image, panel, {}, legend);
+                QVERIFY2(coloured > 5000, qPrintable(QStringLiteral("%1: panel %2, %3").arg(path).arg(p).arg(coloured)));
+                // Zoomed in, the curves are antialiased and seldom cover a
+                // pixel whole, so only the whole range shows the last run's
+                // colour itself.
+                if (!zoomed) {
+                    const int last = pixelsOf(image, panel, tb::ui::runColor(kRuns - 1), legend);
+                    QVERIFY2(last > 100, qPrintable(QStringLiteral("%1: panel %2, %3").arg(path).arg(p).arg(last)));
+                }
+            }
+        }
     }
 };
 
