@@ -70,6 +70,31 @@ private slots:
         engine->setCurrentIndex(engine->findData(QStringLiteral("reference"))); // what the next test opens on
     }
 
+    // The Hugging Face Trainer's evaluation batch: offered with that engine
+    // only, planned as a phase that can set the peak (a QLoRA run trained
+    // at micro-batch 1 and evaluated at the Trainer's default 8).
+    void plansTheTrainersEvaluation()
+    {
+        PlannerPage page;
+        auto* engine = child<QComboBox>(&page, "engineCombo");
+        auto* evalBatch = child<QSpinBox>(&page, "evalBatchSpin");
+        engine->setCurrentIndex(engine->findData(QStringLiteral("tunebench")));
+        QVERIFY(!evalBatch->isEnabled());
+        engine->setCurrentIndex(engine->findData(QStringLiteral("hf-trainer")));
+        QVERIFY(evalBatch->isEnabled());
+        child<QSpinBox>(&page, "microBatchSpin")->setValue(1);
+        evalBatch->setValue(8);
+        QCOMPARE(page.input().evalBatch, 8);
+        QVERIFY(page.result());
+        QCOMPARE(page.result()->peakPhase()->phase, plan::Phase::Evaluation);
+        QVERIFY2(page.detailsText().contains(QStringLiteral("evaluation")), qPrintable(page.detailsText()));
+        page.resize(1500, 1000);
+        QVERIFY(page.grab().save(QStringLiteral(TB_BINARY_DIR "/screenshots/planner_hf_evaluation.png")));
+        engine->setCurrentIndex(engine->findData(QStringLiteral("tunebench")));
+        QCOMPARE(evalBatch->value(), 0); // no stale evaluation under another engine
+        engine->setCurrentIndex(engine->findData(QStringLiteral("reference"))); // what the next test opens on
+    }
+
     // A plan whose GPUs fit but whose node cannot hold what its ranks load
     // says that it is the host, and how much, not a GPU figure.
     void saysWhenTheHostDecides()
@@ -123,6 +148,8 @@ private slots:
             QCOMPARE(max, option.max);
             for (const double end : {option.min, option.max}) {
                 plan::PlanInput in = form->input();
+                if (option.key == "eval_batch") // the one engine that evaluates at its own batch
+                    in.engine = plan::Engine::HfTrainer;
                 QVERIFY(!plan::assignText(option, in, common::shortestNumber(end)));
                 form->setInput(in);
                 QCOMPARE(plan::valueText(option, form->input()), plan::valueText(option, in));

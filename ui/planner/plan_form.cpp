@@ -329,9 +329,13 @@ QWidget* PlanForm::createBatchGroup()
     m_seqLen->setSingleStep(256);
     m_gradAccum = spin(box, "grad_accum");
     m_packing = bound(new QCheckBox(tr("pack samples into full sequences"), box), "packing");
+    m_evalBatch = spin(box, "eval_batch");
+    m_evalBatch->setObjectName(QStringLiteral("evalBatchSpin"));
+    m_evalBatch->setSpecialValueText(tr("no evaluation"));
     form->addRow(tr("Micro-batch"), m_microBatch);
     form->addRow(tr("Sequence length"), m_seqLen);
     form->addRow(tr("Grad. accumulation"), m_gradAccum);
+    form->addRow(tr("Eval batch"), m_evalBatch);
     form->addRow(tr("Packing"), m_packing);
     return box;
 }
@@ -408,6 +412,11 @@ void PlanForm::updateEnabledState()
     if (!adamw)
         m_optimizerKernel->setCurrentIndex(0);
     m_optimizerKernel->setEnabled(adamw);
+    // Only the Hugging Face Trainer evaluates at a batch of its own.
+    const bool hf = m_engine->currentData().toString() == QLatin1String("hf-trainer");
+    if (!hf)
+        m_evalBatch->setValue(0);
+    m_evalBatch->setEnabled(hf);
     showRunData();
 }
 

@@ -76,6 +76,7 @@ private:
     QSpinBox* m_microBatch = nullptr;
     QSpinBox* m_seqLen = nullptr;
     QSpinBox* m_gradAccum = nullptr;
+    QSpinBox* m_evalBatch = nullptr;
     QCheckBox* m_packing = nullptr;
     QDoubleSpinBox* m_datasetSamples = nullptr;
     QDoubleSpinBox* m_meanTokens = nullptr;
