@@ -1,5 +1,6 @@
 #include "runs/run_view.h"
 
+#include "runs/routing_charts.h"
 #include "runs/run_charts.h"
 #include "runs/run_summary.h"
 
@@ -8,6 +9,8 @@
 #include <QSplitter>
 #include <QTabWidget>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace tb::ui {
 
@@ -49,12 +52,14 @@ RunView::RunView(QWidget* parent)
     layout->addWidget(m_summary);
 
     auto* splitter = new QSplitter(Qt::Vertical, this);
-    m_charts = new RunCharts(splitter);
+    m_chartsRow = new QSplitter(Qt::Horizontal, splitter);
+    m_charts = new RunCharts(m_chartsRow);
+    m_chartsRow->addWidget(m_charts);
     m_tabs = new QTabWidget(splitter);
     m_messages = new QListWidget(m_tabs);
     m_messages->setObjectName(QStringLiteral("runMessages"));
     m_tabs->addTab(m_messages, tr("Warnings and errors"));
-    splitter->addWidget(m_charts);
+    splitter->addWidget(m_chartsRow);
     splitter->addWidget(m_tabs);
     splitter->setStretchFactor(0, 4);
     splitter->setStretchFactor(1, 1);
@@ -69,6 +74,8 @@ void RunView::reset()
     m_hiddenRow = nullptr;
     m_messages->clear();
     m_charts->clearCurves();
+    delete m_routing; // the next run may be dense: no empty routing charts
+    m_routing = nullptr;
     show();
 }
 
@@ -98,6 +105,16 @@ void RunView::setSummaryError(const QString& text)
 void RunView::show()
 {
     m_charts->showHistory(m_history);
+    if (m_history.hasExpertRouting() && !m_routing) {
+        m_routing = new RoutingCharts(m_chartsRow);
+        m_chartsRow->addWidget(m_routing);
+        m_routing->show(); // before the sizes: showing a child makes the splitter share anew
+        // The run's curves keep the wider part: they are what the page is for.
+        const int width = std::max(m_chartsRow->width(), 1000);
+        m_chartsRow->setSizes({width * 3 / 5, width * 2 / 5});
+    }
+    if (m_routing)
+        m_routing->showHistory(m_history);
     m_summary->setStyleSheet(runState(m_history) == QStringLiteral("failed") ? kErrorStyle : QString());
     m_summary->setText(describeRun(m_history));
     const std::deque<metrics::RunMessage>& messages = m_history.messages();

@@ -8,14 +8,17 @@
 class QLabel;
 class QListWidget;
 class QListWidgetItem;
+class QSplitter;
 class QTabWidget;
 
 namespace tb::ui {
 
 class RunCharts;
+class RoutingCharts;
 
 // One followed run, as the Runs and Monitor pages show it: the summary
-// line, the curves, and a tab of its warnings, errors and unreadable lines
+// line, the curves (beside them a mixture of experts' routing, once a step
+// reports it), and a tab of its warnings, errors and unreadable lines
 // (pages add tabs of their own). It folds the lines a follower read into a
 // metrics::RunHistory.
 class RunView : public QWidget {
@@ -33,6 +36,8 @@ public:
 
     const metrics::RunHistory& history() const { return m_history; }
     RunCharts* charts() const { return m_charts; }
+    // Null until a step of the run carries expert_tokens.
+    RoutingCharts* routingCharts() const { return m_routing; }
     QTabWidget* tabs() const { return m_tabs; }
     QString summaryText() const;
     QStringList messageTexts() const;
@@ -52,6 +57,8 @@ private:
     QListWidgetItem* m_hiddenRow = nullptr; // "... and N earlier messages", once there are such
     QLabel* m_summary = nullptr;
     RunCharts* m_charts = nullptr;
+    QSplitter* m_chartsRow = nullptr;
+    RoutingCharts* m_routing = nullptr;
     QTabWidget* m_tabs = nullptr;
     QListWidget* m_messages = nullptr;
 };
