@@ -129,7 +129,8 @@ LossRows selectLossRows(const torch::Tensor& hidden, const torch::Tensor& labels
     const torch::Tensor predicting = hidden.narrow(1, 0, tokens - 1).reshape({-1, hidden.size(2)});
     const torch::Tensor next = labels.narrow(1, 1, tokens - 1).reshape({-1});
     const torch::Tensor keep = next.ne(-100).nonzero().squeeze(1);
-    return {predicting.index_select(0, keep), next.index_select(0, keep)};
+    const torch::Device device = hidden.device();
+    return {predicting.index_select(0, keep.to(device)), next.index_select(0, keep).to(device)};
 }
 
 std::int64_t defaultLossChunkRows(std::int64_t vocabSize)

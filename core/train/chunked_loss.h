@@ -11,7 +11,9 @@ struct LossRows {
     torch::Tensor targets; // [rows] int64
 };
 // hidden [batch, tokens, hiddenSize]; labels [batch, tokens] int64, aligned
-// with the inputs (not shifted), as data::TokenizedExample holds them.
+// with the inputs (not shifted), as data::TokenizedExample holds them. Labels
+// on the host choose the rows without reading the device (a GPU's labels
+// would be read back to find them).
 LossRows selectLossRows(const torch::Tensor& hidden, const torch::Tensor& labels);
 
 // Rows whose fp32 logits make one chunk: about 64 MiB of logits at a time.

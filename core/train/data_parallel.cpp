@@ -1,5 +1,7 @@
 #include "train/data_parallel.h"
 
+#include "train/host_read.h"
+
 #include "common/training_rules.h"
 
 #include <torch/csrc/autograd/function_hook.h>
@@ -223,20 +225,22 @@ torch::Tensor DataParallel::scalarBuffer(double value) const
 
 double DataParallel::sumOverWorld(double value)
 {
-    torch::Tensor buffer = scalarBuffer(value);
-    m_groups.world->allReduceSum(buffer)->wait();
-    return buffer.item<double>();
+    return readToHost(sumOverWorld(scalarBuffer(value)));
 }
 
-double DataParallel::gradientNorm()
+torch::Tensor DataParallel::sumOverWorld(torch::Tensor values)
 {
-    double squares = m_parameters.localGradientSquares();
-    if (m_parameters.shard().count > 1) {
-        torch::Tensor buffer = scalarBuffer(squares);
-        m_groups.shard->allReduceSum(buffer)->wait();
-        squares = buffer.item<double>();
-    }
-    return std::sqrt(squares);
+    torch::Tensor buffer = values.to(m_parameters.units().front().values.device()).contiguous();
+    m_groups.world->allReduceSum(buffer)->wait();
+    return buffer;
+}
+
+torch::Tensor DataParallel::gradientSquares()
+{
+    torch::Tensor squares = m_parameters.gradientSquares().reshape({1}).contiguous();
+    if (m_parameters.shard().count > 1)
+        m_groups.shard->allReduceSum(squares)->wait();
+    return squares;
 }
 
 void DataParallel::afterOptimizerStep()

@@ -82,9 +82,12 @@ public:
     void endMicroStep();
 
     double sumOverWorld(double value);
-    // Global L2 norm of the gradient, every rank the same (after the step's
-    // last endMicroStep).
-    double gradientNorm();
+    // The same for a tensor, summed in place on the model's device and
+    // returned there, not read back.
+    torch::Tensor sumOverWorld(torch::Tensor values);
+    // The global sum of squares of the gradient, every rank the same (after
+    // the step's last endMicroStep), on the model's device, not read back.
+    torch::Tensor gradientSquares();
     // After the optimizer updated this rank's master shards: the model's
     // replicated values refreshed from them (all-gathered under ZeRO-1/2).
     void afterOptimizerStep();

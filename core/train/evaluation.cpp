@@ -1,5 +1,6 @@
 #include "train/evaluation.h"
 
+#include "train/host_read.h"
 #include "train/llama_model.h"
 
 #include <algorithm>
@@ -32,7 +33,7 @@ double summedNll(LlamaForCausalLm& model, const torch::Tensor& hidden, const tor
         const torch::Tensor nll =
             torch::nn::functional::cross_entropy(logits, targets.slice(0, begin, end),
                 torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
-        total += nll.item<double>();
+        total += readToHost(nll);
     }
     return total;
 }
@@ -93,11 +94,12 @@ common::Result<EvalResult> evaluateLoss(LlamaForCausalLm& model,
                 const torch::Device device = model.outputWeight().device();
                 const torch::Tensor hidden =
                     model.hiddenStates(ids.to(device)).slice(1, 0, width - 1);
-                const torch::Tensor flatTargets = targets.reshape({-1}).to(device);
+                // The rows to score, chosen from the host's targets.
+                const torch::Tensor flatTargets = targets.reshape({-1});
                 const torch::Tensor keep = flatTargets.ne(-100).nonzero().squeeze(1);
-                totalNll +=
-                    summedNll(model, hidden.reshape({-1, hidden.size(-1)}).index_select(0, keep),
-                        flatTargets.index_select(0, keep));
+                totalNll += summedNll(model,
+                    hidden.reshape({-1, hidden.size(-1)}).index_select(0, keep.to(device)),
+                    flatTargets.index_select(0, keep).to(device));
             }
             if (options.progress
                 && !options.progress(static_cast<std::int64_t>(last), result.sequences))

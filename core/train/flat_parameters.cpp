@@ -1,5 +1,6 @@
 #include "train/flat_parameters.h"
 
+#include "train/host_read.h"
 #include "train/tensor_storage.h"
 
 #include <ATen/DeviceAccelerator.h>
@@ -292,18 +293,23 @@ void FlatParameters::zeroGradients()
     }
 }
 
-double FlatParameters::localGradientSquares() const
+torch::Tensor FlatParameters::gradientSquares() const
 {
     torch::NoGradGuard noGrad;
-    double sum = 0.0;
+    const torch::Device device = m_units.front().values.device();
+    torch::Tensor sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
     for (const Unit& unit : m_units) {
         // The norm in at least fp32 even for a bf16 gradient.
         const torch::Tensor& g = unit.masterGradients;
         const bool narrow = g.scalar_type() == torch::kBFloat16 || g.scalar_type() == torch::kHalf;
-        const double norm = (narrow ? g.to(torch::kFloat) : g).norm().item<double>();
-        sum += norm * norm;
+        sum += (narrow ? g.to(torch::kFloat) : g).norm().to(device, torch::kDouble).square();
     }
     return sum;
+}
+
+double FlatParameters::localGradientSquares() const
+{
+    return readToHost(gradientSquares());
 }
 
 void FlatParameters::scaleGradients(double factor)

@@ -160,7 +160,9 @@ public:
     // false, else a new tensor (what an all-gather sends).
     torch::Tensor masterAsModel(const Unit& unit, bool fresh) const;
     void zeroGradients();
-    // Sum of squares of this rank's master gradients, in double.
+    // Sum of squares of this rank's master gradients, in double: a scalar on
+    // the first unit's device, or read back.
+    torch::Tensor gradientSquares() const;
     double localGradientSquares() const;
     void scaleGradients(double factor);
     // Scales the master gradient down to maxNorm when `norm` (the global L2

@@ -68,7 +68,7 @@ torch::Tensor RouterBalance::record(
     return BalanceGradient::apply(output, sums, m_gradient);
 }
 
-double RouterBalance::finish()
+torch::Tensor RouterBalance::finish()
 {
     torch::NoGradGuard noGrad;
     torch::Tensor routedSlots;
@@ -83,13 +83,13 @@ double RouterBalance::finish()
         layers += 1.0;
     }
     if (!routedSlots.defined())
-        return 0.0;
+        return torch::zeros({}, m_mask.options());
     const torch::Tensor rows = m_mask.sum() * layers;
     const torch::Tensor shares = routedSlots / rows;
     const double experts = static_cast<double>(m_experts);
     // d/dP_l of E sum_e (C_e / N)(P_e / N), the same for every layer.
     m_gradient.copy_(shares / rows * (experts * m_scale));
-    return ((shares * (probabilities / rows)).sum() * experts).item<double>();
+    return (shares * (probabilities / rows)).sum() * experts;
 }
 
 } // namespace tb::train

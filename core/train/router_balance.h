@@ -33,9 +33,10 @@ public:
     // mode. A recomputed forward records the same values again.
     torch::Tensor record(std::int64_t layer, const torch::Tensor& routerLogits,
         const torch::Tensor& output);
-    // After the forward, before backward: the loss of the micro-batch, and the
-    // gradient every layer's probability sums receive fixed.
-    double finish();
+    // After the forward, before backward: the loss of the micro-batch (a
+    // scalar on the device, not read back), and the gradient every layer's
+    // probability sums receive fixed.
+    torch::Tensor finish();
 
 private:
     struct LayerRouting {

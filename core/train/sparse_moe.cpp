@@ -1,5 +1,7 @@
 #include "train/sparse_moe.h"
 
+#include "train/host_read.h"
+
 namespace tb::train {
 
 SparseMoe::SparseMoe(const GatedMlpShape& expertShape, const ExpertRouting& routing,
@@ -35,10 +37,13 @@ torch::Tensor SparseMoe::forward(const torch::Tensor& input)
     // Each expert runs once on the rows routed to it: the (row, slot) pairs
     // sorted by expert, and how many each expert takes.
     const torch::Tensor order = routes.experts.argsort(/*stable=*/true);
-    const torch::Tensor counts =
-        torch::bincount(routes.experts, {}, m_routing.experts).to(torch::kCPU);
-    const auto taken = counts.accessor<std::int64_t, 1>();
-    m_lastRouted.assign(taken.data(), taken.data() + m_routing.experts);
+    // The loop below needs each expert's row count on the host: one read a
+    // layer (transformers' grouped_mm path avoids it with a kernel of its own).
+    // scatter_add, not bincount: a GPU's bincount reads the largest index back.
+    m_lastRouted = readCountsToHost(
+        torch::zeros({m_routing.experts}, routes.experts.options())
+            .scatter_add_(0, routes.experts, torch::ones_like(routes.experts)));
+    const std::vector<std::int64_t>& taken = m_lastRouted;
     // Summed in the weights' dtype and cast once, as transformers' default
     // (grouped_mm) experts do: fp32 for Mixtral, whose weights stay fp32.
     const auto sumType = torch::promote_types(rows.scalar_type(), routes.weights.scalar_type());

@@ -2,6 +2,7 @@
 
 #include "train/chunked_loss.h"
 #include "train/data_parallel.h"
+#include "train/host_read.h"
 #include "train/llama_model.h"
 #include "train/router_balance.h"
 
@@ -20,9 +21,9 @@ std::pair<torch::Tensor, torch::Tensor> batchTensors(
         // from_blob borrows; the int64 copy owns its memory.
         return torch::from_blob(const_cast<std::int32_t*>(values.data()), {rows, tokens},
             torch::TensorOptions().dtype(torch::kInt))
-            .to(device, torch::kLong);
+            .to(torch::kLong);
     };
-    return {wrap(batch.inputIds), wrap(batch.labels)};
+    return {wrap(batch.inputIds).to(device), wrap(batch.labels)};
 }
 
 namespace {
@@ -66,8 +67,42 @@ torch::Tensor tokenMask(const data::Batch& batch, const torch::Device& device)
 
 } // namespace
 
-StepResult accumulateStepGradients(LlamaForCausalLm& model, FlatParameters& parameters,
-    const std::vector<data::Batch>& batches, std::int64_t lossChunkRows, DataParallel* parallel)
+namespace {
+
+// What a step's forwards add up, kept on the device until the step reads
+// them, all at once (host_read.h).
+struct StepSums {
+    torch::Tensor loss; // double [1]: the normalised loss, plus the balancing term
+    torch::Tensor routerAux; // double [1]; undefined without the balancing loss
+
+    std::vector<torch::Tensor> figures() const
+    {
+        return routerAux.defined() ? std::vector<torch::Tensor>{loss, routerAux}
+                                   : std::vector<torch::Tensor>{loss};
+    }
+    // `read` starts with figures(), in order.
+    void fill(const std::vector<double>& read, StepResult& result) const
+    {
+        result.loss = read.at(0);
+        if (routerAux.defined())
+            result.routerAuxLoss = read.at(1);
+    }
+};
+
+// The step's counts summed over every rank: one collective, one read.
+std::vector<double> countsOfEveryRank(DataParallel& parallel, const std::vector<double>& counts)
+{
+    const torch::Tensor summed = parallel.sumOverWorld(
+        torch::tensor(counts, torch::TensorOptions().dtype(torch::kDouble)));
+    std::vector<torch::Tensor> each;
+    for (std::int64_t i = 0; i < summed.numel(); ++i)
+        each.push_back(summed[i]);
+    return readToHost(each);
+}
+
+StepResult accumulate(LlamaForCausalLm& model, FlatParameters& parameters,
+    const std::vector<data::Batch>& batches, std::int64_t lossChunkRows, DataParallel* parallel,
+    StepSums& sums)
 {
     StepResult result;
     for (const data::Batch& batch : batches) {
@@ -75,31 +110,34 @@ StepResult accumulateStepGradients(LlamaForCausalLm& model, FlatParameters& para
         result.tokens += static_cast<std::int64_t>(batch.tokens());
         result.samples += static_cast<std::int64_t>(batch.batchSize);
     }
-    double normalizer = static_cast<double>(result.lossTokens);
-    result.globalTokens = result.tokens;
-    if (parallel) {
-        normalizer = parallel->sumOverWorld(normalizer);
-        result.globalTokens =
-            static_cast<std::int64_t>(parallel->sumOverWorld(static_cast<double>(result.tokens)));
-    }
-    normalizer = std::max(1.0, normalizer);
-    const torch::Device device = model.outputWeight().device();
     const auto skipped = [&](const data::Batch& batch) {
         return !parallel && (batch.isEmpty() || batch.lossTokens() == 0);
     };
+    double forwards = 0.0;
+    for (const data::Batch& batch : batches)
+        forwards += !skipped(batch) && !batch.isEmpty() ? 1.0 : 0.0;
+    double normalizer = static_cast<double>(result.lossTokens);
+    result.globalTokens = result.tokens;
+    if (parallel) {
+        const std::vector<double> summed = countsOfEveryRank(
+            *parallel, {normalizer, static_cast<double>(result.tokens), forwards});
+        normalizer = summed[0];
+        result.globalTokens = static_cast<std::int64_t>(summed[1]);
+        forwards = summed[2];
+    }
+    normalizer = std::max(1.0, normalizer);
+    const torch::Device device = model.outputWeight().device();
+    const auto doubles = torch::TensorOptions().dtype(torch::kDouble).device(device);
+    sums.loss = torch::zeros({1}, doubles);
     // transformers adds the load-balancing loss of each forward; a step
     // averages it over its forwards, so the coefficient means the same
     // whatever the accumulation and the number of ranks.
     const LlamaConfig& config = model.config();
     std::optional<RouterBalance> balance;
-    double balanceWeight = 0.0; // 1 / the step's forwards, every rank's
+    const double balanceWeight = 1.0 / std::max(1.0, forwards); // every rank's forwards
     if (config.isMixtureOfExperts() && config.outputRouterLogits) {
-        double forwards = 0.0;
-        for (const data::Batch& batch : batches)
-            forwards += !skipped(batch) && !batch.isEmpty() ? 1.0 : 0.0;
-        balanceWeight = 1.0 / std::max(1.0, parallel ? parallel->sumOverWorld(forwards) : forwards);
         balance.emplace(config.numLayers, config.experts, config.expertsPerToken);
-        result.routerAuxLoss = 0.0;
+        sums.routerAux = torch::zeros({1}, doubles);
     }
     const AttachedBalance attached(model, balance ? &*balance : nullptr);
     // The micro-batch that ends the step: the last one one process runs.
@@ -122,9 +160,9 @@ StepResult accumulateStepGradients(LlamaForCausalLm& model, FlatParameters& para
                 balance->begin(tokenMask(batch, device), config.routerAuxLossCoef * balanceWeight);
             const torch::Tensor hidden = model.hiddenStates(ids);
             if (balance) {
-                const double aux = balance->finish() * balanceWeight;
-                result.routerAuxLoss += aux;
-                result.loss += config.routerAuxLossCoef * aux;
+                const torch::Tensor aux = balance->finish().to(torch::kDouble) * balanceWeight;
+                sums.routerAux += aux;
+                sums.loss += config.routerAuxLossCoef * aux;
             }
             torch::Tensor loss;
             if (batch.lossTokens() > 0) {
@@ -136,7 +174,7 @@ StepResult accumulateStepGradients(LlamaForCausalLm& model, FlatParameters& para
                 loss = hidden.sum() * 0.0 + model.outputWeight().sum() * 0.0;
             }
             loss.backward();
-            result.loss += loss.item<double>();
+            sums.loss += loss.detach().to(torch::kDouble);
             addRouting(result.expertTokens, model.expertRouting());
         }
         if (parallel)
@@ -145,10 +183,22 @@ StepResult accumulateStepGradients(LlamaForCausalLm& model, FlatParameters& para
             parameters.accumulateGradients(b == last);
     }
     if (parallel) {
-        result.loss = parallel->sumOverWorld(result.loss);
+        const torch::Tensor summed = parallel->sumOverWorld(torch::cat(sums.figures()));
+        sums.loss = summed.narrow(0, 0, 1);
         if (balance)
-            result.routerAuxLoss = parallel->sumOverWorld(result.routerAuxLoss);
+            sums.routerAux = summed.narrow(0, 1, 1);
     }
+    return result;
+}
+
+} // namespace
+
+StepResult accumulateStepGradients(LlamaForCausalLm& model, FlatParameters& parameters,
+    const std::vector<data::Batch>& batches, std::int64_t lossChunkRows, DataParallel* parallel)
+{
+    StepSums sums;
+    StepResult result = accumulate(model, parameters, batches, lossChunkRows, parallel, sums);
+    sums.fill(readToHost(sums.figures()), result);
     return result;
 }
 
@@ -156,9 +206,15 @@ StepResult trainStep(LlamaForCausalLm& model, FlatParameters& parameters, FlatAd
     const std::vector<data::Batch>& batches, double learningRate, double maxGradNorm,
     DataParallel* parallel)
 {
-    StepResult result = accumulateStepGradients(model, parameters, batches, 0, parallel);
-    result.gradNorm =
-        parallel ? parallel->gradientNorm() : std::sqrt(parameters.localGradientSquares());
+    StepSums sums;
+    StepResult result = accumulate(model, parameters, batches, 0, parallel, sums);
+    // The step's one read: the logged figures and the norm that clipping and
+    // the finiteness check need on the host.
+    std::vector<torch::Tensor> figures = sums.figures();
+    figures.push_back(parallel ? parallel->gradientSquares() : parameters.gradientSquares());
+    const std::vector<double> read = readToHost(figures);
+    sums.fill(read, result);
+    result.gradNorm = std::sqrt(read.back());
     parameters.clipToNorm(result.gradNorm, maxGradNorm);
     if (std::isfinite(result.loss) && std::isfinite(result.gradNorm)) {
         optimizer.step(learningRate);
@@ -179,7 +235,7 @@ EvalLossResult evaluateRows(LlamaForCausalLm& model, std::span<const data::Token
     model.eval();
     torch::NoGradGuard noGrad;
     const torch::Device device = model.outputWeight().device();
-    double total = 0.0;
+    torch::Tensor total = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
     std::vector<std::size_t> indices;
     for (std::size_t first = 0; first < rows.size(); first += microBatch) {
         indices.resize(std::min(microBatch, rows.size() - first));
@@ -190,13 +246,14 @@ EvalLossResult evaluateRows(LlamaForCausalLm& model, std::span<const data::Token
             continue;
         const auto [ids, labels] = batchTensors(batch, device);
         const LossRows selected = selectLossRows(model.hiddenStates(ids), labels);
-        total += model.nextTokenLoss(selected, 1.0).item<double>();
+        total += model.nextTokenLoss(selected, 1.0).to(torch::kDouble);
         result.lossTokens += lossTokens;
     }
     if (wasTraining)
         model.train();
-    result.meanLoss =
-        result.lossTokens > 0 ? total / static_cast<double>(result.lossTokens) : std::nan("");
+    result.meanLoss = result.lossTokens > 0
+        ? readToHost(total) / static_cast<double>(result.lossTokens)
+        : std::nan("");
     return result;
 }
 

@@ -63,7 +63,8 @@ struct [[nodiscard]] EvalLossResult {
 EvalLossResult evaluateRows(LlamaForCausalLm& model, std::span<const data::TokenizedExample> rows,
     std::size_t microBatch, std::int32_t padId);
 
-// A batch as int64 tensors [batch, tokens] on `device`.
+// A batch as int64 tensors [batch, tokens]: the ids on `device`, the labels
+// on the host, where selectLossRows picks the rows the loss reads.
 std::pair<torch::Tensor, torch::Tensor> batchTensors(
     const data::Batch& batch, const torch::Device& device);
 
