@@ -159,6 +159,9 @@ private slots:
         QFETCH(bool, lossDrawn);
         QFETCH(bool, othersDrawn);
         OverlayCharts charts;
+        // What one replot redoes, so the decimation on the UI thread
+        // (test_overlay_background has the pool's).
+        charts.setBackgroundDecimation(false);
         charts.resize(900, 700);
         charts.show();
         QVERIFY(QTest::qWaitForWindowExposed(&charts));
@@ -215,6 +218,11 @@ private slots:
         QVERIFY(QTest::qWaitForWindowExposed(&charts));
         charts.setRuns(runs(4, steps));
         charts.replot(QCustomPlot::rpImmediateRefresh);
+        // The first layout narrows the panels, whose curves then come from
+        // the thread pool, a panel drawn a replot.
+        QTRY_VERIFY(!charts.isDecimating());
+        for (int p = 0; p < OverlayCharts::PanelCount; ++p)
+            charts.replot(QCustomPlot::rpImmediateRefresh);
         QCOMPARE(charts.curve(0, OverlayCharts::LossPanel)->antialiased(), steps < 900);
         const QImage cached = charts.grab().toImage();
         const QImage direct = drawnDirectly(charts);
@@ -245,11 +253,19 @@ private slots:
         QVERIFY(QTest::qWaitForWindowExposed(&charts));
         charts.setRuns(runs(kRuns, 20000, true));
         charts.replot(QCustomPlot::rpImmediateRefresh);
+        QTRY_VERIFY(!charts.isDecimating());
+        for (int p = 0; p < OverlayCharts::PanelCount; ++p)
+            charts.replot(QCustomPlot::rpImmediateRefresh);
         QDir().mkpath(QStringLiteral(TB_BINARY_DIR "/screenshots"));
         for (const bool zoomed : {false, true}) {
             if (zoomed) {
                 charts.curve(0, OverlayCharts::LossPanel)->keyAxis()->setRange(1000, 3000);
                 charts.replot(QCustomPlot::rpImmediateRefresh);
+                // The zoomed curves come from the thread pool, a panel drawn
+                // a replot.
+                QTRY_VERIFY(!charts.isDecimating());
+                for (int p = 0; p < OverlayCharts::PanelCount; ++p)
+                    charts.replot(QCustomPlot::rpImmediateRefresh);
             }
             const QImage image = charts.grab().toImage().convertToFormat(QImage::Format_RGB32);
             const QString path = QStringLiteral(TB_BINARY_DIR "/screenshots/compare_overlay_%1_runs%2.png")

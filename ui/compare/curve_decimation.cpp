@@ -105,4 +105,17 @@ DecimatedCurve decimatedCurve(std::span<const double> keys, std::span<const doub
     return curve;
 }
 
+std::optional<std::vector<DecimatedCurve>> decimatedCurves(const std::vector<CurveSeries>& curves, double lower,
+    double upper, int columns, const std::atomic<bool>* cancelled)
+{
+    std::vector<DecimatedCurve> out;
+    out.reserve(curves.size());
+    for (const CurveSeries& curve : curves) {
+        if (cancelled && cancelled->load(std::memory_order_relaxed))
+            return std::nullopt;
+        out.push_back(decimatedCurve(curve.keys, curve.values, lower, upper, columns));
+    }
+    return out;
+}
+
 } // namespace tb::ui

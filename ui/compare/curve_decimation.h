@@ -2,7 +2,10 @@
 
 #include <qcustomplot.h>
 
+#include <atomic>
+#include <optional>
 #include <span>
+#include <vector>
 
 namespace tb::ui {
 
@@ -18,5 +21,17 @@ struct DecimatedCurve {
 };
 DecimatedCurve decimatedCurve(std::span<const double> keys, std::span<const double> values,
     double lower, double upper, int columns);
+
+// One curve kept whole: what decimatedCurve() reads.
+struct CurveSeries {
+    std::vector<double> keys, values;
+};
+
+// Every curve decimated in order, as decimatedCurve() does each; nothing
+// when `cancelled` is set before the last one is done. It is checked
+// between curves (a curve of 100,000 points takes about half a millisecond),
+// so a job whose range the user has already left stops soon.
+std::optional<std::vector<DecimatedCurve>> decimatedCurves(const std::vector<CurveSeries>& curves, double lower,
+    double upper, int columns, const std::atomic<bool>* cancelled = nullptr);
 
 } // namespace tb::ui

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace tb::ui {
 
@@ -89,8 +90,15 @@ OverlayCharts::OverlayCharts(QWidget* parent)
     layer(QStringLiteral("curveData"))->setVisible(false);
     for (int p = 0; p < PanelCount; ++p) {
         m_canvases[p] = new CurveCanvas(m_panels[p], QStringLiteral("curves"));
-        m_canvases[p]->setPrepare([this] { decimate(); });
+        m_canvases[p]->setPrepare([this](bool exact) { return prepareCurves(exact); });
+        m_canvases[p]->setRenderGate([this] { return takeRenderTurn(); });
     }
+    connect(this, &QCustomPlot::beforeReplot, this, [this] { m_rendersThisReplot = 0; });
+    connect(this, &QCustomPlot::afterReplot, this, [this] {
+        if (std::exchange(m_renderRefused, false))
+            replot(QCustomPlot::rpQueuedReplot); // the panels left waiting
+    });
+    connect(&m_decimator, &BackgroundDecimator::decimated, this, &OverlayCharts::decimatedInBackground);
     // One x-axis: panning or zooming one panel moves the others.
     for (QCPAxisRect* panel : m_panels) {
         for (QCPAxisRect* other : m_panels) {
@@ -119,7 +127,7 @@ void OverlayCharts::ensureGraphs(int runs)
             graphs[size_t(p)]->setLayer(QStringLiteral("curveData"));
         }
         // The graphs hold at most two points a pixel column already
-        // (decimate()); QCustomPlot's own sampling would walk them again on
+        // (prepareCurves()); QCustomPlot's own sampling would walk them again on
         // each draw and could merge what the decimation kept.
         for (CanvasGraph* graph : graphs)
             graph->setAdaptiveSampling(false);
@@ -133,7 +141,6 @@ void OverlayCharts::ensureGraphs(int runs)
             removeGraph(graph);
         m_graphs.removeLast();
     }
-    m_series.resize(runs);
     // Drawn in the order QCustomPlot drew them: run by run, a run's
     // validation points over its loss.
     for (int p = 0; p < PanelCount; ++p) {
@@ -157,37 +164,82 @@ QCPRange OverlayCharts::wholeKeyRange() const
 {
     bool any = false;
     QCPRange whole = m_panels[LossPanel]->axis(QCPAxis::atBottom)->range();
-    for (const auto& panels : m_series)
-        for (const Series& s : panels) {
-            if (s.keys.empty())
-                continue;
-            whole = any ? QCPRange(std::min(whole.lower, s.keys.front()), std::max(whole.upper, s.keys.back()))
-                        : QCPRange(s.keys.front(), s.keys.back());
-            any = true;
-        }
+    for (const CurveSeries& s : *m_curves) {
+        if (s.keys.empty())
+            continue;
+        whole = any ? QCPRange(std::min(whole.lower, s.keys.front()), std::max(whole.upper, s.keys.back()))
+                    : QCPRange(s.keys.front(), s.keys.back());
+        any = true;
+    }
     return whole;
 }
 
-void OverlayCharts::decimate()
+DecimationRequest OverlayCharts::currentRequest() const
 {
-    const QCPRange range = m_panels[LossPanel]->axis(QCPAxis::atBottom)->range();
-    const int columns = std::max(1, m_panels[LossPanel]->width());
-    if (columns == m_decimatedColumns && range == m_decimatedRange)
-        return;
-    m_decimatedRange = range;
-    m_decimatedColumns = columns;
+    return {m_curves, m_panels[LossPanel]->axis(QCPAxis::atBottom)->range(), std::max(1, m_panels[LossPanel]->width())};
+}
+
+bool OverlayCharts::prepareCurves(bool exact)
+{
+    const DecimationRequest request = currentRequest();
+    if (request == m_decimated)
+        return true;
+    if (m_background && !exact) {
+        m_decimator.request(request);
+        return false;
+    }
+    m_decimator.cancel();
+    const auto curves = decimatedCurves(*m_curves, request.range.lower, request.range.upper, request.columns);
+    applyDecimation(request, *curves);
+    return true;
+}
+
+bool OverlayCharts::takeRenderTurn()
+{
+    // Drawing 50 runs' curves takes about 10 ms a panel: four at once would
+    // hold the UI thread 40 ms when a pan's curves arrive.
+    if (!m_background || m_rendersThisReplot == 0) {
+        ++m_rendersThisReplot;
+        return true;
+    }
+    m_renderRefused = true;
+    return false;
+}
+
+void OverlayCharts::applyDecimation(const DecimationRequest& request, const std::vector<DecimatedCurve>& curves)
+{
+    // The canvases see their view change and draw the new points then: the
+    // images stay valid pictures of the previous view meanwhile.
+    m_decimated = request;
     ++m_decimations;
-    invalidateCanvases();
-    for (qsizetype r = 0; r < m_series.size(); ++r)
+    for (qsizetype r = 0; r < m_graphs.size(); ++r)
         for (int p = 0; p < PanelCount; ++p) {
-            const Series& s = m_series[r][size_t(p)];
-            DecimatedCurve curve = decimatedCurve(s.keys, s.values, range.lower, range.upper, columns);
+            const DecimatedCurve& curve = curves[size_t(r * PanelCount + p)];
             QCPGraph* graph = m_graphs[r][size_t(p)];
             graph->data()->set(curve.points, true);
             // A reduced curve is a vertical stroke a column: antialiasing it
             // doubles the repaint and changes no pixel worth seeing.
             graph->setAntialiased(!curve.reduced);
         }
+}
+
+void OverlayCharts::decimatedInBackground(const DecimationRequest& request, const std::vector<DecimatedCurve>& curves)
+{
+    // The view may have moved since the replot that asked (its own replot,
+    // queued, asks again); curves of runs since replaced are never applied.
+    if (!(request == currentRequest()))
+        return;
+    applyDecimation(request, curves);
+    emit curvesDecimated();
+    replot(QCustomPlot::rpQueuedReplot);
+}
+
+void OverlayCharts::setBackgroundDecimation(bool on)
+{
+    m_background = on;
+    if (!on)
+        m_decimator.cancel();
+    replot(QCustomPlot::rpQueuedReplot);
 }
 
 void OverlayCharts::setRuns(const QVector<ComparedRun>& runs)
@@ -224,6 +276,7 @@ void OverlayCharts::setLogLoss(bool logarithmic)
 void OverlayCharts::redraw()
 {
     ensureGraphs(int(m_runs.size()));
+    auto curves = std::make_shared<std::vector<CurveSeries>>(size_t(m_runs.size() * PanelCount));
     for (qsizetype r = 0; r < m_runs.size(); ++r) {
         const metrics::RunHistory& history = *m_runs[r].history;
         const QColor color = runColor(int(r));
@@ -235,7 +288,7 @@ void OverlayCharts::redraw()
             // its stroker, which made a repaint of 50 long runs take seconds.
             graph->setPen(QPen(color, 1));
             graph->setName(name);
-            Series& series = m_series[r][size_t(p)];
+            CurveSeries& series = (*curves)[size_t(r * PanelCount + p)];
             fillCurve(series.keys, series.values, x, history, Panel(p), m_smoothing);
         }
         QCPGraph* validation = m_graphs[r][PanelCount];
@@ -247,11 +300,11 @@ void OverlayCharts::redraw()
             losses.append(point.loss);
         validation->setData(keys, losses);
     }
+    m_curves = std::move(curves);
     invalidateCanvases();
     // The whole range first, so the ranges fitted below see every extreme.
-    m_decimatedColumns = -1;
     m_panels[LossPanel]->axis(QCPAxis::atBottom)->setRange(wholeKeyRange());
-    decimate();
+    prepareCurves(true);
     fitRanges();
     replot(QCustomPlot::rpQueuedReplot);
 }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "compare/background_decimator.h"
 #include "compare/compare_follower.h"
 #include "compare/curve_canvas.h"
 #include "metrics/run_compare.h"
@@ -25,6 +26,14 @@ public:
     void setXAxis(metrics::XAxis axis);
     void setSmoothing(double weight);
     void setLogLoss(bool logarithmic);
+    // On (the default): a pan, zoom or resize decimates on the thread pool
+    // and the panels show their previous image moved and scaled to the new
+    // range meanwhile. Off: the replot decimates before drawing, as the
+    // benchmark's reference and for tests to compare with.
+    void setBackgroundDecimation(bool on);
+    // Whether the curves drawn are not yet those of the x range and width
+    // shown (a decimation is on its way).
+    bool isDecimating() const { return m_decimator.isBusy(); }
 
     metrics::XAxis xAxis() const { return m_xAxis; }
     // The curve of the run-th compared run in a panel (tests, benchmarks).
@@ -35,22 +44,34 @@ public:
     // (tests and benchmarks: a replot at the same zoom does neither).
     int decimationCount() const { return m_decimations; }
     int curveRenderCount(Panel panel) const { return m_canvases[panel]->renderCount(); }
+    const CurveCanvas* canvas(Panel panel) const { return m_canvases[panel]; }
+    const BackgroundDecimator& decimator() const { return m_decimator; }
+    // Every run's whole curves, run by run, a panel after another (tests:
+    // a job must let them go once it ends).
+    const std::shared_ptr<const std::vector<CurveSeries>>& curveSeries() const { return m_curves; }
+
+signals:
+    // The graphs now hold the points of the x range and width shown; the
+    // queued replot that follows draws them.
+    void curvesDecimated();
 
 private:
-    // A panel's whole curve for one run; the graph holds what of it the
-    // current x range and width show (curve_decimation.h).
-    struct Series {
-        std::vector<double> keys, values;
-    };
-
     void redraw();
     void ensureGraphs(int runs);
     void fitRanges();
-    // Gives each graph the points of its series worth drawing at the x range
-    // and panel width now, unless they are those it was given last: once per
-    // zoom, pan or resize, never per paint. The canvases call it as they
-    // draw, once the plot is laid out.
-    void decimate();
+    // Whether the graphs hold the points of their series worth drawing at the
+    // x range and panel width now; if not, decimates them (here when `exact`
+    // or background decimation is off, else on the pool, answering false):
+    // once per zoom, pan or resize, never per paint. The canvases call it as
+    // they draw, once the plot is laid out.
+    bool prepareCurves(bool exact);
+    DecimationRequest currentRequest() const;
+    // Whether a canvas may draw its curves this replot (one a replot when
+    // decimating in the background); a canvas refused draws its image moved
+    // and another replot follows.
+    bool takeRenderTurn();
+    void applyDecimation(const DecimationRequest& request, const std::vector<DecimatedCurve>& curves);
+    void decimatedInBackground(const DecimationRequest& request, const std::vector<DecimatedCurve>& curves);
     QCPRange wholeKeyRange() const; // every series' keys, the axis's range when there are none
 
     void invalidateCanvases();
@@ -58,9 +79,14 @@ private:
     QCPAxisRect* m_panels[PanelCount] = {};
     CurveCanvas* m_canvases[PanelCount] = {};
     QVector<std::array<CanvasGraph*, PanelCount + 1>> m_graphs; // the last: validation points
-    QVector<std::array<Series, PanelCount>> m_series;
-    QCPRange m_decimatedRange;
-    int m_decimatedColumns = -1; // -1: the series changed since
+    // Each run's panels' whole curves, run by run; replaced, never changed,
+    // so a background job may go on reading the previous ones.
+    std::shared_ptr<const std::vector<CurveSeries>> m_curves = std::make_shared<std::vector<CurveSeries>>();
+    DecimationRequest m_decimated; // what the graphs hold
+    BackgroundDecimator m_decimator;
+    bool m_background = true;
+    int m_rendersThisReplot = 0;
+    bool m_renderRefused = false;
     int m_decimations = 0;
     QVector<ComparedRun> m_runs;
     metrics::XAxis m_xAxis = metrics::XAxis::Step;

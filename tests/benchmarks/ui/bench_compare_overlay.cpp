@@ -4,14 +4,19 @@
 // every curve drawn again as each repaint did before the panels kept their
 // curves as an image (QCustomPlot::toPainter on a pmNoCaching painter, which
 // draws the graphs themselves). Also a pan: the x range moved, so each
-// repaint decimates and draws every curve again. Run under a display
-// (xvfb-run) with the real widget:
+// repaint decimates and draws every curve again, on the UI thread (the
+// synchronous path) or on the thread pool, the panels showing their previous
+// image moved meanwhile: for each, the UI thread's time per pan frame, the
+// longest the UI thread was held while the exact curves came, and the time
+// from the move until they were drawn. Run under a display (xvfb-run) with
+// the real widget:
 //   xvfb-run -a build/default/tests/benchmarks/ui/bench_compare_overlay
 #include "compare/overlay_charts.h"
 #include "metrics/event.h"
 
 #include <QApplication>
 #include <QElapsedTimer>
+#include <QThread>
 
 #include <algorithm>
 #include <cmath>
@@ -25,6 +30,7 @@ constexpr int kRuns = 50;
 constexpr int kSteps = 100000;
 constexpr int kWarmup = 5;
 constexpr int kRepaints = 40;
+constexpr int kPans = 20;
 
 // A run as its events fold: a noisy decaying loss, a cosine learning rate,
 // tokens/s and memory that wander a little. One event's fields are
@@ -81,19 +87,90 @@ void drawEveryCurve(tb::ui::OverlayCharts& charts, QImage& image)
     charts.toPainter(&painter, charts.width(), charts.height());
 }
 
-// Each repaint after moving the x range by a small step, back and forth.
-double medianPanMs(tb::ui::OverlayCharts& charts)
+struct PanFigures {
+    double frameMs = 0;     // the move and the replot that shows it, median
+    double longestMs = 0;   // the longest the UI thread was held until the exact curves, median
+    double exactMs = 0;     // from the move until the exact curves were drawn, median
+};
+
+bool exactCurvesDrawn(const tb::ui::OverlayCharts& charts, const int (&renders)[tb::ui::OverlayCharts::PanelCount])
 {
+    for (int p = 0; p < tb::ui::OverlayCharts::PanelCount; ++p)
+        if (charts.curveRenderCount(tb::ui::OverlayCharts::Panel(p)) == renders[p])
+            return false;
+    return !charts.isDecimating();
+}
+
+// One pan as a drag's frame would do it, then the event loop run until the
+// exact curves are drawn, each turn of it timed: what a user waits for,
+// and how long the UI thread is held at a time meanwhile.
+PanFigures panOnce(tb::ui::OverlayCharts& charts, const QCPRange& to)
+{
+    int renders[tb::ui::OverlayCharts::PanelCount];
+    for (int p = 0; p < tb::ui::OverlayCharts::PanelCount; ++p)
+        renders[p] = charts.curveRenderCount(tb::ui::OverlayCharts::Panel(p));
+    QElapsedTimer sinceMove;
+    sinceMove.start();
+    charts.curve(0, tb::ui::OverlayCharts::LossPanel)->keyAxis()->setRange(to);
+    replotNow(charts);
+    PanFigures figures;
+    figures.frameMs = figures.longestMs = double(sinceMove.nsecsElapsed()) / 1e6;
+    while (!exactCurvesDrawn(charts, renders)) {
+        QThread::usleep(200); // idle, as between a drag's mouse events
+        QElapsedTimer turn;
+        turn.start();
+        QApplication::processEvents();
+        figures.longestMs = std::max(figures.longestMs, double(turn.nsecsElapsed()) / 1e6);
+    }
+    figures.exactMs = double(sinceMove.nsecsElapsed()) / 1e6;
+    return figures;
+}
+
+// Pans by half a percent, back and forth, each left to finish: medians.
+PanFigures medianPan(tb::ui::OverlayCharts& charts, bool background)
+{
+    charts.setBackgroundDecimation(background);
     QCPAxis* axis = charts.curve(0, tb::ui::OverlayCharts::LossPanel)->keyAxis();
     const QCPRange start = axis->range();
-    const double step = start.size() / 200;
-    int i = 0;
-    const double ms = medianMs([&] {
-        axis->setRange(start + step * (i++ % 2 ? 1 : -1));
+    std::vector<double> frame, longest, exact;
+    for (int i = 0; i < kWarmup + kPans; ++i) {
+        const PanFigures f = panOnce(charts, start + start.size() / 200 * (i % 2 ? 1 : -1));
+        if (i >= kWarmup) {
+            frame.push_back(f.frameMs);
+            longest.push_back(f.longestMs);
+            exact.push_back(f.exactMs);
+        }
+    }
+    panOnce(charts, start);
+    for (auto* samples : {&frame, &longest, &exact})
+        std::sort(samples->begin(), samples->end());
+    return {frame[frame.size() / 2], longest[longest.size() / 2], exact[exact.size() / 2]};
+}
+
+// A drag: a move every 16 ms for `frames` frames, the event loop run in
+// between; the UI thread's longest frame (a move and its replot) and
+// longest other turn of the event loop (an answer applied and drawn).
+void drag(tb::ui::OverlayCharts& charts, int frames, double& longestFrameMs, double& longestTurnMs)
+{
+    charts.setBackgroundDecimation(true);
+    QCPAxis* axis = charts.curve(0, tb::ui::OverlayCharts::LossPanel)->keyAxis();
+    const QCPRange start = axis->range();
+    longestFrameMs = longestTurnMs = 0;
+    for (int i = 0; i < frames; ++i) {
+        QElapsedTimer frame;
+        frame.start();
+        axis->setRange(start + start.size() / 400 * (i % 40 < 20 ? i % 20 : 20 - i % 20));
         replotNow(charts);
-    });
+        longestFrameMs = std::max(longestFrameMs, double(frame.nsecsElapsed()) / 1e6);
+        while (frame.nsecsElapsed() < 16'000'000) {
+            QThread::usleep(200);
+            QElapsedTimer turn;
+            turn.start();
+            QApplication::processEvents();
+            longestTurnMs = std::max(longestTurnMs, double(turn.nsecsElapsed()) / 1e6);
+        }
+    }
     axis->setRange(start);
-    return ms;
 }
 
 } // namespace
@@ -126,7 +203,10 @@ int main(int argc, char** argv)
     const int drawnAgain = charts.curveRenderCount(tb::ui::OverlayCharts::LossPanel) - renders;
     QImage image(charts.size(), QImage::Format_ARGB32_Premultiplied);
     const double everyCurveMs = medianMs([&] { drawEveryCurve(charts, image); });
-    const double panMs = medianPanMs(charts);
+    const PanFigures sync = medianPan(charts, false);
+    const PanFigures background = medianPan(charts, true);
+    double dragFrameMs = 0, dragTurnMs = 0;
+    drag(charts, 120, dragFrameMs, dragTurnMs);
 
     std::printf("overlay, %d runs x %d steps (4 panels, %lld points), %dx%d\n", kRuns, kSteps,
         4LL * kRuns * kSteps, charts.width(), charts.height());
@@ -136,8 +216,17 @@ int main(int argc, char** argv)
         kRepaints, fullMs, decimatedAgain, drawnAgain);
     std::printf("  every curve drawn (before)     %9.2f ms\n", everyCurveMs);
     std::printf("  empty repaint (reference)      %9.2f ms\n", emptyMs);
-    std::printf("  pan repaint (decimate + draw)  %9.2f ms\n", panMs);
     std::printf("  ratio repaint / before         %9.2fx\n", fullMs / everyCurveMs);
     std::printf("  ratio repaint / empty          %9.2fx\n", fullMs / emptyMs);
+    std::printf("pan by half a percent, median of %d   UI thread per frame   longest UI turn   exact curves drawn\n", kPans);
+    std::printf("  synchronous (decimated on the UI thread) %9.2f ms %14.2f ms %14.2f ms\n", sync.frameMs,
+        sync.longestMs, sync.exactMs);
+    std::printf("  background (previous image moved)        %9.2f ms %14.2f ms %14.2f ms\n", background.frameMs,
+        background.longestMs, background.exactMs);
+    std::printf("  ratio background / synchronous           %9.2fx %14.2fx %14.2fx\n",
+        background.frameMs / sync.frameMs, background.longestMs / sync.longestMs, background.exactMs / sync.exactMs);
+    std::printf("drag, a move every 16 ms for 120 frames (background): longest frame %.2f ms, longest other turn %.2f ms, "
+                "jobs stopped early %d\n",
+        dragFrameMs, dragTurnMs, charts.decimator().stoppedJobs());
     return 0;
 }

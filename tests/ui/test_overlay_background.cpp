@@ -1,0 +1,405 @@
+#include "compare/overlay_charts.h"
+#include "metrics/event.h"
+
+#include <QSemaphore>
+#include <QThreadPool>
+#include <QtTest>
+
+#include <cmath>
+#include <memory>
+
+// A pan or a zoom of the Compare page's overlay decimates on the thread
+// pool (compare/background_decimator.h): the replot that follows the move
+// shows each panel's previous image moved and scaled to the new range at
+// once, and the exact curves, the same as deciding them on the UI thread,
+// follow when the job reports. Only the latest range's curves are drawn, and
+// a page closed or runs removed while a job runs leave nothing behind.
+using tb::ui::ComparedRun;
+using tb::ui::OverlayCharts;
+
+namespace {
+
+// A loss that zigzags step to step, so that a column's extremes differ and
+// a decimation for another range or width gives other points.
+std::shared_ptr<const tb::metrics::RunHistory> zigzagRun(int index, int steps)
+{
+    using nlohmann::json;
+    auto history = std::make_shared<tb::metrics::RunHistory>();
+    history->apply(*tb::metrics::parseEvent(tb::metrics::makeEvent(tb::metrics::EventType::RunStart, 0, 1.0e9,
+        {{"run_id", "run-" + std::to_string(index)}, {"world_size", 1}, {"config", json::object()}}).dump()));
+    tb::metrics::Event step{tb::metrics::EventType::Step, "step", 0, 1.0e9,
+        {{"step", 0}, {"loss", 0.0}, {"lr", 1e-3}, {"tokens", 256}, {"step_seconds", 0.5},
+            {"tokens_per_second", 0.0}, {"mem_peak_bytes", int64_t(1) << 28}}};
+    for (int s = 1; s <= steps; ++s) {
+        step.timeSeconds = 1.0e9 + s * 0.5;
+        step.body["step"] = s;
+        step.body["loss"] = 3.0 - s * 1e-5 + (s % 2 ? 0.5 : -0.5) * std::sin(s * 0.37 + index);
+        step.body["lr"] = 1e-3 * (1 + 0.3 * std::sin(s * 0.011 + index));
+        step.body["tokens_per_second"] = 500.0 + 40 * std::cos(s * 1.3 + index);
+        step.body["mem_peak_bytes"] = int64_t((1 << 28) * (1 + 0.1 * std::sin(s * 0.7)));
+        history->apply(step);
+    }
+    return history;
+}
+
+QVector<ComparedRun> runs(int count, int steps)
+{
+    QVector<ComparedRun> out;
+    for (int i = 0; i < count; ++i)
+        out.append({QStringLiteral("run-%1").arg(i), zigzagRun(i, steps), {}, {}});
+    return out;
+}
+
+QRect panelRect(const OverlayCharts& charts, int panel)
+{
+    return charts.curve(0, OverlayCharts::Panel(panel))->keyAxis()->axisRect()->rect();
+}
+
+int rendersOf(const OverlayCharts& charts, int panel)
+{
+    return charts.curveRenderCount(OverlayCharts::Panel(panel));
+}
+
+// The change a row makes, to the overlay under test and to its reference.
+void change(OverlayCharts& charts, const QString& how)
+{
+    QCPAxis* keys = charts.axisRects().constFirst()->axis(QCPAxis::atBottom);
+    const double pixel = keys->range().size() / keys->axisRect()->width();
+    if (how == QLatin1String("pan"))
+        keys->moveRange(40 * pixel); // 40 columns: the image moves 40 pixels left
+    else if (how == QLatin1String("zoom in"))
+        keys->scaleRange(0.5);
+    else if (how == QLatin1String("zoom out"))
+        keys->scaleRange(1.5);
+    else if (how == QLatin1String("wider")) {
+        const int width = charts.width() + 150;
+        charts.resize(width, charts.height());
+        QTRY_COMPARE(charts.width(), width); // the window system answers
+    }
+}
+
+// A curve's pixel: coloured, not the white, greys and black of the
+// background, grid and axes.
+bool curvePixel(QRgb c)
+{
+    return std::max({qRed(c), qGreen(c), qBlue(c)}) - std::min({qRed(c), qGreen(c), qBlue(c)}) > 40;
+}
+
+bool backgroundPixel(QRgb c)
+{
+    return qRed(c) == 255 && qGreen(c) == 255 && qBlue(c) == 255;
+}
+
+// Curve pixels inside the panels, `dx` columns apart, that differ, in the
+// part of each panel both images show, out of the legend (which stays); the
+// grid's grey dots are left out: they stay where the ticks put them.
+int movedMismatches(const QImage& before, const QImage& after, const OverlayCharts& charts, int dx)
+{
+    const QRect legend = charts.findChild<QCPLegend*>(QStringLiteral("runsLegend"))->outerRect();
+    int mismatches = 0, curve = 0;
+    for (int p = 0; p < OverlayCharts::PanelCount; ++p) {
+        const QRect panel = panelRect(charts, p).adjusted(1, 1, -1, -1);
+        for (int row = panel.top(); row <= panel.bottom(); ++row)
+            for (int column = panel.left(); column + dx <= panel.right(); ++column) {
+                if (legend.contains(column, row) || legend.contains(column + dx, row))
+                    continue;
+                const QRgb was = before.pixel(column + dx, row), is = after.pixel(column, row);
+                curve += curvePixel(is);
+                mismatches += (curvePixel(was) && curvePixel(is) && was != is)
+                    || (curvePixel(was) && backgroundPixel(is)) || (backgroundPixel(was) && curvePixel(is));
+            }
+    }
+    return curve > 1000 ? mismatches : -1; // -1: no curve to compare
+}
+
+int largestDifference(const QImage& a, const QImage& b, const OverlayCharts& charts)
+{
+    int largest = 0;
+    for (int p = 0; p < OverlayCharts::PanelCount; ++p) {
+        const QRect panel = panelRect(charts, p);
+        for (int row = panel.top(); row <= panel.bottom(); ++row)
+            for (int column = panel.left(); column <= panel.right(); ++column) {
+                const QRgb x = a.pixel(column, row), y = b.pixel(column, row);
+                for (int shift : {0, 8, 16, 24})
+                    largest = std::max(largest, std::abs(int((x >> shift) & 0xff) - int((y >> shift) & 0xff)));
+            }
+    }
+    return largest;
+}
+
+QString differentPoints(const OverlayCharts& a, const OverlayCharts& b)
+{
+    for (int run = 0; run < a.runCount(); ++run)
+        for (int p = 0; p < OverlayCharts::PanelCount; ++p) {
+            const QCPGraphDataContainer &x = *a.curve(run, OverlayCharts::Panel(p))->data(),
+                                        &y = *b.curve(run, OverlayCharts::Panel(p))->data();
+            const bool same = std::equal(x.constBegin(), x.constEnd(), y.constBegin(), y.constEnd(),
+                [](const QCPGraphData& u, const QCPGraphData& v) { return u.key == v.key && u.value == v.value; });
+            if (!same)
+                return QStringLiteral("run %1, panel %2: %3 points against %4").arg(run).arg(p).arg(x.size()).arg(y.size());
+        }
+    return {};
+}
+
+// Every thread of the pool kept busy until release(), so that a job asked
+// for meanwhile is still to run however fast the machine: what the UI shows
+// before an answer comes is then seen for sure.
+class PoolHold {
+public:
+    PoolHold()
+    {
+        for (int i = 0; i < QThreadPool::globalInstance()->maxThreadCount(); ++i)
+            QThreadPool::globalInstance()->start([this] {
+                m_started.release();
+                m_go.acquire();
+            });
+        m_started.acquire(QThreadPool::globalInstance()->maxThreadCount());
+    }
+    ~PoolHold() { release(); }
+    void release()
+    {
+        if (!std::exchange(m_released, true))
+            m_go.release(QThreadPool::globalInstance()->maxThreadCount());
+    }
+
+private:
+    QSemaphore m_started, m_go;
+    bool m_released = false;
+};
+
+// Until the curves of the range and width shown are drawn in every panel
+// (the first layout changes the panels' width, which decimates again).
+void settle(OverlayCharts& charts)
+{
+    QTRY_VERIFY(!charts.isDecimating());
+    for (int p = 0; p < OverlayCharts::PanelCount; ++p) // a panel a replot
+        charts.replot(QCustomPlot::rpImmediateRefresh);
+    QTest::qWait(20);
+}
+
+// An overlay shown and drawn with `runs`.
+void showWith(OverlayCharts& charts, const QVector<ComparedRun>& runs, bool background)
+{
+    charts.setBackgroundDecimation(background);
+    charts.resize(900, 700);
+    charts.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&charts));
+    charts.setRuns(runs);
+    charts.replot(QCustomPlot::rpImmediateRefresh);
+    settle(charts);
+}
+
+} // namespace
+
+class TestOverlayBackground : public QObject {
+    Q_OBJECT
+
+private slots:
+    void init()
+    {
+        QThreadPool::globalInstance()->waitForDone();
+    }
+
+    // The decimator alone: only the latest request is answered, with what
+    // decimating on this thread gives.
+    void decimatorAnswersOnlyTheLatest_data()
+    {
+        QTest::addColumn<QString>("sequence");
+        QTest::addColumn<int>("answers");
+        QTest::addRow("one request") << "A" << 1;
+        QTest::addRow("superseded") << "AB" << 1;
+        QTest::addRow("asked twice the same") << "AA" << 1;
+        QTest::addRow("cancelled") << "A-" << 0;
+        QTest::addRow("cancelled, then asked again") << "A-B" << 1;
+    }
+    void decimatorAnswersOnlyTheLatest()
+    {
+        QFETCH(QString, sequence);
+        QFETCH(int, answers);
+        auto curves = std::make_shared<std::vector<tb::ui::CurveSeries>>();
+        for (int c = 0; c < 40; ++c) {
+            tb::ui::CurveSeries series;
+            for (int i = 0; i < 200000; ++i) {
+                series.keys.push_back(i);
+                series.values.push_back(std::sin(i * 0.37 + c));
+            }
+            curves->push_back(std::move(series));
+        }
+        const tb::ui::DecimationRequest a{curves, QCPRange(0, 200000), 500}, b{curves, QCPRange(1000, 9000), 700};
+        tb::ui::BackgroundDecimator decimator;
+        QList<tb::ui::DecimationRequest> answered;
+        std::vector<tb::ui::DecimatedCurve> last;
+        connect(&decimator, &tb::ui::BackgroundDecimator::decimated, this,
+            [&](const tb::ui::DecimationRequest& request, const std::vector<tb::ui::DecimatedCurve>& got) {
+                answered.append(request);
+                last = got;
+            });
+        for (QChar step : sequence) {
+            if (step == u'-')
+                decimator.cancel();
+            else
+                decimator.request(step == u'A' ? a : b);
+        }
+        QTRY_VERIFY(!decimator.isBusy());
+        QVERIFY(QThreadPool::globalInstance()->waitForDone(5000));
+        QTest::qWait(50); // a stale answer would be delivered by now
+        QCOMPARE(answered.size(), answers);
+        if (answers == 0)
+            return;
+        const tb::ui::DecimationRequest& latest = sequence.endsWith(u'B') ? b : a;
+        QVERIFY(answered.constFirst() == latest);
+        const auto expected = tb::ui::decimatedCurves(*curves, latest.range.lower, latest.range.upper, latest.columns);
+        QCOMPARE(last.size(), expected->size());
+        for (std::size_t c = 0; c < last.size(); ++c)
+            QVERIFY(std::equal(last[c].points.begin(), last[c].points.end(), (*expected)[c].points.begin(),
+                (*expected)[c].points.end(),
+                [](const QCPGraphData& x, const QCPGraphData& y) { return x.key == y.key && x.value == y.value; }));
+    }
+
+    void moveShowsOldImageThenExactCurves_data()
+    {
+        QTest::addColumn<QString>("how");
+        QTest::addRow("pan") << "pan";
+        QTest::addRow("zoom in") << "zoom in";
+        QTest::addRow("zoom out") << "zoom out";
+        QTest::addRow("wider window") << "wider";
+    }
+    void moveShowsOldImageThenExactCurves()
+    {
+        QFETCH(QString, how);
+        // Enough points that the job outlasts the frame that starts it.
+        const QVector<ComparedRun> data = runs(6, 60000);
+        OverlayCharts charts, reference;
+        showWith(charts, data, true);
+        showWith(reference, data, false);
+        const QImage before = charts.grab().toImage();
+        int renders[OverlayCharts::PanelCount], stretches[OverlayCharts::PanelCount];
+        for (int p = 0; p < OverlayCharts::PanelCount; ++p) {
+            renders[p] = rendersOf(charts, p);
+            stretches[p] = charts.canvas(OverlayCharts::Panel(p))->stretchCount();
+        }
+        const int decimations = charts.decimationCount();
+        PoolHold hold;
+        change(charts, how);
+        change(reference, how);
+        QCOMPARE(charts.curve(0, OverlayCharts::LossPanel)->keyAxis()->range(),
+            reference.curve(0, OverlayCharts::LossPanel)->keyAxis()->range());
+
+        // The frame after the move: the old image, moved, and a job running.
+        charts.replot(QCustomPlot::rpImmediateRefresh);
+        QVERIFY(charts.isDecimating());
+        QCOMPARE(charts.decimationCount(), decimations);
+        for (int p = 0; p < OverlayCharts::PanelCount; ++p) {
+            QCOMPARE(rendersOf(charts, p), renders[p]);
+            QVERIFY(charts.canvas(OverlayCharts::Panel(p))->stretchCount() > stretches[p]);
+        }
+        const QImage moved = charts.grab().toImage();
+        if (how == QLatin1String("pan")) {
+            const int mismatches = movedMismatches(before, moved, charts, 40);
+            if (mismatches != 0) {
+                before.save(QStringLiteral("/tmp/x/before.png"));
+                moved.save(QStringLiteral("/tmp/x/moved.png"));
+            }
+            QVERIFY2(mismatches == 0, qPrintable(QString::number(mismatches)));
+        }
+        QVERIFY(largestDifference(moved, before, charts) > 100); // not the frame before the move
+
+        // Then the exact curves, as the UI thread decimating gives them.
+        hold.release();
+        QTRY_VERIFY(!charts.isDecimating());
+        QTRY_VERIFY(rendersOf(charts, OverlayCharts::MemoryPanel) > renders[OverlayCharts::MemoryPanel]);
+        QCOMPARE(charts.decimationCount(), decimations + 1);
+        reference.replot(QCustomPlot::rpImmediateRefresh);
+        const QString different = differentPoints(charts, reference);
+        QVERIFY2(different.isEmpty(), qPrintable(different));
+        QCOMPARE(largestDifference(charts.grab().toImage(), reference.grab().toImage(), charts), 0);
+    }
+
+    void rapidMovesDrawOnlyTheLatest_data()
+    {
+        QTest::addColumn<int>("moves");
+        QTest::addRow("2 pans") << 2;
+        QTest::addRow("6 pans") << 6;
+        QTest::addRow("20 pans") << 20;
+    }
+    void rapidMovesDrawOnlyTheLatest()
+    {
+        QFETCH(int, moves);
+        const QVector<ComparedRun> data = runs(4, 50000);
+        OverlayCharts charts, reference;
+        showWith(charts, data, true);
+        showWith(reference, data, false);
+        QSignalSpy decimated(&charts, &OverlayCharts::curvesDecimated);
+        const int renders = rendersOf(charts, OverlayCharts::LossPanel);
+        const int stopped = charts.decimator().stoppedJobs();
+        // Each move's frame asks for its curves while the pool is held, so
+        // no job can finish before the last move.
+        PoolHold hold;
+        for (int i = 0; i < moves; ++i) {
+            change(charts, QStringLiteral("pan"));
+            charts.replot(QCustomPlot::rpImmediateRefresh);
+            change(reference, QStringLiteral("pan"));
+        }
+        hold.release();
+        QTRY_COMPARE(decimated.count(), 1);
+        QTRY_VERIFY(rendersOf(charts, OverlayCharts::LossPanel) > renders);
+        QTest::qWait(300); // a stale job's answer would come by now
+        QCOMPARE(decimated.count(), 1);
+        QCOMPARE(rendersOf(charts, OverlayCharts::LossPanel), renders + 1);
+        // The jobs of the ranges passed over stopped early.
+        // The jobs of the ranges passed over stopped before their first curve.
+        QCOMPARE(charts.decimator().stoppedJobs() - stopped, moves - 1);
+        reference.replot(QCustomPlot::rpImmediateRefresh);
+        const QString different = differentPoints(charts, reference);
+        QVERIFY2(different.isEmpty(), qPrintable(different));
+    }
+
+    void closingOrRemovingRunsWhileDecimating_data()
+    {
+        QTest::addColumn<QString>("what");
+        QTest::addRow("page closed") << "close";
+        QTest::addRow("runs removed") << "remove";
+        QTest::addRow("every run removed") << "clear";
+    }
+    void closingOrRemovingRunsWhileDecimating()
+    {
+        QFETCH(QString, what);
+        auto page = std::make_unique<QWidget>();
+        auto* charts = new OverlayCharts(page.get());
+        page->resize(900, 700);
+        charts->resize(900, 700);
+        page->show();
+        QVERIFY(QTest::qWaitForWindowExposed(page.get()));
+        charts->setRuns(runs(20, 100000));
+        charts->replot(QCustomPlot::rpImmediateRefresh);
+        const std::weak_ptr<const std::vector<tb::ui::CurveSeries>> curves = charts->curveSeries();
+        QSignalSpy decimated(charts, &OverlayCharts::curvesDecimated);
+        change(*charts, QStringLiteral("zoom in"));
+        charts->replot(QCustomPlot::rpImmediateRefresh);
+        QVERIFY(charts->isDecimating());
+        QVERIFY(curves.use_count() >= 2); // the job holds them too
+        if (what == QLatin1String("close")) {
+            page.reset();
+        } else {
+            const int decimations = charts->decimationCount();
+            charts->setRuns(what == QLatin1String("clear") ? QVector<ComparedRun>{} : runs(3, 1000));
+            QCOMPARE(charts->decimationCount(), decimations + 1); // the new runs', at once
+            QTRY_VERIFY(!charts->isDecimating());
+            QTest::qWait(200);
+            QCOMPARE(decimated.count(), 0); // the stale job's curves were never applied
+            QCOMPARE(charts->runCount(), what == QLatin1String("clear") ? 0 : 3);
+        }
+        // Whatever the job held was let go with it.
+        QVERIFY(QThreadPool::globalInstance()->waitForDone(5000));
+        QVERIFY(curves.expired());
+        if (page) {
+            // And the overlay goes on: a pan after it shows its own curves.
+            change(*charts, QStringLiteral("pan"));
+            charts->replot(QCustomPlot::rpImmediateRefresh);
+            QTRY_COMPARE(decimated.count(), 1);
+        }
+    }
+};
+
+QTEST_MAIN(TestOverlayBackground)
+#include "test_overlay_background.moc"
