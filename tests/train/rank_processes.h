@@ -76,6 +76,7 @@ inline std::vector<Ended> runTogether(
     for (std::size_t i = 0; i < processes.size(); ++i) {
         QProcess& process = *processes[i];
         if (!ended[i].finished) {
+            ended[i].seconds = static_cast<double>(clock.elapsed()) / 1000.0; // when it was killed
             process.kill();
             process.waitForFinished(10000);
         }
