@@ -59,7 +59,8 @@ torch::Tensor RouterBalance::record(
     {
         torch::NoGradGuard noGrad;
         routing.routedSlots = torch::zeros({m_experts}, m_mask.options())
-                            .scatter_add_(0, chosen.reshape(-1), m_mask.repeat_interleave(m_perToken));
+                                  .scatter_add_(0, chosen.reshape(-1),
+                                      m_mask.repeat_interleave(m_perToken));
     }
     const torch::Tensor sums = (probabilities.to(torch::kFloat) * m_mask.unsqueeze(-1)).sum(0);
     routing.probabilities = sums.detach();
