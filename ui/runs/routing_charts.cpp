@@ -1,5 +1,7 @@
 #include "runs/routing_charts.h"
 
+#include "runs/step_panel.h"
+
 #include <QToolTip>
 
 #include <algorithm>
@@ -87,7 +89,7 @@ RoutingCharts::RoutingCharts(QWidget* parent)
     scale->setGradient(shareGradient());
     m_heat->setColorScale(scale);
 
-    m_balancePanel = addPanel(2, tr("busiest expert / even share"));
+    m_balancePanel = addStepPanel(this, 2, tr("busiest expert / even share"));
     m_balancePanel->axis(QCPAxis::atBottom)->setLabel(tr("optimizer step"));
     m_worst = addGraph(m_balancePanel->axis(QCPAxis::atBottom), m_balancePanel->axis(QCPAxis::atLeft));
     m_worst->setName(tr("worst layer"));
@@ -115,21 +117,13 @@ RoutingCharts::RoutingCharts(QWidget* parent)
     connect(this, &QCustomPlot::mouseMove, this, &RoutingCharts::showCellAt);
 }
 
-QCPAxisRect* RoutingCharts::addPanel(int row, const QString& label)
-{
-    auto* panel = new QCPAxisRect(this);
-    plotLayout()->addElement(row, 0, panel);
-    panel->axis(QCPAxis::atLeft)->setLabel(label);
-    panel->setRangeDrag(Qt::Horizontal);
-    panel->setRangeZoom(Qt::Horizontal);
-    return panel;
-}
-
 // Added with the first step that reports the loss: a run whose config does
 // not set output_router_logits shows no empty panel.
 void RoutingCharts::addAuxLossPanel()
 {
-    m_auxPanel = addPanel(3, tr("router aux loss"));
+    m_auxPanel = addStepPanel(this, 3, tr("router aux loss"));
+    // The panel is short: more than three ticks crowd into one another.
+    m_auxPanel->axis(QCPAxis::atLeft)->ticker()->setTickCount(3);
     plotLayout()->setRowStretchFactor(3, 1.0);
     m_auxPanel->setMarginGroup(QCP::msLeft, m_balancePanel->marginGroup(QCP::msLeft));
     m_balancePanel->axis(QCPAxis::atBottom)->setLabel(QString());

@@ -34,7 +34,6 @@ public:
     QString title() const;
 
 private:
-    QCPAxisRect* addPanel(int row, const QString& label);
     void showLoads(const std::optional<metrics::ExpertLoads>& loads);
     void appendPoints(const std::vector<metrics::RoutingPoint>& points);
     void addAuxLossPanel();

@@ -1,5 +1,7 @@
 #include "runs/run_charts.h"
 
+#include "runs/step_panel.h"
+
 
 #include <algorithm>
 #include <cmath>
@@ -48,9 +50,9 @@ RunCharts::RunCharts(QWidget* parent)
     setMinimumHeight(360);
     plotLayout()->clear();
 
-    QCPAxisRect* lossPanel = addPanel(0, tr("loss (nats/token)"));
-    QCPAxisRect* speedPanel = addPanel(1, tr("tokens/s"));
-    QCPAxisRect* memoryPanel = addPanel(2, tr("memory (GiB)"));
+    QCPAxisRect* lossPanel = addStepPanel(this, 0, tr("loss (nats/token)"));
+    QCPAxisRect* speedPanel = addStepPanel(this, 1, tr("tokens/s"));
+    QCPAxisRect* memoryPanel = addStepPanel(this, 2, tr("memory (GiB)"));
     memoryPanel->axis(QCPAxis::atBottom)->setLabel(tr("optimizer step"));
     // One step axis: panning or zooming one panel moves the others.
     auto* group = new QCPMarginGroup(this);
@@ -97,16 +99,6 @@ RunCharts::RunCharts(QWidget* parent)
         }
     }
     setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
-}
-
-QCPAxisRect* RunCharts::addPanel(int row, const QString& label)
-{
-    auto* panel = new QCPAxisRect(this);
-    plotLayout()->addElement(row, 0, panel);
-    panel->axis(QCPAxis::atLeft)->setLabel(label);
-    panel->setRangeDrag(Qt::Horizontal);
-    panel->setRangeZoom(Qt::Horizontal);
-    return panel;
 }
 
 void RunCharts::showHistory(const metrics::RunHistory& history)

@@ -30,7 +30,6 @@ public:
     QCPGraph* predictedPeakMemory() const { return m_predictedPeak; }
 
 private:
-    QCPAxisRect* addPanel(int row, const QString& label);
     void showPrediction(const metrics::RunHistory& history);
 
     QCPGraph* m_loss = nullptr;
