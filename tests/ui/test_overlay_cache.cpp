@@ -1,6 +1,7 @@
 #include "compare/overlay_charts.h"
 #include "compare/run_colors.h"
 #include "metrics/event.h"
+#include "overlay_runs.h"
 
 #include <QDir>
 #include <QtTest>
@@ -16,27 +17,6 @@ using tb::ui::ComparedRun;
 using tb::ui::OverlayCharts;
 
 namespace {
-
-// A run of `steps` steps whose loss zigzags, so that a column of many
-// points has a low and a high that a wrong decimation would lose.
-std::shared_ptr<const tb::metrics::RunHistory> zigzagRun(int index, int steps)
-{
-    using nlohmann::json;
-    auto history = std::make_shared<tb::metrics::RunHistory>();
-    history->apply(*tb::metrics::parseEvent(tb::metrics::makeEvent(tb::metrics::EventType::RunStart, 0, 1.0e9,
-        {{"run_id", "run-" + std::to_string(index)}, {"world_size", 1}, {"config", json::object()}}).dump()));
-    tb::metrics::Event step{tb::metrics::EventType::Step, "step", 0, 1.0e9,
-        {{"step", 0}, {"loss", 0.0}, {"lr", 1e-3}, {"tokens", 256}, {"step_seconds", 0.5},
-            {"tokens_per_second", 0.0}, {"mem_peak_bytes", int64_t(1) << 28}}};
-    for (int s = 1; s <= steps; ++s) {
-        step.timeSeconds = 1.0e9 + s * 0.5;
-        step.body["step"] = s;
-        step.body["loss"] = 3.0 - s * 1e-5 + (s % 2 ? 0.5 : -0.5) * std::sin(s * 0.37 + index);
-        step.body["tokens_per_second"] = 500.0 + 40 * std::cos(s * 1.3 + index);
-        history->apply(step);
-    }
-    return history;
-}
 
 // A run as a person would compare it: a loss decaying with noise, a
 // cosine learning rate, each run a little above the one before.
@@ -66,7 +46,7 @@ QVector<ComparedRun> runs(int count, int steps, bool decaying = false)
 {
     QVector<ComparedRun> out;
     for (int i = 0; i < count; ++i)
-        out.append({QStringLiteral("run-%1").arg(i), decaying ? decayingRun(i, steps) : zigzagRun(i, steps), {}, {}});
+        out.append({QStringLiteral("run-%1").arg(i), decaying ? decayingRun(i, steps) : tb::test::zigzagRun(i, steps), {}, {}});
     return out;
 }
 
