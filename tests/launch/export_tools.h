@@ -1,15 +1,18 @@
 #pragma once
 
 #include "distributed_runs.h"
+#include "../support/json_line_server.h"
 
 #include <nlohmann/json.hpp>
 
+#include <QJsonArray>
 #include <QTemporaryDir>
 #include <QProcessEnvironment>
 #include <QString>
 #include <QStringList>
 
 #include <cmath>
+#include <memory>
 #include <fstream>
 #include <string>
 
@@ -50,19 +53,40 @@ inline Ended exportJob(const QString& format, const QStringList& arguments)
     return run(kCli, QStringList{"export", format} + arguments);
 }
 
-// What the tool's own loader read from an exported file (load_exports.py);
-// `problem` gets the loader's message when it refused the file.
+// load_exports.py serving a whole suite, so azure-ai-ml and accelerate are
+// imported once; a request's deadline covers that import on a loaded machine.
+inline std::unique_ptr<test::JsonLineServer>& loaderServer()
+{
+    static std::unique_ptr<test::JsonLineServer> server;
+    return server;
+}
+
+// Ends the loaders' server (the suite's cleanupTestCase).
+inline void stopLoaderServer()
+{
+    loaderServer().reset();
+}
+
+// What the tool's own loader read from an exported file; `problem` gets the
+// loader's message when it refused the file.
 inline nlohmann::json loadWithTool(const QString& tool, const QString& file, QString* problem)
 {
-    const Ended loaded = run(kPython, {kLoader, tool, file});
-    if (!loaded.succeeded()) {
-        *problem = describe({loaded});
+    auto& server = loaderServer();
+    if (!server || !server->running())
+        server = std::make_unique<test::JsonLineServer>(
+            kPython, QStringList{kLoader, "serve"}, toolEnvironment());
+    const auto asked = server->ask(QJsonArray{tool, file}, 300000, "load_exports.py " + tool + " " + file);
+    if (!asked.problem.isEmpty()) {
+        *problem = asked.problem;
         return {};
     }
-    const nlohmann::json parsed = nlohmann::json::parse(loaded.out.toStdString(), nullptr, false);
-    if (parsed.is_discarded())
-        *problem = "not JSON: " + loaded.out;
-    return parsed;
+    const QJsonValue refused = asked.answer.value("problem");
+    if (refused.isString()) {
+        *problem = refused.toString();
+        return {};
+    }
+    // Parsed again from the line: nlohmann keeps integers integers.
+    return nlohmann::json::parse(asked.line.toStdString()).at("loaded");
 }
 
 // The distributed suites' LoRA run config (tests/train/distributed_runs.h:

@@ -4,12 +4,17 @@ test_export_runs.
 
     load_exports.py accelerate CONFIG.yaml
     load_exports.py azureml JOB.yaml
+    load_exports.py serve
 
 A file the loader rejects (a schema error, an unknown key) ends the script
-with the loader's own message on stderr and exit status 1.
+with the loader's own message on stderr and exit status 1. `serve` answers
+one request per line of stdin, a JSON list [TOOL, FILE], with one JSON line
+{"loaded": ..., "problem": null} or {"loaded": null, "problem": MESSAGE}, so
+a suite imports azure-ai-ml (tens of seconds on a loaded machine) once.
 """
 
 import json
+import os
 import sys
 
 
@@ -60,14 +65,38 @@ def azureml_job(path):
 LOADERS = {"accelerate": accelerate_config, "azureml": azureml_job}
 
 
-def main(argv):
-    if len(argv) != 3 or argv[1] not in LOADERS:
-        print("usage: load_exports.py accelerate|azureml FILE", file=sys.stderr)
-        return 2
+def load(tool, path):
+    """What `tool`'s loader read from `path`, as (loaded, None), or (None,
+    the loader's message) when it refused the file."""
     try:
-        loaded = LOADERS[argv[1]](argv[2])
+        return LOADERS[tool](path), None
     except Exception as error:  # the loader's own message is the point
-        print(f"{argv[2]}: {type(error).__name__}: {error}", file=sys.stderr)
+        return None, f"{path}: {type(error).__name__}: {error}"
+
+
+def serve():
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stdout carries answers only
+    for line in sys.stdin:
+        request = json.loads(line)
+        if len(request) != 2 or request[0] not in LOADERS:
+            loaded, problem = None, f"load_exports.py: bad request {request}"
+        else:
+            loaded, problem = load(*request)
+        answers.write(json.dumps({"loaded": loaded, "problem": problem}, default=str) + "\n")
+        answers.flush()
+
+
+def main(argv):
+    if argv[1:] == ["serve"]:
+        serve()
+        return 0
+    if len(argv) != 3 or argv[1] not in LOADERS:
+        print("usage: load_exports.py accelerate|azureml FILE | serve", file=sys.stderr)
+        return 2
+    loaded, problem = load(argv[1], argv[2])
+    if problem:
+        print(problem, file=sys.stderr)
         return 1
     print(json.dumps(loaded, default=str))
     return 0

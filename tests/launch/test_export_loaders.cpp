@@ -52,6 +52,8 @@ private slots:
             "data:\n  train: train.jsonl\n"));
     }
 
+    void cleanupTestCase() { stopLoaderServer(); }
+
     void azureMlLoads_data()
     {
         QTest::addColumn<QStringList>("arguments");

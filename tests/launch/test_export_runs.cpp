@@ -28,6 +28,8 @@ private slots:
         QVERIFY2(problem.isEmpty(), qPrintable(problem));
     }
 
+    void cleanupTestCase() { stopLoaderServer(); }
+
     void torchrunRunsTheExportedScript()
     {
         const ExportedRun exported = exportLoraRun(m_dir, "torchrun", "torchrun.sh");

@@ -1,9 +1,8 @@
 #pragma once
 
+#include "../support/json_line_server.h"
+
 #include <QJsonArray>
-#include <QJsonDocument>
-#include <QJsonObject>
-#include <QProcess>
 #include <QProcessEnvironment>
 #include <QString>
 #include <QStringList>
@@ -35,50 +34,29 @@ inline QProcessEnvironment offlineEnvironment()
 class ReferenceServer {
 public:
     ReferenceServer()
+        : m_server(QStringLiteral(TB_REFERENCE_PYTHON),
+              {QStringLiteral(TB_SOURCE_DIR "/tests/reference/hf_reference.py"), "serve"},
+              offlineEnvironment())
     {
-        m_process.setProcessEnvironment(offlineEnvironment());
-        m_process.setProcessChannelMode(QProcess::ForwardedErrorChannel);
-        m_process.start(QStringLiteral(TB_REFERENCE_PYTHON),
-            {QStringLiteral(TB_SOURCE_DIR "/tests/reference/hf_reference.py"), "serve"});
-    }
-    ~ReferenceServer()
-    {
-        m_process.closeWriteChannel();
-        if (!m_process.waitForFinished(30000))
-            m_process.kill();
-        m_process.waitForFinished();
     }
 
     ProcessOutcome run(const QString& command, const QStringList& arguments, int timeoutMs)
     {
         const QString shown = "hf_reference.py " + command + " " + arguments.join(' ');
-        if (m_process.state() != QProcess::Running && !m_process.waitForStarted())
-            return {false, shown + ": the reference Python cannot start: " + m_process.errorString()
-                    + " (exit " + QString::number(m_process.exitCode()) + ")"};
-        const QJsonArray argv = QJsonArray::fromStringList(QStringList{command} + arguments);
-        m_process.write(QJsonDocument(argv).toJson(QJsonDocument::Compact) + "\n");
-        while (!m_process.canReadLine()) {
-            if (m_process.waitForReadyRead(timeoutMs))
-                continue;
-            if (m_process.state() == QProcess::NotRunning)
-                return {false, shown + ": the reference Python ended, exit "
-                        + QString::number(m_process.exitCode())
-                        + " (3: a package is missing); its messages are above"};
-            m_process.kill(); // the next call starts a new one
-            m_process.waitForFinished();
-            return {false, shown + ": no answer within " + QString::number(timeoutMs) + " ms"};
-        }
-        const QJsonObject answer = QJsonDocument::fromJson(m_process.readLine()).object();
-        const QJsonValue problem = answer.value("problem");
+        const auto asked = m_server.ask(
+            QJsonArray::fromStringList(QStringList{command} + arguments), timeoutMs, shown);
+        if (!asked.problem.isEmpty())
+            return {false, asked.problem};
+        const QJsonValue problem = asked.answer.value("problem");
         if (problem.isString())
             return {false, shown + ": " + problem.toString()};
         return {true, {}};
     }
 
-    bool running() const { return m_process.state() == QProcess::Running; }
+    bool running() const { return m_server.running(); }
 
 private:
-    QProcess m_process;
+    test::JsonLineServer m_server;
 };
 
 inline std::unique_ptr<ReferenceServer>& referenceServer()
