@@ -146,6 +146,30 @@ std::string withOutputStart(const std::string& command)
     return mark + "; " + mark + " >&2; " + command;
 }
 
+// sshd hands the exec request to the user's login shell, and fish or tcsh
+// read POSIX quoting differently (fish takes \' inside '...' as an escape, so
+// a quoted path could end its quote early and run what follows). Every shell
+// reads the fixed words below alike; the script then reaches a POSIX sh on
+// stdin, and runs with stdin from /dev/null so that nothing in it can read
+// its own remaining lines.
+const char* const kPosixShell = "/bin/sh -s";
+
+std::string posixScript(const std::string& command)
+{
+    return "{ " + withOutputStart(command) + "\n} </dev/null\n";
+}
+
+bool sendScript(ssh_channel channel, const std::string& script)
+{
+    for (size_t sent = 0; sent < script.size();) {
+        const int n = ssh_channel_write(channel, script.data() + sent, uint32_t(script.size() - sent));
+        if (n <= 0)
+            return false;
+        sent += size_t(n);
+    }
+    return ssh_channel_send_eof(channel) == SSH_OK;
+}
+
 // What follows the first line that is kOutputStart; all of `text` when there
 // is none (the shell failed before it).
 void cutBeforeOutputStart(std::string& text)
@@ -356,7 +380,8 @@ common::Result<CommandResult> SshSession::run(const std::string& command, double
         }
     } closer{channel};
     if (ssh_channel_open_session(channel) != SSH_OK
-        || ssh_channel_request_exec(channel, withOutputStart(command).c_str()) != SSH_OK)
+        || ssh_channel_request_exec(channel, kPosixShell) != SSH_OK
+        || !sendScript(channel, posixScript(command)))
         return Error{where + ": cannot run '" + command + "': " + why(), {}};
 
     CommandResult result;
@@ -378,7 +403,6 @@ common::Result<CommandResult> SshSession::run(const std::string& command, double
         if (tooMuchOutput(result))
             return outputError(where, command);
     }
-    ssh_channel_send_eof(channel);
     result.exitStatus = ssh_channel_get_exit_status(channel);
     cutBeforeOutputStart(result.output);
     cutBeforeOutputStart(result.errorOutput);

@@ -7,7 +7,9 @@
 // ~/.bashrc and ~/.profile print a banner on stdout and stderr, as a
 // cluster's welcome message or a noisy shell set-up does. With a folder
 // first on PATH, its commands stand in for the system's there (a slow
-// sha256sum).
+// sha256sum). With a login shell (root only), sshd runs in a mount namespace
+// of its own whose /etc/passwd gives the user that shell, as a user whose
+// shell is fish or tcsh meets it; the machine's own /etc/passwd is untouched.
 #include "launch/free_port.h"
 
 #include <QDir>
@@ -85,8 +87,12 @@ public:
             config.write("SetEnv " + environment.join(QLatin1Char(' ')).toUtf8() + "\n");
         config.close();
         m_sshd.setProcessChannelMode(QProcess::MergedChannels);
-        m_sshd.start(QStringLiteral("/usr/sbin/sshd"),
-            {QStringLiteral("-D"), QStringLiteral("-e"), QStringLiteral("-f"), path("sshd_config")});
+        if (m_loginShell.isEmpty()) {
+            m_sshd.start(QStringLiteral("/usr/sbin/sshd"),
+                {QStringLiteral("-D"), QStringLiteral("-e"), QStringLiteral("-f"), path("sshd_config")});
+        } else if (QString failure = startWithLoginShell(); !failure.isEmpty()) {
+            return failure;
+        }
         if (!m_sshd.waitForStarted(5000))
             return QStringLiteral("sshd did not start: ") + m_sshd.errorString();
         for (int attempt = 0; attempt < 100; ++attempt) {
@@ -100,6 +106,9 @@ public:
     }
 
     int port() const { return m_port; }
+
+    // The login shell sshd gives the user, set before start(); needs root.
+    void setLoginShell(const QString& shell) { m_loginShell = shell; }
 
     // The processes serving this server's connections (every descendant of
     // the listening sshd: with internal-sftp, SFTP is served there too).
@@ -157,6 +166,46 @@ private:
         return {};
     }
 
+    // /etc/passwd with this user's shell field (the seventh) replaced.
+    QString writePasswdWithLoginShell()
+    {
+        QFile system(QStringLiteral("/etc/passwd"));
+        QFile copy(path("passwd"));
+        if (!system.open(QIODevice::ReadOnly) || !copy.open(QIODevice::WriteOnly))
+            return QStringLiteral("cannot copy /etc/passwd");
+        const QByteArray prefix = user().toUtf8() + ':';
+        bool found = false;
+        for (QByteArray line : system.readAll().split('\n')) {
+            if (line.isEmpty())
+                continue;
+            QList<QByteArray> fields = line.split(':');
+            if (line.startsWith(prefix) && fields.size() == 7) {
+                fields[6] = m_loginShell.toUtf8();
+                line = fields.join(':');
+                found = true;
+            }
+            copy.write(line + '\n');
+        }
+        return found ? QString() : QStringLiteral("no line for %1 in /etc/passwd").arg(user());
+    }
+
+    QString startWithLoginShell()
+    {
+        if (::geteuid() != 0)
+            return QStringLiteral("a login shell for the test's sshd needs root (a mount namespace)");
+        if (!QFile::exists(m_loginShell))
+            return m_loginShell + QStringLiteral(" is missing (packaging/debian-packages.txt installs it)");
+        if (QString failure = writePasswdWithLoginShell(); !failure.isEmpty())
+            return failure;
+        // unshare and sh exec in turn, so sshd keeps the pid QProcess knows.
+        m_sshd.start(QStringLiteral("unshare"),
+            {QStringLiteral("--mount"), QStringLiteral("--propagation"), QStringLiteral("private"),
+                QStringLiteral("/bin/sh"), QStringLiteral("-c"),
+                QStringLiteral("mount --bind \"$0\" /etc/passwd && exec /usr/sbin/sshd -D -e -f \"$1\""),
+                path("passwd"), path("sshd_config")});
+        return {};
+    }
+
     static bool accepts(int port)
     {
         const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -202,6 +251,7 @@ private:
 
     QTemporaryDir m_dir;
     QProcess m_sshd;
+    QString m_loginShell;
     int m_port = 0;
 };
 

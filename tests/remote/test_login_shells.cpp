@@ -1,0 +1,121 @@
+// Remote commands run the same whatever the user's login shell (review L1):
+// sshd hands the exec request to that shell, and fish reads \' inside '...'
+// as an escape, so POSIX quoting alone let a path end its quote early and run
+// what followed. Against a real OpenSSH sshd on loopback whose user's shell
+// is fish, tcsh, bash or dash, through the same session code and quoting
+// that sync, fetch and the launcher use.
+#include "sshd_server.h"
+#include "../support/skip.h"
+
+#include "launch/text_quote.h"
+#include "remote/ssh_session.h"
+
+#include <QtTest>
+
+using tb::remote::SshSession;
+using tb::remote::SshTarget;
+
+class TestLoginShells : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_work;
+
+    // A session to a new sshd whose user logs in with `shell`, or null with
+    // the test failed.
+    std::unique_ptr<SshSession> connectWithShell(tb::test::SshdServer& server, const QString& shell)
+    {
+        server.setLoginShell(shell);
+        if (const QString failure = server.start(); !failure.isEmpty()) {
+            QTest::qFail(qPrintable(failure), __FILE__, __LINE__);
+            return nullptr;
+        }
+        SshTarget target;
+        target.user = server.user().toStdString();
+        target.host = "127.0.0.1";
+        target.port = server.port();
+        target.identityFile = server.userKey().toStdString();
+        target.knownHostsFile = server.knownHosts().toStdString();
+        target.timeoutSeconds = 20;
+        auto session = SshSession::connect(target);
+        if (!session.ok()) {
+            QTest::qFail(session.error().toString().c_str(), __FILE__, __LINE__);
+            return nullptr;
+        }
+        return std::move(session).value();
+    }
+
+    // Folder names that end a quote early, substitute a command or expand
+    // under one shell or another; each would touch `marker` if it did.
+    static QStringList hostileNames(const QString& marker)
+    {
+        return {
+            "a\\'; touch " + marker + "; #", // fish: \' is an escape inside '...'
+            "b$(touch " + marker + ")",
+            "c`touch " + marker + "`",
+            "=touch", // zsh: =cmd is the path of cmd
+            "d!1 e", // tcsh: history expansion, even in quotes, when interactive
+            "f'\"; touch " + marker + "; \"'",
+        };
+    }
+
+private slots:
+    void initTestCase()
+    {
+        QVERIFY(m_work.isValid());
+        if (::geteuid() != 0)
+            TB_SKIP("a login shell other than the user's needs root: sshd starts in a mount namespace "
+                    "with its own /etc/passwd");
+    }
+
+    void quotedPathsStayPaths_data()
+    {
+        QTest::addColumn<QString>("shell");
+        QTest::newRow("fish") << "/usr/bin/fish";
+        QTest::newRow("tcsh") << "/usr/bin/tcsh";
+        QTest::newRow("bash") << "/bin/bash";
+        QTest::newRow("dash") << "/bin/dash";
+    }
+
+    // mkdir -p of each hostile name makes exactly that folder and runs
+    // nothing, as sync does before it copies a file into a folder.
+    void quotedPathsStayPaths()
+    {
+        QFETCH(QString, shell);
+        tb::test::SshdServer server;
+        const auto session = connectWithShell(server, shell);
+        if (!session)
+            return;
+        const QString marker = m_work.filePath(QFileInfo(shell).fileName() + "-pwned");
+        for (const QString& name : hostileNames(marker)) {
+            const QString folder = m_work.filePath(QFileInfo(shell).fileName() + "/" + name);
+            const std::string command = "mkdir -p -- " + tb::launch::shellQuote(folder.toStdString());
+            const auto ran = session->run(command);
+            QVERIFY2(ran.ok(), ran.ok() ? "" : ran.error().toString().c_str());
+            QVERIFY2(ran->exitStatus == 0, qPrintable(name + ": " + QString::fromStdString(ran->errorOutput)));
+            QVERIFY2(QFileInfo(folder).isDir(), qPrintable("no folder " + folder));
+            QVERIFY2(!QFile::exists(marker), qPrintable(name + " ran a command under " + shell));
+        }
+    }
+
+    void outputAndStatusAreTheCommands_data() { quotedPathsStayPaths_data(); }
+
+    // The command's own stdout, stderr and exit status come back, whatever
+    // the shell that started it; a command that reads stdin reads nothing
+    // (the script is not there to be read).
+    void outputAndStatusAreTheCommands()
+    {
+        QFETCH(QString, shell);
+        tb::test::SshdServer server;
+        const auto session = connectWithShell(server, shell);
+        if (!session)
+            return;
+        const auto ran = session->run("printf 'out\\n'; printf 'err\\n' >&2; cat; exit 3");
+        QVERIFY2(ran.ok(), ran.ok() ? "" : ran.error().toString().c_str());
+        QCOMPARE(QString::fromStdString(ran->output), QStringLiteral("out\n"));
+        QCOMPARE(QString::fromStdString(ran->errorOutput), QStringLiteral("err\n"));
+        QCOMPARE(ran->exitStatus, 3);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestLoginShells)
+#include "test_login_shells.moc"
