@@ -210,6 +210,34 @@ private slots:
         qInfo("%d steps (%s) opened and drawn in %lld ms", kSteps, QTest::currentDataTag(), clock.elapsed());
     }
 
+    // The curves of a value per step take the raster engine's line drawer
+    // (a pen at most a pixel wide): a wider pen is stroked as a polygon,
+    // which for a curve that swings from step to step costs a long run's
+    // opening most of a second a replot.
+    void stepCurvesAreDrawnOnePixelWide_data()
+    {
+        QTest::addColumn<QString>("curve");
+        QTest::addRow("worst layer") << QStringLiteral("worst layer");
+        QTest::addRow("mean of layers") << QStringLiteral("mean of layers");
+        QTest::addRow("router aux loss") << QStringLiteral("router aux loss");
+    }
+
+    void stepCurvesAreDrawnOnePixelWide()
+    {
+        QFETCH(QString, curve);
+        RoutingCharts routing;
+        tb::metrics::RunHistory history;
+        history.apply(*tb::metrics::parseEvent(moeStep(1, loads(2, 4, false), 2.0)));
+        routing.showHistory(history);
+        QCPGraph* graph = nullptr;
+        for (int i = 0; i < routing.graphCount(); ++i)
+            if (routing.graph(i)->name() == curve)
+                graph = routing.graph(i);
+        QVERIFY2(graph, qPrintable(curve));
+        QCOMPARE(graph->dataCount(), 1);
+        QVERIFY2(graph->pen().widthF() <= 1.0, qPrintable(QString::number(graph->pen().widthF())));
+    }
+
     // A full fine-tune of stories260K made a Mixtral (4 experts, 2 a token,
     // the router's loss on), trained by tunebench-cli and followed live.
     void showsARealMixtralRun()

@@ -24,6 +24,15 @@ QCPColorGradient shareGradient()
     return gradient;
 }
 
+// One pixel wide, for the curves of a value per step. Qt strokes a wider
+// pen as a polygon it then fills, which for a jagged curve (a routing that
+// swings from step to step) costs 0.1 to 0.8 s a replot at 5,000 steps; a
+// one-pixel pen takes the raster engine's line drawer, a few milliseconds.
+QPen stepCurvePen(const QColor& color)
+{
+    return QPen(color, 1.0);
+}
+
 // The cells of a dimension of `count`: one cell spans the range when alone,
 // as QCustomPlot draws a cell from its centre halfway to its neighbours.
 QCPRange cellRange(int count)
@@ -93,10 +102,10 @@ RoutingCharts::RoutingCharts(QWidget* parent)
     m_balancePanel->axis(QCPAxis::atBottom)->setLabel(tr("optimizer step"));
     m_worst = addGraph(m_balancePanel->axis(QCPAxis::atBottom), m_balancePanel->axis(QCPAxis::atLeft));
     m_worst->setName(tr("worst layer"));
-    m_worst->setPen(QPen(QColor(178, 24, 43), 1.6));
+    m_worst->setPen(stepCurvePen(QColor(178, 24, 43)));
     m_mean = addGraph(m_balancePanel->axis(QCPAxis::atBottom), m_balancePanel->axis(QCPAxis::atLeft));
     m_mean->setName(tr("mean of layers"));
-    m_mean->setPen(QPen(QColor(33, 102, 172), 1.6));
+    m_mean->setPen(stepCurvePen(QColor(33, 102, 172)));
     m_even = addGraph(m_balancePanel->axis(QCPAxis::atBottom), m_balancePanel->axis(QCPAxis::atLeft));
     m_even->setName(tr("even"));
     m_even->setPen(QPen(QColor(120, 120, 120), 1.2, Qt::DotLine));
@@ -129,7 +138,8 @@ void RoutingCharts::addAuxLossPanel()
     m_balancePanel->axis(QCPAxis::atBottom)->setLabel(QString());
     m_auxPanel->axis(QCPAxis::atBottom)->setLabel(tr("optimizer step"));
     m_auxLoss = addGraph(m_auxPanel->axis(QCPAxis::atBottom), m_auxPanel->axis(QCPAxis::atLeft));
-    m_auxLoss->setPen(QPen(QColor(44, 160, 44), 1.6));
+    m_auxLoss->setName(tr("router aux loss"));
+    m_auxLoss->setPen(stepCurvePen(QColor(44, 160, 44)));
     m_auxLoss->removeFromLegend();
     // One step axis for both panels.
     QCPAxis* steps = m_balancePanel->axis(QCPAxis::atBottom);

@@ -4,7 +4,22 @@
 
 #include <QTimer>
 
+#include <iterator>
+
 namespace tb::ui {
+
+namespace {
+
+// Moved, not copied: a mixture of experts' step holds hundreds of JSON
+// values, and a copy of each costs this thread about half what parsing it
+// did.
+QVector<metrics::StreamItem> movedToQVector(std::vector<metrics::StreamItem>&& items)
+{
+    return QVector<metrics::StreamItem>(
+        std::make_move_iterator(items.begin()), std::make_move_iterator(items.end()));
+}
+
+} // namespace
 
 RunFollower::RunFollower(QObject* parent)
     : QObject(parent)
@@ -53,7 +68,7 @@ void RunFollower::poll()
         return;
     }
     if (!items->empty())
-        emit linesRead(m_generation, QVector<metrics::StreamItem>(items->begin(), items->end()));
+        emit linesRead(m_generation, movedToQVector(std::move(items).value()));
     // A long run opened late: the rest at once, batch by batch, rather than
     // one batch per poll interval.
     if (m_reader->moreAvailable())
