@@ -206,60 +206,6 @@ private slots:
         QVERIFY(!(*session)->run("true").ok()); // the connection is closed for good
     }
 
-    void parseHostProbe_data()
-    {
-        QTest::addColumn<QString>("output");
-        QTest::addColumn<QString>("expected"); // a summary of the facts, or "error: <fragment>"
-        const QString base = "host node7\ncpus 96\nmemtotal 1843200000\nmemavailable 1000000000\n";
-        QTest::newRow("no GPU") << base + "nogpu nvidia-smi not found\n"
-                                << "node7 96 cpus, 0 GPUs (nvidia-smi not found), 0 trainers";
-        QTest::newRow("eight H100")
-            << base + QString("gpu NVIDIA H100 80GB HBM3, 81559, 1, 0\n").repeated(8)
-            << "node7 96 cpus, 8 GPUs NVIDIA H100 80GB HBM3 81559 MiB, 0 trainers";
-        QTest::newRow("figures not available")
-            << base + "gpu NVIDIA A10-4Q, [N/A], [N/A], [N/A]\n" << "node7 96 cpus, 1 GPUs NVIDIA A10-4Q -1 MiB, 0 trainers";
-        QTest::newRow("nvidia-smi failing")
-            << base + "gpu NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"
-            << "node7 96 cpus, 0 GPUs (nvidia-smi: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.), 0 trainers";
-        QTest::newRow("two trainers")
-            << base + "nogpu nvidia-smi not found\ntrainer 4242 /usr/bin/tunebench-trainer train a.yaml\n"
-                      "trainer 4243 /usr/bin/tunebench-trainer train a.yaml\n"
-            << "node7 96 cpus, 0 GPUs (nvidia-smi not found), 2 trainers";
-        QTest::newRow("unknown line ignored") << base + "motd welcome\n"
-                                              << "node7 96 cpus, 0 GPUs (), 0 trainers";
-        QTest::newRow("bad cpu count") << "host a\ncpus many\n" << "error: line 2 'cpus many'";
-        QTest::newRow("memory beyond 8 EiB") << "host a\ncpus 2\nmemtotal 9007199254740993\n"
-                                             << "error: line 3 'memtotal 9007199254740993'";
-        QTest::newRow("not a probe") << "Welcome to the shell\n" << "error: no 'host' or 'cpus' line";
-    }
-
-    void parseHostProbe()
-    {
-        QFETCH(QString, output);
-        QFETCH(QString, expected);
-        const auto facts = tb::remote::parseHostProbe(output.toStdString());
-        if (expected.startsWith("error: ")) {
-            QVERIFY(!facts.ok());
-            QVERIFY2(QString::fromStdString(facts.error().message).contains(expected.mid(7)),
-                facts.error().message.c_str());
-            return;
-        }
-        QVERIFY2(facts.ok(), facts.ok() ? "" : facts.error().message.c_str());
-        QString summary = QString("%1 %2 cpus, %3 GPUs")
-                              .arg(QString::fromStdString(facts->hostName))
-                              .arg(facts->cpuCount)
-                              .arg(facts->gpus.size());
-        if (facts->gpus.empty())
-            summary += QString(" (%1)").arg(QString::fromStdString(facts->gpuNote));
-        else
-            summary += QString(" %1 %2 MiB")
-                           .arg(QString::fromStdString(facts->gpus.front().name))
-                           .arg(facts->gpus.front().memoryTotalMiB);
-        summary += QString(", %1 trainers").arg(facts->trainers.size());
-        QCOMPARE(summary, expected);
-        QCOMPARE(facts->memoryTotalBytes, int64_t{1843200000} * 1024);
-    }
-
     // The probe over SSH answers as the same probe run here, and finds a
     // running trainer by its pid.
     void probesAHostOverSsh()
