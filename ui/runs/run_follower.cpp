@@ -11,8 +11,8 @@ namespace tb::ui {
 namespace {
 
 // Moved, not copied: a mixture of experts' step holds hundreds of JSON
-// values, and a copy of each costs this thread about half what parsing it
-// did.
+// values, and copying them costs this thread about half what parsing them
+// does.
 QVector<metrics::StreamItem> movedToQVector(std::vector<metrics::StreamItem>&& items)
 {
     return QVector<metrics::StreamItem>(
