@@ -8,15 +8,21 @@
 // synchronous path) or on the thread pool, the panels showing their previous
 // image moved meanwhile: for each, the UI thread's time per pan frame, the
 // longest the UI thread was held while the exact curves came, and the time
-// from the move until they were drawn. Run under a display (xvfb-run) with
-// the real widget:
+// from the move until they were drawn. And a followed run growing: every
+// run a step longer, handed over by setRuns as the page's follower does each
+// second, with background decimation off and on: how long setRuns holds the
+// UI thread, the longest a 5 ms timer on the UI thread waited meanwhile, and
+// the time until every panel drew the new curves. Run under a display
+// (xvfb-run) with the real widget:
 //   xvfb-run -a build/default/tests/benchmarks/ui/bench_compare_overlay
 #include "compare/overlay_charts.h"
 #include "metrics/event.h"
 
 #include <QApplication>
 #include <QElapsedTimer>
+#include <QEventLoop>
 #include <QThread>
+#include <QTimer>
 
 #include <algorithm>
 #include <cmath>
@@ -31,32 +37,58 @@ constexpr int kSteps = 100000;
 constexpr int kWarmup = 5;
 constexpr int kRepaints = 40;
 constexpr int kPans = 20;
+constexpr int kGrowths = 7;
 
-// A run as its events fold: a noisy decaying loss, a cosine learning rate,
-// tokens/s and memory that wander a little. One event's fields are
-// overwritten step by step: building a JSON object a step took most of the
+// One step of a run as its events fold: a noisy decaying loss, a cosine
+// learning rate, tokens/s and memory that wander a little. `step`'s fields
+// are overwritten: building a JSON object a step took most of the
 // benchmark's time.
+void setStep(tb::metrics::Event& step, int index, int s)
+{
+    const double progress = double(s) / kSteps;
+    const double noise = std::sin(s * 12.9898 + index * 78.233) * 0.05;
+    step.timeSeconds = 1.0e9 + s * 0.5;
+    step.body["step"] = s;
+    step.body["loss"] = 2.0 + 2.0 * std::exp(-5 * progress) + 0.1 * index / kRuns + noise;
+    step.body["lr"] = 1e-3 * 0.5 * (1 + std::cos(M_PI * progress));
+    step.body["tokens_per_second"] = 8192 * (1 + noise);
+    step.body["mem_peak_bytes"] = int64_t(3e8 * (1 + 0.1 * noise));
+}
+
+tb::metrics::Event stepEvent()
+{
+    return {tb::metrics::EventType::Step, "step", 0, 1.0e9,
+        {{"step", 0}, {"loss", 0.0}, {"lr", 0.0}, {"tokens", 4096}, {"step_seconds", 0.5},
+            {"tokens_per_second", 0.0}, {"mem_peak_bytes", int64_t(0)}}};
+}
+
 std::shared_ptr<const tb::metrics::RunHistory> syntheticRun(int index)
 {
     using nlohmann::json;
     auto history = std::make_shared<tb::metrics::RunHistory>();
     history->apply(*tb::metrics::parseEvent(tb::metrics::makeEvent(tb::metrics::EventType::RunStart, 0, 1.0e9,
         {{"run_id", "run-" + std::to_string(index)}, {"world_size", 1}, {"config", json::object()}}).dump()));
-    tb::metrics::Event step{tb::metrics::EventType::Step, "step", 0, 1.0e9,
-        {{"step", 0}, {"loss", 0.0}, {"lr", 0.0}, {"tokens", 4096}, {"step_seconds", 0.5},
-            {"tokens_per_second", 0.0}, {"mem_peak_bytes", int64_t(0)}}};
+    tb::metrics::Event step = stepEvent();
     for (int s = 1; s <= kSteps; ++s) {
-        const double progress = double(s) / kSteps;
-        const double noise = std::sin(s * 12.9898 + index * 78.233) * 0.05;
-        step.timeSeconds = 1.0e9 + s * 0.5;
-        step.body["step"] = s;
-        step.body["loss"] = 2.0 + 2.0 * std::exp(-5 * progress) + 0.1 * index / kRuns + noise;
-        step.body["lr"] = 1e-3 * 0.5 * (1 + std::cos(M_PI * progress));
-        step.body["tokens_per_second"] = 8192 * (1 + noise);
-        step.body["mem_peak_bytes"] = int64_t(3e8 * (1 + 0.1 * noise));
+        setStep(step, index, s);
         history->apply(step);
     }
     return history;
+}
+
+// Every run one step longer, each a new snapshot as the Compare page's
+// follower sends them (compare_follower.cpp).
+QVector<tb::ui::ComparedRun> grownByOneStep(const QVector<tb::ui::ComparedRun>& runs)
+{
+    QVector<tb::ui::ComparedRun> grown = runs;
+    tb::metrics::Event step = stepEvent();
+    for (int i = 0; i < grown.size(); ++i) {
+        auto history = std::make_shared<tb::metrics::RunHistory>(*runs[i].history);
+        setStep(step, i, int(history->steps().size()) + 1);
+        history->apply(step);
+        grown[i].history = std::move(history);
+    }
+    return grown;
 }
 
 double medianMs(const std::function<void()>& repaint)
@@ -173,6 +205,100 @@ void drag(tb::ui::OverlayCharts& charts, int frames, double& longestFrameMs, dou
     axis->setRange(start);
 }
 
+struct GrowthFigures {
+    double heldMs = 0;  // setRuns itself
+    double gapMs = 0;   // the longest gap between two ticks of a 5 ms timer until the new curves were drawn
+    double drawnMs = 0; // from setRuns until every panel drew the new curves
+};
+
+// Until every panel has drawn curves decimated after `decimations`, with no
+// decimation still to come: the panels' render counts are taken at the first
+// replot after the new curves were decimated, on the UI thread or the pool.
+class DrawnWatch : public QObject {
+public:
+    explicit DrawnWatch(tb::ui::OverlayCharts& charts)
+        : m_charts(charts)
+        , m_decimations(charts.decimationCount())
+    {
+        connect(&charts, &QCustomPlot::beforeReplot, this, [this] {
+            if (!m_sampled && m_charts.decimationCount() > m_decimations) {
+                m_sampled = true;
+                for (int p = 0; p < tb::ui::OverlayCharts::PanelCount; ++p)
+                    m_renders[p] = m_charts.curveRenderCount(tb::ui::OverlayCharts::Panel(p));
+            }
+        });
+    }
+    bool drawn() const
+    {
+        if (!m_sampled || m_charts.isDecimating())
+            return false;
+        for (int p = 0; p < tb::ui::OverlayCharts::PanelCount; ++p)
+            if (m_charts.curveRenderCount(tb::ui::OverlayCharts::Panel(p)) == m_renders[p])
+                return false;
+        return true;
+    }
+
+private:
+    tb::ui::OverlayCharts& m_charts;
+    int m_decimations;
+    bool m_sampled = false;
+    int m_renders[tb::ui::OverlayCharts::PanelCount] = {};
+};
+
+// One follower tick: setRuns called from the event loop with every run a
+// step longer, and the loop run until the new curves are drawn and the 5 ms
+// timer has ticked once more, every gap between its ticks timed.
+GrowthFigures growOnce(tb::ui::OverlayCharts& charts, const QVector<tb::ui::ComparedRun>& grown)
+{
+    GrowthFigures figures;
+    QElapsedTimer clock, sinceTick;
+    QTimer ticker;
+    ticker.setTimerType(Qt::PreciseTimer);
+    ticker.setInterval(5);
+    DrawnWatch watch(charts);
+    bool drawn = false;
+    QEventLoop loop;
+    QObject::connect(&ticker, &QTimer::timeout, &loop, [&] {
+        figures.gapMs = std::max(figures.gapMs, double(sinceTick.nsecsElapsed()) / 1e6);
+        sinceTick.start();
+        if (drawn || (clock.isValid() && clock.elapsed() > 60'000)) // never drawn: a bug, not a figure
+            loop.quit();
+    });
+    QObject::connect(&charts, &QCustomPlot::afterReplot, &loop, [&] {
+        if (!drawn && watch.drawn()) {
+            drawn = true;
+            figures.drawnMs = double(clock.nsecsElapsed()) / 1e6;
+        }
+    });
+    QTimer::singleShot(0, &loop, [&] {
+        clock.start();
+        charts.setRuns(grown);
+        figures.heldMs = double(clock.nsecsElapsed()) / 1e6;
+    });
+    sinceTick.start();
+    ticker.start();
+    loop.exec();
+    return figures;
+}
+
+// Follower ticks, each run a step longer every time: medians.
+GrowthFigures medianGrowth(tb::ui::OverlayCharts& charts, QVector<tb::ui::ComparedRun>& runs, bool background)
+{
+    charts.setBackgroundDecimation(background);
+    replotNow(charts);
+    std::vector<double> held, gap, drawn;
+    for (int i = 0; i < kGrowths; ++i) {
+        runs = grownByOneStep(runs);
+        const GrowthFigures f = growOnce(charts, runs);
+        held.push_back(f.heldMs);
+        gap.push_back(f.gapMs);
+        drawn.push_back(f.drawnMs);
+    }
+    for (auto* samples : {&held, &gap, &drawn})
+        std::sort(samples->begin(), samples->end());
+    return {held[held.size() / 2], gap[gap.size() / 2], drawn[drawn.size() / 2]};
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -192,9 +318,12 @@ int main(int argc, char** argv)
     const double buildMs = double(building.nsecsElapsed()) / 1e6;
 
     QElapsedTimer loading;
+    // Loaded on the UI thread, so that the repaints below have every curve.
+    charts.setBackgroundDecimation(false);
     loading.start();
     charts.setRuns(runs);
     replotNow(charts);
+    charts.setBackgroundDecimation(true);
     const double loadMs = double(loading.nsecsElapsed()) / 1e6;
     const int decimations = charts.decimationCount();
     const int renders = charts.curveRenderCount(tb::ui::OverlayCharts::LossPanel);
@@ -207,11 +336,13 @@ int main(int argc, char** argv)
     const PanFigures background = medianPan(charts, true);
     double dragFrameMs = 0, dragTurnMs = 0;
     drag(charts, 120, dragFrameMs, dragTurnMs);
+    const GrowthFigures grownSync = medianGrowth(charts, runs, false);
+    const GrowthFigures grown = medianGrowth(charts, runs, true);
 
     std::printf("overlay, %d runs x %d steps (4 panels, %lld points), %dx%d\n", kRuns, kSteps,
         4LL * kRuns * kSteps, charts.width(), charts.height());
     std::printf("  histories folded               %9.1f ms (not the page's work: setup)\n", buildMs);
-    std::printf("  setRuns and first replot       %9.1f ms\n", loadMs);
+    std::printf("  setRuns and first replot       %9.1f ms (background decimation off)\n", loadMs);
     std::printf("  repaint, median of %d          %9.2f ms (curves decimated %d, drawn %d times again)\n",
         kRepaints, fullMs, decimatedAgain, drawnAgain);
     std::printf("  every curve drawn (before)     %9.2f ms\n", everyCurveMs);
@@ -228,5 +359,14 @@ int main(int argc, char** argv)
     std::printf("drag, a move every 16 ms for 120 frames (background): longest frame %.2f ms, longest other turn %.2f ms, "
                 "jobs stopped early %d\n",
         dragFrameMs, dragTurnMs, charts.decimator().stoppedJobs());
+    std::printf("every run a step longer (setRuns, as the follower each second), median of %d\n", kGrowths);
+    std::printf("                                  setRuns held   longest 5 ms timer gap   until drawn\n");
+    std::printf("  background decimation off       %9.2f ms %18.2f ms %14.2f ms\n", grownSync.heldMs,
+        grownSync.gapMs, grownSync.drawnMs);
+    std::printf("  background decimation on        %9.2f ms %18.2f ms %14.2f ms\n", grown.heldMs, grown.gapMs,
+        grown.drawnMs);
+    std::printf("  ratio on / off                  %9.2fx %18.2fx %14.2fx\n", grown.heldMs / grownSync.heldMs,
+        grown.gapMs / grownSync.gapMs, grown.drawnMs / grownSync.drawnMs);
+    std::printf("  ratio on / empty repaint        %9.2fx %18.2fx\n", grown.heldMs / emptyMs, grown.gapMs / emptyMs);
     return 0;
 }
