@@ -155,6 +155,41 @@ void settle(OverlayCharts& charts)
     QTest::qWait(20);
 }
 
+// Every job on the pool returned and its answer delivered: what a stale job
+// could still do, it has done.
+void drainPool()
+{
+    QVERIFY(QThreadPool::globalInstance()->waitForDone(5000));
+    QCoreApplication::processEvents();
+}
+
+// The runs a row hands to setRuns after `before` (each run `steps` long):
+// one or every run a step longer, a run added or one removed.
+QVector<ComparedRun> changedRuns(const QVector<ComparedRun>& before, int steps, const QString& how)
+{
+    QVector<ComparedRun> after = before;
+    if (how == QLatin1String("one longer"))
+        after[1].history = tb::test::zigzagRun(1, steps + 1);
+    else if (how == QLatin1String("every one longer"))
+        after = runs(int(before.size()), steps + 1);
+    else if (how == QLatin1String("added"))
+        after.append(runs(int(before.size()) + 1, steps).constLast());
+    else if (how == QLatin1String("removed"))
+        after.removeFirst();
+    return after;
+}
+
+// Each run's last loss point in the graphs: what a grown run changes.
+QList<double> lastKeys(const OverlayCharts& charts)
+{
+    QList<double> keys;
+    for (int run = 0; run < charts.runCount(); ++run) {
+        const QCPGraphDataContainer& data = *charts.curve(run, OverlayCharts::LossPanel)->data();
+        keys.append(data.isEmpty() ? -1 : (data.constEnd() - 1)->key);
+    }
+    return keys;
+}
+
 // An overlay shown and drawn with `runs`.
 void showWith(OverlayCharts& charts, const QVector<ComparedRun>& runs, bool background)
 {
@@ -332,6 +367,117 @@ private slots:
         QVERIFY2(different.isEmpty(), qPrintable(different));
     }
 
+    // New data (a followed run grown, runs picked or unpicked) is made and
+    // decimated on the pool: setRuns returns at once, the panels keep what
+    // they showed, and the new curves, the same as the UI thread's, come
+    // with the answer.
+    void newRunsShownWhenDecimated_data()
+    {
+        QTest::addColumn<QString>("how");
+        QTest::addRow("one run a step longer") << "one longer";
+        QTest::addRow("every run a step longer") << "every one longer";
+        QTest::addRow("a run added") << "added";
+        QTest::addRow("a run removed") << "removed";
+    }
+    void newRunsShownWhenDecimated()
+    {
+        QFETCH(QString, how);
+        constexpr int kSteps = 20000;
+        const QVector<ComparedRun> before = runs(3, kSteps), after = changedRuns(before, kSteps, how);
+        OverlayCharts charts, reference;
+        showWith(charts, before, true);
+        showWith(reference, after, false);
+        const QList<double> shown = lastKeys(charts);
+        int renders[OverlayCharts::PanelCount];
+        for (int p = 0; p < OverlayCharts::PanelCount; ++p)
+            renders[p] = rendersOf(charts, p);
+        const int decimations = charts.decimationCount();
+        QSignalSpy decimated(&charts, &OverlayCharts::curvesDecimated);
+
+        PoolHold hold;
+        charts.setRuns(after);
+        QVERIFY(charts.isDecimating());
+        charts.replot(QCustomPlot::rpImmediateRefresh);
+        // Until the answer: the runs and points shown before, no curve drawn.
+        QCOMPARE(charts.runCount(), int(before.size()));
+        QCOMPARE(lastKeys(charts), shown);
+        QCOMPARE(charts.decimationCount(), decimations);
+        for (int p = 0; p < OverlayCharts::PanelCount; ++p)
+            QCOMPARE(rendersOf(charts, p), renders[p]);
+
+        hold.release();
+        QTRY_COMPARE(decimated.count(), 1);
+        settle(charts);
+        QCOMPARE(lastKeys(charts), lastKeys(reference));
+        QCOMPARE(charts.curve(0, OverlayCharts::LossPanel)->keyAxis()->range(),
+            reference.curve(0, OverlayCharts::LossPanel)->keyAxis()->range());
+        const QString different = differentPoints(charts, reference);
+        QVERIFY2(different.isEmpty(), qPrintable(different));
+        QCOMPARE(largestDifference(charts.grab().toImage(), reference.grab().toImage(), charts), 0);
+    }
+
+    // Whatever order the answers come in, the newest runs are drawn: a
+    // build superseded by another setRuns is stopped and dropped, a pan's
+    // answer over the runs replaced is dropped, and a pan made while the
+    // new runs were built keeps its range, its curves the new runs'; a
+    // setRuns after a pan shows the whole range, as it always has.
+    void staleAnswerNeverOverwritesNewer_data()
+    {
+        QTest::addColumn<QString>("sequence");
+        QTest::addColumn<bool>("rangeKept"); // the x range after the last step stays
+        QTest::addRow("setRuns, setRuns") << "runs runs" << false;
+        QTest::addRow("pan, setRuns") << "pan runs" << false;
+        QTest::addRow("setRuns, pan") << "runs pan" << true;
+        QTest::addRow("setRuns, pan, setRuns") << "runs pan runs" << false;
+        // The build's runs made on the spot, its answer dropped.
+        QTest::addRow("setRuns, background off") << "runs off" << true;
+    }
+    void staleAnswerNeverOverwritesNewer()
+    {
+        QFETCH(QString, sequence);
+        QFETCH(bool, rangeKept);
+        constexpr int kSteps = 30000;
+        QVector<ComparedRun> data = runs(3, kSteps);
+        OverlayCharts charts, reference;
+        showWith(charts, data, true);
+        showWith(reference, data, false);
+        QCPAxis* keys = charts.curve(0, OverlayCharts::LossPanel)->keyAxis();
+        const int stopped = charts.decimator().stoppedJobs();
+        {
+            // Every job asked for waits, so each step supersedes the one before.
+            PoolHold hold;
+            int steps = kSteps;
+            for (const QString& step : sequence.split(u' ')) {
+                if (step == QLatin1String("pan")) {
+                    change(charts, QStringLiteral("pan"));
+                    charts.replot(QCustomPlot::rpImmediateRefresh);
+                } else if (step == QLatin1String("off")) {
+                    charts.setBackgroundDecimation(false);
+                } else {
+                    data = changedRuns(data, steps++, QStringLiteral("every one longer"));
+                    charts.setRuns(data);
+                }
+            }
+            QVERIFY(charts.isDecimating());
+            const QCPRange asked = keys->range();
+            hold.release();
+            QTRY_VERIFY(!charts.isDecimating());
+            QCOMPARE(keys->range() == asked, rangeKept);
+        }
+        settle(charts);
+        drainPool();
+        // Every build superseded stopped (a pan's job may have too).
+        QVERIFY(charts.decimator().stoppedJobs() - stopped >= int(sequence.count(QLatin1String("runs"))) - 1);
+        // The reference given the newest runs at once, then the range shown.
+        reference.setRuns(data);
+        reference.curve(0, OverlayCharts::LossPanel)->keyAxis()->setRange(keys->range());
+        reference.replot(QCustomPlot::rpImmediateRefresh);
+        QCOMPARE(lastKeys(charts), lastKeys(reference));
+        const QString different = differentPoints(charts, reference);
+        QVERIFY2(different.isEmpty(), qPrintable(different));
+        QCOMPARE(largestDifference(charts.grab().toImage(), reference.grab().toImage(), charts), 0);
+    }
+
     void closingOrRemovingRunsWhileDecimating_data()
     {
         QTest::addColumn<QString>("what");
@@ -350,6 +496,7 @@ private slots:
         QVERIFY(QTest::qWaitForWindowExposed(page.get()));
         charts->setRuns(runs(20, 100000));
         charts->replot(QCustomPlot::rpImmediateRefresh);
+        settle(*charts);
         const std::weak_ptr<const std::vector<tb::ui::CurveSeries>> curves = charts->curveSeries();
         QSignalSpy decimated(charts, &OverlayCharts::curvesDecimated);
         change(*charts, QStringLiteral("zoom in"));
@@ -360,21 +507,23 @@ private slots:
             page.reset();
         } else {
             const int decimations = charts->decimationCount();
-            charts->setRuns(what == QLatin1String("clear") ? QVector<ComparedRun>{} : runs(3, 1000));
-            QCOMPARE(charts->decimationCount(), decimations + 1); // the new runs', at once
-            QTRY_VERIFY(!charts->isDecimating());
-            QTest::qWait(200);
-            QCOMPARE(decimated.count(), 0); // the stale job's curves were never applied
-            QCOMPARE(charts->runCount(), what == QLatin1String("clear") ? 0 : 3);
+            const int left = what == QLatin1String("clear") ? 0 : 3;
+            charts->setRuns(runs(left, 1000));
+            QTRY_COMPARE(charts->runCount(), left);
+            drainPool();
+            // The new runs' curves only: the stale job's were never applied.
+            QCOMPARE(decimated.count(), 1);
+            QCOMPARE(charts->decimationCount(), decimations + 1);
         }
         // Whatever the job held was let go with it.
         QVERIFY(QThreadPool::globalInstance()->waitForDone(5000));
         QVERIFY(curves.expired());
         if (page) {
             // And the overlay goes on: a pan after it shows its own curves.
+            const int answers = int(decimated.count());
             change(*charts, QStringLiteral("pan"));
             charts->replot(QCustomPlot::rpImmediateRefresh);
-            QTRY_COMPARE(decimated.count(), 1);
+            QTRY_COMPARE(decimated.count(), answers + 1);
         }
     }
 };

@@ -214,6 +214,7 @@ private slots:
         empty.resize(900, 700);
         empty.show();
         QVERIFY(QTest::qWaitForWindowExposed(&empty));
+        empty.setBackgroundDecimation(false); // its graphs made at once
         empty.setRuns(runs(4, steps));
         for (int run = 0; run < 4; ++run)
             for (int p = 0; p < OverlayCharts::PanelCount; ++p)

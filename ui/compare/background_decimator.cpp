@@ -4,10 +4,28 @@ namespace tb::ui {
 
 namespace {
 
-const QString kJob = QStringLiteral("decimate");
+const QString kDecimateJob = QStringLiteral("decimate");
+const QString kBuildJob = QStringLiteral("build");
 
 // A job's answer: nothing when it was stopped.
 using Decimated = std::shared_ptr<const std::vector<DecimatedCurve>>;
+struct Built {
+    DecimationRequest request;
+    Decimated curves;
+};
+
+Built builtCurves(const CurveBuild& build, const std::atomic<bool>* cancelled)
+{
+    auto curves = build.make(cancelled);
+    if (!curves)
+        return {};
+    auto shared = std::make_shared<const std::vector<CurveSeries>>(std::move(*curves));
+    const QCPRange range = keyRangeOf(*shared, build.fallback);
+    auto decimated = decimatedCurves(*shared, range.lower, range.upper, build.columns, cancelled);
+    if (!decimated)
+        return {};
+    return {{shared, range, build.columns}, std::make_shared<const std::vector<DecimatedCurve>>(std::move(*decimated))};
+}
 
 } // namespace
 
@@ -18,28 +36,35 @@ BackgroundDecimator::BackgroundDecimator(QObject* parent)
 
 BackgroundDecimator::~BackgroundDecimator()
 {
-    stopRunning();
+    stop(m_cancel);
+    stop(m_cancelBuild);
     m_jobs.waitForAll();
 }
 
-void BackgroundDecimator::stopRunning()
+void BackgroundDecimator::stop(StopFlag& flag)
 {
-    if (m_cancel)
-        m_cancel->store(true);
-    m_cancel.reset();
+    if (flag)
+        flag->store(true);
+    flag.reset();
 }
 
 void BackgroundDecimator::cancel()
 {
-    stopRunning();
+    stop(m_cancel);
     m_running.reset();
+}
+
+void BackgroundDecimator::cancelBuild()
+{
+    stop(m_cancelBuild);
+    m_building.reset();
 }
 
 void BackgroundDecimator::request(const DecimationRequest& request)
 {
     if (m_running && *m_running == request)
         return;
-    stopRunning();
+    stop(m_cancel);
     m_running = request;
     auto cancelled = std::make_shared<std::atomic<bool>>(false);
     m_cancel = cancelled;
@@ -54,12 +79,34 @@ void BackgroundDecimator::request(const DecimationRequest& request)
         return std::make_shared<const std::vector<DecimatedCurve>>(std::move(*curves));
     };
     // JobRunner drops the answers of every job but the latest.
-    m_jobs.run(kJob, std::move(work), [this, request](const Decimated& curves) {
+    m_jobs.run(kDecimateJob, std::move(work), [this, request](const Decimated& curves) {
         if (!curves || !m_running || !(*m_running == request))
             return; // stopped, or cancel() came after it finished
         m_running.reset();
         m_cancel.reset();
         emit decimated(request, *curves);
+    });
+}
+
+void BackgroundDecimator::build(CurveBuild build)
+{
+    stop(m_cancelBuild);
+    const quint64 id = ++m_builds;
+    m_building = id;
+    auto cancelled = std::make_shared<std::atomic<bool>>(false);
+    m_cancelBuild = cancelled;
+    auto work = [build = std::move(build), cancelled, stopped = m_stopped]() -> Built {
+        Built built = builtCurves(build, cancelled.get());
+        if (!built.curves)
+            ++*stopped;
+        return built;
+    };
+    m_jobs.run(kBuildJob, std::move(work), [this, id](const Built& done) {
+        if (!done.curves || m_building != id)
+            return; // stopped, or cancelBuild() came after it finished
+        m_building.reset();
+        m_cancelBuild.reset();
+        emit built(done.request, *done.curves);
     });
 }
 

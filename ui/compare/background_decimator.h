@@ -6,7 +6,9 @@
 #include <qcustomplot.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace tb::ui {
@@ -24,39 +26,66 @@ struct DecimationRequest {
     }
 };
 
-// The overlay's decimation for a pan or a zoom, on the thread pool, so the
-// UI thread only shows the previous image meanwhile. Only the latest
-// request is answered: asking for another tells the job still running to
-// stop (it returns within one curve) and drops its result.
+// Curves still to be made, for new data: the job makes them, then
+// decimates them over their whole key range (`fallback` when no curve has
+// a point) at `columns`. `make` must hold what it reads (the runs'
+// immutable histories), never the overlay, and give up with nothing once
+// `cancelled` is set.
+struct CurveBuild {
+    std::function<std::optional<std::vector<CurveSeries>>(const std::atomic<bool>* cancelled)> make;
+    QCPRange fallback;
+    int columns = 0;
+};
+
+// The overlay's decimation on the thread pool, so that the UI thread only
+// shows the previous image meanwhile: for a pan or a zoom (request()), and
+// for new data (build()), each kind on its own. Only the latest of a kind
+// is answered: asking for another tells the job still running to stop (it
+// returns within one curve, or one run while building) and drops its
+// result.
 class BackgroundDecimator : public QObject {
     Q_OBJECT
 
 public:
     explicit BackgroundDecimator(QObject* parent = nullptr);
-    // Stops the job still running and waits for it: it reads nothing of the
-    // overlay's, but must not outlive the thread pool's users.
+    // Stops the jobs still running and waits for them: they read nothing of
+    // the overlay's, but must not outlive the thread pool's users.
     ~BackgroundDecimator() override;
 
     // Starts decimating for `request` unless it is the one being decimated.
     void request(const DecimationRequest& request);
     // Drops the latest request: its result will not be reported.
     void cancel();
-    // Whether the latest request has yet to report.
+    // Starts making and decimating new curves; the build before it is
+    // stopped and never reported.
+    void build(CurveBuild build);
+    // Drops the latest build: its result will not be reported.
+    void cancelBuild();
+    // Whether the latest request or build has yet to report.
     bool isBusy() const { return m_jobs.isRunning(); }
-    // Jobs that stopped early because a newer request replaced them
-    // (tests, benchmarks).
+    bool isBuilding() const { return m_building.has_value(); }
+    // Jobs that stopped early because a newer one replaced them (tests,
+    // benchmarks).
     int stoppedJobs() const { return m_stopped->load(); }
 
 signals:
     // On this object's thread, for the latest request only.
     void decimated(const tb::ui::DecimationRequest& request, const std::vector<tb::ui::DecimatedCurve>& curves);
+    // On this object's thread, for the latest build only: `request` holds
+    // the new curves, their whole key range and the width.
+    void built(const tb::ui::DecimationRequest& request, const std::vector<tb::ui::DecimatedCurve>& curves);
 
 private:
-    void stopRunning();
+    // The stop flag of a kind's running job.
+    using StopFlag = std::shared_ptr<std::atomic<bool>>;
+    static void stop(StopFlag& flag);
 
     JobRunner m_jobs;
     std::optional<DecimationRequest> m_running; // the latest request, until it reports
-    std::shared_ptr<std::atomic<bool>> m_cancel;
+    StopFlag m_cancel;
+    std::optional<quint64> m_building; // the latest build, until it reports
+    quint64 m_builds = 0;
+    StopFlag m_cancelBuild;
     std::shared_ptr<std::atomic<int>> m_stopped = std::make_shared<std::atomic<int>>(0);
 };
 

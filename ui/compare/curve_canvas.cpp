@@ -1,5 +1,6 @@
 #include "compare/curve_canvas.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tb::ui {
@@ -65,6 +66,10 @@ CurveCanvas::CurveCanvas(QCPAxisRect* panel, const QString& layer)
 
 void CurveCanvas::setGraphs(const QVector<CanvasGraph*>& graphs)
 {
+    // The same graphs again (new points for the same runs) leave the image
+    // standing in until markStale()'s turn.
+    if (std::equal(graphs.begin(), graphs.end(), m_graphs.begin(), m_graphs.end()))
+        return;
     m_graphs.clear();
     for (CanvasGraph* graph : graphs)
         m_graphs.append(graph);

@@ -45,6 +45,9 @@ public:
     void setRenderGate(std::function<bool()> gate) { m_renderGate = std::move(gate); }
     // The graphs' points or pens changed.
     void invalidate() { m_valid = false; }
+    // The graphs' points changed, their pens not: the image may stand in,
+    // moved, until this panel's turn to draw them (setRenderGate()).
+    void markStale() { m_stale = true; }
     // How many times the curves were drawn into the image, and the image
     // drawn moved or scaled for want of curves for the view (tests,
     // benchmarks).

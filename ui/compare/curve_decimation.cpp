@@ -105,6 +105,18 @@ DecimatedCurve decimatedCurve(std::span<const double> keys, std::span<const doub
     return curve;
 }
 
+QCPRange keyRangeOf(const std::vector<CurveSeries>& curves, const QCPRange& fallback)
+{
+    std::optional<QCPRange> whole;
+    for (const CurveSeries& s : curves) {
+        if (s.keys.empty())
+            continue;
+        whole = whole ? QCPRange(std::min(whole->lower, s.keys.front()), std::max(whole->upper, s.keys.back()))
+                      : QCPRange(s.keys.front(), s.keys.back());
+    }
+    return whole.value_or(fallback);
+}
+
 std::optional<std::vector<DecimatedCurve>> decimatedCurves(const std::vector<CurveSeries>& curves, double lower,
     double upper, int columns, const std::atomic<bool>* cancelled)
 {

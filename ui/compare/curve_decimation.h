@@ -27,6 +27,9 @@ struct CurveSeries {
     std::vector<double> keys, values;
 };
 
+// The keys every curve spans, `fallback` when none has a point.
+QCPRange keyRangeOf(const std::vector<CurveSeries>& curves, const QCPRange& fallback);
+
 // Every curve decimated in order, as decimatedCurve() does each; nothing
 // when `cancelled` is set before the last one is done. It is checked
 // between curves (a curve of 100,000 points takes about half a millisecond),

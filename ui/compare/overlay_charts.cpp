@@ -61,6 +61,26 @@ void fillCurve(std::vector<double>& keys, std::vector<double>& values, const std
         values = metrics::smoothed(values, smoothing);
 }
 
+// Every run's whole curves, run by run, a panel after another; nothing once
+// `cancelled` is set (looked at between runs). Reads only `runs`, so a job
+// on the pool may make them.
+std::optional<std::vector<CurveSeries>> curvesOf(const QVector<ComparedRun>& runs, metrics::XAxis axis,
+    double smoothing, const std::atomic<bool>* cancelled)
+{
+    std::vector<CurveSeries> curves(size_t(runs.size() * OverlayCharts::PanelCount));
+    for (qsizetype r = 0; r < runs.size(); ++r) {
+        if (cancelled && cancelled->load(std::memory_order_relaxed))
+            return std::nullopt;
+        const metrics::RunHistory& history = *runs[r].history;
+        const std::vector<double> x = metrics::stepPositions(history, axis);
+        for (int p = 0; p < OverlayCharts::PanelCount; ++p) {
+            CurveSeries& series = curves[size_t(r * OverlayCharts::PanelCount + p)];
+            fillCurve(series.keys, series.values, x, history, OverlayCharts::Panel(p), smoothing);
+        }
+    }
+    return curves;
+}
+
 } // namespace
 
 OverlayCharts::OverlayCharts(QWidget* parent)
@@ -99,6 +119,7 @@ OverlayCharts::OverlayCharts(QWidget* parent)
             replot(QCustomPlot::rpQueuedReplot); // the panels left waiting
     });
     connect(&m_decimator, &BackgroundDecimator::decimated, this, &OverlayCharts::decimatedInBackground);
+    connect(&m_decimator, &BackgroundDecimator::built, this, &OverlayCharts::builtInBackground);
     // One x-axis: panning or zooming one panel moves the others.
     for (QCPAxisRect* panel : m_panels) {
         for (QCPAxisRect* other : m_panels) {
@@ -162,16 +183,7 @@ void OverlayCharts::invalidateCanvases()
 
 QCPRange OverlayCharts::wholeKeyRange() const
 {
-    bool any = false;
-    QCPRange whole = m_panels[LossPanel]->axis(QCPAxis::atBottom)->range();
-    for (const CurveSeries& s : *m_curves) {
-        if (s.keys.empty())
-            continue;
-        whole = any ? QCPRange(std::min(whole.lower, s.keys.front()), std::max(whole.upper, s.keys.back()))
-                    : QCPRange(s.keys.front(), s.keys.back());
-        any = true;
-    }
-    return whole;
+    return keyRangeOf(*m_curves, m_panels[LossPanel]->axis(QCPAxis::atBottom)->range());
 }
 
 DecimationRequest OverlayCharts::currentRequest() const
@@ -185,7 +197,10 @@ bool OverlayCharts::prepareCurves(bool exact)
     if (request == m_decimated)
         return true;
     if (m_background && !exact) {
-        m_decimator.request(request);
+        // A build on its way shows the whole range of its runs: only a move
+        // since it was asked for wants the curves of the runs shown till then.
+        if (!m_decimator.isBuilding() || request.range != m_rangeAsked)
+            m_decimator.request(request);
         return false;
     }
     m_decimator.cancel();
@@ -239,13 +254,19 @@ void OverlayCharts::setBackgroundDecimation(bool on)
     m_background = on;
     if (!on)
         m_decimator.cancel();
-    replot(QCustomPlot::rpQueuedReplot);
+    if (!on && m_decimator.isBuilding())
+        redraw(); // the runs the build was making
+    else
+        replot(QCustomPlot::rpQueuedReplot);
 }
 
 void OverlayCharts::setRuns(const QVector<ComparedRun>& runs)
 {
     m_runs = runs;
-    redraw();
+    if (m_background)
+        buildInBackground();
+    else
+        redraw();
 }
 
 void OverlayCharts::setXAxis(metrics::XAxis axis)
@@ -273,14 +294,12 @@ void OverlayCharts::setLogLoss(bool logarithmic)
     redraw();
 }
 
-void OverlayCharts::redraw()
+void OverlayCharts::showRuns()
 {
     ensureGraphs(int(m_runs.size()));
-    auto curves = std::make_shared<std::vector<CurveSeries>>(size_t(m_runs.size() * PanelCount));
     for (qsizetype r = 0; r < m_runs.size(); ++r) {
         const metrics::RunHistory& history = *m_runs[r].history;
         const QColor color = runColor(int(r));
-        const std::vector<double> x = metrics::stepPositions(history, m_xAxis);
         const QString name = history.start() ? QString::fromStdString(history.start()->runId) : m_runs[r].dir;
         for (int p = 0; p < PanelCount; ++p) {
             QCPGraph* graph = m_graphs[r][size_t(p)];
@@ -288,8 +307,6 @@ void OverlayCharts::redraw()
             // its stroker, which made a repaint of 50 long runs take seconds.
             graph->setPen(QPen(color, 1));
             graph->setName(name);
-            CurveSeries& series = (*curves)[size_t(r * PanelCount + p)];
-            fillCurve(series.keys, series.values, x, history, Panel(p), m_smoothing);
         }
         QCPGraph* validation = m_graphs[r][PanelCount];
         validation->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, color, 7));
@@ -300,12 +317,52 @@ void OverlayCharts::redraw()
             losses.append(point.loss);
         validation->setData(keys, losses);
     }
-    m_curves = std::move(curves);
+}
+
+void OverlayCharts::redraw()
+{
+    m_decimator.cancelBuild(); // what it would show is made here
+    showRuns();
+    m_curves = std::make_shared<const std::vector<CurveSeries>>(*curvesOf(m_runs, m_xAxis, m_smoothing, nullptr));
     invalidateCanvases();
     // The whole range first, so the ranges fitted below see every extreme.
     m_panels[LossPanel]->axis(QCPAxis::atBottom)->setRange(wholeKeyRange());
     prepareCurves(true);
     fitRanges();
+    replot(QCustomPlot::rpQueuedReplot);
+}
+
+void OverlayCharts::buildInBackground()
+{
+    // The job holds the runs' histories, immutable, and nothing of this
+    // object's; until it answers, the panels show what they showed.
+    m_rangeAsked = m_panels[LossPanel]->axis(QCPAxis::atBottom)->range();
+    m_decimator.cancel(); // the range it decimates for gives way to the whole one
+    m_decimator.build({[runs = m_runs, axis = m_xAxis, smoothing = m_smoothing](const std::atomic<bool>* cancelled) {
+        return curvesOf(runs, axis, smoothing, cancelled);
+    }, m_rangeAsked, std::max(1, m_panels[LossPanel]->width())});
+}
+
+void OverlayCharts::builtInBackground(const DecimationRequest& request, const std::vector<DecimatedCurve>& curves)
+{
+    m_decimator.cancel(); // a pan's job over the curves replaced
+    QCPAxis* keys = m_panels[LossPanel]->axis(QCPAxis::atBottom);
+    // A pan or zoom since setRuns outranks the whole range it shows.
+    const std::optional<QCPRange> moved = keys->range() != m_rangeAsked ? std::optional(keys->range()) : std::nullopt;
+    showRuns();
+    m_curves = request.curves;
+    for (CurveCanvas* canvas : m_canvases)
+        canvas->markStale();
+    keys->setRange(request.range);
+    applyDecimation(request, curves);
+    fitRanges();
+    if (moved)
+        keys->setRange(*moved);
+    // The range fitted or kept, or a width laid out since the build was
+    // asked for, needs other points: asked for now, so that isDecimating()
+    // holds until they come.
+    prepareCurves(false);
+    emit curvesDecimated();
     replot(QCustomPlot::rpQueuedReplot);
 }
 

@@ -22,24 +22,30 @@ public:
 
     explicit OverlayCharts(QWidget* parent = nullptr);
 
+    // With background decimation on, the curves are made and decimated on
+    // the thread pool and drawn when they come (the previous ones shown
+    // until then), so that a followed run growing each second does not
+    // hold the UI thread; off, here. The x-axis, smoothing and log scale
+    // redo them here either way.
     void setRuns(const QVector<ComparedRun>& runs);
     void setXAxis(metrics::XAxis axis);
     void setSmoothing(double weight);
     void setLogLoss(bool logarithmic);
-    // On (the default): a pan, zoom or resize decimates on the thread pool
-    // and the panels show their previous image moved and scaled to the new
-    // range meanwhile. Off: the replot decimates before drawing, as the
-    // benchmark's reference and for tests to compare with.
+    // On (the default): new runs (setRuns()), a pan, zoom or resize
+    // decimate on the thread pool and the panels show their previous image,
+    // moved and scaled to the new range, meanwhile. Off: setRuns() and the
+    // replot decimate before drawing, as the benchmark's reference and for
+    // tests to compare with.
     void setBackgroundDecimation(bool on);
-    // Whether the curves drawn are not yet those of the x range and width
-    // shown (a decimation is on its way).
+    // Whether the curves drawn are not yet those of the runs, x range and
+    // width asked for (a decimation is on its way).
     bool isDecimating() const { return m_decimator.isBusy(); }
 
     metrics::XAxis xAxis() const { return m_xAxis; }
     // The curve of the run-th compared run in a panel (tests, benchmarks).
     QCPGraph* curve(int run, Panel panel) const;
     QCPGraph* evalPoints(int run) const;
-    int runCount() const { return int(m_runs.size()); }
+    int runCount() const { return int(m_graphs.size()); } // the runs drawn
     // How many times the curves were decimated, and a panel's curves drawn
     // (tests and benchmarks: a replot at the same zoom does neither).
     int decimationCount() const { return m_decimations; }
@@ -51,12 +57,20 @@ public:
     const std::shared_ptr<const std::vector<CurveSeries>>& curveSeries() const { return m_curves; }
 
 signals:
-    // The graphs now hold the points of the x range and width shown; the
-    // queued replot that follows draws them.
+    // The graphs now hold the points of the x range and width shown (or,
+    // for new runs after a pan, of their whole range until the pan's come);
+    // the queued replot that follows draws them.
     void curvesDecimated();
 
 private:
+    // The graphs of m_runs (their pens, names, validation points), their
+    // curves made, decimated and the ranges fitted, all here.
     void redraw();
+    // The same, the curves made and decimated on the pool for
+    // builtInBackground().
+    void buildInBackground();
+    void builtInBackground(const DecimationRequest& request, const std::vector<DecimatedCurve>& curves);
+    void showRuns();
     void ensureGraphs(int runs);
     void fitRanges();
     // Whether the graphs hold the points of their series worth drawing at the
@@ -83,6 +97,7 @@ private:
     // so a background job may go on reading the previous ones.
     std::shared_ptr<const std::vector<CurveSeries>> m_curves = std::make_shared<std::vector<CurveSeries>>();
     DecimationRequest m_decimated; // what the graphs hold
+    QCPRange m_rangeAsked; // the x range when the latest build was asked for
     BackgroundDecimator m_decimator;
     bool m_background = true;
     int m_rendersThisReplot = 0;
