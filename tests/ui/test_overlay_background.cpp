@@ -482,6 +482,7 @@ private slots:
     {
         QTest::addColumn<QString>("what");
         QTest::addRow("page closed") << "close";
+        QTest::addRow("page closed while new runs are built") << "close building";
         QTest::addRow("runs removed") << "remove";
         QTest::addRow("every run removed") << "clear";
     }
@@ -503,7 +504,11 @@ private slots:
         charts->replot(QCustomPlot::rpImmediateRefresh);
         QVERIFY(charts->isDecimating());
         QVERIFY(curves.use_count() >= 2); // the job holds them too
-        if (what == QLatin1String("close")) {
+        if (what.startsWith(QLatin1String("close"))) {
+            if (what == QLatin1String("close building")) {
+                charts->setRuns(runs(20, 100001));
+                QVERIFY(charts->decimator().isBuilding());
+            }
             page.reset();
         } else {
             const int decimations = charts->decimationCount();
