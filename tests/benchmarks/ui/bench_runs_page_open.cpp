@@ -1,8 +1,11 @@
 // Opening a long run on the Runs page: from followRunFolder() to every step
 // plotted, against reading and parsing the same file with EventFileReader
 // alone in the same process, and the longest the UI thread went without
-// serving its event loop meanwhile (a 5 ms timer's largest gap). Run under a
-// display with the real widgets:
+// serving its event loop meanwhile (a 5 ms timer's largest gap), then the
+// opened run's charts replotted: as drawn, with every pen narrowed to one
+// pixel, and with no curves. The loss is jagged as a real per-step loss is
+// (a few percent off its trend each step), as a smooth one would hide what
+// stroking a jagged curve costs. Run under a display with the real widgets:
 //   xvfb-run -a build/default/tests/benchmarks/ui/bench_runs_page_open [STEPS]
 // With --moe, a mixture of experts' run (32 layers x 8 experts, Mixtral's
 // shape, expert_tokens and router_aux_loss in every step) against the same
@@ -24,6 +27,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 namespace {
 
@@ -31,6 +35,7 @@ using tb::metrics::EventType;
 
 constexpr int kMoeLayers = 32;
 constexpr int kExperts = 8;
+constexpr int kReplots = 9;
 
 // One step's tokens per expert as the trainer counts them: 8,192 positions
 // routed to k = 2 experts a layer, spread unevenly and differently each step.
@@ -58,6 +63,18 @@ QByteArray line(EventType type, double time, const nlohmann::json& fields)
     return QByteArray::fromStdString(tb::metrics::makeEvent(type, 0, time, fields).dump()) + "\n";
 }
 
+// A decaying loss, each step off its trend by up to 4% as batches differ:
+// deterministic, so that every run of the benchmark draws the same curve.
+double noisyLoss(int step)
+{
+    uint32_t seed = uint32_t(step) * 2654435761u;
+    seed ^= seed >> 15;
+    seed *= 2246822519u;
+    seed ^= seed >> 13;
+    const double offTrend = double(seed) / 4294967295.0 * 2.0 - 1.0;
+    return 3.0 / (1.0 + 0.001 * step) * (1.0 + 0.04 * offTrend);
+}
+
 // A run's rank-0 stream: run_start, then a step a line with an evaluation
 // every 100 steps, as the trainer writes it; a mixture of experts' steps
 // also carry their routing.
@@ -69,7 +86,7 @@ QByteArray runEvents(int steps, bool routed)
     for (int step = 1; step <= steps; ++step) {
         tb::metrics::StepRecord record;
         record.step = step;
-        record.loss = 3.0 / (1.0 + 0.001 * step);
+        record.loss = noisyLoss(step);
         record.learningRate = 1e-4;
         record.gradNorm = 0.8;
         record.tokens = 8192;
@@ -95,10 +112,55 @@ bool writeRun(const QString& folder, int steps, bool routed)
     return file.open(QIODevice::WriteOnly) && file.write(runEvents(steps, routed)) > 0;
 }
 
+// Median times of an immediate replot of the Runs page's charts.
+struct Replots {
+    double drawnMs = 0;
+    double onePixelMs = 0; // every pen at most a pixel wide
+    double emptyMs = 0; // axes, grid and legends only: the reference
+};
+
 struct Opening {
     double openMs = 0;
     double longestGapMs = 0;
+    Replots replots;
 };
+
+double medianReplotMs(QCustomPlot* plot)
+{
+    std::vector<double> times;
+    for (int i = 0; i < kReplots; ++i) {
+        QElapsedTimer clock;
+        clock.start();
+        plot->replot(QCustomPlot::rpImmediateRefresh);
+        times.push_back(double(clock.nsecsElapsed()) / 1e6);
+    }
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
+// Leaves `charts` narrowed and then empty: only for a page about to go.
+Replots measureReplots(tb::ui::RunCharts* charts)
+{
+    Replots replots;
+    replots.drawnMs = medianReplotMs(charts);
+    for (int i = 0; i < charts->graphCount(); ++i) {
+        QPen pen = charts->graph(i)->pen();
+        pen.setWidthF(std::min(pen.widthF(), 1.0));
+        charts->graph(i)->setPen(pen);
+    }
+    replots.onePixelMs = medianReplotMs(charts);
+    charts->clearCurves();
+    replots.emptyMs = medianReplotMs(charts);
+    return replots;
+}
+
+void printReplots(const Replots& replots)
+{
+    std::printf("charts replot, median of %d: %.1f ms as drawn, %.1f ms with one-pixel pens (%.2fx), "
+                "%.1f ms without curves (reference; as drawn %.2fx)\n",
+        kReplots, replots.drawnMs, replots.onePixelMs, replots.drawnMs / replots.onePixelMs,
+        replots.emptyMs, replots.drawnMs / replots.emptyMs);
+}
 
 bool everyStepPlotted(const tb::ui::RunsPage& page, int steps, bool routed)
 {
@@ -136,6 +198,7 @@ Opening openRun(const QString& folder, int steps, bool routed)
     if (auto* routing = page.findChild<tb::ui::RoutingCharts*>())
         routing->replot();
     opening.openMs = double(clock.nsecsElapsed()) / 1e6;
+    opening.replots = measureReplots(page.charts());
     return opening;
 }
 
@@ -171,6 +234,7 @@ int benchDense(int steps)
     std::printf("Runs page, open to every step plotted: %.0f ms (%.2fx the reference)\n",
         opening.openMs, opening.openMs / referenceMs);
     std::printf("longest UI-thread gap while opening: %.1f ms\n", opening.longestGapMs);
+    printReplots(opening.replots);
     return 0;
 }
 
@@ -199,6 +263,8 @@ int benchMoe(int steps)
     std::printf("MoE / dense: %.2fx\n", moeOpening.openMs / denseOpening.openMs);
     std::printf("reader alone (reference): dense %.0f ms, MoE %.0f ms (%.2fx)\n", denseReaderMs,
         moeReaderMs, moeReaderMs / denseReaderMs);
+    std::printf("dense run's ");
+    printReplots(denseOpening.replots);
     return 0;
 }
 
