@@ -4,7 +4,7 @@
 // what followed. Against a real OpenSSH sshd on loopback whose user's shell
 // is fish, tcsh, bash or dash, through the same session code and quoting
 // that sync, fetch and the launcher use.
-#include "sshd_server.h"
+#include "sshd_target.h"
 #include "../support/skip.h"
 
 #include "launch/text_quote.h"
@@ -13,7 +13,6 @@
 #include <QtTest>
 
 using tb::remote::SshSession;
-using tb::remote::SshTarget;
 
 class TestLoginShells : public QObject {
     Q_OBJECT
@@ -29,14 +28,7 @@ class TestLoginShells : public QObject {
             QTest::qFail(qPrintable(failure), __FILE__, __LINE__);
             return nullptr;
         }
-        SshTarget target;
-        target.user = server.user().toStdString();
-        target.host = "127.0.0.1";
-        target.port = server.port();
-        target.identityFile = server.userKey().toStdString();
-        target.knownHostsFile = server.knownHosts().toStdString();
-        target.timeoutSeconds = 20;
-        auto session = SshSession::connect(target);
+        auto session = SshSession::connect(tb::test::loginTarget(server, 20));
         if (!session.ok()) {
             QTest::qFail(session.error().toString().c_str(), __FILE__, __LINE__);
             return nullptr;

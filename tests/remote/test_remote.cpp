@@ -1,7 +1,7 @@
 // core/remote against a real OpenSSH sshd on loopback: commands, host-key
 // and key checks, an event file followed over SFTP, and `tunebench-cli
 // monitor` following and stopping a real run over SSH.
-#include "sshd_server.h"
+#include "sshd_target.h"
 #include "../support/endless_run.h"
 #include "../support/event_lines.h"
 
@@ -707,17 +707,7 @@ private:
 
     SshTarget target() const { return target(m_server); }
 
-    static SshTarget target(const tb::test::SshdServer& server)
-    {
-        SshTarget target;
-        target.user = server.user().toStdString();
-        target.host = "127.0.0.1";
-        target.port = server.port();
-        target.identityFile = server.userKey().toStdString();
-        target.knownHostsFile = server.knownHosts().toStdString();
-        target.timeoutSeconds = 10;
-        return target;
-    }
+    static SshTarget target(const tb::test::SshdServer& server) { return tb::test::loginTarget(server); }
 
     QStringList sshArguments() const { return sshArguments(m_server); }
 

@@ -4,7 +4,7 @@
 // a libssh older than 0.10.6 is refused, and a command holding a control
 // character is not sent. Against a real OpenSSH sshd on
 // loopback.
-#include "sshd_server.h"
+#include "sshd_target.h"
 
 #include "launch/text_quote.h"
 #include "remote/ssh_session.h"
@@ -131,17 +131,7 @@ private slots:
     }
 
 private:
-    SshTarget target() const
-    {
-        SshTarget target;
-        target.user = m_server.user().toStdString();
-        target.host = "127.0.0.1";
-        target.port = m_server.port();
-        target.identityFile = m_server.userKey().toStdString();
-        target.knownHostsFile = m_server.knownHosts().toStdString();
-        target.timeoutSeconds = 10;
-        return target;
-    }
+    SshTarget target() const { return tb::test::loginTarget(m_server); }
 
     tb::test::SshdServer m_server;
     QTemporaryDir m_work;
