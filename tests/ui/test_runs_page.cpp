@@ -38,6 +38,33 @@ std::string runStart()
         .dump();
 }
 
+// A run's history with every curve of the charts: steps with memory, a
+// validation loss and the planner's prediction.
+tb::metrics::RunHistory historyWithEveryCurve()
+{
+    tb::metrics::RunPrediction prediction;
+    prediction.tokensPerSecond = 2500.0;
+    prediction.peakBytesPerRank = 450000000;
+    tb::metrics::RunHistory history;
+    history.apply(*tb::metrics::parseEvent(makeEvent(EventType::RunStart, 0, 1.0e9,
+        {{"run_id", "demo"}, {"world_size", 1}, {"config", json::object()},
+            {"prediction", prediction.toJson()}})
+                                               .dump()));
+    for (int number = 1; number <= 3; ++number)
+        history.apply(*tb::metrics::parseEvent(stepLine(number, 2000.0, 300000000, 400000000)));
+    history.apply(*tb::metrics::parseEvent(
+        makeEvent(EventType::Eval, 0, 1.0e9 + 2, {{"step", 2}, {"loss", 2.5}}).dump()));
+    return history;
+}
+
+QCPGraph* graphNamed(const QCustomPlot& plot, const QString& name)
+{
+    for (int i = 0; i < plot.graphCount(); ++i)
+        if (plot.graph(i)->name() == name)
+            return plot.graph(i);
+    return nullptr;
+}
+
 } // namespace
 
 class TestRunsPage : public QObject {
@@ -161,6 +188,29 @@ private slots:
         QTRY_VERIFY(!page.messageTexts().isEmpty());
         QVERIFY2(page.messageTexts().last().contains(QStringLiteral("shrank")), qPrintable(page.messageTexts().last()));
         QVERIFY(page.messageTexts().last().contains(QStringLiteral("stopped following")));
+    }
+
+    // Every curve takes the raster engine's line drawer (a pen at most a
+    // pixel wide): a wider pen is stroked as a polygon, which for a long
+    // run's jagged loss costs tens of milliseconds a replot, four replots a
+    // second while a run is followed.
+    void curvesAreDrawnOnePixelWide_data()
+    {
+        QTest::addColumn<QString>("curve");
+        for (const char* curve : {"training loss", "validation loss", "tokens/s", "predicted", "resident",
+                 "peak", "predicted peak"})
+            QTest::addRow("%s", curve) << QString::fromLatin1(curve);
+    }
+
+    void curvesAreDrawnOnePixelWide()
+    {
+        QFETCH(QString, curve);
+        tb::ui::RunCharts charts;
+        charts.showHistory(historyWithEveryCurve());
+        const QCPGraph* graph = graphNamed(charts, curve);
+        QVERIFY2(graph, qPrintable(curve));
+        QVERIFY(graph->dataCount() > 0);
+        QVERIFY2(graph->pen().widthF() <= 1.0, qPrintable(QString::number(graph->pen().widthF())));
     }
 
     void badConfigIsRefused()

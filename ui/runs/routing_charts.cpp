@@ -24,15 +24,6 @@ QCPColorGradient shareGradient()
     return gradient;
 }
 
-// One pixel wide, for the curves of a value per step. Qt strokes a wider
-// pen as a polygon it then fills, which for a jagged curve (a routing that
-// swings from step to step) costs 0.1 to 0.8 s a replot at 5,000 steps; a
-// one-pixel pen takes the raster engine's line drawer, a few milliseconds.
-QPen stepCurvePen(const QColor& color)
-{
-    return QPen(color, 1.0);
-}
-
 // The cells of a dimension of `count`: one cell spans the range when alone,
 // as QCustomPlot draws a cell from its centre halfway to its neighbours.
 QCPRange cellRange(int count)

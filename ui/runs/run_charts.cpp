@@ -2,7 +2,6 @@
 
 #include "runs/step_panel.h"
 
-
 #include <algorithm>
 #include <cmath>
 
@@ -11,8 +10,6 @@ namespace tb::ui {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-QPen linePen(const QColor& color) { return QPen(color, 1.6); }
 
 // Only the figures the run reported: negative means "not known" in a
 // StepRecord, NaN a diverged loss.
@@ -68,7 +65,7 @@ RunCharts::RunCharts(QWidget* parent)
     auto graphIn = [this](QCPAxisRect* panel, const QString& name, const QColor& color) {
         QCPGraph* graph = addGraph(panel->axis(QCPAxis::atBottom), panel->axis(QCPAxis::atLeft));
         graph->setName(name);
-        graph->setPen(linePen(color));
+        graph->setPen(stepCurvePen(color));
         return graph;
     };
     m_loss = graphIn(lossPanel, tr("training loss"), QColor(31, 119, 180));
@@ -78,11 +75,11 @@ RunCharts::RunCharts(QWidget* parent)
     m_tokensPerSecond = graphIn(speedPanel, tr("tokens/s"), QColor(44, 160, 44));
     m_memory = graphIn(memoryPanel, tr("resident"), QColor(148, 103, 189));
     m_peakMemory = graphIn(memoryPanel, tr("peak"), QColor(140, 86, 75));
-    m_peakMemory->setPen(QPen(QColor(140, 86, 75), 1.2, Qt::DashLine));
+    m_peakMemory->setPen(stepCurvePen(QColor(140, 86, 75), Qt::DashLine));
     m_predictedSpeed = graphIn(speedPanel, tr("predicted"), QColor(255, 127, 14));
     m_predictedPeak = graphIn(memoryPanel, tr("predicted peak"), QColor(255, 127, 14));
     for (QCPGraph* graph : {m_predictedSpeed, m_predictedPeak})
-        graph->setPen(QPen(QColor(255, 127, 14), 1.4, Qt::DotLine));
+        graph->setPen(stepCurvePen(QColor(255, 127, 14), Qt::DotLine));
 
     // A legend per panel with two curves, in its lower left corner: the
     // value axes start at 0, so the curves (losses, memory) stay above it,

@@ -24,7 +24,7 @@ public:
     int evalPointCount() const;
     int throughputPointCount() const;
     int memoryPointCount() const;
-    // The planner's figures from run_start, drawn as dashed lines across the
+    // The planner's figures from run_start, drawn as dotted lines across the
     // run (empty when its run_start has no prediction).
     QCPGraph* predictedThroughput() const { return m_predictedSpeed; }
     QCPGraph* predictedPeakMemory() const { return m_predictedPeak; }
