@@ -46,8 +46,11 @@ tunebench_wanted_torch_version(${TUNEBENCH_TORCH_FLAVOUR} _tb_wanted_torch)
 function(tunebench_cuda_toolkit_from_wheels site out)
     set(cu "${site}/nvidia/cu13")
     if(NOT EXISTS "${cu}/bin/nvcc")
-        message(FATAL_ERROR "${cu}: no bin/nvcc. The CUDA build needs NVIDIA's toolkit wheels "
-            "in ${TUNEBENCH_TORCH_VENV}; 'TUNEBENCH_TORCH=cuda packaging/setup.sh build' installs them.")
+        message(FATAL_ERROR "${cu}: no bin/nvcc. The torch in ${TUNEBENCH_TORCH_VENV} is PyTorch's "
+            "CUDA build (PyPI's torch for Linux is), whose CMake config needs the CUDA toolkit: "
+            "'packaging/setup.sh build' installs NVIDIA's toolkit wheels "
+            "(packaging/python-cuda-toolkit.txt) beside it; or install the CPU build there "
+            "(pip install torch==${_tb_wanted_torch} --index-url https://download.pytorch.org/whl/cpu).")
     endif()
     set(shim "${CMAKE_BINARY_DIR}/cuda-toolkit")
     file(REMOVE_RECURSE "${shim}")
@@ -74,7 +77,21 @@ function(tunebench_cuda_toolkit_from_wheels site out)
     set(${out} "${shim}" PARENT_SCOPE)
 endfunction()
 
-if(TUNEBENCH_TORCH_FLAVOUR STREQUAL "cuda")
+# Whether the wheel is PyTorch's CUDA build, whatever flavour was asked for:
+# pip serves the CUDA build for Linux from PyPI, so a CPU-flavour environment
+# may hold one. It builds all the same (with the toolkit its config needs),
+# and its trainer trains on the CPU of a machine without a GPU.
+if(EXISTS "${TUNEBENCH_TORCH_PACKAGE_DIR}/lib/libtorch_cuda.so")
+    set(TUNEBENCH_TORCH_WHEEL_CUDA ON)
+else()
+    set(TUNEBENCH_TORCH_WHEEL_CUDA OFF)
+endif()
+if(TUNEBENCH_TORCH_FLAVOUR STREQUAL "cuda" AND NOT TUNEBENCH_TORCH_WHEEL_CUDA)
+    message(FATAL_ERROR "${TUNEBENCH_TORCH_PACKAGE_DIR}: no lib/libtorch_cuda.so; the cuda flavour "
+        "needs PyTorch's CUDA build. Run 'TUNEBENCH_TORCH=cuda packaging/setup.sh build'.")
+endif()
+
+if(TUNEBENCH_TORCH_WHEEL_CUDA)
     get_filename_component(_tb_site "${TUNEBENCH_TORCH_PACKAGE_DIR}" DIRECTORY)
     tunebench_cuda_toolkit_from_wheels("${_tb_site}" _tb_cuda_root)
     set(CUDAToolkit_ROOT "${_tb_cuda_root}")

@@ -24,7 +24,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/presets/
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/resources/demo/
         DESTINATION ${CMAKE_INSTALL_DATADIR}/tunebench/resources/demo)
 
-if(TARGET tunebench-trainer AND TUNEBENCH_TORCH_FLAVOUR STREQUAL "cpu")
+if(TARGET tunebench-trainer AND NOT TUNEBENCH_TORCH_WHEEL_CUDA)
     set(_tb_private_libdir "lib/tunebench")
     set_target_properties(tunebench-trainer PROPERTIES
         INSTALL_RPATH "$ORIGIN/../${_tb_private_libdir}")
@@ -43,7 +43,7 @@ if(TARGET tunebench-trainer AND TUNEBENCH_TORCH_FLAVOUR STREQUAL "cpu")
 elseif(TARGET tunebench-trainer)
     # The CUDA wheel's libraries (cuDNN, NCCL, cuBLAS, ...) are gigabytes of
     # NVIDIA's wheels: GPU servers build the headless-cuda preset instead.
-    message(STATUS "Package: the ${TUNEBENCH_TORCH_FLAVOUR} trainer is not packaged "
+    message(STATUS "Package: a trainer built on PyTorch's CUDA wheel is not packaged "
                    "(only the CPU wheel's LibTorch is shipped in the .deb)")
 endif()
 

@@ -82,6 +82,23 @@ already_installed() {
     [ -f "$1/.tunebench-requirements" ] && [ "$(cat "$1/.tunebench-requirements")" = "$2" ]
 }
 
+# PyPI's torch for Linux is PyTorch's CUDA build, with gigabytes of NVIDIA's
+# libraries. The CPU flavour asks PyTorch's own CPU index too where this
+# machine reaches it: pip prefers its 2.x.y+cpu to PyPI's 2.x.y.
+torch_index_args() {
+    local index="https://download.pytorch.org/whl/cpu"
+    [ "$1" = cpu ] || return 0
+    if python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=10)' \
+        "$index/torch/" >/dev/null 2>&1; then
+        echo "--extra-index-url $index"
+    fi
+}
+
+# Whether the torch in virtual environment $1 is PyTorch's CUDA build.
+wheel_is_cuda() {
+    compgen -G "$1/lib/python3*/site-packages/torch/lib/libtorch_cuda.so" >/dev/null
+}
+
 # .venv/<flavour> with torch and the requirement files given.
 python_env() {
     local flavour="$1" venv=".venv/$1"
@@ -97,9 +114,16 @@ python_env() {
     fi
     log "python environment $venv: torch $version ($flavour) $(echo "$@")"
     [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-    local requirements=("torch==$version")
+    local requirements=("torch==$version") pip=("$venv/bin/python" -m pip install -q --no-compile --disable-pip-version-check)
     for file in "$@"; do requirements+=(-r "$file"); done
-    "$venv/bin/python" -m pip install -q --no-compile --disable-pip-version-check "${requirements[@]}"
+    # shellcheck disable=SC2046 # no index, or the option and its URL
+    "${pip[@]}" $(torch_index_args "$flavour") "${requirements[@]}"
+    # Where pip served the CUDA build anyway, its CMake config needs the
+    # toolkit; the trainer built on it trains on the CPU all the same.
+    if [ "$flavour" = cpu ] && wheel_is_cuda "$venv"; then
+        log "$venv holds PyTorch's CUDA build: adding NVIDIA's toolkit wheels it builds with"
+        "${pip[@]}" -r packaging/python-cuda-toolkit.txt
+    fi
     echo "$wanted" >"$venv/.tunebench-requirements"
 }
 
