@@ -7,6 +7,8 @@
 // (a few percent off its trend each step), as a smooth one would hide what
 // stroking a jagged curve costs. Run under a display with the real widgets:
 //   xvfb-run -a build/default/tests/benchmarks/ui/bench_runs_page_open [STEPS]
+// With --screenshot FILE, the page with the run opened is saved there too:
+//   xvfb-run -a build/default/tests/benchmarks/ui/bench_runs_page_open --screenshot FILE [STEPS]
 // With --moe, a mixture of experts' run (32 layers x 8 experts, Mixtral's
 // shape, expert_tokens and router_aux_loss in every step) against the same
 // run without the routing fields, both opened in this process:
@@ -172,8 +174,9 @@ bool everyStepPlotted(const tb::ui::RunsPage& page, int steps, bool routed)
     return routing && routing->balancePointCount() >= steps && routing->auxLossPointCount() >= steps;
 }
 
-// From followRunFolder() to every step plotted and drawn, on a new page.
-Opening openRun(const QString& folder, int steps, bool routed)
+// From followRunFolder() to every step plotted and drawn, on a new page,
+// saved to `screenshot` unless empty.
+Opening openRun(const QString& folder, int steps, bool routed, const QString& screenshot = {})
 {
     tb::ui::RunsPage page;
     page.resize(1400, 900);
@@ -198,6 +201,8 @@ Opening openRun(const QString& folder, int steps, bool routed)
     if (auto* routing = page.findChild<tb::ui::RoutingCharts*>())
         routing->replot();
     opening.openMs = double(clock.nsecsElapsed()) / 1e6;
+    if (!screenshot.isEmpty() && !page.grab().save(screenshot))
+        std::fprintf(stderr, "could not save %s\n", qPrintable(screenshot));
     opening.replots = measureReplots(page.charts());
     return opening;
 }
@@ -218,7 +223,7 @@ double readerAloneMs(const QString& events, std::size_t* lines = nullptr)
 }
 
 // The default mode: a dense run against the reader alone.
-int benchDense(int steps)
+int benchDense(int steps, const QString& screenshot)
 {
     QTemporaryDir dir;
     if (!writeRun(dir.path(), steps, false))
@@ -228,7 +233,7 @@ int benchDense(int steps)
 
     std::size_t lines = 0;
     const double referenceMs = readerAloneMs(events, &lines);
-    const Opening opening = openRun(dir.path(), steps, false);
+    const Opening opening = openRun(dir.path(), steps, false, screenshot);
     std::printf("run of %d steps, %zu lines, %.1f MB\n", steps, lines, megabytes);
     std::printf("reader alone (reference): %.0f ms\n", referenceMs);
     std::printf("Runs page, open to every step plotted: %.0f ms (%.2fx the reference)\n",
@@ -274,7 +279,8 @@ int main(int argc, char** argv)
 {
     QApplication app(argc, argv);
     const bool moe = argc > 1 && std::strcmp(argv[1], "--moe") == 0;
-    const int stepsArg = moe ? 2 : 1;
+    const bool screenshot = argc > 2 && std::strcmp(argv[1], "--screenshot") == 0;
+    const int stepsArg = moe ? 2 : screenshot ? 3 : 1;
     const int steps = argc > stepsArg ? std::max(1, std::atoi(argv[stepsArg])) : (moe ? 5000 : 100000);
-    return moe ? benchMoe(steps) : benchDense(steps);
+    return moe ? benchMoe(steps) : benchDense(steps, screenshot ? QString::fromLocal8Bit(argv[2]) : QString());
 }
