@@ -163,10 +163,38 @@ have_display() {
     [ -n "${DISPLAY:-}" ] || [ -n "${WAYLAND_DISPLAY:-}" ]
 }
 
+# The oldest NVIDIA driver each CUDA major version runs on, minor versions
+# included (NVIDIA's CUDA Toolkit release notes, "Minimum Required Driver
+# Version for CUDA Minor Version Compatibility", Linux).
+minimum_driver_for_cuda() {
+    case "$1" in
+    12.*) echo 525.60.13 ;;
+    13.*) echo 580.65.06 ;;
+    esac
+}
+
+# Stops, naming both versions, where the GPU's driver is older than the CUDA
+# build of torch in $1 needs: the trainer would fail at its first CUDA call.
+check_gpu_driver() {
+    local venv="$1" driver cuda needed
+    driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)
+    [ -n "$driver" ] || return 0
+    cuda=$("$venv/bin/python" -c 'import torch; print(torch.version.cuda or "")' 2>/dev/null)
+    needed=$(minimum_driver_for_cuda "$cuda")
+    [ -n "$needed" ] || return 0
+    if [ "$(printf '%s\n%s\n' "$needed" "$driver" | sort -V | head -n 1)" != "$needed" ]; then
+        echo "NVIDIA driver $driver is older than $needed, which PyTorch's CUDA $cuda build in $venv" \
+            "needs: update the driver, or build for the CPU with TUNEBENCH_TORCH=cpu" >&2
+        exit 2
+    fi
+    log "NVIDIA driver $driver runs PyTorch's CUDA $cuda build ($needed or newer needed)"
+}
+
 python_env_for_build() {
     local flavour="$1"
     if [ "$flavour" = cuda ]; then
         python_env cuda packaging/python-cuda-toolkit.txt
+        check_gpu_driver .venv/cuda
     else
         python_env cpu
     fi
