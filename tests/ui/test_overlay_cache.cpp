@@ -12,7 +12,8 @@
 // panel width and keeps each panel's curves as an image
 // (compare/curve_canvas.h): a replot that changes neither redraws no curve,
 // one that does redraws only what it changed, and the image shows the same
-// pixels as drawing every graph.
+// pixels as drawing every graph. The x range follows the runs' growth until
+// the user moves it, and the view they chose stays while the runs grow.
 using tb::ui::ComparedRun;
 using tb::ui::OverlayCharts;
 
@@ -111,6 +112,45 @@ int largestDifference(const QImage& a, const QImage& b, const OverlayCharts& cha
             }
     }
     return largest;
+}
+
+// A point inside the loss panel, out of its legend.
+QPoint inLossPanel(const OverlayCharts& charts, double across)
+{
+    const QRect panel = charts.curve(0, OverlayCharts::LossPanel)->keyAxis()->axisRect()->rect();
+    return {panel.left() + int(panel.width() * across), panel.bottom() - panel.height() / 4};
+}
+
+// The user's moves, made with the mouse as on screen.
+void userMove(OverlayCharts& charts, const QString& how)
+{
+    const QPoint at = inLossPanel(charts, 0.5);
+    if (how == QLatin1String("wheel")) {
+        QWheelEvent wheel(at, charts.mapToGlobal(at), {}, QPoint(0, 120), Qt::NoButton, Qt::NoModifier,
+            Qt::NoScrollPhase, false);
+        QApplication::sendEvent(&charts, &wheel);
+    } else if (how == QLatin1String("drag")) {
+        const QPoint to = inLossPanel(charts, 0.3);
+        QTest::mousePress(&charts, Qt::LeftButton, {}, at);
+        QMouseEvent move(QEvent::MouseMove, to, charts.mapToGlobal(to), Qt::NoButton, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(&charts, &move);
+        QTest::mouseRelease(&charts, Qt::LeftButton, {}, to);
+    } else if (how == QLatin1String("double-click")) {
+        QTest::mouseDClick(&charts, Qt::LeftButton, {}, at);
+    }
+}
+
+// Until the overlay holds the curves of its runs and view: a replot lays
+// the panels out, which may ask for the curves of another width.
+void settled(OverlayCharts& charts)
+{
+    for (int replots = 0; replots < 10; ++replots) {
+        QTRY_VERIFY(!charts.isDecimating());
+        charts.replot(QCustomPlot::rpImmediateRefresh);
+        if (!charts.isDecimating())
+            return;
+    }
+    QFAIL("the curves never settled");
 }
 
 } // namespace
@@ -221,6 +261,80 @@ private slots:
                 empty.curve(run, OverlayCharts::Panel(p))->setVisible(false);
         empty.replot(QCustomPlot::rpImmediateRefresh);
         QVERIFY(largestDifference(cached, empty.grab().toImage(), charts) > 100);
+    }
+
+    // A followed run grows each second: the x range follows it until the
+    // user pans or zooms, then stays where they put it while the same runs
+    // grow; other runs, another x-axis or a double-click fit it again.
+    void viewKeptAcrossGrowth_data()
+    {
+        QTest::addColumn<QString>("steps");
+        QTest::addColumn<bool>("kept");
+        QTest::addRow("not moved: follows growth") << "" << false;
+        QTest::addRow("zoomed (wheel): kept") << "wheel" << true;
+        QTest::addRow("panned (drag): kept") << "drag" << true;
+        QTest::addRow("zoomed, smoothing changed: kept") << "wheel smoothing" << true;
+        QTest::addRow("zoomed, runs replaced: fitted") << "wheel replaced" << false;
+        QTest::addRow("zoomed, x-axis changed: fitted") << "wheel tokens" << false;
+        QTest::addRow("zoomed, double-click: follows growth") << "wheel double-click" << false;
+        QTest::addRow("double-click, then zoomed: kept") << "double-click wheel" << true;
+    }
+    void viewKeptAcrossGrowth()
+    {
+        QFETCH(QString, steps);
+        QFETCH(bool, kept);
+        for (const bool background : {false, true}) {
+            OverlayCharts charts, reference;
+            for (OverlayCharts* overlay : {&charts, &reference}) {
+                overlay->setBackgroundDecimation(background);
+                overlay->resize(900, 700);
+                overlay->show();
+                QVERIFY(QTest::qWaitForWindowExposed(overlay));
+            }
+            int length = 2000;
+            QVector<ComparedRun> data = runs(3, length);
+            charts.setRuns(data);
+            settled(charts);
+            QCPAxis* keys = charts.curve(0, OverlayCharts::LossPanel)->keyAxis();
+            const QCPRange fitted = keys->range();
+            for (const QString& step : steps.split(u' ', Qt::SkipEmptyParts)) {
+                if (step == QLatin1String("smoothing")) {
+                    charts.setSmoothing(0.5);
+                    reference.setSmoothing(0.5);
+                } else if (step == QLatin1String("tokens")) {
+                    charts.setXAxis(tb::metrics::XAxis::Tokens);
+                    reference.setXAxis(tb::metrics::XAxis::Tokens);
+                } else if (step == QLatin1String("replaced")) {
+                    data = runs(2, length);
+                    charts.setRuns(data);
+                } else {
+                    const QCPRange was = keys->range();
+                    userMove(charts, step);
+                    if (step == QLatin1String("double-click"))
+                        QCOMPARE(keys->range(), fitted);
+                    else
+                        QVERIFY(keys->range() != was);
+                }
+                settled(charts);
+            }
+            const QCPRange chosen = keys->range();
+            for (int second = 0; second < 2; ++second) {
+                length += 500; // a second of a followed run
+                data = runs(int(data.size()), length);
+                charts.setRuns(data);
+                settled(charts);
+            }
+            reference.setRuns(data);
+            settled(reference);
+            if (kept) {
+                reference.curve(0, OverlayCharts::LossPanel)->keyAxis()->setRange(chosen);
+                settled(reference);
+            }
+            QCOMPARE(keys->range() == chosen, kept);
+            QCOMPARE(keys->range(), reference.curve(0, OverlayCharts::LossPanel)->keyAxis()->range());
+            QCOMPARE(charts.curve(0, OverlayCharts::LossPanel)->data()->size(),
+                reference.curve(0, OverlayCharts::LossPanel)->data()->size());
+        }
     }
 
     // Many long runs, whole and zoomed, written to <build>/screenshots for a

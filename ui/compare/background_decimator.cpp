@@ -1,5 +1,7 @@
 #include "compare/background_decimator.h"
 
+#include <utility>
+
 namespace tb::ui {
 
 namespace {
@@ -10,13 +12,14 @@ const QString kBuildJob = QStringLiteral("build");
 // A job's answer: nothing when it was stopped.
 using Decimated = std::shared_ptr<const std::vector<DecimatedCurve>>;
 struct Built {
+    QVector<ComparedRun> runs;
     DecimationRequest request;
     Decimated curves;
 };
 
 Built builtCurves(const CurveBuild& build, const std::atomic<bool>* cancelled)
 {
-    auto curves = build.make(cancelled);
+    auto curves = build.make(build.runs, cancelled);
     if (!curves)
         return {};
     auto shared = std::make_shared<const std::vector<CurveSeries>>(std::move(*curves));
@@ -24,7 +27,8 @@ Built builtCurves(const CurveBuild& build, const std::atomic<bool>* cancelled)
     auto decimated = decimatedCurves(*shared, range.lower, range.upper, build.columns, cancelled);
     if (!decimated)
         return {};
-    return {{shared, range, build.columns}, std::make_shared<const std::vector<DecimatedCurve>>(std::move(*decimated))};
+    return {build.runs, {shared, range, build.columns},
+        std::make_shared<const std::vector<DecimatedCurve>>(std::move(*decimated))};
 }
 
 } // namespace
@@ -58,6 +62,7 @@ void BackgroundDecimator::cancelBuild()
 {
     stop(m_cancelBuild);
     m_building.reset();
+    m_nextBuild.reset();
 }
 
 void BackgroundDecimator::request(const DecimationRequest& request)
@@ -90,12 +95,25 @@ void BackgroundDecimator::request(const DecimationRequest& request)
 
 void BackgroundDecimator::build(CurveBuild build)
 {
-    stop(m_cancelBuild);
+    // Stopping the build running for this one would starve the curves of
+    // a run growing faster than they are built.
+    if (m_building) {
+        m_coalesced += m_nextBuild.has_value();
+        m_nextBuild = std::move(build);
+        return;
+    }
+    startBuild(std::move(build));
+}
+
+void BackgroundDecimator::startBuild(CurveBuild build)
+{
     const quint64 id = ++m_builds;
     m_building = id;
     auto cancelled = std::make_shared<std::atomic<bool>>(false);
     m_cancelBuild = cancelled;
-    auto work = [build = std::move(build), cancelled, stopped = m_stopped]() -> Built {
+    auto work = [build = std::move(build), cancelled, stopped = m_stopped, hook = m_buildHook]() -> Built {
+        if (hook)
+            hook();
         Built built = builtCurves(build, cancelled.get());
         if (!built.curves)
             ++*stopped;
@@ -106,7 +124,13 @@ void BackgroundDecimator::build(CurveBuild build)
             return; // stopped, or cancelBuild() came after it finished
         m_building.reset();
         m_cancelBuild.reset();
-        emit built(done.request, *done.curves);
+        // The next build runs while the UI thread takes this one's curves.
+        if (m_nextBuild) {
+            CurveBuild next = std::move(*m_nextBuild);
+            m_nextBuild.reset();
+            startBuild(std::move(next));
+        }
+        emit built(done.runs, done.request, *done.curves);
     });
 }
 

@@ -128,6 +128,7 @@ OverlayCharts::OverlayCharts(QWidget* parent)
                     other->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::setRange));
         }
     }
+    connect(this, &QCustomPlot::mouseDoubleClick, this, &OverlayCharts::fitView);
     m_panels[MemoryPanel]->axis(QCPAxis::atBottom)->setLabel(xLabel(m_xAxis));
     auto* legendBox = new QCPLegend;
     m_panels[LossPanel]->insetLayout()->addElement(legendBox, Qt::AlignTop | Qt::AlignRight);
@@ -183,12 +184,12 @@ void OverlayCharts::invalidateCanvases()
 
 QCPRange OverlayCharts::wholeKeyRange() const
 {
-    return keyRangeOf(*m_curves, m_panels[LossPanel]->axis(QCPAxis::atBottom)->range());
+    return keyRangeOf(*m_curves, keyAxis()->range());
 }
 
 DecimationRequest OverlayCharts::currentRequest() const
 {
-    return {m_curves, m_panels[LossPanel]->axis(QCPAxis::atBottom)->range(), std::max(1, m_panels[LossPanel]->width())};
+    return {m_curves, keyAxis()->range(), std::max(1, m_panels[LossPanel]->width())};
 }
 
 bool OverlayCharts::prepareCurves(bool exact)
@@ -197,9 +198,10 @@ bool OverlayCharts::prepareCurves(bool exact)
     if (request == m_decimated)
         return true;
     if (m_background && !exact) {
-        // A build on its way shows the whole range of its runs: only a move
-        // since it was asked for wants the curves of the runs shown till then.
-        if (!m_decimator.isBuilding() || request.range != m_rangeAsked)
+        // A build on its way brings the curves of a view that follows the
+        // runs; a view the user holds, or another width, wants the curves
+        // of the runs shown till then.
+        if (!m_decimator.isBuilding() || !followsRuns() || request.columns != m_columnsAsked)
             m_decimator.request(request);
         return false;
     }
@@ -272,6 +274,7 @@ void OverlayCharts::setRuns(const QVector<ComparedRun>& runs)
 void OverlayCharts::setXAxis(metrics::XAxis axis)
 {
     m_xAxis = axis;
+    m_fittedKeys.reset(); // a range of other units
     m_panels[MemoryPanel]->axis(QCPAxis::atBottom)->setLabel(xLabel(axis));
     redraw();
 }
@@ -294,13 +297,15 @@ void OverlayCharts::setLogLoss(bool logarithmic)
     redraw();
 }
 
-void OverlayCharts::showRuns()
+void OverlayCharts::showRuns(const QVector<ComparedRun>& runs)
 {
-    ensureGraphs(int(m_runs.size()));
-    for (qsizetype r = 0; r < m_runs.size(); ++r) {
-        const metrics::RunHistory& history = *m_runs[r].history;
+    ensureGraphs(int(runs.size()));
+    m_shownDirs.clear();
+    for (qsizetype r = 0; r < runs.size(); ++r) {
+        const metrics::RunHistory& history = *runs[r].history;
         const QColor color = runColor(int(r));
-        const QString name = history.start() ? QString::fromStdString(history.start()->runId) : m_runs[r].dir;
+        const QString name = history.start() ? QString::fromStdString(history.start()->runId) : runs[r].dir;
+        m_shownDirs.append(runs[r].dir);
         for (int p = 0; p < PanelCount; ++p) {
             QCPGraph* graph = m_graphs[r][size_t(p)];
             // Width 1: Qt's fast path for polylines. Wider pens go through
@@ -322,13 +327,15 @@ void OverlayCharts::showRuns()
 void OverlayCharts::redraw()
 {
     m_decimator.cancelBuild(); // what it would show is made here
-    showRuns();
+    const std::optional<QCPRange> held = heldView(m_runs);
+    showRuns(m_runs);
     m_curves = std::make_shared<const std::vector<CurveSeries>>(*curvesOf(m_runs, m_xAxis, m_smoothing, nullptr));
     invalidateCanvases();
     // The whole range first, so the ranges fitted below see every extreme.
-    m_panels[LossPanel]->axis(QCPAxis::atBottom)->setRange(wholeKeyRange());
+    keyAxis()->setRange(wholeKeyRange());
     prepareCurves(true);
-    fitRanges();
+    fitRanges(held);
+    prepareCurves(true);
     replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -336,29 +343,30 @@ void OverlayCharts::buildInBackground()
 {
     // The job holds the runs' histories, immutable, and nothing of this
     // object's; until it answers, the panels show what they showed.
-    m_rangeAsked = m_panels[LossPanel]->axis(QCPAxis::atBottom)->range();
-    m_decimator.cancel(); // the range it decimates for gives way to the whole one
-    m_decimator.build({[runs = m_runs, axis = m_xAxis, smoothing = m_smoothing](const std::atomic<bool>* cancelled) {
-        return curvesOf(runs, axis, smoothing, cancelled);
-    }, m_rangeAsked, std::max(1, m_panels[LossPanel]->width())});
+    m_columnsAsked = std::max(1, m_panels[LossPanel]->width());
+    // A view the user holds over these runs keeps its job: its curves stand
+    // in till the build's. Otherwise the build brings the curves to show.
+    if (!heldView(m_runs))
+        m_decimator.cancel();
+    m_decimator.build({m_runs,
+        [axis = m_xAxis, smoothing = m_smoothing](const QVector<ComparedRun>& runs,
+            const std::atomic<bool>* cancelled) { return curvesOf(runs, axis, smoothing, cancelled); },
+        keyAxis()->range(), m_columnsAsked});
 }
 
-void OverlayCharts::builtInBackground(const DecimationRequest& request, const std::vector<DecimatedCurve>& curves)
+void OverlayCharts::builtInBackground(const QVector<ComparedRun>& runs, const DecimationRequest& request,
+    const std::vector<DecimatedCurve>& curves)
 {
     m_decimator.cancel(); // a pan's job over the curves replaced
-    QCPAxis* keys = m_panels[LossPanel]->axis(QCPAxis::atBottom);
-    // A pan or zoom since setRuns outranks the whole range it shows.
-    const std::optional<QCPRange> moved = keys->range() != m_rangeAsked ? std::optional(keys->range()) : std::nullopt;
-    showRuns();
+    const std::optional<QCPRange> held = heldView(runs);
+    showRuns(runs);
     m_curves = request.curves;
     for (CurveCanvas* canvas : m_canvases)
         canvas->markStale();
-    keys->setRange(request.range);
+    keyAxis()->setRange(request.range);
     applyDecimation(request, curves);
-    fitRanges();
-    if (moved)
-        keys->setRange(*moved);
-    // The range fitted or kept, or a width laid out since the build was
+    fitRanges(held);
+    // The range fitted or held, or a width laid out since the build was
     // asked for, needs other points: asked for now, so that isDecimating()
     // holds until they come.
     prepareCurves(false);
@@ -366,19 +374,57 @@ void OverlayCharts::builtInBackground(const DecimationRequest& request, const st
     replot(QCustomPlot::rpQueuedReplot);
 }
 
-void OverlayCharts::fitRanges()
+bool OverlayCharts::followsRuns() const
 {
-    bool anyX = false;
-    QCPRange xRange;
-    for (int i = 0; i < graphCount(); ++i) {
+    return !m_fittedKeys || keyAxis()->range() == *m_fittedKeys;
+}
+
+std::optional<QCPRange> OverlayCharts::heldView(const QVector<ComparedRun>& runs) const
+{
+    const bool sameRuns = std::equal(runs.begin(), runs.end(), m_shownDirs.begin(), m_shownDirs.end(),
+        [](const ComparedRun& run, const QString& dir) { return run.dir == dir; });
+    if (followsRuns() || !sameRuns)
+        return std::nullopt;
+    return keyAxis()->range();
+}
+
+void OverlayCharts::fitView()
+{
+    fitKeyRange();
+    replot(QCustomPlot::rpQueuedReplot);
+}
+
+void OverlayCharts::fitRanges(const std::optional<QCPRange>& held)
+{
+    fitValueRanges();
+    fitKeyRange();
+    if (held)
+        keyAxis()->setRange(*held);
+}
+
+void OverlayCharts::fitKeyRange()
+{
+    // Every step, from the whole curves (the graphs may hold a zoom's), and
+    // every validation point.
+    std::optional<QCPRange> keys;
+    const auto include = [&keys](const QCPRange& range) {
+        keys = keys ? QCPRange(std::min(keys->lower, range.lower), std::max(keys->upper, range.upper)) : range;
+    };
+    if (std::any_of(m_curves->begin(), m_curves->end(), [](const CurveSeries& s) { return !s.keys.empty(); }))
+        include(wholeKeyRange());
+    for (const auto& graphs : m_graphs) {
         bool found = false;
-        const QCPRange range = graph(i)->getKeyRange(found);
+        const QCPRange validation = graphs[PanelCount]->getKeyRange(found);
         if (found)
-            xRange = anyX ? QCPRange(std::min(xRange.lower, range.lower), std::max(xRange.upper, range.upper)) : range;
-        anyX = anyX || found;
+            include(validation);
     }
-    if (anyX)
-        m_panels[LossPanel]->axis(QCPAxis::atBottom)->setRange(xRange.lower, std::max(xRange.upper, xRange.lower + 1));
+    if (keys)
+        keyAxis()->setRange(keys->lower, std::max(keys->upper, keys->lower + 1));
+    m_fittedKeys = keyAxis()->range();
+}
+
+void OverlayCharts::fitValueRanges()
+{
     for (int p = 0; p < PanelCount; ++p) {
         QCPAxis* axis = m_panels[p]->axis(QCPAxis::atLeft);
         const bool logarithmic = p == LossPanel && m_logLoss;

@@ -25,9 +25,17 @@ public:
     // With background decimation on, the curves are made and decimated on
     // the thread pool and drawn when they come (the previous ones shown
     // until then), so that a followed run growing each second does not
-    // hold the UI thread; off, here. The x-axis, smoothing and log scale
-    // redo them here either way.
+    // hold the UI thread; off, here. Runs given while a build runs wait for
+    // it, the newest only, so every build is shown however often they
+    // come. The x-axis, smoothing and log scale redo the curves here
+    // either way. The x range follows the runs' growth
+    // until the user pans or zooms; then the view they chose is kept while
+    // the same runs grow, and fitted again for other runs, another x-axis
+    // or fitView().
     void setRuns(const QVector<ComparedRun>& runs);
+    // Fits the x range to the runs again and follows their growth from
+    // then on (a double-click on the plot).
+    void fitView();
     void setXAxis(metrics::XAxis axis);
     void setSmoothing(double weight);
     void setLogLoss(bool logarithmic);
@@ -52,13 +60,17 @@ public:
     int curveRenderCount(Panel panel) const { return m_canvases[panel]->renderCount(); }
     const CurveCanvas* canvas(Panel panel) const { return m_canvases[panel]; }
     const BackgroundDecimator& decimator() const { return m_decimator; }
+    // Called on the pool as each build of new runs starts (tests: a build
+    // made to outlast the setRuns calls that come while it runs).
+    void setBuildHook(std::function<void()> hook) { m_decimator.setBuildHook(std::move(hook)); }
     // Every run's whole curves, run by run, a panel after another (tests:
     // a job must let them go once it ends).
     const std::shared_ptr<const std::vector<CurveSeries>>& curveSeries() const { return m_curves; }
 
 signals:
     // The graphs now hold the points of the x range and width shown (or,
-    // for new runs after a pan, of their whole range until the pan's come);
+    // for new runs in a view the user holds, of their whole range until the
+    // view's come);
     // the queued replot that follows draws them.
     void curvesDecimated();
 
@@ -69,10 +81,19 @@ private:
     // The same, the curves made and decimated on the pool for
     // builtInBackground().
     void buildInBackground();
-    void builtInBackground(const DecimationRequest& request, const std::vector<DecimatedCurve>& curves);
-    void showRuns();
+    void builtInBackground(const QVector<ComparedRun>& runs, const DecimationRequest& request,
+        const std::vector<DecimatedCurve>& curves);
+    void showRuns(const QVector<ComparedRun>& runs);
     void ensureGraphs(int runs);
-    void fitRanges();
+    // The x range the user chose, to be kept over `runs`; nothing where the
+    // view follows the runs (never moved since fitted, or other runs).
+    std::optional<QCPRange> heldView(const QVector<ComparedRun>& runs) const;
+    bool followsRuns() const;
+    // Fits the value ranges to the graphs, which hold the whole curves, and
+    // the x range to the runs unless `held`, which is put back.
+    void fitRanges(const std::optional<QCPRange>& held);
+    void fitKeyRange();
+    void fitValueRanges();
     // Whether the graphs hold the points of their series worth drawing at the
     // x range and panel width now; if not, decimates them (here when `exact`
     // or background decimation is off, else on the pool, answering false):
@@ -87,6 +108,7 @@ private:
     void applyDecimation(const DecimationRequest& request, const std::vector<DecimatedCurve>& curves);
     void decimatedInBackground(const DecimationRequest& request, const std::vector<DecimatedCurve>& curves);
     QCPRange wholeKeyRange() const; // every series' keys, the axis's range when there are none
+    QCPAxis* keyAxis() const { return m_panels[LossPanel]->axis(QCPAxis::atBottom); }
 
     void invalidateCanvases();
 
@@ -97,7 +119,11 @@ private:
     // so a background job may go on reading the previous ones.
     std::shared_ptr<const std::vector<CurveSeries>> m_curves = std::make_shared<std::vector<CurveSeries>>();
     DecimationRequest m_decimated; // what the graphs hold
-    QCPRange m_rangeAsked; // the x range when the latest build was asked for
+    int m_columnsAsked = 0; // the width the latest build was asked for
+    // The x range last fitted to the runs: the view follows them while it
+    // is shown; nothing, to fit at the next runs.
+    std::optional<QCPRange> m_fittedKeys;
+    QStringList m_shownDirs; // the runs the graphs show
     BackgroundDecimator m_decimator;
     bool m_background = true;
     int m_rendersThisReplot = 0;
