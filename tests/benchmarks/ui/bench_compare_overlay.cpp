@@ -12,8 +12,11 @@
 // run a step longer, handed over by setRuns as the page's follower does each
 // second, with background decimation off and on: how long setRuns holds the
 // UI thread, the longest a 5 ms timer on the UI thread waited meanwhile, and
-// the time until every panel drew the new curves. Run under a display
-// (xvfb-run) with the real widget:
+// the time until every panel drew the new curves. And a followed run growing
+// faster than its curves are built (setRuns every 250 ms with the first run
+// a step longer, for 10 s): how many of the growths were shown, and the
+// longest the curves went unchanged. Run under a display (xvfb-run) with
+// the real widget (--follow-only: that last part alone):
 //   xvfb-run -a build/default/tests/benchmarks/ui/bench_compare_overlay
 #include "compare/overlay_charts.h"
 #include "metrics/event.h"
@@ -28,6 +31,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -281,6 +285,64 @@ GrowthFigures growOnce(tb::ui::OverlayCharts& charts, const QVector<tb::ui::Comp
     return figures;
 }
 
+struct FollowFigures {
+    int calls = 0;            // setRuns
+    int shown = 0;            // new curves applied
+    double longestWaitMs = 0; // the curves unchanged, from the first call
+};
+
+// The first run a step longer, as one followed run grows: copying every
+// history (grownByOneStep) would be the benchmark's own load on the UI
+// thread between the calls.
+QVector<tb::ui::ComparedRun> firstGrown(const QVector<tb::ui::ComparedRun>& runs)
+{
+    QVector<tb::ui::ComparedRun> grown = runs;
+    auto history = std::make_shared<tb::metrics::RunHistory>(*runs[0].history);
+    tb::metrics::Event step = stepEvent();
+    setStep(step, 0, int(history->steps().size()) + 1);
+    history->apply(step);
+    grown[0].history = std::move(history);
+    return grown;
+}
+
+// setRuns every `intervalMs` for `durationMs`, background decimation on;
+// then until the last runs are shown.
+FollowFigures followFaster(tb::ui::OverlayCharts& charts, QVector<tb::ui::ComparedRun>& runs, int intervalMs,
+    int durationMs)
+{
+    charts.setBackgroundDecimation(true);
+    FollowFigures figures;
+    const void* shownCurves = charts.curveSeries().get();
+    QElapsedTimer clock, sinceShown;
+    QEventLoop loop;
+    QTimer ticker;
+    ticker.setInterval(intervalMs);
+    QObject::connect(&ticker, &QTimer::timeout, &loop, [&] {
+        if (clock.elapsed() >= durationMs) {
+            loop.quit();
+            return;
+        }
+        runs = firstGrown(runs);
+        charts.setRuns(runs);
+        ++figures.calls;
+    });
+    QObject::connect(&charts, &tb::ui::OverlayCharts::curvesDecimated, &loop, [&] {
+        if (std::exchange(shownCurves, charts.curveSeries().get()) == shownCurves)
+            return; // a view's curves, not new runs'
+        ++figures.shown;
+        figures.longestWaitMs = std::max(figures.longestWaitMs, double(sinceShown.nsecsElapsed()) / 1e6);
+        sinceShown.start();
+    });
+    clock.start();
+    sinceShown.start();
+    ticker.start();
+    loop.exec();
+    figures.longestWaitMs = std::max(figures.longestWaitMs, double(sinceShown.nsecsElapsed()) / 1e6);
+    while (charts.isDecimating())
+        QApplication::processEvents(QEventLoop::WaitForMoreEvents, 100);
+    return figures;
+}
+
 // Follower ticks, each run a step longer every time: medians.
 GrowthFigures medianGrowth(tb::ui::OverlayCharts& charts, QVector<tb::ui::ComparedRun>& runs, bool background)
 {
@@ -297,6 +359,15 @@ GrowthFigures medianGrowth(tb::ui::OverlayCharts& charts, QVector<tb::ui::Compar
     for (auto* samples : {&held, &gap, &drawn})
         std::sort(samples->begin(), samples->end());
     return {held[held.size() / 2], gap[gap.size() / 2], drawn[drawn.size() / 2]};
+}
+
+int printFollow(tb::ui::OverlayCharts& charts, QVector<tb::ui::ComparedRun>& runs)
+{
+    const FollowFigures f = followFaster(charts, runs, 250, 10'000);
+    std::printf("followed run, setRuns every 250 ms for 10 s (background): %d calls, %d shown, "
+                "curves unchanged at most %.0f ms, builds dropped unbuilt %d\n",
+        f.calls, f.shown, f.longestWaitMs, charts.decimator().coalescedBuilds());
+    return 0;
 }
 
 } // namespace
@@ -325,6 +396,8 @@ int main(int argc, char** argv)
     replotNow(charts);
     charts.setBackgroundDecimation(true);
     const double loadMs = double(loading.nsecsElapsed()) / 1e6;
+    if (QCoreApplication::arguments().contains(QStringLiteral("--follow-only")))
+        return printFollow(charts, runs);
     const int decimations = charts.decimationCount();
     const int renders = charts.curveRenderCount(tb::ui::OverlayCharts::LossPanel);
     const double fullMs = medianMs([&] { replotNow(charts); });
@@ -368,5 +441,5 @@ int main(int argc, char** argv)
     std::printf("  ratio on / off                  %9.2fx %18.2fx %14.2fx\n", grown.heldMs / grownSync.heldMs,
         grown.gapMs / grownSync.gapMs, grown.drawnMs / grownSync.drawnMs);
     std::printf("  ratio on / empty repaint        %9.2fx %18.2fx\n", grown.heldMs / emptyMs, grown.gapMs / emptyMs);
-    return 0;
+    return printFollow(charts, runs);
 }
