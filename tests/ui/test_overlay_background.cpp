@@ -1,5 +1,6 @@
 #include "compare/overlay_charts.h"
 #include "metrics/event.h"
+#include "metrics/run_compare.h"
 #include "overlay_runs.h"
 
 #include <QSemaphore>
@@ -196,12 +197,18 @@ QList<double> lastKeys(const OverlayCharts& charts)
     return keys;
 }
 
-// How long the runs of the curves the overlay holds are: what each answer
-// of a build advances.
+// How far the runs of the curves the overlay holds reach (the first run's
+// last x): what each answer of a build advances.
 double shownSteps(const OverlayCharts& charts)
 {
     const auto& curves = *charts.curveSeries();
     return curves.empty() || curves.front().keys.empty() ? -1 : curves.front().keys.back();
+}
+
+// The first run's last x on `axis`, as shownSteps() reads it.
+double lastKey(const QVector<ComparedRun>& runs, tb::metrics::XAxis axis)
+{
+    return tb::metrics::stepPositions(*runs.constFirst().history, axis).back();
 }
 
 // A build made to wait on the pool until the test lets it go, so that it
@@ -217,6 +224,36 @@ struct BuildGate {
         go.release(1000);
     }
 };
+
+// Runs of `steps` steps, each with a validation loss logged after its last
+// step when `evalAfter`: on the wall-time axis the range fitted then reaches
+// past the steps, so the curves of the whole steps are not the view's.
+QVector<ComparedRun> followedRuns(int steps, bool evalAfter)
+{
+    QVector<ComparedRun> out = runs(3, steps);
+    if (!evalAfter)
+        return out;
+    for (qsizetype i = 0; i < out.size(); ++i) {
+        auto history = std::make_shared<tb::metrics::RunHistory>(*out[i].history);
+        history->apply({tb::metrics::EventType::Eval, "eval", 0, 1.0e9 + steps * 0.5 + 30,
+            {{"step", steps}, {"loss", 2.5}}});
+        out[i].history = std::move(history);
+    }
+    return out;
+}
+
+// Whether the loss graph of the first run holds the points of the x range
+// and width shown, as decimating its whole curve for them gives.
+bool holdsView(const OverlayCharts& charts)
+{
+    const QCPAxis* keys = charts.curve(0, OverlayCharts::LossPanel)->keyAxis();
+    const tb::ui::CurveSeries& whole = charts.curveSeries()->front();
+    const tb::ui::DecimatedCurve view = tb::ui::decimatedCurve(whole.keys, whole.values, keys->range().lower,
+        keys->range().upper, std::max(1, keys->axisRect()->width()));
+    const QCPGraphDataContainer& shown = *charts.curve(0, OverlayCharts::LossPanel)->data();
+    return std::equal(shown.constBegin(), shown.constEnd(), view.points.begin(), view.points.end(),
+        [](const QCPGraphData& u, const QCPGraphData& v) { return u.key == v.key && u.value == v.value; });
+}
 
 // An overlay shown and drawn with `runs`.
 void showWith(OverlayCharts& charts, const QVector<ComparedRun>& runs, bool background)
@@ -505,14 +542,24 @@ private slots:
     // take longer than that. Each build is let finish and shown while newer
     // runs come, and only the newest of those is built next: the curves
     // move on a build at a time, never back, and end as the UI thread makes
-    // them.
+    // them. Each build's view gets its curves while the next build runs.
+    void buildsShowWhileRunsGrowFasterThanThey_data()
+    {
+        QTest::addColumn<bool>("evalAfter");
+        QTest::addColumn<int>("axis");
+        QTest::addRow("steps") << false << int(tb::metrics::XAxis::Step);
+        QTest::addRow("wall time, validation after the last step") << true << int(tb::metrics::XAxis::WallSeconds);
+    }
     void buildsShowWhileRunsGrowFasterThanThey()
     {
+        QFETCH(bool, evalAfter);
+        QFETCH(int, axis);
         constexpr int kSteps = 5000;
         constexpr int kRounds = 4, kCallsPerBuild = 3;
-        QVector<ComparedRun> data = runs(3, kSteps);
         OverlayCharts charts, reference;
-        showWith(charts, data, true);
+        charts.setXAxis(tb::metrics::XAxis(axis));
+        reference.setXAxis(tb::metrics::XAxis(axis));
+        showWith(charts, followedRuns(kSteps, evalAfter), true);
         auto gate = std::make_shared<BuildGate>();
         const auto release = qScopeGuard([gate] { gate->openAll(); });
         charts.setBuildHook([gate] {
@@ -526,13 +573,14 @@ private slots:
         const int coalesced = charts.decimator().coalescedBuilds();
 
         int steps = kSteps + 1, building = steps; // the runs' length, and that of the build running
-        charts.setRuns(runs(3, steps));
+        charts.setRuns(followedRuns(steps, evalAfter));
         for (int round = 0; round < kRounds; ++round) {
             QVERIFY(gate->started.tryAcquire(1, 10000)); // the build of `building` runs
             for (int call = 0; call < kCallsPerBuild; ++call)
-                charts.setRuns(runs(3, ++steps));
+                charts.setRuns(followedRuns(++steps, evalAfter));
             gate->go.release();
-            QTRY_COMPARE(shownSteps(charts), double(building));
+            QTRY_COMPARE(shownSteps(charts), lastKey(followedRuns(building, false), charts.xAxis()));
+            QTRY_VERIFY(holdsView(charts));
             building = steps;
         }
         gate->openAll();
@@ -542,8 +590,10 @@ private slots:
         // while a build ran, only the newest was built.
         QVERIFY2(std::is_sorted(shown.begin(), shown.end()), qPrintable(QDebug::toString(shown)));
         QCOMPARE(charts.decimator().coalescedBuilds() - coalesced, kRounds * (kCallsPerBuild - 1));
-        showWith(reference, runs(3, steps), false);
-        QCOMPARE(shownSteps(charts), double(steps));
+        showWith(reference, followedRuns(steps, evalAfter), false);
+        QCOMPARE(shownSteps(charts), lastKey(followedRuns(steps, false), charts.xAxis()));
+        // The validation point past the steps widened the range fitted.
+        QCOMPARE(charts.curve(0, OverlayCharts::LossPanel)->keyAxis()->range().upper > shownSteps(charts), evalAfter);
         QCOMPARE(charts.curve(0, OverlayCharts::LossPanel)->keyAxis()->range(),
             reference.curve(0, OverlayCharts::LossPanel)->keyAxis()->range());
         const QString different = differentPoints(charts, reference);

@@ -366,10 +366,12 @@ void OverlayCharts::builtInBackground(const QVector<ComparedRun>& runs, const De
     keyAxis()->setRange(request.range);
     applyDecimation(request, curves);
     fitRanges(held);
-    // The range fitted or held, or a width laid out since the build was
-    // asked for, needs other points: asked for now, so that isDecimating()
-    // holds until they come.
-    prepareCurves(false);
+    // The range fitted (validation points past the last step widen it) or
+    // held, or a width laid out since the build was asked for, needs other
+    // points: asked for now, since the next build would miss them the same
+    // way, and so that isDecimating() holds until they come.
+    if (const DecimationRequest view = currentRequest(); !(view == m_decimated))
+        m_decimator.request(view);
     emit curvesDecimated();
     replot(QCustomPlot::rpQueuedReplot);
 }
