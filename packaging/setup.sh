@@ -177,9 +177,10 @@ minimum_driver_for_cuda() {
 # build of torch in $1 needs: the trainer would fail at its first CUDA call.
 check_gpu_driver() {
     local venv="$1" driver cuda needed
-    driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)
+    # No nvidia-smi, or no torch: nothing to check (and no exit under set -e).
+    driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1) || true
     [ -n "$driver" ] || return 0
-    cuda=$("$venv/bin/python" -c 'import torch; print(torch.version.cuda or "")' 2>/dev/null)
+    cuda=$("$venv/bin/python" -c 'import torch; print(torch.version.cuda or "")' 2>/dev/null) || true
     needed=$(minimum_driver_for_cuda "$cuda")
     [ -n "$needed" ] || return 0
     if [ "$(printf '%s\n%s\n' "$needed" "$driver" | sort -V | head -n 1)" != "$needed" ]; then
