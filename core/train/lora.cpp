@@ -42,6 +42,8 @@ LoraLinear::LoraLinear(std::shared_ptr<LinearLayer> base, std::int64_t rank, dou
 
 torch::Tensor LoraLinear::forward(const torch::Tensor& input)
 {
+    if (!m_enabled)
+        return m_base->forward(input);
     torch::Tensor x = input;
     if (m_dropout > 0 && is_training()) {
         torch::Tensor keep = torch::empty_like(input);

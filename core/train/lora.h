@@ -37,6 +37,10 @@ public:
     torch::Tensor& loraB() { return m_b->weight(); }
     double scaling() const { return m_scaling; }
     std::int64_t rank() const { return m_rank; }
+    // Disabled, the layer is its base alone (no dropout drawn): DPO's
+    // reference model, as peft's disable_adapter() gives it.
+    void setEnabled(bool enabled) { m_enabled = enabled; }
+    bool enabled() const { return m_enabled; }
 
     // The base weight with the update folded in, W + scaling B A, in fp32
     // (fp64 for an fp64 model); an NF4 base is dequantised first.
@@ -52,6 +56,7 @@ private:
     double m_scaling;
     double m_dropout;
     std::optional<at::Generator> m_generator;
+    bool m_enabled = true;
 };
 
 // Filled from the run config (or an adapter_config.json); the defaults are the
