@@ -6,6 +6,7 @@
 #include "common/text.h"
 #include "model/hf_config.h"
 #include "model/model_preset.h"
+#include "plan/presets_dirs.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -49,14 +50,10 @@ std::string defaultPresetsDir()
         if (isPresetsDir(installed))
             return installed.string();
     }
-#ifdef TB_PRESETS_SOURCE_DIR
-    if (isPresetsDir(TB_PRESETS_SOURCE_DIR))
-        return TB_PRESETS_SOURCE_DIR;
-#endif
-#ifdef TB_PRESETS_INSTALL_DIR
-    if (isPresetsDir(TB_PRESETS_INSTALL_DIR))
-        return TB_PRESETS_INSTALL_DIR;
-#endif
+    if (isPresetsDir(sourcePresetsDir()))
+        return sourcePresetsDir();
+    if (isPresetsDir(installedPresetsDir()))
+        return installedPresetsDir();
     return {};
 }
 

@@ -6,12 +6,13 @@
 #include "metrics/step_record.h"
 #include "../support/endless_run.h"
 
+#include "../support/cli_outcome.h"
+#include "../support/test_paths.h"
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include "../support/cli_outcome.h"
 
 #include <QProcess>
 #include <QTemporaryDir>
@@ -27,7 +28,7 @@ using Outcome = tb::test::CliOutcome;
 
 Outcome runCli(const QStringList& arguments, int timeoutMs = 30000)
 {
-    return tb::test::runProgram(QStringLiteral(TB_CLI_PATH), arguments, timeoutMs);
+    return tb::test::runProgram(QString::fromUtf8(tb::test::cliProgram()), arguments, timeoutMs);
 }
 
 // A run at `ranks` ranks whose steps after the first carry `tokens` tokens

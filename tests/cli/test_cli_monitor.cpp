@@ -2,8 +2,9 @@
 // fields of the wrong type: each is printed, or named as unreadable with its
 // file, line and field, and the monitor goes on to the run's end; never an
 // internal error.
-#include "metrics/event.h"
 #include "../support/cli_outcome.h"
+#include "../support/test_paths.h"
+#include "metrics/event.h"
 
 #include <QDir>
 #include <QFile>
@@ -62,8 +63,8 @@ private slots:
                        makeEvent(EventType::RunEnd, 0, 1.0e9 + 2, {{"status", "completed"}, {"steps", 1}}).dump())
             + "\n");
         file.close();
-        const tb::test::CliOutcome outcome =
-            tb::test::runProgram(QStringLiteral(TB_CLI_PATH), {"monitor", dir.path()}, 20000);
+        const tb::test::CliOutcome outcome = tb::test::runProgram(
+            QString::fromUtf8(tb::test::cliProgram()), {"monitor", dir.path()}, 20000);
         QVERIFY2(!outcome.err.contains(QStringLiteral("internal error")), qPrintable(outcome.err));
         QVERIFY2(outcome.out.contains(printed), qPrintable(outcome.out + outcome.err));
         QVERIFY2(outcome.out.contains(QStringLiteral("run_end    completed")), qPrintable(outcome.out));

@@ -1,4 +1,5 @@
 #include "../support/cli_outcome.h"
+#include "../support/test_paths.h"
 
 #include <QProcess>
 #include <QTest>
@@ -11,7 +12,7 @@ using Outcome = tb::test::CliOutcome;
 
 Outcome runCli(const QStringList& arguments, int timeoutMs = 30000)
 {
-    return tb::test::runProgram(QStringLiteral(TB_CLI_PATH), arguments, timeoutMs);
+    return tb::test::runProgram(QString::fromUtf8(tb::test::cliProgram()), arguments, timeoutMs);
 }
 
 } // namespace

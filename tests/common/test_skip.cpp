@@ -3,6 +3,7 @@
 // suite that only skipped matches exactly the first and the allowed case.
 // The suite runs its own `probe` function in a child process. No test
 // source skips any other way.
+#include "../support/qt_test_paths.h"
 #include "../support/skip.h"
 
 #include <QCoreApplication>
@@ -78,10 +79,10 @@ private slots:
     // A raw QSKIP would pass CI unseen: every skip goes through TB_SKIP.
     void noTestSkipsAroundTheHelper()
     {
-        const QString helper = QStringLiteral(TB_SOURCE_DIR "/tests/support/skip.h");
+        const QString helper = tb::test::qSourcePath("tests/support/skip.h");
         const QByteArray rawSkip = QByteArray("QSKIP") + "("; // not spelled whole, or this file matches
         QStringList raw;
-        QDirIterator sources(QStringLiteral(TB_SOURCE_DIR "/tests"), {"*.cpp", "*.h"}, QDir::Files,
+        QDirIterator sources(tb::test::qSourcePath("tests"), {"*.cpp", "*.h"}, QDir::Files,
             QDirIterator::Subdirectories);
         while (sources.hasNext()) {
             const QString path = sources.next();

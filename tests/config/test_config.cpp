@@ -20,7 +20,7 @@ namespace {
 
 std::string recipePath(const char* name)
 {
-    return std::string(TB_SOURCE_DIR) + "/presets/recipes/" + name;
+    return tb::test::sourcePath("presets/recipes/") + name;
 }
 
 // QVERIFY2 evaluates its message even when the check passes.
@@ -255,7 +255,7 @@ private slots:
         QCOMPARE(config.name, file.chopped(5).toStdString());
         QVERIFY(std::filesystem::is_regular_file(config.model + "/config.json"));
         QCOMPARE(std::filesystem::weakly_canonical(config.model).string(),
-            std::filesystem::weakly_canonical(TB_DEMO_MODEL_DIR).string());
+            std::filesystem::weakly_canonical(tb::test::demoModelDir()).string());
         QVERIFY(std::filesystem::is_regular_file(config.data.trainFiles.at(0)));
         QVERIFY(config.data.trainFiles.at(0).ends_with("resources/demo/tiny_instructions.jsonl"));
         QVERIFY(config.hasValidationData());
@@ -305,7 +305,7 @@ private slots:
 
     void everyKeyIsDocumented()
     {
-        const auto docs = tb::common::readFile(std::string(TB_SOURCE_DIR) + "/docs/RUN_CONFIG.md");
+        const auto docs = tb::common::readFile(tb::test::sourcePath("docs/RUN_CONFIG.md"));
         QVERIFY2(docs.ok(), errorText(docs).c_str());
         for (const KeyInfo& key : runConfigKeys()) {
             const std::string quoted = "`" + std::string(key.path) + "`";

@@ -1,3 +1,4 @@
+#include "../support/test_paths.h"
 #include "config/config_loader.h"
 #include "config/config_writer.h"
 
@@ -84,7 +85,7 @@ private slots:
             {"full.yaml", ""}, {"lora.yaml", ""}, {"qlora.yaml", ""}, {"qlora.yaml", distributed}};
         for (const auto& [name, extra] : inputs) {
             const auto original =
-                tb::common::readFile(std::string(TB_SOURCE_DIR) + "/presets/recipes/" + name);
+                tb::common::readFile(tb::test::sourcePath("presets/recipes/") + name);
             QVERIFY(original.ok());
             Mutator mutator{0x7b5eed0000000000ull ^ std::hash<std::string>{}(name + extra)};
             for (int i = 0; i < kMutantsPerRecipe; ++i) {

@@ -22,7 +22,7 @@ namespace {
 
 std::string modelDir()
 {
-    return TB_DEMO_MODEL_DIR;
+    return tb::test::demoModelDir();
 }
 
 // Examples of varied lengths with a prompt part (masked) and an answer part.
@@ -46,8 +46,7 @@ std::vector<TokenizedExample> syntheticExamples(size_t count, std::uint64_t seed
 
 tb::config::RunConfig recipe(const char* name)
 {
-    auto loaded =
-        tb::config::loadRunConfig(std::string(TB_SOURCE_DIR) + "/presets/recipes/" + name);
+    auto loaded = tb::config::loadRunConfig(tb::test::sourcePath("presets/recipes/") + name);
     if (!loaded.ok())
         qFatal("%s", loaded.error().toString().c_str());
     return loaded.value();
@@ -383,7 +382,7 @@ private slots:
         const auto tokenizer = tb::tokenizer::Tokenizer::load(modelDir());
         QVERIFY(tokenizer.ok());
         tb::config::RunConfig config = recipe("lora.yaml");
-        config.data.trainFiles = {std::string(TB_SOURCE_DIR) + "/resources/demo/tiny_chat.jsonl"};
+        config.data.trainFiles = {tb::test::sourcePath("resources/demo/tiny_chat.jsonl")};
         config.data.format = tb::config::DataFormat::Chat;
         auto prepared = prepareData(config, tokenizer.value());
         QVERIFY(!prepared.ok());
@@ -397,7 +396,7 @@ private slots:
 
     void prepareAlpacaRecordsMasksResponses()
     {
-        const std::string file = TB_TEST_DATASETS_DIR "/synthetic/instructions.json";
+        const std::string file = tb::test::testDatasetsPath("synthetic/instructions.json");
         const auto tokenizer = tb::tokenizer::Tokenizer::load(modelDir());
         QVERIFY(tokenizer.ok());
         tb::config::RunConfig config = recipe("lora.yaml");

@@ -19,7 +19,7 @@ namespace {
 
 std::string demoFile(const char* name)
 {
-    auto text = tb::common::readFile(std::string(TB_SOURCE_DIR) + "/resources/demo/" + name);
+    auto text = tb::common::readFile(tb::test::sourcePath("resources/demo/") + name);
     if (!text.ok())
         qFatal("%s", text.error().toString().c_str());
     return text.value();
@@ -83,7 +83,7 @@ class TestDataFuzz : public QObject {
 private slots:
     void mutatedDatasetsNeverCrash()
     {
-        auto loaded = tb::tokenizer::Tokenizer::load(TB_DEMO_MODEL_DIR);
+        auto loaded = tb::tokenizer::Tokenizer::load(tb::test::demoModelDir());
         QVERIFY(loaded.ok());
         const tb::tokenizer::Tokenizer& tokenizer = loaded.value();
         const std::string instructions = demoFile("tiny_instructions.jsonl");

@@ -17,7 +17,7 @@ namespace {
 std::string datasetPath(bool shared, const QString& relative)
 {
     const std::string folder =
-        shared ? TB_SHARED_DATA_DIR "/datasets/" : TB_TEST_DATASETS_DIR "/";
+        shared ? tb::test::sharedDataPath("datasets/") : tb::test::testDatasetsPath("");
     return folder + relative.toStdString();
 }
 
@@ -311,13 +311,12 @@ private slots:
     {
         ReadReport report;
         const auto instructions =
-            readRecords(std::string(TB_SOURCE_DIR) + "/resources/demo/tiny_instructions.jsonl",
+            readRecords(tb::test::sourcePath("resources/demo/tiny_instructions.jsonl"),
                 options(DataFormat::Alpaca), report);
         QVERIFY(instructions.ok());
         QCOMPARE(instructions.value().size(), size_t(64));
-        const auto chats =
-            readRecords(std::string(TB_SOURCE_DIR) + "/resources/demo/tiny_chat.jsonl",
-                options(DataFormat::Chat), report);
+        const auto chats = readRecords(tb::test::sourcePath("resources/demo/tiny_chat.jsonl"),
+            options(DataFormat::Chat), report);
         QVERIFY(chats.ok());
         QCOMPARE(chats.value().size(), size_t(12));
         QCOMPARE(report.malformedCount(), size_t(0));

@@ -21,7 +21,7 @@ namespace {
 
 std::string modelDir()
 {
-    return TB_DEMO_MODEL_DIR;
+    return tb::test::demoModelDir();
 }
 
 Record chatRecord()
@@ -310,7 +310,7 @@ private slots:
         options.format = file.contains("chat") ? DataFormat::Chat : DataFormat::Alpaca;
         ReadReport report;
         const auto records = readRecords(
-            std::string(TB_SOURCE_DIR) + "/resources/demo/" + file.toStdString(), options, report);
+            tb::test::sourcePath("resources/demo/") + file.toStdString(), options, report);
         QVERIFY(records.ok());
         const Tokenizer& tokenizer = *m_tokenizer;
         for (const Record& record : records.value()) {

@@ -2,6 +2,7 @@
 
 // Starts dist_worker processes as the ranks of one job on loopback, the way
 // torchrun would (its environment variables), and waits for them with a bound.
+#include "../support/test_paths.h"
 #include "launch/free_port.h"
 #include "launch/world_layout.h"
 
@@ -70,7 +71,7 @@ inline std::vector<RankResult> runWorkers(
         auto& process = processes[static_cast<std::size_t>(index)];
         process = std::make_unique<QProcess>();
         process->setProcessEnvironment(environment);
-        process->start(TB_DIST_WORKER, arguments);
+        process->start(QString::fromUtf8(tb::test::distWorkerProgram()), arguments);
         results[static_cast<std::size_t>(index)].started = true;
         if (!process->waitForStarted(10000))
             qWarning("rank %d did not start: %s", rank, qPrintable(process->errorString()));

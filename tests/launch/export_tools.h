@@ -1,7 +1,8 @@
 #pragma once
 
-#include "distributed_runs.h"
 #include "../support/json_line_server.h"
+#include "../support/qt_test_paths.h"
+#include "distributed_runs.h"
 
 #include <nlohmann/json.hpp>
 
@@ -24,9 +25,9 @@ namespace tb::testutil::exports {
 using distributed::kCli;
 // The Python environment of the reference tests: torch (torchrun),
 // accelerate and azure-ai-ml (packaging/python-reference.txt).
-const QString kVenvBin = TB_TORCH_VENV "/bin";
+const QString kVenvBin = QString::fromStdString(tb::test::torchVenvPath("bin"));
 const QString kPython = kVenvBin + "/python";
-const QString kLoader = TB_SOURCE_DIR "/tests/launch/load_exports.py";
+const QString kLoader = tb::test::qSourcePath("tests/launch/load_exports.py");
 
 // The environment a user's shell gives the exported command: the tools'
 // folder first on PATH, no rank variables of an enclosing launcher.
@@ -34,7 +35,7 @@ inline QProcessEnvironment toolEnvironment()
 {
     QProcessEnvironment environment = plainEnvironment();
     environment.insert("PATH", kVenvBin + ":" + environment.value("PATH"));
-    environment.insert("TUNEBENCH_PRESETS_DIR", TB_SOURCE_DIR "/presets");
+    environment.insert("TUNEBENCH_PRESETS_DIR", tb::test::qSourcePath("presets"));
     return environment;
 }
 

@@ -20,9 +20,9 @@ Outcome runCli(const QStringList& args)
 {
     QProcess process;
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.insert("TUNEBENCH_PRESETS_DIR", TB_SOURCE_DIR "/presets");
+    env.insert("TUNEBENCH_PRESETS_DIR", tb::test::qSourcePath("presets"));
     process.setProcessEnvironment(env);
-    process.start(QStringLiteral(TB_CLI_PATH), QStringList{"export"} + args);
+    process.start(QString::fromUtf8(tb::test::cliProgram()), QStringList{"export"} + args);
     if (!process.waitForFinished(30000))
         return {};
     return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -2,
@@ -198,4 +198,5 @@ private slots:
 };
 
 QTEST_GUILESS_MAIN(TestExportCli)
+#include "../support/qt_test_paths.h"
 #include "test_export_cli.moc"

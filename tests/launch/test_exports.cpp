@@ -1,3 +1,4 @@
+#include "../support/test_paths.h"
 #include "launch/exporters.h"
 #include "launch/text_quote.h"
 #include "plan/catalog.h"
@@ -54,7 +55,7 @@ class TestExports : public QObject {
 private slots:
     void initTestCase()
     {
-        auto catalog = tb::plan::Catalog::load(TB_SOURCE_DIR "/presets");
+        auto catalog = tb::plan::Catalog::load(tb::test::sourcePath("presets"));
         QVERIFY2(catalog.ok(), catalog.ok() ? "" : catalog.error().message.c_str());
         m_catalog = std::move(catalog).value();
         QVERIFY(m_dir.isValid());

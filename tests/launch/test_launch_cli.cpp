@@ -1,3 +1,4 @@
+#include "../support/test_paths.h"
 #include "launch/run_registry.h"
 
 #include <QtTest>
@@ -67,7 +68,7 @@ class TestLaunchCli : public QObject {
     QStringList launchArgs(const QStringList& options, const QStringList& trainerArgs) const
     {
         QStringList args{QStringLiteral("launch"), m_config, QStringLiteral("--trainer"),
-            QStringLiteral(TB_FAKE_TRAINER)};
+            QString::fromUtf8(tb::test::fakeTrainerProgram())};
         args << options;
         if (!trainerArgs.isEmpty())
             args << QStringLiteral("--") << trainerArgs;
@@ -84,7 +85,7 @@ class TestLaunchCli : public QObject {
             process.setProcessEnvironment(env);
         QElapsedTimer timer;
         timer.start();
-        process.start(QStringLiteral(TB_CLI_PATH), args);
+        process.start(QString::fromUtf8(tb::test::cliProgram()), args);
         if (!process.waitForStarted(10000))
             return {};
         if (readyRanks > 0) {
@@ -343,7 +344,7 @@ private slots:
     {
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<QString>("expected");
-        const QString trainer = QStringLiteral(TB_FAKE_TRAINER);
+        const QString trainer = QString::fromUtf8(tb::test::fakeTrainerProgram());
         QTest::addRow("missing config") << QStringList{"launch", "/nonexistent/run.yaml",
             "--trainer", trainer} << "/nonexistent/run.yaml";
         QTest::addRow("no config")
@@ -435,7 +436,7 @@ private slots:
         QVERIFY(log.readAll().contains("[rank 1] "));
         QProcess monitor;
         monitor.setProcessEnvironment(env);
-        monitor.start(QStringLiteral(TB_CLI_PATH), {QStringLiteral("monitor")});
+        monitor.start(QString::fromUtf8(tb::test::cliProgram()), {QStringLiteral("monitor")});
         QVERIFY(monitor.waitForFinished(10000));
         const QString listed = QString::fromUtf8(monitor.readAllStandardOutput());
         QVERIFY2(listed.contains(QStringLiteral("detached-1")) && listed.contains(QStringLiteral("exit 0")), qPrintable(listed));
@@ -495,7 +496,7 @@ private slots:
         QVERIFY(file.open(QIODevice::WriteOnly));
         file.write("modle: ./model\ndata:\n  train: train.jsonl\n");
         file.close();
-        const Outcome r = launch({"launch", bad, "--trainer", TB_FAKE_TRAINER});
+        const Outcome r = launch({"launch", bad, "--trainer", tb::test::fakeTrainerProgram()});
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains("bad.yaml") && r.err.contains("modle"), r.err.constData());
     }

@@ -1,3 +1,4 @@
+#include "../support/test_paths.h"
 #include "launch/cancel_token.h"
 #include "launch/exit_status.h"
 #include "launch/free_port.h"
@@ -86,7 +87,7 @@ public:
 LaunchOptions fakeOptions(int nproc, std::vector<std::string> args)
 {
     LaunchOptions options;
-    options.program = TB_FAKE_TRAINER;
+    options.program = tb::test::fakeTrainerProgram();
     options.arguments = {"train", "run.yaml"};
     options.arguments.insert(options.arguments.end(), args.begin(), args.end());
     options.layout.nprocPerNode = nproc;
@@ -349,14 +350,16 @@ private slots:
         QFETCH(bool, alive);
         // posix_spawn, not QProcess: Qt's process machinery leaves threads
         // behind, and ThreadSanitizer ends the later tests that fork.
-        std::vector<std::string> words{TB_FAKE_TRAINER, command.toStdString(), "--run-id", "job-1",
-            "/runs/a.yaml", "--steps", "0", "--sleep-ms", "30000"};
+        std::vector<std::string> words{tb::test::fakeTrainerProgram(), command.toStdString(),
+            "--run-id", "job-1", "/runs/a.yaml", "--steps", "0", "--sleep-ms", "30000"};
         std::vector<char*> argv;
         for (std::string& word : words)
             argv.push_back(word.data());
         argv.push_back(nullptr);
         pid_t pid = 0;
-        QCOMPARE(::posix_spawn(&pid, TB_FAKE_TRAINER, nullptr, nullptr, argv.data(), environ), 0);
+        QCOMPARE(::posix_spawn(
+                     &pid, tb::test::fakeTrainerProgram(), nullptr, nullptr, argv.data(), environ),
+            0);
         // Until the child's exec has replaced it, /proc shows the test's own
         // command line: wait for the fake trainer's.
         const QString cmdline = QStringLiteral("/proc/%1/cmdline").arg(pid);

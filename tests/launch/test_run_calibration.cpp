@@ -1,4 +1,4 @@
-#include "../support/test_data.h"
+#include "../support/qt_test_paths.h"
 #include "common/atomic_file.h"
 #include "common/units.h"
 #include "config/config_loader.h"
@@ -26,18 +26,19 @@ using namespace tb;
 // configurations, and the calibration made from them.
 namespace {
 
-const char* kRunsDir = TB_SOURCE_DIR "/tests/launch/data/runs";
-const char* kModel = TB_DEMO_MODEL_DIR;
+const std::string kRunsDir = tb::test::sourcePath("tests/launch/data/runs");
+const std::string kModel = tb::test::demoModelDir();
 const char* kRuns[] = {"full-mb4", "full-mb8", "lora-mb4", "lora-mb8"};
 
 std::string runDir(const char* name)
 {
-    return std::string(kRunsDir) + "/" + name;
+    return kRunsDir + "/" + name;
 }
 
 const plan::Catalog& catalog()
 {
-    static const common::Result<plan::Catalog> c = plan::Catalog::load(TB_SOURCE_DIR "/presets");
+    static const common::Result<plan::Catalog> c =
+        plan::Catalog::load(tb::test::sourcePath("presets"));
     if (!c.ok())
         qFatal("presets: %s", c.error().message.c_str());
     return *c;
@@ -150,21 +151,23 @@ private slots:
     void calibrateFromTheCli()
     {
         const QString file = m_scratch.filePath("calibration.json");
-        QStringList args{"plan", "--calibrate", "--model", kModel, "--calibration", file};
+        QStringList args{"plan", "--calibrate", "--model", QString::fromStdString(kModel),
+            "--calibration", file};
         for (const char* name : kRuns)
             args << QString::fromStdString(runDir(name));
         QProcess cli;
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.insert("TUNEBENCH_PRESETS_DIR", TB_SOURCE_DIR "/presets");
+        env.insert("TUNEBENCH_PRESETS_DIR", tb::test::qSourcePath("presets"));
         cli.setProcessEnvironment(env);
-        cli.start(TB_CLI_PATH, args);
+        cli.start(QString::fromUtf8(tb::test::cliProgram()), args);
         QVERIFY(cli.waitForFinished(60000));
         QCOMPARE(cli.exitCode(), 0);
         const QString out = QString::fromUtf8(cli.readAllStandardOutput());
         QVERIFY2(out.contains("calibrated by 4 runs on cpu"), qPrintable(out));
 
-        cli.start(TB_CLI_PATH, {"plan", "--gpu", "cpu", "--model", kModel, "--method", "lora",
-                                   "--precision", "fp32", "--calibration", file, "--json"});
+        cli.start(QString::fromUtf8(tb::test::cliProgram()),
+            {"plan", "--gpu", "cpu", "--model", QString::fromStdString(kModel), "--method", "lora",
+                "--precision", "fp32", "--calibration", file, "--json"});
         QVERIFY(cli.waitForFinished(60000));
         QCOMPARE(cli.exitCode(), 0);
         const nlohmann::json plan = nlohmann::json::parse(cli.readAllStandardOutput().toStdString());

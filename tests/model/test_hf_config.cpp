@@ -1,4 +1,4 @@
-#include "../support/test_data.h"
+#include "../support/qt_test_paths.h"
 #include "common/atomic_file.h"
 #include "model/hf_config.h"
 #include "model/parameter_count.h"
@@ -303,7 +303,7 @@ private slots:
 
     void demoModel()
     {
-        const QString dir = QStringLiteral(TB_DEMO_MODEL_DIR);
+        const QString dir = tb::test::qDemoModelDir();
         // The folder and the file itself both work; 260,032 is the published count (SOURCES.md).
         for (const QString& path : {dir, dir + "/config.json"}) {
             const auto spec = model::readHfConfig(path.toStdString());

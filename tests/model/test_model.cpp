@@ -1,3 +1,4 @@
+#include "../support/qt_test_paths.h"
 #include "common/atomic_file.h"
 #include "model/model_preset.h"
 #include "model/parameter_count.h"
@@ -13,7 +14,7 @@ namespace {
 
 QString presetsDir()
 {
-    return QStringLiteral(TB_SOURCE_DIR "/presets");
+    return tb::test::qSourcePath("presets");
 }
 
 const char* kMinimalPreset = R"(name: Tiny

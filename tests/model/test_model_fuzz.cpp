@@ -44,7 +44,7 @@ private slots:
             R"({"model_type":"gemma2","hidden_size":2304,"intermediate_size":9216,"num_hidden_layers":26,
                 "num_attention_heads":8,"num_key_value_heads":4,"head_dim":256,"vocab_size":256000,
                 "text_config":{"hidden_size":8}})"};
-        const auto demo = common::readFile(TB_DEMO_MODEL_DIR "/config.json");
+        const auto demo = common::readFile(tb::test::demoModelDir() + "/config.json");
         QVERIFY(demo.ok());
         seeds.push_back(*demo);
         std::mt19937_64 rng(20261121);
@@ -65,7 +65,7 @@ private slots:
 
     void presetYaml()
     {
-        const auto seed = common::readFile(TB_SOURCE_DIR "/presets/models/qwen2.5-7b.yaml");
+        const auto seed = common::readFile(tb::test::sourcePath("presets/models/qwen2.5-7b.yaml"));
         QVERIFY(seed.ok());
         std::mt19937_64 rng(7);
         int accepted = 0;

@@ -1,4 +1,5 @@
 #include "../support/skip.h"
+#include "../support/test_paths.h"
 
 #include <QtTest>
 
@@ -74,11 +75,12 @@ private slots:
             TB_SKIP(QStringLiteral(
                 "debootstrap and chroot need root; run this suite as root (CI does)"));
         const QStringList packages =
-            QDir(TB_BINARY_DIR).entryList({"tunebench_*.deb"}, QDir::Files, QDir::Time);
+            QDir(tb::test::buildDir()).entryList({"tunebench_*.deb"}, QDir::Files, QDir::Time);
         QVERIFY2(!packages.isEmpty(),
-            "no tunebench_*.deb in " TB_BINARY_DIR ": run 'cpack -G DEB' there "
-            "(packaging/setup.sh test does, before the tests)");
-        m_package = QDir(TB_BINARY_DIR).filePath(packages.front());
+            qPrintable(QStringLiteral("no tunebench_*.deb in %1: run 'cpack -G DEB' there "
+                                      "(packaging/setup.sh test does, before the tests)")
+                           .arg(tb::test::buildDir())));
+        m_package = QDir(tb::test::buildDir()).filePath(packages.front());
         QVERIFY(m_dir.isValid());
         qInfo("package: %s, %.1f MiB", qPrintable(m_package),
             double(QFileInfo(m_package).size()) / (1 << 20));

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "../support/test_paths.h"
 #include "plan/catalog.h"
 #include "plan/estimator.h"
 
@@ -9,7 +10,7 @@
 inline const tb::plan::Catalog& presetCatalog()
 {
     static const tb::common::Result<tb::plan::Catalog> catalog =
-        tb::plan::Catalog::load(TB_SOURCE_DIR "/presets");
+        tb::plan::Catalog::load(tb::test::sourcePath("presets"));
     if (!catalog.ok())
         qFatal("presets do not load: %s", catalog.error().message.c_str());
     return *catalog;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "../support/test_paths.h"
 #include "plan/plan_input.h"
 #include "plan/plan_result.h"
 
@@ -33,8 +34,9 @@ struct Row {
     int line = 0;
 };
 
-inline const char* kPlansPath = TB_SOURCE_DIR "/tests/plan/data/published_peaks_plans.csv";
-inline const char* kPeaksPath = TB_SOURCE_DIR "/tests/plan/data/published_peaks.csv";
+inline const std::string kPlansPath =
+    tb::test::sourcePath("tests/plan/data/published_peaks_plans.csv");
+inline const std::string kPeaksPath = tb::test::sourcePath("tests/plan/data/published_peaks.csv");
 
 // Fields split at commas; the last column (note) keeps any commas it has.
 inline std::vector<std::string> splitFields(const std::string& line, size_t columns)
@@ -55,8 +57,8 @@ inline std::vector<std::string> splitFields(const std::string& line, size_t colu
 [[noreturn]] inline void fail(int line, const std::string& field, const std::string& value,
     const char* expected)
 {
-    qFatal("%s:%d: field %s is '%s', expected %s", kPlansPath, line, field.c_str(), value.c_str(),
-        expected);
+    qFatal("%s:%d: field %s is '%s', expected %s", kPlansPath.c_str(), line, field.c_str(),
+        value.c_str(), expected);
 }
 
 template <typename T>
@@ -152,7 +154,7 @@ inline std::vector<Row> readPlans()
 {
     std::ifstream file(kPlansPath);
     if (!file)
-        qFatal("cannot open %s", kPlansPath);
+        qFatal("cannot open %s", kPlansPath.c_str());
     std::string header;
     std::getline(file, header);
     const std::vector<std::string> names = splitFields(header, 1000);
@@ -189,7 +191,7 @@ inline std::vector<std::string> publishedIds()
 {
     std::ifstream file(kPeaksPath);
     if (!file)
-        qFatal("cannot open %s", kPeaksPath);
+        qFatal("cannot open %s", kPeaksPath.c_str());
     std::vector<std::string> ids;
     std::string line;
     std::getline(file, line);

@@ -1,3 +1,4 @@
+#include "../support/test_paths.h"
 #include "plan_fixture.h"
 
 #include <QtTest>
@@ -31,7 +32,7 @@ plan::PlanInput hfInput(plan::Method method, plan::Precision precision)
 plan::PlanResult planOf(const plan::PlanInput& in)
 {
     static const common::Result<plan::Catalog> catalog =
-        plan::Catalog::load(TB_SOURCE_DIR "/presets");
+        plan::Catalog::load(tb::test::sourcePath("presets"));
     if (!catalog.ok())
         qFatal("%s", catalog.error().message.c_str());
     common::Result<plan::PlanResult> r = plan::planFromCatalog(in, *catalog);

@@ -1,3 +1,4 @@
+#include "../support/test_paths.h"
 #include "plan_fixture.h"
 #include "published_peaks.h"
 
@@ -127,7 +128,7 @@ void printStats(const std::vector<Error>& errors)
 // "Accuracy guard: the median error of the counted rows stays at or under N %."
 double guardFromDocs()
 {
-    std::ifstream docs(TB_SOURCE_DIR "/docs/PLANNER.md");
+    std::ifstream docs(tb::test::sourcePath("docs/PLANNER.md"));
     const std::regex guard(R"(Accuracy guard: .* under ([0-9.]+) %)");
     std::smatch m;
     for (std::string line; std::getline(docs, line);)

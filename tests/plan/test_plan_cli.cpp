@@ -1,3 +1,4 @@
+#include "../support/qt_test_paths.h"
 #include "common/atomic_file.h"
 #include "common/text.h"
 #include "plan/plan_file.h"
@@ -22,12 +23,12 @@ class TestPlanCli : public QObject {
     {
         QProcess process;
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.insert("TUNEBENCH_PRESETS_DIR", TB_SOURCE_DIR "/presets");
+        env.insert("TUNEBENCH_PRESETS_DIR", tb::test::qSourcePath("presets"));
         // No calibration file of the user's, and this machine's CPU figures kept apart.
         env.insert("TUNEBENCH_CALIBRATION", m_scratch.filePath("calibration.json"));
         env.insert("XDG_CACHE_HOME", m_scratch.path());
         process.setProcessEnvironment(env);
-        process.start(TB_CLI_PATH, QStringList{"plan"} + args);
+        process.start(QString::fromUtf8(tb::test::cliProgram()), QStringList{"plan"} + args);
         if (!process.waitForFinished(60000))
             return {};
         return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -2,
@@ -311,10 +312,10 @@ private slots:
         QFETCH(QString, expectedGpu);
         QTemporaryDir dir;
         const QString path = dir.filePath("run.yaml");
-        const std::string yaml = "model: " TB_SOURCE_DIR "/resources/demo/stories260K\n"
-                                 "method: full\nprecision: fp32\ndevice: "
-            + device.toStdString()
-            + "\ndata:\n  train: " TB_SOURCE_DIR "/resources/demo/tiny_instructions.jsonl\n"
+        const std::string yaml = "model: " + tb::test::sourcePath("resources/demo/stories260K")
+            + "\nmethod: full\nprecision: fp32\ndevice: " + device.toStdString()
+            + "\ndata:\n  train: " + tb::test::sourcePath("resources/demo/tiny_instructions.jsonl")
+            + "\n"
               "  sequence_length: 128\ntraining:\n  micro_batch: 3\n  grad_accum: 2\n"
               "distributed:\n  sharding: zero3\n";
         QVERIFY(tb::common::writeFileAtomic(path.toStdString(), yaml).ok());
@@ -346,11 +347,12 @@ private slots:
     {
         QTemporaryDir dir;
         const QString path = dir.filePath("run.yaml");
-        const std::string yaml = "model: " TB_SOURCE_DIR "/resources/demo/stories260K\n"
-                                 "method: lora\nprecision: fp32\ndevice: cpu\n"
-                                 "data:\n  train: " TB_SOURCE_DIR "/resources/demo/tiny_instructions.jsonl\n"
-                                 "  sequence_length: 512\n  packing: false\n"
-                                 "training:\n  micro_batch: 4\n  epochs: 2\n";
+        const std::string yaml = "model: " + tb::test::sourcePath("resources/demo/stories260K")
+            + "\nmethod: lora\nprecision: fp32\ndevice: cpu\n"
+              "data:\n  train: "
+            + tb::test::sourcePath("resources/demo/tiny_instructions.jsonl")
+            + "\n  sequence_length: 512\n  packing: false\n"
+              "training:\n  micro_batch: 4\n  epochs: 2\n";
         QVERIFY(tb::common::writeFileAtomic(path.toStdString(), yaml).ok());
         const Run measured = plan({"--from-run", path, "--json", "--explain"});
         QCOMPARE(measured.exitCode, 0);

@@ -1,3 +1,4 @@
+#include "../support/test_paths.h"
 #include "plan_fixture.h"
 
 #include "common/atomic_file.h"
@@ -94,7 +95,7 @@ private slots:
         QFETCH(QString, edit);
         QFETCH(QString, replacement);
         QFETCH(QString, expected);
-        std::string text = *common::readFile(TB_SOURCE_DIR "/presets/hardware/gpus.yaml");
+        std::string text = *common::readFile(tb::test::sourcePath("presets/hardware/gpus.yaml"));
         const size_t at = text.find(edit.toStdString());
         QVERIFY(at != std::string::npos);
         text.replace(at, size_t(edit.size()), replacement.toStdString());
@@ -106,7 +107,7 @@ private slots:
 
     void vmNamesAnUnknownGpu()
     {
-        std::string text = *common::readFile(TB_SOURCE_DIR "/presets/hardware/vms.yaml");
+        std::string text = *common::readFile(tb::test::sourcePath("presets/hardware/vms.yaml"));
         text.replace(text.find("    gpu: T4\n"), 12, "    gpu: T5\n");
         const auto vms = plan::parseVmPresets(text, "vms.yaml", presetCatalog().gpus());
         QVERIFY(!vms.ok());

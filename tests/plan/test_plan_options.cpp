@@ -1,3 +1,4 @@
+#include "../support/qt_test_paths.h"
 #include "plan_fixture.h"
 
 #include "common/text.h"
@@ -253,7 +254,7 @@ private slots:
     // prints it.
     void theDocsShowTheTable()
     {
-        QFile docs(TB_SOURCE_DIR "/docs/PLANNER.md");
+        QFile docs(tb::test::qSourcePath("docs/PLANNER.md"));
         QVERIFY(docs.open(QIODevice::ReadOnly));
         QVERIFY2(docs.readAll().contains(QByteArray::fromStdString(plan::optionTableMarkdown())),
             "docs/PLANNER.md section 1 differs from `tunebench-cli plan --list-options`: paste "

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "../support/json_line_server.h"
+#include "../support/qt_test_paths.h"
 
 #include <QJsonArray>
 #include <QProcessEnvironment>
@@ -10,7 +11,7 @@
 #include <memory>
 
 // Runs tests/reference/hf_reference.py with the reference environment's
-// Python (TB_REFERENCE_PYTHON, chosen at configure time), offline, as one
+// Python (tb::test::referencePython(), chosen at configure time), offline, as one
 // serving process per suite.
 namespace tb::reference {
 
@@ -34,9 +35,9 @@ inline QProcessEnvironment offlineEnvironment()
 class ReferenceServer {
 public:
     ReferenceServer()
-        : m_server(QStringLiteral(TB_REFERENCE_PYTHON),
-              {QStringLiteral(TB_SOURCE_DIR "/tests/reference/hf_reference.py"), "serve"},
-              offlineEnvironment())
+        : m_server(QString::fromUtf8(tb::test::referencePython()),
+            {tb::test::qSourcePath("tests/reference/hf_reference.py"), "serve"},
+            offlineEnvironment())
     {
     }
 

@@ -1,5 +1,5 @@
 // LibTorch before Qt (LIBTORCH.md: Qt's keywords break its headers).
-#include "../support/test_data.h"
+#include "../support/qt_test_paths.h"
 #include "data/batch.h"
 #include "hf_step_compare.h"
 #include "train/chunked_loss.h"
@@ -99,7 +99,7 @@ class TestHfReference : public QObject {
 
     QString modelFolder(const QString& family) const
     {
-        return family == kStories ? QStringLiteral(TB_DEMO_MODEL_DIR) : m_models.filePath(family);
+        return family == kStories ? tb::test::qDemoModelDir() : m_models.filePath(family);
     }
 
 private slots:

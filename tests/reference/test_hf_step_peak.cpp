@@ -1,3 +1,4 @@
+#include "../support/qt_test_paths.h"
 #include "common/atomic_file.h"
 #include "plan/catalog.h"
 #include "plan/estimator.h"
@@ -90,7 +91,8 @@ class TestHfStepPeak : public QObject {
             in.loss = plan::LossMode::FullFp32;
         in.gpu = "A100-80GB-SXM";
         in.vmSize.clear();
-        const common::Result<plan::Catalog> catalog = plan::Catalog::load(TB_SOURCE_DIR "/presets");
+        const common::Result<plan::Catalog> catalog =
+            plan::Catalog::load(tb::test::sourcePath("presets"));
         if (!catalog.ok())
             return catalog.error();
         return plan::planFromCatalog(in, *catalog);
@@ -104,8 +106,9 @@ private slots:
         for (const Case& c : cases())
             names << caseOf(c);
         QProcess python;
-        python.start(TB_REFERENCE_PYTHON,
-            QStringList{TB_SOURCE_DIR "/tests/reference/hf_step_peak.py", m_dir.path()} + names);
+        python.start(QString::fromUtf8(tb::test::referencePython()),
+            QStringList{tb::test::qSourcePath("tests/reference/hf_step_peak.py"), m_dir.path()}
+                + names);
         QVERIFY(python.waitForFinished(900000));
         const QByteArray out = python.readAllStandardOutput();
         QVERIFY2(python.exitCode() == 0, python.readAllStandardError().right(4000).constData());

@@ -1,3 +1,4 @@
+#include "../support/test_paths.h"
 #include "common/atomic_file.h"
 #include "common/hub_cache.h"
 #include "config/config_loader.h"
@@ -21,7 +22,7 @@ namespace {
 
 const char* kRepoId = "tb-test/tiny-llama";
 const char* kRevision = "0123456789abcdef0123456789abcdef01234567";
-const char* kDemo = TB_SOURCE_DIR "/resources/demo/stories260K";
+const std::string kDemo = tb::test::sourcePath("resources/demo/stories260K");
 
 // The demo model as huggingface_hub caches a download: each file a blob
 // named by its hash, linked from the snapshot of the revision refs/main names.
@@ -121,7 +122,7 @@ private slots:
         QVERIFY2(found.ok(), found.ok() ? "" : found.error().message.c_str());
         QCOMPARE(*found, m_snapshot);
         QProcess python;
-        python.start(TB_REFERENCE_PYTHON,
+        python.start(QString::fromUtf8(tb::test::referencePython()),
             {"-c",
                 "import sys\n"
                 "from huggingface_hub import scan_cache_dir\n"
@@ -129,7 +130,8 @@ private slots:
                 "for w in info.warnings: print('warning', w)\n"
                 "for repo in info.repos:\n"
                 "    for rev in repo.revisions:\n"
-                "        print(repo.repo_id, rev.commit_hash, rev.snapshot_path, ','.join(sorted(rev.refs)))\n",
+                "        print(repo.repo_id, rev.commit_hash, rev.snapshot_path, "
+                "','.join(sorted(rev.refs)))\n",
                 QString::fromStdString(m_cache)});
         QVERIFY(python.waitForFinished(120000));
         const QString out = QString::fromUtf8(python.readAllStandardOutput()).trimmed();
@@ -139,8 +141,10 @@ private slots:
 
     void runConfigNamesTheModelByItsId()
     {
-        const std::string yaml = std::string("model: ") + kRepoId + "\nmethod: lora\ndata:\n  train: "
-            + TB_SOURCE_DIR + "/resources/demo/tiny_instructions.jsonl\n  format: alpaca\n";
+        const std::string yaml = std::string("model: ") + kRepoId
+            + "\nmethod: lora\ndata:\n  train: "
+            + tb::test::sourcePath("resources/demo/tiny_instructions.jsonl")
+            + "\n  format: alpaca\n";
         config::LoadOptions options;
         options.checkPaths = true;
         const config::LoadReport report = config::parseRunConfig(yaml, options);
@@ -151,7 +155,8 @@ private slots:
 
     void planNamesTheModelByItsId()
     {
-        const common::Result<plan::Catalog> catalog = plan::Catalog::load(TB_SOURCE_DIR "/presets");
+        const common::Result<plan::Catalog> catalog =
+            plan::Catalog::load(tb::test::sourcePath("presets"));
         QVERIFY(catalog.ok());
         const common::Result<model::ModelSpec> spec = catalog->resolveModel(kRepoId);
         QVERIFY2(spec.ok(), spec.ok() ? "" : spec.error().message.c_str());
@@ -180,8 +185,8 @@ private slots:
         if (!damage.isEmpty())
             fs::rename(broken, aside);
         const common::Result<std::string> found = common::findCachedModel(repo.toStdString());
-        const std::string yaml = "model: " + repo.toStdString() + "\ndata:\n  train: " TB_SOURCE_DIR
-                                 "/resources/demo/tiny_instructions.jsonl\n";
+        const std::string yaml = "model: " + repo.toStdString() + "\ndata:\n  train: "
+            + tb::test::sourcePath("resources/demo/tiny_instructions.jsonl") + "\n";
         config::LoadOptions options;
         options.checkPaths = true;
         const config::LoadReport report = config::parseRunConfig(yaml, options);

@@ -1,3 +1,4 @@
+#include "../support/qt_test_paths.h"
 #include "common/atomic_file.h"
 #include "plan/catalog.h"
 #include "plan/estimator.h"
@@ -55,8 +56,9 @@ private slots:
         for (const auto& [optimizer, kernel, precision] : cases_())
             cases << caseOf(optimizer, kernel, precision);
         QProcess python;
-        python.start(TB_REFERENCE_PYTHON,
-            QStringList{TB_SOURCE_DIR "/tests/reference/optimizer_temporaries.py", m_dir.path()}
+        python.start(QString::fromUtf8(tb::test::referencePython()),
+            QStringList{
+                tb::test::qSourcePath("tests/reference/optimizer_temporaries.py"), m_dir.path()}
                 + cases);
         QVERIFY(python.waitForFinished(300000));
         const QByteArray out = python.readAllStandardOutput();
@@ -87,7 +89,8 @@ private slots:
         in.optimizerKernel = kernel;
         in.gpu = "A100-80GB-SXM";
         in.vmSize.clear();
-        const common::Result<plan::Catalog> catalog = plan::Catalog::load(TB_SOURCE_DIR "/presets");
+        const common::Result<plan::Catalog> catalog =
+            plan::Catalog::load(tb::test::sourcePath("presets"));
         QVERIFY(catalog.ok());
         const common::Result<plan::PlanResult> r = plan::planFromCatalog(in, *catalog);
         QVERIFY2(r.ok(), r.ok() ? "" : r.error().message.c_str());

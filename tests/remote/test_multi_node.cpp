@@ -4,10 +4,11 @@
 // the launch before a rank starts and names the host, a killed node stops
 // the other within the bound with no process left, a dropped link loses and
 // doubles no event, and `monitor --host` finds the run in the registry.
+#include "../support/cli_outcome.h"
+#include "../support/qt_test_paths.h"
+#include "../train/distributed_runs.h"
 #include "multi_node_checks.h"
 #include "netns_cluster.h"
-#include "../support/cli_outcome.h"
-#include "../train/distributed_runs.h"
 
 #include "common/text.h"
 #include "launch/run_registry.h"
@@ -29,7 +30,7 @@ using tb::test::NetnsCluster;
 
 namespace {
 
-const QString kCliPath = QStringLiteral(TB_BINARY_DIR "/app/cli/tunebench-cli");
+const QString kCliPath = tb::test::qBuildPath("app/cli/tunebench-cli");
 
 // A cluster of `views.size()` hosts, each with 1 slot, and its hostfile.
 struct Cluster {
@@ -190,11 +191,11 @@ private slots:
         QFETCH(QString, expected);
         HostView second;
         if (failure == 0)
-            second.hiddenFolders << QStringLiteral(TB_BINARY_DIR "/app/cli");
+            second.hiddenFolders << tb::test::qBuildPath("app/cli");
         if (failure == 1)
             second.fileOverlays << qMakePair(otherBuild(), kCliPath);
         if (failure == 5)
-            second.hiddenFolders << QStringLiteral(TB_SOURCE_DIR "/resources/demo");
+            second.hiddenFolders << tb::test::qSourcePath("resources/demo");
         // Node 1's own disk where the run folder goes (review M6).
         const QString separate = m_dir.filePath(QStringLiteral("separate"));
         if (failure == 7) {
@@ -415,7 +416,8 @@ private slots:
     void syncCopiesWhatANodeLacks()
     {
         HostView bare;
-        bare.hiddenFolders << QString::fromStdString(kModel) << QStringLiteral(TB_SOURCE_DIR "/resources/demo");
+        bare.hiddenFolders << QString::fromStdString(kModel)
+                           << tb::test::qSourcePath("resources/demo");
         Cluster cluster;
         const QString started = cluster.start({{}, bare});
         QVERIFY2(started.isEmpty(), qPrintable(started));

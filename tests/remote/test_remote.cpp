@@ -1,9 +1,10 @@
 // core/remote against a real OpenSSH sshd on loopback: commands, host-key
 // and key checks, an event file followed over SFTP, and `tunebench-cli
 // monitor` following and stopping a real run over SSH.
-#include "sshd_target.h"
 #include "../support/endless_run.h"
 #include "../support/event_lines.h"
+#include "../support/qt_test_paths.h"
+#include "sshd_target.h"
 
 #include "launch/run_registry.h"
 #include "launch/text_quote.h"
@@ -59,7 +60,7 @@ CliRun cli(const QStringList& arguments, int timeoutMs = 120000, const QString& 
     QProcess process;
     if (!workingDir.isEmpty())
         process.setWorkingDirectory(workingDir);
-    process.start(QStringLiteral(TB_BINARY_DIR "/app/cli/tunebench-cli"), arguments);
+    process.start(tb::test::qBuildPath("app/cli/tunebench-cli"), arguments);
     CliRun run;
     if (!process.waitForFinished(timeoutMs)) {
         process.kill();

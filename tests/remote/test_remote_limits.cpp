@@ -3,9 +3,10 @@
 // prints without end, and the multi-node follower when rank 0's events
 // cannot be read; each against the real tunebench-cli or a real OpenSSH
 // sshd on loopback.
-#include "sshd_server.h"
 #include "../support/child_usage.h"
 #include "../support/event_lines.h"
+#include "../support/qt_test_paths.h"
+#include "sshd_server.h"
 
 #include "launch/run_registry.h"
 #include "metrics/event.h"
@@ -19,7 +20,7 @@ using tb::test::stepLine;
 
 namespace {
 
-const QString kCli = QStringLiteral(TB_BINARY_DIR "/app/cli/tunebench-cli");
+const QString kCli = tb::test::qBuildPath("app/cli/tunebench-cli");
 
 // What the follower under test told its sink.
 struct RecordingSink : tb::remote::ClusterSink {

@@ -382,7 +382,7 @@ private slots:
 
     void realModelFileOpens()
     {
-        auto store = TensorStore::open(TB_DEMO_MODEL_DIR);
+        auto store = TensorStore::open(tb::test::demoModelDir());
         QVERIFY2(store.ok(), store.ok() ? "" : qPrintable(errorOf(store.error())));
         QCOMPARE(store->tensorCount(), size_t(47));
         const SafetensorsFile& file = store->files().front();

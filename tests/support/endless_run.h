@@ -2,9 +2,9 @@
 
 // A real run for the suites that follow and stop one: a LoRA fine-tune of
 // the demo stories260K on the demo instructions that goes on until it is
-// stopped, started as `tunebench-cli train` (TB_BINARY_DIR's build).
+// stopped, started as `tunebench-cli train` (the build's own, buildPath).
+#include "qt_test_paths.h"
 #include "skip.h"
-#include "test_data.h"
 
 #include <QFile>
 #include <QProcess>
@@ -33,12 +33,15 @@ inline bool writeEndlessRunConfig(const QString& path, const QString& runDir, co
     if (!file.open(QIODevice::WriteOnly))
         return false;
     file.write(QStringLiteral(
-        "model: " TB_DEMO_MODEL_DIR "\n"
+        "model: %1\n"
         "method: lora\n"
-        "data: {train: " TB_SOURCE_DIR "/resources/demo/tiny_instructions.jsonl, format: alpaca,"
+        "data: {train: %2, format: alpaca,"
         " sequence_length: 128, validation_split: 0.1}\n"
         "training: {max_steps: 100000, micro_batch: 4, learning_rate: 3.0e-3, eval_every: 2}\n"
-        "output: {dir: %1}\n%2").arg(runDir, extra).toUtf8());
+        "output: {dir: %3}\n%4")
+                   .arg(qDemoModelDir(), qSourcePath("resources/demo/tiny_instructions.jsonl"),
+                       runDir, extra)
+                   .toUtf8());
     return true;
 }
 
@@ -47,7 +50,7 @@ inline bool startTrainer(QProcess& trainer, const QString& config)
 {
     trainer.setStandardOutputFile(QProcess::nullDevice());
     trainer.setStandardErrorFile(QProcess::nullDevice());
-    trainer.start(QStringLiteral(TB_BINARY_DIR "/app/cli/tunebench-cli"),
+    trainer.start(qBuildPath("app/cli/tunebench-cli"),
         {QStringLiteral("train"), config, QStringLiteral("--threads"), QStringLiteral("1")});
     return trainer.waitForStarted();
 }

@@ -6,6 +6,8 @@
 // function with the reason a user would accept (the GPU-only cases, data we
 // may not redistribute). Outside CI it is a plain QSKIP, and ctest reports a
 // suite where nothing but skips ran as skipped (tests/CMakeLists.txt).
+#include "qt_test_paths.h"
+
 #include <QFile>
 #include <QFileInfo>
 #include <QString>
@@ -16,7 +18,7 @@ namespace tb::test {
 // TB_ALLOWED_SKIPS names another list (the suite that tests this header).
 inline QString allowedSkipsPath()
 {
-    return qEnvironmentVariable("TB_ALLOWED_SKIPS", QStringLiteral(TB_SOURCE_DIR "/tests/allowed_skips.txt"));
+    return qEnvironmentVariable("TB_ALLOWED_SKIPS", qSourcePath("tests/allowed_skips.txt"));
 }
 
 // Whether the list has a "<suite> <function> <reason>" line for this test.

@@ -1,14 +1,39 @@
 #pragma once
 
-// The data the tests read, all of it in the repository (TB_SOURCE_DIR is the
-// source tree, set for every suite by tests/CMakeLists.txt):
+// The data the tests read, all of it in the repository (sourcePath, from
+// test_paths.h):
 //   the demo model the recipes name, shipped with them (MIT);
 //   tests/data/datasets: TinyStories excerpts (CDLA-Sharing-1.0) and
 //   synthetic records written for the project;
 //   the npm packages of packaging/node-reference.txt, which
 //   `packaging/setup.sh test` installs before the tests run.
-// TB_SHARED_DATA_DIR (../shared/data) is only for the data we may not
+// sharedDataPath (../shared/data) is only for the data we may not
 // redistribute (Alpaca, SAMSum), read in place.
-#define TB_DEMO_MODEL_DIR TB_SOURCE_DIR "/resources/demo/stories260K"
-#define TB_TEST_DATASETS_DIR TB_SOURCE_DIR "/tests/data/datasets"
-#define TB_NODE_REFERENCE_DIR TB_SOURCE_DIR "/.venv/node"
+#include <string>
+#include <string_view>
+
+#include "test_paths.h"
+
+namespace tb::test {
+
+inline std::string demoModelDir()
+{
+    return sourcePath("resources/demo/stories260K");
+}
+
+inline std::string testDatasetsDir()
+{
+    return sourcePath("tests/data/datasets");
+}
+
+inline std::string testDatasetsPath(std::string_view relative)
+{
+    return pathUnder(testDatasetsDir().c_str(), relative);
+}
+
+inline std::string nodeReferenceDir()
+{
+    return sourcePath(".venv/node");
+}
+
+} // namespace tb::test

@@ -1,6 +1,6 @@
 #include "npm_reference.h"
 
-#include "../support/test_data.h"
+#include "../support/qt_test_paths.h"
 
 #include <QFile>
 #include <QJsonDocument>
@@ -12,7 +12,7 @@ namespace tb::tokenizer::test {
 
 namespace {
 
-const QString kPinned = QStringLiteral(TB_SOURCE_DIR "/packaging/node-reference.txt");
+const QString kPinned = tb::test::qSourcePath("packaging/node-reference.txt");
 
 // "name@version" lines of the pinned list.
 QStringList pinnedPackages()
@@ -53,8 +53,8 @@ QString checkInstalled(const QString& modules, const QString& spec)
 NpmReference prepareNpmReference()
 {
     NpmReference reference;
-    reference.script = QStringLiteral(TB_SOURCE_DIR "/tests/tokenizer/hf_reference.js");
-    reference.nodeModules = QStringLiteral(TB_NODE_REFERENCE_DIR "/node_modules");
+    reference.script = tb::test::qSourcePath("tests/tokenizer/hf_reference.js");
+    reference.nodeModules = QString::fromStdString(tb::test::nodeReferenceDir() + "/node_modules");
     const QString install =
         QStringLiteral("; `packaging/setup.sh test` installs node and the packages of ") + kPinned;
     reference.node = QStandardPaths::findExecutable(QStringLiteral("node"));

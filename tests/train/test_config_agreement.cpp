@@ -20,7 +20,7 @@ namespace {
 // stories260K's config.json, from the demo model the repository carries.
 QString storiesConfig()
 {
-    const std::string path = TB_DEMO_MODEL_DIR "/config.json";
+    const std::string path = tb::test::demoModelDir() + "/config.json";
     return std::filesystem::exists(path) ? QString::fromStdString(path) : QString();
 }
 
@@ -141,7 +141,7 @@ private slots:
         const std::string folder = dir.path().toStdString();
         QVERIFY(common::writeFileAtomic(folder + "/config.json", json.toStdString()).ok());
 
-        const auto catalog = plan::Catalog::load(TB_SOURCE_DIR "/presets");
+        const auto catalog = plan::Catalog::load(tb::test::sourcePath("presets"));
         QVERIFY2(catalog.ok(), catalog.ok() ? "" : catalog.error().toString().c_str());
         const auto planned = catalog->resolveModel(folder);
         QVERIFY2(planned.ok(), planned.ok() ? "" : planned.error().toString().c_str());

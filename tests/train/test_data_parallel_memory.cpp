@@ -1,6 +1,6 @@
 #include "../support/model_variants.h"
+#include "../support/qt_test_paths.h"
 #include "../support/write_or_stop.h"
-#include "../support/test_data.h"
 #include "common/atomic_file.h"
 #include "plan/catalog.h"
 #include "plan/estimator.h"
@@ -28,9 +28,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const QString kCli = TB_BINARY_DIR "/app/cli/tunebench-cli";
-const std::string kModel = TB_DEMO_MODEL_DIR;
-const std::string kDemo = TB_SOURCE_DIR "/resources/demo/tiny_instructions.jsonl";
+const QString kCli = tb::test::qBuildPath("app/cli/tunebench-cli");
+const std::string kModel = tb::test::demoModelDir();
+const std::string kDemo = tb::test::sourcePath("resources/demo/tiny_instructions.jsonl");
 constexpr int kRanks = 4;
 
 struct StateBytes {
@@ -120,7 +120,7 @@ PlannerStates planned(tb::plan::Sharding sharding, tb::plan::Method method = tb:
 {
     namespace plan = tb::plan;
     PlannerStates out;
-    auto catalog = plan::Catalog::load(TB_SOURCE_DIR "/presets");
+    auto catalog = plan::Catalog::load(tb::test::sourcePath("presets"));
     if (!catalog)
         return out;
     auto spec = catalog->resolveModel(kModel);

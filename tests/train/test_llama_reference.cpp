@@ -179,7 +179,7 @@ private slots:
             QStringLiteral("built without core/tokenizer: the dataset text cannot be tokenised"));
 #else
         const std::string dataPath =
-            TB_TEST_DATASETS_DIR "/tinystories/tinystories_val_first800.txt";
+            tb::test::testDatasetsPath("tinystories/tinystories_val_first800.txt");
         const auto text = tb::common::readFile(dataPath);
         QVERIFY(text.ok());
         const auto tokenizer = tb::tokenizer::Tokenizer::load(demoModelDir());

@@ -1,4 +1,4 @@
-#include "../support/test_data.h"
+#include "../support/qt_test_paths.h"
 #include "common/atomic_file.h"
 
 #include <nlohmann/json.hpp>
@@ -20,14 +20,14 @@ struct Run {
 Run cli(const QStringList& arguments)
 {
     QProcess process;
-    process.start(TB_BINARY_DIR "/app/cli/tunebench-cli", arguments);
+    process.start(tb::test::qBuildPath("app/cli/tunebench-cli"), arguments);
     process.waitForFinished(120000);
     return {process.exitCode(), QString::fromUtf8(process.readAllStandardOutput()),
         QString::fromUtf8(process.readAllStandardError())};
 }
 
-const QString kModel = TB_DEMO_MODEL_DIR;
-const QString kData = TB_TEST_DATASETS_DIR "/tinystories/tinystories_val_first800.txt";
+const QString kModel = tb::test::qDemoModelDir();
+const QString kData = tb::test::qTestDatasetsPath("tinystories/tinystories_val_first800.txt");
 
 } // namespace
 

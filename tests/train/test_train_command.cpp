@@ -1,13 +1,13 @@
 #include "../support/model_variants.h"
-#include "../support/write_or_stop.h"
-#include "train_command_runs.h"
+#include "../support/qt_test_paths.h"
 #include "../support/skip.h"
-#include "../support/test_data.h"
+#include "../support/write_or_stop.h"
 #include "common/atomic_file.h"
 #include "common/build_info.h"
 #include "run_events.h"
 #include "safetensors/safetensors_file.h"
 #include "safetensors/writer.h"
+#include "train_command_runs.h"
 
 #include <nlohmann/json.hpp>
 
@@ -51,7 +51,7 @@ private slots:
         QFETCH(bool, merged);
         QTemporaryDir dir;
         const std::string runDir = dir.filePath("run").toStdString();
-        const Run run = cli({"train", TB_SOURCE_DIR "/presets/recipes/" + recipe + ".yaml",
+        const Run run = cli({"train", tb::test::qSourcePath("presets/recipes/") + recipe + ".yaml",
             "--output", QString::fromStdString(runDir), "--max-steps", "2", "--threads", "1"});
         QVERIFY2(run.exitCode == 0, qPrintable(run.err));
         QVERIFY(run.out.contains("status      completed"));

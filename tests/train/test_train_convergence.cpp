@@ -1,3 +1,4 @@
+#include "../support/test_paths.h"
 #include "config/config_loader.h"
 #include "data/batch.h"
 #include "data/random.h"
@@ -117,7 +118,8 @@ private slots:
         QTemporaryDir dir;
         config::LoadOptions options;
         options.checkPaths = true;
-        auto loaded = config::loadRunConfig(TB_SOURCE_DIR "/presets/recipes/lora.yaml", options);
+        auto loaded =
+            config::loadRunConfig(tb::test::sourcePath("presets/recipes/lora.yaml"), options);
         QVERIFY(loaded.ok());
         config::RunConfig config = *loaded;
         config.output.dir = dir.filePath("run").toStdString();

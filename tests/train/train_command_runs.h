@@ -3,7 +3,7 @@
 // Running `tunebench-cli train` as a user does, for the suites that test it
 // (test_train_command, test_checkpoint_resume): the CLI, the demo model and
 // data, the run's events, a config writer and a wait on an event.
-#include "../support/test_data.h"
+#include "../support/qt_test_paths.h"
 #include "../support/write_or_stop.h"
 #include "common/atomic_file.h"
 #include "run_events.h"
@@ -29,9 +29,9 @@ namespace tb::testutil::train_command {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-inline const QString kCli = TB_BINARY_DIR "/app/cli/tunebench-cli";
-inline const std::string kModel = TB_DEMO_MODEL_DIR;
-inline const std::string kDemo = TB_SOURCE_DIR "/resources/demo/tiny_instructions.jsonl";
+inline const QString kCli = tb::test::qBuildPath("app/cli/tunebench-cli");
+inline const std::string kModel = tb::test::demoModelDir();
+inline const std::string kDemo = tb::test::sourcePath("resources/demo/tiny_instructions.jsonl");
 
 struct Run {
     int exitCode = -1;

@@ -61,7 +61,7 @@ inline double maxAbsDiff(const torch::Tensor& a, const torch::Tensor& b)
 
 inline std::string demoModelDir()
 {
-    return TB_DEMO_MODEL_DIR;
+    return tb::test::demoModelDir();
 }
 
 } // namespace tb::train::testutil

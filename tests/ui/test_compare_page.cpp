@@ -3,6 +3,9 @@
 // smoothing and log scale, every rank of a run, the scaling chart with the
 // ideal line and the predicted curve, the end-of-run notification, and a
 // real scaling probe of stories260K at 1, 2 and 4 ranks.
+#include "../support/endless_run.h"
+#include "../support/event_lines.h"
+#include "../support/qt_test_paths.h"
 #include "compare/compare_page.h"
 #include "compare/overlay_charts.h"
 #include "compare/prediction_table.h"
@@ -14,8 +17,6 @@
 #include "metrics/run_catalog.h"
 #include "metrics/run_compare.h"
 #include "runs/run_launcher.h"
-#include "../support/endless_run.h"
-#include "../support/event_lines.h"
 
 #include <QAbstractItemModelTester>
 #include <QCheckBox>
@@ -95,7 +96,7 @@ private slots:
     void initTestCase()
     {
         QVERIFY(m_dir.isValid());
-        QDir().mkpath(QStringLiteral(TB_BINARY_DIR "/screenshots"));
+        QDir().mkpath(tb::test::qBuildPath("screenshots"));
         QStandardPaths::setTestModeEnabled(true); // the page keeps its folder in the settings
         QCoreApplication::setOrganizationName(QStringLiteral("tunebench-test-compare"));
     }
@@ -304,7 +305,7 @@ private slots:
         page.show();
         QVERIFY(QTest::qWaitForWindowExposed(&page));
         page.setRunsFolder(root);
-        page.probe()->launcher()->setCliProgram(QStringLiteral(TB_BINARY_DIR "/app/cli/tunebench-cli"));
+        page.probe()->launcher()->setCliProgram(tb::test::qBuildPath("app/cli/tunebench-cli"));
         QSignalSpy finished(page.probe(), &tb::ui::ScalingProbePanel::probeFinished);
         QString outDir, error;
         QVERIFY2(page.probe()->start(config, QStringLiteral("1,2,4"), kProbeSteps, root, &outDir, &error), qPrintable(error));
@@ -330,16 +331,16 @@ private slots:
         QTRY_COMPARE(page.rankCharts()->rankCount(), 4);
         auto* tabs = page.findChild<QTabWidget*>(QStringLiteral("compareTabs"));
         page.smoothingSlider()->setValue(50);
-        QVERIFY(page.grab().save(QStringLiteral(TB_BINARY_DIR "/screenshots/compare_overlay.png")));
+        QVERIFY(page.grab().save(tb::test::qBuildPath("screenshots/compare_overlay.png")));
         tabs->setCurrentIndex(2);
         QTest::qWait(200);
-        QVERIFY(page.grab().save(QStringLiteral(TB_BINARY_DIR "/screenshots/compare_scaling.png")));
+        QVERIFY(page.grab().save(tb::test::qBuildPath("screenshots/compare_scaling.png")));
         tabs->setCurrentIndex(1);
         QTest::qWait(200);
-        QVERIFY(page.grab().save(QStringLiteral(TB_BINARY_DIR "/screenshots/compare_ranks.png")));
+        QVERIFY(page.grab().save(tb::test::qBuildPath("screenshots/compare_ranks.png")));
         tabs->setCurrentIndex(3);
         QTest::qWait(200);
-        QVERIFY(page.grab().save(QStringLiteral(TB_BINARY_DIR "/screenshots/compare_prediction.png")));
+        QVERIFY(page.grab().save(tb::test::qBuildPath("screenshots/compare_prediction.png")));
         // Every run of the probe trained on this CPU and recorded the planner's estimate.
         QCOMPARE(page.predictionTable()->rowCount(), 3);
         for (int row = 0; row < 3; ++row) {

@@ -2,6 +2,7 @@
 // probed off the UI thread; a host that refuses marks only its own row; the
 // list survives a restart. The model is under QAbstractItemModelTester
 // throughout: rows added, probed, answered, failed and removed.
+#include "../support/qt_test_paths.h"
 #include "sshd_server.h"
 
 #include "hosts/hosts_model.h"
@@ -47,7 +48,7 @@ private slots:
         const QString failure = m_server.start();
         QVERIFY2(failure.isEmpty(), qPrintable(failure));
         QVERIFY(m_work.isValid());
-        QDir().mkpath(QStringLiteral(TB_BINARY_DIR "/screenshots"));
+        QDir().mkpath(tb::test::qBuildPath("screenshots"));
     }
 
     void probesThisMachineAndAnSshHost()
@@ -79,7 +80,7 @@ private slots:
         QCOMPARE(cell(model, 1, HostsModel::Cpus), cell(model, 0, HostsModel::Cpus));
         if (QStandardPaths::findExecutable(QStringLiteral("nvidia-smi")).isEmpty())
             QCOMPARE(cell(model, 1, HostsModel::Gpus), QStringLiteral("none (nvidia-smi not found)"));
-        QVERIFY(page.grab().save(QStringLiteral(TB_BINARY_DIR "/screenshots/hosts_page.png")));
+        QVERIFY(page.grab().save(tb::test::qBuildPath("screenshots/hosts_page.png")));
     }
 
     void refusingHostMarksOnlyItsRow()

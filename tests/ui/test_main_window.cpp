@@ -1,3 +1,4 @@
+#include "../support/qt_test_paths.h"
 #include "about_dialog.h"
 #include "main_window.h"
 #include "planner/planner_page.h"
@@ -24,7 +25,7 @@ private slots:
         QApplication::setOrganizationName(QStringLiteral("TunebenchTest"));
         QApplication::setApplicationName(QStringLiteral("test_main_window"));
         QSettings().clear();
-        m_screenshotDir = QStringLiteral(TB_BINARY_DIR "/screenshots");
+        m_screenshotDir = tb::test::qBuildPath("screenshots");
         QDir().mkpath(m_screenshotDir);
     }
 

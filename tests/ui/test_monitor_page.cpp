@@ -1,9 +1,10 @@
 // The Monitor page against a real sshd on loopback: it follows a run
 // folder over SSH as the file grows, says why a connection is refused, and
 // stops a real run there.
-#include "sshd_server.h"
 #include "../support/endless_run.h"
 #include "../support/event_lines.h"
+#include "../support/qt_test_paths.h"
+#include "sshd_server.h"
 
 #include "metrics/event.h"
 #include "metrics/step_record.h"
@@ -29,7 +30,7 @@ private slots:
         const QString failure = m_server.start();
         QVERIFY2(failure.isEmpty(), qPrintable(failure));
         QVERIFY(m_work.isValid());
-        QDir().mkpath(QStringLiteral(TB_BINARY_DIR "/screenshots"));
+        QDir().mkpath(tb::test::qBuildPath("screenshots"));
     }
 
     void followsARunOverSsh()
@@ -97,7 +98,7 @@ private slots:
         QVERIFY(QTest::qWaitForWindowExposed(&page));
         connectPage(page, runDir, m_server.knownHosts());
         QTRY_VERIFY_WITH_TIMEOUT(page.view()->charts()->lossPointCount() >= 8, 120000);
-        QVERIFY(page.grab().save(QStringLiteral(TB_BINARY_DIR "/screenshots/monitor_page.png")));
+        QVERIFY(page.grab().save(tb::test::qBuildPath("screenshots/monitor_page.png")));
         QSignalSpy stopped(&page, &MonitorPage::stopFinished);
         QVERIFY(page.canStop());
         page.stopRun();

@@ -5,8 +5,9 @@
 // over SFTP from node 0, and stopped from the page with every node ended
 // and no process left; the Monitor page lists a host's run registry and
 // follows the run picked there.
-#include "netns_cluster.h"
 #include "../support/endless_run.h"
+#include "../support/qt_test_paths.h"
+#include "netns_cluster.h"
 
 #include "hosts/hosts_model.h"
 #include "monitor/monitor_page.h"
@@ -34,8 +35,8 @@ using tb::ui::RunsPage;
 
 namespace {
 
-const QString kCli = QStringLiteral(TB_BINARY_DIR "/app/cli/tunebench-cli");
-const QString kScreenshots = QStringLiteral(TB_BINARY_DIR "/screenshots");
+const QString kCli = tb::test::qBuildPath("app/cli/tunebench-cli");
+const QString kScreenshots = tb::test::qBuildPath("screenshots");
 
 // Processes whose command line holds `text` (the run's config path).
 QString processesWith(const QString& text)

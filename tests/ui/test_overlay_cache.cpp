@@ -1,3 +1,4 @@
+#include "../support/qt_test_paths.h"
 #include "compare/overlay_charts.h"
 #include "compare/run_colors.h"
 #include "metrics/event.h"
@@ -351,7 +352,7 @@ private slots:
         QTRY_VERIFY(!charts.isDecimating());
         for (int p = 0; p < OverlayCharts::PanelCount; ++p)
             charts.replot(QCustomPlot::rpImmediateRefresh);
-        QDir().mkpath(QStringLiteral(TB_BINARY_DIR "/screenshots"));
+        QDir().mkpath(tb::test::qBuildPath("screenshots"));
         for (const bool zoomed : {false, true}) {
             if (zoomed) {
                 charts.curve(0, OverlayCharts::LossPanel)->keyAxis()->setRange(1000, 3000);
@@ -363,7 +364,7 @@ private slots:
                     charts.replot(QCustomPlot::rpImmediateRefresh);
             }
             const QImage image = charts.grab().toImage().convertToFormat(QImage::Format_RGB32);
-            const QString path = QStringLiteral(TB_BINARY_DIR "/screenshots/compare_overlay_%1_runs%2.png")
+            const QString path = tb::test::qBuildPath("screenshots/compare_overlay_%1_runs%2.png")
                                      .arg(kRuns)
                                      .arg(zoomed ? QStringLiteral("_zoomed") : QString());
             QVERIFY2(image.save(path), qPrintable(path));

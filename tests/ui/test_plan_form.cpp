@@ -2,6 +2,7 @@
 // widget has its option's range and gives back both ends unclamped, the form
 // opens on the planner's defaults, refused offloads are greyed out, and
 // choosing our trainer as the engine shows its phases.
+#include "../support/qt_test_paths.h"
 #include "planner/plan_form.h"
 #include "planner/planner_page.h"
 
@@ -41,7 +42,8 @@ private slots:
     {
         QStandardPaths::setTestModeEnabled(true);
         QSettings().clear(); // no plan persisted by an earlier run of a suite
-        qputenv("TUNEBENCH_CALIBRATION", QByteArray(TB_BINARY_DIR "/no-calibration.json"));
+        qputenv("TUNEBENCH_CALIBRATION",
+            QByteArray::fromStdString(tb::test::buildPath("no-calibration.json")));
     }
 
     // Planned as Tunebench's trainer runs it, the page names every phase
@@ -66,7 +68,7 @@ private slots:
                                      QString::fromStdString(common::formatBytes(r.perGpuBytes)));
         QVERIFY2(page.detailsText().contains(peak), qPrintable(page.detailsText()));
         page.resize(1500, 1000);
-        QVERIFY(page.grab().save(QStringLiteral(TB_BINARY_DIR "/screenshots/planner_tunebench_phases.png")));
+        QVERIFY(page.grab().save(tb::test::qBuildPath("screenshots/planner_tunebench_phases.png")));
         engine->setCurrentIndex(engine->findData(QStringLiteral("reference"))); // what the next test opens on
     }
 
@@ -89,7 +91,7 @@ private slots:
         QCOMPARE(page.result()->peakPhase()->phase, plan::Phase::Evaluation);
         QVERIFY2(page.detailsText().contains(QStringLiteral("evaluation")), qPrintable(page.detailsText()));
         page.resize(1500, 1000);
-        QVERIFY(page.grab().save(QStringLiteral(TB_BINARY_DIR "/screenshots/planner_hf_evaluation.png")));
+        QVERIFY(page.grab().save(tb::test::qBuildPath("screenshots/planner_hf_evaluation.png")));
         engine->setCurrentIndex(engine->findData(QStringLiteral("tunebench")));
         QCOMPARE(evalBatch->value(), 0); // no stale evaluation under another engine
         engine->setCurrentIndex(engine->findData(QStringLiteral("reference"))); // what the next test opens on

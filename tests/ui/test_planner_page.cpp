@@ -1,3 +1,4 @@
+#include "../support/qt_test_paths.h"
 #include "main_window.h"
 #include "planner/breakdown_chart.h"
 #include "planner/component_colors.h"
@@ -132,8 +133,9 @@ private slots:
         QApplication::setApplicationName(QStringLiteral("test_planner_page"));
         QSettings().clear();
         // No calibration file of the user's: each test sets its own.
-        qputenv("TUNEBENCH_CALIBRATION", QByteArray(TB_BINARY_DIR "/no-calibration.json"));
-        m_screenshotDir = QStringLiteral(TB_BINARY_DIR "/screenshots");
+        qputenv("TUNEBENCH_CALIBRATION",
+            QByteArray::fromStdString(tb::test::buildPath("no-calibration.json")));
+        m_screenshotDir = tb::test::qBuildPath("screenshots");
         QDir().mkpath(m_screenshotDir);
     }
 
@@ -494,12 +496,12 @@ private slots:
     {
         QTemporaryDir dir;
         const QString path = dir.filePath("run.yaml");
-        const std::string yaml = "model: " TB_SOURCE_DIR "/resources/demo/stories260K\n"
-                                 "method: lora\nprecision: bf16-mixed\ndevice: cuda\n"
-                                 "data:\n  train: " TB_SOURCE_DIR
-                                 "/resources/demo/tiny_instructions.jsonl\n"
-                                 "  sequence_length: 512\n  packing: false\n"
-                                 "training:\n  micro_batch: 4\n  epochs: 2\n";
+        const std::string yaml = "model: " + tb::test::sourcePath("resources/demo/stories260K")
+            + "\nmethod: lora\nprecision: bf16-mixed\ndevice: cuda\n"
+              "data:\n  train: "
+            + tb::test::sourcePath("resources/demo/tiny_instructions.jsonl")
+            + "\n  sequence_length: 512\n  packing: false\n"
+              "training:\n  micro_batch: 4\n  epochs: 2\n";
         QVERIFY(common::writeFileAtomic(path.toStdString(), yaml).ok());
         ui::MainWindow window;
         PlannerPage* page = shownPlanner(window);

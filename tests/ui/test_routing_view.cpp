@@ -2,15 +2,15 @@
 // steps carry expert_tokens and not for a dense one, follow the event file
 // as it grows, redraw after a resume, take a long run, and show a real
 // Mixtral run of the trainer (a screenshot of it).
+#include "../support/event_lines.h"
+#include "../support/model_variants.h"
+#include "../support/qt_test_paths.h"
+#include "../support/skip.h"
 #include "metrics/event.h"
 #include "metrics/step_record.h"
 #include "runs/routing_charts.h"
 #include "runs/run_charts.h"
 #include "runs/runs_page.h"
-#include "../support/event_lines.h"
-#include "../support/model_variants.h"
-#include "../support/skip.h"
-#include "../support/test_data.h"
 
 #include <QDir>
 #include <QElapsedTimer>
@@ -78,7 +78,7 @@ private slots:
     void initTestCase()
     {
         QVERIFY(m_dir.isValid());
-        QDir().mkpath(QStringLiteral(TB_BINARY_DIR "/screenshots"));
+        QDir().mkpath(tb::test::qBuildPath("screenshots"));
     }
 
     void appearsOnlyForAMixtureOfExperts_data()
@@ -245,23 +245,25 @@ private slots:
 #ifndef TB_CLI_HAS_TRAINER
         TB_SKIP("this build has no trainer (TUNEBENCH_TRAINER off)");
 #else
-        const std::string model = tb::test::writeMixtralCopy(
-            TB_DEMO_MODEL_DIR, m_dir.filePath(QStringLiteral("mixtral")).toStdString(), true);
+        const std::string model = tb::test::writeMixtralCopy(tb::test::demoModelDir(),
+            m_dir.filePath(QStringLiteral("mixtral")).toStdString(), true);
         const QString runDir = m_dir.filePath(QStringLiteral("mixtral-run"));
         const QString config = m_dir.filePath(QStringLiteral("mixtral.yaml"));
         QFile file(config);
         QVERIFY(file.open(QIODevice::WriteOnly));
-        file.write(QStringLiteral("model: %1\nmethod: full\n"
-                                  "data: {train: " TB_SOURCE_DIR "/resources/demo/tiny_instructions.jsonl,"
-                                  " format: alpaca, sequence_length: 128, validation_split: 0.1}\n"
-                                  "training: {max_steps: 40, micro_batch: 4, learning_rate: 3.0e-3}\n"
-                                  "output: {dir: %2}\n")
-                       .arg(QString::fromStdString(model), runDir)
-                       .toUtf8());
+        file.write(
+            QStringLiteral("model: %1\nmethod: full\n"
+                           "data: {train: %2,"
+                           " format: alpaca, sequence_length: 128, validation_split: 0.1}\n"
+                           "training: {max_steps: 40, micro_batch: 4, learning_rate: 3.0e-3}\n"
+                           "output: {dir: %3}\n")
+                .arg(QString::fromStdString(model),
+                    tb::test::qSourcePath("resources/demo/tiny_instructions.jsonl"), runDir)
+                .toUtf8());
         file.close();
         QProcess trainer;
         trainer.setProcessChannelMode(QProcess::MergedChannels);
-        trainer.start(QStringLiteral(TB_BINARY_DIR "/app/cli/tunebench-cli"),
+        trainer.start(tb::test::qBuildPath("app/cli/tunebench-cli"),
             {QStringLiteral("train"), config, QStringLiteral("--threads"), QStringLiteral("1"),
                 QStringLiteral("--quiet")});
         QVERIFY(trainer.waitForStarted());
@@ -285,7 +287,7 @@ private slots:
         QCOMPARE(routing->heatMap()->data()->valueSize(), 5);
         QCOMPARE(routing->heatMapStep(), 40);
         QTest::qWait(100); // the queued replot
-        QVERIFY(page.grab().save(QStringLiteral(TB_BINARY_DIR "/screenshots/runs_page_moe.png")));
+        QVERIFY(page.grab().save(tb::test::qBuildPath("screenshots/runs_page_moe.png")));
         qInfo("%s", qPrintable(routing->title()));
 #endif
     }

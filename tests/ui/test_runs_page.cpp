@@ -2,6 +2,9 @@
 // file written here line by line, as a trainer does), drops a followed run
 // when another folder is opened, reports unreadable lines, and starts and
 // stops a real run of the trainer through tunebench-cli launch.
+#include "../support/endless_run.h"
+#include "../support/event_lines.h"
+#include "../support/qt_test_paths.h"
 #include "metrics/event.h"
 #include "metrics/step_record.h"
 #include "runs/run_charts.h"
@@ -9,8 +12,6 @@
 #include "runs/run_launcher.h"
 #include "runs/run_view.h"
 #include "runs/runs_page.h"
-#include "../support/endless_run.h"
-#include "../support/event_lines.h"
 
 #include <QDir>
 #include <QFile>
@@ -74,7 +75,7 @@ private slots:
     void initTestCase()
     {
         QVERIFY(m_dir.isValid());
-        QDir().mkpath(QStringLiteral(TB_BINARY_DIR "/screenshots"));
+        QDir().mkpath(tb::test::qBuildPath("screenshots"));
     }
 
     void followsAGrowingEventFile()
@@ -241,7 +242,7 @@ private slots:
         page.resize(1400, 900);
         page.show();
         QVERIFY(QTest::qWaitForWindowExposed(&page));
-        page.launcher()->setCliProgram(QStringLiteral(TB_BINARY_DIR "/app/cli/tunebench-cli"));
+        page.launcher()->setCliProgram(tb::test::qBuildPath("app/cli/tunebench-cli"));
         QSignalSpy finished(&page, &RunsPage::runFinished);
         QString error;
         QVERIFY2(page.startRun(config, 2, &error), qPrintable(error));
@@ -249,7 +250,7 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(page.charts()->lossPointCount() >= 6, 120000);
         QVERIFY(page.charts()->evalPointCount() >= 2);
         QVERIFY2(page.summaryText().contains(QStringLiteral("2 ranks, zero3")), qPrintable(page.summaryText()));
-        QVERIFY(page.grab().save(QStringLiteral(TB_BINARY_DIR "/screenshots/runs_page.png")));
+        QVERIFY(page.grab().save(tb::test::qBuildPath("screenshots/runs_page.png")));
 
         QVERIFY(page.canStop());
         QCOMPARE(page.stopRun(), QString());

@@ -1,3 +1,4 @@
+#include "../support/test_paths.h"
 #include "startup_probe.h"
 
 #include <QProcess>
@@ -50,7 +51,7 @@ private slots:
                 std::chrono::steady_clock::now().time_since_epoch()).count();
         };
         const qint64 before = nowNs();
-        gui.start(QStringLiteral(TB_GUI_BINARY), {});
+        gui.start(QString::fromUtf8(tb::test::guiProgram()), {});
         QVERIFY2(gui.waitForFinished(60000), "the GUI did not quit after its first frame");
         const qint64 after = nowNs();
         QCOMPARE(gui.exitStatus(), QProcess::NormalExit);

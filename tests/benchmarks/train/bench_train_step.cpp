@@ -21,6 +21,7 @@
 // Memory is also split by phase (setup, forward + backward, update) with
 // VmHWM restarted between phases (resetPeakResidentMemory).
 
+#include "../../support/test_paths.h"
 #include "common/atomic_file.h"
 #include "data/batch.h"
 #include "llama_bench_util.h"
@@ -105,7 +106,7 @@ struct PlannerBytes {
 
 PlannerBytes plannerBytes(const Case& c, const Settings& s, const std::string& configPath)
 {
-    auto catalog = plan::Catalog::load(TB_SOURCE_DIR "/presets");
+    auto catalog = plan::Catalog::load(tb::test::sourcePath("presets"));
     if (!catalog) {
         std::fprintf(stderr, "planner: %s\n", catalog.error().toString().c_str());
         return {};

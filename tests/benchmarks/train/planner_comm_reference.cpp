@@ -24,6 +24,7 @@
 //       reads ROOT/w<W>-<sharding>/events*.jsonl of the runs the script made
 //       and prints the comparison table (medians over the steps after SKIP)
 
+#include "../../support/test_paths.h"
 #include "plan/catalog.h"
 #include "plan/estimator.h"
 
@@ -68,7 +69,7 @@ std::optional<PlannerFigures> plannerFigures(const std::string& model,
         std::fprintf(stderr, "planner_comm_reference: unknown sharding %s\n", shardingName.c_str());
         return std::nullopt;
     }
-    auto catalog = plan::Catalog::load(TB_SOURCE_DIR "/presets");
+    auto catalog = plan::Catalog::load(tb::test::sourcePath("presets"));
     if (!catalog) {
         std::fprintf(stderr, "planner_comm_reference: %s\n", catalog.error().toString().c_str());
         return std::nullopt;

@@ -9,6 +9,8 @@
 // page first). Libraries are in the page cache after the first run: cold
 // means a new process, not an empty disk cache. Under a display:
 //   xvfb-run -a -s "-screen 0 1600x1000x24" build/default/tests/benchmarks/ui/bench_gui_cold_start
+#include "../../support/test_paths.h"
+
 #include <QCoreApplication>
 #include <QProcess>
 #include <QTemporaryDir>
@@ -60,7 +62,8 @@ double median(std::vector<double> samples)
 int main(int argc, char** argv)
 {
     QCoreApplication app(argc, argv);
-    const QString gui = QStringLiteral(TB_GUI_BINARY), bare = QStringLiteral(TB_BARE_WINDOW_BINARY);
+    const QString gui = QString::fromUtf8(tb::test::guiProgram()),
+                  bare = QString::fromUtf8(tb::test::bareWindowProgram());
     QTemporaryDir config;
     std::vector<double> guiMs, bareMs;
     for (int i = 0; i < kWarmup + kRuns; ++i) {
