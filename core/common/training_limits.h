@@ -26,6 +26,14 @@ inline constexpr RealLimit kLoraAlphaLimit{0.01, 1e6};
 // A dropout of 1 would drop every input; 0.99 is as far as any recipe goes.
 inline constexpr RealLimit kLoraDropoutLimit{0.0, 0.99};
 
+// DPO's beta (TRL's DPOConfig default), above 0: it divides the IPO target
+// and scales every reward.
+inline constexpr double kDpoBetaDefault = 0.1;
+inline constexpr RealLimit kDpoBetaLimit{0.0, 1e6};
+// Label smoothing is the probability a preference was flipped: below 0.5,
+// where the robust loss's 1 / (1 - 2 eps) would be infinite.
+inline constexpr RealLimit kDpoLabelSmoothingLimit{0.0, 0.5};
+
 // Batch shape. The defaults differ on purpose: a plan describes a GPU
 // fine-tune (4 x 2048), a run config the smallest run that trains on a CPU.
 inline constexpr IntLimit kMicroBatchLimit{1, 65536};

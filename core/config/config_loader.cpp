@@ -185,6 +185,7 @@ void readDocument(const YAML::Node& root, RunConfig& config, ReadState& state)
     top.string("model", config.model, false, "the path of a Hugging Face model folder");
     top.string("tokenizer", config.tokenizer, false, "a tokenizer.json or its folder");
     readChoice(top, "method", config.method);
+    readChoice(top, "objective", config.objective);
     top.boolean("activation_checkpointing", config.activationCheckpointing);
     if (readChoice(top, "precision", config.precision) && config.precision == Precision::Fp16Mixed)
         top.report("precision",
@@ -192,6 +193,7 @@ void readDocument(const YAML::Node& root, RunConfig& config, ReadState& state)
             "the trainer has no fp16 loss scaling; bf16-mixed needs none");
     readChoice(top, "device", config.device);
     detail::readLoraSection(top, config, state);
+    detail::readDpoSection(top, config, state);
     detail::readDataSection(top, config, state);
     detail::readTrainingSection(top, config, state);
     detail::readOutputSection(top, config, state);

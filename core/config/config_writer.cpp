@@ -35,8 +35,11 @@ Tree orderedTree(const RunConfig& config)
     tree["model"] = config.model;
     tree["tokenizer"] = config.tokenizer;
     tree["method"] = toString(config.method);
+    tree["objective"] = toString(config.objective);
     tree["lora"] = Tree{{"rank", lora.rank}, {"alpha", lora.alpha}, {"dropout", lora.dropout},
         {"target_modules", lora.targetModules}};
+    tree["dpo"] = Tree{{"beta", config.dpo.beta}, {"loss_type", toString(config.dpo.lossType)},
+        {"label_smoothing", config.dpo.labelSmoothing}};
     tree["data"] = Tree{
         {"train", data.trainFiles},
         {"format", toString(data.format)},

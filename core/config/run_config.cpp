@@ -10,9 +10,18 @@ namespace {
 // common/training_terms.h.
 template <typename Enum> struct Names : common::SpellingTable<Enum> {};
 template <> struct Names<DataFormat> {
-    static constexpr std::array<common::Spelling<DataFormat>, 4> table{
+    static constexpr std::array<common::Spelling<DataFormat>, 5> table{
         {{DataFormat::Alpaca, "alpaca"}, {DataFormat::Chat, "chat"}, {DataFormat::Csv, "csv"},
-            {DataFormat::Text, "text"}}};
+            {DataFormat::Text, "text"}, {DataFormat::Preference, "preference"}}};
+};
+template <> struct Names<Objective> {
+    static constexpr std::array<common::Spelling<Objective>, 2> table{
+        {{Objective::Sft, "sft"}, {Objective::Dpo, "dpo"}}};
+};
+template <> struct Names<DpoLossType> {
+    static constexpr std::array<common::Spelling<DpoLossType>, 3> table{
+        {{DpoLossType::Sigmoid, "sigmoid"}, {DpoLossType::Ipo, "ipo"},
+            {DpoLossType::Robust, "robust"}}};
 };
 template <> struct Names<PromptTemplate> {
     static constexpr std::array<common::Spelling<PromptTemplate>, 6> table{
@@ -69,6 +78,8 @@ TB_CONFIG_ENUM(Schedule)
 TB_CONFIG_NAMES(Precision)
 TB_CONFIG_ENUM(Device)
 TB_CONFIG_ENUM(ExportKind)
+TB_CONFIG_ENUM(Objective)
+TB_CONFIG_ENUM(DpoLossType)
 TB_CONFIG_NAMES(Sharding)
 TB_CONFIG_NAMES(Offload)
 

@@ -24,7 +24,9 @@ using common::Offload;
 using common::Precision;
 using common::Sharding;
 using common::toString;
-enum class DataFormat { Alpaca, Chat, Csv, Text };
+// Preference: JSON Lines (or an array) of {prompt, chosen, rejected} strings,
+// TRL's plain preference format; only with objective dpo.
+enum class DataFormat { Alpaca, Chat, Csv, Text, Preference };
 // How records become text: a chat template, the Alpaca prompt, or none.
 // Auto picks the model's own chat format when tokenizer_config.json has one we
 // recognise, else Alpaca for instruction records.
@@ -34,6 +36,13 @@ enum class Schedule { Cosine, Linear, Constant };
 // Auto: CUDA when LibTorch sees a GPU, else the CPU (resolved by the trainer).
 enum class Device { Cpu, Cuda, Auto };
 enum class ExportKind { Adapter, Merged, Both };
+// What the run optimises: the next-token loss of supervised fine-tuning, or
+// the preference loss of DPO on preference pairs (docs/TRAINING.md).
+enum class Objective { Sft, Dpo };
+// DPO's loss on the pair's log-ratio difference: sigmoid (Rafailov et al.
+// 2023, with label smoothing: conservative DPO), ipo (Azar et al. 2023), or
+// robust (Chowdhury et al. 2024), as TRL's DPOTrainer names them.
+enum class DpoLossType { Sigmoid, Ipo, Robust };
 
 // YAML spellings ("bf16-mixed", "qlora"...), used by the reader, the writer
 // and error messages, so the three never disagree.
@@ -43,6 +52,8 @@ std::string_view toString(MalformedPolicy value);
 std::string_view toString(Schedule value);
 std::string_view toString(Device value);
 std::string_view toString(ExportKind value);
+std::string_view toString(Objective value);
+std::string_view toString(DpoLossType value);
 
 // The value spelled `text` (exact, lower case; an alias too), or nullopt;
 // allNames() lists the canonical spellings in declaration order, for
@@ -126,6 +137,17 @@ struct OutputConfig {
     bool operator==(const OutputConfig&) const = default;
 };
 
+// DPO's settings, TRL's DPOConfig defaults (beta 0.1, sigmoid, no smoothing).
+struct DpoConfig {
+    double beta = common::kDpoBetaDefault;
+    DpoLossType lossType = DpoLossType::Sigmoid;
+    // The probability that a pair's preference is flipped: sigmoid (cDPO)
+    // and robust read it, in [0, 0.5); ipo has none.
+    double labelSmoothing = 0.0;
+
+    bool operator==(const DpoConfig&) const = default;
+};
+
 // How ranks share the work when the run is started with WORLD_SIZE > 1 (by
 // `tunebench-cli launch`, torchrun, Azure ML or Slurm); unused by one process.
 struct DistributedConfig {
@@ -143,7 +165,9 @@ struct RunConfig {
     std::string model; // Hugging Face model folder
     std::string tokenizer; // default: the model folder
     Method method = Method::Lora;
+    Objective objective = Objective::Sft;
     LoraConfig lora;
+    DpoConfig dpo; // read when objective is dpo
     DataConfig data;
     TrainingConfig training;
     Precision precision = Precision::Fp32;
@@ -153,6 +177,7 @@ struct RunConfig {
     DistributedConfig distributed;
 
     bool usesLora() const { return method != Method::Full; }
+    bool isPreferenceTuning() const { return objective == Objective::Dpo; }
     bool hasValidationData() const
     {
         return data.validationSplit > 0.0 || !data.validationFiles.empty();

@@ -91,6 +91,22 @@ void readLoraSection(MapReader& top, RunConfig& config, ReadState& state)
     checkSchemaKeys(lora);
 }
 
+void readDpoSection(MapReader& top, RunConfig& config, ReadState& state)
+{
+    const auto node = top.section("dpo");
+    if (!node)
+        return;
+    MapReader dpo(*node, "dpo", state.problems);
+    dpo.recordNodes(state.nodes);
+    DpoConfig& out = config.dpo;
+    dpo.number("beta", out.beta, common::kDpoBetaLimit.min, false, common::kDpoBetaLimit.max, true,
+        "a positive number");
+    readChoice(dpo, "loss_type", out.lossType);
+    dpo.number("label_smoothing", out.labelSmoothing, common::kDpoLabelSmoothingLimit.min, true,
+        common::kDpoLabelSmoothingLimit.max, false, "a number in [0, 0.5)");
+    checkSchemaKeys(dpo);
+}
+
 void readDataSection(MapReader& top, RunConfig& config, ReadState& state)
 {
     const auto node = top.section("data");
@@ -189,8 +205,63 @@ void readDistributedSection(MapReader& top, RunConfig& config, ReadState& state)
     checkSchemaKeys(distributed);
 }
 
+namespace {
+
+// DPO trains on preference pairs, one pair's two rows padded side by side,
+// against a reference the run can compute (docs/TRAINING.md, "DPO").
+void checkPreferenceTuning(const RunConfig& config, ReadState& state)
+{
+    const bool dpo = config.isPreferenceTuning();
+    const DataConfig& data = config.data;
+    if (!dpo) {
+        if (data.format == DataFormat::Preference)
+            state.problem(state.has("data.format") ? "data.format" : "objective",
+                "preference pairs train with objective dpo; this run's objective is "
+                    + std::string(toString(config.objective)),
+                "set objective: dpo");
+        if (state.has("dpo"))
+            state.warning("dpo", "ignored: objective is sft");
+        return;
+    }
+    if (data.format != DataFormat::Preference)
+        state.problem(state.has("data.format") ? "data.format" : "objective",
+            "objective dpo trains on preference pairs; data.format is "
+                + std::string(toString(data.format)),
+            "set data.format: preference (JSON Lines of prompt, chosen, rejected)");
+    if (config.method == Method::Full)
+        state.problem(state.has("method") ? "method" : "objective",
+            "objective dpo needs a reference model: with lora and qlora it is the base model with "
+            "the adapter disabled; a full fine-tune has no frozen copy here",
+            "set method: lora or qlora");
+    if (data.packing)
+        state.problem("data.packing",
+            "a preference pair's chosen and rejected rows are compared whole; they cannot be "
+            "packed",
+            "remove data.packing");
+    if (config.hasValidationData())
+        state.problem(state.has("data.validation_file") ? "data.validation_file"
+                                                        : "data.validation_split",
+            "validation of preference pairs is not implemented; objective dpo trains without "
+            "validation data");
+    if (config.dpo.lossType == DpoLossType::Ipo && config.dpo.labelSmoothing > 0.0)
+        state.problem("dpo.label_smoothing",
+            "got " + std::to_string(config.dpo.labelSmoothing)
+                + ", but the ipo loss has no label smoothing",
+            "use loss_type sigmoid or robust, or remove label_smoothing");
+    if (state.has("data.columns"))
+        state.warning("data.columns", "ignored: preference pairs are read from prompt, chosen "
+                                      "and rejected");
+    if (data.promptTemplate != PromptTemplate::Auto && data.promptTemplate != PromptTemplate::None)
+        state.problem("data.template",
+            "got " + std::string(toString(data.promptTemplate))
+                + ", but plain preference pairs are tokenized as written; expected auto or none");
+}
+
+} // namespace
+
 void checkCombinations(const RunConfig& config, ReadState& state)
 {
+    checkPreferenceTuning(config, state);
     if (config.method == Method::Full && state.has("lora"))
         state.warning("lora", "ignored: method is full");
     if (config.method == Method::Full && config.output.exportKind != ExportKind::Merged

@@ -42,6 +42,7 @@ struct ReadState {
 // Each reads one section of `top` (if present) into `config` and records
 // the keys it met in `state`.
 void readLoraSection(MapReader& top, RunConfig& config, ReadState& state);
+void readDpoSection(MapReader& top, RunConfig& config, ReadState& state);
 void readDataSection(MapReader& top, RunConfig& config, ReadState& state);
 void readTrainingSection(MapReader& top, RunConfig& config, ReadState& state);
 void readOutputSection(MapReader& top, RunConfig& config, ReadState& state);

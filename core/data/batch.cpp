@@ -24,6 +24,7 @@ Batch collate(std::span<const TokenizedExample> rows, std::span<const std::size_
 {
     Batch batch;
     batch.batchSize = indices.size();
+    batch.rowsPerSample = std::max<std::size_t>(1, options.rowsPerSample);
     std::size_t longest = 0;
     for (const std::size_t index : indices)
         longest = std::max(longest, rows[index].size());
@@ -48,17 +49,29 @@ Batch collate(std::span<const TokenizedExample> rows, std::span<const std::size_
     return batch;
 }
 
+std::vector<std::size_t> rowsOfSamples(std::span<const std::size_t> samples, std::size_t rowsPerSample)
+{
+    std::vector<std::size_t> rows;
+    rows.reserve(samples.size() * rowsPerSample);
+    for (std::size_t part = 0; part < rowsPerSample; ++part) {
+        for (const std::size_t sample : samples)
+            rows.push_back(sample * rowsPerSample + part);
+    }
+    return rows;
+}
+
 BatchIterator::BatchIterator(std::span<const TokenizedExample> rows, SamplerOptions sampler,
     BatchOptions batch, DataPosition start)
     : m_rows(rows)
     , m_sampler([&] {
-        sampler.datasetSize = rows.size();
+        sampler.datasetSize = rows.size() / std::max<std::size_t>(1, batch.rowsPerSample);
         return sampler;
     }())
     , m_batch(batch)
     , m_position(start)
 {
     m_batch.microBatch = std::max<std::size_t>(1, m_batch.microBatch);
+    m_batch.rowsPerSample = std::max<std::size_t>(1, m_batch.rowsPerSample);
 }
 
 std::size_t BatchIterator::batchesPerEpoch() const
@@ -87,7 +100,9 @@ Batch BatchIterator::next()
     const std::size_t end = std::min(m_position.index + m_batch.microBatch, m_epochIndices.size());
     const std::span<const std::size_t> indices(
         m_epochIndices.data() + m_position.index, end - m_position.index);
-    Batch batch = collate(m_rows, indices, m_batch);
+    Batch batch = m_batch.rowsPerSample == 1
+        ? collate(m_rows, indices, m_batch)
+        : collate(m_rows, rowsOfSamples(indices, m_batch.rowsPerSample), m_batch);
     batch.epoch = m_position.epoch;
     m_position.index = end;
     if (m_position.index >= m_sampler.samplesPerRank()) {

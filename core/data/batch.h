@@ -16,6 +16,12 @@ struct BatchOptions {
     // 0: pad to the longest row of each batch; else to this length (fixed
     // shapes, e.g. to measure peak memory).
     std::size_t padToLength = 0;
+    // Rows each sample is made of, stored one after the other: 2 for a
+    // preference pair (its chosen row, then its rejected row). A batch of
+    // such samples holds every sample's first row, then every sample's
+    // second row, as TRL's DPO batches put the chosen rows before the
+    // rejected ones; microBatch counts samples.
+    std::size_t rowsPerSample = 1;
 };
 
 // A micro-batch as plain arrays, row-major [batchSize x sequenceLength], for
@@ -28,6 +34,7 @@ struct Batch {
     std::vector<std::int32_t> labels;
     std::vector<std::int32_t> attentionMask;
     std::vector<std::size_t> sampleIndices; // dataset rows, in batch order
+    std::size_t rowsPerSample = 1; // BatchOptions::rowsPerSample
     std::uint64_t epoch = 0;
 
     bool isEmpty() const { return batchSize == 0; }
@@ -38,9 +45,14 @@ struct Batch {
     std::size_t lossTokens() const;
 };
 
-// The rows `indices` of `rows` padded into one batch.
+// The rows `indices` of `rows` padded into one batch; with rowsPerSample > 1
+// the indices are already laid out as rowsOfSamples lays them out.
 Batch collate(std::span<const TokenizedExample> rows, std::span<const std::size_t> indices,
     const BatchOptions& options);
+
+// The rows of `samples` (sample indices) as BatchOptions::rowsPerSample lays
+// them out in a batch: each sample's first row, then each one's second...
+std::vector<std::size_t> rowsOfSamples(std::span<const std::size_t> samples, std::size_t rowsPerSample);
 
 // Micro-batches of this rank's samples, epoch after epoch, forever. Batches
 // do not cross epochs: the last one of an epoch may be smaller. The rows must

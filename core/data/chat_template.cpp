@@ -70,7 +70,8 @@ common::Result<std::optional<PromptTemplate>> modelChatTemplate(const std::strin
 common::Result<PromptTemplate> resolveTemplate(PromptTemplate requested, config::DataFormat format,
     std::optional<PromptTemplate> modelTemplate)
 {
-    if (format == config::DataFormat::Text)
+    // Plain text and plain preference pairs are tokenized as written.
+    if (format == config::DataFormat::Text || format == config::DataFormat::Preference)
         return PromptTemplate::None;
     if (requested != PromptTemplate::Auto) {
         if (format == config::DataFormat::Chat && requested == PromptTemplate::Alpaca)

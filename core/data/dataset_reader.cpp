@@ -148,6 +148,7 @@ common::Result<std::vector<Record>> parseRecords(std::string_view text, const st
             return parseTextDocuments(text, fileName, options.textSeparator, report);
         case config::DataFormat::Alpaca:
         case config::DataFormat::Chat:
+        case config::DataFormat::Preference:
             return parseJsonRecords(text, fileName, options, report);
         }
     } catch (const std::exception& error) {

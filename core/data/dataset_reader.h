@@ -12,7 +12,7 @@
 namespace tb::data {
 
 // Records of one file in `options.format`:
-// - alpaca, chat: a JSON array or JSON Lines (see json_records.h);
+// - alpaca, chat, preference: a JSON array or JSON Lines (see json_records.h);
 // - csv: RFC 4180 with a header row, columns chosen by options.columns;
 // - text: documents separated by options.textSeparator.
 // Malformed records go to `report` (skipped, or an Error with

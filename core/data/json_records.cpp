@@ -3,6 +3,7 @@
 #include "common/text.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 
 namespace tb::data {
@@ -122,6 +123,35 @@ common::Result<Record> chatRecord(const json& object, const ReaderOptions& optio
     }
     if (!hasAnswer)
         return common::Error{"no assistant message with content: nothing to learn", {}};
+    return record;
+}
+
+// TRL's plain preference pair. A field that is a list is the conversational
+// form, which is not read yet: said as such rather than as a wrong type.
+common::Result<Record> preferenceRecord(const json& object)
+{
+    Record record;
+    record.kind = RecordKind::Preference;
+    using Field = std::pair<const char*, std::string*>;
+    const std::array<Field, 3> fields{Field{"prompt", &record.prompt},
+        Field{"chosen", &record.chosen}, Field{"rejected", &record.rejected}};
+    for (const auto& [name, out] : fields) {
+        const json* value = lookup(object, name);
+        if (value && value->is_array())
+            return common::Error{std::string("'") + name
+                    + "' is a list of messages: conversational preference pairs are not "
+                      "supported yet; expected a string",
+                {}};
+        if (common::Status status = readText(object, name, true, *out); !status.ok())
+            return status.error();
+    }
+    for (const Field& completion : {fields[1], fields[2]}) {
+        if (common::trim(*completion.second).empty())
+            return common::Error{
+                std::string("'") + completion.first + "' is empty: a pair needs two completions", {}};
+    }
+    if (record.chosen == record.rejected)
+        return common::Error{"'chosen' equals 'rejected': the pair prefers nothing", {}};
     return record;
 }
 
@@ -258,7 +288,8 @@ common::Result<Record> recordFromJson(
 {
     common::Result<Record> record = options.format == config::DataFormat::Chat
         ? chatRecord(object, options)
-        : instructionRecord(object, options);
+        : options.format == config::DataFormat::Preference ? preferenceRecord(object)
+                                                           : instructionRecord(object, options);
     if (record.ok())
         record.value().source = where;
     return record;

@@ -12,7 +12,8 @@
 
 namespace tb::data {
 
-// One JSON object as an instruction or chat record through the column map.
+// One JSON object as an instruction or chat record through the column map,
+// or a preference pair (its prompt, chosen and rejected strings).
 // Column names may be dotted paths into nested objects and arrays
 // ("instances.0.output"), tried after the name as a plain key.
 common::Result<Record> recordFromJson(

@@ -2,6 +2,7 @@
 
 #include "data/chat_template.h"
 #include "data/dataset_reader.h"
+#include "data/preference_pairs.h"
 #include "data/prompt_format.h"
 #include "data/random.h"
 #include "data/split.h"
@@ -89,6 +90,28 @@ std::string joinFiles(const std::vector<std::string>& files)
     return text;
 }
 
+// DPO's rows: a pair's chosen row then its rejected row (preference_pairs.h).
+// The run config allows no validation data with preference pairs.
+common::Result<PreparedData> preparePreferenceRows(PreparedData prepared,
+    const std::vector<Record>& records, const config::DataConfig& data,
+    const tokenizer::Tokenizer& tokenizer)
+{
+    DataStats& stats = prepared.stats;
+    stats.promptTemplate = config::PromptTemplate::None;
+    common::Result<std::vector<PreferencePair>> pairs =
+        tokenizePreferencePairs(records, tokenizer, data.malformed, stats.records);
+    if (!pairs.ok())
+        return pairs.error();
+    prepared.train = preferenceRows(std::move(pairs).value(),
+        static_cast<std::size_t>(data.sequenceLength), &stats.train);
+    if (prepared.train.empty())
+        return common::Error{"no preference pairs left: every pair was malformed or its prompt "
+                             "alone fills data.sequence_length ("
+                + std::to_string(data.sequenceLength) + " tokens)",
+            "raise data.sequence_length"};
+    return prepared;
+}
+
 } // namespace
 
 std::int32_t padIdFor(const tokenizer::Tokenizer& tokenizer)
@@ -136,6 +159,8 @@ common::Result<PreparedData> prepareData(const config::RunConfig& config,
             "check data.format and data.columns"};
     stats.trainRecords = trainRecords.size();
     stats.validationRecords = validationRecords.size();
+    if (data.format == config::DataFormat::Preference)
+        return preparePreferenceRows(std::move(prepared), trainRecords, data, tokenizer);
 
     common::Result<std::optional<config::PromptTemplate>> modelTemplate =
         modelChatTemplate(config.tokenizer);

@@ -25,7 +25,7 @@ struct ChatMessage {
     bool operator==(const ChatMessage&) const = default;
 };
 
-enum class RecordKind { Instruction, Chat, Text };
+enum class RecordKind { Instruction, Chat, Text, Preference };
 
 // One training example as read, before any template or tokenizer.
 struct Record {
@@ -39,6 +39,11 @@ struct Record {
     std::vector<ChatMessage> messages;
     // Plain text documents.
     std::string text;
+    // Preference pairs (TRL's plain form): a prompt and two completions of
+    // it, the one preferred and the one rejected.
+    std::string prompt;
+    std::string chosen;
+    std::string rejected;
 
     SourcePosition source;
 };

@@ -208,15 +208,24 @@ StepResult trainStep(LlamaForCausalLm& model, FlatParameters& parameters, FlatAd
 {
     StepSums sums;
     StepResult result = accumulate(model, parameters, batches, 0, parallel, sums);
+    sums.fill(updateAfterAccumulation(parameters, optimizer, sums.figures(), learningRate,
+                  maxGradNorm, parallel, result.gradNorm),
+        result);
+    return result;
+}
+
+std::vector<double> updateAfterAccumulation(FlatParameters& parameters, FlatAdamW& optimizer,
+    std::vector<torch::Tensor> figures, double learningRate, double maxGradNorm,
+    DataParallel* parallel, double& gradNorm)
+{
     // The step's one read: the logged figures and the norm that clipping and
     // the finiteness check need on the host.
-    std::vector<torch::Tensor> figures = sums.figures();
     figures.push_back(parallel ? parallel->gradientSquares() : parameters.gradientSquares());
-    const std::vector<double> read = readToHost(figures);
-    sums.fill(read, result);
-    result.gradNorm = std::sqrt(read.back());
-    parameters.clipToNorm(result.gradNorm, maxGradNorm);
-    if (std::isfinite(result.loss) && std::isfinite(result.gradNorm)) {
+    std::vector<double> read = readToHost(figures);
+    gradNorm = std::sqrt(read.back());
+    read.pop_back();
+    parameters.clipToNorm(gradNorm, maxGradNorm);
+    if (std::isfinite(read.front()) && std::isfinite(gradNorm)) {
         optimizer.step(learningRate);
         if (parallel)
             parallel->afterOptimizerStep();
@@ -224,7 +233,7 @@ StepResult trainStep(LlamaForCausalLm& model, FlatParameters& parameters, FlatAd
             parameters.copyMasterToModel();
     }
     parameters.zeroGradients();
-    return result;
+    return read;
 }
 
 EvalLossResult evaluateRows(LlamaForCausalLm& model, std::span<const data::TokenizedExample> rows,

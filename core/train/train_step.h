@@ -53,6 +53,14 @@ StepResult trainStep(LlamaForCausalLm& model, FlatParameters& parameters, FlatAd
     const std::vector<data::Batch>& batches, double learningRate, double maxGradNorm,
     DataParallel* parallel = nullptr);
 
+// The end of an optimizer step whose gradients are accumulated: one read of
+// `figures` (the loss first) and of the gradient norm (into `gradNorm`),
+// clipping, the AdamW update unless the loss or the norm is non-finite, the
+// model's copy refreshed, gradients zeroed. Returns `figures` as read.
+std::vector<double> updateAfterAccumulation(FlatParameters& parameters, FlatAdamW& optimizer,
+    std::vector<torch::Tensor> figures, double learningRate, double maxGradNorm,
+    DataParallel* parallel, double& gradNorm);
+
 struct [[nodiscard]] EvalLossResult {
     double meanLoss = 0.0; // nats per loss token
     std::int64_t lossTokens = 0;

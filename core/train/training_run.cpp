@@ -224,6 +224,31 @@ void TrainingRun::finish(RunStatus status, const std::string& message)
     }
 }
 
+StepResult TrainingRun::runStep(const std::vector<data::Batch>& batches, double learningRate,
+    std::optional<PreferenceFigures>& preference)
+{
+    TrainingSession& s = *m_session;
+    const double maxGradNorm = m_config.training.maxGradNorm;
+    if (!m_config.isPreferenceTuning())
+        return trainStep(*s.model, *s.parameters, *s.optimizer, batches, learningRate, maxGradNorm,
+            m_parallel.get());
+    DpoStepResult dpo = trainDpoStep(*s.model, *s.parameters, *s.optimizer, batches,
+        DpoLossSettings::fromConfig(m_config.dpo), learningRate, maxGradNorm);
+    preference = dpo.figures;
+    return dpo.step;
+}
+
+// TRL's DPO metrics under the step event's "dpo" (docs/EVENTS.md).
+json TrainingRun::preferenceFields(const PreferenceFigures& figures)
+{
+    return {{"rewards_chosen", figures.rewardsChosen},
+        {"rewards_rejected", figures.rewardsRejected}, {"rewards_margin", figures.rewardsMargin},
+        {"rewards_accuracy", figures.rewardsAccuracy}, {"logps_chosen", figures.logpsChosen},
+        {"logps_rejected", figures.logpsRejected},
+        {"ref_logps_chosen", figures.referenceLogpsChosen},
+        {"ref_logps_rejected", figures.referenceLogpsRejected}};
+}
+
 common::Result<TrainOutcome> TrainingRun::run(const std::string& resumeDir)
 {
     // What fails outside the loop's own handling (an event that cannot be
@@ -242,15 +267,23 @@ common::Result<TrainOutcome> TrainingRun::run(const std::string& resumeDir)
 common::Result<TrainOutcome> TrainingRun::resumeAndTrain(const std::string& resumeDir)
 {
     const config::TrainingConfig& t = m_config.training;
+    if (m_config.isPreferenceTuning() && m_context.distributed())
+        return Error::at(m_config.output.dir, "",
+            "objective dpo trains in one process for now; this run has "
+                + std::to_string(m_context.worldSize()) + " ranks",
+            "run it without a launcher, or with --nproc 1");
     if (!resumeDir.empty()) {
         if (auto status = resume(resumeDir); !status)
             return status.error();
     }
     const data::SamplerOptions sampler = data::trainingSampler(
         m_session->data.train.size(), m_context.worldSize(), m_context.rank(), t.seed);
-    m_batches = std::make_unique<data::BatchIterator>(m_session->data.train, sampler,
-        data::BatchOptions{static_cast<std::size_t>(t.microBatch), m_session->padId, 0},
-        m_startPosition);
+    data::BatchOptions batchOptions{static_cast<std::size_t>(t.microBatch), m_session->padId, 0};
+    // A micro-batch of DPO holds micro_batch pairs: their chosen rows, then
+    // their rejected rows.
+    batchOptions.rowsPerSample = m_config.isPreferenceTuning() ? 2 : 1;
+    m_batches = std::make_unique<data::BatchIterator>(
+        m_session->data.train, sampler, batchOptions, m_startPosition);
     const auto microBatches = static_cast<std::int64_t>(m_batches->batchesPerEpoch()) * t.epochs;
     m_totalSteps =
         t.maxSteps > 0 ? t.maxSteps : std::max<std::int64_t>(1, microBatches / t.gradAccum);
@@ -294,8 +327,8 @@ common::Result<TrainOutcome> TrainingRun::resumeAndTrain(const std::string& resu
             for (int i = 0; i < t.gradAccum; ++i)
                 batches.push_back(m_batches->next());
             const double rate = schedule.rateAt(m_step + 1);
-            const StepResult result = trainStep(*m_session->model, *m_session->parameters,
-                *m_session->optimizer, batches, rate, t.maxGradNorm, m_parallel.get());
+            std::optional<PreferenceFigures> preference;
+            const StepResult result = runStep(batches, rate, preference);
             ++m_step;
             const double stepSeconds = secondsSince(stepStart);
             m_trainSeconds += stepSeconds;
@@ -327,6 +360,8 @@ common::Result<TrainOutcome> TrainingRun::resumeAndTrain(const std::string& resu
                     fields["expert_tokens"] = result.expertTokens;
                 if (std::isfinite(result.routerAuxLoss))
                     fields["router_aux_loss"] = result.routerAuxLoss;
+                if (preference)
+                    fields["dpo"] = preferenceFields(*preference);
                 emit(metrics::EventType::Step, std::move(fields));
             }
             TrainerProgress item;

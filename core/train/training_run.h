@@ -11,6 +11,7 @@
 #include "metrics/event_writer.h"
 #include "train/checkpoint.h"
 #include "train/data_parallel.h"
+#include "train/dpo_step.h"
 #include "train/parallel_context.h"
 #include "train/merged_export.h"
 #include "train/peft_adapter.h"
@@ -23,6 +24,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 
 namespace tb::train {
 
@@ -107,6 +109,10 @@ private:
         progress(item);
     }
     common::Status resume(const std::string& dir);
+    // One optimizer step of the run's objective; DPO's figures in `preference`.
+    StepResult runStep(const std::vector<data::Batch>& batches, double learningRate,
+        std::optional<PreferenceFigures>& preference);
+    static nlohmann::json preferenceFields(const PreferenceFigures& figures);
     void writeRunStart(bool resumed);
     std::string addPrediction(nlohmann::json& fields);
     EvalLossResult evaluateValidation();

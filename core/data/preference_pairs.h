@@ -1,0 +1,53 @@
+#pragma once
+
+#include "common/error.h"
+#include "config/run_config.h"
+#include "data/packing.h"
+#include "data/read_report.h"
+#include "data/record.h"
+#include "data/tokenized_example.h"
+#include "tokenizer/tokenizer.h"
+
+#include <cstddef>
+#include <vector>
+
+// Preference pairs for DPO, tokenized as TRL's DPOTrainer (1.16) tokenizes
+// its plain (non-conversational) form, and laid out as the rows a batch of
+// pairs is made of (docs/DATA.md, "Preference pairs").
+namespace tb::data {
+
+// The rows of one pair: the prompt followed by each completion, labels on
+// the completion's tokens only.
+struct PreferencePair {
+    TokenizedExample chosen;
+    TokenizedExample rejected;
+    std::size_t promptTokens = 0; // the prompt's tokens at the start of both rows
+};
+
+// A pair's rows as TRL makes them: the tokenizer's EOS text is appended to
+// each completion that does not already end with it; the prompt, prompt +
+// chosen and prompt + rejected are each encoded whole, with the tokenizer's
+// special tokens (BOS where its post-processor adds one); the prompt is the
+// common prefix of the three (a token that merges across the boundary
+// belongs to the completion) and the rest of each row its completion. An
+// Error when the tokenizer names no EOS token, or a completion has no
+// token of its own.
+common::Result<PreferencePair> tokenizePreferencePair(
+    const Record& record, const tokenizer::Tokenizer& tokenizer);
+
+// Rows ready for batching, a pair's chosen row then its rejected row (pair i
+// at rows 2i and 2i + 1; data::BatchOptions::rowsPerSample 2 batches them
+// together). Each row is cut to `sequenceLength`, keeping its start (TRL's
+// max_length with truncation_mode keep_start); a pair whose prompt alone
+// fills `sequenceLength` is dropped, as TRL drops it, since no completion
+// token would be left.
+std::vector<TokenizedExample> preferenceRows(
+    std::vector<PreferencePair> pairs, std::size_t sequenceLength, RowStats* stats = nullptr);
+
+// Every record of `records` tokenized; a record that cannot be is reported
+// through `report` as malformed (skipped, or an Error under `policy` fail).
+common::Result<std::vector<PreferencePair>> tokenizePreferencePairs(
+    const std::vector<Record>& records, const tokenizer::Tokenizer& tokenizer,
+    config::MalformedPolicy policy, ReadReport& report);
+
+} // namespace tb::data

@@ -1,0 +1,87 @@
+#include "train_command_runs.h"
+
+#include <cmath>
+
+// `tunebench-cli train` with objective dpo on the demo model and preference
+// pairs the test writes: the run completes, every step event carries TRL's
+// DPO figures under "dpo", the first step's policy equals its reference (a
+// fresh adapter's B is zero) so its loss is log 2 and its rewards 0, and the
+// consumers of step events (monitor --once, runs, compare) read the run.
+using namespace tb::testutil::train_command;
+
+namespace {
+
+// Short pairs in the demo model's small-stories vocabulary, written for the
+// project: the chosen completion continues the story, the rejected one
+// breaks off or wanders.
+const char* const kPairs =
+    "{\"prompt\": \"Once upon a time there was a little cat.\", \"chosen\": \" The cat liked to play in the sun.\", \"rejected\": \" Cat cat cat.\"}" "\n"
+    "{\"prompt\": \"Tom had a red ball.\", \"chosen\": \" He threw it to his friend and they laughed.\", \"rejected\": \" The end.\"}" "\n"
+    "{\"prompt\": \"Lily went to the park.\", \"chosen\": \" She saw a big tree and sat under it.\", \"rejected\": \" Park park.\"}" "\n"
+    "{\"prompt\": \"The dog was sad.\", \"chosen\": \" His mom gave him a hug and he was happy.\", \"rejected\": \" Sad sad sad.\"}" "\n";
+
+double figure(const json& step, const char* name)
+{
+    return step.at("dpo").at(name).get<double>();
+}
+
+} // namespace
+
+class TestDpoCommand : public QObject {
+    Q_OBJECT
+
+private slots:
+    void trainsAndReports()
+    {
+        QTemporaryDir dir;
+        const std::string pairs = dir.filePath("pairs.jsonl").toStdString();
+        tb::test::writeOrStop(pairs, kPairs);
+        const std::string runDir = dir.filePath("run").toStdString();
+        const std::string config = dir.filePath("dpo.yaml").toStdString();
+        tb::test::writeOrStop(config,
+            "model: " + kModel + "\nobjective: dpo\nmethod: lora\n"
+            "lora:\n  rank: 4\n  alpha: 8\n  dropout: 0\n"
+            "dpo:\n  beta: 0.1\n"
+            "data:\n  train: " + pairs + "\n  format: preference\n  sequence_length: 64\n"
+            "training:\n  micro_batch: 2\n  max_steps: 6\n  learning_rate: 0.01\n"
+            "  schedule: constant\n"
+            "output:\n  dir: " + runDir + "\n");
+        const Run run = cli({"train", QString::fromStdString(config)});
+        QVERIFY2(run.exitCode == 0, qPrintable(run.out + run.err));
+
+        const std::vector<json> all = events(runDir);
+        const std::vector<json> steps = ofType(all, "step");
+        QCOMPARE(steps.size(), size_t(6));
+        for (const json& step : steps) {
+            QCOMPARE(step.at("samples").get<int>(), 2); // pairs
+            for (const char* name : {"rewards_chosen", "rewards_rejected", "rewards_margin",
+                     "rewards_accuracy", "logps_chosen", "logps_rejected", "ref_logps_chosen",
+                     "ref_logps_rejected"})
+                QVERIFY2(std::isfinite(figure(step, name)), name);
+            QVERIFY(figure(step, "logps_chosen") < 0.0);
+        }
+        const json& first = steps.front();
+        QVERIFY(std::abs(first.at("loss").get<double>() - std::log(2.0)) < 1e-6);
+        QVERIFY(std::abs(figure(first, "rewards_margin")) < 1e-6);
+        QVERIFY(std::abs(figure(first, "logps_chosen") - figure(first, "ref_logps_chosen")) < 1e-5);
+        // Three passes over the four pairs at a high rate: the chosen
+        // completions gain on the rejected ones.
+        const json& last = steps.back();
+        QVERIFY2(figure(last, "rewards_margin") > 0.0, last.dump().c_str());
+        QVERIFY(last.at("loss").get<double>() < std::log(2.0));
+        QVERIFY(fs::exists(runDir + "/adapter/adapter_model.safetensors"));
+
+        // What reads step events still reads this run.
+        const Run monitor = cli({"monitor", QString::fromStdString(runDir), "--once"});
+        QVERIFY2(monitor.exitCode == 0, qPrintable(monitor.out + monitor.err));
+        QVERIFY2(monitor.out.contains("step"), qPrintable(monitor.out));
+        const Run runs = cli({"runs", dir.path()});
+        QVERIFY2(runs.exitCode == 0, qPrintable(runs.out + runs.err));
+        QVERIFY2(runs.out.contains("run"), qPrintable(runs.out));
+        const Run compare = cli({"compare", QString::fromStdString(runDir)});
+        QVERIFY2(compare.exitCode == 0, qPrintable(compare.out + compare.err));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestDpoCommand)
+#include "test_dpo_command.moc"
