@@ -23,6 +23,9 @@ constexpr std::array kKeys = std::to_array<KeyInfo>({
     {"lora.target_modules", "list of module names, or all-linear",
         "[q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]",
         "Linear layers of each block that get an adapter."},
+    {"lora.target_parameters", "list of expert weight names", "[]",
+        "Mixture-of-experts weights that get an adapter, as peft's target_parameters: "
+        "mlp.experts.gate_up_proj, mlp.experts.down_proj (needs dropout 0)."},
     {"dpo", "mapping", "", "DPO settings; used by objective dpo."},
     {"dpo.beta", "number > 0", "0.1",
         "Strength of the tie to the reference model; IPO's regularisation tau."},

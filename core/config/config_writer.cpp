@@ -37,7 +37,7 @@ Tree orderedTree(const RunConfig& config)
     tree["method"] = toString(config.method);
     tree["objective"] = toString(config.objective);
     tree["lora"] = Tree{{"rank", lora.rank}, {"alpha", lora.alpha}, {"dropout", lora.dropout},
-        {"target_modules", lora.targetModules}};
+        {"target_modules", lora.targetModules}, {"target_parameters", lora.targetParameters}};
     tree["dpo"] = Tree{{"beta", config.dpo.beta}, {"loss_type", toString(config.dpo.lossType)},
         {"label_smoothing", config.dpo.labelSmoothing}};
     tree["data"] = Tree{

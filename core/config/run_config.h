@@ -72,6 +72,9 @@ struct LoraConfig {
     double alpha = common::kLoraAlphaDefault;
     double dropout = common::kLoraDropoutDefault;
     std::vector<std::string> targetModules = llamaLinearModules();
+    // The experts' fused weights of a mixture of experts, by peft's
+    // target_parameters names (mlp.experts.gate_up_proj, mlp.experts.down_proj).
+    std::vector<std::string> targetParameters;
 
     bool operator==(const LoraConfig&) const = default;
 };

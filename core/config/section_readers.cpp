@@ -25,7 +25,10 @@ void checkOffload(MapReader& distributed, const DistributedConfig& config)
         distributed.report(refused->field, refused->problem, refused->hint);
 }
 
-void checkTargetModules(MapReader& lora, std::vector<std::string>& modules)
+// `withParameters`: target_parameters adapts something, so the list may be
+// empty (peft's target_modules=[] beside target_parameters).
+void checkTargetModules(
+    MapReader& lora, std::vector<std::string>& modules, bool withParameters)
 {
     const YAML::Node node = lora.value("target_modules");
     if (node.IsScalar() && node.Scalar() == "all-linear") {
@@ -33,7 +36,7 @@ void checkTargetModules(MapReader& lora, std::vector<std::string>& modules)
         return;
     }
     std::vector<std::string> read;
-    if (!lora.stringList("target_modules", read, false,
+    if (!lora.stringList("target_modules", read, withParameters,
             "a list of module names (e.g. [q_proj, v_proj]) or all-linear"))
         return;
     const std::vector<std::string>& known = knownLinearModules();
@@ -55,6 +58,30 @@ void checkTargetModules(MapReader& lora, std::vector<std::string>& modules)
     }
     if (ok)
         modules = std::move(read);
+}
+
+// Names peft's target_parameters would take; whether the model has them is
+// checked when it is loaded (attachExpertLora). peft refuses dropout there.
+void checkTargetParameters(MapReader& lora, LoraConfig& out)
+{
+    std::vector<std::string> read;
+    if (!lora.stringList("target_parameters", read, true,
+            "a list of expert weight names (e.g. [mlp.experts.gate_up_proj, "
+            "mlp.experts.down_proj])"))
+        return;
+    std::set<std::string> seen;
+    for (const std::string& name : read) {
+        if (!seen.insert(name).second) {
+            lora.report("target_parameters", "\"" + name + "\" is listed twice");
+            return;
+        }
+    }
+    out.targetParameters = std::move(read);
+    if (!out.targetParameters.empty() && out.dropout > 0)
+        lora.report("dropout",
+            "got " + common::shortestNumber(out.dropout) + ", expected 0 with target_parameters",
+            "peft 0.21 cannot drop out the inputs of LoRA on expert weights and refuses such "
+            "an adapter; set lora.dropout: 0");
 }
 
 } // namespace
@@ -86,8 +113,10 @@ void readLoraSection(MapReader& top, RunConfig& config, ReadState& state)
     lora.number("alpha", out.alpha, common::kLoraAlphaLimit.min, common::kLoraAlphaLimit.max);
     lora.number(
         "dropout", out.dropout, common::kLoraDropoutLimit.min, common::kLoraDropoutLimit.max);
+    if (lora.has("target_parameters"))
+        checkTargetParameters(lora, out);
     if (lora.has("target_modules"))
-        checkTargetModules(lora, out.targetModules);
+        checkTargetModules(lora, out.targetModules, !out.targetParameters.empty());
     checkSchemaKeys(lora);
 }
 

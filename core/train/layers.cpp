@@ -70,6 +70,12 @@ GatedMlp::GatedMlp(const GatedMlpShape& shape, const torch::TensorOptions& optio
 
 torch::Tensor GatedMlp::forward(const torch::Tensor& input)
 {
+    return forward(input, {}, {});
+}
+
+torch::Tensor GatedMlp::forward(
+    const torch::Tensor& input, const ProjectionUpdate& gateUpUpdate, const ProjectionUpdate& downUpdate)
+{
     torch::Tensor gate, up;
     if (m_gateUp) {
         const torch::Tensor both = m_gateUp->forward(input);
@@ -80,9 +86,17 @@ torch::Tensor GatedMlp::forward(const torch::Tensor& input)
         gate = m_gate->forward(input);
         up = m_up->forward(input);
     }
+    if (gateUpUpdate) {
+        const torch::Tensor both = gateUpUpdate(input);
+        const std::int64_t f = both.size(-1) / 2;
+        gate = gate + both.narrow(-1, 0, f);
+        up = up + both.narrow(-1, f, f);
+    }
     const torch::Tensor activated =
         m_activation == GateActivation::Silu ? torch::silu(gate) : at::gelu(gate, "tanh");
-    return m_down->forward(activated * up);
+    const torch::Tensor hidden = activated * up;
+    const torch::Tensor out = m_down->forward(hidden);
+    return downUpdate ? out + downUpdate(hidden) : out;
 }
 
 std::vector<std::string> GatedMlp::projectionNames() const

@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <functional>
+
 namespace tb::train {
 
 // A projection y = x W^T + b with W of shape [out, in], as nn.Linear stores
@@ -78,6 +80,14 @@ class GatedMlp : public torch::nn::Module {
 public:
     GatedMlp(const GatedMlpShape& shape, const torch::TensorOptions& options);
     torch::Tensor forward(const torch::Tensor& input);
+    // A term added to a projection's output, from that projection's input.
+    using ProjectionUpdate = std::function<torch::Tensor(const torch::Tensor&)>;
+    // With `gateUp` added to the gate and up outputs side by side ([..., 2 x
+    // intermediate], gate first, as transformers fuses an expert's rows) and
+    // `down` to the down output; either may be empty. LoRA on the experts of
+    // a mixture (ExpertLoraFactors) comes in this way.
+    torch::Tensor forward(
+        const torch::Tensor& input, const ProjectionUpdate& gateUp, const ProjectionUpdate& down);
 
     // "gate_proj", "up_proj", "down_proj"; Phi-3: "gate_up_proj", "down_proj";
     // Mixtral's experts: "w1", "w3", "w2".

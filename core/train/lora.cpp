@@ -1,5 +1,6 @@
 #include "train/lora.h"
 
+#include "train/expert_lora.h"
 #include "train/llama_model.h"
 #include "train/nf4.h"
 
@@ -107,15 +108,16 @@ namespace {
 std::string adaptableModules(const LlamaConfig& config)
 {
     if (config.isMixtureOfExperts())
-        return "its blocks adapt q_proj, k_proj, v_proj, o_proj (experts are not adapted)";
+        return "its blocks adapt q_proj, k_proj, v_proj, o_proj; its experts through "
+               "lora.target_parameters (mlp.experts.gate_up_proj, mlp.experts.down_proj)";
     return config.fusedQkv ? "its block has qkv_proj, o_proj, gate_up_proj, down_proj"
                            : "its block has q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, "
                              "down_proj";
 }
 
 // Every target must select a projection; in a mixture of experts the MLP
-// names select nothing (experts are not adapted), and are refused only
-// when no target selects anything.
+// names select nothing (the experts are adapted through target_parameters,
+// as peft does), and are refused only when nothing at all is adapted.
 template <typename Selects>
 common::Status checkTargetsSelect(LlamaForCausalLm& model, const LoraSpec& spec, Selects selects)
 {
@@ -133,9 +135,11 @@ common::Status checkTargetsSelect(LlamaForCausalLm& model, const LoraSpec& spec,
                     + model.config().modelType + " model",
                 adaptableModules(model.config())};
     }
-    if (std::none_of(spec.targetModules.begin(), spec.targetModules.end(), selectsAny))
-        return common::Error{"LoRA targets select only the experts of this "
-                + model.config().modelType + " model, and experts are not adapted",
+    if (spec.targetParameters.empty()
+        && std::none_of(spec.targetModules.begin(), spec.targetModules.end(), selectsAny))
+        return common::Error{"LoRA target modules select only the experts of this "
+                + model.config().modelType
+                + " model, whose weights are adapted through lora.target_parameters",
             adaptableModules(model.config())};
     return common::Ok{};
 }
@@ -147,8 +151,8 @@ common::Result<std::vector<std::string>> attachLora(LlamaForCausalLm& model, con
 {
     if (spec.rank < 1)
         return common::Error{"LoRA rank must be at least 1, got " + std::to_string(spec.rank), {}};
-    if (spec.targetModules.empty())
-        return common::Error{"LoRA needs at least one target module", {}};
+    if (spec.targetModules.empty() && spec.targetParameters.empty())
+        return common::Error{"LoRA needs at least one target module or target parameter", {}};
     for (const std::string& name : spec.targetModules) {
         if (!model::linearKindNamed(name))
             return common::Error{
@@ -156,8 +160,8 @@ common::Result<std::vector<std::string>> attachLora(LlamaForCausalLm& model, con
                 "expected q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj or down_proj "
                 "(Phi-3: qkv_proj, gate_up_proj)"};
     }
-    // Experts are never adapted (model::LinearShape::adaptable): a name that
-    // selects only experts adapts nothing (checkTargetsSelect, below).
+    // target_modules never select an expert's projection: the experts are
+    // adapted as fused weights through target_parameters, as peft does.
     const auto selects = [](const std::string& target, const std::string& projection) {
         const auto kind = model::linearKindNamed(lastName(projection));
         return kind && model::targetSelects(target, *kind)
@@ -189,6 +193,10 @@ common::Result<std::vector<std::string>> attachLora(LlamaForCausalLm& model, con
             model.replaceProjection(name, lora);
             wrapped.push_back(name);
         }
+        auto experts = attachExpertLora(model, spec, generator);
+        if (!experts)
+            return experts.error();
+        wrapped.insert(wrapped.end(), experts->begin(), experts->end());
     } catch (const std::exception& e) {
         return common::Error{std::string("cannot attach LoRA: ") + e.what(), {}};
     }

@@ -67,6 +67,9 @@ struct LoraSpec {
     double dropout = common::kLoraDropoutDefault;
     bool rsLora = false; // scaling alpha / sqrt(r) (rsLoRA, Kalajdzievski 2023)
     std::vector<std::string> targetModules; // q_proj ... down_proj
+    // Expert weights by transformers' names, as peft's target_parameters
+    // ("mlp.experts.gate_up_proj", "mlp.experts.down_proj"): expert_lora.h.
+    std::vector<std::string> targetParameters;
 
     double scaling() const;
 };
@@ -79,8 +82,11 @@ std::vector<std::string> expertOnlyTargets(const LlamaConfig& config, const Lora
 // LoraLinear, in the model's dtype. A is drawn as PEFT's default
 // initialisation does (kaiming_uniform_ with a = sqrt(5): uniform in
 // +-1/sqrt(in_features)) from a generator seeded by `seed`, in model order;
-// B is zero, so the model's output is unchanged. Returns the wrapped names
-// ("model.layers.0.self_attn.q_proj"); an unknown target name is an Error.
+// B is zero, so the model's output is unchanged. Then the experts' weights
+// that spec.targetParameters names get ExpertLoraFactors (attachExpertLora)
+// from the same generator. Returns the wrapped names
+// ("model.layers.0.self_attn.q_proj", "model.layers.0.mlp.experts.down_proj");
+// an unknown target name is an Error.
 common::Result<std::vector<std::string>> attachLora(LlamaForCausalLm& model, const LoraSpec& spec,
     std::uint64_t seed, std::optional<at::Generator> dropoutGenerator = std::nullopt);
 
@@ -88,7 +94,7 @@ common::Result<std::vector<std::string>> attachLora(LlamaForCausalLm& model, con
 std::vector<std::pair<std::string, std::shared_ptr<LoraLinear>>> loraLayers(
     LlamaForCausalLm& model);
 
-// Freezes every parameter except the LoRA matrices.
+// Freezes every parameter except the LoRA matrices (the experts' too).
 void freezeAllButLora(LlamaForCausalLm& model);
 
 } // namespace tb::train

@@ -1,6 +1,7 @@
 #include "train/merged_export.h"
 
 #include "safetensors/writer.h"
+#include "train/expert_lora.h"
 #include "train/llama_model.h"
 #include "train/flat_parameters.h"
 #include "train/lora.h"
@@ -24,6 +25,16 @@ torch::Tensor valueOf(
     return (found != values.end() ? found->second : own).detach();
 }
 
+// The rows of an expert's fused LoRA update that fold into one of its
+// projections: the gate or up half of gate_up_proj's, or all of down_proj's.
+struct ExpertDelta {
+    ExpertLoraFactors* factors = nullptr;
+    std::string factorsName; // "model.layers.0.mlp.expert_lora.gate_up_proj"
+    std::int64_t expert = 0;
+    std::int64_t firstRow = 0;
+    std::int64_t rows = 0;
+};
+
 // One tensor of the merged file: a projection with LoRA folded in (or
 // dequantised from NF4), or a parameter as it is.
 struct MergedTensor {
@@ -32,7 +43,35 @@ struct MergedTensor {
     std::vector<std::int64_t> shape;
     std::shared_ptr<LinearLayer> projection; // null: the parameter `name` itself
     bool bias = false; // the projection's bias rather than its weight
+    ExpertDelta expertDelta; // factors null: no expert LoRA folds in
 };
+
+// The expert LoRA update of projection `name` ("model.layers.0.mlp.
+// experts.3.up_proj"; Mixtral's w1, w3, w2), if its layer has one.
+ExpertDelta expertDeltaOf(LlamaForCausalLm& model, const std::string& name)
+{
+    const size_t experts = name.find(".experts.");
+    if (experts == std::string::npos)
+        return {};
+    const std::string layerPrefix = "model.layers.";
+    const size_t layer = std::stoul(name.substr(layerPrefix.size()));
+    const SparseMoe* moe = model.model().layers().at(layer)->experts();
+    const std::string rest = name.substr(experts + 9); // "3.up_proj"
+    const std::string projection = rest.substr(rest.find('.') + 1);
+    const bool down = projection == "w2" || projection == "down_proj";
+    const bool up = projection == "w3" || projection == "up_proj";
+    const ExpertWeight weight = down ? ExpertWeight::Down : ExpertWeight::GateUp;
+    ExpertDelta delta;
+    delta.factors = moe ? moe->lora(weight) : nullptr;
+    if (!delta.factors)
+        return {};
+    delta.factorsName =
+        name.substr(0, experts) + ".expert_lora." + expertWeightName(weight);
+    delta.expert = std::stoll(rest.substr(0, rest.find('.')));
+    delta.rows = down ? moe->expertShape().hiddenSize : moe->expertShape().intermediateSize;
+    delta.firstRow = up ? delta.rows : 0;
+    return delta;
+}
 
 std::vector<std::int64_t> shapeOf(const torch::Tensor& tensor)
 {
@@ -46,25 +85,27 @@ std::vector<MergedTensor> mergedLayout(LlamaForCausalLm& model)
     std::vector<MergedTensor> out;
     std::set<std::string> replaced; // projections written from their layer
     for (auto& [name, layer] : model.projections()) {
+        const ExpertDelta expertDelta = expertDeltaOf(model, name);
         torch::Tensor bias;
         if (auto lora = std::dynamic_pointer_cast<LoraLinear>(layer))
             bias = lora->baseBias();
         else if (auto nf4 = std::dynamic_pointer_cast<Nf4Linear>(layer))
             bias = nf4->bias();
-        else
+        else if (!expertDelta.factors)
             continue;
         replaced.insert(name + ".");
         const int unit = unitOfParameter(name);
-        out.push_back({name + ".weight", unit, {layer->outFeatures(), layer->inFeatures()}, layer});
+        out.push_back({name + ".weight", unit, {layer->outFeatures(), layer->inFeatures()}, layer,
+            false, expertDelta});
         if (bias.defined())
-            out.push_back({name + ".bias", unit, shapeOf(bias), layer, true});
+            out.push_back({name + ".bias", unit, shapeOf(bias), layer, true, {}});
     }
     for (const auto& item : model.named_parameters()) {
         const std::string& name = item.key();
         const bool inReplaced = std::any_of(replaced.begin(), replaced.end(),
             [&](const std::string& prefix) { return name.starts_with(prefix); });
-        if (!inReplaced)
-            out.push_back({name, unitOfParameter(name), shapeOf(item.value()), nullptr});
+        if (!inReplaced && !isExpertLoraParameter(name))
+            out.push_back({name, unitOfParameter(name), shapeOf(item.value()), nullptr, false, {}});
     }
     std::stable_sort(out.begin(), out.end(), [](const MergedTensor& a, const MergedTensor& b) {
         return a.unit != b.unit ? a.unit < b.unit : a.name < b.name;
@@ -80,6 +121,27 @@ std::vector<int> unitsOf(const std::vector<MergedTensor>& layout)
             ids.push_back(tensor.unit);
     }
     return ids;
+}
+
+// An expert's projection (dense or NF4, frozen) with its rows of the
+// experts' LoRA update added.
+torch::Tensor expertWeightWithDelta(const MergedTensor& tensor, const ParameterValues& values,
+    torch::ScalarType mergeType, const torch::Device& device)
+{
+    const ExpertDelta& delta = tensor.expertDelta;
+    torch::Tensor base;
+    if (auto nf4 = std::dynamic_pointer_cast<Nf4Linear>(tensor.projection))
+        base = dequantizeNf4(nf4->weight(), mergeType);
+    else if (auto dense = std::dynamic_pointer_cast<DenseLinear>(tensor.projection))
+        base = dense->weight().detach().to(mergeType);
+    TORCH_CHECK(base.defined(), tensor.name, ": LoRA on the experts over an unknown layer");
+    const torch::Tensor a =
+        valueOf(values, delta.factorsName + ".lora_A.weight", delta.factors->loraA());
+    const torch::Tensor b =
+        valueOf(values, delta.factorsName + ".lora_B.weight", delta.factors->loraB());
+    const torch::Tensor update = expertLoraDelta(a.to(device), b.to(device),
+        delta.factors->experts(), delta.expert, delta.factors->scaling(), mergeType);
+    return base.to(device) + update.narrow(0, delta.firstRow, delta.rows);
 }
 
 // The value of one merged tensor in fp32 (fp64 for an fp64 model), on the
@@ -98,6 +160,8 @@ torch::Tensor mergedValue(const MergedTensor& tensor, const ParameterValues& val
             valueOf(values, layer + ".lora_B.weight", lora->loraB()).to(device, mergeType);
         return lora->baseWeight(mergeType) + torch::matmul(b, a) * lora->scaling();
     }
+    if (tensor.expertDelta.factors)
+        return expertWeightWithDelta(tensor, values, mergeType, device);
     if (auto nf4 = std::dynamic_pointer_cast<Nf4Linear>(tensor.projection))
         return tensor.bias ? nf4->bias() : dequantizeNf4(nf4->weight(), mergeType);
     auto parameters = model.named_parameters();

@@ -3,6 +3,7 @@
 #include "common/atomic_file.h"
 #include "safetensors/safetensors_file.h"
 #include "safetensors/writer.h"
+#include "train/expert_lora.h"
 #include "train/llama_model.h"
 #include "train/staging_directory.h"
 
@@ -50,6 +51,21 @@ std::string parameterNameOf(const std::string& tensorName)
     return {};
 }
 
+// A list of names (null: none, where `allowEmpty`); false when it is not one.
+bool readNameList(const json& list, std::vector<std::string>& names, bool allowEmpty)
+{
+    if (list.is_null() && allowEmpty)
+        return true;
+    if (!list.is_array() || (list.empty() && !allowEmpty))
+        return false;
+    for (const json& name : list) {
+        if (!name.is_string())
+            return false;
+        names.push_back(name.get<std::string>());
+    }
+    return true;
+}
+
 } // namespace
 
 std::string peftTensorName(const std::string& parameterName)
@@ -76,7 +92,8 @@ common::Status savePeftAdapter(LlamaForCausalLm& model, const LoraSpec& spec,
             const torch::Tensor& source = found != values.end() ? found->second : item.value();
             keep.push_back(source.detach().to(torch::kCPU, torch::kFloat).contiguous());
             const torch::Tensor& tensor = keep.back();
-            tensors.push_back({peftTensorName(name), safetensors::DType::F32, tensor.sizes().vec(),
+            tensors.push_back({peftTensorName(peftParameterName(model, name)),
+                safetensors::DType::F32, tensor.sizes().vec(),
                 {static_cast<const std::byte*>(tensor.data_ptr()), tensor.nbytes()}});
         }
         if (tensors.empty())
@@ -101,7 +118,8 @@ common::Status savePeftAdapter(LlamaForCausalLm& model, const LoraSpec& spec,
         {"lora_alpha", spec.alpha}, {"lora_dropout", spec.dropout}, {"megatron_config", nullptr},
         {"megatron_core", "megatron.core"}, {"modules_to_save", nullptr}, {"peft_type", "LORA"},
         {"r", spec.rank}, {"rank_pattern", json::object()}, {"revision", nullptr},
-        {"target_modules", targets}, {"task_type", "CAUSAL_LM"}, {"use_rslora", spec.rsLora}};
+        {"target_modules", targets}, {"target_parameters", spec.targetParameters},
+        {"task_type", "CAUSAL_LM"}, {"use_rslora", spec.rsLora}};
     if (auto status = common::writeFileAtomic(staging->file(kConfigFile), config.dump(2) + "\n");
         !status)
         return status;
@@ -151,14 +169,11 @@ common::Result<LoraSpec> readPeftAdapterConfig(const std::string& dir)
     }
     if (field("fan_in_fan_out").is_boolean() && field("fan_in_fan_out").get<bool>())
         return refuse("fan_in_fan_out", "expected false (Llama layers store [out, in])");
-    const json targets = field("target_modules");
-    if (!targets.is_array() || targets.empty())
+    if (!readNameList(field("target_parameters"), spec.targetParameters, true))
+        return refuse("target_parameters", "expected null or a list of parameter names");
+    const bool allowEmpty = !spec.targetParameters.empty();
+    if (!readNameList(field("target_modules"), spec.targetModules, allowEmpty))
         return refuse("target_modules", "expected a list of module names");
-    for (const json& name : targets) {
-        if (!name.is_string())
-            return refuse("target_modules", "expected a list of module names");
-        spec.targetModules.push_back(name.get<std::string>());
-    }
     return spec;
 }
 
@@ -168,11 +183,12 @@ common::Status loadPeftAdapter(LlamaForCausalLm& model, const std::string& dir)
     auto file = safetensors::SafetensorsFile::open(path);
     if (!file)
         return file.error();
+    // By peft's names, which differ from ours for the experts' matrices.
     std::map<std::string, torch::Tensor> parameters;
     for (auto& item : model.named_parameters()) {
         if (item.key().find(".lora_A.") != std::string::npos
             || item.key().find(".lora_B.") != std::string::npos)
-            parameters.emplace(item.key(), item.value());
+            parameters.emplace(peftParameterName(model, item.key()), item.value());
     }
     if (parameters.empty())
         return Error::at(path, "", "the model has no LoRA layers to load into");

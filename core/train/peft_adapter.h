@@ -23,14 +23,16 @@ std::string peftTensorName(const std::string& parameterName);
 // Writes `dir` in PEFT's layout, as a whole (StagingDirectory):
 // adapter_config.json (peft_type LORA, task_type CAUSAL_LM, r, lora_alpha,
 // lora_dropout, target_modules, bias "none", ... the keys LoraConfig has had
-// since PEFT 0.7, so older and newer PEFT read it) and
-// adapter_model.safetensors with every LoRA matrix in fp32.
+// since PEFT 0.7, so older and newer PEFT read it; target_parameters, as
+// peft 0.21 writes it) and adapter_model.safetensors with every LoRA matrix
+// in fp32, the experts' under peft's names (peftParameterName).
 common::Status savePeftAdapter(LlamaForCausalLm& model, const LoraSpec& spec,
     const std::string& dir, const std::string& baseModelPath, const ParameterValues& values = {});
 
 // adapter_config.json of a PEFT LoRA adapter. Refused, naming the key:
 // another peft_type, DoRA, bias other than none, modules_to_save, per-layer
 // rank or alpha patterns, fan_in_fan_out, target_modules as a regex string.
+// target_parameters (LoRA on the experts' fused weights) are read as given.
 common::Result<LoraSpec> readPeftAdapterConfig(const std::string& dir);
 
 // Copies an adapter's matrices into the model's LoRA layers, which must have

@@ -6,7 +6,8 @@ namespace tb::train {
 
 SparseMoe::SparseMoe(const GatedMlpShape& expertShape, const ExpertRouting& routing,
     const torch::TensorOptions& options)
-    : m_routing(routing)
+    : m_expertShape(expertShape)
+    , m_routing(routing)
 {
     m_router = register_module("gate",
         std::make_shared<DenseLinear>(expertShape.hiddenSize, routing.experts, false, options));
@@ -55,11 +56,40 @@ torch::Tensor SparseMoe::forward(const torch::Tensor& input)
         const torch::Tensor slots = order.narrow(0, first, taken[e]);
         first += taken[e];
         const torch::Tensor tokens = slots.div(m_routing.perToken, "floor");
-        const torch::Tensor expertOut = m_experts[size_t(e)]->forward(rows.index_select(0, tokens));
+        const torch::Tensor expertOut = expertForward(e, rows.index_select(0, tokens));
         output = output.index_add(0, tokens, expertOut * routes.weights.index_select(0, slots));
     }
     output = output.to(rows.scalar_type()).reshape(input.sizes());
     return m_balance && is_training() ? m_balance->record(m_layer, routes.logits, output) : output;
+}
+
+torch::Tensor SparseMoe::expertForward(std::int64_t expert, const torch::Tensor& rows)
+{
+    GatedMlp& mlp = *m_experts[size_t(expert)];
+    if (!m_gateUpLora && !m_downLora)
+        return mlp.forward(rows);
+    const auto updateOf = [expert](const std::shared_ptr<ExpertLoraFactors>& factors) {
+        return factors ? GatedMlp::ProjectionUpdate([expert, factors](const torch::Tensor& x) {
+            return factors->update(expert, x);
+        })
+                       : GatedMlp::ProjectionUpdate();
+    };
+    return mlp.forward(rows, updateOf(m_gateUpLora), updateOf(m_downLora));
+}
+
+void SparseMoe::attachLora(ExpertWeight weight, std::shared_ptr<ExpertLoraFactors> factors)
+{
+    std::shared_ptr<ExpertLoraFactors>& slot = weight == ExpertWeight::GateUp ? m_gateUpLora
+                                                                              : m_downLora;
+    TORCH_CHECK(!slot, "the experts' ", expertWeightName(weight), " already have LoRA");
+    if (!m_loraHolder)
+        m_loraHolder = register_module("expert_lora", std::make_shared<torch::nn::Module>());
+    slot = m_loraHolder->register_module(expertWeightName(weight), std::move(factors));
+}
+
+ExpertLoraFactors* SparseMoe::lora(ExpertWeight weight) const
+{
+    return (weight == ExpertWeight::GateUp ? m_gateUpLora : m_downLora).get();
 }
 
 std::vector<std::string> SparseMoe::projectionNames() const

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "train/expert_lora.h"
 #include "train/layers.h"
 #include "train/router_balance.h"
 
@@ -34,6 +35,14 @@ public:
     std::vector<std::string> projectionNames() const;
     std::shared_ptr<LinearLayer> projection(const std::string& name);
     void replaceProjection(const std::string& name, std::shared_ptr<LinearLayer> layer);
+    const GatedMlpShape& expertShape() const { return m_expertShape; }
+    std::int64_t expertCount() const { return m_routing.experts; }
+
+    // LoRA on every expert's gate and up rows or down weight (peft's
+    // target_parameters), registered under "expert_lora.gate_up_proj" and
+    // "expert_lora.down_proj"; null where that weight is not adapted.
+    void attachLora(ExpertWeight weight, std::shared_ptr<ExpertLoraFactors> factors);
+    ExpertLoraFactors* lora(ExpertWeight weight) const;
     // The (token, slot) pairs each expert took in the last forward: a
     // recomputed forward (activation checkpointing) routes the same rows
     // the same way, so after a backward this is the micro-batch's.
@@ -56,10 +65,16 @@ private:
     };
     Routes route(const torch::Tensor& rows);
     GatedMlp& expertNamed(const std::string& name, std::string& projection);
+    // Expert e on its rows, with its LoRA updates where attached.
+    torch::Tensor expertForward(std::int64_t expert, const torch::Tensor& rows);
 
+    GatedMlpShape m_expertShape;
     ExpertRouting m_routing;
     std::shared_ptr<DenseLinear> m_router;
     std::vector<std::shared_ptr<GatedMlp>> m_experts;
+    std::shared_ptr<torch::nn::Module> m_loraHolder; // "expert_lora"; null without
+    std::shared_ptr<ExpertLoraFactors> m_gateUpLora;
+    std::shared_ptr<ExpertLoraFactors> m_downLora;
     std::vector<std::int64_t> m_lastRouted;
     RouterBalance* m_balance = nullptr;
     std::int64_t m_layer = 0;

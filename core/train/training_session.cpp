@@ -99,14 +99,22 @@ common::Status checkAdapterMatches(
 {
     std::set<std::string> a(adapter.targetModules.begin(), adapter.targetModules.end());
     std::set<std::string> b(run.targetModules.begin(), run.targetModules.end());
-    if (adapter.rank != run.rank || a != b || adapter.scaling() != run.scaling())
+    const std::set<std::string> aParameters(
+        adapter.targetParameters.begin(), adapter.targetParameters.end());
+    const std::set<std::string> bParameters(
+        run.targetParameters.begin(), run.targetParameters.end());
+    if (adapter.rank != run.rank || a != b || aParameters != bParameters
+        || adapter.scaling() != run.scaling())
         return Error::at(dir + "/adapter_config.json", "",
             "the adapter (r " + std::to_string(adapter.rank) + ", alpha "
                 + std::to_string(adapter.alpha) + ", " + std::to_string(a.size())
-                + " target modules) does not match the run's lora settings (r "
+                + " target modules, " + std::to_string(aParameters.size())
+                + " target parameters) does not match the run's lora settings (r "
                 + std::to_string(run.rank) + ", alpha " + std::to_string(run.alpha) + ", "
-                + std::to_string(b.size()) + " target modules)",
-            "set lora.rank, lora.alpha and lora.target_modules to the adapter's");
+                + std::to_string(b.size()) + " target modules, "
+                + std::to_string(bParameters.size()) + " target parameters)",
+            "set lora.rank, lora.alpha, lora.target_modules and lora.target_parameters to the "
+            "adapter's");
     return common::Ok{};
 }
 
@@ -131,9 +139,9 @@ torch::ScalarType masterTypeOf(config::Precision precision)
 
 namespace {
 
-// In a mixture of experts the MLP's target names select experts, which the
-// trainer does not adapt (peft adapts Qwen3-MoE's as 3-D parameters): said,
-// never silently dropped. Empty when nothing was left out.
+// In a mixture of experts the MLP's target module names select nothing:
+// the experts are adapted as fused weights through target_parameters, as
+// peft does. Said, never silently dropped. Empty when nothing was left out.
 std::string expertTargetsSkipped(LlamaForCausalLm& model, const LoraSpec& lora)
 {
     std::string names;
@@ -143,8 +151,9 @@ std::string expertTargetsSkipped(LlamaForCausalLm& model, const LoraSpec& lora)
         return {};
     return "lora.target_modules: " + names + " select the experts of this "
         + model.config().modelType
-        + " model, which the trainer does not adapt; LoRA adapts the attention projections "
-          "only, and the adapter's target_modules say so";
+        + " model, which target_modules leave out: the experts are adapted only through "
+          "lora.target_parameters (mlp.experts.gate_up_proj, mlp.experts.down_proj), as peft "
+          "adapts them";
 }
 
 // LoRA layers over the (possibly NF4) projections, the adapter to start
@@ -157,6 +166,7 @@ common::Status attachAdapters(
     session.lora.alpha = config.lora.alpha;
     session.lora.dropout = config.lora.dropout;
     session.lora.targetModules = config.lora.targetModules;
+    session.lora.targetParameters = config.lora.targetParameters;
     auto attached = attachLora(model, session.lora,
         data::deriveSeed(config.training.seed, kLoraInitStream), session.dropoutGenerator);
     if (!attached)
