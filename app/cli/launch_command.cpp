@@ -290,6 +290,16 @@ int runLaunch(const Args& allArgs)
     }
     if (layout.runId.empty() && layout.nnodes == 1)
         layout.runId = launch::newRunId();
+    std::string secretWarning;
+    common::Result<std::vector<std::string>> environment = launch::withRunSecret(
+        options.environment.empty() ? launch::currentEnvironment() : options.environment, layout, secretWarning);
+    if (!environment) {
+        std::cerr << "launch: " << environment.error().toString() << "\n";
+        return kExitUsage;
+    }
+    options.environment = std::move(environment).value();
+    if (!secretWarning.empty())
+        std::cerr << "tunebench-cli launch: " << secretWarning << "\n";
     if (p.isSet("detach"))
         return launchDetached(options, runDir);
     return superviseRanks(options).exitStatus;

@@ -1,5 +1,7 @@
 #include "dist/arrival.h"
 
+#include "dist/join_proof.h"
+
 #include <cstdio>
 #include <thread>
 #include <vector>
@@ -68,8 +70,13 @@ common::Status awaitAllRanks(c10d::Store& store, const RankEnvironment& environm
         for (int poll = 0;; ++poll) {
             if (store.add(kArrivals, 0) >= worldSize)
                 return common::Ok{};
-            if (store.check({kAbandoned}))
-                return common::Error{asText(store.get(kAbandoned)), {}};
+            if (store.check({kAbandoned})) {
+                // Only rank 0's verdict ends the wait, not one a stranger wrote.
+                const std::string verdict =
+                    verifiedText(environment.runSecret, environment.runId, asText(store.get(kAbandoned)));
+                if (!verdict.empty())
+                    return common::Error{verdict, {}};
+            }
             if (poll % 10 == 0)
                 lastMissing = missingRanks(store, worldSize);
             if (std::chrono::steady_clock::now() >= deadline)
@@ -81,7 +88,7 @@ common::Status awaitAllRanks(c10d::Store& store, const RankEnvironment& environm
         if (environment.rank == 0) {
             // Leave the verdict, and keep the store up long enough for the
             // ranks that did arrive to read it.
-            const std::string& text = message;
+            const std::string text = signText(environment.runSecret, environment.runId, message);
             store.set(kAbandoned, std::vector<std::uint8_t>(text.begin(), text.end()));
             std::this_thread::sleep_for(10 * kPollInterval);
         }

@@ -1,6 +1,7 @@
 #include "dist/liveness.h"
 
 #include "common/units.h"
+#include "dist/join_proof.h"
 
 #include <algorithm>
 #include <thread>
@@ -63,8 +64,11 @@ bool Liveness::beat()
         ++m_sent;
         if (m_heartbeatStore->check({kVerdictKey})) {
             const std::vector<std::uint8_t> bytes = m_heartbeatStore->get(kVerdictKey);
+            // A verdict not signed with the run secret is not a rank's, and is not repeated.
+            std::string verdict = verifiedText(
+                m_options.runSecret, m_options.runId, std::string(bytes.begin(), bytes.end()));
             std::lock_guard verdictLock(m_verdictMutex);
-            m_verdict.assign(bytes.begin(), bytes.end());
+            m_verdict = std::move(verdict);
         }
         return true;
     } catch (const std::exception&) {
@@ -139,7 +143,8 @@ std::string Liveness::explainFailure(
         if (!silent.empty()) {
             const std::string verdict = listRanks(silent) + " stopped responding (no heartbeat for "
                 + common::formatFixed(waited, 1) + " s)";
-            m_store->set(kVerdictKey, std::vector<std::uint8_t>(verdict.begin(), verdict.end()));
+            const std::string signedVerdict = signText(m_options.runSecret, m_options.runId, verdict);
+            m_store->set(kVerdictKey, std::vector<std::uint8_t>(signedVerdict.begin(), signedVerdict.end()));
             text += verdict;
         }
         if (!failedToo.empty())

@@ -26,6 +26,8 @@ public:
         std::string host;
         int port = 0;
         std::string storePrefix; // the job's keys (jobKeyPrefix)
+        std::string runId; // with runSecret: signs the verdict (join_proof.h signText)
+        std::string runSecret;
         int rank = 0;
         int worldSize = 1;
         double heartbeatSeconds = 1.0;

@@ -1,5 +1,7 @@
 #include "dist/rendezvous.h"
 
+#include "common/run_secret.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
@@ -18,7 +20,7 @@ Variables processVariables()
     Variables variables;
     for (const char* name : {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK",
              "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK", "TORCHELASTIC_RUN_ID",
-             "TORCHELASTIC_USE_AGENT_STORE"}) {
+             "TORCHELASTIC_USE_AGENT_STORE", common::kRunSecretVariable}) {
         if (const char* value = std::getenv(name))
             variables[name] = value;
     }
@@ -162,6 +164,11 @@ common::Result<RankEnvironment> readRankEnvironment(const Variables& environment
     // torchrun's agent serves the store at MASTER_ADDR:MASTER_PORT itself
     // and says so; PyTorch's own ranks then only connect to it.
     result.agentServesStore = lookup(variables, "TORCHELASTIC_USE_AGENT_STORE") == "True";
+    if (const auto secret = lookup(variables, common::kRunSecretVariable)) {
+        if (common::Status valid = common::checkRunSecret(*secret); !valid)
+            return valid.error();
+        result.runSecret = *secret;
+    }
     return result;
 }
 

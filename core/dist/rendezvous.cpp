@@ -2,6 +2,7 @@
 
 #include "dist/arrival.h"
 #include "dist/communicators.h"
+#include "dist/join_proof.h"
 #include "dist/run_identity.h"
 #include "dist/store_listener.h"
 
@@ -92,6 +93,28 @@ common::Result<StoreHandle> connectStore(
     }
 }
 
+// Rank 0 posts its challenge (join_proof.h) before the ranks arrive, so that every rank
+// that arrived finds it; the proofs follow the arrival.
+common::Status arriveAndProve(c10d::Store& store, const RankEnvironment& environment, double timeoutSeconds,
+    std::chrono::steady_clock::time_point deadline)
+{
+    try {
+        std::string challenge;
+        if (environment.rank == 0)
+            challenge = postJoinChallenge(store, environment);
+        if (auto arrived = awaitAllRanks(store, environment, timeoutSeconds, deadline); !arrived)
+            return arrived.error();
+        if (environment.rank == 0)
+            return admitRanks(store, environment, challenge, deadline);
+        return joinWithProof(store, environment, deadline);
+    } catch (const std::exception& error) {
+        return common::Error{rendezvousPlace(environment)
+                + ": the store went away while the ranks proved the run secret (" + describeTorchError(error)
+                + ")",
+            {}};
+    }
+}
+
 std::shared_ptr<Communicator> solo(const std::string& name)
 {
     return makeSelfCommunicator(name);
@@ -130,9 +153,8 @@ common::Result<World> rendezvous(
     }
     const std::string prefix = jobKeyPrefix(environment);
     const StoreHandle store = c10::make_intrusive<c10d::PrefixStore>(prefix, *served);
-    if (auto arrived = awaitAllRanks(*store, environment, options.timeoutSeconds, deadline);
-        !arrived)
-        return arrived.error();
+    if (auto joined = arriveAndProve(*store, environment, options.timeoutSeconds, deadline); !joined)
+        return joined.error();
 
     std::shared_ptr<Liveness> liveness;
     try {
@@ -140,6 +162,8 @@ common::Result<World> rendezvous(
         livenessOptions.host = environment.masterAddr;
         livenessOptions.port = environment.masterPort;
         livenessOptions.storePrefix = prefix;
+        livenessOptions.runId = environment.runId;
+        livenessOptions.runSecret = environment.runSecret;
         livenessOptions.rank = environment.rank;
         livenessOptions.worldSize = environment.worldSize;
         livenessOptions.heartbeatSeconds = options.heartbeatSeconds;

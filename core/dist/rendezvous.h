@@ -12,7 +12,8 @@ namespace tb::dist {
 
 // Where this process sits in the job, read from torchrun's variables
 // (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
-// NODE_RANK or GROUP_RANK, TORCHELASTIC_RUN_ID, TORCHELASTIC_USE_AGENT_STORE).
+// NODE_RANK or GROUP_RANK, TORCHELASTIC_RUN_ID, TORCHELASTIC_USE_AGENT_STORE)
+// and TUNEBENCH_RUN_SECRET.
 struct RankEnvironment {
     // Which job the ranks belong to (torchrun's --rdzv_id; "none" when not
     // given, as torchrun's default): two jobs that meet on one MASTER_PORT
@@ -28,6 +29,10 @@ struct RankEnvironment {
     // TORCHELASTIC_USE_AGENT_STORE=True: the launcher (torchrun, accelerate)
     // serves the store and rank 0 must not.
     bool agentServesStore = false;
+    // TUNEBENCH_RUN_SECRET (common/run_secret.h): every rank proves it at the
+    // rendezvous and rank 0 proves it back (dist/join_proof.h). Empty: the
+    // job is joined without one, as under torchrun.
+    std::string runSecret;
 
     bool distributed() const { return worldSize > 1; }
     int nodeCount() const { return worldSize / localWorldSize; }

@@ -1,5 +1,6 @@
 #include "launch/world_layout.h"
 
+#include "common/run_secret.h"
 #include "common/text.h"
 
 #include <algorithm>
@@ -110,6 +111,31 @@ std::vector<std::string> currentEnvironment()
     for (char** entry = environ; entry && *entry; ++entry)
         entries.emplace_back(*entry);
     return entries;
+}
+
+common::Result<std::vector<std::string>> withRunSecret(
+    std::vector<std::string> environment, const WorldLayout& layout, std::string& warning)
+{
+    const std::string prefix = std::string(common::kRunSecretVariable) + "=";
+    const auto given = std::find_if(environment.begin(), environment.end(),
+        [&](const std::string& entry) { return entry.starts_with(prefix); });
+    if (given != environment.end()) {
+        if (common::Status valid = common::checkRunSecret(given->substr(prefix.size())); !valid)
+            return valid.error();
+        return environment;
+    }
+    if (layout.nnodes > 1) {
+        warning = std::string("no ") + common::kRunSecretVariable
+            + " in the environment: the ranks join without a run secret, so any process that reaches "
+              "the master port may join in a rank's place; set the same one on every node "
+              "(`openssl rand -hex 32`), or launch with --hostfile, which does";
+        return environment;
+    }
+    common::Result<std::string> secret = common::newRunSecret();
+    if (!secret)
+        return secret.error();
+    environment.push_back(prefix + *secret);
+    return environment;
 }
 
 } // namespace tb::launch

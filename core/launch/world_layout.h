@@ -55,4 +55,12 @@ std::vector<std::string> mergeEnvironment(
 // This process's environment as "NAME=value" entries.
 std::vector<std::string> currentEnvironment();
 
+// The ranks' environment with their run secret (common/run_secret.h): the
+// one `environment` already holds (a node of a multi-node launch gets it over
+// SSH, a user may give it), or a new one for a job on one node. A job across
+// nodes started by hand without one is joined without a secret: `warning`
+// then says so. An Error for a malformed secret (its value is not shown).
+common::Result<std::vector<std::string>> withRunSecret(
+    std::vector<std::string> environment, const WorldLayout& layout, std::string& warning);
+
 } // namespace tb::launch

@@ -1,6 +1,7 @@
 #include "remote/cluster_launch.h"
 #include "remote/cluster_node.h"
 
+#include "common/run_secret.h"
 #include "common/text.h"
 #include "launch/text_quote.h"
 #include "launch/world_layout.h"
@@ -134,10 +135,16 @@ std::string ClusterLaunch::launchCommand(const Node& node) const
 
 common::Status ClusterLaunch::startNodes(ClusterSink& sink)
 {
+    // The ranks' run secret (common/run_secret.h) goes to each node inside
+    // the script it runs, never in a command line.
+    const common::Result<std::string> secret = common::newRunSecret();
+    if (!secret)
+        return Error{"cannot make the run secret: " + secret.error().message, {}};
     for (auto& nodePointer : m_nodes) {
         Node& node = *nodePointer;
         sink.nodeState({node.rank, node.host.address(), NodeState::Starting});
-        common::Result<CommandResult> started = node.session->run(launchCommand(node));
+        common::Result<CommandResult> started =
+            node.session->run(launchCommand(node), 0, {{common::kRunSecretVariable, *secret}});
         common::Result<launch::RegistryEntry> entry = Error{"no answer", {}};
         if (started && started->exitStatus == 0)
             entry = launch::registryEntryFromJson(started->output, node.name());

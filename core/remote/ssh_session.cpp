@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -154,9 +155,12 @@ std::string withOutputStart(const std::string& command)
 // its own remaining lines.
 const char* const kPosixShell = "/bin/sh -s";
 
-std::string posixScript(const std::string& command)
+std::string posixScript(const std::string& command, const std::vector<std::pair<std::string, std::string>>& exports)
 {
-    return "{ " + withOutputStart(command) + "\n} </dev/null\n";
+    std::string script;
+    for (const auto& [name, value] : exports)
+        script += name + "=" + launch::shellQuote(value) + "; export " + name + "\n";
+    return script + "{ " + withOutputStart(command) + "\n} </dev/null\n";
 }
 
 bool sendScript(ssh_channel channel, const std::string& script)
@@ -222,6 +226,24 @@ common::Status onlyPrintable(const std::string& where, const std::string& comman
             + common::escapeControl(std::string(1, *bad)) + " at byte " + std::to_string(bad - command.begin())
             + ", which a remote shell may not read as written",
         "rename the file or folder (or give another path) without control characters"};
+}
+
+// Names a POSIX shell takes as a variable, values without control
+// characters: our own (a run secret), so a bad one is a bug of ours, and it
+// is named without its value.
+common::Status exportableNames(const std::string& where, const std::vector<std::pair<std::string, std::string>>& exports)
+{
+    for (const auto& [name, value] : exports) {
+        const bool nameOk = !name.empty() && !std::isdigit(static_cast<unsigned char>(name.front()))
+            && std::all_of(name.begin(), name.end(),
+                [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+        const bool valueOk = std::none_of(value.begin(), value.end(), common::isControlCharacter);
+        if (!nameOk || !valueOk)
+            return Error{where + ": refusing to export '" + common::escapeControl(name) + "': "
+                    + (nameOk ? "its value holds a control character" : "not a shell variable name"),
+                {}};
+    }
+    return common::Ok{};
 }
 
 bool tooMuchOutput(const CommandResult& result)
@@ -360,12 +382,15 @@ SshSession::~SshSession()
     ssh_free(m_session);
 }
 
-common::Result<CommandResult> SshSession::run(const std::string& command, double seconds)
+common::Result<CommandResult> SshSession::run(
+    const std::string& command, double seconds, const std::vector<std::pair<std::string, std::string>>& exports)
 {
     const double limit = seconds > 0 ? seconds : m_target.timeoutSeconds;
     const std::string where = m_target.describe();
     if (common::Status plain = onlyPrintable(where, command); !plain)
         return plain.error();
+    if (common::Status names = exportableNames(where, exports); !names)
+        return names.error();
     Bounded bounded(*this);
     const auto why = [this] { return failureReason(sessionError(m_session)); };
     ssh_channel channel = ssh_channel_new(m_session);
@@ -381,7 +406,7 @@ common::Result<CommandResult> SshSession::run(const std::string& command, double
     } closer{channel};
     if (ssh_channel_open_session(channel) != SSH_OK
         || ssh_channel_request_exec(channel, kPosixShell) != SSH_OK
-        || !sendScript(channel, posixScript(command)))
+        || !sendScript(channel, posixScript(command, exports)))
         return Error{where + ": cannot run '" + command + "': " + why(), {}};
 
     CommandResult result;

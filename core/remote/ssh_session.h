@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 // libssh's handles, kept out of every header but this one.
 struct ssh_session_struct;
@@ -51,7 +53,11 @@ public:
     // both outputs: a line printed before the command marks where its own
     // output starts. Output beyond kMaxCommandOutputBytes is an Error (the
     // channel is closed, which ends the command there with SIGPIPE).
-    common::Result<CommandResult> run(const std::string& command, double seconds = 0);
+    // `exports` (name, value) are exported to the command inside the script
+    // sent on stdin, so no process list on either side shows them (a run
+    // secret), and no message of ours repeats them.
+    common::Result<CommandResult> run(const std::string& command, double seconds = 0,
+        const std::vector<std::pair<std::string, std::string>>& exports = {});
 
     // The SFTP subsystem, opened on first use (a bounded call).
     common::Result<sftp_session_struct*> sftp();

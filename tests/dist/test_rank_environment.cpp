@@ -1,6 +1,8 @@
 // readRankEnvironment: torchrun's variables to a RankEnvironment, and an
 // Error naming the variable, its value and what was expected otherwise.
 #include "../support/skip.h"
+#include "common/run_secret.h"
+#include "dist/join_proof.h"
 #include "dist/rendezvous.h"
 
 #include <QtTest>
@@ -91,6 +93,72 @@ private slots:
             with(torchrunVariables(1, 2, 2), "TORCHELASTIC_RUN_ID", "sweep-7"));
         QVERIFY(given.ok());
         QCOMPARE(given->runId, std::string("sweep-7"));
+    }
+
+    void readsTheRunSecret()
+    {
+        const auto plain = tb::dist::readRankEnvironment(torchrunVariables(1, 2, 2));
+        QVERIFY(plain.ok());
+        QVERIFY(plain->runSecret.empty());
+        const std::string secret = tb::common::newRunSecret().value();
+        QCOMPARE(secret.size(), 2 * tb::common::kRunSecretBytes);
+        QVERIFY(secret != tb::common::newRunSecret().value());
+        const auto given =
+            tb::dist::readRankEnvironment(with(torchrunVariables(1, 2, 2), "TUNEBENCH_RUN_SECRET", secret));
+        QVERIFY(given.ok());
+        QCOMPARE(given->runSecret, secret);
+    }
+
+    // The error names the variable and what is expected, never the value.
+    void rejectsAMalformedRunSecret_data()
+    {
+        QTest::addColumn<QString>("secret");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("too short") << QString(63, 'a') << "63 characters, expected 64 lowercase hex digits";
+        QTest::newRow("too long") << QString(65, 'a') << "65 characters, expected 64";
+        QTest::newRow("upper case") << QString(64, 'A') << "not all lowercase hex digits";
+        QTest::newRow("empty") << QString() << "0 characters";
+        QTest::newRow("a word") << QString("swordfish").repeated(8).left(64) << "not all lowercase hex";
+    }
+
+    void rejectsAMalformedRunSecret()
+    {
+        QFETCH(QString, secret);
+        QFETCH(QString, expected);
+        const auto environment = tb::dist::readRankEnvironment(
+            with(torchrunVariables(1, 2, 2), "TUNEBENCH_RUN_SECRET", secret.toStdString()));
+        QVERIFY(!environment.ok());
+        const QString message = QString::fromStdString(environment.error().message);
+        QVERIFY2(message.contains("TUNEBENCH_RUN_SECRET") && message.contains(expected), qPrintable(message));
+        if (!secret.isEmpty())
+            QVERIFY2(!message.contains(secret.left(8)), qPrintable(message));
+    }
+
+    // RFC 4231, test case 2: what the ranks sign with is HMAC-SHA256 itself.
+    void signsWithHmacSha256()
+    {
+        QCOMPARE(tb::dist::hmacSha256Hex("Jefe", "what do ya want for nothing?"),
+            std::string("5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"));
+    }
+
+    // The verdicts ranks leave in the store: one signed by a rank of this
+    // run is read back, one a stranger wrote (or signed for another run, or
+    // changed) reads as nothing.
+    void readsOnlyTextSignedForThisRun()
+    {
+        const std::string secret = tb::common::newRunSecret().value();
+        const std::string text = "rank 3 stopped responding (no heartbeat for 2.5 s)";
+        const std::string signedText = tb::dist::signText(secret, "job-a", text);
+        QCOMPARE(tb::dist::verifiedText(secret, "job-a", signedText), text);
+        QVERIFY(tb::dist::verifiedText(secret, "job-b", signedText).empty());
+        QVERIFY(tb::dist::verifiedText(tb::common::newRunSecret().value(), "job-a", signedText).empty());
+        QVERIFY(tb::dist::verifiedText(secret, "job-a", text).empty());
+        std::string altered = signedText;
+        altered[5] = '7';
+        QVERIFY(tb::dist::verifiedText(secret, "job-a", altered).empty());
+        // Without a secret nothing is signed and everything is read, as under torchrun.
+        QCOMPARE(tb::dist::signText("", "job-a", text), text);
+        QCOMPARE(tb::dist::verifiedText("", "job-a", text), text);
     }
 
     // torchrun serves the store from its agent and says so: rank 0 must only

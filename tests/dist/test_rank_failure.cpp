@@ -106,6 +106,48 @@ private slots:
         qInfo("stray rank turned away after %.1f s: %s", stray.seconds,
             qPrintable(stray.errorOutput.trimmed()));
     }
+
+    // A rank without the run's secret cannot take a rank's place, and a rank
+    // with one does not join a rank 0 that cannot prove it: each side ends
+    // with exit 2, within the bound, naming what failed.
+    void joiningNeedsTheRunSecret_data()
+    {
+        QTest::addColumn<QList<int>>("anotherSecret");
+        QTest::addColumn<QList<int>>("noSecret");
+        QTest::addColumn<QString>("rankZeroSays");
+        QTest::addColumn<QString>("rankOneSays");
+        QTest::newRow("rank 1 has another secret")
+            << QList<int>{1} << QList<int>{} << "rank 1 could not prove it knows this run's secret"
+            << "rank 0 refused this rank's proof";
+        QTest::newRow("rank 1 has none")
+            << QList<int>{} << QList<int>{1} << "rank 1 was started without TUNEBENCH_RUN_SECRET"
+            << "this run requires TUNEBENCH_RUN_SECRET";
+        QTest::newRow("rank 0 has none") << QList<int>{} << QList<int>{0}
+                                         << "rank 1 has a run secret and this rank 0 has none"
+                                         << "rank 0 has no run secret";
+    }
+
+    void joiningNeedsTheRunSecret()
+    {
+        QFETCH(QList<int>, anotherSecret);
+        QFETCH(QList<int>, noSecret);
+        QFETCH(QString, rankZeroSays);
+        QFETCH(QString, rankOneSays);
+        JobLayout layout{2, 0, {}, {}};
+        layout.ranksWithAnotherSecret = anotherSecret;
+        layout.ranksWithoutSecret = noSecret;
+        const auto results = runWorkers(layout, {"collectives", "--timeout", "60"}, 90.0);
+        QCOMPARE(results.size(), std::size_t(2));
+        for (const auto& rank : results) {
+            QVERIFY2(rank.finished && !rank.crashed, qPrintable(describeFailures(results)));
+            QVERIFY2(rank.exitCode != 0, qPrintable("a rank went on: " + rank.errorOutput));
+        }
+        QVERIFY2(results[1].errorOutput.contains(rankOneSays), qPrintable(results[1].errorOutput));
+        QVERIFY2(results[0].errorOutput.contains(rankZeroSays), qPrintable(results[0].errorOutput));
+        // Both ends learn it at the rendezvous, not at the collectives' timeout.
+        for (const auto& rank : results)
+            QVERIFY2(rank.seconds < 40.0, qPrintable(describeFailures(results)));
+    }
 };
 
 QTEST_APPLESS_MAIN(TestRankFailure)

@@ -3,6 +3,7 @@
 // Starts dist_worker processes as the ranks of one job on loopback, the way
 // torchrun would (its environment variables), and waits for them with a bound.
 #include "../support/test_paths.h"
+#include "common/run_secret.h"
 #include "launch/free_port.h"
 #include "launch/world_layout.h"
 
@@ -36,7 +37,16 @@ struct JobLayout {
     // run id, as a rank of a second job handed the same MASTER_PORT. Its
     // result comes last.
     int strayRankOfOtherJob = -1;
+    // Every rank gets the job's run secret (TUNEBENCH_RUN_SECRET), as
+    // tunebench-cli launch gives it, but these get another one, or none.
+    QList<int> ranksWithAnotherSecret = {};
+    QList<int> ranksWithoutSecret = {};
 };
+
+inline QString newSecret()
+{
+    return QString::fromStdString(tb::common::newRunSecret().value());
+}
 
 inline std::vector<RankResult> runWorkers(
     const JobLayout& layout, const QStringList& arguments, double deadlineSeconds)
@@ -52,6 +62,7 @@ inline std::vector<RankResult> runWorkers(
     std::vector<std::unique_ptr<QProcess>> processes(static_cast<std::size_t>(processCount));
     std::vector<RankResult> results(static_cast<std::size_t>(processCount));
     const QString runId = QString::fromStdString(tb::launch::newRunId());
+    const QString secret = newSecret();
     QElapsedTimer clock;
     clock.start();
     for (int index = 0; index < processCount; ++index) {
@@ -68,6 +79,11 @@ inline std::vector<RankResult> runWorkers(
         environment.insert("LOCAL_WORLD_SIZE", QString::number(local));
         environment.insert("LOCAL_RANK", QString::number(rank % local));
         environment.insert("GROUP_RANK", QString::number(rank / local));
+        environment.remove("TUNEBENCH_RUN_SECRET");
+        if (layout.ranksWithAnotherSecret.contains(rank))
+            environment.insert("TUNEBENCH_RUN_SECRET", newSecret());
+        else if (!layout.ranksWithoutSecret.contains(rank))
+            environment.insert("TUNEBENCH_RUN_SECRET", secret);
         auto& process = processes[static_cast<std::size_t>(index)];
         process = std::make_unique<QProcess>();
         process->setProcessEnvironment(environment);

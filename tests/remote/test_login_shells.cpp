@@ -107,6 +107,41 @@ private slots:
         QCOMPARE(QString::fromStdString(ran->errorOutput), QStringLiteral("err\n"));
         QCOMPARE(ran->exitStatus, 3);
     }
+
+    void exportsReachTheCommandOnly_data() { quotedPathsStayPaths_data(); }
+
+    // What the launcher sends a node as a variable (the run secret) reaches
+    // the command's environment whatever the login shell, and no command
+    // line on the host: neither the login shell's nor the POSIX shell's nor
+    // the command's. A name no shell takes is refused, naming it.
+    void exportsReachTheCommandOnly()
+    {
+        QFETCH(QString, shell);
+        tb::test::SshdServer server;
+        const auto session = connectWithShell(server, shell);
+        if (!session)
+            return;
+        const std::string value = "0123abcd'\"$(touch x)";
+        const auto ran = session->run(
+            "printf '%s' \"$TB_EXPORTED\"; for p in /proc/[0-9]*; do cat \"$p/cmdline\" 2>/dev/null; done >&2", 0,
+            {{"TB_EXPORTED", value}});
+        QVERIFY2(ran.ok(), ran.ok() ? "" : ran.error().toString().c_str());
+        QCOMPARE(ran->output, value);
+        QVERIFY2(!ran->errorOutput.empty(), "no command line was read");
+        QVERIFY2(ran->errorOutput.find("0123abcd") == std::string::npos,
+            "the exported value is in a command line on the host");
+        for (const char* bad : {"1X", "A-B", "A B", ""}) {
+            const auto refused = session->run("true", 0, {{bad, "v"}});
+            QVERIFY2(!refused.ok(), bad);
+            QVERIFY2(refused.error().message.find("refusing to export '" + std::string(bad) + "'") != std::string::npos,
+                refused.error().message.c_str());
+        }
+        const auto control = session->run("true", 0, {{"TB_EXPORTED", "a\nb"}});
+        QVERIFY(!control.ok());
+        QVERIFY2(control.error().message.find("control character") != std::string::npos,
+            control.error().message.c_str());
+        QVERIFY2(control.error().message.find("a\nb") == std::string::npos, "the value was shown");
+    }
 };
 
 QTEST_GUILESS_MAIN(TestLoginShells)
