@@ -1,3 +1,5 @@
+#include "../support/qt_test_paths.h"
+
 #include <QtTest>
 
 #include <QProcess>
@@ -198,5 +200,4 @@ private slots:
 };
 
 QTEST_GUILESS_MAIN(TestExportCli)
-#include "../support/qt_test_paths.h"
 #include "test_export_cli.moc"
