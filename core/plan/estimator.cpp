@@ -46,21 +46,47 @@ PlanResult estimatePlan(const PlanInput& input, const model::ModelSpec& model, c
                 + std::to_string(vm->gpusPerVm));
         if (ctx.world == 1 && input.sharding != Sharding::Ddp)
             r.warnings.push_back(std::string(label(input.sharding)) + " on one GPU shards nothing");
-        if (ctx.lora && model.isMixtureOfExperts())
+        if (ctx.lora && model.isMixtureOfExperts() && input.lora.targetParameters.empty())
             r.warnings.push_back("LoRA is planned on the attention projections of " + model.name
                 + " only: its experts are not adapted (gate_proj, up_proj and down_proj select "
-                  "nothing), as Tunebench's trainer runs it; peft's LoRA on experts "
-                  "(target_parameters) is not planned");
+                  "nothing); lora.target_parameters (mlp.experts.gate_up_proj, "
+                  "mlp.experts.down_proj) adapts them, as peft and Tunebench's trainer do");
     }
     detail::computeMemory(ctx, r);
     detail::computeThroughput(ctx, r);
     return r;
 }
 
+namespace {
+
+// Every lora.target_parameters name selects an expert weight of `model`.
+common::Status validateExpertTargets(const PlanInput& input, const model::ModelSpec& model)
+{
+    if (input.lora.targetParameters.empty())
+        return common::Ok{};
+    if (!model.isMixtureOfExperts())
+        return common::Error{"lora.target_parameters: " + model.name
+                + " has no experts to adapt (got " + input.lora.targetParameters.front() + ")",
+            "target_parameters adapts the experts of a mixture of experts; lora.target_modules "
+            "names the linear layers"};
+    std::vector<std::string> unknown;
+    detail::expertLoraParams(model, input.lora, nullptr, &unknown);
+    if (unknown.empty())
+        return common::Ok{};
+    return common::Error{"lora.target_parameters: '" + unknown.front()
+            + "' selects no expert weight of " + model.name,
+        "expected mlp.experts.gate_up_proj or mlp.experts.down_proj (peft's "
+        "target_parameters names)"};
+}
+
+} // namespace
+
 common::Status validateForModel(const PlanInput& input, const model::ModelSpec& model)
 {
     if (input.method == Method::Full)
         return common::Ok{};
+    if (auto status = validateExpertTargets(input, model); !status)
+        return status;
     std::vector<std::string> unknown;
     detail::loraParamsPerLayer(model, input.lora, nullptr, &unknown);
     if (unknown.empty())

@@ -136,6 +136,44 @@ double loraParamsPerLayer(const model::ModelSpec& model, const LoraSettings& lor
     return perLayer;
 }
 
+double expertLoraParams(const model::ModelSpec& model, const LoraSettings& lora,
+    double* largestLayer, std::vector<std::string>* unknown)
+{
+    // transformers' names of a layer's expert weights, which peft's
+    // target_parameters match by equality or by a "."-separated suffix.
+    const auto selects = [](const std::string& target, const std::string& name) {
+        return name == target || name.ends_with("." + target);
+    };
+    const double h = double(model.hiddenSize), f = double(model.expertIntermediateSize);
+    const double perWeight[2] = {h + 2 * f, f + h}; // gate_up_proj, down_proj
+    const char* weights[2] = {"gate_up_proj", "down_proj"};
+    std::vector<bool> found(lora.targetParameters.size(), false);
+    double total = 0, largest = 0;
+    for (std::int64_t layer = 0; model.isMixtureOfExperts() && layer < model.numLayers; ++layer) {
+        double inLayer = 0;
+        for (int w = 0; w < 2; ++w) {
+            const std::string name =
+                "model.layers." + std::to_string(layer) + ".mlp.experts." + weights[w];
+            bool selected = false;
+            for (size_t t = 0; t < lora.targetParameters.size(); ++t) {
+                const bool match = selects(lora.targetParameters[t], name);
+                found[t] = found[t] || match;
+                selected = selected || match;
+            }
+            if (selected)
+                inLayer += double(lora.rank) * double(model.experts) * perWeight[w];
+        }
+        total += inLayer;
+        largest = std::max(largest, inLayer);
+    }
+    for (size_t t = 0; unknown && t < found.size(); ++t)
+        if (!found[t])
+            unknown->push_back(lora.targetParameters[t]);
+    if (largestLayer)
+        *largestLayer = largest;
+    return total;
+}
+
 namespace {
 
 // What trains and what stays frozen (and, for QLoRA, quantized).
@@ -154,6 +192,11 @@ void countParameters(PlanContext& ctx)
     }
     ctx.loraPerLayer = loraParamsPerLayer(model, in.lora, &ctx.targets, &ctx.unknownTargets);
     ctx.trainable = ctx.loraPerLayer * double(model.numLayers);
+    // The experts' LoRA trains beside attention's: in the largest layer's
+    // share (a unit of FSDP and ZeRO-3) and in every trainable count.
+    double expertLayer = 0;
+    ctx.trainable += expertLoraParams(model, in.lora, &expertLayer, nullptr);
+    ctx.loraPerLayer += expertLayer;
     if (ctx.qlora) {
         model::LinearShape shapes[model::kMaxBlockLinears];
         const int n = model::blockLinearShapes(model, shapes);

@@ -111,6 +111,14 @@ void computeThroughput(const PlanContext& ctx, PlanResult& result);
 double loraParamsPerLayer(const model::ModelSpec& model, const LoraSettings& lora,
     LoraTargets* targets, std::vector<std::string>* unknown);
 
+// The parameters LoRA on the experts' fused weights adds over all layers, as
+// peft's target_parameters and our trainer make them: rank x experts x (in +
+// out) per adapted weight and layer (gate_up_proj: hidden + 2 x expert
+// intermediate; down_proj: expert intermediate + hidden). `largestLayer`
+// receives a layer's most; `unknown` the targets that select no weight.
+double expertLoraParams(const model::ModelSpec& model, const LoraSettings& lora,
+    double* largestLayer, std::vector<std::string>* unknown);
+
 inline constexpr double kQuantConstantsPerParam = 1.0 / 64 + 4.0 / (64.0 * 256.0);
 inline constexpr double kNf4BytesPerParam = 0.5;
 

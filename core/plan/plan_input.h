@@ -58,6 +58,9 @@ struct LoraSettings {
     double dropout = 0.05;
     // HF module names (q_proj, ..., down_proj); empty = every linear layer of the blocks.
     std::vector<std::string> targetModules;
+    // A mixture of experts' fused expert weights, by peft's target_parameters
+    // names (mlp.experts.gate_up_proj, mlp.experts.down_proj); empty: none.
+    std::vector<std::string> targetParameters;
 };
 
 // DeepSpeed ZeRO settings that change GPU or CPU memory, with DeepSpeed's

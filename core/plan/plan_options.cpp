@@ -38,6 +38,10 @@ const PlanOption kOptions[] = {
     {"lora.target_modules", "lora-targets",
         "comma-separated module names; empty: every linear layer of the blocks", "", 0, 0, 0,
         TB_FIELD(lora.targetModules)},
+    {"lora.target_parameters", "lora-target-parameters",
+        "comma-separated expert weights of a mixture of experts (peft's target_parameters: "
+        "mlp.experts.gate_up_proj, mlp.experts.down_proj); empty: none",
+        "", 0, 0, 0, TB_FIELD(lora.targetParameters)},
     {"precision", "precision", "numeric precision", "", 0, 0, 0, TB_FIELD(precision)},
     {"optimizer", "optimizer", "optimizer", "", 0, 0, 0, TB_FIELD(optimizer)},
     {"optimizer_kernel", "optimizer-kernel",

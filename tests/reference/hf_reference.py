@@ -31,9 +31,12 @@ except ImportError as missing:
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 FUSED_LORA_TARGETS = ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]  # Phi-3
-# A mixture of experts: our trainer adapts attention only (peft would adapt
-# Qwen3-MoE's experts as 3-D parameters for the MLP names).
+# A mixture of experts: LoRA on attention by target_modules; the experts'
+# fused 3-D weights by peft's target_parameters (--expert-lora).
 ATTENTION_LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
+EXPERT_PARAMETERS = {"both": ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"],
+                     "gate_up": ["mlp.experts.gate_up_proj"],
+                     "down": ["mlp.experts.down_proj"]}
 MOE_TYPES = ("mixtral", "qwen3_moe")
 PEFT_PREFIX = "base_model.model."
 
@@ -215,14 +218,16 @@ def forward(args):
     save_file(result, args.out)
 
 
-def peft_lora(model, seed):
+def peft_lora(model, seed, experts=None):
     """peft's LoRA on every projection, B drawn away from zero (peft starts it
-    at zero, and the adapter would do nothing)."""
+    at zero, and the adapter would do nothing); `experts` (a key of
+    EXPERT_PARAMETERS): on the experts' weights too."""
     fused = any(name.endswith(".qkv_proj") for name, _ in model.named_modules())
     targets = FUSED_LORA_TARGETS if fused else LORA_TARGETS
     if model.config.model_type in MOE_TYPES:
         targets = ATTENTION_LORA_TARGETS
     config = peft.LoraConfig(r=4, lora_alpha=8.0, lora_dropout=0.0, target_modules=targets,
+                             target_parameters=EXPERT_PARAMETERS[experts] if experts else None,
                              task_type="CAUSAL_LM")
     torch.manual_seed(seed)
     model = peft.get_peft_model(model, config)
@@ -235,7 +240,7 @@ def peft_lora(model, seed):
 
 def make_adapter(args):
     """A peft adapter saved to --out, and its logits on --inputs."""
-    model = peft_lora(load_model(args.model, "float32"), args.seed)
+    model = peft_lora(load_model(args.model, "float32"), args.seed, args.expert_lora)
     model.save_pretrained(args.out, safe_serialization=True)
     save_file(outputs(model, load_file(args.inputs), ""), args.logits)
 
@@ -248,7 +253,7 @@ def decays(name, parameter):
 def train_step(args):
     model = load_model(args.model, "float32")
     if args.make_adapter:
-        model = peft_lora(model, args.seed)
+        model = peft_lora(model, args.seed, args.expert_lora)
         model.save_pretrained(args.make_adapter, safe_serialization=True)
     model.train()
     named = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
@@ -264,19 +269,35 @@ def train_step(args):
     if getattr(result, "aux_loss", None) is not None:
         out["aux_loss"] = result.aux_loss.detach().float().reshape(1)
     model_type = model.config.model_type
+    nested = any(".experts.base_layer.lora_" in name for name, _ in named)
+    experts = EXPERT_PARAMETERS[args.expert_lora] if args.expert_lora else []
     for name, parameter in named:
-        for ours, grad in as_stored(our_name(name), parameter.grad, model_type):
+        for ours, grad in as_stored(our_name(name, nested, experts), parameter.grad, model_type):
             out["grad." + ours] = grad.detach().clone().contiguous()
     optimizer.step()
     for name, parameter in named:
-        for ours, value in as_stored(our_name(name), parameter, model_type):
+        for ours, value in as_stored(our_name(name, nested, experts), parameter, model_type):
             out["param." + ours] = value.detach().clone().contiguous()
     save_file(out, args.out)
 
 
-def our_name(name):
+def our_name(name, nested=False, experts=()):
+    """Our trainer's name of a peft parameter. Its LoRA on the experts'
+    weights is a ParamWrapper around the experts module, gate_up_proj's
+    inside down_proj's where both are adapted ("experts.base_layer.lora_A");
+    ours is "expert_lora.<weight>.lora_A" beside the experts."""
     name = peft_name(name)
-    return name[len(PEFT_PREFIX):] if name.startswith(PEFT_PREFIX) else name
+    name = name[len(PEFT_PREFIX):] if name.startswith(PEFT_PREFIX) else name
+    match = re.fullmatch(r"(model\.layers\.\d+\.mlp)\.experts\.(base_layer\.)?(lora_[AB]\.weight)",
+                         name)
+    if not match:
+        return name
+    block, inner, matrix = match.groups()
+    if nested:
+        weight = "gate_up_proj" if inner else "down_proj"
+    else:
+        weight = experts[0].rpartition(".")[2]
+    return f"{block}.expert_lora.{weight}.{matrix}"
 
 
 def as_stored(name, tensor, model_type):
@@ -290,6 +311,8 @@ def as_stored(name, tensor, model_type):
     layer, rest = match.groups()
     mixtral = model_type == "mixtral"
     block = f"{layer}.{'block_sparse_moe' if mixtral else 'mlp'}"
+    if rest.startswith("expert_lora."):
+        return [(f"{block}.{rest}", tensor)]
     gate, up, down = ("w1", "w3", "w2") if mixtral else ("gate_proj", "up_proj", "down_proj")
     if rest == "experts.gate_up_proj":
         half = tensor.shape[1] // 2
@@ -322,6 +345,8 @@ def parser():
     p.add_argument("--inputs", required=True)
     p.add_argument("--logits", required=True)
     p.add_argument("--out", required=True)
+    p.add_argument("--expert-lora", choices=sorted(EXPERT_PARAMETERS),
+                   help="LoRA on these expert weights too (peft's target_parameters)")
     p.set_defaults(run=make_adapter)
     p = sub.add_parser("train-step", help="one AdamW step: loss, gradients, updated weights")
     p.add_argument("--model", required=True)
@@ -334,6 +359,8 @@ def parser():
     p.add_argument("--beta2", type=float, required=True)
     p.add_argument("--eps", type=float, required=True)
     p.add_argument("--out", required=True)
+    p.add_argument("--expert-lora", choices=sorted(EXPERT_PARAMETERS),
+                   help="with --make-adapter: LoRA on these expert weights too")
     p.set_defaults(run=train_step)
     return top
 

@@ -15,6 +15,7 @@
 #include "train/training_session.h"
 
 #include <QString>
+#include <QStringList>
 #include <QTemporaryDir>
 
 #include <functional>
@@ -125,6 +126,7 @@ inline config::RunConfig stepConfig(const QString& model, const QString& method,
     config.lora.alpha = lora.alpha;
     config.lora.dropout = 0.0;
     config.lora.targetModules = lora.targetModules;
+    config.lora.targetParameters = lora.targetParameters;
     config.training.learningRate = kLearningRate;
     config.training.weightDecay = kWeightDecay;
     config.training.adamBeta1 = kBeta1;
@@ -210,10 +212,12 @@ struct StepComparison {
     }
 };
 
-// `prepare` runs on our session before the step (activation checkpointing, ...).
+// `prepare` runs on our session before the step (activation checkpointing, ...);
+// `adapterOptions` go to the reference's train-step ("--expert-lora", "both").
 inline StepComparison compareOptimizerStep(const QString& folder, const QString& method,
     const Inputs& inputs, const QTemporaryDir& dir,
-    const std::function<void(train::TrainingSession&)>& prepare = {})
+    const std::function<void(train::TrainingSession&)>& prepare = {},
+    const QStringList& adapterOptions = {})
 {
     StepComparison result;
     const QString adapter = method == "lora" ? dir.filePath("peft_adapter") : QString();
@@ -223,7 +227,7 @@ inline StepComparison compareOptimizerStep(const QString& folder, const QString&
         QString::number(kBeta1), "--beta2", QString::number(kBeta2), "--eps",
         QString::number(kEpsilon)};
     if (!adapter.isEmpty())
-        arguments << "--make-adapter" << adapter;
+        arguments << "--make-adapter" << adapter << adapterOptions;
     const auto ran = runReference("train-step", arguments);
     if (!ran.ok) {
         result.problem = ran.problem;
