@@ -1,6 +1,7 @@
 #include "train_command_runs.h"
 
 #include <cmath>
+#include <map>
 
 // `tunebench-cli train` with objective dpo on the demo model and preference
 // pairs the test writes: the run completes, every step event carries TRL's
@@ -25,6 +26,32 @@ double figure(const json& step, const char* name)
     return step.at("dpo").at(name).get<double>();
 }
 
+// A DPO run of six steps on the pairs, the rest of the config as given.
+std::string writeDpoConfig(const QTemporaryDir& dir, const std::string& name, const std::string& extra)
+{
+    const std::string pairs = dir.filePath("pairs.jsonl").toStdString();
+    tb::test::writeOrStop(pairs, kPairs);
+    const std::string config = dir.filePath(QString::fromStdString(name + ".yaml")).toStdString();
+    tb::test::writeOrStop(config,
+        "model: " + kModel + "\nobjective: dpo\nmethod: lora\n"
+        "lora:\n  rank: 4\n  alpha: 8\n  dropout: 0\n"
+        "dpo:\n  beta: 0.1\n"
+        "data:\n  train: " + pairs + "\n  format: preference\n  sequence_length: 64\n"
+        "training:\n  micro_batch: 2\n  max_steps: 6\n  learning_rate: 0.01\n"
+        "  schedule: constant\n"
+        "output:\n  dir: " + dir.filePath(QString::fromStdString(name)).toStdString() + "\n" + extra);
+    return config;
+}
+
+// The step events by step number; a resumed run's repeat the later ones.
+std::map<int, json> stepsByNumber(const std::string& runDir)
+{
+    std::map<int, json> steps;
+    for (const json& step : ofType(events(runDir), "step"))
+        steps[step.at("step").get<int>()] = step;
+    return steps;
+}
+
 } // namespace
 
 class TestDpoCommand : public QObject {
@@ -34,18 +61,8 @@ private slots:
     void trainsAndReports()
     {
         QTemporaryDir dir;
-        const std::string pairs = dir.filePath("pairs.jsonl").toStdString();
-        tb::test::writeOrStop(pairs, kPairs);
+        const std::string config = writeDpoConfig(dir, "run", "");
         const std::string runDir = dir.filePath("run").toStdString();
-        const std::string config = dir.filePath("dpo.yaml").toStdString();
-        tb::test::writeOrStop(config,
-            "model: " + kModel + "\nobjective: dpo\nmethod: lora\n"
-            "lora:\n  rank: 4\n  alpha: 8\n  dropout: 0\n"
-            "dpo:\n  beta: 0.1\n"
-            "data:\n  train: " + pairs + "\n  format: preference\n  sequence_length: 64\n"
-            "training:\n  micro_batch: 2\n  max_steps: 6\n  learning_rate: 0.01\n"
-            "  schedule: constant\n"
-            "output:\n  dir: " + runDir + "\n");
         const Run run = cli({"train", QString::fromStdString(config)});
         QVERIFY2(run.exitCode == 0, qPrintable(run.out + run.err));
 
@@ -80,6 +97,31 @@ private slots:
         QVERIFY2(runs.out.contains("run"), qPrintable(runs.out));
         const Run compare = cli({"compare", QString::fromStdString(runDir)});
         QVERIFY2(compare.exitCode == 0, qPrintable(compare.out + compare.err));
+    }
+
+    // Stopped after step 3 and resumed from its checkpoint, the run goes on
+    // as if never stopped: the same losses and DPO figures to the last bit
+    // (the pairs' order and the adapter come back from the checkpoint).
+    void resumesExactly()
+    {
+        QTemporaryDir dir;
+        const Run whole = cli({"train", QString::fromStdString(writeDpoConfig(dir, "whole", ""))});
+        QVERIFY2(whole.exitCode == 0, qPrintable(whole.out + whole.err));
+        const std::string config = writeDpoConfig(dir, "resumed", "  checkpoint_every: 3\n");
+        const Run first = cli({"train", QString::fromStdString(config)});
+        QVERIFY2(first.exitCode == 0, qPrintable(first.out + first.err));
+        const std::string resumedDir = dir.filePath("resumed").toStdString();
+        const Run again = cli({"train", QString::fromStdString(config), "--resume-from",
+            QString::fromStdString(resumedDir + "/checkpoints/step-00000003")});
+        QVERIFY2(again.exitCode == 0, qPrintable(again.out + again.err));
+        const auto expected = stepsByNumber(dir.filePath("whole").toStdString());
+        const auto resumed = stepsByNumber(resumedDir);
+        QCOMPARE(resumed.size(), size_t(6));
+        for (int step = 4; step <= 6; ++step) {
+            QCOMPARE(resumed.at(step).at("loss").get<double>(), expected.at(step).at("loss").get<double>());
+            QVERIFY2(resumed.at(step).at("dpo") == expected.at(step).at("dpo"),
+                resumed.at(step).dump().c_str());
+        }
     }
 };
 
