@@ -52,6 +52,8 @@ std::string methodText(const plan::PlanInput& in, const plan::PlanResult& r)
             for (size_t i = 0; i < in.lora.targetModules.size(); ++i)
                 text << (i ? "," : "") << in.lora.targetModules[i];
         }
+        for (size_t i = 0; i < in.lora.targetParameters.size(); ++i)
+            text << (i ? "," : " and the experts' ") << in.lora.targetParameters[i];
         text << " (" << formatCount(double(r.paramsTrainable)) << " trainable of "
              << formatCount(double(r.paramsTotal)) << ")";
     }

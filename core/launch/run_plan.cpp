@@ -20,6 +20,7 @@ plan::PlanInput planInputOfRun(
     in.lora.alpha = c.lora.alpha;
     in.lora.dropout = c.lora.dropout;
     in.lora.targetModules = c.lora.targetModules;
+    in.lora.targetParameters = c.lora.targetParameters;
     in.precision = c.precision;
     in.optimizer = plan::Optimizer::AdamW;
     in.sharding = c.distributed.sharding;

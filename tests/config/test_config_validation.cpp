@@ -133,7 +133,7 @@ private slots:
                                                 << "expected true or false" << 4;
         QTest::addRow("bad format") << base + "  format: parquet\n"
                                     << "data.format"
-                                    << "expected alpaca, chat, csv or text" << 4;
+                                    << "expected alpaca, chat, csv, text or preference" << 4;
         QTest::addRow("bad template")
             << base + "  template: llama2\n"
             << "data.template"
@@ -188,6 +188,13 @@ private slots:
         QTest::addRow("no modules") << base + "lora:\n  target_modules: []\n"
                                     << "lora.target_modules"
                                     << "expected a list of module" << 5;
+        // peft refuses dropout on LoRA over the experts' weights.
+        QTest::addRow("expert weights with dropout")
+            << base + "lora:\n  dropout: 0.1\n  target_parameters: [mlp.experts.down_proj]\n"
+            << "lora.dropout" << "got 0.1, expected 0 with target_parameters" << 5;
+        QTest::addRow("expert weight twice")
+            << base + "lora:\n  dropout: 0\n  target_parameters: [gate_up_proj, gate_up_proj]\n"
+            << "lora.target_parameters" << "listed twice" << 6;
         QTest::addRow("lora not a mapping") << base + "lora: 8\n"
                                             << "lora"
                                             << "got 8, expected a mapping of keys" << 4;

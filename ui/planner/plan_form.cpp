@@ -210,12 +210,16 @@ QWidget* PlanForm::createMethodGroup()
     m_loraDropout->setSingleStep(0.05);
     m_loraTargets = bound(new QLineEdit(box), "lora.target_modules");
     m_loraTargets->setPlaceholderText(tr("every linear layer of the blocks"));
+    m_loraExpertTargets = bound(new QLineEdit(box), "lora.target_parameters");
+    m_loraExpertTargets->setPlaceholderText(
+        tr("none (mixture of experts: mlp.experts.gate_up_proj, ...)"));
     m_methodForm = form;
     form->addRow(tr("Method"), m_method);
     form->addRow(tr("LoRA rank"), m_loraRank);
     form->addRow(tr("LoRA alpha"), m_loraAlpha);
     form->addRow(tr("LoRA dropout"), m_loraDropout);
     form->addRow(tr("Target modules"), m_loraTargets);
+    form->addRow(tr("Expert weights"), m_loraExpertTargets);
     return box;
 }
 
@@ -375,6 +379,7 @@ void PlanForm::connectChanges()
     for (QCheckBox* box : findChildren<QCheckBox*>())
         connect(box, &QCheckBox::toggled, this, changed);
     connect(m_loraTargets, &QLineEdit::editingFinished, this, changed);
+    connect(m_loraExpertTargets, &QLineEdit::editingFinished, this, changed);
 }
 
 // The rule book (common/training_rules.h) greys out each offload the chosen
@@ -402,7 +407,7 @@ void PlanForm::updateEnabledState()
     const bool lora = m_method->currentData().toString() != QLatin1String("full");
     // LoRA's settings only take room when they mean something.
     for (QWidget* widget : std::initializer_list<QWidget*>{m_loraRank, m_loraAlpha, m_loraDropout,
-                                                           m_loraTargets})
+                                                           m_loraTargets, m_loraExpertTargets})
         m_methodForm->setRowVisible(widget, lora);
     // A VM fixes the GPU kind; the GPU list is for planning without one.
     const bool vmChosen = !m_vmSize->currentData().toString().isEmpty();

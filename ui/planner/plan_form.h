@@ -60,6 +60,7 @@ private:
     QDoubleSpinBox* m_loraAlpha = nullptr;
     QDoubleSpinBox* m_loraDropout = nullptr;
     QLineEdit* m_loraTargets = nullptr;
+    QLineEdit* m_loraExpertTargets = nullptr; // lora.target_parameters
     QComboBox* m_precision = nullptr;
     QComboBox* m_optimizer = nullptr;
     QComboBox* m_sharding = nullptr;
