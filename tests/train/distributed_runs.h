@@ -128,6 +128,8 @@ struct RunSpec {
     bool checkpointing = false;
     QString offload = "none"; // on the CPU only with kCpuOffloadForTests set (withCpuOffload)
     QString exportKind; // output.export; empty: the method's default
+    // lora.target_parameters: LoRA on a mixture's experts too (peft's names).
+    std::vector<std::string> expertTargets;
 };
 
 inline std::string writeConfig(const QTemporaryDir& dir, const QString& name, const RunSpec& spec)
@@ -137,8 +139,13 @@ inline std::string writeConfig(const QTemporaryDir& dir, const QString& name, co
         + "\n  sequence_length: 128\n  validation_split: 0.1\nprecision: "
         + spec.precision.toStdString() + "\nactivation_checkpointing: "
         + (spec.checkpointing ? "true" : "false") + "\nmethod: " + spec.method.toStdString() + "\n";
-    if (usesLora(spec.method))
-        text += "lora: {rank: 4, alpha: 16, dropout: 0.0}\n";
+    if (usesLora(spec.method)) {
+        std::string experts;
+        for (const std::string& target : spec.expertTargets)
+            experts += (experts.empty() ? ", target_parameters: [" : ", ") + target;
+        text += "lora: {rank: 4, alpha: 16, dropout: 0.0" + experts + (experts.empty() ? "" : "]")
+            + "}\n";
+    }
     text += "training: {max_steps: " + std::to_string(spec.maxSteps) + ", micro_batch: "
         + std::to_string(spec.microBatch) + ", grad_accum: " + std::to_string(spec.gradAccum)
         + ", learning_rate: 3e-3, schedule: constant, adam_epsilon: " + kAdamEpsilon + "}\n"

@@ -31,7 +31,7 @@ private slots:
         QTest::addColumn<int>("nprocPerNode");
         QTest::addColumn<QString>("offload");
         QTest::addColumn<int>("gradAccum");
-        QTest::addColumn<QString>("variant"); // of the demo model: "", untied, gemma2, gemma3, mixtral
+        QTest::addColumn<QString>("variant"); // of the demo model: "", untied, gemma2, gemma3, mixtral[-experts]
         const auto row = [](const QString& method, const QString& sharding, int nodes,
                              int nprocPerNode, const QString& offload = "none",
                              int gradAccum = kGradAccum, const QString& variant = {}) {
@@ -92,6 +92,10 @@ private slots:
         row("full", "fsdp-full", 1, 2, "none", kGradAccum, "mixtral");
         row("lora", "zero3", 1, 2, "none", kGradAccum, "mixtral");
         row("qlora", "fsdp-full", 1, 2, "none", kGradAccum, "mixtral");
+        // LoRA on the experts' weights (peft's target_parameters): the
+        // experts' LoRA matrices are sharded and gathered with their layer.
+        row("lora", "zero3", 1, 2, "none", kGradAccum, "mixtral-experts");
+        row("qlora", "fsdp-full", 1, 2, "none", kGradAccum, "mixtral-experts");
         // The router's load-balancing loss: a step averages it over its
         // forwards, here one row each, as in the single process's reference.
         // (LoRA: a full fine-tune's step figures agree to 1e-9 at the first
@@ -119,6 +123,7 @@ private slots:
         RunSpec spec;
         spec.model = modelOf(variant);
         spec.method = method;
+        spec.expertTargets = expertTargetsOf(variant);
         spec.sharding = sharding;
         spec.offload = offload;
         spec.gradAccum = gradAccum;
@@ -358,6 +363,14 @@ private:
         return written;
     }
 
+    // The variant "mixtral-experts" is Mixtral with LoRA on its experts too.
+    static std::vector<std::string> expertTargetsOf(const QString& variant)
+    {
+        if (variant != "mixtral-experts")
+            return {};
+        return {"mlp.experts.gate_up_proj", "mlp.experts.down_proj"};
+    }
+
     const Reference* reference(const QString& method, const QString& variant = {})
     {
         const QString key = method + (variant.isEmpty() ? "" : "-" + variant);
@@ -366,6 +379,7 @@ private:
         RunSpec spec;
         spec.model = modelOf(variant);
         spec.method = method;
+        spec.expertTargets = expertTargetsOf(variant);
         if (variant == "mixtral-balanced") {
             // The balancing loss depends on which rows share a forward: one
             // row a forward, as its distributed rows run it.
