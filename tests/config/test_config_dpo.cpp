@@ -2,7 +2,11 @@
 #include "config/config_writer.h"
 #include "config_test_util.h"
 
+#include "../support/test_data.h"
+
 #include <QTest>
+
+#include <filesystem>
 
 using namespace tb::config;
 using namespace configtest;
@@ -134,6 +138,26 @@ private slots:
             }
         }
         QVERIFY2(found, problemsText(report).c_str());
+    }
+
+    // presets/recipes/dpo.yaml names the demo model and the demo pairs that
+    // ship beside it, and loads without a warning.
+    void recipeLoads()
+    {
+        LoadOptions options;
+        options.checkPaths = true;
+        const LoadReport report =
+            readRunConfigFile(tb::test::sourcePath("presets/recipes/dpo.yaml"), options);
+        QVERIFY2(report.ok(), problemsText(report).c_str());
+        QVERIFY2(report.warnings.isEmpty(), report.warnings.toError("").toString().c_str());
+        const RunConfig& config = *report.config;
+        QVERIFY(config.isPreferenceTuning());
+        QVERIFY(config.method == Method::Lora);
+        QVERIFY(config.data.format == DataFormat::Preference);
+        QVERIFY(config.data.trainFiles.at(0).ends_with("resources/demo/tiny_preferences.jsonl"));
+        QVERIFY(std::filesystem::is_regular_file(config.data.trainFiles.at(0)));
+        QCOMPARE(std::filesystem::weakly_canonical(config.model).string(),
+            std::filesystem::weakly_canonical(tb::test::demoModelDir()).string());
     }
 
     void warnsWhenDpoIsIgnored()

@@ -99,6 +99,22 @@ private slots:
         QVERIFY2(compare.exitCode == 0, qPrintable(compare.out + compare.err));
     }
 
+    // presets/recipes/dpo.yaml runs from a clone alone: the demo model and
+    // the demo pairs beside it.
+    void recipeRuns()
+    {
+        QTemporaryDir dir;
+        const std::string runDir = dir.filePath("run").toStdString();
+        const Run run = cli({"train", tb::test::qSourcePath("presets/recipes/dpo.yaml"), "--output",
+            QString::fromStdString(runDir), "--max-steps", "2", "--threads", "1"});
+        QVERIFY2(run.exitCode == 0, qPrintable(run.out + run.err));
+        const std::vector<json> steps = ofType(events(runDir), "step");
+        QCOMPARE(steps.size(), size_t(2));
+        QCOMPARE(steps.front().at("samples").get<int>(), 4); // micro_batch pairs
+        QVERIFY(std::abs(steps.front().at("loss").get<double>() - std::log(2.0)) < 1e-6);
+        QVERIFY(steps.back().contains("dpo"));
+    }
+
     // Stopped after step 3 and resumed from its checkpoint, the run goes on
     // as if never stopped: the same losses and DPO figures to the last bit
     // (the pairs' order and the adapter come back from the checkpoint).
