@@ -3,6 +3,7 @@
 #include "dist/arrival.h"
 #include "dist/communicators.h"
 #include "dist/join_proof.h"
+#include "common/run_secret.h"
 #include "dist/run_identity.h"
 #include "dist/store_listener.h"
 
@@ -155,6 +156,10 @@ common::Result<World> rendezvous(
     const StoreHandle store = c10::make_intrusive<c10d::PrefixStore>(prefix, *served);
     if (auto joined = arriveAndProve(*store, environment, options.timeoutSeconds, deadline); !joined)
         return joined.error();
+    if (environment.runSecret.empty())
+        world.warnings.push_back(std::string("the ranks joined without a run secret (") + common::kRunSecretVariable
+            + "), as under torchrun: a process that reaches the master port could have joined in a rank's place "
+              "(docs/LAUNCH.md, \"What listens\")");
 
     std::shared_ptr<Liveness> liveness;
     try {

@@ -158,6 +158,11 @@ private slots:
         const double steps = maxRelativeDiff(stepFigures(events(runDir + "/events.jsonl")),
             stepFigures(events(m_reference + "/events.jsonl")));
         QVERIFY2(steps <= kStepTolerance, qPrintable(QString::number(steps)));
+        // The run secret reached both nodes over SSH: the ranks proved it,
+        // so rank 0 has no warning of a rendezvous joined without one.
+        for (const nlohmann::json& warning : ofType(events(runDir + "/events.jsonl"), "warning"))
+            QVERIFY2(warning.value("message", "").find("without a run secret") == std::string::npos,
+                warning.dump().c_str());
         // Each node recorded its part, and how it ended.
         for (int k = 0; k < 2; ++k) {
             const QStringList entries = cluster.registryEntries(k);
