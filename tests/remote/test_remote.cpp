@@ -1,10 +1,11 @@
 // core/remote against a real OpenSSH sshd on loopback: commands, host-key
-// and key checks, an event file followed over SFTP, and `tunebench-cli
-// monitor` following and stopping a real run over SSH.
+// and key checks, an event file followed over SFTP, a host that stops
+// answering, the host probe, a login shell that prints a banner, and a
+// preflight of thousands of unreachable nodes. `monitor` is in
+// test_remote_monitor, `fetch` and --sync's copies in test_remote_transfer.
 #include "../support/endless_run.h"
 #include "../support/event_lines.h"
-#include "../support/qt_test_paths.h"
-#include "sshd_target.h"
+#include "remote_cli.h"
 
 #include "launch/run_registry.h"
 #include "launch/text_quote.h"
@@ -14,8 +15,6 @@
 #include "remote/cluster_launch.h"
 #include "remote/host_probe.h"
 #include "remote/sftp_event_source.h"
-#include "remote/file_checksums.h"
-#include "remote/sftp_transfer.h"
 #include "remote/ssh_session.h"
 
 #include <QElapsedTimer>
@@ -24,13 +23,14 @@
 #include <QtTest>
 
 #include <atomic>
-#include <random>
 #include <csignal>
 #include <thread>
 
 using tb::remote::SshSession;
 using tb::remote::SshTarget;
 using tb::test::appendLine;
+using tb::test::CliRun;
+using tb::test::runCli;
 using tb::test::stepLine;
 
 namespace {
@@ -39,38 +39,6 @@ QString commandLineOf(long long pid)
 {
     QFile file(QStringLiteral("/proc/%1/cmdline").arg(pid));
     return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readAll()).replace(QChar(0), QChar(' ')) : QString();
-}
-
-std::string runStartEvent()
-{
-    return tb::metrics::makeEvent(tb::metrics::EventType::RunStart, 0, 1.0e9,
-        {{"run_id", "remote-demo"}, {"world_size", 1}, {"config", nlohmann::json::object()},
-            {"model", {{"name", "stories260K"}}}, {"total_steps", 4}, {"host", "somewhere"}})
-        .dump();
-}
-
-struct CliRun {
-    int exitCode = -1;
-    QString out;
-    QString err;
-};
-
-CliRun cli(const QStringList& arguments, int timeoutMs = 120000, const QString& workingDir = {})
-{
-    QProcess process;
-    if (!workingDir.isEmpty())
-        process.setWorkingDirectory(workingDir);
-    process.start(tb::test::qBuildPath("app/cli/tunebench-cli"), arguments);
-    CliRun run;
-    if (!process.waitForFinished(timeoutMs)) {
-        process.kill();
-        process.waitForFinished();
-        run.err = QStringLiteral("timed out\n");
-    }
-    run.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
-    run.out = QString::fromUtf8(process.readAllStandardOutput());
-    run.err += QString::fromUtf8(process.readAllStandardError());
-    return run;
 }
 
 } // namespace
@@ -85,9 +53,6 @@ private slots:
         QVERIFY2(failure.isEmpty(), qPrintable(failure));
         const QString bannerFailure = m_bannerServer.start(true);
         QVERIFY2(bannerFailure.isEmpty(), qPrintable(bannerFailure));
-        QVERIFY(writeSlowSha256sum(m_slowHashServer.path("bin")));
-        const QString slowFailure = m_slowHashServer.start(false, m_slowHashServer.path("bin"));
-        QVERIFY2(slowFailure.isEmpty(), qPrintable(slowFailure));
         QVERIFY(m_work.isValid());
     }
 
@@ -153,7 +118,7 @@ private slots:
         QVERIFY2(nothing.ok(), nothing.ok() ? "" : nothing.error().toString().c_str());
         QVERIFY(nothing->empty()); // not written yet: not an error
         QVERIFY(QDir().mkpath(m_work.filePath(QStringLiteral("sftp"))));
-        appendLine(path, runStartEvent());
+        appendLine(path, tb::test::remoteRunStartEvent());
         appendLine(path, stepLine(1, 1500.0));
         auto first = reader.poll();
         QVERIFY(first.ok());
@@ -183,7 +148,7 @@ private slots:
         QVERIFY(session.ok());
         const QString path = m_work.filePath(QStringLiteral("hung/events.jsonl"));
         QVERIFY(QDir().mkpath(m_work.filePath(QStringLiteral("hung"))));
-        appendLine(path, runStartEvent());
+        appendLine(path, tb::test::remoteRunStartEvent());
         tb::metrics::EventFileReader reader(tb::remote::sftpEventSource(**session, path.toStdString()));
         QVERIFY(reader.poll().ok());
         appendLine(path, stepLine(1, 1500.0));
@@ -250,264 +215,6 @@ private slots:
         QVERIFY2(found, "the running trainer was not listed with its pid and command line");
     }
 
-    void monitorCommandOnce()
-    {
-        const QString run = m_work.filePath(QStringLiteral("once"));
-        QVERIFY(QDir().mkpath(run));
-        appendLine(run + "/events.jsonl", runStartEvent());
-        appendLine(run + "/events.jsonl", stepLine(1, 1500.0));
-        appendLine(run + "/events.jsonl", stepLine(2, 1500.0));
-        for (const bool overSsh : {false, true}) {
-            QStringList arguments{QStringLiteral("monitor"), run, QStringLiteral("--once")};
-            if (overSsh)
-                arguments << sshArguments();
-            const CliRun result = cli(arguments);
-            QVERIFY2(result.exitCode == 0, qPrintable(result.err));
-            QVERIFY2(result.out.contains(QStringLiteral("run_start  remote-demo on somewhere")), qPrintable(result.out));
-            QVERIFY2(result.out.contains(QStringLiteral("step 2/4  loss 2.8000  1.5 k tokens/s")),
-                qPrintable(result.out));
-        }
-    }
-
-    // Going on from an offset prints only what follows it, and still knows
-    // the run's total from its run_start at the top of the file.
-    void monitorCommandGoesOnFromAnOffset()
-    {
-        const QString run = m_work.filePath(QStringLiteral("offset"));
-        QVERIFY(QDir().mkpath(run));
-        appendLine(run + "/events.jsonl", runStartEvent());
-        appendLine(run + "/events.jsonl", stepLine(1, 1500.0));
-        const qint64 offset = QFileInfo(run + "/events.jsonl").size();
-        appendLine(run + "/events.jsonl", stepLine(2, 1500.0));
-        for (const bool overSsh : {false, true}) {
-            QStringList arguments{QStringLiteral("monitor"), run, QStringLiteral("--once"), QStringLiteral("--from-offset"),
-                QString::number(offset), QStringLiteral("--from-line"), QStringLiteral("3")};
-            if (overSsh)
-                arguments << sshArguments();
-            const CliRun result = cli(arguments);
-            QVERIFY2(result.exitCode == 0, qPrintable(result.err));
-            QVERIFY2(!result.out.contains(QStringLiteral("run_start")) && !result.out.contains(QStringLiteral("step 1/")),
-                qPrintable(result.out));
-            QVERIFY2(result.out.contains(QStringLiteral("step 2/4  loss 2.8000")), qPrintable(result.out));
-        }
-    }
-
-    void monitorCommandBadInput_data()
-    {
-        QTest::addColumn<QStringList>("arguments");
-        QTest::addColumn<QString>("expected");
-        QTest::newRow("two folders") << QStringList{"a", "b"} << "expected one run folder or --run ID";
-        QTest::newRow("folder and --run") << QStringList{"a", "--run", "x"} << "expected one run folder or --run ID";
-        QTest::newRow("offset not a number") << QStringList{"run", "--from-offset", "x"} << "--from-offset";
-        QTest::newRow("remote-cli without host") << QStringList{"--remote-cli", "/x"} << "--remote-cli needs --host";
-        QTest::newRow("port without host") << QStringList{"run", "--port", "22"} << "--port needs --host";
-        QTest::newRow("bad host") << QStringList{"run", "--host", "user@"} << "expected [USER@]HOST";
-        QTest::newRow("bad port") << QStringList{"run", "--host", "h", "--port", "0"} << "--port";
-        QTest::newRow("bad poll") << QStringList{"run", "--poll", "0"} << "--poll";
-    }
-
-    void monitorCommandBadInput()
-    {
-        QFETCH(QStringList, arguments);
-        QFETCH(QString, expected);
-        const CliRun result = cli(QStringList{QStringLiteral("monitor")} + arguments);
-        QCOMPARE(result.exitCode, 2);
-        QVERIFY2(result.err.contains(expected), qPrintable(result.err));
-    }
-
-    // A run started here, followed and stopped over SSH as from another machine.
-    void monitorStopsARunOverSsh()
-    {
-        if (const QString why = tb::test::whyNoEndlessRun(); !why.isEmpty())
-            TB_SKIP(why);
-        const QString runDir = m_work.filePath(QStringLiteral("ssh-run"));
-        const QString config = m_work.filePath(QStringLiteral("ssh-run.yaml"));
-        QVERIFY(tb::test::writeEndlessRunConfig(config, runDir));
-        QProcess trainer;
-        QVERIFY(tb::test::startTrainer(trainer, config));
-        const qint64 pid = trainer.processId();
-        // Stop once it has trained a few steps.
-        QTRY_VERIFY_WITH_TIMEOUT(QFile(runDir + "/events.jsonl").size() > 2000, 60000);
-
-        const CliRun result = cli(QStringList{QStringLiteral("monitor"), runDir, QStringLiteral("--stop"),
-                                      QStringLiteral("--poll"), QStringLiteral("0.2")}
-            + sshArguments());
-        QVERIFY2(result.exitCode == 0, qPrintable(result.err + result.out));
-        QVERIFY2(result.out.contains(QStringLiteral("stop       SIGTERM sent to process %1").arg(pid)),
-            qPrintable(result.out));
-        QVERIFY2(result.out.contains(QStringLiteral("run_end    stopped")), qPrintable(result.out));
-        QVERIFY(trainer.waitForFinished(30000));
-        const QStringList lines = result.out.split('\n');
-        qInfo("monitor over SSH printed %lld lines and stopped pid %lld",
-            static_cast<long long>(lines.size()), static_cast<long long>(pid));
-
-        // Ended: a second stop is refused with the reason.
-        const CliRun again = cli(QStringList{QStringLiteral("monitor"), runDir, QStringLiteral("--stop")}
-            + sshArguments());
-        QCOMPARE(again.exitCode, 0); // the run's own end status: stopped
-        QVERIFY(again.out.contains(QStringLiteral("run_end    stopped")));
-        QVERIFY(!again.out.contains(QStringLiteral("SIGTERM sent")));
-        QVERIFY2(again.err.contains(QStringLiteral("nothing to stop, the run had already ended (stopped)")),
-            qPrintable(again.err));
-    }
-
-    // `fetch` writes only inside the folder it fetches to, whatever the host
-    // names (docs/MONITOR.md, "Fetching outputs"): the run folder there holds
-    // adapter/adapter_config.json and adapter/sub/weights.bin, and each row
-    // adds something hostile or awkward. A folder beside it, "outside", must
-    // stay as it was, and nothing may appear beside the test's folders.
-    void fetchStaysInsideItsFolder_data()
-    {
-        QTest::addColumn<QString>("twist");
-        QTest::addColumn<int>("exitCode");
-        QTest::addColumn<QString>("message");
-        QTest::newRow("a tree with a symlink to a folder outside")
-            << "remote-symlink" << 0 << "2 file(s) copied";
-        QTest::newRow("a folder name holding a newline")
-            << "newline" << 1 << "entry 'a\\x0a5 ..': holds a control character";
-        QTest::newRow("a symlink here where the partial copy goes")
-            << "local-symlink" << 1 << "cannot write";
-        QTest::newRow("run folder with a trailing slash, default --to")
-            << "trailing-slash" << 0 << "-> run/adapter";
-        QTest::newRow("run folder ending in .., default --to")
-            << "dotdot" << 2 << "cannot name a folder here";
-    }
-
-    void fetchStaysInsideItsFolder()
-    {
-        QFETCH(QString, twist);
-        QFETCH(int, exitCode);
-        QFETCH(QString, message);
-        const QString base = m_work.filePath(QStringLiteral("fetch-%1").arg(++m_fetches));
-        const QString run = base + "/remote/run";
-        const QString outside = base + "/outside";
-        const QString here = base + "/here";
-        for (const QString& folder : {run + "/adapter/sub", outside, here})
-            QVERIFY(QDir().mkpath(folder));
-        appendLine(run + "/adapter/adapter_config.json", "{}");
-        appendLine(run + "/adapter/sub/weights.bin", "0123456789");
-        appendLine(outside + "/secret", "keep");
-        QString runArgument = run;
-        QStringList to{QStringLiteral("--to"), here + "/fetched"};
-        if (twist == "remote-symlink")
-            QVERIFY(QFile::link(outside, run + "/adapter/link"));
-        if (twist == "newline") { // what `find -printf '%P\n'` would list as "5 ../x"
-            QVERIFY(QDir().mkpath(run + "/adapter/a\n5 .."));
-            appendLine(run + "/adapter/a\n5 ../x", "x");
-        }
-        if (twist == "local-symlink") {
-            QVERIFY(QDir().mkpath(here + "/fetched/adapter"));
-            QVERIFY(QFile::link(
-                outside + "/secret", here + "/fetched/adapter/adapter_config.json.tbpart"));
-        }
-        if (twist == "trailing-slash" || twist == "dotdot") {
-            runArgument = twist == "dotdot" ? run + "/adapter/.." : run + "/";
-            to.clear();
-        }
-        const CliRun result = cli(QStringList{QStringLiteral("fetch"), runArgument,
-                                      QStringLiteral("--what"), QStringLiteral("adapter")}
-                + to + sshArguments(),
-            120000, here);
-        QVERIFY2(result.exitCode == exitCode, qPrintable(result.out + result.err));
-        QVERIFY2((result.out + result.err).contains(message), qPrintable(result.out + result.err));
-
-        const auto entries = [](const QString& folder) {
-            return QDir(folder).entryList(
-                QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden | QDir::System);
-        };
-        QCOMPARE(entries(base), (QStringList{"here", "outside", "remote"}));
-        QCOMPARE(entries(outside), QStringList{"secret"});
-        QFile secret(outside + "/secret");
-        QVERIFY(secret.open(QIODevice::ReadOnly));
-        QCOMPARE(secret.readAll(), QByteArray("keep\n"));
-        if (twist == "newline" || twist == "dotdot")
-            QCOMPARE(entries(here), QStringList{}); // refused before anything was written
-        if (exitCode != 0)
-            return;
-        const QString fetched = here + (twist == "trailing-slash" ? "/run" : "/fetched");
-        QFile weights(fetched + "/adapter/sub/weights.bin");
-        QVERIFY(weights.open(QIODevice::ReadOnly));
-        QCOMPARE(weights.readAll(), QByteArray("0123456789\n"));
-        QCOMPARE(entries(fetched + "/adapter"), (QStringList{"adapter_config.json", "sub"}));
-    }
-
-    // A checksum's deadline is the SSH timeout plus its bytes at 50 MB/s
-    // (review M2).
-    void checksumDeadlineGrowsWithSize_data()
-    {
-        QTest::addColumn<double>("timeout");
-        QTest::addColumn<qulonglong>("bytes");
-        QTest::addColumn<double>("seconds");
-        QTest::newRow("empty file") << 15.0 << qulonglong(0) << 15.0;
-        QTest::newRow("256 MiB") << 15.0 << qulonglong(256) * 1024 * 1024 << 15.0 + 268435456 / 50e6;
-        QTest::newRow("a 5 GB shard") << 15.0 << qulonglong(5'000'000'000) << 115.0;
-        QTest::newRow("a 15 GB merged export, --ssh-timeout 2") << 2.0 << qulonglong(15'000'000'000) << 302.0;
-    }
-
-    void checksumDeadlineGrowsWithSize()
-    {
-        QFETCH(double, timeout);
-        QFETCH(qulonglong, bytes);
-        QFETCH(double, seconds);
-        QCOMPARE(tb::remote::checksumSeconds(timeout, bytes), seconds);
-    }
-
-    // A remote sha256sum that answers 17 s after it is asked (a slow disk)
-    // is waited for when its file is large enough to take that long at
-    // 50 MB/s, where a fixed 15 s once failed every try; a small file's
-    // checksum still fails at its own deadline, naming it and --ssh-timeout.
-    void fetchWaitsForASlowChecksumOfALargeFile_data()
-    {
-        QTest::addColumn<int>("mebibytes");
-        QTest::addColumn<QStringList>("options");
-        QTest::addColumn<int>("exitCode");
-        QTest::addColumn<QString>("message");
-        QTest::newRow("256 MiB, default 15 s timeout: 20.4 s for the checksum")
-            << 256 << QStringList{} << 0 << "adapter: 1 file(s) copied";
-        QTest::newRow("1 MiB, --ssh-timeout 5: 5.02 s for the checksum")
-            << 1 << QStringList{QStringLiteral("--ssh-timeout"), QStringLiteral("5")} << 1
-            << "did not finish within 6 s (give more time with --ssh-timeout SECONDS)";
-    }
-
-    void fetchWaitsForASlowChecksumOfALargeFile()
-    {
-        QFETCH(int, mebibytes);
-        QFETCH(QStringList, options);
-        QFETCH(int, exitCode);
-        QFETCH(QString, message);
-        const QString base = m_work.filePath(QStringLiteral("slow-%1").arg(mebibytes));
-        const QString weights = base + "/remote/adapter/weights.bin";
-        QVERIFY(QDir().mkpath(base + "/remote/adapter"));
-        QVERIFY(writeNoise(weights, mebibytes));
-        QElapsedTimer waited;
-        waited.start();
-        const CliRun result = cli(QStringList{QStringLiteral("fetch"), base + "/remote", QStringLiteral("--what"),
-                                      QStringLiteral("adapter"), QStringLiteral("--to"), base + "/here"}
-                + sshArguments(m_slowHashServer) + options);
-        qInfo("%d MiB: fetch ended in %lld ms", mebibytes, static_cast<long long>(waited.elapsed()));
-        QVERIFY2(result.exitCode == exitCode, qPrintable(result.out + result.err));
-        QVERIFY2((result.out + result.err).contains(message), qPrintable(result.out + result.err));
-        if (exitCode == 0)
-            QCOMPARE(tb::remote::localSha256((base + "/here/adapter/weights.bin").toStdString()).value(),
-                tb::remote::localSha256(weights.toStdString()).value());
-    }
-
-    // --sync's check that a node already has a file waits for the slow
-    // checksum of a large one too, and skips the copy.
-    void syncWaitsForASlowChecksumOfALargeFile()
-    {
-        const QString weights = m_work.filePath(QStringLiteral("slow-sync.bin"));
-        QVERIFY(writeNoise(weights, 256));
-        SshTarget slow = target(m_slowHashServer);
-        slow.timeoutSeconds = 15;
-        auto session = SshSession::connect(slow);
-        QVERIFY2(session.ok(), session.ok() ? "" : session.error().toString().c_str());
-        const auto summary = tb::remote::uploadFiles(**session, {weights.toStdString()}, {});
-        QVERIFY2(summary.ok(), summary.ok() ? "" : summary.error().toString().c_str());
-        QCOMPARE(summary->skipped, 1);
-        QCOMPARE(summary->copied, 0);
-    }
-
     // A login shell whose start-up files print a banner on stdout and
     // stderr (review L7): a command's answer is its own output alone.
     void aStartupBannerLeavesCommandOutputAlone_data()
@@ -555,14 +262,14 @@ private slots:
         QVERIFY(tb::test::writeEndlessRunConfig(config, runDir));
         const QString hostfile = m_work.filePath(QStringLiteral("banner-hosts"));
         appendLine(hostfile, QStringLiteral("%1@127.0.0.1:%2 slots=1").arg(m_bannerServer.user()).arg(m_bannerServer.port()).toStdString());
-        const CliRun preflight = cli({QStringLiteral("launch"), config, QStringLiteral("--hostfile"), hostfile,
+        const CliRun preflight = runCli({QStringLiteral("launch"), config, QStringLiteral("--hostfile"), hostfile,
             QStringLiteral("--preflight-only"), QStringLiteral("--ssh-key"), m_bannerServer.userKey(),
             QStringLiteral("--known-hosts"), m_bannerServer.knownHosts()});
         QVERIFY2(preflight.exitCode == 0, qPrintable(preflight.err));
         QVERIFY2(preflight.err.contains(QStringLiteral("preflight passed on every node")), qPrintable(preflight.err));
 
         QVERIFY(QDir().mkpath(runDir + "/adapter"));
-        appendLine(runDir + "/events.jsonl", runStartEvent());
+        appendLine(runDir + "/events.jsonl", tb::test::remoteRunStartEvent());
         appendLine(runDir + "/events.jsonl", stepLine(1, 1500.0));
         appendLine(runDir + "/events.jsonl", stepLine(2, 1500.0));
         appendLine(runDir + "/adapter/adapter_config.json", "{}");
@@ -576,19 +283,19 @@ private slots:
         const std::string registry = m_bannerServer.home().toStdString() + "/.local/state/tunebench/runs";
         QVERIFY(tb::launch::writeRegistryEntry(tb::launch::registryEntryPath(registry, entry.runId, 0), entry).ok());
 
-        const CliRun listed = cli(QStringList{QStringLiteral("monitor")} + sshArguments(m_bannerServer));
+        const CliRun listed = runCli(QStringList{QStringLiteral("monitor")} + tb::test::cliSshArguments(m_bannerServer));
         QVERIFY2(listed.exitCode == 0, qPrintable(listed.err));
         QVERIFY2(listed.out.contains(QStringLiteral("banner-1")) && listed.out.contains(QStringLiteral("exit 0")),
             qPrintable(listed.out));
-        const CliRun followed = cli(QStringList{QStringLiteral("monitor"), QStringLiteral("--run"), QStringLiteral("banner-1"),
+        const CliRun followed = runCli(QStringList{QStringLiteral("monitor"), QStringLiteral("--run"), QStringLiteral("banner-1"),
                                         QStringLiteral("--once")}
-            + sshArguments(m_bannerServer));
+            + tb::test::cliSshArguments(m_bannerServer));
         QVERIFY2(followed.exitCode == 0, qPrintable(followed.err));
         QVERIFY2(followed.out.contains(QStringLiteral("step 2/4  loss 2.8000")), qPrintable(followed.out));
         const QString here = m_work.filePath(QStringLiteral("banner-fetched"));
-        const CliRun fetched = cli(QStringList{QStringLiteral("fetch"), QStringLiteral("--run"), QStringLiteral("banner-1"),
+        const CliRun fetched = runCli(QStringList{QStringLiteral("fetch"), QStringLiteral("--run"), QStringLiteral("banner-1"),
                                        QStringLiteral("--what"), QStringLiteral("adapter"), QStringLiteral("--to"), here}
-            + sshArguments(m_bannerServer));
+            + tb::test::cliSshArguments(m_bannerServer));
         QVERIFY2(fetched.exitCode == 0, qPrintable(fetched.out + fetched.err));
         QFile copied(here + "/adapter/adapter_config.json");
         QVERIFY(copied.open(QIODevice::ReadOnly));
@@ -647,38 +354,6 @@ private slots:
     }
 
 private:
-    // A sha256sum that answers 17 s after it is asked, as over a slow disk:
-    // longer than the default SSH timeout, shorter than a 256 MiB file's
-    // checksum deadline.
-    static bool writeSlowSha256sum(const QString& folder)
-    {
-        QFile script(folder + "/sha256sum");
-        if (!QDir().mkpath(folder) || !script.open(QIODevice::WriteOnly))
-            return false;
-        script.write("#!/bin/sh\nsleep 17 &\nhash=$(/usr/bin/sha256sum \"$@\") || exit 1\nwait\n"
-                     "printf '%s\\n' \"$hash\"\n");
-        script.close();
-        return script.setPermissions(script.permissions() | QFileDevice::ExeOwner);
-    }
-
-    // `mebibytes` MiB of pseudo-random bytes.
-    static bool writeNoise(const QString& path, int mebibytes)
-    {
-        QFile file(path);
-        if (!file.open(QIODevice::WriteOnly))
-            return false;
-        std::mt19937_64 random(42);
-        std::vector<uint64_t> block(1 << 17);
-        for (int i = 0; i < mebibytes; ++i) {
-            for (uint64_t& word : block)
-                word = random();
-            const auto bytes = qint64(block.size() * sizeof(uint64_t));
-            if (file.write(reinterpret_cast<const char*>(block.data()), bytes) != bytes)
-                return false;
-        }
-        return true;
-    }
-
     // Counts the nodes whose preflight failed.
     struct FailureCounter : tb::remote::ClusterSink {
         int failed = 0;
@@ -710,20 +385,9 @@ private:
 
     static SshTarget target(const tb::test::SshdServer& server) { return tb::test::loginTarget(server); }
 
-    QStringList sshArguments() const { return sshArguments(m_server); }
-
-    static QStringList sshArguments(const tb::test::SshdServer& server)
-    {
-        return {QStringLiteral("--host"), server.user() + QStringLiteral("@127.0.0.1"), QStringLiteral("--port"),
-            QString::number(server.port()), QStringLiteral("--identity"), server.userKey(),
-            QStringLiteral("--known-hosts"), server.knownHosts()};
-    }
-
     tb::test::SshdServer m_server;
     tb::test::SshdServer m_bannerServer;
-    tb::test::SshdServer m_slowHashServer; // its sha256sum answers after 17 s
     QTemporaryDir m_work;
-    int m_fetches = 0;
 };
 
 QTEST_GUILESS_MAIN(TestRemote)

@@ -5,8 +5,7 @@
 // sshd on loopback.
 #include "../support/child_usage.h"
 #include "../support/event_lines.h"
-#include "../support/qt_test_paths.h"
-#include "sshd_server.h"
+#include "remote_cli.h"
 
 #include "launch/run_registry.h"
 #include "metrics/event.h"
@@ -108,7 +107,7 @@ private slots:
         QVERIFY(script.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
 
         const tb::test::MeasuredRun run = tb::test::runMeasured(kCli,
-            QStringList{QStringLiteral("monitor"), QStringLiteral("--remote-cli"), flood} + sshArguments());
+            QStringList{QStringLiteral("monitor"), QStringLiteral("--remote-cli"), flood} + tb::test::cliSshArguments(m_server));
         qInfo("a remote command printing without end: exit %d, peak RSS %ld KiB", run.exitCode, run.maxRssKib);
         QVERIFY2(!run.timedOut, qPrintable(run.err));
         QCOMPARE(run.exitCode, 2);
@@ -180,13 +179,6 @@ private:
         options.pollSeconds = 0.05;
         options.sshTimeoutSeconds = 10;
         return options;
-    }
-
-    QStringList sshArguments() const
-    {
-        return {QStringLiteral("--host"), m_server.user() + QStringLiteral("@127.0.0.1"), QStringLiteral("--port"),
-            QString::number(m_server.port()), QStringLiteral("--identity"), m_server.userKey(),
-            QStringLiteral("--known-hosts"), m_server.knownHosts()};
     }
 
     tb::test::SshdServer m_server;
