@@ -30,7 +30,10 @@ plan::DataProfile profileRows(std::span<const data::TokenizedExample> rows,
     plan::DataProfile profile;
     profile.source = std::move(source);
     const int world = std::max(1, worldSize);
-    const data::BatchOptions batching{static_cast<std::size_t>(config.training.microBatch), 0, 0};
+    data::BatchOptions batching{static_cast<std::size_t>(config.training.microBatch), 0, 0};
+    // As the trainer batches DPO: micro_batch pairs, each a chosen and a
+    // rejected row (train/training_run.cpp).
+    batching.rowsPerSample = config.isPreferenceTuning() ? 2 : 1;
     for (int rank = 0; rank < world; ++rank) {
         data::BatchIterator batches(rows,
             data::trainingSampler(rows.size(), world, rank, config.training.seed), batching);
@@ -40,6 +43,8 @@ plan::DataProfile profileRows(std::span<const data::TokenizedExample> rows,
             profile.tokens += static_cast<std::int64_t>(batch.tokens());
             profile.batchTokens += static_cast<std::int64_t>(batch.batchSize * batch.sequenceLength);
             profile.longestRow = std::max(profile.longestRow, static_cast<int>(batch.sequenceLength));
+            profile.peakLossTokens =
+                std::max(profile.peakLossTokens, static_cast<std::int64_t>(batch.lossTokens()));
             ++profile.microBatches;
         }
     }

@@ -16,6 +16,7 @@ plan::PlanInput planInputOfRun(
     plan::PlanInput in;
     in.model = c.model;
     in.method = c.method;
+    in.objective = c.isPreferenceTuning() ? plan::Objective::Dpo : plan::Objective::Sft;
     in.lora.rank = c.lora.rank;
     in.lora.alpha = c.lora.alpha;
     in.lora.dropout = c.lora.dropout;
@@ -38,6 +39,19 @@ plan::PlanInput planInputOfRun(
     return in;
 }
 
+namespace {
+
+// A run config's device auto (every recipe's) ran where LibTorch saw a GPU:
+// its recorded prediction says which, on a GPU preset or on this CPU.
+bool ranOnCpu(config::Device device, const metrics::RunStartInfo& start)
+{
+    if (device != config::Device::Auto)
+        return device == config::Device::Cpu;
+    return start.prediction && start.prediction->gpu.empty();
+}
+
+} // namespace
+
 common::Result<RunMeasurement> readRunMeasurement(
     const std::string& runDir, const std::string& gpuId, const std::string& modelOverride)
 {
@@ -56,7 +70,7 @@ common::Result<RunMeasurement> readRunMeasurement(
     RunMeasurement m;
     m.runDir = runDir;
     m.runId = start.runId;
-    m.onCpu = report.config->device == config::Device::Cpu;
+    m.onCpu = ranOnCpu(report.config->device, start);
     // A GPU run names its GPU's preset in its prediction; --gpu overrides it.
     const std::string recorded = start.prediction ? start.prediction->gpu : std::string();
     const std::string gpu = gpuId.empty() ? recorded : gpuId;

@@ -106,7 +106,7 @@ LayerActivations layerActivations(const PlanContext& ctx)
     if (ctx.attention == Attention::Eager) {
         const double s = ctx.peakSeqLen;
         act.scores = scoreBytesPerElement(ctx) * double(m.numHeads) * s * s
-            * double(ctx.in.microBatch);
+            * ctx.rowsPerMicro;
     }
     return act;
 }
@@ -115,6 +115,8 @@ LayerActivations layerActivations(const PlanContext& ctx)
 // them.
 double logitsBytes(const PlanContext& ctx)
 {
+    if (ctx.dpo)
+        return dpoLogitsBytes(ctx);
     const double a = ctx.act;
     const double tv = ctx.tokensPerMicro * double(ctx.model.vocabSize);
     const double k = std::max(1, ctx.in.lossChunks);
@@ -143,6 +145,8 @@ double logitsBytes(const PlanContext& ctx)
 // The same, each byte count said as it is summed.
 void addLogits(const PlanContext& ctx, MemoryBuilder& b)
 {
+    if (ctx.dpo)
+        return addDpoLogits(ctx, b);
     const double a = ctx.act;
     const double t = ctx.tokensPerMicro;
     const double tv = t * double(ctx.model.vocabSize);
@@ -224,7 +228,7 @@ void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b)
                                  << (ctx.softcappedScores ? " and tanh of the softcapped scores"
                                                           : "")
                                  << ": " << int(ctx.model.numHeads) << " heads x "
-                                 << Count{ctx.peakSeqLen} << "^2 x b=" << ctx.in.microBatch << " x "
+                                 << Count{ctx.peakSeqLen} << "^2 x b=" << Count{ctx.rowsPerMicro} << " x "
                                  << Fixed{scoreBytesPerElement(ctx), 0} << " B = "
                                  << Bytes{layer.scores} << " per layer"
                                  << (ctx.in.gradientCheckpointing ? " (one layer at a time)"
@@ -242,6 +246,8 @@ void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b)
                              << (ctx.kbitUpcast ? " and the fp32 lm_head" : "") << " x 2 B = "
                              << Bytes{c->bytes};
     addLogits(ctx, b);
+    if (ctx.dpo)
+        addDpoReference(ctx, b, layer, activations + logitsBytes(ctx));
 }
 
 } // namespace tb::plan::detail

@@ -114,7 +114,7 @@ LayerActivations hfLayerActivations(const PlanContext& ctx)
         act.attention += 4 * t * double(m.numHeads); // the kernel's logsumexp
     else
         act.scores = scoreBytesPerElement(ctx) * double(m.numHeads) * ctx.peakSeqLen
-            * ctx.peakSeqLen * double(ctx.in.microBatch);
+            * ctx.peakSeqLen * ctx.rowsPerMicro;
     if (m.qkNorm)
         act.attention += (4 + (ctx.full ? d.stream : 0)) * t * (qd + kvd);
     if (m.isMixtureOfExperts())

@@ -68,6 +68,16 @@ double hfAutocastCopies(const PlanContext& ctx);
 // builder's result.
 void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b);
 
+// DPO (preference_memory.cpp, docs/PLANNER.md 4.15): the policy's logits of
+// the completion tokens at log-softmax's backward, and what the reference
+// forward leaves at the step's peak: its log-probabilities, and whatever its
+// transient peak (one layer at a time, or its own completion logits)
+// exceeds the policy's transients by (`policyTransient`).
+double dpoLogitsBytes(const PlanContext& ctx);
+void addDpoLogits(const PlanContext& ctx, MemoryBuilder& b);
+void addDpoReference(const PlanContext& ctx, MemoryBuilder& b, const LayerActivations& layer,
+    double policyTransient);
+
 // Buffers sized by DeepSpeed's and FSDP's settings (framework_buffers.cpp).
 void addZeroBuckets(const PlanContext& ctx, MemoryBuilder& b, double work);
 void addZero3Buffers(const PlanContext& ctx, MemoryBuilder& b, double work);

@@ -264,7 +264,12 @@ void sizeElements(PlanContext& ctx)
     const DataProfile& data = ctx.in.data;
     ctx.peakSeqLen = data.measured() ? double(data.longestRow) : double(std::max(1, ctx.in.seqLen));
     ctx.meanSeqLen = data.measured() ? double(data.batchTokens) / double(data.rows) : ctx.peakSeqLen;
-    ctx.tokensPerMicro = double(std::max(1, ctx.in.microBatch)) * ctx.peakSeqLen;
+    ctx.dpo = ctx.in.objective == Objective::Dpo;
+    ctx.rowsPerMicro = double(rowsPerMicroBatch(ctx.in));
+    ctx.tokensPerMicro = ctx.rowsPerMicro * ctx.peakSeqLen;
+    ctx.completionTokens = data.measured() && data.peakLossTokens > 0
+        ? std::min(double(data.peakLossTokens), ctx.tokensPerMicro)
+        : ctx.tokensPerMicro;
     ctx.optimizerStateBytes = p == Precision::Bf16 && ctx.adapterBytes != 4 ? 2 : 4;
     switch (ctx.in.optimizer) {
     case Optimizer::AdamW:

@@ -78,7 +78,14 @@ struct PlanContext {
     // row when its data was read, else seq_len), and the mean one.
     double peakSeqLen = 0;
     double meanSeqLen = 0;
-    double tokensPerMicro = 0; // micro_batch x peakSeqLen: the activation peak's tokens
+    // DPO (4.15): rows per forward are twice micro_batch (each pair's chosen
+    // and rejected row), and the loss takes logits of the completion tokens.
+    bool dpo = false;
+    double rowsPerMicro = 1; // rowsPerMicroBatch: micro_batch, x 2 under DPO
+    double tokensPerMicro = 0; // rowsPerMicro x peakSeqLen: the activation peak's tokens
+    // DPO: the completion tokens of the largest micro-batch, whose logits the
+    // loss makes (the data's count when profiled, else every token: a bound).
+    double completionTokens = 0;
 
     // The attention counted: the input's, but eager where our trainer runs
     // a model whose scores are softcapped (Gemma 2): no fused kernel caps.

@@ -4,6 +4,7 @@
 #include "common/text.h"
 #include "common/training_rules.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -39,6 +40,9 @@ constexpr std::array kEngines = {Spelling<Engine>{Engine::Reference, "reference"
     Spelling<Engine>{Engine::Tunebench, "tunebench"}, Spelling<Engine>{Engine::Reference, "deepspeed"},
     Spelling<Engine>{Engine::HfTrainer, "hf-trainer"}, Spelling<Engine>{Engine::Reference, "fsdp"},
     Spelling<Engine>{Engine::HfTrainer, "transformers"}, Spelling<Engine>{Engine::HfTrainer, "trl"}};
+// As the run config spells its objective (config/run_config.cpp).
+constexpr std::array kObjectives = {Spelling<Objective>{Objective::Sft, "sft"},
+    Spelling<Objective>{Objective::Dpo, "dpo"}};
 
 // Any case, surrounding space ignored: the CLI and GUI spellings.
 template <typename Enum, size_t N>
@@ -68,6 +72,11 @@ std::string_view toString(LossMode value)
 std::string_view toString(Engine value)
 {
     return common::spellingOf(kEngines, value);
+}
+
+std::string_view toString(Objective value)
+{
+    return common::spellingOf(kObjectives, value);
 }
 
 std::optional<Method> parseMethod(std::string_view text)
@@ -107,6 +116,11 @@ std::optional<Engine> parseEngine(std::string_view text)
     return parseIn(kEngines, text);
 }
 
+std::optional<Objective> parseObjective(std::string_view text)
+{
+    return parseIn(kObjectives, text);
+}
+
 std::vector<std::string> methodNames()
 {
     return common::canonicalSpellings(common::kMethodSpellings);
@@ -142,6 +156,15 @@ std::vector<std::string> lossModeNames()
 std::vector<std::string> engineNames()
 {
     return common::canonicalSpellings(kEngines);
+}
+std::vector<std::string> objectiveNames()
+{
+    return common::canonicalSpellings(kObjectives);
+}
+
+int rowsPerMicroBatch(const PlanInput& input)
+{
+    return std::max(1, input.microBatch) * (input.objective == Objective::Dpo ? 2 : 1);
 }
 
 std::string_view label(Sharding value)
@@ -223,6 +246,16 @@ void refuseForHfTrainer(const PlanInput& in, std::vector<std::string>& problems)
               "loaded in bf16 is planned as bf16)");
 }
 
+// What DPO cannot run as planned: our trainer's reference is the base with
+// the adapter disabled, which a full fine-tune does not have.
+void refuseForDpo(const PlanInput& in, std::vector<std::string>& problems)
+{
+    if (in.method == Method::Full)
+        problems.push_back("method: full with objective dpo, expected lora or qlora (DPO's "
+                           "reference is the base with the adapter disabled; a full fine-tune "
+                           "would need a second, frozen copy of the model)");
+}
+
 } // namespace
 
 common::Status validatePlanInput(const PlanInput& in)
@@ -252,6 +285,8 @@ common::Status validatePlanInput(const PlanInput& in)
     if (in.optimizerKernel == OptimizerKernel::Foreach && in.engine == Engine::Tunebench)
         problems.push_back("optimizer_kernel: foreach, expected fused or auto with engine "
                            "tunebench (Tunebench's trainer runs the fused kernel)");
+    if (in.objective == Objective::Dpo)
+        refuseForDpo(in, problems);
     if (in.engine == Engine::HfTrainer)
         refuseForHfTrainer(in, problems);
     else if (in.evalBatch > 0)

@@ -101,6 +101,13 @@ struct FsdpSettings {
 // (docs/PLANNER.md 4.14).
 enum class Engine { Reference, Tunebench, HfTrainer };
 
+// What the run optimises (config::Objective of the run config): Sft, the
+// next-token loss; Dpo, DPO on preference pairs as our trainer runs it
+// (train/dpo_step.h): micro_batch counts pairs, each two padded rows (chosen,
+// rejected) in one forward, after a reference forward of the same rows
+// without gradient and with the adapter disabled (docs/PLANNER.md 4.15).
+enum class Objective { Sft, Dpo };
+
 // The run's own training data, read and batched as our trainer batches it
 // (launch/run_data_profile.h; plan --from-run): one epoch over every rank.
 // With rows > 0 it replaces the nominal dataset and sequence length: the
@@ -111,6 +118,9 @@ struct DataProfile {
     std::int64_t batchTokens = 0; // tokens the micro-batches carry, padding included
     std::int64_t microBatches = 0; // per epoch, all ranks together
     int longestRow = 0; // tokens in the longest row, padded to by its micro-batch
+    // The most labelled (completion) tokens one micro-batch carries: DPO
+    // takes logits of those alone. 0: not counted (every token is).
+    std::int64_t peakLossTokens = 0;
     std::string source; // the files read, for explanations
 
     bool measured() const { return rows > 0; }
@@ -122,6 +132,7 @@ struct PlanInput {
     std::string model = "Llama-3.1-8B";
 
     Method method = Method::Lora;
+    Objective objective = Objective::Sft;
     LoraSettings lora;
     Precision precision = Precision::Bf16Mixed;
     Optimizer optimizer = Optimizer::AdamW;
@@ -140,7 +151,7 @@ struct PlanInput {
     Engine engine = Engine::Reference;
     FsdpSettings fsdp; // FSDP strategies
 
-    int microBatch = 4;
+    int microBatch = 4; // sequences; under DPO, preference pairs (two rows each)
     int seqLen = 2048;
     int gradAccum = 4;
     // The evaluation's micro-batch per GPU, as the Hugging Face Trainer's
@@ -187,6 +198,7 @@ std::string_view toString(OptimizerKernel value); // "auto", "foreach", "fused"
 std::string_view toString(Attention value);
 std::string_view toString(LossMode value);
 std::string_view toString(Engine value); // "reference", "tunebench", "hf-trainer"
+std::string_view toString(Objective value); // "sft", "dpo"
 
 // The loss an engine computes when the input says auto: transformers' fp32
 // logits of the whole batch for the Hugging Face Trainer, else chunked.
@@ -201,6 +213,7 @@ std::optional<Offload> parseOffload(std::string_view text);
 std::optional<Attention> parseAttention(std::string_view text);
 std::optional<LossMode> parseLossMode(std::string_view text);
 std::optional<Engine> parseEngine(std::string_view text);
+std::optional<Objective> parseObjective(std::string_view text);
 
 // The accepted spellings, for help text and error messages.
 std::vector<std::string> methodNames();
@@ -212,6 +225,10 @@ std::vector<std::string> offloadNames();
 std::vector<std::string> attentionNames();
 std::vector<std::string> lossModeNames();
 std::vector<std::string> engineNames();
+std::vector<std::string> objectiveNames();
+
+// Rows one micro-batch's forward carries: micro_batch, twice that under DPO.
+int rowsPerMicroBatch(const PlanInput& input);
 
 // Human labels for UI combos ("FSDP FULL_SHARD", "bf16 mixed (fp32 master)").
 std::string_view label(Sharding value);

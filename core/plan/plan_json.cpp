@@ -27,6 +27,7 @@ json planResultToJson(const PlanInput& input, const PlanResult& r)
     out["schema"] = "tunebench.plan/1";
     out["model"] = r.modelName;
     out["method"] = toString(input.method);
+    out["objective"] = toString(input.objective);
     out["precision"] = r.precision;
     out["optimizer"] = toString(input.optimizer);
     out["optimizer_kernel"] = toString(input.optimizerKernel);
@@ -45,7 +46,7 @@ json planResultToJson(const PlanInput& input, const PlanResult& r)
         const DataProfile& d = input.data;
         out["data"] = {{"source", d.source}, {"rows", d.rows}, {"tokens", d.tokens},
             {"batch_tokens", d.batchTokens}, {"micro_batches", d.microBatches},
-            {"longest_row", d.longestRow}};
+            {"longest_row", d.longestRow}, {"peak_loss_tokens", d.peakLossTokens}};
     } else {
         out["data"] = nullptr;
     }

@@ -29,6 +29,11 @@ const PlanOption kOptions[] = {
     {"model", "model", "preset name, HF repo id, or a config.json (or its folder)", "", 0, 0, 0,
         TB_FIELD(model)},
     {"method", "method", "training method", "", 0, 0, 0, TB_FIELD(method)},
+    {"objective", "objective",
+        "what the run optimises: sft (next-token loss) or dpo (preference pairs: micro_batch "
+        "pairs of two rows, a reference forward without gradient; lora or qlora, pairs never "
+        "packed)",
+        "", 0, 0, 0, TB_FIELD(objective)},
     {"lora.rank", "lora-rank", "LoRA rank", "", double(kLoraRankLimit.min),
         double(kLoraRankLimit.max), 0, TB_FIELD(lora.rank)},
     {"lora.alpha", "lora-alpha", "LoRA alpha (scales the update; does not change memory)", "",
@@ -70,7 +75,8 @@ const PlanOption kOptions[] = {
     {"ddp_bucket_view", "ddp-bucket-view",
         "DDP's gradient_as_bucket_view (off: the buckets are a second copy of the gradients)", "",
         0, 0, 0, TB_FIELD(ddpBucketView)},
-    {"micro_batch", "micro-batch", "sequences per GPU per forward", "",
+    {"micro_batch", "micro-batch",
+        "sequences per GPU per forward (objective dpo: preference pairs, two rows each)", "",
         double(kMicroBatchLimit.min), double(kMicroBatchLimit.max), 0, TB_FIELD(microBatch)},
     {"seq_len", "seq-len", "tokens per sequence", "tokens", double(kSequenceLengthLimit.min),
         double(kSequenceLengthLimit.max), 0, TB_FIELD(seqLen)},
@@ -172,6 +178,7 @@ TB_CHOICE(Attention, attentionNames, parseAttention)
 TB_CHOICE(LossMode, lossModeNames, parseLossMode)
 TB_CHOICE(Engine, engineNames, parseEngine)
 TB_CHOICE(BackwardPrefetch, prefetchNames, parsePrefetch)
+TB_CHOICE(Objective, objectiveNames, parseObjective)
 #undef TB_CHOICE
 
 std::string_view spell(BackwardPrefetch value)

@@ -136,7 +136,8 @@ FlopsPerToken flopsPerToken(const PlanContext& ctx)
     f.recompute = ctx.in.gradientCheckpointing
         ? 2 * f.blockMatmul + f.attention + 2 * f.adapters
         : 0;
-    f.total = f.forward + f.backward + f.recompute;
+    f.reference = ctx.dpo ? 2 * f.matmul + f.attention : 0;
+    f.total = f.forward + f.backward + f.recompute + f.reference;
     return f;
 }
 
@@ -217,13 +218,15 @@ Dataset dataset(const PlanContext& ctx, double tokensPerStep)
     if (in.data.measured()) {
         // What the run's micro-batches carry, padding included, is what runs.
         d.tokens = double(in.data.batchTokens) * in.epochs;
-        d.meanTokensPerSample = ctx.meanSeqLen;
-    } else if (in.packing || in.datasetSamples <= 0) {
+        d.meanTokensPerSample = ctx.meanSeqLen * (in.objective == Objective::Dpo ? 2 : 1);
+    } else if ((in.packing && in.objective != Objective::Dpo) || in.datasetSamples <= 0) {
         d.tokens = double(in.trainingTokens());
         d.meanTokensPerSample = in.meanTokensPerSample > 0 ? in.meanTokensPerSample : seq;
     } else {
-        d.tokens = double(in.datasetSamples) * in.epochs * seq; // every row padded
-        d.meanTokensPerSample = seq;
+        // Every row padded; a DPO sample is a pair of rows, never packed.
+        const double rows = in.objective == Objective::Dpo ? 2 : 1;
+        d.tokens = double(in.datasetSamples) * in.epochs * rows * seq;
+        d.meanTokensPerSample = rows * seq;
     }
     d.steps = tokensPerStep > 0 ? std::ceil(d.tokens / tokensPerStep) : 0;
     return d;
@@ -244,7 +247,7 @@ ThroughputNumbers throughputNumbers(const PlanContext& ctx)
     const DataProfile& data = ctx.in.data;
     n.tokensPerMicro = data.measured()
         ? double(data.batchTokens) / double(data.microBatches)
-        : positive(ctx.in.microBatch) * positive(ctx.in.seqLen);
+        : ctx.rowsPerMicro * positive(ctx.in.seqLen);
     const double effective = ctx.peakTflops * 1e12 * ctx.utilisation;
     n.computeMicro = effective > 0 ? n.flops.total * n.tokensPerMicro / effective : INFINITY;
     n.computeStep = n.computeMicro * accum;

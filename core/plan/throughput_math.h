@@ -40,6 +40,9 @@ struct FlopsPerToken {
     double forward = 0;
     double backward = 0;
     double recompute = 0;
+    // DPO: the reference forward, without gradient and with the adapters
+    // disabled, over the same rows (4.15); 0 otherwise.
+    double reference = 0;
     double total = 0;
 };
 

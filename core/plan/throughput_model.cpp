@@ -58,6 +58,9 @@ void warnAboutLinks(const PlanContext& ctx, const Links& links, PlanResult& r)
 
 void warnAboutSpeed(const PlanContext& ctx, PlanResult& r)
 {
+    if (ctx.dpo && ctx.in.packing && !ctx.in.data.measured())
+        r.warnings.push_back("objective dpo: packing does not apply, each pair is planned as "
+                             "two rows padded to seq_len (the trainer never packs pairs)");
     if (ctx.bf16Emulated)
         r.warnings.push_back(ctx.gpu.id
             + " has no bf16 tensor cores: bf16 runs emulated at fp32 speed; choose fp16-mixed");
@@ -101,6 +104,8 @@ void explainFlops(FigureWriter& w, const FlopsPerToken& f)
       << (ctx.attention == Attention::Sdpa ? " (causal s/2)" : " (eager: full s)");
     if (f.recompute > 0)
         l << " + recomputed forward " << Count{f.recompute};
+    if (f.reference > 0)
+        l << " + DPO's reference forward (no gradient, adapters off) " << Count{f.reference};
     l << " = " << Count{f.total};
 }
 
@@ -189,15 +194,17 @@ void explainStep(FigureWriter& w, const ThroughputNumbers& n)
         << Seconds{n.stragglerSeconds} << " = " << Seconds{n.stepSeconds};
     Line(w.add("tokens_per_second", "Tokens/s", n.tokensPerSecond, "tokens/s", "step_seconds"))
         << (in.data.measured() ? "the data's mean micro-batch " + common::formatCount(n.tokensPerMicro)
-                               : std::to_string(in.microBatch) + " x " + std::to_string(in.seqLen))
-        << " tokens x " << in.gradAccum
+                               : std::to_string(rowsPerMicroBatch(in)) + " x " + std::to_string(in.seqLen))
+        << (ctx.dpo ? " tokens (2 rows a pair)" : " tokens") << " x " << in.gradAccum
         << " accumulation x " << ctx.world << " GPUs = " << Count{n.tokensPerStep}
         << " tokens per step / " << Seconds{n.stepSeconds} << " = " << Count{n.tokensPerSecond}
         << " tokens/s";
     Line(w.add("samples_per_second", "Samples/s", n.samplesPerSecond, "samples/s",
         "tokens_per_second"))
         << Count{n.tokensPerSecond} << " tokens/s / " << Fixed{n.data.meanTokensPerSample, 0}
-        << (in.packing ? " mean tokens per sample (packed)" : " tokens per padded row");
+        << (ctx.dpo           ? " tokens per pair (two padded rows)"
+               : in.packing ? " mean tokens per sample (packed)"
+                            : " tokens per padded row");
 }
 
 void explainDataset(FigureWriter& w, const ThroughputNumbers& n)
@@ -211,6 +218,9 @@ void explainDataset(FigureWriter& w, const ThroughputNumbers& n)
               << Count{double(in.data.batchTokens)} << " with the padding of their "
               << Count{double(in.data.microBatches)} << " micro-batches (longest row "
               << in.data.longestRow << " tokens)";
+        else if (w.ctx.dpo && in.datasetSamples > 0)
+            l << Count{double(in.datasetSamples)} << " pairs, two rows each padded to "
+              << in.seqLen << " tokens";
         else if (!in.packing && in.datasetSamples > 0)
             l << Count{double(in.datasetSamples)} << " samples, each padded to " << in.seqLen
               << " tokens";

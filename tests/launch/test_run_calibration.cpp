@@ -2,6 +2,7 @@
 #include "common/atomic_file.h"
 #include "common/units.h"
 #include "config/config_loader.h"
+#include "launch/run_data_profile.h"
 #include "launch/run_plan.h"
 #include "launch/run_prediction.h"
 #include "metrics/run_history.h"
@@ -16,6 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -148,6 +151,52 @@ private slots:
         QVERIFY(std::fabs(median(memory)) < 1);
     }
 
+    // The demo DPO recipe (presets/recipes/dpo.yaml), recorded on this CPU
+    // in tests/launch/data/dpo-recipe, against the plan its run_start
+    // carries: the recipe on its own rows (pairs of a chosen and a rejected
+    // row, their completion tokens), calibrated by the four supervised runs.
+    // Its measured over planned tokens/s must lie within the spread those
+    // runs show against their own calibrated plans, and its peak be missed
+    // by no more than the worst of theirs: the tolerance the supervised rows
+    // have.
+    void dpoRecipeWithinTheRunsSpread()
+    {
+        const plan::Calibration calibration = calibratedByTheRuns();
+        std::vector<double> rates, memory;
+        for (const launch::RunMeasurement& m : m_runs) {
+            plan::PlanInput in = m.input;
+            plan::applyCalibration(calibration, "cpu", in);
+            const plan::PlanResult r = planOf(in);
+            rates.push_back(m.tokensPerSecond / r.tokensPerSecond);
+            memory.push_back(m.peakResidentBytes - r.peaks.deviceUsed);
+        }
+        const auto dpo = launch::readRunMeasurement(
+            tb::test::sourcePath("tests/launch/data/dpo-recipe"), {}, kModel);
+        QVERIFY2(dpo.ok(), dpo.ok() ? "" : dpo.error().message.c_str());
+        const auto recipe = launch::planInputOfRunFile(
+            tb::test::sourcePath("presets/recipes/dpo.yaml"), plan::PlanInput{}, true);
+        QVERIFY2(recipe.ok(), recipe.ok() ? "" : recipe.error().message.c_str());
+        plan::PlanInput in = *recipe;
+        QVERIFY(in.objective == plan::Objective::Dpo);
+        QCOMPARE(in.data.rows, std::int64_t(32)); // 16 pairs, two rows each
+        QCOMPARE(in.data.microBatches, std::int64_t(4)); // 4 pairs a micro-batch
+        plan::applyCalibration(calibration, "cpu", in);
+        const plan::PlanResult r = planOf(in);
+        const double rate = dpo->tokensPerSecond / r.tokensPerSecond;
+        const double peak = dpo->peakResidentBytes - r.peaks.deviceUsed;
+        const auto [rateLow, rateHigh] = std::minmax_element(rates.begin(), rates.end());
+        double worstMiss = 0;
+        for (const double miss : memory)
+            worstMiss = std::max(worstMiss, std::fabs(miss));
+        std::printf("  dpo-recipe: tokens/s measured %.0f planned %.0f (%.2fx; the runs %.2f-%.2fx), "
+                    "peak measured %.1f MiB planned %.1f MiB (%+.1f MiB; the runs within %.1f)\n",
+            dpo->tokensPerSecond, r.tokensPerSecond, rate, *rateLow, *rateHigh,
+            dpo->peakResidentBytes / common::kMiB, r.peaks.deviceUsed / common::kMiB,
+            peak / common::kMiB, worstMiss / common::kMiB);
+        QVERIFY2(rate >= *rateLow && rate <= *rateHigh, "tokens/s outside the runs' spread");
+        QVERIFY2(std::fabs(peak) <= worstMiss, "peak missed by more than any run's");
+    }
+
     void calibrateFromTheCli()
     {
         const QString file = m_scratch.filePath("calibration.json");
@@ -260,6 +309,23 @@ private slots:
     }
 
 private:
+    // The calibration of this CPU made from the four supervised runs.
+    plan::Calibration calibratedByTheRuns() const
+    {
+        std::vector<plan::CalibrationRun> runs;
+        for (const launch::RunMeasurement& m : m_runs) {
+            const plan::PlanResult r = planOf(m.input);
+            plan::CalibrationRun run = plan::calibrationRun(r, r.figure("utilisation")->value);
+            run.measuredTokensPerSecond = m.tokensPerSecond;
+            run.peak = plan::PeakLevel::Device;
+            run.measuredPeakBytes = m.peakResidentBytes;
+            runs.push_back(run);
+        }
+        plan::Calibration calibration;
+        calibration.set(plan::calibrateDevice("cpu", runs));
+        return calibration;
+    }
+
     // The resolved config a recorded run started with, on the demo model.
     static config::RunConfig configOf(const char* name)
     {

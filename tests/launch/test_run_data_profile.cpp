@@ -1,5 +1,6 @@
 #include "launch/run_data_profile.h"
 
+#include "data/batch.h"
 #include "data/sampler.h"
 
 #include <QtTest>
@@ -91,6 +92,25 @@ private slots:
             QCOMPARE(profile.batchTokens, profile.tokens);
         if (world == 1)
             QCOMPARE(profile.rows, std::int64_t(lengths.size()));
+    }
+
+    // DPO's rows come in pairs (chosen, then rejected: 2 rows a sample, as
+    // data::prepareData lays them out): micro_batch counts pairs, so a
+    // micro-batch carries 2 x micro_batch rows, and the completion tokens
+    // of the largest one are counted for the logits DPO makes.
+    void countsPreferencePairs()
+    {
+        // Four pairs of rows of 6 tokens; the first 2 of each are prompt.
+        std::vector<data::TokenizedExample> rows = rowsOfLengths({6, 6, 6, 6, 6, 6, 6, 6});
+        for (data::TokenizedExample& row : rows)
+            row.labels[0] = row.labels[1] = data::kIgnoreIndex;
+        config::RunConfig config = runWith(2, 7);
+        config.objective = config::Objective::Dpo;
+        const plan::DataProfile profile = launch::profileRows(rows, config, 1, "pairs.jsonl");
+        QCOMPARE(profile.rows, std::int64_t(8));
+        QCOMPARE(profile.microBatches, std::int64_t(2)); // 4 pairs, 2 a micro-batch
+        QCOMPARE(profile.batchTokens, std::int64_t(8 * 6));
+        QCOMPARE(profile.peakLossTokens, std::int64_t(4 * 4)); // 4 rows x 4 completion tokens
     }
 
     // The run's epochs, or its max_steps in epochs of this profile.

@@ -203,6 +203,9 @@ QWidget* PlanForm::createMethodGroup()
                                              {plan::Method::Lora, tr("LoRA")},
                                              {plan::Method::Qlora, tr("QLoRA (4-bit NF4 base)")}});
     m_method->setObjectName(QStringLiteral("methodCombo"));
+    m_objective = enumCombo<plan::Objective>(box, "objective",
+        {{plan::Objective::Sft, tr("Supervised (next token)")},
+            {plan::Objective::Dpo, tr("DPO (preference pairs)")}});
     m_loraRank = spin(box, "lora.rank");
     m_loraRank->setObjectName(QStringLiteral("loraRankSpin"));
     m_loraAlpha = realBox(box, "lora.alpha");
@@ -215,6 +218,7 @@ QWidget* PlanForm::createMethodGroup()
         tr("none (mixture of experts: mlp.experts.gate_up_proj, ...)"));
     m_methodForm = form;
     form->addRow(tr("Method"), m_method);
+    form->addRow(tr("Objective"), m_objective);
     form->addRow(tr("LoRA rank"), m_loraRank);
     form->addRow(tr("LoRA alpha"), m_loraAlpha);
     form->addRow(tr("LoRA dropout"), m_loraDropout);

@@ -56,6 +56,7 @@ private:
     QFormLayout* m_methodForm = nullptr;
     QComboBox* m_model = nullptr;
     QComboBox* m_method = nullptr;
+    QComboBox* m_objective = nullptr;
     QSpinBox* m_loraRank = nullptr;
     QDoubleSpinBox* m_loraAlpha = nullptr;
     QDoubleSpinBox* m_loraDropout = nullptr;
