@@ -127,7 +127,8 @@ private slots:
         if (variant == 1) {
             in.model = "/models/my model: v2/config.json";
             in.method = plan::Method::Qlora;
-            in.lora = {64, 16.5, 0.1, {"q_proj", "v_proj"}};
+            in.lora = {64, 16.5, 0.1, {"q_proj", "v_proj"}, {}};
+            in.objective = plan::Objective::Dpo;
             in.sharding = Sharding::FsdpHybrid;
             in.offload = Offload::OptimizerAndParams;
             in.nodes = 4;
@@ -168,6 +169,7 @@ private slots:
         QCOMPARE(again->deepspeed.overlapComm, in.deepspeed.overlapComm);
         QCOMPARE(again->deepspeed.maxLiveParameters, in.deepspeed.maxLiveParameters);
         QCOMPARE(int(again->fsdp.backwardPrefetch), int(in.fsdp.backwardPrefetch));
+        QCOMPARE(int(again->objective), int(in.objective));
     }
 
     void planYamlErrorsListEveryProblem()
