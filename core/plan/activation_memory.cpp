@@ -224,19 +224,17 @@ void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b)
         if (auto* c = b.add("attn_scores", MemoryCategory::Activations, "Attention scores (eager)",
                 scores, kSrcEager);
             c && ctx.explain)
-            Line(c->explanation) << "eager attention stores softmax(QK^T)"
-                                 << (ctx.softcappedScores ? " and tanh of the softcapped scores"
-                                                          : "")
-                                 << ": " << int(ctx.model.numHeads) << " heads x "
-                                 << Count{ctx.peakSeqLen} << "^2 x b=" << Count{ctx.rowsPerMicro} << " x "
-                                 << Fixed{scoreBytesPerElement(ctx), 0} << " B = "
-                                 << Bytes{layer.scores} << " per layer"
-                                 << (ctx.in.gradientCheckpointing ? " (one layer at a time)"
-                                                                  : " x all layers")
-                                 << (ctx.attentionForcedEager
-                                            ? "; eager because the model softcaps its attention "
-                                              "scores, which no fused kernel of our trainer does"
-                                            : "");
+            Line(c->explanation)
+                << "eager attention stores softmax(QK^T)"
+                << (ctx.softcappedScores ? " and tanh of the softcapped scores" : "") << ": "
+                << int(ctx.model.numHeads) << " heads x " << Count{ctx.peakSeqLen}
+                << "^2 x b=" << Count{ctx.rowsPerMicro} << " x "
+                << Fixed{scoreBytesPerElement(ctx), 0} << " B = " << Bytes{layer.scores}
+                << " per layer"
+                << (ctx.in.gradientCheckpointing ? " (one layer at a time)" : " x all layers")
+                << (ctx.attentionForcedEager ? "; eager because the model softcaps its attention "
+                                               "scores, which no fused kernel of our trainer does"
+                                             : "");
     }
     if (auto* c = b.add("autocast_copies", MemoryCategory::Activations,
             "Autocast's 16-bit weight copies", hfAutocastCopies(ctx), kSrcHfTrainer);

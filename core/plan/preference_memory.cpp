@@ -58,7 +58,8 @@ void addDpoLogits(const PlanContext& ctx, MemoryBuilder& b)
         return;
     Line l(c->explanation);
     l << Count{ctx.completionTokens} << " completion tokens of " << Count{ctx.rowsPerMicro}
-      << " rows (" << (ctx.in.data.measured() ? "the data's largest micro-batch" : "every token, a bound")
+      << " rows ("
+      << (ctx.in.data.measured() ? "the data's largest micro-batch" : "every token, a bound")
       << ") x " << Count{double(ctx.model.vocabSize)} << " vocab = " << Count{completionLogits(ctx)}
       << " logits, made whole: fp32 log-softmax 4 B + its fp32 incoming and outgoing gradients "
          "4 B + 4 B = 12 B each, + the gathered hidden states "
@@ -66,8 +67,8 @@ void addDpoLogits(const PlanContext& ctx, MemoryBuilder& b)
       << Count{double(ctx.model.hiddenSize)} << " = " << Bytes{bytes};
 }
 
-void addDpoReference(const PlanContext& ctx, MemoryBuilder& b, const LayerActivations& layer,
-    double policyTransient)
+void addDpoReference(
+    const PlanContext& ctx, MemoryBuilder& b, const LayerActivations& layer, double policyTransient)
 {
     // The reference's per-row log-probabilities (fp32) stay from its pass to
     // the loss; its transient peak comes and goes before the policy's

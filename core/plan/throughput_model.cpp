@@ -193,18 +193,19 @@ void explainStep(FigureWriter& w, const ThroughputNumbers& n)
         << " + optimizer " << Seconds{n.optimizer.seconds} << " + waiting for the slowest node "
         << Seconds{n.stragglerSeconds} << " = " << Seconds{n.stepSeconds};
     Line(w.add("tokens_per_second", "Tokens/s", n.tokensPerSecond, "tokens/s", "step_seconds"))
-        << (in.data.measured() ? "the data's mean micro-batch " + common::formatCount(n.tokensPerMicro)
-                               : std::to_string(rowsPerMicroBatch(in)) + " x " + std::to_string(in.seqLen))
+        << (in.data.measured()
+                   ? "the data's mean micro-batch " + common::formatCount(n.tokensPerMicro)
+                   : std::to_string(rowsPerMicroBatch(in)) + " x " + std::to_string(in.seqLen))
         << (ctx.dpo ? " tokens (2 rows a pair)" : " tokens") << " x " << in.gradAccum
         << " accumulation x " << ctx.world << " GPUs = " << Count{n.tokensPerStep}
         << " tokens per step / " << Seconds{n.stepSeconds} << " = " << Count{n.tokensPerSecond}
         << " tokens/s";
-    Line(w.add("samples_per_second", "Samples/s", n.samplesPerSecond, "samples/s",
-        "tokens_per_second"))
+    Line(w.add(
+        "samples_per_second", "Samples/s", n.samplesPerSecond, "samples/s", "tokens_per_second"))
         << Count{n.tokensPerSecond} << " tokens/s / " << Fixed{n.data.meanTokensPerSample, 0}
-        << (ctx.dpo           ? " tokens per pair (two padded rows)"
-               : in.packing ? " mean tokens per sample (packed)"
-                            : " tokens per padded row");
+        << (ctx.dpo             ? " tokens per pair (two padded rows)"
+                   : in.packing ? " mean tokens per sample (packed)"
+                                : " tokens per padded row");
 }
 
 void explainDataset(FigureWriter& w, const ThroughputNumbers& n)
