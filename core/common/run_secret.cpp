@@ -1,5 +1,7 @@
 #include "common/run_secret.h"
 
+#include "common/hex.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -21,14 +23,7 @@ Result<std::string> randomHex(std::size_t bytes)
                 {}};
         filled += std::size_t(got);
     }
-    static constexpr char kDigits[] = "0123456789abcdef";
-    std::string hex;
-    hex.reserve(2 * bytes);
-    for (const unsigned char byte : buffer) {
-        hex += kDigits[byte >> 4];
-        hex += kDigits[byte & 15];
-    }
-    return hex;
+    return hexBytes(buffer.data(), buffer.size());
 }
 
 Result<std::string> newRunSecret()

@@ -1,5 +1,6 @@
 #include "dist/join_proof.h"
 
+#include "common/hex.h"
 #include "common/run_secret.h"
 #include "dist/arrival.h"
 
@@ -202,13 +203,7 @@ std::string hmacSha256Hex(const std::string& secret, const std::string& message)
     unsigned int length = 0;
     HMAC(EVP_sha256(), secret.data(), int(secret.size()), reinterpret_cast<const unsigned char*>(message.data()),
         message.size(), digest, &length);
-    static constexpr char kDigits[] = "0123456789abcdef";
-    std::string hex;
-    for (unsigned int index = 0; index < length; ++index) {
-        hex += kDigits[digest[index] >> 4];
-        hex += kDigits[digest[index] & 15];
-    }
-    return hex;
+    return common::hexBytes(digest, length);
 }
 
 std::string signText(const std::string& secret, const std::string& runId, const std::string& text)

@@ -1,5 +1,6 @@
 #include "remote/file_checksums.h"
 
+#include "common/hex.h"
 #include "launch/text_quote.h"
 
 #include <openssl/evp.h>
@@ -18,17 +19,6 @@ using common::Error;
 struct DigestDeleter {
     void operator()(EVP_MD_CTX* context) const { EVP_MD_CTX_free(context); }
 };
-
-std::string hex(const unsigned char* bytes, unsigned length)
-{
-    static const char digits[] = "0123456789abcdef";
-    std::string text;
-    for (unsigned i = 0; i < length; ++i) {
-        text += digits[bytes[i] >> 4];
-        text += digits[bytes[i] & 15];
-    }
-    return text;
-}
 
 } // namespace
 
@@ -58,7 +48,7 @@ common::Result<std::string> localSha256(const std::string& path, uint64_t length
     unsigned char digest[EVP_MAX_MD_SIZE];
     unsigned digestLength = 0;
     EVP_DigestFinal_ex(context.get(), digest, &digestLength);
-    return hex(digest, digestLength);
+    return common::hexBytes(digest, digestLength);
 }
 
 // sha256sum there of `bytes` bytes: the whole file, or its first `bytes`
