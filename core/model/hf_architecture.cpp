@@ -24,9 +24,9 @@ HfArchitecture row(const char* type, bool tied, std::int64_t maxPositions, std::
 }
 
 // Values from transformers 5.23's models/<type>/configuration_<type>.py.
-std::array<HfArchitecture, 10> makeTable()
+std::array<HfArchitecture, 11> makeTable()
 {
-    std::array<HfArchitecture, 10> table{
+    std::array<HfArchitecture, 11> table{
         row("llama", false, 2048, 0, 0, 1e-6, 10000.0, Bias::FromConfig),
         row("mistral", false, 131072, 8, 0, 1e-6, 10000.0, Bias::Never),
         row("qwen2", false, 32768, 32, 0, 1e-6, 10000.0, Bias::QkvAlways),
@@ -37,6 +37,7 @@ std::array<HfArchitecture, 10> makeTable()
         row("gemma3_text", true, 131072, 4, 256, 1e-6, 1000000.0, Bias::FromConfig),
         row("mixtral", false, 131072, 8, 0, 1e-5, 1000000.0, Bias::Never),
         row("qwen3_moe", false, 32768, 4, 0, 1e-6, 10000.0, Bias::FromConfig),
+        row("gpt_oss", false, 131072, 8, 64, 1e-5, 150000.0, Bias::FromConfig),
     };
     table[0].readsMlpBias = true;
     table[1].slidingWindow = 4096;
@@ -66,14 +67,19 @@ std::array<HfArchitecture, 10> makeTable()
     table[9].window = HfArchitecture::Window::WithFlag;
     table[9].qkNorm = true;
     table[9].experts = HfArchitecture::Experts::Qwen3Moe;
+    table[10].attentionBiasDefault = true;
+    table[10].window = HfArchitecture::Window::ByLayerType;
+    table[10].slidingWindow = 128;
+    table[10].slidingPeriod = 2;
+    table[10].experts = HfArchitecture::Experts::GptOss;
     table[6].attnLogitSoftcap = 50.0;
     table[6].finalLogitSoftcap = 30.0;
     return table;
 }
 
-const std::array<HfArchitecture, 10>& table()
+const std::array<HfArchitecture, 11>& table()
 {
-    static const std::array<HfArchitecture, 10> rows = makeTable();
+    static const std::array<HfArchitecture, 11> rows = makeTable();
     return rows;
 }
 

@@ -34,6 +34,7 @@ struct HfArchitecture {
         Never, // Mistral, Phi-3
     };
     AttentionBias attentionBias = AttentionBias::FromConfig;
+    bool attentionBiasDefault = false; // attention_bias when absent: gpt-oss true
     bool readsMlpBias = false; // only Llama has mlp_bias
     enum class Window {
         Ignored, // sliding_window is not read (Llama; Gemma 2 and 3 alternate layer kinds)
@@ -57,6 +58,7 @@ struct HfArchitecture {
         None, // a dense MLP
         Mixtral, // num_local_experts of intermediate_size, block_sparse_moe.experts.N.w1/w3/w2
         Qwen3Moe, // num_experts of moe_intermediate_size, mlp.experts.N.gate_proj/up_proj/down_proj
+        GptOss, // num_local_experts of intermediate_size with biases, a router with a bias
     };
     Experts experts = Experts::None;
 };

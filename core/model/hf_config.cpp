@@ -53,7 +53,8 @@ void readShape(Reader& reader, HfConfig& config, const HfArchitecture& arch)
 void readLayout(Reader& reader, HfConfig& config, const HfArchitecture& arch)
 {
     config.tieWordEmbeddings = reader.boolean("tie_word_embeddings").value_or(arch.tieWordEmbeddings);
-    const bool attentionBias = reader.boolean("attention_bias").value_or(false);
+    const bool attentionBias =
+        reader.boolean("attention_bias").value_or(arch.attentionBiasDefault);
     const bool mlpBias = reader.boolean("mlp_bias").value_or(false);
     using Bias = HfArchitecture::AttentionBias;
     config.qkvBias = arch.attentionBias == Bias::QkvAlways

@@ -26,7 +26,7 @@ void refuseUnknownExperts(Reader& reader, const HfConfig& config)
         if (value && !(value->is_number() && value->get<double>() <= 1))
             reader.problem(field,
                 "got " + typeName(*value) + ": mixture-of-experts model_type '" + config.modelType
-                    + "' is not supported (supported: mixtral, qwen3_moe; or a dense decoder)");
+                    + "' is not supported (supported: mixtral, qwen3_moe, gpt_oss; or a dense decoder)");
     }
 }
 
@@ -42,12 +42,58 @@ void refuseDenseLayers(Reader& reader)
             "got " + dense->dump() + ", only [] (experts in every layer) is supported");
 }
 
+// gpt-oss: every expert of intermediate_size with biases on gate_up_proj
+// and down_proj, a router with a bias, a softmax over each token's top-k
+// router logits (the top-k of a full softmax renormalised). OpenAI's files
+// give the top-k twice, as num_experts_per_tok and experts_per_token, and
+// publish the experts in MXFP4 (quantization_config.quant_method).
+void readGptOssExperts(Reader& reader, HfConfig& config)
+{
+    config.experts = firstInteger(reader, {"num_local_experts", "num_experts"}).value_or(128);
+    const auto perToken = reader.integer("num_experts_per_tok", false);
+    const auto openAiPerToken = reader.integer("experts_per_token", false);
+    if (perToken && openAiPerToken && *perToken != *openAiPerToken)
+        reader.problem("experts_per_token",
+            "got " + std::to_string(*openAiPerToken) + ", expected num_experts_per_tok's "
+                + std::to_string(*perToken) + " (both name the experts a token runs)");
+    config.expertsPerToken = perToken.value_or(openAiPerToken.value_or(4));
+    config.expertIntermediateSize = config.intermediateSize;
+    config.mlpBias = true;
+    config.normTopkProb = true;
+    if (const json* quantization = reader.find("quantization_config")) {
+        const auto method = quantization->is_object() ? quantization->find("quant_method")
+                                                      : quantization->end();
+        if (method == quantization->end() || *method != "mxfp4")
+            reader.problem("quantization_config.quant_method",
+                "got " + (method == quantization->end() ? std::string("none") : typeName(*method))
+                    + ", expected \"mxfp4\" (the format gpt-oss publishes its experts in) or no "
+                      "quantization_config");
+    }
+}
+
+void readRouterLoss(Reader& reader, HfConfig& config)
+{
+    if (const json* coef = reader.find("router_aux_loss_coef")) {
+        if (coef->is_number() && coef->get<double>() >= 0)
+            config.routerAuxLossCoef = coef->get<double>();
+        else
+            reader.problem("router_aux_loss_coef",
+                "got " + typeName(*coef) + ", expected a number at least 0");
+    }
+    config.outputRouterLogits = reader.boolean("output_router_logits").value_or(false);
+}
+
 } // namespace
 
 void readExperts(Reader& reader, HfConfig& config, const HfArchitecture& arch)
 {
     if (arch.experts == Experts::None) {
         refuseUnknownExperts(reader, config);
+        return;
+    }
+    if (arch.experts == Experts::GptOss) {
+        readGptOssExperts(reader, config);
+        readRouterLoss(reader, config);
         return;
     }
     const bool mixtral = arch.experts == Experts::Mixtral;
@@ -61,14 +107,7 @@ void readExperts(Reader& reader, HfConfig& config, const HfArchitecture& arch)
         : reader.integer("moe_intermediate_size", false).value_or(768);
     // Mixtral always renormalises the top-k weights; Qwen3-MoE when told.
     config.normTopkProb = mixtral || reader.boolean("norm_topk_prob").value_or(false);
-    if (const json* coef = reader.find("router_aux_loss_coef")) {
-        if (coef->is_number() && coef->get<double>() >= 0)
-            config.routerAuxLossCoef = coef->get<double>();
-        else
-            reader.problem("router_aux_loss_coef",
-                "got " + typeName(*coef) + ", expected a number at least 0");
-    }
-    config.outputRouterLogits = reader.boolean("output_router_logits").value_or(false);
+    readRouterLoss(reader, config);
     if (const json* jitter = reader.find("router_jitter_noise"); jitter && jitter->is_number())
         config.routerJitterNoise = jitter->get<double>();
     if (!mixtral)

@@ -1,5 +1,7 @@
 #include "model/model_spec.h"
 
+#include "model/family_parts.h"
+
 #include <sstream>
 
 namespace tb::model {
@@ -82,10 +84,10 @@ int blockLinearShapes(const ModelSpec& spec, LinearShape (&out)[kMaxBlockLinears
     if (spec.isMixtureOfExperts()) {
         const std::int64_t e = spec.experts, k = spec.expertsPerToken;
         const std::int64_t fe = spec.expertIntermediateSize;
-        out[n++] = {LinearKind::Router, h, e, false};
-        out[n++] = {LinearKind::Gate, h, fe, false, e, k};
-        out[n++] = {LinearKind::Up, h, fe, false, e, k};
-        out[n++] = {LinearKind::Down, fe, h, false, e, k};
+        out[n++] = {LinearKind::Router, h, e, routerHasBias(spec)};
+        out[n++] = {LinearKind::Gate, h, fe, spec.mlpBias, e, k};
+        out[n++] = {LinearKind::Up, h, fe, spec.mlpBias, e, k};
+        out[n++] = {LinearKind::Down, fe, h, spec.mlpBias, e, k};
         return n;
     }
     if (spec.mlp == MlpKind::Gated) {

@@ -1,5 +1,7 @@
 #include "model/parameter_count.h"
 
+#include "model/family_parts.h"
+
 #include <algorithm>
 
 namespace tb::model {
@@ -27,6 +29,7 @@ ParameterCount countParameters(const ModelSpec& spec)
     }
     if (spec.qkNorm)
         count.attentionPerLayer += 2 * (spec.norm == NormKind::LayerNorm ? 2 : 1) * spec.headDim;
+    count.attentionPerLayer += attentionSinksPerLayer(spec);
     count.normsPerLayer = spec.normsPerLayer * normParams;
     count.perLayer = count.attentionPerLayer + count.mlpPerLayer + count.normsPerLayer;
     count.layers = count.perLayer * spec.numLayers;

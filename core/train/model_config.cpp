@@ -1,6 +1,7 @@
 #include "train/model_config.h"
 
 #include "model/parameter_count.h"
+#include "model/trainer_families.h"
 
 #include <array>
 
@@ -11,8 +12,6 @@ using common::Result;
 
 namespace {
 
-constexpr std::array kModelTypes{"llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text",
-    "phi3", "mixtral", "qwen3_moe"};
 constexpr std::array kArchitectures{"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
     "Qwen3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM", "Phi3ForCausalLM",
     "MixtralForCausalLM", "Qwen3MoeForCausalLM"};
@@ -47,9 +46,15 @@ common::Status refuseUnknownModel(const model::HfConfig& config)
     if (config.fromTextConfig)
         return refusal(config, "text_config", "multimodal models are not supported",
             "train the text model on its own");
-    if (!contains(kModelTypes, config.modelType))
-        return refusal(config, "model_type", "'" + config.modelType + "' is not supported",
-            "supported: " + joined(kModelTypes));
+    if (const model::TrainerFamilySupport support = model::trainerFamilySupport(config.modelType);
+        !support.runs) {
+        std::string supported;
+        for (const std::string& type : model::trainerModelTypes())
+            supported.append(supported.empty() ? "" : ", ").append(type);
+        return refusal(config, "model_type",
+            "'" + config.modelType + "' is not supported: " + support.reason,
+            "supported: " + supported);
+    }
     if (!config.architecture.empty() && !contains(kArchitectures, config.architecture))
         return refusal(config, "architectures", "'" + config.architecture + "' is not supported",
             "supported: " + joined(kArchitectures));

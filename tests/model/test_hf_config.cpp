@@ -57,6 +57,21 @@ private slots:
                  "norm_topk_prob":true,"decoder_sparse_step":1,"mlp_only_layers":[],"vocab_size":151936,
                  "tie_word_embeddings":false,"attention_bias":false})"
             << qint64(30'532'122'624);
+        // openai/gpt-oss-20b's config.json, its fields that count: biases on
+        // every projection by attention_bias's gpt_oss default, the experts'
+        // and the router's biases, a sink per head (transformers 5.23's
+        // GptOssForCausalLM holds 20,914,757,184: test_gpt_oss_count).
+        QTest::addRow("gpt-oss-20b (32 experts, sinks, biases)")
+            << R"({"architectures":["GptOssForCausalLM"],"model_type":"gpt_oss","hidden_size":2880,
+                 "intermediate_size":2880,"num_hidden_layers":24,"num_attention_heads":64,
+                 "num_key_value_heads":8,"head_dim":64,"num_local_experts":32,"num_experts_per_tok":4,
+                 "experts_per_token":4,"vocab_size":201088,"tie_word_embeddings":false,
+                 "sliding_window":128,"rope_theta":150000,"router_aux_loss_coef":0.9,
+                 "rope_scaling":{"beta_fast":32.0,"beta_slow":1.0,"factor":32.0,
+                 "original_max_position_embeddings":4096,"rope_type":"yarn","truncate":false},
+                 "quantization_config":{"modules_to_not_convert":["model.layers.*.self_attn",
+                 "model.layers.*.mlp.router","model.embed_tokens","lm_head"],"quant_method":"mxfp4"}})"
+            << qint64(20'914'757'184);
         QTest::addRow("smollm2-135m (tied)")
             << R"({"model_type":"llama","hidden_size":576,"intermediate_size":1536,"num_hidden_layers":30,
                  "num_attention_heads":9,"num_key_value_heads":3,"vocab_size":49152,"tie_word_embeddings":true})"
@@ -240,6 +255,13 @@ private slots:
             << "{\"model_type\":\"qwen3_moe\"," + shape
                 + R"(,"num_local_experts":4,"num_experts_per_tok":2,"moe_intermediate_size":16,"norm_topk_prob":true,"output_router_logits":true,"router_aux_loss_coef":0.01})"
             << qint64(4) << qint64(2) << qint64(16) << true << 0.01 << true;
+        QTest::addRow("gpt_oss defaults")
+            << "{\"model_type\":\"gpt_oss\",\"num_key_value_heads\":2," + shape + "}" << qint64(128)
+            << qint64(4) << qint64(96) << true << 0.001 << false;
+        QTest::addRow("gpt_oss top-k as OpenAI names it")
+            << "{\"model_type\":\"gpt_oss\",\"num_key_value_heads\":2," + shape
+                + R"(,"num_local_experts":8,"experts_per_token":3,"router_aux_loss_coef":0.9})"
+            << qint64(8) << qint64(3) << qint64(96) << true << 0.9 << false;
         QTest::addRow("dense") << "{\"model_type\":\"llama\"," + shape + "}" << qint64(0) << qint64(0)
                                << qint64(0) << false << 0.001 << false;
     }
@@ -368,6 +390,13 @@ private slots:
             << "field 'decoder_sparse_step': got 2";
         QTest::addRow("aux coefficient") << "{\"model_type\":\"mixtral\",\"num_key_value_heads\":2," + ok + ",\"router_aux_loss_coef\":\"x\"}"
                                          << "field 'router_aux_loss_coef': got \"x\", expected a number";
+        const QString gptOss = "{\"model_type\":\"gpt_oss\",\"num_key_value_heads\":2," + ok;
+        QTest::addRow("gpt_oss top-k given twice, differently")
+            << gptOss + ",\"num_experts_per_tok\":4,\"experts_per_token\":2}"
+            << "field 'experts_per_token': got 2, expected num_experts_per_tok's 4";
+        QTest::addRow("gpt_oss quantised otherwise")
+            << gptOss + ",\"quantization_config\":{\"quant_method\":\"bitsandbytes\"}}"
+            << "field 'quantization_config.quant_method': got \"bitsandbytes\", expected \"mxfp4\"";
         QTest::addRow("bad bool") << "{" + ok + ",\"tie_word_embeddings\":\"yes\"}"
                                   << "field 'tie_word_embeddings'";
     }

@@ -81,6 +81,14 @@ private slots:
         QTest::addRow("Qwen3-32B") << "Qwen3-32B" << qint64(32'762'123'264);
         QTest::addRow("Phi-4-mini") << "phi-4-mini" << qint64(3'836'021'760);
         QTest::addRow("Qwen3-30B-A3B") << "qwen3-30b-a3b" << qint64(30'532'122'624);
+        // Issue 23's additions, each equal to transformers 5.23's count of
+        // its config (test_gpt_oss_count builds gpt-oss's there too).
+        QTest::addRow("Qwen3-1.7B") << "Qwen/Qwen3-1.7B" << qint64(1'720'574'976);
+        QTest::addRow("Gemma-3-4B") << "google/gemma-3-4b-it" << qint64(3'880'263'168);
+        QTest::addRow("Gemma-3-12B") << "gemma3-12b" << qint64(11'766'034'176);
+        QTest::addRow("Gemma-3-27B") << "Gemma-3-27B" << qint64(27'009'346'304);
+        QTest::addRow("gpt-oss-20b") << "openai/gpt-oss-20b" << qint64(20'914'757'184);
+        QTest::addRow("gpt-oss-120b") << "gpt-oss-120b" << qint64(116'829'156'672);
     }
 
     // A mixture of experts holds every expert and runs k of them a token:
@@ -96,6 +104,13 @@ private slots:
                                       << qint64(12'879'925'248 - 131'072'000 - 32 * 8192 - 4096);
         QTest::addRow("Qwen3-30B-A3B") << "Qwen3-30B-A3B" << qint64(3'353'032'704)
                                        << qint64(3'353'032'704 - 311'164'928 - 48 * (4096 + 256) - 2048);
+        // gpt-oss's model card (arXiv:2508.10925) gives 3.6 B and 5.1 B
+        // active, the embedding table left out: 3,608,307,264 and
+        // 5,132,849,472 here. Its matmuls carry biases, the sinks do not.
+        QTest::addRow("gpt-oss-20b") << "gpt-oss-20b" << qint64(3'608'307'264 + 579'133'440)
+                                     << qint64(3'608'307'264 - 24 * (2 * 2880 + 64) - 2880);
+        QTest::addRow("gpt-oss-120b") << "gpt-oss-120b" << qint64(5'132'849'472 + 579'133'440)
+                                      << qint64(5'132'849'472 - 36 * (2 * 2880 + 64) - 2880);
         QTest::addRow("dense: all") << "Llama-3-8B" << qint64(8'030'261'248)
                                     << qint64(8'030'261'248 - 525'336'576 - 32 * 8192 - 4096);
     }
@@ -134,6 +149,12 @@ private slots:
                  "Llama-2-70B", "Mistral-7B-v0.1", "Phi-4", "Qwen2.5-7B", "Qwen2.5-14B",
                  "Qwen2.5-72B", "Gemma-2-9B", "TinyLlama-1.1B", "SmolLM2-135M", "SmolLM2-360M",
                  "SmolLM2-1.7B", "meta-llama/Meta-Llama-3-8B"})
+            QVERIFY2(catalog->findModel(name), name);
+        // Issue 23: the families people fine-tune now.
+        for (const char* name : {"Qwen3-0.6B", "Qwen3-1.7B", "Qwen3-4B", "Qwen3-8B", "Qwen3-14B",
+                 "Qwen3-32B", "Qwen3-30B-A3B", "Gemma-2-2B", "Gemma-2-9B", "Gemma-2-27B",
+                 "Gemma-3-1B", "Gemma-3-4B", "Gemma-3-12B", "Gemma-3-27B", "Phi-4",
+                 "Phi-4-mini-instruct", "Mixtral-8x7B-v0.1", "gpt-oss-20b", "gpt-oss-120b"})
             QVERIFY2(catalog->findModel(name), name);
     }
 

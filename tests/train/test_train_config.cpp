@@ -210,6 +210,16 @@ private slots:
         QTest::addRow("model type")
             << edit(kTinyLlama, R"("model_type":"llama")", R"("model_type":"gemma")")
             << "field 'model_type': 'gemma' is not supported";
+        // The planner reads gpt-oss; the trainer refuses it by the same
+        // family list the planner marks it with, naming why.
+        QTest::addRow("gpt-oss")
+            << R"({"model_type":"gpt_oss","architectures":["GptOssForCausalLM"],
+                "hidden_size":64,"intermediate_size":32,"num_hidden_layers":2,
+                "num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"vocab_size":128,
+                "num_local_experts":4,"num_experts_per_tok":2,"experts_per_token":2,
+                "quantization_config":{"quant_method":"mxfp4"}})"
+            << "field 'model_type': 'gpt_oss' is not supported: gpt-oss: the trainer does not "
+               "compute its attention sinks";
         QTest::addRow("architecture")
             << edit(kTinyLlama, "LlamaForCausalLM", "LlamaForSequenceClassification")
             << "field 'architectures': 'LlamaForSequenceClassification' is not supported";
