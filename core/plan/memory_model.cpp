@@ -174,11 +174,12 @@ HostStates zero12States(const PlanContext& ctx, MemoryBuilder& b)
     return host;
 }
 
-// The 16-bit (and NF4) parameters a rank holds of the whole model, once.
+// The 16-bit (and NF4) parameters a rank holds of the whole model, once;
+// the quantization constants only where they are sharded with the codes.
 double parameterBytes(const PlanContext& ctx, double trainableBytes)
 {
-    return ctx.frozen16 * ctx.frozenBytes
-        + ctx.quantized * (kNf4BytesPerParam + kQuantConstantsPerParam)
+    const double constants = quantConstantsStayWhole(ctx) ? 0 : kQuantConstantsPerParam;
+    return ctx.frozen16 * ctx.frozenBytes + ctx.quantized * (kNf4BytesPerParam + constants)
         + ctx.trainable * trainableBytes;
 }
 
@@ -211,6 +212,7 @@ HostStates zero3States(const PlanContext& ctx, MemoryBuilder& b)
         if (offParams) {
             host.bytesPerGpu += parameterBytes(ctx, work) / W;
             host.what += ", plus the 16-bit parameter partition";
+            addQuantConstants(b, W);
         }
     }
     const double largest = double(ctx.counts.largestLayer);
@@ -310,6 +312,7 @@ HostStates fsdpStates(const PlanContext& ctx, MemoryBuilder& b, Sharding s, bool
         host.bytesPerGpu =
             (ctx.trainable * (shardBytes + grad + ctx.optimizerBytes) + parameterBytes(ctx, 0)) / S;
         host.what = "FSDP CPUOffload: parameter shards, gradients and optimizer states";
+        addQuantConstants(b, S);
     }
     const double rootGrads = ctx.full ? rootParams(ctx) * ctx.act : 0;
     const double layerGrads = (ctx.full ? double(ctx.counts.perLayer) : ctx.loraPerLayer) * ctx.act;

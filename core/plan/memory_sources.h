@@ -17,6 +17,9 @@ inline constexpr const char* kSrcLora =
     "LoRA (Hu et al. 2021): r x (d_in + d_out) per adapted matrix";
 inline constexpr const char* kSrcQlora =
     "QLoRA (Dettmers et al. 2023) Sec. 2: NF4, blocks of 64, double quantization";
+inline constexpr const char* kSrcQuantState =
+    "bitsandbytes Linear4bit quant_state (no parameter or buffer); AnswerDotAI/fsdp_qlora "
+    "train.py: FSDP only syncs parameters and buffers, every rank quantizes every layer";
 inline constexpr const char* kSrcAct =
     "Korthikanti et al. 2022 Sec. 4, per tensor for Llama blocks (docs/PLANNER.md)";
 inline constexpr const char* kSrcHfTrainer =

@@ -80,19 +80,34 @@ void addFrozenBase(MemoryBuilder& b, const WeightLayout& layout)
         if (ctx.kbitUpcast)
             l << " (prepare_model_for_kbit_training makes every parameter not in NF4 fp32)";
     }
-    if (!ctx.qlora)
-        return;
-    const Term constants{
-        ctx.quantized, "block weights", kQuantConstantsPerParam, "", layout.frozenDivisor};
-    if (auto* c = b.add("quant_constants", MemoryCategory::Weights, "NF4 quantization constants",
-            constants.bytes(), kSrcQlora);
-        c && ctx.explain)
-        constants.explain(*c,
-            " (double quantization: 1/64 B 8-bit absmax + 4/(64x256) B fp32 second level, "
-            "0.127 bits/param)");
+    addQuantConstants(b, layout.frozenDivisor);
 }
 
 } // namespace
+
+bool quantConstantsStayWhole(const PlanContext& ctx)
+{
+    return ctx.qlora && ctx.in.engine != Engine::Tunebench;
+}
+
+void addQuantConstants(MemoryBuilder& b, double frozenDivisor)
+{
+    const PlanContext& ctx = b.ctx;
+    if (!ctx.qlora)
+        return;
+    const bool whole = quantConstantsStayWhole(ctx);
+    const Term constants{ctx.quantized, "block weights", kQuantConstantsPerParam, "",
+        whole ? 1 : frozenDivisor};
+    if (auto* c = b.add("quant_constants", MemoryCategory::Weights, "NF4 quantization constants",
+            constants.bytes(), whole && ctx.world > 1 ? kSrcQuantState : kSrcQlora);
+        c && ctx.explain)
+        constants.explain(*c,
+            whole && ctx.world > 1
+                ? " (double quantization, 0.127 bits/param; bitsandbytes' quant_state is no "
+                  "parameter, so FSDP and ZeRO-3 neither shard nor offload it: whole on every GPU)"
+                : " (double quantization: 1/64 B 8-bit absmax + 4/(64x256) B fp32 second level, "
+                  "0.127 bits/param)");
+}
 
 void addWeights(MemoryBuilder& b, const WeightLayout& layout)
 {

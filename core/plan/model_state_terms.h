@@ -22,6 +22,14 @@ struct WeightLayout {
 // The working weights (a full fine-tune's, or the frozen base and the LoRA
 // adapters) and the fp32 master, as `layout` says.
 void addWeights(MemoryBuilder& b, const WeightLayout& layout);
+// QLoRA's quantization constants. bitsandbytes keeps them in each 4-bit
+// layer's quant_state, a plain attribute rather than a parameter or buffer:
+// FSDP and DeepSpeed ZeRO-3 shard and offload parameters only, so under
+// the reference engines every GPU holds them whole, parameter offload or
+// not. Our trainer shards them with the NF4 codes (docs/DISTRIBUTED.md).
+bool quantConstantsStayWhole(const PlanContext& ctx);
+// The constants, divided over `frozenDivisor` GPUs where they are sharded.
+void addQuantConstants(MemoryBuilder& b, double frozenDivisor);
 // The optimizer states of every trainable parameter, divided over `div` GPUs.
 void addOptimizer(MemoryBuilder& b, double div);
 // Gradients whole on every GPU (`whole` bytes each) plus a partition of

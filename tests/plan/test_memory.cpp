@@ -13,6 +13,7 @@ using plan::Sharding;
 
 Q_DECLARE_METATYPE(tb::plan::Sharding)
 Q_DECLARE_METATYPE(tb::plan::Offload)
+Q_DECLARE_METATYPE(tb::plan::Engine)
 
 namespace {
 
@@ -318,6 +319,48 @@ private slots:
         // Double quantisation: 0.127 bits per quantised parameter (QLoRA paper).
         const double quantised = double(model::countParameters(spec).blockLinear);
         QVERIFY(std::fabs(constants->bytes * 8 / quantised - 0.127) < 0.001);
+    }
+
+    // bitsandbytes keeps QLoRA's constants in each layer's quant_state, no
+    // parameter: FSDP and ZeRO-3 neither shard nor offload them, so under
+    // the reference engine every GPU holds them whole; our trainer shards
+    // them with the NF4 codes (docs/PLANNER.md 4.2).
+    void quantConstantsWholeUnderReferenceSharding_data()
+    {
+        QTest::addColumn<Sharding>("sharding");
+        QTest::addColumn<Offload>("offload");
+        QTest::addColumn<plan::Engine>("engine");
+        QTest::addColumn<double>("divisor");
+        QTest::newRow("fsdp") << Sharding::FsdpFull << Offload::None << plan::Engine::Reference
+                              << 1.0;
+        QTest::newRow("fsdp, parameter offload")
+            << Sharding::FsdpFull << Offload::OptimizerAndParams << plan::Engine::Reference << 1.0;
+        QTest::newRow("zero3") << Sharding::Zero3 << Offload::None << plan::Engine::Reference
+                               << 1.0;
+        QTest::newRow("zero3, parameter offload")
+            << Sharding::Zero3 << Offload::OptimizerAndParams << plan::Engine::Reference << 1.0;
+        QTest::newRow("ddp") << Sharding::Ddp << Offload::None << plan::Engine::Reference << 1.0;
+        QTest::newRow("fsdp, our trainer")
+            << Sharding::FsdpFull << Offload::None << plan::Engine::Tunebench << 4.0;
+        QTest::newRow("zero3, our trainer")
+            << Sharding::Zero3 << Offload::None << plan::Engine::Tunebench << 4.0;
+    }
+    void quantConstantsWholeUnderReferenceSharding()
+    {
+        QFETCH(Sharding, sharding);
+        QFETCH(Offload, offload);
+        QFETCH(plan::Engine, engine);
+        QFETCH(double, divisor);
+        const model::ModelSpec& spec = presetModel("Llama-2-70B");
+        plan::PlanInput in = fullInput(sharding, 4, 1);
+        in.method = plan::Method::Qlora;
+        in.offload = offload;
+        in.engine = engine;
+        const plan::PlanResult r = plan::estimatePlan(in, spec, presetGpu("A100-80GB-SXM"));
+        const plan::MemoryComponent* constants = r.component("quant_constants");
+        QVERIFY(constants);
+        const double quantised = double(model::countParameters(spec).blockLinear);
+        QCOMPARE(constants->bytes, quantised * (1.0 / 64 + 4.0 / (64 * 256)) / divisor);
     }
 
     // A mixture of experts holds every expert (its states count the total),
