@@ -24,6 +24,10 @@ void CallWatchdog::arm(int socket, std::chrono::milliseconds limit)
     {
         const std::lock_guard lock(m_mutex);
         m_socket = socket;
+        if (m_interrupted) {
+            ::shutdown(m_socket, SHUT_RDWR);
+            return;
+        }
         m_deadline = Clock::now() + limit;
     }
     m_changed.notify_all();
@@ -36,6 +40,22 @@ void CallWatchdog::disarm()
         m_deadline.reset();
     }
     m_changed.notify_all();
+}
+
+void CallWatchdog::interrupt()
+{
+    const std::lock_guard lock(m_mutex);
+    m_interrupted = true;
+    m_fired = true;
+    m_deadline.reset();
+    if (m_socket >= 0)
+        ::shutdown(m_socket, SHUT_RDWR);
+}
+
+bool CallWatchdog::interrupted() const
+{
+    const std::lock_guard lock(m_mutex);
+    return m_interrupted;
 }
 
 bool CallWatchdog::fired() const

@@ -23,8 +23,13 @@ public:
     // Starts, or starts again, the count of `limit` for `socket`.
     void arm(int socket, std::chrono::milliseconds limit);
     void disarm();
-    // Whether a deadline passed and the socket was shut down.
+    // Shuts the socket down now, from any thread: a call under way fails at
+    // once and so does every later one (a stop that must not wait for a
+    // hung peer).
+    void interrupt();
+    // Whether a deadline passed, or interrupt() came, and the socket was shut down.
     bool fired() const;
+    bool interrupted() const;
 
 private:
     using Clock = std::chrono::steady_clock;
@@ -35,6 +40,7 @@ private:
     int m_socket = -1;
     std::optional<Clock::time_point> m_deadline;
     bool m_fired = false;
+    bool m_interrupted = false;
     bool m_stopping = false;
     std::thread m_thread;
 };

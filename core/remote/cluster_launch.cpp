@@ -5,10 +5,8 @@
 #include "common/text.h"
 #include "launch/text_quote.h"
 #include "launch/world_layout.h"
-#include "metrics/event_file_reader.h"
 #include "remote/bounded_workers.h"
 #include "remote/remote_registry.h"
-#include "remote/sftp_event_source.h"
 
 #include <algorithm>
 #include <chrono>
@@ -31,9 +29,8 @@ constexpr auto kReconnectEvery = std::chrono::seconds(5);
 constexpr double kAfterKillSeconds = 10.0;
 // Nodes polled or signalled at once: each holds a thread while it waits.
 constexpr size_t kNodeWorkers = 32;
-// Batches of rank 0's events (EventFileReader::kBytesPerBatch each) read in
-// one round of the loop.
-constexpr int kEventBatchesPerRound = 8;
+// How long the end of a launch waits for rank 0's last events.
+constexpr auto kLastEventsBound = std::chrono::seconds(5);
 
 using cluster_detail::firstLine;
 using cluster_detail::joinLines;
@@ -216,8 +213,6 @@ SshTarget ClusterLaunch::connectTarget(const Node& node) const
 
 void ClusterLaunch::dropSession(Node& node)
 {
-    if (node.rank == 0)
-        m_events.reset(); // its SFTP source lives on the session
     node.session.reset();
     node.nextReconnect = Clock::now() + kReconnectEvery;
 }
@@ -262,44 +257,67 @@ void ClusterLaunch::pollNode(Node& node)
 
 void ClusterLaunch::followEvents(ClusterSink& sink)
 {
-    Node& master = *m_nodes.front();
-    if (!m_events && master.session) {
-        m_events = std::make_unique<metrics::EventFileReader>(
-            sftpEventSource(*master.session, master.entry.runDir + "/events.jsonl"), m_eventOffset, m_eventLine);
-    }
-    // A backlog comes a batch at a time, a few batches a round, so neither
-    // memory nor the time between the nodes' polls grows with it.
-    for (int batch = 0; m_events && batch < kEventBatchesPerRound; ++batch) {
-        common::Result<std::vector<metrics::StreamItem>> items = m_events->poll();
-        if (!items) {
-            eventsUnreadable(items.error(), sink);
-            return;
+    if (!m_feed)
+        startFeed();
+    if (m_feed)
+        deliverEvents(m_feed->take(), sink);
+}
+
+// Node 0's events come over a connection of their own (RemoteEventFeed):
+// a hung SFTP server there delays them, not the nodes' polls and signals.
+void ClusterLaunch::startFeed()
+{
+    const Node& master = *m_nodes.front();
+    if (master.entry.runDir.empty())
+        return;
+    m_feed = std::make_unique<RemoteEventFeed>(master.target, master.entry.runDir + "/events.jsonl",
+        m_eventOffset, m_eventLine, std::chrono::milliseconds(long(m_options.pollSeconds * 1000)));
+}
+
+void ClusterLaunch::deliverEvents(std::vector<RemoteEventFeed::Batch> batches, ClusterSink& sink)
+{
+    for (RemoteEventFeed::Batch& batch : batches) {
+        if (!batch.problem.empty()) {
+            eventsUnreadable(batch.problem, sink);
+            continue;
         }
         m_eventsProblem.clear();
-        for (const metrics::StreamItem& item : *items) {
-            if (!item.event)
-                continue;
-            m_history.apply(*item.event);
-            sink.runEvent(*item.event, m_history);
+        for (const metrics::Event& event : batch.events) {
+            m_history.apply(event);
+            sink.runEvent(event, m_history);
         }
-        m_eventOffset = m_events->offset();
-        m_eventLine = m_events->nextLineNumber();
-        if (!m_events->moreAvailable())
-            return;
+        m_eventOffset = batch.offset;
+        m_eventLine = batch.nextLine;
     }
 }
 
-// Said once while it lasts (the link's own loss is pollNode's to notice and
-// mend); the file is opened again at the same offset on the next round, so
-// the run's events go on from there once it can be read.
-void ClusterLaunch::eventsUnreadable(const common::Error& error, ClusterSink& sink)
+// The run's last lines once every node ended; bounded, so a hung SFTP
+// server on node 0 costs the end of the launch a few seconds at most.
+void ClusterLaunch::followEventsToEnd(ClusterSink& sink)
 {
-    m_events.reset();
-    if (error.message == m_eventsProblem)
+    if (!m_feed)
+        startFeed();
+    if (!m_feed)
         return;
-    m_eventsProblem = error.message;
-    sink.note("cannot read rank 0's events: " + common::escapeControl(error.toString())
-        + " (trying again at byte " + std::to_string(m_eventOffset) + " each poll)");
+    bool complete = false;
+    deliverEvents(m_feed->takeToEnd(kLastEventsBound, complete), sink);
+    if (!complete) {
+        sink.note("rank 0's last events were not read within "
+            + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kLastEventsBound).count())
+            + " s; they are in " + m_nodes.front()->entry.runDir + "/events.jsonl from byte "
+            + std::to_string(m_eventOffset));
+    }
+}
+
+// Said once while it lasts; the feed tries again each poll, from the same
+// offset, so the run's events go on from there once they can be read.
+void ClusterLaunch::eventsUnreadable(const std::string& problem, ClusterSink& sink)
+{
+    if (problem == m_eventsProblem)
+        return;
+    m_eventsProblem = problem;
+    sink.note("cannot read rank 0's events: " + common::escapeControl(problem) + " (trying again at byte "
+        + std::to_string(m_eventOffset) + " each poll)");
 }
 
 void ClusterLaunch::signalNodes(const std::string& signal, ClusterSink& sink)
@@ -457,7 +475,8 @@ common::Result<ClusterReport> ClusterLaunch::follow(ClusterSink& sink, const lau
         std::this_thread::sleep_for(poll);
     }
     if (!detached)
-        followEvents(sink);
+        followEventsToEnd(sink);
+    m_feed.reset();
     return report(detached);
 }
 

@@ -6,8 +6,8 @@
 #include "launch/node_facts.h"
 #include "launch/run_registry.h"
 #include "metrics/event.h"
-#include "metrics/event_file_reader.h"
 #include "metrics/run_history.h"
+#include "remote/remote_event_feed.h"
 #include "remote/sftp_transfer.h"
 #include "remote/ssh_session.h"
 
@@ -157,7 +157,10 @@ private:
     SshTarget connectTarget(const Node& node) const;
     void dropSession(Node& node);
     void followEvents(ClusterSink& sink);
-    void eventsUnreadable(const common::Error& error, ClusterSink& sink);
+    void followEventsToEnd(ClusterSink& sink);
+    void startFeed();
+    void deliverEvents(std::vector<RemoteEventFeed::Batch> batches, ClusterSink& sink);
+    void eventsUnreadable(const std::string& problem, ClusterSink& sink);
     // Every node still running gets SIG`signal` at once; one that cannot be
     // reached now gets it on the first poll that reaches it.
     void signalNodes(const std::string& signal, ClusterSink& sink);
@@ -177,9 +180,10 @@ private:
 
     ClusterOptions m_options;
     std::vector<std::unique_ptr<Node>> m_nodes;
-    // Rank 0's events over node 0's session; rebuilt at the same offset
-    // after the link drops, so no event is lost or read twice.
-    std::unique_ptr<metrics::EventFileReader> m_events;
+    // Rank 0's events; m_eventOffset and m_eventLine are where the events
+    // told to the sink end, so a follower that goes on from there loses and
+    // doubles none.
+    std::unique_ptr<RemoteEventFeed> m_feed;
     uint64_t m_eventOffset = 0;
     uint64_t m_eventLine = 1;
     std::string m_eventsProblem; // the last error reading them, said once

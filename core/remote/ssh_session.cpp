@@ -339,6 +339,8 @@ void SshSession::Bounded::progressed()
 
 std::string SshSession::failureReason(std::string otherwise) const
 {
+    if (m_watchdog.interrupted())
+        return "interrupted: the connection was closed to stop";
     if (!timedOut())
         return otherwise;
     return "no answer within " + std::to_string(static_cast<int>(std::max(1.0, m_target.timeoutSeconds)))

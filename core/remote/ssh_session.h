@@ -80,6 +80,10 @@ public:
 
     // Whether a bounded call went unanswered and closed the connection.
     bool timedOut() const { return m_watchdog.fired(); }
+    // Closes the connection for good from any thread (the one member
+    // another thread may call): a bounded call under way fails at once,
+    // and so does every later one.
+    void interrupt() { m_watchdog.interrupt(); }
     // Why a libssh call failed: "no answer within 15 s: ..." when it went
     // unanswered, else `otherwise` (libssh's or SFTP's own reason).
     std::string failureReason(std::string otherwise) const;

@@ -17,7 +17,7 @@
 namespace {
 
 // Whether something in network namespace `ns` listens on TCP `port`.
-bool listensOn(const QString& ns, int port)
+inline bool listensOn(const QString& ns, int port)
 {
     QProcess ss;
     ss.start(QStringLiteral("ip"), {QStringLiteral("netns"), QStringLiteral("exec"), ns, QStringLiteral("ss"),
@@ -27,7 +27,7 @@ bool listensOn(const QString& ns, int port)
 
 // Every line of `launch --status-json`'s stdout, read back; a line that is
 // not a status fails the test.
-std::vector<tb::remote::LauncherStatus> launcherStatuses(const QString& out)
+inline std::vector<tb::remote::LauncherStatus> launcherStatuses(const QString& out)
 {
     std::vector<tb::remote::LauncherStatus> statuses;
     for (const QString& line : out.split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
@@ -40,7 +40,7 @@ std::vector<tb::remote::LauncherStatus> launcherStatuses(const QString& out)
 }
 
 // The step numbers of the step lines a follower printed, in order.
-std::vector<int> printedSteps(const QString& out)
+inline std::vector<int> printedSteps(const QString& out)
 {
     std::vector<int> steps;
     QRegularExpressionMatchIterator it =
@@ -50,7 +50,7 @@ std::vector<int> printedSteps(const QString& out)
     return steps;
 }
 
-std::vector<int> oneToN(int n)
+inline std::vector<int> oneToN(int n)
 {
     std::vector<int> steps(static_cast<size_t>(n));
     std::iota(steps.begin(), steps.end(), 1);
@@ -58,7 +58,7 @@ std::vector<int> oneToN(int n)
 }
 
 // Processes whose command line holds `text` (the run's config path).
-QString processesWith(const QString& text)
+inline QString processesWith(const QString& text)
 {
     return tb::test::shell(QStringLiteral("pgrep -af %1 | grep -v pgrep || true").arg(tb::test::quoted(text))).output.trimmed();
 }

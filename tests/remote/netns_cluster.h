@@ -52,7 +52,25 @@ inline QString quoted(const QString& text)
 struct HostView {
     QStringList hiddenFolders; // an empty tmpfs over each
     QList<QPair<QString, QString>> fileOverlays; // bind this file over that one
+    QString sftpServer; // the program SFTP sessions run; empty: sshd's internal-sftp
 };
+
+// A program for HostView::sftpServer: the system's SFTP server, except that
+// once `flag` exists it stops itself (SIGSTOP) before answering anything, as
+// on a hung file system. Empty when it cannot be written.
+inline QString writeHangingSftpServer(const QString& folder, const QString& flag)
+{
+    const QString program = folder + QStringLiteral("/sftp-gate");
+    QFile file(program);
+    if (!file.open(QIODevice::WriteOnly))
+        return {};
+    file.write(QStringLiteral("#!/bin/sh\n[ -e %1 ] && kill -STOP $$\nexec /usr/lib/openssh/sftp-server \"$@\"\n")
+                   .arg(quoted(flag))
+                   .toUtf8());
+    file.close();
+    file.setPermissions(file.permissions() | QFileDevice::ExeOwner);
+    return program;
+}
 
 class NetnsCluster {
 public:
@@ -159,6 +177,19 @@ public:
     {
         return shell(QStringLiteral("pkill -KILL -P %1").arg(m_hosts[size_t(k)]->sshd.processId())).exitCode == 0;
     }
+    // Host k's SFTP hangs from now on (its HostView::sftpServer made by
+    // writeHangingSftpServer with `flag`): the sessions under way are
+    // stopped with SIGSTOP, the ones to come stop themselves. False when no
+    // SFTP session was under way there.
+    bool hangSftp(int k, const QString& flag)
+    {
+        QFile(flag).open(QIODevice::WriteOnly);
+        return !shell(QStringLiteral("for p in $(ip netns pids %1); do grep -q sftp-server /proc/$p/cmdline "
+                                     "2>/dev/null && kill -STOP $p && echo $p; done")
+                    .arg(ns(k)))
+                    .output.trimmed()
+                    .isEmpty();
+    }
     // A command in host k's mount namespace (what its SSH logins see).
     CommandOutput runInView(int k, const QString& command)
     {
@@ -209,10 +240,11 @@ private:
             "Port 22\nListenAddress %1\nHostKey %2\nPidFile %3\nAuthorizedKeysFile %4\n"
             "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n"
             "PermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\n"
-            "Subsystem sftp internal-sftp\nLogLevel ERROR\nSetEnv XDG_STATE_HOME=%5\n"
+            "Subsystem sftp %6\nLogLevel ERROR\nSetEnv XDG_STATE_HOME=%5\n"
             "ClientAliveInterval 2\nClientAliveCountMax 3\n")
                        .arg(address(k), path(hostKey), path(QStringLiteral("sshd%1.pid").arg(k)),
-                           path("authorized_keys"), stateDir(k))
+                           path("authorized_keys"), stateDir(k),
+                           view.sftpServer.isEmpty() ? QStringLiteral("internal-sftp") : view.sftpServer)
                        .toUtf8());
         file.close();
         QString mounts;

@@ -8,13 +8,11 @@
 #include "../support/qt_test_paths.h"
 #include "../train/distributed_runs.h"
 #include "multi_node_checks.h"
-#include "netns_cluster.h"
+#include "namespace_launch.h"
 
 #include "common/text.h"
 #include "launch/run_registry.h"
 #include "remote/launcher_status.h"
-
-#include <QDirIterator>
 
 #include <csignal>
 #include <numeric>
@@ -23,73 +21,7 @@
 #include <QRegularExpression>
 #include <QtTest>
 
-using namespace tb::testutil::distributed;
 using tb::test::CliOutcome;
-using tb::test::HostView;
-using tb::test::NetnsCluster;
-
-namespace {
-
-const QString kCliPath = tb::test::qBuildPath("app/cli/tunebench-cli");
-
-// A cluster of `views.size()` hosts, each with 1 slot, and its hostfile.
-struct Cluster {
-    std::unique_ptr<NetnsCluster> hosts = std::make_unique<NetnsCluster>();
-    QString hostfile;
-
-    QString start(const std::vector<HostView>& views)
-    {
-        if (QString failure = hosts->start(views); !failure.isEmpty())
-            return failure;
-        hostfile = hosts->path(QStringLiteral("hostfile"));
-        QFile file(hostfile);
-        if (!file.open(QIODevice::WriteOnly))
-            return QStringLiteral("cannot write the hostfile");
-        file.write("# two machines, one rank each\n");
-        for (int k = 0; k < int(views.size()); ++k)
-            file.write(QStringLiteral("root@%1 slots=1\n").arg(hosts->address(k)).toUtf8());
-        return {};
-    }
-
-    QStringList launchArguments(const std::string& config, const QString& knownHosts = {}) const
-    {
-        return {QStringLiteral("launch"), QString::fromStdString(config), QStringLiteral("--hostfile"), hostfile,
-            QStringLiteral("--ssh-key"), hosts->userKey(), QStringLiteral("--known-hosts"),
-            knownHosts.isEmpty() ? hosts->knownHosts() : knownHosts, QStringLiteral("--grace"), QStringLiteral("15")};
-    }
-
-    // Registry entries host k holds.
-    QStringList registryEntries(int k) const
-    {
-        QStringList found;
-        QDirIterator it(hosts->stateDir(k) + "/tunebench/runs", {QStringLiteral("*.json")});
-        while (it.hasNext())
-            found << it.next();
-        return found;
-    }
-};
-
-// Steps rank 0 has written to the run folder so far.
-int stepsWritten(const std::string& runDir)
-{
-    if (!fs::exists(runDir + "/events.jsonl"))
-        return 0;
-    return int(ofType(events(runDir + "/events.jsonl"), "step").size());
-}
-
-bool waitForSteps(const std::string& runDir, int steps, int timeoutMs = 120000)
-{
-    QElapsedTimer clock;
-    clock.start();
-    while (stepsWritten(runDir) < steps) {
-        if (clock.elapsed() > timeoutMs)
-            return false;
-        QTest::qWait(200);
-    }
-    return true;
-}
-
-} // namespace
 
 class TestMultiNode : public QObject {
     Q_OBJECT
@@ -97,20 +29,7 @@ class TestMultiNode : public QObject {
     QTemporaryDir m_dir;
     std::string m_reference; // one process, the same global batch
 
-    std::string config(const QString& name, int maxSteps = kSteps)
-    {
-        RunSpec spec;
-        spec.method = QStringLiteral("lora");
-        spec.microBatch = kGlobalBatch / (kGradAccum * 2);
-        spec.maxSteps = maxSteps;
-        spec.timeoutSeconds = 60;
-        return writeConfig(m_dir, name, spec);
-    }
-
-    static QStringList trainerArguments(const std::string& runDir)
-    {
-        return QStringList{QStringLiteral("--")} + trainOptions(runDir);
-    }
+    std::string config(const QString& name, int maxSteps = kSteps) { return loraRunConfig(m_dir, name, maxSteps); }
 
 private slots:
     void initTestCase()
@@ -490,21 +409,14 @@ private slots:
         QVERIFY2(launcher.exitCode() == 130, qPrintable(err));
         if (!fromAnotherCli)
             QVERIFY2(err.contains(QStringLiteral("stop requested; stopping every node")), qPrintable(err));
-        // Rank 0 checkpointed and ended "stopped"; each node recorded its end:
-        // stopped by the forwarded signal, or exit 0 where its ranks ended
-        // first because the ranks agree on a stop among themselves.
+        // Rank 0 checkpointed and ended "stopped"; each node recorded its end.
         const std::vector<nlohmann::json> all = events(runDir + "/events.jsonl");
         QVERIFY(!ofType(all, "checkpoint").empty());
         const std::vector<nlohmann::json> ends = ofType(all, "run_end");
         QCOMPARE(ends.size(), size_t(1));
         QCOMPARE(ends.front().value("status", std::string()), std::string("stopped"));
-        for (int k = 0; k < 2; ++k) {
-            const auto entry = tb::launch::readRegistryEntry(cluster.registryEntries(k).value(0).toStdString());
-            QVERIFY(entry.ok());
-            QVERIFY2(entry->state == "exited" && !entry->failed()
-                    && (entry->exitCode == 0 || (entry->exitCode == 128 + SIGTERM && entry->stoppedOnRequest)),
-                qPrintable(QString::fromStdString(tb::launch::registryEntryToJson(*entry)) + "\n..." + err.right(700)));
-        }
+        for (int k = 0; k < 2; ++k)
+            QVERIFY2(nodeEndedOnStop(cluster, k), qPrintable(cluster.registryEntries(k).value(0) + "\n..." + err.right(700)));
         QCOMPARE(processesWith(QString::fromStdString(config)), QString());
     }
 

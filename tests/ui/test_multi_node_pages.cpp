@@ -4,12 +4,15 @@
 // a 2-node run picked from the hosts inventory is started, followed live
 // over SFTP from node 0, and stopped from the page with every node ended
 // and no process left; the Monitor page lists a host's run registry and
-// follows the run picked there.
+// follows the run picked there; both pages close within 5 s while node 0's
+// SFTP hangs.
 #include "../support/endless_run.h"
 #include "../support/qt_test_paths.h"
 #include "netns_cluster.h"
 
+#include "common/atomic_file.h"
 #include "hosts/hosts_model.h"
+#include "launch/run_registry.h"
 #include "monitor/monitor_page.h"
 #include "monitor/registry_model.h"
 #include "runs/cluster_hosts_model.h"
@@ -19,6 +22,7 @@
 #include "runs/runs_page.h"
 
 #include <QDirIterator>
+#include <QElapsedTimer>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QtTest>
@@ -62,6 +66,7 @@ class TestMultiNodePages : public QObject {
     QTemporaryDir m_dir;
     std::unique_ptr<NetnsCluster> m_hosts;
     QString m_runDir; // the stopped run's folder, for the Monitor page
+    QString m_hangFlag; // once it exists, node 0's SFTP hangs
 
     // Both hosts in an inventory, as the Hosts page keeps them.
     void addHosts(HostsModel& inventory, const QString& knownHosts)
@@ -75,6 +80,17 @@ class TestMultiNodePages : public QObject {
             target.knownHostsFile = knownHosts.toStdString();
             QVERIFY(inventory.addHost(target));
         }
+    }
+
+    // Host k's registry entry of the run whose folder is `runDir`.
+    std::optional<tb::launch::RegistryEntry> registryEntryOf(int k, const QString& runDir) const
+    {
+        for (const QString& path : registryEntries(*m_hosts, k)) {
+            const auto entry = tb::launch::readRegistryEntry(path.toStdString());
+            if (entry.ok() && QString::fromStdString(entry->runDir) == runDir)
+                return *entry;
+        }
+        return std::nullopt;
     }
 
     // A Runs page set to start on both hosts, one slot each.
@@ -105,7 +121,10 @@ private slots:
         QStandardPaths::setTestModeEnabled(true);
         QDir().mkpath(kScreenshots);
         m_hosts = std::make_unique<NetnsCluster>();
-        const QString failure = m_hosts->start({{}, {}});
+        m_hangFlag = m_dir.filePath(QStringLiteral("hang-node-0"));
+        tb::test::HostView gated; // SFTP on node 0 hangs once m_hangFlag exists
+        gated.sftpServer = tb::test::writeHangingSftpServer(m_dir.path(), m_hangFlag);
+        const QString failure = m_hosts->start({gated, {}});
         QVERIFY2(failure.isEmpty(), qPrintable(failure));
     }
 
@@ -200,6 +219,56 @@ private slots:
         QCOMPARE(page.history().end()->status, std::string("stopped"));
         QVERIFY(page.history().lastStep() >= 4);
         QVERIFY(page.grab().save(kScreenshots + QStringLiteral("/monitor_page_registry.png")));
+    }
+
+    // Node 0's SFTP hangs (review H3) while the Runs page follows a 2-node
+    // run from it and the Monitor page follows the same run: each page
+    // closes within 5 s, the Runs page leaving the run going on the nodes
+    // (its launcher detaches), which `launch --stop` then ends.
+    void pagesCloseWithin5sWhileNode0SftpHangs()
+    {
+        HostsModel inventory;
+        addHosts(inventory, m_hosts->knownHosts());
+        auto runs = std::make_unique<RunsPage>();
+        runs->setHostInventory(&inventory);
+        runs->show();
+        pickBoth(*runs);
+        const QString configPath = config(QStringLiteral("hung"));
+        QString error;
+        QVERIFY2(runs->startMultiNodeRun(configPath, &error), qPrintable(error));
+        QTRY_VERIFY_WITH_TIMEOUT(runs->history().lastStep() >= 2, 180000);
+        auto monitor = std::make_unique<MonitorPage>();
+        monitor->show();
+        monitor->connectTo(QStringLiteral("root@") + m_hosts->address(0), 22, m_hosts->userKey(),
+            m_hosts->knownHosts(), m_runDir);
+        QTRY_VERIFY_WITH_TIMEOUT(monitor->history().lastStep() >= 2, 60000);
+        QVERIFY(m_hosts->hangSftp(0, m_hangFlag));
+        QTest::qWait(3000); // each page's next read gets no answer
+
+        QElapsedTimer clock;
+        clock.start();
+        monitor.reset();
+        const double monitorClosed = clock.restart() / 1000.0;
+        runs.reset();
+        const double runsClosed = clock.elapsed() / 1000.0;
+        qInfo("node 0's SFTP hung: the Monitor page closed in %.2f s, the Runs page in %.2f s", monitorClosed,
+            runsClosed);
+        QVERIFY2(monitorClosed <= 5, qPrintable(QString::number(monitorClosed)));
+        QVERIFY2(runsClosed <= 5, qPrintable(QString::number(runsClosed)));
+
+        const std::optional<tb::launch::RegistryEntry> entry = registryEntryOf(0, m_runDir);
+        QVERIFY(entry.has_value());
+        QCOMPARE(entry->state, std::string("running"));
+        const QString hostfile = m_dir.filePath(QStringLiteral("hostfile"));
+        QVERIFY(tb::common::writeFileAtomic(hostfile.toStdString(),
+            QStringLiteral("root@%1 slots=1\nroot@%2 slots=1\n").arg(m_hosts->address(0), m_hosts->address(1)).toStdString()));
+        QProcess stop;
+        stop.start(kCli, {QStringLiteral("launch"), configPath, QStringLiteral("--hostfile"), hostfile,
+                             QStringLiteral("--ssh-key"), m_hosts->userKey(), QStringLiteral("--known-hosts"),
+                             m_hosts->knownHosts(), QStringLiteral("--stop"), QString::fromStdString(entry->runId)});
+        QVERIFY(stop.waitForFinished(90000));
+        QVERIFY2(stop.exitCode() == 0, stop.readAllStandardError().constData());
+        QCOMPARE(processesWith(configPath), QString());
     }
 
     void cleanupTestCase() { m_hosts.reset(); }

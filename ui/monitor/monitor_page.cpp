@@ -56,6 +56,7 @@ MonitorPage::MonitorPage(QWidget* parent)
 
 MonitorPage::~MonitorPage()
 {
+    m_follower->interrupt(); // a read waiting on a hung host ends now
     m_reader.reset();
 }
 

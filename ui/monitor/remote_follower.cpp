@@ -39,7 +39,10 @@ void RemoteFollower::connectTo(const QString& host, int port, const QString& ide
         emit connectFailed(attempt, QString::fromStdString(session.error().toString()));
         return;
     }
-    m_session = std::move(session).value();
+    {
+        const std::lock_guard lock(m_sessionMutex);
+        m_session = std::move(session).value();
+    }
     const std::string events = runDir.trimmed().toStdString() + "/events.jsonl";
     auto reader = std::make_unique<metrics::EventFileReader>(remote::sftpEventSource(*m_session, events));
     const QString name = QString::fromStdString(reader->path());
@@ -50,7 +53,15 @@ void RemoteFollower::connectTo(const QString& host, int port, const QString& ide
 void RemoteFollower::disconnectFromHost()
 {
     RunFollower::stop();
+    const std::lock_guard lock(m_sessionMutex);
     m_session.reset();
+}
+
+void RemoteFollower::interrupt()
+{
+    const std::lock_guard lock(m_sessionMutex);
+    if (m_session)
+        m_session->interrupt();
 }
 
 void RemoteFollower::stopRun(const tb::metrics::RunHistory& history)

@@ -5,6 +5,7 @@
 #include "metrics/run_history.h"
 
 #include <memory>
+#include <mutex>
 
 namespace tb::remote {
 class SshSession;
@@ -24,6 +25,11 @@ public:
 
     static constexpr int kRemotePollMilliseconds = 1000;
 
+    // Ends the connection's call under way at once, from any thread (the
+    // page's, as it closes): a hung host or file system never holds the
+    // window. The connection is gone for good.
+    void interrupt();
+
 public slots:
     // `host` is [USER@]HOST; empty identity or knownHosts: ssh's defaults.
     void connectTo(const QString& host, int port, const QString& identity,
@@ -39,6 +45,7 @@ signals:
     void stopFinished(const QString& failure, qlonglong pid);
 
 private:
+    std::mutex m_sessionMutex; // m_session replaced on the worker thread, interrupted from any
     std::unique_ptr<remote::SshSession> m_session;
 };
 

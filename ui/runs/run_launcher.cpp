@@ -5,7 +5,18 @@
 #include <QFileInfo>
 #include <QStandardPaths>
 
+#include <csignal>
+
 namespace tb::ui {
+
+namespace {
+
+// How long the window's end waits for the launcher: to stop a run here
+// (its ranks checkpoint first), or to detach from a launch across machines.
+constexpr int kStopMilliseconds = 15000;
+constexpr int kDetachMilliseconds = 4000;
+
+} // namespace
 
 RunLauncher::RunLauncher(QObject* parent)
     : QObject(parent)
@@ -15,14 +26,19 @@ RunLauncher::RunLauncher(QObject* parent)
 
 RunLauncher::~RunLauncher()
 {
+    if (!isRunning())
+        return;
     // A window closed while a run goes on: the run is the user's work, so it
-    // is asked to stop (and checkpoint) rather than killed outright.
-    if (isRunning()) {
+    // is asked to stop (and checkpoint) rather than killed outright; a launch
+    // across machines is left running there (SIGHUP: the launcher detaches).
+    const bool detach = m_onClose == OnClose::Detach;
+    if (detach)
+        ::kill(pid_t(m_process->processId()), SIGHUP);
+    else
         m_process->terminate();
-        if (!m_process->waitForFinished(15000))
-            m_process->kill();
-        m_process->waitForFinished(2000);
-    }
+    if (!m_process->waitForFinished(detach ? kDetachMilliseconds : kStopMilliseconds))
+        m_process->kill();
+    m_process->waitForFinished(2000);
 }
 
 QString RunLauncher::findCli()
@@ -45,7 +61,7 @@ bool RunLauncher::start(const QString& configPath, int ranks, QString* error)
         {QStringLiteral("launch"), configPath, QStringLiteral("--nproc"), QString::number(ranks)}, error);
 }
 
-bool RunLauncher::startCli(const QStringList& arguments, QString* error, Output output)
+bool RunLauncher::startCli(const QStringList& arguments, QString* error, Output output, OnClose onClose)
 {
     if (isRunning()) {
         *error = tr("a run is already going; stop it first");
@@ -59,6 +75,7 @@ bool RunLauncher::startCli(const QStringList& arguments, QString* error, Output 
     m_partialLine.clear();
     m_partialErrorLine.clear();
     m_output = output;
+    m_onClose = onClose;
     m_process = new QProcess(this);
     m_process->setProcessChannelMode(
         output == Output::Merged ? QProcess::MergedChannels : QProcess::SeparateChannels);

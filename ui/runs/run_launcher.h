@@ -31,7 +31,13 @@ public:
     // stdout's lines come as statusLine and stderr's as outputLine; else
     // both streams come as outputLine.
     enum class Output { Merged, StatusOnStdout };
-    bool startCli(const QStringList& arguments, QString* error, Output output = Output::Merged);
+    // What this launcher's end (the window closing) does to a run still
+    // going: Stop asks it to stop and checkpoint (a run on this machine);
+    // Detach leaves it running (a launch across machines: its nodes go on,
+    // and the Monitor page follows it again), within a few seconds.
+    enum class OnClose { Stop, Detach };
+    bool startCli(const QStringList& arguments, QString* error, Output output = Output::Merged,
+        OnClose onClose = OnClose::Stop);
     void stop();
     bool isRunning() const;
 
@@ -46,6 +52,7 @@ private:
     QString m_program;
     QProcess* m_process = nullptr;
     Output m_output = Output::Merged;
+    OnClose m_onClose = OnClose::Stop;
     QByteArray m_partialLine; // stdout (or both, merged)
     QByteArray m_partialErrorLine; // stderr with StatusOnStdout
 };

@@ -50,6 +50,7 @@ RunsPage::RunsPage(QWidget* parent)
     });
     connect(remote, &RemoteFollower::connectFailed, this, &RunsPage::onReadFailed);
     m_follower = remote;
+    m_remoteFollower = remote;
 #else
     m_follower = new RunFollower;
 #endif
@@ -72,6 +73,9 @@ RunsPage::~RunsPage()
     // not reach this half-destroyed page.
     disconnect(m_launcher, nullptr, this, nullptr);
     delete m_launcher;
+#ifdef TB_HAVE_SSH
+    m_remoteFollower->interrupt(); // a read waiting on a hung node 0 ends now
+#endif
     m_reader.reset();
 }
 
@@ -220,7 +224,9 @@ bool RunsPage::startMultiNodeRun(const QString& configPath, QString* error)
     }
     const QString absolute = QFileInfo(configPath).absoluteFilePath(); // the same path on every node
     const std::optional<QStringList> arguments = m_cluster->launchArguments(absolute, error);
-    if (!arguments || !m_launcher->startCli(*arguments, error, RunLauncher::Output::StatusOnStdout))
+    if (!arguments
+        || !m_launcher->startCli(
+            *arguments, error, RunLauncher::Output::StatusOnStdout, RunLauncher::OnClose::Detach))
         return false;
     m_multiNode = true;
     m_configPath->setText(configPath);

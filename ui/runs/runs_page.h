@@ -19,6 +19,7 @@ namespace tb::ui {
 class ClusterPanel;
 class HostsModel;
 class RunCharts;
+class RemoteFollower;
 class RunFollower;
 class RunLauncher;
 class RunView;
@@ -88,6 +89,7 @@ private:
     QString m_folder;
 
     RunFollower* m_follower = nullptr; // lives on m_reader's thread
+    RemoteFollower* m_remoteFollower = nullptr; // m_follower, when built with SSH
     std::unique_ptr<WorkerThread<RunFollower>> m_reader;
     RunLauncher* m_launcher = nullptr;
 
