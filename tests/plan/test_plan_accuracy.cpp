@@ -13,9 +13,9 @@
 // The planner held against published peak-memory measurements
 // (tests/plan/data/published_peaks.csv, sources per row), each against the
 // peak it reports. Prints the error per row and the median and p90 per
-// method and strategy; fails when the median of the counted rows grows past
-// the guard docs/PLANNER.md states (section "Held against published
-// measurements"). A guard, not a goal.
+// method and strategy; fails when the median or the p90 of the counted rows
+// grows past the guard docs/PLANNER.md states (section "Held against
+// published measurements"). A guard, not a goal.
 
 using namespace tb;
 using published::Row;
@@ -125,15 +125,20 @@ void printStats(const std::vector<Error>& errors)
     }
 }
 
-// "Accuracy guard: the median error of the counted rows stays at or under N %."
-double guardFromDocs()
+struct Guard {
+    double median = 0, p90 = 0;
+};
+
+// "Accuracy guard: the median error of the counted rows stays at or under M %
+// and their p90 at or under P %." (one line)
+Guard guardFromDocs()
 {
     std::ifstream docs(tb::test::sourcePath("docs/PLANNER.md"));
-    const std::regex guard(R"(Accuracy guard: .* under ([0-9.]+) %)");
+    const std::regex guard(R"(Accuracy guard: .* under ([0-9.]+) % and .* under ([0-9.]+) %)");
     std::smatch m;
     for (std::string line; std::getline(docs, line);)
         if (std::regex_search(line, m, guard))
-            return std::stod(m[1]) / 100;
+            return {std::stod(m[1]) / 100, std::stod(m[2]) / 100};
     qFatal("docs/PLANNER.md states no accuracy guard");
 }
 
@@ -186,11 +191,19 @@ private slots:
             printStats(holdout);
         const Stats counted = statsOf(errors, {}, false);
         QVERIFY(counted.count >= 15);
-        const double guard = guardFromDocs();
-        QVERIFY2(counted.median <= guard,
+        const Guard guard = guardFromDocs();
+        // The guard is stated to 0.1 %: compare at that resolution.
+        const auto past = [](double error, double limit) {
+            return std::round(1000 * error) > std::round(1000 * limit);
+        };
+        QVERIFY2(!past(counted.median, guard.median),
             qPrintable(QStringLiteral("median %1 % is past the guard %2 % in docs/PLANNER.md")
                     .arg(100 * counted.median, 0, 'f', 1)
-                    .arg(100 * guard, 0, 'f', 1)));
+                    .arg(100 * guard.median, 0, 'f', 1)));
+        QVERIFY2(!past(counted.p90, guard.p90),
+            qPrintable(QStringLiteral("p90 %1 % is past the guard %2 % in docs/PLANNER.md")
+                    .arg(100 * counted.p90, 0, 'f', 1)
+                    .arg(100 * guard.p90, 0, 'f', 1)));
     }
 };
 
