@@ -15,6 +15,7 @@
 #include "plan/plan_json.h"
 #include "plan/plan_options.h"
 #include "plan/recommender.h"
+#include "plan/trainer_support.h"
 
 #include <iostream>
 #include <optional>
@@ -307,8 +308,13 @@ int runPlan(const Args& args)
     if (!catalog)
         return fail(catalog.error());
     if (p.isSet("list-models")) {
-        for (const model::ModelSpec& m : catalog->models())
-            std::cout << m.name << "  (" << m.hfRepoId << ")\n";
+        // The same family list the trainer refuses a model by.
+        for (const model::ModelSpec& m : catalog->models()) {
+            const plan::TrainerSupport trainer = plan::tunebenchTrainerSupport(m);
+            std::cout << m.name << "  (" << m.hfRepoId << ")"
+                      << (trainer.runs ? "" : "  [not Tunebench's trainer: " + trainer.reason + "]")
+                      << "\n";
+        }
         return kExitOk;
     }
     if (p.isSet("list-vms")) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <iomanip>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace tb::cli {
@@ -251,12 +252,18 @@ void printRecommendation(std::ostream& out, const plan::Recommendation& rec,
         }
         if (rows < rec.options.size())
             out << "  ... " << rec.options.size() - rows << " more (--explain lists all)\n";
-        std::map<std::string, std::string> notRunnable;
+        // By reason: a model the trainer does not compute is one line, not
+        // one a GPU.
+        std::map<std::string, std::set<std::string>> notRunnable;
         for (size_t i = 0; i < rows; ++i)
             if (!rec.options[i].trainer.runs)
-                notRunnable[rec.options[i].gpuId] = rec.options[i].trainer.reason;
-        for (const auto& [gpu, reason] : notRunnable)
-            out << "  not Tunebench's trainer: " << gpu << ": " << reason << "\n";
+                notRunnable[rec.options[i].trainer.reason].insert(rec.options[i].gpuId);
+        for (const auto& [reason, gpus] : notRunnable) {
+            std::string names;
+            for (const std::string& gpu : gpus)
+                names.append(names.empty() ? "" : ", ").append(gpu);
+            out << "  not Tunebench's trainer: " << names << ": " << reason << "\n";
+        }
         if (!notRunnable.empty())
             out << "  (--runnable-only keeps the GPUs Tunebench's own trainer runs on)\n";
     }

@@ -24,19 +24,31 @@ double scoreBytesPerElement(const PlanContext& ctx)
 // A mixture of experts' MLP as transformers runs it: each token's rows are
 // gathered for each of its k experts, which save what a dense gated MLP
 // saves at the expert's width; the router's fp32 softmax is saved whole.
-// Experts never carry LoRA (LinearShape::adaptable), so their inputs are
-// saved only when their weights train (or bitsandbytes keeps them). The
-// load-balancing loss takes a softmax of the router's logits in their own
-// dtype and keeps it; transformers also keeps the logits themselves (the
-// model's output) until its loss reads them.
+// The experts' inputs are saved when their weights train (or bitsandbytes
+// keeps them), or when LoRA on an expert weight (lora.target_parameters)
+// reads them: our trainer's per-expert update, linear(x, A_e) then
+// linear(., B_e) (train/expert_lora.cpp), saves x for A's gradient and A's
+// rank-wide output for B's; peft's ParamWrapper adds B A to the weight
+// itself, whose matmul then saves x. A layer is planned with every expert weight
+// that some layer adapts (an upper bound where the targets name layers).
+// The load-balancing loss takes a softmax of the router's logits in their
+// own dtype and keeps it; transformers also keeps the logits themselves
+// (the model's output) until its loss reads them.
 double expertActivations(const PlanContext& ctx, bool savesInputs)
 {
     const model::ModelSpec& m = ctx.model;
     const double t = ctx.tokensPerMicro, a = ctx.act, h = double(m.hiddenSize);
     const double k = double(m.expertsPerToken), fe = double(m.expertIntermediateSize);
+    const double r = double(ctx.in.lora.rank);
     double bytes = 3 * a * t * k * fe + 4 * t * double(m.experts);
     if (savesInputs)
         bytes += a * t * h + a * t * k * h + a * t * k * fe; // router's, gathered, down's inputs
+    const ExpertLoraWeights lora = ctx.lora ? ctx.expertTargets : ExpertLoraWeights{};
+    const double low = ctx.hf ? 0 : a * t * k * r; // A's output
+    if (lora.gateUp)
+        bytes += (savesInputs ? 0 : a * t * k * h) + low; // the gathered input
+    if (lora.down)
+        bytes += (savesInputs ? 0 : a * t * k * fe) + low; // down_proj's input
     if (ctx.full)
         bytes += a * t * k * h; // each expert's output, times its trainable routing weight
     if (m.outputRouterLogits)

@@ -3,6 +3,9 @@
 #include "plan/catalog.h"
 #include "plan/cpu_device.h"
 #include "plan/plan_context.h"
+#include "plan/trainer_support.h"
+
+#include "model/family_parts.h"
 
 #include <algorithm>
 #include <cmath>
@@ -32,6 +35,9 @@ PlanResult estimatePlan(const PlanInput& input, const model::ModelSpec& model, c
     r.calibration = input.calibrationNote;
     if (options.explain) {
         r.warnings = model.warnings;
+        if (const TrainerSupport trainer = tunebenchTrainerSupport(model); !trainer.runs)
+            r.warnings.push_back("Tunebench's trainer cannot run " + model.name + " ("
+                + trainer.reason + "): planned as transformers and peft run it");
         for (const std::string& name : ctx.unknownTargets)
             r.warnings.push_back(
                 "lora target '" + name + "' is not a linear layer of " + model.name);
@@ -79,10 +85,44 @@ common::Status validateExpertTargets(const PlanInput& input, const model::ModelS
         "target_parameters names)"};
 }
 
+// MXFP4 experts as stored are frozen 4-bit codes: nothing trains them and
+// nothing else quantises them; upcast applies only where they are MXFP4.
+common::Status validateMxfp4Experts(const PlanInput& input, const model::ModelSpec& model)
+{
+    if (!model::expertsPublishedInMxfp4(model)) {
+        if (input.mxfp4Experts == Mxfp4Experts::Upcast)
+            return common::Error{"mxfp4_experts: upcast, but " + model.name
+                    + " publishes no experts in MXFP4",
+                "expected stored (the default): upcast applies to gpt-oss's experts"};
+        return common::Ok{};
+    }
+    if (input.mxfp4Experts == Mxfp4Experts::Upcast)
+        return common::Ok{};
+    const std::string why = " keeps " + model.name + "'s experts frozen in MXFP4";
+    const char* hint = "set mxfp4_experts: upcast to hold the experts in the compute dtype";
+    if (input.method == Method::Full)
+        return common::Error{"method: full, but mxfp4_experts: stored" + why, hint};
+    if (input.method == Method::Qlora)
+        return common::Error{
+            "method: qlora, but mxfp4_experts: stored" + why + " (no second quantisation)", hint};
+    if (!input.lora.targetParameters.empty())
+        return common::Error{"lora.target_parameters: " + input.lora.targetParameters.front()
+                + ", but mxfp4_experts: stored" + why + " (peft adapts no MXFP4 weight)",
+            hint};
+    return common::Ok{};
+}
+
 } // namespace
 
 common::Status validateForModel(const PlanInput& input, const model::ModelSpec& model)
 {
+    if (const TrainerSupport trainer = tunebenchTrainerSupport(model);
+        input.engine == Engine::Tunebench && !trainer.runs)
+        return common::Error{"engine: tunebench, but Tunebench's trainer cannot run " + model.name
+                + " (" + trainer.reason + ")",
+            "plan " + model.name + " with engine reference or hf-trainer"};
+    if (auto status = validateMxfp4Experts(input, model); !status)
+        return status;
     if (input.method == Method::Full)
         return common::Ok{};
     if (auto status = validateExpertTargets(input, model); !status)

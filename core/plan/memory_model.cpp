@@ -19,10 +19,8 @@ namespace tb::plan::detail {
 double layerGatherBytes(const PlanContext& ctx)
 {
     const double perLayer = double(ctx.counts.perLayer) + ctx.loraPerLayer;
-    if (!ctx.qlora)
-        return perLayer * ctx.act;
-    const double quantizedPerLayer = ctx.quantized / double(ctx.model.numLayers);
-    return (perLayer - quantizedPerLayer) * ctx.act + quantizedPerLayer * kNf4BytesPerParam;
+    const double layers = double(ctx.model.numLayers);
+    return (perLayer - lowBitParams(ctx) / layers) * ctx.act + lowBitBytes(ctx) / layers;
 }
 
 // Parameters gathered outside the decoder layers at the backward peak.
@@ -174,12 +172,12 @@ HostStates zero12States(const PlanContext& ctx, MemoryBuilder& b)
     return host;
 }
 
-// The 16-bit (and NF4) parameters a rank holds of the whole model, once;
+// The 16-bit (and NF4 or MXFP4) parameters a rank holds of the whole model, once;
 // the quantization constants only where they are sharded with the codes.
 double parameterBytes(const PlanContext& ctx, double trainableBytes)
 {
     const double constants = quantConstantsStayWhole(ctx) ? 0 : kQuantConstantsPerParam;
-    return ctx.frozen16 * ctx.frozenBytes + ctx.quantized * (kNf4BytesPerParam + constants)
+    return ctx.frozen16 * ctx.frozenBytes + lowBitBytes(ctx) + ctx.quantized * constants
         + ctx.trainable * trainableBytes;
 }
 
@@ -232,8 +230,8 @@ HostStates zero3States(const PlanContext& ctx, MemoryBuilder& b)
 void addGradOpBuffers(const PlanContext& ctx, MemoryBuilder& b, double layerGrads, double rootGrads)
 {
     const double a = ctx.act;
-    const double all = (ctx.total - ctx.quantized + (ctx.lora ? ctx.trainable : 0)) * a
-        + ctx.quantized * kNf4BytesPerParam;
+    const double all =
+        (ctx.total - lowBitParams(ctx) + (ctx.lora ? ctx.trainable : 0)) * a + lowBitBytes(ctx);
     if (auto* c = b.add("weights_full", MemoryCategory::Weights,
             "Gathered 16-bit parameters (kept forward to backward)", all, kSrcFsdp);
         c && ctx.explain)

@@ -3,6 +3,8 @@
 #include "plan/explain.h"
 #include "plan/memory_sources.h"
 
+#include "model/family_parts.h"
+
 #include <string>
 
 // The model states' components (weights, master, gradients, optimizer
@@ -67,12 +69,19 @@ void addFrozenBase(MemoryBuilder& b, const WeightLayout& layout)
     const PlanContext& ctx = b.ctx;
     const Term base{ctx.frozen16, "params", ctx.frozenBytes, ctx.frozenName, layout.frozenDivisor};
     const Term nf4{ctx.quantized, "block weights", kNf4BytesPerParam, "NF4", layout.frozenDivisor};
+    const Term mxfp4{ctx.mxfp4, "expert weights", model::kMxfp4BitsPerWeight / 8,
+        "MXFP4: 4.25 bits, 4-bit e2m1 + an e8m0 scale per 32", layout.frozenDivisor};
     if (auto* c = b.add("weights", MemoryCategory::Weights, "Frozen base weights",
-            base.bytes() + (ctx.qlora ? nf4.bytes() : 0), stateSource(ctx.in.sharding));
+            base.bytes() + (ctx.qlora ? nf4.bytes() : 0) + mxfp4.bytes(),
+            stateSource(ctx.in.sharding));
         c && ctx.explain) {
         Line l(c->explanation);
         if (ctx.qlora) {
             nf4.render(l);
+            l << " + ";
+        }
+        if (ctx.mxfp4 > 0) {
+            mxfp4.render(l);
             l << " + ";
         }
         base.render(l);

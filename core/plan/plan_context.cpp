@@ -1,5 +1,7 @@
 #include "plan/plan_context.h"
 
+#include "model/family_parts.h"
+
 #include <algorithm>
 
 namespace tb::plan::detail {
@@ -137,7 +139,7 @@ double loraParamsPerLayer(const model::ModelSpec& model, const LoraSettings& lor
 }
 
 double expertLoraParams(const model::ModelSpec& model, const LoraSettings& lora,
-    double* largestLayer, std::vector<std::string>* unknown)
+    double* largestLayer, std::vector<std::string>* unknown, ExpertLoraWeights* adapted)
 {
     // transformers' names of a layer's expert weights, which peft's
     // target_parameters match by equality or by a "."-separated suffix.
@@ -162,6 +164,8 @@ double expertLoraParams(const model::ModelSpec& model, const LoraSettings& lora,
             }
             if (selected)
                 inLayer += double(lora.rank) * double(model.experts) * perWeight[w];
+            if (selected && adapted)
+                (w == 0 ? adapted->gateUp : adapted->down) = true;
         }
         total += inLayer;
         largest = std::max(largest, inLayer);
@@ -174,7 +178,36 @@ double expertLoraParams(const model::ModelSpec& model, const LoraSettings& lora,
     return total;
 }
 
+double lowBitParams(const PlanContext& ctx)
+{
+    return ctx.quantized + ctx.mxfp4;
+}
+
+double lowBitBytes(const PlanContext& ctx)
+{
+    return ctx.quantized * kNf4BytesPerParam + ctx.mxfp4 * model::kMxfp4BitsPerWeight / 8;
+}
+
 namespace {
+
+// The experts' weights (not their biases) of every layer, where they stay
+// as published in MXFP4 under LoRA; validateForModel refuses them stored
+// under a full fine-tune or QLoRA.
+double mxfp4ExpertWeights(const PlanContext& ctx)
+{
+    const model::ModelSpec& model = ctx.model;
+    if (!ctx.lora || ctx.qlora || ctx.in.mxfp4Experts != Mxfp4Experts::Stored
+        || !model::expertsPublishedInMxfp4(model))
+        return 0;
+    model::LinearShape shapes[model::kMaxBlockLinears];
+    const int n = model::blockLinearShapes(model, shapes);
+    double weights = 0;
+    for (int i = 0; i < n; ++i)
+        if (shapes[i].kind != model::LinearKind::Router && !model::isAttentionLinear(shapes[i].kind))
+            weights += double(shapes[i].copies) * double(shapes[i].inFeatures)
+                * double(shapes[i].outFeatures);
+    return weights * double(model.numLayers);
+}
 
 // What trains and what stays frozen (and, for QLoRA, quantized).
 void countParameters(PlanContext& ctx)
@@ -195,7 +228,7 @@ void countParameters(PlanContext& ctx)
     // The experts' LoRA trains beside attention's: in the largest layer's
     // share (a unit of FSDP and ZeRO-3) and in every trainable count.
     double expertLayer = 0;
-    ctx.trainable += expertLoraParams(model, in.lora, &expertLayer, nullptr);
+    ctx.trainable += expertLoraParams(model, in.lora, &expertLayer, nullptr, &ctx.expertTargets);
     ctx.loraPerLayer += expertLayer;
     if (ctx.qlora) {
         model::LinearShape shapes[model::kMaxBlockLinears];
@@ -208,7 +241,8 @@ void countParameters(PlanContext& ctx)
                     * double(shapes[i].outFeatures);
         ctx.quantized = linearWeights * double(model.numLayers);
     }
-    ctx.frozen16 = ctx.total - ctx.quantized;
+    ctx.mxfp4 = mxfp4ExpertWeights(ctx);
+    ctx.frozen16 = ctx.total - ctx.quantized - ctx.mxfp4;
 }
 
 // GPUs per node, the world, the group a shard spreads over, the share of a

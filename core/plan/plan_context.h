@@ -22,6 +22,13 @@ struct LoraTargets {
     bool has(model::LinearKind kind) const; // a fused matrix counts when its parts are targeted
 };
 
+// Which of a mixture of experts' fused weights LoRA adapts
+// (lora.target_parameters), in some layer.
+struct ExpertLoraWeights {
+    bool gateUp = false;
+    bool down = false;
+};
+
 struct PlanContext {
     PlanContext(const PlanInput& input, const model::ModelSpec& spec, const GpuSpec& gpuSpec,
         const VmSize* vmSize, bool withExplanations)
@@ -47,8 +54,10 @@ struct PlanContext {
     double trainable = 0; // T (full: N; LoRA: adapter parameters)
     double frozen16 = 0; // frozen parameters stored in 16-bit (or fp32) form
     double quantized = 0; // QLoRA: block linear weights stored in NF4
+    double mxfp4 = 0; // gpt-oss: expert weights held as published, in MXFP4 (mxfp4_experts stored)
     double loraPerLayer = 0;
     LoraTargets targets;
+    ExpertLoraWeights expertTargets; // lora.target_parameters' expert weights
     std::vector<std::string> unknownTargets;
 
     int gpusPerNode = 1;
@@ -123,10 +132,16 @@ double loraParamsPerLayer(const model::ModelSpec& model, const LoraSettings& lor
 // out) per adapted weight and layer (gate_up_proj: hidden + 2 x expert
 // intermediate; down_proj: expert intermediate + hidden). `largestLayer`
 // receives a layer's most; `unknown` the targets that select no weight.
+// `adapted` receives which of the two weights some layer adapts.
 double expertLoraParams(const model::ModelSpec& model, const LoraSettings& lora,
-    double* largestLayer, std::vector<std::string>* unknown);
+    double* largestLayer, std::vector<std::string>* unknown, ExpertLoraWeights* adapted = nullptr);
 
 inline constexpr double kQuantConstantsPerParam = 1.0 / 64 + 4.0 / (64.0 * 256.0);
 inline constexpr double kNf4BytesPerParam = 0.5;
+
+// The frozen parameters held below 16 bits (QLoRA's NF4 codes, gpt-oss's
+// MXFP4 experts), and their bytes without NF4's quantization constants.
+double lowBitParams(const PlanContext& ctx);
+double lowBitBytes(const PlanContext& ctx);
 
 } // namespace tb::plan::detail

@@ -43,6 +43,8 @@ constexpr std::array kEngines = {Spelling<Engine>{Engine::Reference, "reference"
 // As the run config spells its objective (config/run_config.cpp).
 constexpr std::array kObjectives = {Spelling<Objective>{Objective::Sft, "sft"},
     Spelling<Objective>{Objective::Dpo, "dpo"}};
+constexpr std::array kMxfp4Experts = {Spelling<Mxfp4Experts>{Mxfp4Experts::Stored, "stored"},
+    Spelling<Mxfp4Experts>{Mxfp4Experts::Upcast, "upcast"}};
 
 // Any case, surrounding space ignored: the CLI and GUI spellings.
 template <typename Enum, size_t N>
@@ -77,6 +79,11 @@ std::string_view toString(Engine value)
 std::string_view toString(Objective value)
 {
     return common::spellingOf(kObjectives, value);
+}
+
+std::string_view toString(Mxfp4Experts value)
+{
+    return common::spellingOf(kMxfp4Experts, value);
 }
 
 std::optional<Method> parseMethod(std::string_view text)
@@ -121,6 +128,11 @@ std::optional<Objective> parseObjective(std::string_view text)
     return parseIn(kObjectives, text);
 }
 
+std::optional<Mxfp4Experts> parseMxfp4Experts(std::string_view text)
+{
+    return parseIn(kMxfp4Experts, text);
+}
+
 std::vector<std::string> methodNames()
 {
     return common::canonicalSpellings(common::kMethodSpellings);
@@ -160,6 +172,10 @@ std::vector<std::string> engineNames()
 std::vector<std::string> objectiveNames()
 {
     return common::canonicalSpellings(kObjectives);
+}
+std::vector<std::string> mxfp4ExpertsNames()
+{
+    return common::canonicalSpellings(kMxfp4Experts);
 }
 
 int rowsPerMicroBatch(const PlanInput& input)

@@ -108,6 +108,13 @@ enum class Engine { Reference, Tunebench, HfTrainer };
 // without gradient and with the adapter disabled (docs/PLANNER.md 4.15).
 enum class Objective { Sft, Dpo };
 
+// How a model whose experts are published in MXFP4 (gpt-oss) holds them in
+// training: Stored, as published (4.25 bits a weight, frozen: no gradient
+// reaches them, so only LoRA on the other projections trains), or Upcast,
+// dequantised to the compute dtype on load (transformers' Mxfp4Config
+// dequantize=True), like any other model's experts.
+enum class Mxfp4Experts { Stored, Upcast };
+
 // The run's own training data, read and batched as our trainer batches it
 // (launch/run_data_profile.h; plan --from-run): one epoch over every rank.
 // With rows > 0 it replaces the nominal dataset and sequence length: the
@@ -133,6 +140,7 @@ struct PlanInput {
 
     Method method = Method::Lora;
     Objective objective = Objective::Sft;
+    Mxfp4Experts mxfp4Experts = Mxfp4Experts::Stored;
     LoraSettings lora;
     Precision precision = Precision::Bf16Mixed;
     Optimizer optimizer = Optimizer::AdamW;
@@ -199,6 +207,7 @@ std::string_view toString(Attention value);
 std::string_view toString(LossMode value);
 std::string_view toString(Engine value); // "reference", "tunebench", "hf-trainer"
 std::string_view toString(Objective value); // "sft", "dpo"
+std::string_view toString(Mxfp4Experts value); // "stored", "upcast"
 
 // The loss an engine computes when the input says auto: transformers' fp32
 // logits of the whole batch for the Hugging Face Trainer, else chunked.
@@ -214,6 +223,7 @@ std::optional<Attention> parseAttention(std::string_view text);
 std::optional<LossMode> parseLossMode(std::string_view text);
 std::optional<Engine> parseEngine(std::string_view text);
 std::optional<Objective> parseObjective(std::string_view text);
+std::optional<Mxfp4Experts> parseMxfp4Experts(std::string_view text);
 
 // The accepted spellings, for help text and error messages.
 std::vector<std::string> methodNames();
@@ -226,6 +236,7 @@ std::vector<std::string> attentionNames();
 std::vector<std::string> lossModeNames();
 std::vector<std::string> engineNames();
 std::vector<std::string> objectiveNames();
+std::vector<std::string> mxfp4ExpertsNames();
 
 // Rows one micro-batch's forward carries: micro_batch, twice that under DPO.
 int rowsPerMicroBatch(const PlanInput& input);

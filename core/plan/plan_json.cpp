@@ -28,6 +28,7 @@ json planResultToJson(const PlanInput& input, const PlanResult& r)
     out["model"] = r.modelName;
     out["method"] = toString(input.method);
     out["objective"] = toString(input.objective);
+    out["mxfp4_experts"] = toString(input.mxfp4Experts);
     out["precision"] = r.precision;
     out["optimizer"] = toString(input.optimizer);
     out["optimizer_kernel"] = toString(input.optimizerKernel);

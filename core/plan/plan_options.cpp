@@ -34,6 +34,11 @@ const PlanOption kOptions[] = {
         "pairs of two rows, a reference forward without gradient; lora or qlora, pairs never "
         "packed)",
         "", 0, 0, 0, TB_FIELD(objective)},
+    {"mxfp4_experts", "mxfp4-experts",
+        "experts published in MXFP4 (gpt-oss): stored (4-bit e2m1 and an e8m0 scale per 32, "
+        "4.25 bits a weight, frozen: LoRA on the other projections only) or upcast (to the "
+        "compute dtype on load, trainable)",
+        "", 0, 0, 0, TB_FIELD(mxfp4Experts)},
     {"lora.rank", "lora-rank", "LoRA rank", "", double(kLoraRankLimit.min),
         double(kLoraRankLimit.max), 0, TB_FIELD(lora.rank)},
     {"lora.alpha", "lora-alpha", "LoRA alpha (scales the update; does not change memory)", "",
@@ -179,6 +184,7 @@ TB_CHOICE(LossMode, lossModeNames, parseLossMode)
 TB_CHOICE(Engine, engineNames, parseEngine)
 TB_CHOICE(BackwardPrefetch, prefetchNames, parsePrefetch)
 TB_CHOICE(Objective, objectiveNames, parseObjective)
+TB_CHOICE(Mxfp4Experts, mxfp4ExpertsNames, parseMxfp4Experts)
 #undef TB_CHOICE
 
 std::string_view spell(BackwardPrefetch value)

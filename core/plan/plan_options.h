@@ -22,7 +22,7 @@ namespace tb::plan {
 using OptionField = std::variant<int*, std::int64_t*, double*, bool*, std::optional<bool>*,
     std::string*, std::vector<std::string>*, Method*, Precision*, Optimizer*, OptimizerKernel*,
     Sharding*, Offload*,
-    Attention*, LossMode*, Engine*, BackwardPrefetch*, Objective*>;
+    Attention*, LossMode*, Engine*, BackwardPrefetch*, Objective*, Mxfp4Experts*>;
 
 enum class OptionKind { Integer, Real, Boolean, Choice, Text, TextList };
 

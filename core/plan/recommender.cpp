@@ -135,8 +135,8 @@ struct VmScreen {
     std::string problem; // empty: swept
 };
 
-VmScreen screenVm(
-    const VmSize& vm, const GpuSpec& gpu, const PlanInput& input, const RecommendOptions& options)
+VmScreen screenVm(const VmSize& vm, const GpuSpec& gpu, const PlanInput& input,
+    const model::ModelSpec& model, const RecommendOptions& options)
 {
     VmScreen screen;
     const bool needsPrice = options.rankBy != RankBy::Time || options.maxUsdPerHour > 0;
@@ -154,8 +154,8 @@ VmScreen screenVm(
         refuse(RejectReason::Preview, "preview size: " + vm.statusNote);
     else if (gpu.bf16Tflops <= 0 && gpu.fp16Tflops <= 0)
         refuse(RejectReason::NoPeakFigures, "no peak figures are known for " + gpu.id);
-    else if (options.trainerRunnableOnly && !tunebenchTrainerSupport(gpu).runs)
-        refuse(RejectReason::NotRunnable, tunebenchTrainerSupport(gpu).reason);
+    else if (options.trainerRunnableOnly && !tunebenchTrainerSupport(gpu, model).runs)
+        refuse(RejectReason::NotRunnable, tunebenchTrainerSupport(gpu, model).reason);
     else if (needsPrice && !vm.usdPerHour)
         refuse(RejectReason::NoPrice, "no price known (" + vm.priceSource + ")");
     screen.base = input;
@@ -208,8 +208,9 @@ std::optional<std::string> overBudget(
     return std::nullopt;
 }
 
-RecommendedOption optionOf(const VmSize& vm, const GpuSpec& gpu, const PlanInput& candidate,
-    const PlanResult& r, double usdPerHour, const std::vector<std::string>& notes)
+RecommendedOption optionOf(const VmSize& vm, const GpuSpec& gpu, const model::ModelSpec& model,
+    const PlanInput& candidate, const PlanResult& r, double usdPerHour,
+    const std::vector<std::string>& notes)
 {
     RecommendedOption o;
     o.vmSize = vm.name;
@@ -227,7 +228,7 @@ RecommendedOption optionOf(const VmSize& vm, const GpuSpec& gpu, const PlanInput
     o.usdPerHour = usdPerHour;
     o.costUsd = r.costKnown ? r.costUsd : 0;
     o.notes = notes;
-    o.trainer = tunebenchTrainerSupport(gpu);
+    o.trainer = tunebenchTrainerSupport(gpu, model);
     o.input = candidate;
     return o;
 }
@@ -263,7 +264,7 @@ void sweepStrategy(const VmSize& vm, const GpuSpec& gpu, const VmScreen& screen,
             rejections.add(vm, strategy, nodes, RejectReason::OverBudget, *over);
             continue;
         }
-        rec.options.push_back(optionOf(vm, gpu, candidate, r, usdPerHour, screen.notes));
+        rec.options.push_back(optionOf(vm, gpu, model, candidate, r, usdPerHour, screen.notes));
     }
 }
 
@@ -313,7 +314,7 @@ Recommendation recommend(const PlanInput& input, const model::ModelSpec& model,
     int done = 0;
     for (const VmSize& vm : catalog.vms()) {
         if (const GpuSpec* gpu = catalog.findGpu(vm.gpuId)) {
-            const VmScreen screen = screenVm(vm, *gpu, input, options);
+            const VmScreen screen = screenVm(vm, *gpu, input, model, options);
             if (!screen.problem.empty())
                 rejections.addVm(vm, strategies,
                     std::max(1, std::min(options.maxNodes, std::max(kSweptNodes, 1))),

@@ -163,8 +163,8 @@ Communication communication(
         : ctx.gpusPerNode > 1 ? std::min(link.intraBytesPerSecond, nodeNetwork)
                               : nodeNetwork;
     c.gradientBytes = ctx.trainable * gradientCommBytes(ctx);
-    c.parameterBytes = (ctx.total - ctx.quantized + (ctx.lora ? ctx.trainable : 0)) * ctx.act
-        + ctx.quantized * kNf4BytesPerParam;
+    c.parameterBytes = (ctx.total - lowBitParams(ctx) + (ctx.lora ? ctx.trainable : 0)) * ctx.act
+        + lowBitBytes(ctx);
     if (ctx.world <= 1)
         return c;
     CommWindows w = commWindows(ctx, link, c, computeMicro, backwardShare);

@@ -1,6 +1,7 @@
 #include "plan/trainer_support.h"
 
 #include "common/text.h"
+#include "model/trainer_families.h"
 
 namespace tb::plan {
 
@@ -27,6 +28,18 @@ TrainerSupport tunebenchTrainerSupport(const GpuSpec& gpu)
                     + " GPU: the CUDA 13 LibTorch Tunebench's trainer is built on no longer "
                       "supports it"};
     return {};
+}
+
+TrainerSupport tunebenchTrainerSupport(const model::ModelSpec& model)
+{
+    model::TrainerFamilySupport family = model::trainerFamilySupport(model.modelType);
+    return {family.runs, std::move(family.reason)};
+}
+
+TrainerSupport tunebenchTrainerSupport(const GpuSpec& gpu, const model::ModelSpec& model)
+{
+    TrainerSupport support = tunebenchTrainerSupport(model);
+    return support.runs ? tunebenchTrainerSupport(gpu) : support;
 }
 
 } // namespace tb::plan

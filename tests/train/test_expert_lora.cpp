@@ -132,6 +132,49 @@ std::int64_t trainerLoraParameters(const std::string& folder, const LoraSpec& sp
     return count;
 }
 
+// Bytes the CPU allocator hands out and takes back while it is alive, told
+// by c10's memory reporting (what PyTorch's profiler reads with
+// profile_memory): what is still held at the end was allocated meanwhile
+// and not freed.
+class AllocatorWatch : public c10::MemoryReportingInfoBase {
+public:
+    void reportMemoryUsage(void*, std::int64_t bytes, size_t, size_t, c10::Device device) override
+    {
+        if (device.is_cpu())
+            m_held += bytes;
+    }
+    bool memoryProfilingEnabled() const override { return true; }
+    std::int64_t held() const { return m_held; }
+
+private:
+    std::int64_t m_held = 0;
+};
+
+// What one forward of the trainer's LoRA model keeps for backward: the
+// bytes allocated in the forward and still held with its output, the
+// output's own left out. Rope tables and the like are made by a first
+// forward without gradient, before the one measured.
+std::int64_t savedForBackward(const std::string& folder, const LoraSpec& spec,
+    const torch::Tensor& ids)
+{
+    const auto config = loadLlamaConfig(folder);
+    if (!config)
+        qFatal("%s", config.error().toString().c_str());
+    auto model = createCausalLm(*config, ComputeDType::Float32);
+    model->initializeRandom(5);
+    if (const auto attached = attachLora(*model, spec, 1); !attached)
+        qFatal("%s", attached.error().toString().c_str());
+    freezeAllButLora(*model);
+    {
+        torch::NoGradGuard noGrad;
+        model->forward(ids);
+    }
+    auto watch = std::make_shared<AllocatorWatch>();
+    const c10::DebugInfoGuard guard(c10::DebugInfoKind::PROFILER_STATE, watch);
+    const torch::Tensor logits = model->forward(ids);
+    return watch->held() - std::int64_t(logits.nbytes());
+}
+
 } // namespace
 
 class TestExpertLora : public QObject {
@@ -337,6 +380,71 @@ private slots:
         QVERIFY(plan::validateForModel(in, *model).ok());
         const plan::PlanResult planned = plan::estimatePlan(in, *model, *gpu);
         QCOMPARE(planned.paramsTrainable, trainerLoraParameters(folder, expertSpec(parameters)));
+    }
+
+    // The activations the plan adds for LoRA on the experts are what the
+    // trainer's forward keeps for them: each adapted weight's input rows
+    // (gathered per expert for gate_up_proj, the product for down_proj)
+    // and A's rank-wide output, k rows a token (docs/PLANNER.md 4.3).
+    void plannedActivationsFollowTheTrainer_data()
+    {
+        QTest::addColumn<QString>("modelType");
+        QTest::addColumn<std::vector<std::string>>("parameters");
+        QTest::addColumn<int>("tokens");
+        const std::vector<std::string> both = {"mlp.experts.gate_up_proj", "mlp.experts.down_proj"};
+        for (const char* type : {"mixtral", "qwen3_moe"}) {
+            QTest::addRow("%s, gate_up_proj", type)
+                << type << std::vector<std::string>{"gate_up_proj"} << 8;
+            QTest::addRow("%s, down_proj", type)
+                << type << std::vector<std::string>{"mlp.experts.down_proj"} << 8;
+            QTest::addRow("%s, both, 13 tokens", type) << type << both << 13;
+        }
+    }
+    void plannedActivationsFollowTheTrainer()
+    {
+        QFETCH(QString, modelType);
+        QFETCH(std::vector<std::string>, parameters);
+        QFETCH(int, tokens);
+        const QString json = QStringLiteral(
+            R"({"model_type":"%1","hidden_size":64,"intermediate_size":40,
+            "moe_intermediate_size":24,"num_hidden_layers":3,"num_attention_heads":4,
+            "num_key_value_heads":2,"head_dim":16,"num_local_experts":4,"num_experts":4,
+            "num_experts_per_tok":2,"vocab_size":128,"sliding_window":null})")
+                                 .arg(modelType);
+        QTemporaryDir dir;
+        const std::string folder = dir.path().toStdString();
+        QVERIFY(common::writeFileAtomic(folder + "/config.json", json.toStdString()).ok());
+        std::vector<std::int64_t> values;
+        for (int i = 0; i < tokens; ++i)
+            values.push_back((i * 37 + 11) % 128);
+        const torch::Tensor ids = testutil::ids(values);
+        const std::int64_t measured = savedForBackward(folder, expertSpec(parameters), ids)
+            - savedForBackward(folder, expertSpec({}), ids);
+
+        const auto catalog = plan::Catalog::load(tb::test::sourcePath("presets"));
+        QVERIFY(catalog.ok());
+        const auto model = catalog->resolveModel(folder);
+        QVERIFY2(model.ok(), model.ok() ? "" : model.error().toString().c_str());
+        const plan::GpuSpec* gpu = catalog->findGpu("A100-80GB-SXM");
+        QVERIFY(gpu);
+        const auto activations = [&](const std::vector<std::string>& targets) {
+            plan::PlanInput in;
+            in.method = plan::Method::Lora;
+            in.precision = plan::Precision::Fp32;
+            in.gradientCheckpointing = false;
+            in.microBatch = 1;
+            in.seqLen = tokens;
+            in.lora.rank = 3;
+            in.lora.dropout = 0.0;
+            in.lora.targetModules = kAttention;
+            in.lora.targetParameters = targets;
+            return plan::estimatePlan(in, *model, *gpu).component("activations")->bytes;
+        };
+        const double planned = activations(parameters) - activations({});
+        qInfo("expert LoRA keeps %lld bytes for backward, planned %.0f",
+            static_cast<long long>(measured), planned);
+        QVERIFY(measured > 0);
+        QCOMPARE(double(measured), planned);
     }
 
     void plannerRefusesExpertTargetsThatSelectNothing()

@@ -3,6 +3,7 @@
 #include "common/text.h"
 #include "plan/catalog.h"
 #include "plan/plan_options.h"
+#include "plan/trainer_support.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -175,8 +176,12 @@ QWidget* PlanForm::createModelGroup()
     m_model->setMinimumContentsLength(14);
     for (const model::ModelSpec& spec : m_catalog.models()) {
         m_model->addItem(QString::fromStdString(spec.name));
-        m_model->setItemData(m_model->count() - 1, QString::fromStdString(spec.hfRepoId),
-                             Qt::ToolTipRole);
+        // The same family list the trainer refuses a model by.
+        const plan::TrainerSupport trainer = plan::tunebenchTrainerSupport(spec);
+        m_model->setItemData(m_model->count() - 1,
+            QString::fromStdString(spec.hfRepoId)
+                + (trainer.runs ? QString() : QStringLiteral("\n") + QString::fromStdString(trainer.reason)),
+            Qt::ToolTipRole);
     }
     // Type-to-filter: "70b" finds every 70B model wherever the text occurs.
     m_model->completer()->setFilterMode(Qt::MatchContains);
@@ -216,6 +221,12 @@ QWidget* PlanForm::createMethodGroup()
     m_loraExpertTargets = bound(new QLineEdit(box), "lora.target_parameters");
     m_loraExpertTargets->setPlaceholderText(
         tr("none (mixture of experts: mlp.experts.gate_up_proj, ...)"));
+    m_mxfp4Experts = enumCombo<plan::Mxfp4Experts>(box, "mxfp4_experts",
+        {{plan::Mxfp4Experts::Stored, tr("as published, MXFP4 (frozen)")},
+            {plan::Mxfp4Experts::Upcast, tr("upcast to the compute dtype")}});
+    m_mxfp4Experts->setToolTip(
+        tr("gpt-oss publishes its experts in MXFP4, 4.25 bits a weight: kept so they stay "
+           "frozen (LoRA on the other projections), upcast they train like any other"));
     m_methodForm = form;
     form->addRow(tr("Method"), m_method);
     form->addRow(tr("Objective"), m_objective);
@@ -224,6 +235,7 @@ QWidget* PlanForm::createMethodGroup()
     form->addRow(tr("LoRA dropout"), m_loraDropout);
     form->addRow(tr("Target modules"), m_loraTargets);
     form->addRow(tr("Expert weights"), m_loraExpertTargets);
+    form->addRow(tr("MXFP4 experts"), m_mxfp4Experts);
     return box;
 }
 

@@ -57,6 +57,7 @@ private:
     QComboBox* m_model = nullptr;
     QComboBox* m_method = nullptr;
     QComboBox* m_objective = nullptr;
+    QComboBox* m_mxfp4Experts = nullptr;
     QSpinBox* m_loraRank = nullptr;
     QDoubleSpinBox* m_loraAlpha = nullptr;
     QDoubleSpinBox* m_loraDropout = nullptr;
