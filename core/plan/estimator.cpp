@@ -52,7 +52,11 @@ PlanResult estimatePlan(const PlanInput& input, const model::ModelSpec& model, c
                 + std::to_string(vm->gpusPerVm));
         if (ctx.world == 1 && input.sharding != Sharding::Ddp)
             r.warnings.push_back(std::string(label(input.sharding)) + " on one GPU shards nothing");
-        if (ctx.lora && model.isMixtureOfExperts() && input.lora.targetParameters.empty())
+        if (ctx.mxfp4 > 0)
+            r.warnings.push_back("LoRA is planned on the attention projections of " + model.name
+                + " only: its experts stay frozen in MXFP4 (mxfp4_experts: stored); "
+                  "mxfp4_experts: upcast lets them train or take LoRA");
+        else if (ctx.lora && model.isMixtureOfExperts() && input.lora.targetParameters.empty())
             r.warnings.push_back("LoRA is planned on the attention projections of " + model.name
                 + " only: its experts are not adapted (gate_proj, up_proj and down_proj select "
                   "nothing); lora.target_parameters (mlp.experts.gate_up_proj, "

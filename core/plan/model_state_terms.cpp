@@ -5,6 +5,8 @@
 
 #include "model/family_parts.h"
 
+#include <cmath>
+#include <optional>
 #include <string>
 
 // The model states' components (weights, master, gradients, optimizer
@@ -29,6 +31,17 @@ const char* optimizerName(Optimizer o)
     return "?";
 }
 
+// The fewest decimals, up to 5, that write `value` exactly (MXFP4's 0.53125
+// B must not read as 0.5); none for a value they cannot.
+std::optional<int> exactDecimals(double value)
+{
+    double scaled = value;
+    for (int decimals = 0; decimals <= 5; ++decimals, scaled *= 10)
+        if (scaled == std::floor(scaled))
+            return decimals;
+    return std::nullopt;
+}
+
 // One formula of the form "count x bytes each / divisor": the bytes and the
 // sentence that explains them come from the same three numbers, so they
 // cannot drift apart.
@@ -42,7 +55,7 @@ struct Term {
     double bytes() const { return count * bytesEach / divisor; }
     void render(Line& l) const
     {
-        const int decimals = bytesEach == double(int(bytesEach)) ? 0 : bytesEach >= 0.1 ? 1 : 4;
+        const int decimals = exactDecimals(bytesEach).value_or(bytesEach >= 0.1 ? 1 : 4);
         l << Count{count} << " " << what << " x " << Fixed{bytesEach, decimals} << " B";
         if (!dtype.empty())
             l << " (" << dtype << ")";
