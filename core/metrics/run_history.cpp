@@ -155,6 +155,10 @@ void RunHistory::applyStart(const Event& event)
     if (const auto config = body.find("config"); config != body.end() && config->is_object()) {
         info.config = *config;
         info.method = text(*config, "method");
+        // A preference-tuned run reads "dpo (lora)": its objective tells
+        // it from a supervised run of the same method.
+        if (const std::string objective = text(*config, "objective"); !objective.empty() && objective != "sft")
+            info.method = objective + " (" + info.method + ")";
     }
     if (const auto prediction = body.find("prediction"); prediction != body.end())
         info.prediction = RunPrediction::fromJson(*prediction);

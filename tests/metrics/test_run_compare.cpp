@@ -207,6 +207,33 @@ private slots:
         QVERIFY(std::isnan(measuredOverPredicted(2000, -1)));
     }
 
+    // What the runs list and the Compare page show as a run's method: the
+    // preference objective names itself, with the method under it.
+    void methodNamesTheObjective_data()
+    {
+        QTest::addColumn<QString>("method");
+        QTest::addColumn<QString>("objective"); // empty: no objective field (older runs)
+        QTest::addColumn<QString>("shown");
+        QTest::newRow("LoRA") << "lora" << "" << "lora";
+        QTest::newRow("LoRA, sft") << "lora" << "sft" << "lora";
+        QTest::newRow("DPO on LoRA") << "lora" << "dpo" << "dpo (lora)";
+        QTest::newRow("DPO on QLoRA") << "qlora" << "dpo" << "dpo (qlora)";
+    }
+
+    void methodNamesTheObjective()
+    {
+        QFETCH(QString, method);
+        QFETCH(QString, objective);
+        QFETCH(QString, shown);
+        json fields = startFields("run", 1);
+        fields["config"]["method"] = method.toStdString();
+        if (!objective.isEmpty())
+            fields["config"]["objective"] = objective.toStdString();
+        RunHistory history;
+        history.apply(eventOf(EventType::RunStart, kStart, fields));
+        QCOMPARE(QString::fromStdString(history.start()->method), shown);
+    }
+
     void catalogFindsAndSummarisesRuns()
     {
         QTemporaryDir dir;
