@@ -128,6 +128,60 @@ private slots:
         QVERIFY(r.out.contains("retired"));
     }
 
+    // --list-models marks the presets Tunebench's trainer does not run,
+    // with the reason its config reader refuses them by.
+    void listModelsMarksWhatTheTrainerRuns_data()
+    {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<QString>("mark"); // empty: runs
+        const QString gptOss = "  [not Tunebench's trainer: gpt-oss: the trainer does not compute "
+                               "its attention sinks";
+        QTest::addRow("gpt-oss-20b") << "gpt-oss-20b  (openai/gpt-oss-20b)" << gptOss;
+        QTest::addRow("gpt-oss-120b") << "gpt-oss-120b  (openai/gpt-oss-120b)" << gptOss;
+        QTest::addRow("Qwen3-1.7B") << "Qwen3-1.7B  (Qwen/Qwen3-1.7B)" << QString();
+        QTest::addRow("Gemma-3-27B") << "Gemma-3-27B  (google/gemma-3-27b-pt)" << QString();
+        QTest::addRow("Mixtral") << "Mixtral-8x7B-v0.1  (mistralai/Mixtral-8x7B-v0.1)" << QString();
+    }
+    void listModelsMarksWhatTheTrainerRuns()
+    {
+        QFETCH(QString, model);
+        QFETCH(QString, mark);
+        const Run r = plan({"--list-models"});
+        QCOMPARE(r.exitCode, 0);
+        QString line;
+        for (const QString& each : r.out.split('\n'))
+            if (each.startsWith(model))
+                line = each;
+        QVERIFY2(!line.isEmpty(), qPrintable(r.out));
+        if (mark.isEmpty())
+            QCOMPARE(line, model);
+        else
+            QVERIFY2(line.startsWith(model + mark), qPrintable(line));
+    }
+
+    // A gpt-oss plan in JSON: the trainer's refusal among its warnings, and
+    // its experts as stored or upcast.
+    void gptOssExpertsFromTheCommandLine()
+    {
+        const QStringList args{"--model", "gpt-oss-20b", "--gpu", "H100-SXM", "--json"};
+        const Run stored = plan(args);
+        QCOMPARE(stored.exitCode, 0);
+        const Run upcast = plan(args + QStringList{"--mxfp4-experts", "upcast"});
+        QCOMPARE(upcast.exitCode, 0);
+        const nlohmann::json s = nlohmann::json::parse(stored.out.toStdString());
+        const nlohmann::json u = nlohmann::json::parse(upcast.out.toStdString());
+        QCOMPARE(s["mxfp4_experts"], "stored");
+        QCOMPARE(u["mxfp4_experts"], "upcast");
+        QVERIFY(s["per_gpu_bytes"]["weights"].get<double>() < u["per_gpu_bytes"]["weights"].get<double>());
+        bool said = false;
+        for (const auto& warning : s["warnings"])
+            said = said || warning.get<std::string>().starts_with("Tunebench's trainer cannot run");
+        QVERIFY2(said, stored.out.toUtf8().constData());
+        const Run full = plan(args + QStringList{"--method", "full"});
+        QCOMPARE(full.exitCode, 2);
+        QVERIFY2(full.err.contains("method: full, but mxfp4_experts: stored"), qPrintable(full.err));
+    }
+
     void badInput_data()
     {
         QTest::addColumn<QStringList>("args");
