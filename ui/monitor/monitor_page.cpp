@@ -4,6 +4,7 @@
 #include "monitor/remote_follower.h"
 #include "planner/table_view.h"
 #include "remote/remote_registry.h"
+#include "remote/remote_run_control.h"
 #include "remote/ssh_session.h"
 #include "runs/run_launcher.h"
 #include "runs/run_view.h"
@@ -34,6 +35,31 @@ RegistryResult readRegistry(const remote::SshTarget& target, const std::string& 
     return remote::remoteRegistry(**session, remoteCli);
 }
 
+// On the thread pool, over a connection of its own: the follower's may be
+// waiting on an SFTP server that stopped answering (a hung file system),
+// and a stop must not wait behind it.
+common::Result<long long> stopOverNewConnection(const remote::SshTarget& target, const metrics::RunHistory& history)
+{
+    common::Result<std::unique_ptr<remote::SshSession>> session = remote::SshSession::connect(target);
+    if (!session)
+        return session.error();
+    return remote::stopRemoteRun(**session, history);
+}
+
+// The SSH target the page's fields name.
+common::Result<remote::SshTarget> targetOf(
+    const QString& host, int port, const QString& identity, const QString& knownHosts)
+{
+    const common::Result<remote::SshTarget> parsed = remote::parseSshTarget(host.trimmed().toStdString());
+    if (!parsed)
+        return parsed.error();
+    remote::SshTarget target = parsed.value();
+    target.port = port;
+    target.identityFile = identity.trimmed().toStdString();
+    target.knownHostsFile = knownHosts.trimmed().toStdString();
+    return target;
+}
+
 } // namespace
 
 MonitorPage::MonitorPage(QWidget* parent)
@@ -47,7 +73,6 @@ MonitorPage::MonitorPage(QWidget* parent)
     connect(m_follower, &RemoteFollower::connectFailed, this, &MonitorPage::onConnectFailed);
     connect(m_follower, &RunFollower::linesRead, this, &MonitorPage::onLinesRead);
     connect(m_follower, &RunFollower::readFailed, this, &MonitorPage::onReadFailed);
-    connect(m_follower, &RemoteFollower::stopFinished, this, &MonitorPage::onStopFinished);
     // A connect in progress finishes (or times out) before the thread can end.
     m_reader = std::make_unique<WorkerThread<RemoteFollower>>(m_follower, QStringLiteral("ssh monitor"), this,
         &RemoteFollower::disconnectFromHost, WorkerThread<RemoteFollower>::Stop::Queued);
@@ -156,6 +181,9 @@ void MonitorPage::connectTo(const QString& host, int port, const QString& identi
     ++m_generation;
     m_connected = false;
     m_connecting = true;
+    m_followedHost.reset();
+    if (common::Result<remote::SshTarget> target = targetOf(host, port, identity, knownHosts))
+        m_followedHost = std::move(target).value();
     m_view->reset();
     setStatus(tr("Connecting to %1:%2 …").arg(host.trimmed()).arg(port), false);
     QMetaObject::invokeMethod(m_follower, "connectTo", Qt::QueuedConnection, Q_ARG(QString, host),
@@ -178,16 +206,13 @@ void MonitorPage::listRuns(const QString& host, int port, const QString& identit
     m_identity->setText(identity);
     m_knownHosts->setText(knownHosts);
     m_remoteCli->setText(remoteCli);
-    common::Result<remote::SshTarget> parsed = remote::parseSshTarget(host.trimmed().toStdString());
+    const common::Result<remote::SshTarget> parsed = targetOf(host, port, identity, knownHosts);
     if (!parsed) {
         setStatus(QString::fromStdString(parsed.error().toString()), true);
         emit registryListed(m_status->text());
         return;
     }
-    remote::SshTarget target = parsed.value();
-    target.port = port;
-    target.identityFile = identity.trimmed().toStdString();
-    target.knownHostsFile = knownHosts.trimmed().toStdString();
+    const remote::SshTarget target = parsed.value();
     const QString cli = remoteCli.trimmed().isEmpty() ? RunLauncher::findCli() : remoteCli.trimmed();
     setStatus(tr("Reading the run registry of %1 …").arg(QString::fromStdString(target.describe())), false);
     const std::string cliPath = cli.toStdString();
@@ -249,12 +274,17 @@ void MonitorPage::disconnectFromHost()
 
 void MonitorPage::stopRun()
 {
-    if (!m_connected)
+    if (!m_connected || !m_followedHost)
         return;
     m_stopping = true;
     updateButtons();
-    QMetaObject::invokeMethod(m_follower, "stopRun", Qt::QueuedConnection,
-        Q_ARG(tb::metrics::RunHistory, m_view->history()));
+    const remote::SshTarget target = *m_followedHost;
+    const metrics::RunHistory history = m_view->history();
+    m_jobs->run(
+        QStringLiteral("stop"), [target, history] { return stopOverNewConnection(target, history); },
+        [this](const common::Result<long long>& pid) {
+            onStopFinished(pid ? QString() : QString::fromStdString(pid.error().message), pid ? *pid : -1);
+        });
 }
 
 void MonitorPage::onConnected(quint64 generation, const QString& eventsFile)

@@ -4,8 +4,10 @@
 #include "job_runner.h"
 #include "metrics/event_stream_parser.h"
 #include "metrics/run_history.h"
+#include "remote/ssh_target.h"
 
 #include <memory>
+#include <optional>
 #include <QWidget>
 
 class QLabel;
@@ -95,7 +97,8 @@ private:
     QPushButton* m_listRuns = nullptr;
     QPushButton* m_followRun = nullptr;
     RegistryModel* m_registry = nullptr;
-    JobRunner* m_jobs = nullptr; // the registry listing
+    JobRunner* m_jobs = nullptr; // the registry listing, a stop
+    std::optional<remote::SshTarget> m_followedHost; // where the followed run is, for its stop
     QTableView* m_registryTable = nullptr;
     QLabel* m_status = nullptr;
     RunView* m_view = nullptr;

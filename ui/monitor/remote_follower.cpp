@@ -1,7 +1,6 @@
 #include "monitor/remote_follower.h"
 
 #include "metrics/event_file_reader.h"
-#include "remote/remote_run_control.h"
 #include "remote/sftp_event_source.h"
 #include "remote/ssh_session.h"
 
@@ -10,7 +9,6 @@ namespace tb::ui {
 RemoteFollower::RemoteFollower(QObject* parent)
     : RunFollower(parent)
 {
-    qRegisterMetaType<tb::metrics::RunHistory>();
     setPollMilliseconds(kRemotePollMilliseconds);
 }
 
@@ -62,16 +60,6 @@ void RemoteFollower::interrupt()
     const std::lock_guard lock(m_sessionMutex);
     if (m_session)
         m_session->interrupt();
-}
-
-void RemoteFollower::stopRun(const tb::metrics::RunHistory& history)
-{
-    if (!m_session) {
-        emit stopFinished(tr("not connected"), -1);
-        return;
-    }
-    const common::Result<long long> pid = remote::stopRemoteRun(*m_session, history);
-    emit stopFinished(pid ? QString() : QString::fromStdString(pid.error().message), pid ? *pid : -1);
 }
 
 } // namespace tb::ui

@@ -2,8 +2,6 @@
 
 #include "runs/run_follower.h"
 
-#include "metrics/run_history.h"
-
 #include <memory>
 #include <mutex>
 
@@ -15,7 +13,7 @@ namespace tb::ui {
 
 // A RunFollower for a run folder on another machine: connects over SSH on
 // its worker thread (connecting blocks for up to the timeout), then reads
-// events.jsonl over SFTP once a second, and stops the run there.
+// events.jsonl over SFTP once a second.
 class RemoteFollower : public RunFollower {
     Q_OBJECT
 
@@ -35,14 +33,10 @@ public slots:
     void connectTo(const QString& host, int port, const QString& identity,
         const QString& knownHosts, const QString& runDir);
     void disconnectFromHost();
-    // Stops the followed run (remote/remote_run_control.h), deciding from
-    // `history` (the page's copy of what was read).
-    void stopRun(const tb::metrics::RunHistory& history);
 
 signals:
     void connected(quint64 generation, const QString& eventsFile);
     void connectFailed(quint64 generation, const QString& message);
-    void stopFinished(const QString& failure, qlonglong pid);
 
 private:
     std::mutex m_sessionMutex; // m_session replaced on the worker thread, interrupted from any
@@ -50,5 +44,3 @@ private:
 };
 
 } // namespace tb::ui
-
-Q_DECLARE_METATYPE(tb::metrics::RunHistory)
