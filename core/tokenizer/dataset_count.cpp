@@ -2,11 +2,14 @@
 
 #include "tokenizer/unicode.h"
 
+#include "common/json_text.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <array>
 #include <fstream>
+#include <iterator>
 #include <string_view>
 
 namespace tb::tokenizer {
@@ -141,7 +144,7 @@ common::Status countLines(std::istream& in, const std::string& path, bool jsonl,
         }
         nlohmann::json value;
         try {
-            value = nlohmann::json::parse(line);
+            value = common::parseJson(line);
         } catch (const nlohmann::json::exception& e) {
             return Error{
                 where + ": not valid JSON: " + e.what(), "JSONL holds one JSON object per line"};
@@ -170,7 +173,10 @@ common::Result<DatasetTokenCount> countDatasetTokens(
         count.format = "json";
         nlohmann::json document;
         try {
-            document = nlohmann::json::parse(in);
+            // Depth-bounded (a refusal quotes a record), with no size limit:
+            // a dataset may be larger than any config file.
+            const std::string text(std::istreambuf_iterator<char>(in), {});
+            document = common::parseJson(text);
         } catch (const nlohmann::json::exception& e) {
             return Error{path + ": not valid JSON: " + e.what(), {}};
         }

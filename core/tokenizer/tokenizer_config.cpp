@@ -2,6 +2,8 @@
 
 #include "tokenizer/json_node.h"
 
+#include "common/json_document.h"
+
 #include <cmath>
 
 namespace tb::tokenizer::detail {
@@ -59,7 +61,7 @@ TokenizerConfig parse(const nlohmann::json& document)
 common::Result<TokenizerConfig> parseTokenizerConfig(std::string_view text, const std::string& file)
 {
     try {
-        const nlohmann::json document = nlohmann::json::parse(text);
+        const nlohmann::json document = common::parseJsonDocument(text);
         return parse(document);
     } catch (const LoadError& e) {
         return common::Error::at(file, e.path.empty() ? "" : "field '" + e.path + "'", e.message);

@@ -2,6 +2,7 @@
 // stories260K reference ids (computed with SentencePiece, independently of
 // HF), tokenizer_config.json, invalid UTF-8, the Oniguruma-compatible regex
 // rewrite, thread safety, and the dataset token counter.
+#include "../support/deep_json.h"
 #include "../support/qt_test_paths.h"
 #include "fixtures.h"
 #include "tokenizer/dataset_count.h"
@@ -362,6 +363,14 @@ void TestTokenizer::datasetErrors_data()
         << "bad.json" << QByteArray(R"([{"messages": ["hi"]}])")
         << "bad.json: [0], field 'messages[0]': got \"hi\", expected an object";
     QTest::addRow("missing file") << "" << QByteArray() << "cannot open the dataset file";
+    // Review M1: refused while parsing, before a refusal quotes the record.
+    QTest::addRow("jsonl line 200,000 deep")
+        << "deep.jsonl"
+        << QByteArray::fromStdString("{\"text\": \"a\"}\n" + tb::test::deepJsonArray() + "\n")
+        << "deep.jsonl:2: not valid JSON: nested deeper than 64 levels";
+    QTest::addRow("json 200,000 deep") << "deep.json"
+                                       << QByteArray::fromStdString(tb::test::deepJsonObject())
+                                       << "deep.json: not valid JSON: nested deeper than 64 levels";
 }
 
 void TestTokenizer::datasetErrors()

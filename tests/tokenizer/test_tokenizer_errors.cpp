@@ -1,5 +1,6 @@
 // Every malformed tokenizer.json gives an Error that names the file, the
 // JSON field, the value and what was expected.
+#include "../support/deep_json.h"
 #include "fixtures.h"
 #include "tokenizer/tokenizer.h"
 
@@ -40,6 +41,8 @@ private slots:
     void notATokenizerFile();
     void missingFile();
     void badConfigFile();
+    void tooDeepFiles_data();
+    void tooDeepFiles();
 };
 
 void TestTokenizerErrors::fieldErrors_data()
@@ -165,7 +168,7 @@ void TestTokenizerErrors::notATokenizerFile()
     deep += "}";
     const auto nested = Tokenizer::fromJson(deep, "deep.json");
     QVERIFY(!nested.ok());
-    QVERIFY(QString::fromStdString(nested.error().message).contains("nested more than 64 levels"));
+    QVERIFY(QString::fromStdString(nested.error().message).contains("nested deeper than 64 levels"));
 }
 
 void TestTokenizerErrors::missingFile()
@@ -190,6 +193,39 @@ void TestTokenizerErrors::badConfigFile()
     QVERIFY2(message.startsWith(dir.filePath("tokenizer_config.json")
                  + ": field 'bos_token': got 5, expected a token string"),
         qPrintable(message));
+}
+
+// Review M1: tokenizer.json (tokenizer_loader.cpp) and tokenizer_config.json
+// (tokenizer_config.cpp) nested 200,000 deep are refused while parsing, with
+// the file and the limit; before, the refusal's describe() dumped the tree
+// and overflowed the stack.
+void TestTokenizerErrors::tooDeepFiles_data()
+{
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QByteArray>("content");
+    const auto row = [](const char* name, const char* file, const std::string& content) {
+        QTest::addRow("%s", name) << file << QByteArray::fromStdString(content);
+    };
+    row("tokenizer.json, an array", "tokenizer.json", tb::test::deepJsonArray());
+    row("tokenizer.json, an object", "tokenizer.json", tb::test::deepJsonObject());
+    row("tokenizer_config.json, an array", "tokenizer_config.json", tb::test::deepJsonArray());
+    row("tokenizer_config.json, bos_token", "tokenizer_config.json",
+        "{\"bos_token\": " + tb::test::deepJsonArray() + "}");
+}
+
+void TestTokenizerErrors::tooDeepFiles()
+{
+    QFETCH(QString, file);
+    QFETCH(QByteArray, content);
+    QTemporaryDir dir;
+    std::ofstream(dir.filePath("tokenizer.json").toStdString())
+        << tb::tokenizer::test::kTinyTokenizer;
+    std::ofstream(dir.filePath(file).toStdString()) << content.toStdString();
+    const auto loaded = Tokenizer::load(dir.path().toStdString());
+    QVERIFY(!loaded.ok());
+    const QString message = QString::fromStdString(loaded.error().message);
+    QVERIFY2(message.startsWith(dir.filePath(file) + ": "), qPrintable(message));
+    QVERIFY2(message.contains("nested deeper than 64 levels"), qPrintable(message));
 }
 
 QTEST_GUILESS_MAIN(TestTokenizerErrors)
