@@ -26,7 +26,8 @@ void refuseUnknownExperts(Reader& reader, const HfConfig& config)
         if (value && !(value->is_number() && value->get<double>() <= 1))
             reader.problem(field,
                 "got " + typeName(*value) + ": mixture-of-experts model_type '" + config.modelType
-                    + "' is not supported (supported: mixtral, qwen3_moe, gpt_oss; or a dense decoder)");
+                    + "' is not supported (supported: mixtral, qwen3_moe, gpt_oss; or a dense "
+                      "decoder)");
     }
 }
 
@@ -61,8 +62,8 @@ void readGptOssExperts(Reader& reader, HfConfig& config)
     config.mlpBias = true;
     config.normTopkProb = true;
     if (const json* quantization = reader.find("quantization_config")) {
-        const auto method = quantization->is_object() ? quantization->find("quant_method")
-                                                      : quantization->end();
+        const auto method =
+            quantization->is_object() ? quantization->find("quant_method") : quantization->end();
         if (method == quantization->end() || *method != "mxfp4")
             reader.problem("quantization_config.quant_method",
                 "got " + (method == quantization->end() ? std::string("none") : typeName(*method))

@@ -95,8 +95,8 @@ common::Status validateMxfp4Experts(const PlanInput& input, const model::ModelSp
 {
     if (!model::expertsPublishedInMxfp4(model)) {
         if (input.mxfp4Experts == Mxfp4Experts::Upcast)
-            return common::Error{"mxfp4_experts: upcast, but " + model.name
-                    + " publishes no experts in MXFP4",
+            return common::Error{
+                "mxfp4_experts: upcast, but " + model.name + " publishes no experts in MXFP4",
                 "expected stored (the default): upcast applies to gpt-oss's experts"};
         return common::Ok{};
     }

@@ -203,7 +203,8 @@ double mxfp4ExpertWeights(const PlanContext& ctx)
     const int n = model::blockLinearShapes(model, shapes);
     double weights = 0;
     for (int i = 0; i < n; ++i)
-        if (shapes[i].kind != model::LinearKind::Router && !model::isAttentionLinear(shapes[i].kind))
+        if (shapes[i].kind != model::LinearKind::Router
+            && !model::isAttentionLinear(shapes[i].kind))
             weights += double(shapes[i].copies) * double(shapes[i].inFeatures)
                 * double(shapes[i].outFeatures);
     return weights * double(model.numLayers);

@@ -19,10 +19,10 @@ namespace tb::plan {
 
 // Where an option's value lives in a PlanInput; its type decides how the
 // option parses and which widget shows it.
-using OptionField = std::variant<int*, std::int64_t*, double*, bool*, std::optional<bool>*,
-    std::string*, std::vector<std::string>*, Method*, Precision*, Optimizer*, OptimizerKernel*,
-    Sharding*, Offload*,
-    Attention*, LossMode*, Engine*, BackwardPrefetch*, Objective*, Mxfp4Experts*>;
+using OptionField =
+    std::variant<int*, std::int64_t*, double*, bool*, std::optional<bool>*, std::string*,
+        std::vector<std::string>*, Method*, Precision*, Optimizer*, OptimizerKernel*, Sharding*,
+        Offload*, Attention*, LossMode*, Engine*, BackwardPrefetch*, Objective*, Mxfp4Experts*>;
 
 enum class OptionKind { Integer, Real, Boolean, Choice, Text, TextList };
 

@@ -137,7 +137,8 @@ private slots:
         QVERIFY2(planned.ok(), planned.ok() ? "" : planned.error().message.c_str());
         bool said = false;
         for (const std::string& warning : planned->warnings)
-            said = said || warning.starts_with("Tunebench's trainer cannot run gpt-oss-20b (gpt-oss:");
+            said =
+                said || warning.starts_with("Tunebench's trainer cannot run gpt-oss-20b (gpt-oss:");
         QVERIFY(said);
 
         const model::ModelSpec& spec = presetModel("gpt-oss-20b");

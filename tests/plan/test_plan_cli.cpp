@@ -172,14 +172,16 @@ private slots:
         const nlohmann::json u = nlohmann::json::parse(upcast.out.toStdString());
         QCOMPARE(s["mxfp4_experts"], "stored");
         QCOMPARE(u["mxfp4_experts"], "upcast");
-        QVERIFY(s["per_gpu_bytes"]["weights"].get<double>() < u["per_gpu_bytes"]["weights"].get<double>());
+        QVERIFY(s["per_gpu_bytes"]["weights"].get<double>()
+            < u["per_gpu_bytes"]["weights"].get<double>());
         bool said = false;
         for (const auto& warning : s["warnings"])
             said = said || warning.get<std::string>().starts_with("Tunebench's trainer cannot run");
         QVERIFY2(said, stored.out.toUtf8().constData());
         const Run full = plan(args + QStringList{"--method", "full"});
         QCOMPARE(full.exitCode, 2);
-        QVERIFY2(full.err.contains("method: full, but mxfp4_experts: stored"), qPrintable(full.err));
+        QVERIFY2(
+            full.err.contains("method: full, but mxfp4_experts: stored"), qPrintable(full.err));
     }
 
     void badInput_data()

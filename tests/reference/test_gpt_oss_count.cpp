@@ -17,8 +17,8 @@ using namespace tb;
 
 namespace {
 
-const QStringList kCases = {"small", "no attention bias", "tied head", "one expert a token",
-    "20b width, 2 layers"};
+const QStringList kCases = {
+    "small", "no attention bias", "tied head", "one expert a token", "20b width, 2 layers"};
 
 } // namespace
 

@@ -154,8 +154,8 @@ private:
 // bytes allocated in the forward and still held with its output, the
 // output's own left out. Rope tables and the like are made by a first
 // forward without gradient, before the one measured.
-std::int64_t savedForBackward(const std::string& folder, const LoraSpec& spec,
-    const torch::Tensor& ids)
+std::int64_t savedForBackward(
+    const std::string& folder, const LoraSpec& spec, const torch::Tensor& ids)
 {
     const auto config = loadLlamaConfig(folder);
     if (!config)
