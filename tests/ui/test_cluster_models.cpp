@@ -82,10 +82,15 @@ private slots:
         tb::remote::LauncherStatus note;
         note.text = "step 1/4 loss 5.5";
         QVERIFY(!model.apply(throughTheWire(note)));
-        tb::remote::LauncherStatus exited = nodeStatus(1, "a@h1:22", NodeState::Exited, "rank 1 failed");
+        // A host's words with markup in them: shown as written, never as HTML.
+        tb::remote::LauncherStatus exited =
+            nodeStatus(1, "a@h1:22", NodeState::Exited, "rank 1 failed: <b>loss</b> & <img src=x>");
         exited.node.exitCode = 1;
         QVERIFY(model.apply(throughTheWire(exited)));
         QCOMPARE(model.state(1), QStringLiteral("exited 1"));
+        QCOMPARE(model.data(model.index(1, NodeStateModel::Detail), Qt::ToolTipRole).toString(),
+            QStringLiteral("<p style='white-space:pre-wrap'>rank 1 failed: &lt;b&gt;loss&lt;/b&gt; &amp; "
+                           "&lt;img src=x&gt;</p>"));
         QCOMPARE(model.data(model.index(1, NodeStateModel::State), Qt::ForegroundRole).isValid(), true);
         QCOMPARE(model.data(model.index(0, NodeStateModel::State), Qt::ForegroundRole).isValid(), false);
     }
@@ -186,7 +191,7 @@ private slots:
         failed.runId = "r1";
         failed.state = "exited";
         failed.exitCode = 1;
-        failed.summary = "rank 1 failed";
+        failed.summary = "rank 1 failed <i>&</i>";
         tb::launch::RegistryEntry stopped = failed;
         stopped.runId = "r0";
         stopped.exitCode = 143;
@@ -201,7 +206,7 @@ private slots:
         QCOMPARE(model.data(model.index(2, RegistryModel::State), Qt::DisplayRole).toString(), QStringLiteral("stopped (exit 143)"));
         QVERIFY(!model.data(model.index(2, RegistryModel::State), Qt::ForegroundRole).isValid());
         QCOMPARE(model.data(model.index(1, RegistryModel::Run), Qt::ToolTipRole).toString(),
-            QStringLiteral("<p style='white-space:pre-wrap'>rank 1 failed</p>"));
+            QStringLiteral("<p style='white-space:pre-wrap'>rank 1 failed &lt;i&gt;&amp;&lt;/i&gt;</p>"));
         model.setEntries({});
         QCOMPARE(model.rowCount(), 0);
     }

@@ -1,5 +1,7 @@
 #include "runs/node_state_model.h"
 
+#include "plain_tooltip.h"
+
 #include "common/units.h"
 
 #include <QBrush>
@@ -79,13 +81,23 @@ QVariant NodeStateModel::data(const QModelIndex& index, int role) const
     const Row& row = m_rows[std::size_t(index.row())];
     if (role == Qt::ForegroundRole && row.failed && index.column() != Node)
         return QBrush(QColor(0xb4, 0x1e, 0x1e));
-    if (role != Qt::DisplayRole && role != Qt::ToolTipRole)
-        return {};
-    switch (index.column()) {
-    case Node: return index.row();
-    case Host: return row.host;
-    case State: return row.state;
-    case Detail: return row.detail;
+    if (role == Qt::DisplayRole)
+        return displayText(index.row(), index.column());
+    // The host's own words (its launcher's summary, a rank's last error):
+    // never taken for HTML.
+    if (role == Qt::ToolTipRole)
+        return plainToolTip(displayText(index.row(), index.column()));
+    return {};
+}
+
+QString NodeStateModel::displayText(int row, int column) const
+{
+    const Row& node = m_rows[std::size_t(row)];
+    switch (column) {
+    case Node: return QString::number(row);
+    case Host: return node.host;
+    case State: return node.state;
+    case Detail: return node.detail;
     }
     return {};
 }

@@ -42,6 +42,7 @@ public:
     QStringList problems() const { return m_problems; }
 
 private:
+    QString displayText(int row, int column) const;
     struct Row {
         QString host;
         QString state;
