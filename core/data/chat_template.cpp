@@ -1,6 +1,7 @@
 #include "data/chat_template.h"
 
 #include "common/atomic_file.h"
+#include "common/json_document.h"
 
 #include <nlohmann/json.hpp>
 
@@ -37,7 +38,7 @@ common::Result<std::optional<PromptTemplate>> modelChatTemplate(const std::strin
         if (!text.ok())
             return text.error();
         try {
-            const nlohmann::json config = nlohmann::json::parse(text.value());
+            const nlohmann::json config = common::parseJsonDocument(text.value());
             const auto it = config.is_object() ? config.find("chat_template") : config.end();
             if (config.is_object() && it != config.end()) {
                 if (it->is_string()) {

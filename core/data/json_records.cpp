@@ -1,5 +1,6 @@
 #include "data/json_records.h"
 
+#include "common/json_text.h"
 #include "common/text.h"
 
 #include <algorithm>
@@ -215,9 +216,14 @@ common::Result<std::vector<Record>> parseArray(std::string_view text, const std:
 {
     json document;
     try {
-        document = json::parse(text);
+        // Depth-bounded, with no size limit: a dataset may be larger than
+        // any config file.
+        document = common::parseJson(text);
     } catch (const json::parse_error& error) {
         return jsonError(fileName, text, error);
+    } catch (const json::exception& error) {
+        // JsonTooDeep, or a number nlohmann cannot hold (out_of_range).
+        return common::Error::at(fileName, "", std::string("not valid JSON: ") + error.what());
     }
     if (!document.is_array())
         return common::Error::at(fileName, "", "expected a JSON array of records");
@@ -261,7 +267,7 @@ common::Result<std::vector<Record>> parseLines(std::string_view text, const std:
         const SourcePosition where{fileName, lineNumber, std::nullopt};
         common::Result<Record> record = common::Error{"", {}};
         try {
-            const json object = json::parse(line);
+            const json object = common::parseJson(line);
             record = object.is_object() ? recordFromJson(object, options, where)
                                         : common::Result<Record>(common::Error{
                                             "expected a JSON object, got " + typeName(object), {}});

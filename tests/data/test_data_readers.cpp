@@ -1,3 +1,4 @@
+#include "../support/deep_json.h"
 #include "../support/skip.h"
 #include "../support/test_data.h"
 #include "data/csv_parser.h"
@@ -158,6 +159,16 @@ private slots:
                    "c.jsonl:5: messages[1]: a system message is only allowed first",
                    "c.jsonl:6: messages[0]: 'content' is missing",
                    "c.jsonl:7: 'messages' is missing"};
+        // Review M1: a line nested 200,000 deep is one malformed line, and the
+        // next line is still read.
+        QTest::addRow("jsonl, a line 200,000 deep")
+            << alpaca << "deep.jsonl"
+            << QString::fromStdString("{\"instruction\":\"i\",\"output\":\"o\"}\n"
+                   + tb::test::deepJsonObject() + "\n" + tb::test::deepJsonArray()
+                   + "\n{\"instruction\":\"i\",\"output\":\"o\"}\n")
+            << 2
+            << QStringList{"deep.jsonl:2: not valid JSON: nested deeper than 64 levels",
+                   "deep.jsonl:3: not valid JSON: nested deeper than 64 levels"};
         QTest::addRow("csv") << csv << "d.csv"
                              << "instruction,input,output\n"
                                 "\"multi\nline\",x,y\n"
@@ -212,6 +223,9 @@ private slots:
                                   << "data.jsonl: line 3: expected a JSON array";
         QTest::addRow("a number") << int(DataFormat::Alpaca) << "5"
                                   << "data.jsonl: line 1: expected a JSON array of records";
+        QTest::addRow("json array 200,000 deep")
+            << int(DataFormat::Alpaca) << QString::fromStdString(tb::test::deepJsonArray())
+            << "data.jsonl: not valid JSON: nested deeper than 64 levels";
         QTest::addRow("csv without response column")
             << int(DataFormat::Csv) << "instruction,input,answer\na,b,c\n"
             << "data.jsonl: line 1: the header has no column 'output' (data.columns.response)";

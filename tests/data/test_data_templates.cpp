@@ -1,3 +1,4 @@
+#include "../support/deep_json.h"
 #include "../support/test_data.h"
 #include "data/chat_template.h"
 #include "data/dataset_reader.h"
@@ -245,6 +246,29 @@ private slots:
 
         found = modelChatTemplate(modelDir());
         QVERIFY(found.ok() && !found.value()); // stories260K has no chat template
+    }
+
+    // Review M1: a tokenizer_config.json nested 200,000 deep is refused with
+    // the file and the limit (before, it was read as having no template).
+    void modelTemplateTooDeep_data()
+    {
+        QTest::addColumn<QByteArray>("config");
+        QTest::addRow("an array") << QByteArray::fromStdString(tb::test::deepJsonArray());
+        QTest::addRow("an object") << QByteArray::fromStdString(tb::test::deepJsonObject());
+        QTest::addRow("chat_template") << QByteArray::fromStdString(
+            "{\"chat_template\": " + tb::test::deepJsonArray() + "}");
+    }
+    void modelTemplateTooDeep()
+    {
+        QFETCH(QByteArray, config);
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("tokenizer_config.json").toStdString();
+        QVERIFY(tb::common::writeFileAtomic(path, config.toStdString()).ok());
+        const auto found = modelChatTemplate(dir.path().toStdString());
+        QVERIFY(!found.ok());
+        const QString message = QString::fromStdString(found.error().message);
+        QVERIFY2(message.startsWith(QString::fromStdString(path) + ": "), qPrintable(message));
+        QVERIFY2(message.contains("nested deeper than 64 levels"), qPrintable(message));
     }
 
     void resolve_data()
