@@ -1,5 +1,6 @@
 #include "runs/run_view.h"
 
+#include "runs/preference_charts.h"
 #include "runs/routing_charts.h"
 #include "runs/run_charts.h"
 #include "runs/run_summary.h"
@@ -69,6 +70,7 @@ RunView::RunView(QWidget* parent)
 void RunView::reset()
 {
     m_history = metrics::RunHistory{};
+    m_preference = metrics::PreferenceHistory{};
     m_messagesShown = 0;
     m_messagesHidden = 0;
     m_hiddenRow = nullptr;
@@ -76,16 +78,21 @@ void RunView::reset()
     m_charts->clearCurves();
     delete m_routing; // the next run may be dense: no empty routing charts
     m_routing = nullptr;
+    delete m_preferenceCharts; // nor a supervised one's empty DPO charts
+    m_preferenceCharts = nullptr;
     show();
 }
 
 void RunView::addLines(const QVector<tb::metrics::StreamItem>& items)
 {
     for (const metrics::StreamItem& item : items) {
-        if (item.event)
+        if (item.event) {
             m_history.apply(*item.event);
-        else
+            for (const std::string& problem : m_preference.apply(*item.event, m_history))
+                m_history.addUnreadableLine(problem);
+        } else {
             m_history.addUnreadableLine(item.error);
+        }
     }
     show();
 }
@@ -107,14 +114,16 @@ void RunView::show()
     m_charts->showHistory(m_history);
     if (m_history.hasExpertRouting() && !m_routing) {
         m_routing = new RoutingCharts(m_chartsRow);
-        m_chartsRow->addWidget(m_routing);
-        m_routing->show(); // before the sizes: showing a child makes the splitter share anew
-        // The run's curves keep the wider part: they are what the page is for.
-        const int width = std::max(m_chartsRow->width(), 1000);
-        m_chartsRow->setSizes({width * 3 / 5, width * 2 / 5});
+        showBeside(m_routing);
     }
     if (m_routing)
         m_routing->showHistory(m_history);
+    if (m_preference.any() && !m_preferenceCharts) {
+        m_preferenceCharts = new PreferenceCharts(m_chartsRow);
+        showBeside(m_preferenceCharts);
+    }
+    if (m_preferenceCharts)
+        m_preferenceCharts->showHistory(m_history, m_preference);
     m_summary->setStyleSheet(runState(m_history) == QStringLiteral("failed") ? kErrorStyle : QString());
     m_summary->setText(describeRun(m_history));
     const std::deque<metrics::RunMessage>& messages = m_history.messages();
@@ -130,6 +139,18 @@ void RunView::show()
             item->setForeground(color);
     }
     trimMessages();
+}
+
+// Another family's charts to the right of the run's curves, which keep the
+// wider part: they are what the page is for.
+void RunView::showBeside(QWidget* charts)
+{
+    m_chartsRow->addWidget(charts);
+    charts->show(); // before the sizes: showing a child makes the splitter share anew
+    const int width = std::max(m_chartsRow->width(), 1000);
+    QList<int> sizes(m_chartsRow->count(), width * 2 / 5 / std::max(m_chartsRow->count() - 1, 1));
+    sizes.front() = width * 3 / 5;
+    m_chartsRow->setSizes(sizes);
 }
 
 // The latest kMaxMessageRows rows stay; a first row counts the others.
