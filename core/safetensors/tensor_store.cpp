@@ -1,6 +1,7 @@
 #include "safetensors/tensor_store.h"
 
 #include "common/atomic_file.h"
+#include "common/json_document.h"
 
 #include <nlohmann/json.hpp>
 
@@ -35,7 +36,7 @@ Result<std::map<std::string, std::string>> readWeightMap(const std::string& inde
         return text.error();
     json root;
     try {
-        root = json::parse(*text);
+        root = common::parseJsonDocument(*text);
     } catch (const json::exception& e) {
         return Error::at(indexPath, "", std::string("invalid JSON: ") + e.what());
     }
@@ -50,7 +51,7 @@ Result<std::map<std::string, std::string>> readWeightMap(const std::string& inde
     for (const auto& [name, file] : weightMap->items()) {
         if (!file.is_string() || !isPlainFileName(file.get<std::string>()))
             return Error::at(indexPath, "weight_map entry '" + name + "'",
-                "got " + file.dump() + ", expected a file name in the index's folder");
+                "got " + common::shownJson(file) + ", expected a file name in the index's folder");
         shardOf.emplace(name, file.get<std::string>());
     }
     if (shardOf.empty())

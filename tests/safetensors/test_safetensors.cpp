@@ -1,3 +1,4 @@
+#include "../support/deep_json.h"
 #include "../support/test_data.h"
 #include "safetensors/header_parser.h"
 #include "safetensors/safetensors_file.h"
@@ -354,6 +355,18 @@ private slots:
                                    << "lists no tensors";
         QTest::addRow("not json") << R"({"weight_map":)"
                                   << "invalid JSON";
+        // Review M1: refused while parsing, before the entry's refusal
+        // dumped it and overflowed the stack; a long entry is quoted cut.
+        QTest::addRow("entry 200,000 deep")
+            << QString::fromStdString(R"({"weight_map":{"x":)" + tb::test::deepJsonArray() + "}}")
+            << "model.safetensors.index.json: invalid JSON: nested deeper than 64 levels";
+        QTest::addRow("index 200,000 deep") << QString::fromStdString(tb::test::deepJsonObject())
+                                            << "invalid JSON: nested deeper than 64 levels";
+        QString wide = R"({"weight_map":{"x":[)";
+        for (int i = 0; i < 10000; ++i)
+            wide += "1,";
+        QTest::addRow("long entry") << wide + "1]}}"
+                                    << "more bytes), expected a file name in the index's folder";
     }
     void badIndexesAreRefused()
     {
