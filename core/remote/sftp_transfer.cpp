@@ -126,7 +126,7 @@ public:
             [&](uint64_t n) { return remoteSha256(m_session, part, n); }, [&](uint64_t n) { return localSha256(path, n); });
         if (!offset)
             return offset.error();
-        if (common::Status made = runChecked(m_session, "mkdir -p -- " + launch::shellQuote(fs::path(path).parent_path().string())); !made)
+        if (common::Status made = runChecked(m_session, "umask 077 && mkdir -p -- " + launch::shellQuote(fs::path(path).parent_path().string())); !made)
             return made;
         if (common::Status sent = send(*sftp, path, part, *offset, size); !sent)
             return sent;
@@ -138,22 +138,23 @@ public:
             return Error{m_session.target().describe() + ": " + part + " does not match " + path + " (SHA-256 "
                     + *theirs + ", here " + *ours + ")",
                 {}};
-        if (common::Status kept = keepMode(*sftp, path, part); !kept)
+        if (common::Status kept = ownerOnlyMode(*sftp, path, part); !kept)
             return kept;
         ++m_summary.copied;
         m_summary.resumed += *offset > 0;
         return runChecked(m_session, "mv -f -- " + launch::shellQuote(part) + " " + launch::shellQuote(path));
     }
 
-    // Gives the copy there its source's mode, as scp -p: a private dataset
-    // stays private on the node.
-    common::Status keepMode(sftp_session sftp, const std::string& path, const std::string& part)
+    // The copy there is its owner's alone, whatever its source's mode here:
+    // a node is often a shared machine, and weights and datasets are the
+    // user's (private by default); the owner's execute bit is kept.
+    common::Status ownerOnlyMode(sftp_session sftp, const std::string& path, const std::string& part)
     {
         struct stat source {};
         if (::stat(path.c_str(), &source) != 0)
             return Error{"cannot read " + path + ": " + std::strerror(errno), {}};
         const SshSession::Bounded bounded(m_session);
-        if (sftp_chmod(sftp, part.c_str(), source.st_mode & 0777) != 0)
+        if (sftp_chmod(sftp, part.c_str(), source.st_mode & 0700) != 0)
             return Error{m_session.target().describe() + ": cannot set the mode of " + part + stalled(), {}};
         return common::Ok{};
     }
@@ -163,7 +164,7 @@ public:
         uint64_t size)
     {
         SshSession::Bounded bounded(m_session);
-        // Private until whole; then it gets its source's mode (keepMode).
+        // Private until whole; then it gets its owner's bits (ownerOnlyMode).
         SftpFile file(sftp_open(sftp, part.c_str(), O_WRONLY | O_CREAT | (offset ? 0 : O_TRUNC), 0600));
         if (!file || sftp_seek64(file.get(), offset) != 0)
             return Error{m_session.target().describe() + ": cannot write " + part + stalled(), {}};

@@ -361,8 +361,12 @@ private slots:
             qPrintable(first.err));
         QVERIFY2(first.err.contains(QStringLiteral("node 0 (root@%1): synced 0 file(s)").arg(cluster.hosts->address(0))), qPrintable(first.err));
         QVERIFY2(first.err.contains(QStringLiteral("sync 100.0%")), qPrintable(first.err));
-
+        // The copies there are the user's alone, whatever their mode here.
         const std::string weights = kModel + "/model.safetensors";
+        QVERIFY(QFile::permissions(QString::fromStdString(weights)) & QFileDevice::ReadOther);
+        const QString mode = QStringLiteral("stat -c %a ") + tb::test::quoted(QString::fromStdString(weights));
+        QCOMPARE(cluster.hosts->runInView(1, mode).output.trimmed(), QStringLiteral("600"));
+
         const qint64 half = qint64(fs::file_size(weights) / 2);
         QCOMPARE(cluster.hosts->runInView(1, QStringLiteral("head -c %1 %2 > %2.tbpart && rm %2").arg(half).arg(tb::test::quoted(QString::fromStdString(weights)))).exitCode, 0);
         const std::string runDir = m_dir.filePath(QStringLiteral("synced")).toStdString();
