@@ -52,6 +52,11 @@ PlanResult estimatePlan(const PlanInput& input, const model::ModelSpec& model, c
                 + std::to_string(vm->gpusPerVm));
         if (ctx.world == 1 && input.sharding != Sharding::Ddp)
             r.warnings.push_back(std::string(label(input.sharding)) + " on one GPU shards nothing");
+        if (model::attentionSinksPerLayer(model) > 0 && input.attention == Attention::Sdpa)
+            r.warnings.push_back("transformers runs " + model.name
+                + " without SDPA, which has no attention sinks: attention sdpa is planned as "
+                  "a fused kernel with them (flex attention, kernels-community/vllm-flash-attn3) "
+                  "that stores no scores; attention eager plans the stored scores");
         if (ctx.mxfp4 > 0)
             r.warnings.push_back("LoRA is planned on the attention projections of " + model.name
                 + " only: its experts stay frozen in MXFP4 (mxfp4_experts: stored); "

@@ -140,6 +140,20 @@ private slots:
             said =
                 said || warning.starts_with("Tunebench's trainer cannot run gpt-oss-20b (gpt-oss:");
         QVERIFY(said);
+        // transformers runs gpt-oss without SDPA (no sinks there): the plan
+        // says what attention sdpa stands for, and eager needs no word.
+        const auto mentionsSdpa = [](const plan::PlanResult& r) {
+            for (const std::string& warning : r.warnings)
+                if (warning.find("without SDPA") != std::string::npos)
+                    return true;
+            return false;
+        };
+        QVERIFY(mentionsSdpa(*planned));
+        plan::PlanInput eager = in;
+        eager.attention = plan::Attention::Eager;
+        const auto eagerPlan = plan::planFromCatalog(eager, presetCatalog());
+        QVERIFY(eagerPlan.ok());
+        QVERIFY(!mentionsSdpa(*eagerPlan));
 
         const model::ModelSpec& spec = presetModel("gpt-oss-20b");
         plan::PlanInput swept = plan::withoutSweptInputs(in);
