@@ -1,6 +1,7 @@
 #include "train/checkpoint.h"
 
 #include "common/atomic_file.h"
+#include "common/json_document.h"
 #include "safetensors/safetensors_file.h"
 #include "safetensors/writer.h"
 #include "train/staging_directory.h"
@@ -167,7 +168,7 @@ common::Status checkLayout(
     for (size_t u = 0; u < saved.size(); ++u) {
         if (saved[u] != current[u])
             return Error::at(statePath, "field 'units[" + std::to_string(u) + "]'",
-                "unit " + saved[u].value("id", json()).dump()
+                "unit " + common::shownJson(saved[u].value("id", json()))
                     + " holds other parameters than the "
                       "run's (first: "
                     + current[u]["segments"][0].value("name", std::string()) + ")",
@@ -276,10 +277,10 @@ common::Result<TrainerState> readCheckpoint(const std::string& dir, FlatParamete
     int shardCount = 1;
     json units;
     try {
-        const json stateJson = json::parse(*text);
+        const json stateJson = common::parseJsonDocument(*text);
         if (stateJson.at("format").get<int>() != kFormat)
             return Error::at(statePath, "field 'format'",
-                "got " + stateJson.at("format").dump() + ", expected " + std::to_string(kFormat),
+                "got " + common::shownJson(stateJson.at("format")) + ", expected " + std::to_string(kFormat),
                 "checkpoints of format 1 (before distributed training) cannot be resumed");
         state.step = stateJson.at("step").get<std::int64_t>();
         optimizerStep = stateJson.at("optimizer_step").get<std::int64_t>();

@@ -1,6 +1,7 @@
 #include "train/peft_adapter.h"
 
 #include "common/atomic_file.h"
+#include "common/json_document.h"
 #include "safetensors/safetensors_file.h"
 #include "safetensors/writer.h"
 #include "train/expert_lora.h"
@@ -134,16 +135,22 @@ common::Result<LoraSpec> readPeftAdapterConfig(const std::string& dir)
         return text.error();
     json config;
     try {
-        config = json::parse(*text);
+        config = common::parseJsonDocument(*text);
     } catch (const std::exception& e) {
         return Error::at(path, "", std::string("not valid JSON: ") + e.what());
     }
     if (!config.is_object())
         return Error::at(path, "", "expected a JSON object");
-    auto field = [&](const char* key) { return config.contains(key) ? config[key] : json(); };
+    // A reference, never a copy: the checks below read each field often.
+    static const json absent;
+    auto field = [&](const char* key) -> const json& {
+        const auto it = config.find(key);
+        return it != config.end() ? *it : absent;
+    };
+    // What is quoted is cut: a refused list may hold megabytes.
     auto refuse = [&](const char* key, const std::string& what) {
-        return Error::at(
-            path, std::string("field '") + key + "'", "got " + field(key).dump() + ", " + what);
+        return Error::at(path, std::string("field '") + key + "'",
+            "got " + common::shownJson(field(key)) + ", " + what);
     };
     if (field("peft_type") != "LORA")
         return refuse("peft_type", "expected \"LORA\"");

@@ -1,3 +1,4 @@
+#include "../support/deep_json.h"
 #include "../support/write_or_stop.h"
 #include "common/atomic_file.h"
 #include "safetensors/safetensors_file.h"
@@ -201,6 +202,43 @@ private slots:
         QVERIFY(!result.ok());
         QVERIFY2(result.error().message.find(field.toStdString()) != std::string::npos,
             result.error().message.c_str());
+    }
+
+    // Review M1: nested 200,000 deep, refused while parsing (a refusal used
+    // to copy and dump the field, overflowing the stack); a long refused
+    // field is quoted cut.
+    void hostileAdapterConfigsAreRefused_data()
+    {
+        QTest::addColumn<QByteArray>("config");
+        QTest::addColumn<QString>("expected");
+        const QString tooDeep = "not valid JSON: nested deeper than 64 levels";
+        const auto row = [](const char* name, const std::string& config, const QString& expected) {
+            QTest::addRow("%s", name) << QByteArray::fromStdString(config) << expected;
+        };
+        row("an array", tb::test::deepJsonArray(), tooDeep);
+        row("peft_type", R"({"peft_type":)" + tb::test::deepJsonArray() + "}", tooDeep);
+        row("target_modules", R"({"peft_type":"LORA","r":8,"lora_alpha":16,"target_modules":)"
+                + tb::test::deepJsonObject() + "}",
+            tooDeep);
+        std::string wide = R"({"peft_type":"LORA","r":8,"lora_alpha":16,"target_modules":[)";
+        for (int i = 0; i < 10000; ++i)
+            wide.append("1,");
+        row("long target_modules", wide + "1]}", "more bytes), expected a list of module names");
+    }
+
+    void hostileAdapterConfigsAreRefused()
+    {
+        QFETCH(QByteArray, config);
+        QFETCH(QString, expected);
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("adapter_config.json").toStdString();
+        QVERIFY(common::writeFileAtomic(path, config.toStdString()).ok());
+        const auto result = readPeftAdapterConfig(dir.path().toStdString());
+        QVERIFY(!result.ok());
+        const QString message = QString::fromStdString(result.error().message);
+        QVERIFY2(message.startsWith(QString::fromStdString(path) + ": "), qPrintable(message));
+        QVERIFY2(message.contains(expected), qPrintable(message));
+        QVERIFY2(message.size() < 400, qPrintable(message));
     }
 
     void mergedExportLoadsWithTheAdaptersLogits_data()
