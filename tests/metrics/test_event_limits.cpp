@@ -1,6 +1,7 @@
 // What a reader of events keeps is bounded however much a file holds (review
 // M5): a poll reads one batch by default, a rejected line's reason is cut, and
 // a run's history keeps the latest messages, each cut, counting the rest.
+#include "../support/deep_json.h"
 #include "common/text.h"
 #include "metrics/event.h"
 #include "metrics/event_file_reader.h"
@@ -55,6 +56,35 @@ private slots:
         QVERIFY(!items[0].event);
         QVERIFY2(items[0].error.size() < EventStreamParser::kMaxErrorBytes + 40, items[0].error.substr(0, 200).c_str());
         QVERIFY2(items[0].error.ends_with(" more bytes)"), items[0].error.c_str());
+    }
+
+    // Review M1 and issue 24: a line nested 200,000 deep in the middle of a
+    // file is one malformed line with its file and line number, and the next
+    // line is read.
+    void aTooDeepLineIsOneMalformedLine_data()
+    {
+        QTest::addColumn<QByteArray>("line");
+        QTest::addRow("an array") << QByteArray::fromStdString(tb::test::deepJsonArray());
+        QTest::addRow("a log event's field") << QByteArray::fromStdString(
+            R"({"schema":1,"type":"log","time":1,"rank":0,"message":"x","z":)"
+            + tb::test::deepJsonObject() + "}");
+    }
+    void aTooDeepLineIsOneMalformedLine()
+    {
+        QFETCH(QByteArray, line);
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("events.jsonl").toStdString();
+        appendRaw(path, stepLine(1, 3.0) + "\n" + line.toStdString() + "\n" + stepLine(2, 2.0) + "\n");
+        EventFileReader reader(path);
+        const auto items = pollAll(reader);
+        QCOMPARE(items.size(), size_t{3});
+        QVERIFY(items[0].event);
+        QVERIFY(!items[1].event);
+        QCOMPARE(items[1].lineNumber, uint64_t{2});
+        QVERIFY2(items[1].error.starts_with(path + ":2: "), items[1].error.c_str());
+        QVERIFY2(items[1].error.find("nested deeper than 64 levels") != std::string::npos, items[1].error.c_str());
+        QVERIFY(items[2].event);
+        QCOMPARE(items[2].event->body["step"].get<int>(), 2);
     }
 
     void historyKeepsTheLatestMessagesEachCut()
