@@ -5,6 +5,7 @@
 #include "../support/event_lines.h"
 #include "remote_cli.h"
 
+#include "launch/run_registry.h"
 #include "remote/file_checksums.h"
 #include "remote/sftp_transfer.h"
 #include "remote/ssh_session.h"
@@ -54,6 +55,11 @@ private slots:
             << "trailing-slash" << 0 << "-> run/adapter";
         QTest::newRow("run folder ending in .., default --to")
             << "dotdot" << 2 << "cannot name a folder here";
+        // The same two as the host's run registry answers them for --run.
+        QTest::newRow("registry: run folder with a trailing slash, default --to")
+            << "registry-trailing-slash" << 0 << "-> run/adapter";
+        QTest::newRow("registry: run folder ending in .., default --to")
+            << "registry-dotdot" << 2 << "cannot name a folder here";
     }
 
     void fetchStaysInsideItsFolder()
@@ -83,13 +89,20 @@ private slots:
             QVERIFY(QFile::link(
                 outside + "/secret", here + "/fetched/adapter/adapter_config.json.tbpart"));
         }
-        if (twist == "trailing-slash" || twist == "dotdot") {
-            runArgument = twist == "dotdot" ? run + "/adapter/.." : run + "/";
+        QStringList which{runArgument};
+        if (twist.endsWith("trailing-slash") || twist.endsWith("dotdot")) {
+            runArgument = twist.endsWith("dotdot") ? run + "/adapter/.." : run + "/";
+            which = {runArgument};
             to.clear();
         }
-        const CliRun result = runCli(QStringList{QStringLiteral("fetch"), runArgument,
-                                      QStringLiteral("--what"), QStringLiteral("adapter")}
-                + to + tb::test::cliSshArguments(m_server),
+        if (twist.startsWith("registry-")) {
+            const QString cli = writeRegistryAnswer(base + "-registry-cli", runArgument);
+            QVERIFY(!cli.isEmpty());
+            which = {QStringLiteral("--run"), QStringLiteral("r1"), QStringLiteral("--remote-cli"), cli};
+        }
+        const CliRun result = runCli(QStringList{QStringLiteral("fetch")} + which
+                + QStringList{QStringLiteral("--what"), QStringLiteral("adapter")} + to
+                + tb::test::cliSshArguments(m_server),
             120000, here);
         QVERIFY2(result.exitCode == exitCode, qPrintable(result.out + result.err));
         QVERIFY2((result.out + result.err).contains(message), qPrintable(result.out + result.err));
@@ -103,11 +116,11 @@ private slots:
         QFile secret(outside + "/secret");
         QVERIFY(secret.open(QIODevice::ReadOnly));
         QCOMPARE(secret.readAll(), QByteArray("keep\n"));
-        if (twist == "newline" || twist == "dotdot")
+        if (twist == "newline" || twist.endsWith("dotdot"))
             QCOMPARE(entries(here), QStringList{}); // refused before anything was written
         if (exitCode != 0)
             return;
-        const QString fetched = here + (twist == "trailing-slash" ? "/run" : "/fetched");
+        const QString fetched = here + (twist.endsWith("trailing-slash") ? "/run" : "/fetched");
         QFile weights(fetched + "/adapter/sub/weights.bin");
         QVERIFY(weights.open(QIODevice::ReadOnly));
         QCOMPARE(weights.readAll(), QByteArray("0123456789\n"));
@@ -192,6 +205,26 @@ private slots:
     }
 
 private:
+    // A tunebench-cli for --remote-cli whose run registry holds run r1,
+    // ended, in `runDir` as given (a host's answer, trusted in nothing).
+    static QString writeRegistryAnswer(const QString& cli, const QString& runDir)
+    {
+        tb::launch::RegistryEntry entry;
+        entry.runId = "r1";
+        entry.pid = 1;
+        entry.state = "exited";
+        entry.exitCode = 0;
+        entry.runDir = runDir.toStdString();
+        QFile script(cli);
+        if (!script.open(QIODevice::WriteOnly))
+            return {};
+        script.write("#!/bin/sh\ncat <<'EOF'\n" + QByteArray::fromStdString(tb::launch::registryEntryToJson(entry))
+            + "\nEOF\n");
+        script.close();
+        script.setPermissions(script.permissions() | QFileDevice::ExeOwner);
+        return cli;
+    }
+
     // A sha256sum that answers 17 s after it is asked, as over a slow disk:
     // longer than the default SSH timeout, shorter than a 256 MiB file's
     // checksum deadline.
