@@ -14,11 +14,13 @@
 #include "runs/runs_page.h"
 
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 
 using tb::metrics::EventType;
@@ -43,7 +45,7 @@ std::string step(int number, const QString& dpo)
 {
     tb::metrics::StepRecord record;
     record.step = number;
-    record.loss = 0.69 - 0.01 * number;
+    record.loss = 0.5 + 0.1 * (number % 3); // jagged, as a real per-step loss
     record.tokensPerSecond = 1000;
     std::string line = makeEvent(EventType::Step, 0, 1.0e9 + number, record.toFields()).dump();
     line.pop_back();
@@ -166,6 +168,50 @@ private slots:
         page.followRunFolder(supervised);
         QTRY_COMPARE(page.charts()->lossPointCount(), 1);
         QVERIFY(!preferenceOf(page));
+    }
+
+    // 5,000 DPO steps whose figures swing from step to step, opened whole:
+    // every point drawn, and what a replot of the DPO charts costs against
+    // the run's curves beside them (printed; machines differ too much to
+    // hold it to a figure).
+    void opensALongRun()
+    {
+        const QString folder = m_dir.filePath(QStringLiteral("long"));
+        QVERIFY(QDir().mkpath(folder));
+        QFile file(folder + QStringLiteral("/events.jsonl"));
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write(QByteArray::fromStdString(runStart() + "\n"));
+        constexpr int kSteps = 5000;
+        for (int number = 1; number <= kSteps; ++number)
+            file.write(QByteArray::fromStdString(
+                step(number, figures(number, QString::number(0.5 + (number % 7) * 0.1))) + "\n"));
+        file.close();
+
+        RunsPage page;
+        page.resize(1400, 900);
+        page.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&page));
+        QElapsedTimer opening;
+        opening.start();
+        page.followRunFolder(folder);
+        QTRY_VERIFY_WITH_TIMEOUT(preferenceOf(page) && preferenceOf(page)->margin()->dataCount() == kSteps, 60000);
+        const qint64 openMs = opening.elapsed();
+        PreferenceCharts* charts = preferenceOf(page);
+        QCOMPARE(charts->rewardsChosen()->dataCount(), kSteps);
+        QCOMPARE(charts->margin()->data()->at(kSteps - 1)->value, 0.5 + (kSteps % 7) * 0.1);
+        const auto medianReplotMs = [](QCustomPlot* plot) {
+            QVector<double> times;
+            for (int i = 0; i < 9; ++i) {
+                QElapsedTimer timer;
+                timer.start();
+                plot->replot(QCustomPlot::rpImmediateRefresh);
+                times.append(double(timer.nsecsElapsed()) / 1e6);
+            }
+            std::sort(times.begin(), times.end());
+            return times[4];
+        };
+        qInfo("opened in %lld ms; replot: DPO charts %.1f ms, the run's curves %.1f ms", openMs,
+            medianReplotMs(charts), medianReplotMs(page.charts()));
     }
 
     // presets/recipes/dpo.yaml trained by tunebench-cli (12 steps of 4
