@@ -4,9 +4,9 @@
 // stops itself the same way. The launch reads rank 0's events over a
 // connection and a thread of their own, so a stop asked for (Ctrl-C;
 // SIGTERM, which the GUI's Stop sends; `launch --stop` from another CLI)
-// reaches every node within 5 s and the launch ends within the grace + 15 s,
-// and SIGHUP (a closed terminal, or the GUI's window closing) detaches
-// within 5 s with the run going on.
+// reaches every node within 5 s and the launch ends within the grace + 15 s;
+// SIGHUP (a closed terminal, or the GUI's window closing) detaches within 5 s
+// with the run going on; and a node that dies is named within 20 s.
 #include "../support/cli_outcome.h"
 #include "multi_node_checks.h"
 #include "namespace_launch.h"
@@ -62,6 +62,7 @@ private slots:
         QTest::newRow("Ctrl-C") << QStringLiteral("SIGINT");
         QTest::newRow("SIGTERM (the GUI's Stop)") << QStringLiteral("SIGTERM");
         QTest::newRow("SIGHUP (the GUI's Close), then launch --stop") << QStringLiteral("--stop");
+        QTest::newRow("node 1's launcher killed") << QStringLiteral("kill node 1");
     }
 
     void stopsWithinBoundsWhileNode0SftpHangs()
@@ -83,6 +84,11 @@ private slots:
         QTest::qWait(3000); // the launch's next read of rank 0's events gets no answer
 
         QString err;
+        if (how == QLatin1String("kill node 1")) {
+            nodeFailureIsNoticed(cluster, launcher, err);
+            QCOMPARE(processesWith(QString::fromStdString(config)), QString());
+            return;
+        }
         if (how == QLatin1String("--stop"))
             stopFromAnotherCli(cluster, config, launcher, err);
         else
@@ -98,6 +104,26 @@ private slots:
     }
 
 private:
+    // Node 1's launcher SIGKILLed: the launch names it within the review's
+    // 20 s, the hung events notwithstanding, and stops node 0 within the
+    // grace + 15 s after that.
+    void nodeFailureIsNoticed(const Cluster& cluster, QProcess& launcher, QString& err)
+    {
+        const auto entry = tb::launch::readRegistryEntry(cluster.registryEntries(1).value(0).toStdString());
+        QVERIFY(entry.ok());
+        QElapsedTimer clock;
+        clock.start();
+        QCOMPARE(::kill(pid_t(entry->pid), SIGKILL), 0);
+        const QString named = QStringLiteral("node 1 (root@%1): its launcher was killed").arg(cluster.hosts->address(1));
+        const double noticed = secondsUntil(launcher, err, named, 60);
+        QVERIFY2(noticed >= 0 && noticed <= 20, qPrintable(QString::number(noticed) + "\n" + err.right(1500)));
+        QVERIFY(launcher.waitForFinished(int((kGrace + 15) * 1000)));
+        err += QString::fromUtf8(launcher.readAllStandardError());
+        qInfo("node 1's launcher killed: named after %.1f s, the launch ended after %.1f s", noticed,
+            clock.elapsed() / 1000.0);
+        QVERIFY2(launcher.exitCode() == 1, qPrintable(err.right(1500)));
+    }
+
     // Ctrl-C or SIGTERM to the launch: it says so within the notice bound and
     // ends within the grace + 15 s, its last read of the events cut short.
     void stopBySignal(QProcess& launcher, int signal, QString& err)
