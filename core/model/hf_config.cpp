@@ -1,7 +1,7 @@
 #include "model/hf_config.h"
 
 #include "common/atomic_file.h"
-#include "common/json_text.h"
+#include "common/json_document.h"
 #include "common/text.h"
 #include "model/hf_architecture.h"
 #include "model/hf_config_reader.h"
@@ -245,7 +245,7 @@ common::Result<HfConfig> parseHfModelConfig(std::string_view text, const std::st
 {
     json object;
     try {
-        object = common::parseJson(text);
+        object = common::parseJsonDocument(text);
     } catch (const json::parse_error& e) {
         return common::Error::at(
             origin, "byte " + std::to_string(e.byte), "not valid JSON: " + std::string(e.what()));

@@ -1,6 +1,7 @@
 #include "plan/calibration.h"
 
 #include "common/atomic_file.h"
+#include "common/json_document.h"
 #include "common/units.h"
 
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace tb::plan {
@@ -50,7 +52,7 @@ T field(const json& object, const char* key, const std::string& where)
     try {
         return it->get<T>();
     } catch (const json::exception&) {
-        throw std::runtime_error(where + "." + key + ": got " + it->dump() + ", expected a "
+        throw std::runtime_error(where + "." + key + ": got " + common::shownJson(*it) + ", expected a "
             + (std::is_same_v<T, std::string> ? "string" : "number"));
     }
 }
@@ -175,7 +177,9 @@ common::Result<Calibration> loadCalibration(const std::string& path)
     if (!in)
         return Calibration{};
     try {
-        const json root = json::parse(in);
+        // A calibration file may come from another machine: bounded.
+        const json root = common::parseJsonDocument(
+            std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
         if (field<std::string>(root, "schema", "(top)") != kSchema)
             throw std::runtime_error(std::string("schema: expected \"") + kSchema + "\"");
         Calibration c;

@@ -1,7 +1,7 @@
 #include "plan/plan_file.h"
 
 #include "common/atomic_file.h"
-#include "common/json_text.h"
+#include "common/json_document.h"
 #include "common/text.h"
 #include "common/training_limits.h"
 
@@ -333,7 +333,7 @@ common::Result<ImportResult> parseDeepSpeedJson(
 {
     json root;
     try {
-        root = common::parseJson(text);
+        root = common::parseJsonDocument(text);
     } catch (const json::parse_error& e) {
         return common::Error::at(
             origin, "byte " + std::to_string(e.byte), "not valid JSON: " + std::string(e.what()));

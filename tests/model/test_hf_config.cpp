@@ -347,6 +347,9 @@ private slots:
                                          << "not valid JSON";
         QTest::addRow("nested 100,000 deep") << "{\"x\":" + QString(100000, '[') + QString(100000, ']') + "}"
                                              << "nested deeper than 64 levels";
+        // Refused by its size before nlohmann builds a tree 10 to 20 times it.
+        QTest::addRow("over 64 MiB") << "{\"x\":\"" + QString(64 << 20, 'a') + "\"}"
+                                     << "bytes, more than the limit of 67108864";
         QTest::addRow("array") << "[1,2]"
                                << "expected a JSON object";
         QTest::addRow("missing hidden")

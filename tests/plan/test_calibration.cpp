@@ -1,3 +1,4 @@
+#include "../support/deep_json.h"
 #include "plan_fixture.h"
 
 #include "common/units.h"
@@ -131,6 +132,38 @@ private slots:
         QVERIFY2(message.contains(QString::fromStdString(path)), qPrintable(message));
         QVERIFY2(message.contains("devices[cpu].utilisation"), qPrintable(message));
         QVERIFY2(message.contains("\"high\""), qPrintable(message));
+    }
+
+    // Review M1: a calibration file may come from another machine; nested
+    // 200,000 deep it is refused while parsing (a refused field used to be
+    // dumped whole, overflowing the stack), and a long field is quoted cut.
+    void hostileFilesAreRefused_data()
+    {
+        QTest::addColumn<QByteArray>("content");
+        QTest::addColumn<QString>("expected");
+        const auto row = [](const char* name, const std::string& content, const char* expected) {
+            QTest::addRow("%s", name) << QByteArray::fromStdString(content) << expected;
+        };
+        row("an array", tb::test::deepJsonArray(), "nested deeper than 64 levels");
+        row("schema", R"({"schema":)" + tb::test::deepJsonArray() + "}", "nested deeper than 64 levels");
+        row("long utilisation",
+            "{\"schema\":\"tunebench.calibration/1\",\"devices\":[{\"gpu\":\"cpu\",\"utilisation\":\""
+                + std::string(100000, 'x') + "\"}]}",
+            "more bytes), expected a number");
+    }
+    void hostileFilesAreRefused()
+    {
+        QFETCH(QByteArray, content);
+        QFETCH(QString, expected);
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("calibration.json").toStdString();
+        std::ofstream(path) << content.toStdString();
+        const common::Result<plan::Calibration> loaded = plan::loadCalibration(path);
+        QVERIFY(!loaded.ok());
+        const QString message = QString::fromStdString(loaded.error().message);
+        QVERIFY2(message.startsWith(QString::fromStdString(path) + ": "), qPrintable(message));
+        QVERIFY2(message.contains(expected), qPrintable(message));
+        QVERIFY2(message.size() < 400, qPrintable(message));
     }
 };
 

@@ -345,6 +345,8 @@ private slots:
         QTest::addRow("nested 100,000 deep")
             << "{\"x\":" + QString(100000, '[') + QString(100000, ']') + "}"
             << "ds.json: not valid JSON: nested deeper than 64 levels";
+        QTest::addRow("over 64 MiB") << "{\"x\":\"" + QString(64 << 20, 'a') + "\"}"
+                                     << "ds.json: not valid JSON: the document is 67108872 bytes, more than the limit of 67108864";
         QTest::addRow("stage 4") << R"({"zero_optimization": {"stage": 4}})"
                                  << "field 'zero_optimization.stage': got 4";
         QTest::addRow("stage text") << R"({"zero_optimization": {"stage": "three"}})"
