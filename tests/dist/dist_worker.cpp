@@ -267,9 +267,15 @@ int main(int argc, char** argv)
         std::this_thread::sleep_for(std::chrono::milliseconds(
             static_cast<int>(1000 * numberAfter(argc, argv, "--delay", 2))));
 
+    // Timed here, not from outside: starting a process (LibTorch under a
+    // sanitizer, on a loaded machine) takes seconds that are not the
+    // rendezvous's.
+    const auto rendezvousStart = std::chrono::steady_clock::now();
     auto world = tb::dist::rendezvous(*environment, options);
     if (!world) {
-        std::fprintf(stderr, "rank %d: %s\n", g_rank, world.error().toString().c_str());
+        const std::chrono::duration<double> waited = std::chrono::steady_clock::now() - rendezvousStart;
+        std::fprintf(stderr, "rank %d: %s\nrank %d: gave up %.2f s into the rendezvous\n", g_rank,
+            world.error().toString().c_str(), g_rank, waited.count());
         return 2;
     }
     try {
