@@ -20,15 +20,12 @@ common::Result<bool> FollowedRun::poll()
             // The file shrank: another run reused the folder.
             m_reader = std::make_unique<EventFileReader>(m_path);
             m_history = RunHistory{};
+            m_preference = PreferenceHistory{};
             startedOver = changed = true;
             continue;
         }
-        for (const StreamItem& item : *items) {
-            if (item.event)
-                m_history.apply(*item.event);
-            else
-                m_history.addUnreadableLine(item.error);
-        }
+        for (const StreamItem& item : *items)
+            foldStreamItem(item, m_history, m_preference);
         changed = changed || !items->empty();
         if (!m_reader->moreAvailable())
             return changed;

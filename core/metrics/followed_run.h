@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "metrics/event_file_reader.h"
+#include "metrics/preference_steps.h"
 #include "metrics/run_history.h"
 
 #include <memory>
@@ -9,7 +10,8 @@
 
 namespace tb::metrics {
 
-// One event file read incrementally into a RunHistory: each poll() folds in
+// One event file read incrementally into a RunHistory (and a DPO run's
+// figures beside it): each poll() folds in
 // what was appended since the last. A file that shrank was started over by a
 // new run in the same folder: the history starts over with it.
 class FollowedRun {
@@ -21,12 +23,14 @@ public:
     common::Result<bool> poll();
 
     const RunHistory& history() const { return m_history; }
+    const PreferenceHistory& preference() const { return m_preference; }
     const std::string& path() const { return m_path; }
 
 private:
     std::string m_path;
     std::unique_ptr<EventFileReader> m_reader;
     RunHistory m_history;
+    PreferenceHistory m_preference;
 };
 
 } // namespace tb::metrics

@@ -69,6 +69,12 @@ const RunHistory* LiveCatalog::history(const std::string& dir) const
     return it == m_runs.end() ? nullptr : &it->second.rank0->history();
 }
 
+const PreferenceHistory* LiveCatalog::preference(const std::string& dir) const
+{
+    const auto it = m_runs.find(dir);
+    return it == m_runs.end() ? nullptr : &it->second.rank0->preference();
+}
+
 std::vector<std::pair<int, const RunHistory*>> LiveCatalog::rankHistories(const std::string& dir) const
 {
     std::vector<std::pair<int, const RunHistory*>> ranks;

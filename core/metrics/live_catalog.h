@@ -27,6 +27,8 @@ public:
 
     std::vector<RunEntry> entries() const;
     const RunHistory* history(const std::string& dir) const;
+    // A DPO run's figures beside its history (none for a supervised run).
+    const PreferenceHistory* preference(const std::string& dir) const;
     // Ranks 1 and up, for a run in setRanksRead(), by rank.
     std::vector<std::pair<int, const RunHistory*>> rankHistories(const std::string& dir) const;
 

@@ -67,6 +67,17 @@ std::vector<std::string> PreferenceHistory::apply(const Event& event, const RunH
     return std::move(read.problems);
 }
 
+void foldStreamItem(const StreamItem& item, RunHistory& history, PreferenceHistory& preference)
+{
+    if (!item.event) {
+        history.addUnreadableLine(item.error);
+        return;
+    }
+    history.apply(*item.event);
+    for (const std::string& problem : preference.apply(*item.event, history))
+        history.addUnreadableLine(problem);
+}
+
 void PreferenceHistory::dropAfter(int64_t step)
 {
     while (!m_points.empty() && m_points.back().step > step)

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "metrics/event.h"
+#include "metrics/event_stream_parser.h"
 
 #include <array>
 #include <cstdint>
@@ -80,5 +81,10 @@ private:
 
     std::vector<PreferencePoint> m_points;
 };
+
+// One item a reader read folded into `history` and the DPO figures beside
+// it, a problem of either into the history's messages: what every follower
+// of a run does with each line.
+void foldStreamItem(const StreamItem& item, RunHistory& history, PreferenceHistory& preference);
 
 } // namespace tb::metrics

@@ -6,6 +6,10 @@
 #include "../support/event_lines.h"
 #include "../support/qt_test_paths.h"
 #include "../support/skip.h"
+#include "compare/compare_page.h"
+#include "compare/overlay_charts.h"
+#include "compare/preference_overlay.h"
+#include "compare/runs_model.h"
 #include "metrics/event.h"
 #include "metrics/step_record.h"
 #include "runs/preference_charts.h"
@@ -16,7 +20,10 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
 #include <QProcess>
+#include <QStandardPaths>
+#include <QTabWidget>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -32,10 +39,10 @@ using nlohmann::json;
 
 namespace {
 
-std::string runStart()
+std::string runStart(const std::string& runId = "dpo", const std::string& objective = "dpo")
 {
-    json fields = {{"run_id", "dpo"}, {"world_size", 1},
-        {"config", {{"method", "lora"}, {"objective", "dpo"}}},
+    json fields = {{"run_id", runId}, {"world_size", 1},
+        {"config", {{"method", "lora"}, {"objective", objective}}},
         {"model", {{"name", "stories260K"}, {"params_total", 260000}}}, {"total_steps", 100}};
     return makeEvent(EventType::RunStart, 0, 1.0e9, fields).dump();
 }
@@ -105,6 +112,8 @@ private slots:
     {
         QVERIFY(m_dir.isValid());
         QDir().mkpath(tb::test::qBuildPath("screenshots"));
+        QStandardPaths::setTestModeEnabled(true); // the Compare page keeps its folder in the settings
+        QCoreApplication::setOrganizationName(QStringLiteral("tunebench-test-preference"));
     }
 
     void appearsOnlyForADpoRun_data()
@@ -212,6 +221,60 @@ private slots:
         };
         qInfo("opened in %lld ms; replot: DPO charts %.1f ms, the run's curves %.1f ms", openMs,
             medianReplotMs(charts), medianReplotMs(page.charts()));
+    }
+
+    // The Compare page's DPO tab: offered while a picked run is a DPO run,
+    // each DPO run's margin and accuracy as its events hold them, in the
+    // colour the Overlay tab gives the run; a supervised run left out.
+    void compareOverlaysDpoRuns()
+    {
+        const QString root = m_dir.filePath(QStringLiteral("compare"));
+        const QStringList names{QStringLiteral("beta-0.1"), QStringLiteral("sft"), QStringLiteral("beta-0.5")};
+        for (int r = 0; r < names.size(); ++r) {
+            const QString events = root + QLatin1Char('/') + names[r] + QStringLiteral("/events.jsonl");
+            QVERIFY(QDir().mkpath(QFileInfo(events).path()));
+            appendLine(events, runStart(names[r].toStdString(), r == 1 ? "sft" : "dpo"));
+            for (int number = 1; number <= 20; ++number) {
+                const double margin = (r + 1) * 0.2 * number * (1.0 + 0.15 * (number % 3));
+                appendLine(events, step(number, r == 1 ? QString() : figures(number, QString::number(margin))));
+            }
+        }
+        tb::ui::ComparePage page;
+        page.resize(1400, 900);
+        page.show();
+        page.setRunsFolder(root);
+        QTRY_COMPARE(page.runsModel()->rowCount(), 3);
+        page.setPicked(root + QStringLiteral("/sft"), true);
+        QTRY_COMPARE(page.overlay()->runCount(), 1);
+        QVERIFY(!page.preferenceTabShown());
+        for (const QString& name : {names[0], names[2]})
+            page.setPicked(root + QLatin1Char('/') + name, true);
+        tb::ui::PreferenceOverlay* overlay = page.preferenceOverlay();
+        QTRY_COMPARE(overlay->runCount(), 2);
+        QVERIFY(page.preferenceTabShown());
+        QTRY_COMPARE(page.overlay()->runCount(), 3); // built on the pool: its colours to compare with
+        QList<int> dpoRuns; // the DPO runs' places among the compared runs
+        for (int c = 0; c < page.comparedRuns().size(); ++c)
+            if (page.comparedRuns()[c].preference)
+                dpoRuns << c;
+        QCOMPARE(dpoRuns.size(), overlay->runCount());
+        for (int r = 0; r < overlay->runCount(); ++r) {
+            const int compared = dpoRuns[r];
+            const std::vector<json> steps = eventsOf(page.comparedRuns()[compared].dir, "step");
+            compareToEvents(overlay->margin(r), steps, "rewards_margin", 1.0);
+            compareToEvents(overlay->accuracy(r), steps, "rewards_accuracy", 100.0);
+            QCOMPARE(overlay->margin(r)->pen().color(),
+                page.overlay()->curve(compared, tb::ui::OverlayCharts::LossPanel)->pen().color());
+        }
+        auto* tabs = page.findChild<QTabWidget*>(QStringLiteral("compareTabs"));
+        tabs->setCurrentWidget(overlay);
+        QTest::qWait(100); // the queued replot
+        QVERIFY(page.grab().save(tb::test::qBuildPath("screenshots/compare_dpo.png")));
+
+        for (const QString& name : {names[0], names[2]})
+            page.setPicked(root + QLatin1Char('/') + name, false);
+        QTRY_COMPARE(page.overlay()->runCount(), 1);
+        QVERIFY(!page.preferenceTabShown());
     }
 
     // presets/recipes/dpo.yaml trained by tunebench-cli (12 steps of 4

@@ -97,6 +97,8 @@ ComparedRun CompareFollower::snapshot(const std::string& dir, bool changed)
     for (const auto& [rank, rankHistory] : m_catalog.rankHistories(dir))
         run.ranks.emplaceBack(rank, std::make_shared<const metrics::RunHistory>(*rankHistory));
     run.predictedCurve = predictedCurve(dir, *run.history);
+    if (const metrics::PreferenceHistory* preference = m_catalog.preference(dir); preference && preference->any())
+        run.preference = std::make_shared<const metrics::PreferenceHistory>(*preference);
     m_snapshots[dir] = run;
     return run;
 }

@@ -23,6 +23,8 @@ struct ComparedRun {
     // ranks on this machine's CPU; empty unless its run_start records a
     // CPU prediction.
     QVector<QPair<int, double>> predictedCurve;
+    // A DPO run's figures by step; null for a supervised run.
+    std::shared_ptr<const metrics::PreferenceHistory> preference = {};
 };
 
 inline constexpr int kPredictedRanks = 8;

@@ -4,6 +4,7 @@
 
 #include "compare/overlay_charts.h"
 #include "compare/prediction_table.h"
+#include "compare/preference_overlay.h"
 #include "compare/rank_charts.h"
 #include "compare/run_end_notifier.h"
 #include "compare/runs_model.h"
@@ -107,8 +108,12 @@ void ComparePage::buildLayout()
     m_table->horizontalHeader()->setStretchLastSection(true);
     m_table->setMinimumHeight(m_table->verticalHeader()->defaultSectionSize() * 5);
     auto* tabs = new QTabWidget(splitter);
+    m_tabs = tabs;
     tabs->setObjectName(QStringLiteral("compareTabs"));
     tabs->addTab(buildOverlayTab(), tr("Overlay"));
+    m_preference = new PreferenceOverlay(tabs);
+    tabs->addTab(m_preference, tr("DPO"));
+    tabs->setTabVisible(tabs->indexOf(m_preference), false); // until a DPO run is picked
     tabs->addTab(buildRankTab(), tr("By rank"));
     tabs->addTab(buildScalingTab(), tr("Scaling"));
     m_prediction = new PredictionTable(tabs);
@@ -118,6 +123,11 @@ void ComparePage::buildLayout()
     splitter->setStretchFactor(0, 1);
     splitter->setStretchFactor(1, 4);
     layout->addWidget(splitter, 1);
+}
+
+bool ComparePage::preferenceTabShown() const
+{
+    return m_tabs->isTabVisible(m_tabs->indexOf(m_preference));
 }
 
 QWidget* ComparePage::buildOverlayTab()
@@ -251,6 +261,8 @@ void ComparePage::onRunsRead(const QVector<tb::ui::ComparedRun>& runs)
         return;
     m_compared = runs;
     m_overlay->setRuns(runs);
+    m_preference->setRuns(runs);
+    m_tabs->setTabVisible(m_tabs->indexOf(m_preference), m_preference->runCount() > 0);
     const QString current = m_rankRun->currentData().toString();
     {
         const QSignalBlocker blocker(m_rankRun);

@@ -12,6 +12,7 @@ class QLabel;
 class QLineEdit;
 class QSlider;
 class QSortFilterProxyModel;
+class QTabWidget;
 class QTableView;
 class QThread;
 
@@ -19,6 +20,7 @@ namespace tb::ui {
 
 class OverlayCharts;
 class PredictionTable;
+class PreferenceOverlay;
 class RankCharts;
 class RunEndNotifier;
 class RunsModel;
@@ -46,6 +48,9 @@ public:
     QSortFilterProxyModel* runsProxy() const { return m_proxy; }
     QTableView* runsView() const { return m_table; }
     OverlayCharts* overlay() const { return m_overlay; }
+    PreferenceOverlay* preferenceOverlay() const { return m_preference; }
+    // Whether the DPO tab is offered: while a picked run has DPO figures.
+    bool preferenceTabShown() const;
     RankCharts* rankCharts() const { return m_rankCharts; }
     ScalingChart* scalingChart() const { return m_scaling; }
     PredictionTable* predictionTable() const { return m_prediction; }
@@ -100,6 +105,8 @@ private:
     QLabel* m_scalingNote = nullptr;
     ScalingProbePanel* m_probe = nullptr;
     PredictionTable* m_prediction = nullptr;
+    QTabWidget* m_tabs = nullptr;
+    PreferenceOverlay* m_preference = nullptr;
 };
 
 } // namespace tb::ui

@@ -85,15 +85,8 @@ void RunView::reset()
 
 void RunView::addLines(const QVector<tb::metrics::StreamItem>& items)
 {
-    for (const metrics::StreamItem& item : items) {
-        if (item.event) {
-            m_history.apply(*item.event);
-            for (const std::string& problem : m_preference.apply(*item.event, m_history))
-                m_history.addUnreadableLine(problem);
-        } else {
-            m_history.addUnreadableLine(item.error);
-        }
-    }
+    for (const metrics::StreamItem& item : items)
+        metrics::foldStreamItem(item, m_history, m_preference);
     show();
 }
 
