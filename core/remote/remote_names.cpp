@@ -3,6 +3,10 @@
 #include "common/text.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <sys/stat.h>
 
 namespace tb::remote {
 
@@ -41,6 +45,27 @@ common::Result<std::string> localPathUnder(const std::string& localDir, const st
         begin = end + 1;
     }
     return joined;
+}
+
+common::Status makeFoldersUnder(const std::string& localDir, const std::string& relative)
+{
+    std::string path = localDir;
+    for (size_t slash = relative.find('/'), begin = 0; slash != std::string::npos;
+         begin = slash + 1, slash = relative.find('/', begin)) {
+        path += "/" + relative.substr(begin, slash - begin);
+        struct stat info {};
+        if (::lstat(path.c_str(), &info) != 0) {
+            if (errno == ENOENT && (::mkdir(path.c_str(), 0777) == 0 || errno == EEXIST))
+                continue;
+            return Error{"cannot make " + common::escapeControl(path) + ": " + std::strerror(errno), {}};
+        }
+        if (S_ISLNK(info.st_mode))
+            return Error::at(common::escapeControl(path), "", "is a symbolic link here",
+                "a folder: nothing is written through a link under the folder fetched to");
+        if (!S_ISDIR(info.st_mode))
+            return Error{common::escapeControl(path) + " is not a folder", {}};
+    }
+    return common::Ok{};
 }
 
 common::Result<std::string> defaultFetchFolder(const std::string& runDir)

@@ -20,6 +20,12 @@ common::Status checkEntryName(const std::string& name, const std::string& where)
 // passing checkEntryName: never absolute, never leaving `localDir`.
 common::Result<std::string> localPathUnder(const std::string& localDir, const std::string& relative);
 
+// Makes the folders of `relative` (a path localPathUnder accepted) under
+// `localDir`, refusing one that is a symbolic link: a link planted there
+// (in a shared folder) would take the files outside it. `localDir` itself
+// is the user's to choose.
+common::Status makeFoldersUnder(const std::string& localDir, const std::string& relative);
+
 // The local folder a remote run folder is fetched to by default: its last
 // component, trailing slashes ignored. Refuses a run folder whose last
 // component is empty, "." or "..", or holds a control character.

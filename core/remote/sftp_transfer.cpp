@@ -201,9 +201,6 @@ public:
         if (!sftp)
             return sftp.error();
         std::error_code error;
-        fs::create_directories(fs::path(localPath).parent_path(), error);
-        if (error)
-            return Error{"cannot make " + fs::path(localPath).parent_path().string() + ": " + error.message(), {}};
         common::Result<std::string> theirs = remoteSha256(m_session, remotePath, size);
         if (!theirs)
             return theirs.error();
@@ -441,8 +438,14 @@ common::Result<TransferSummary> downloadTree(SshSession& session, const std::str
         targets.push_back(std::move(target).value());
         total += file.size;
     }
+    std::error_code made;
+    fs::create_directories(localDir, made);
+    if (made)
+        return Error{"cannot make " + localDir + ": " + made.message(), {}};
     Transfer transfer(session, progress, total);
     for (size_t i = 0; i < files.size(); ++i) {
+        if (common::Status folders = makeFoldersUnder(localDir, files[i].relative); !folders)
+            return folders.error();
         if (common::Status copied =
                 transfer.download(remoteDir + "/" + files[i].relative, files[i].size, targets[i]);
             !copied)

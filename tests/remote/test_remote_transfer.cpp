@@ -51,6 +51,8 @@ private slots:
             << "newline" << 1 << "entry 'a\\x0a5 ..': holds a control character";
         QTest::newRow("a symlink here where the partial copy goes")
             << "local-symlink" << 1 << "cannot write";
+        QTest::newRow("a symlink here where a folder goes")
+            << "local-folder-symlink" << 1 << "sub: is a symbolic link here";
         QTest::newRow("run folder with a trailing slash, default --to")
             << "trailing-slash" << 0 << "-> run/adapter";
         QTest::newRow("run folder ending in .., default --to")
@@ -83,6 +85,10 @@ private slots:
         if (twist == "newline") { // what `find -printf '%P\n'` would list as "5 ../x"
             QVERIFY(QDir().mkpath(run + "/adapter/a\n5 .."));
             appendLine(run + "/adapter/a\n5 ../x", "x");
+        }
+        if (twist == "local-folder-symlink") {
+            QVERIFY(QDir().mkpath(here + "/fetched/adapter"));
+            QVERIFY(QFile::link(outside, here + "/fetched/adapter/sub"));
         }
         if (twist == "local-symlink") {
             QVERIFY(QDir().mkpath(here + "/fetched/adapter"));
