@@ -264,7 +264,11 @@ void printRecommendation(std::ostream& out, const plan::Recommendation& rec,
                 names.append(names.empty() ? "" : ", ").append(gpu);
             out << "  not Tunebench's trainer: " << names << ": " << reason << "\n";
         }
-        if (!notRunnable.empty())
+        // Only where the trainer runs some of them: for a model it does not
+        // compute, --runnable-only would leave nothing.
+        const bool someRun = std::any_of(rec.options.begin(), rec.options.end(),
+            [](const plan::RecommendedOption& o) { return o.trainer.runs; });
+        if (!notRunnable.empty() && someRun)
             out << "  (--runnable-only keeps the GPUs Tunebench's own trainer runs on)\n";
     }
     // One line per VM size: the strategies that failed and why, the closest

@@ -128,6 +128,17 @@ private slots:
         QVERIFY(r.out.contains("retired"));
     }
 
+    // A model the trainer does not compute: every option is marked with the
+    // model's reason, and no hint offers --runnable-only, which would keep none.
+    void recommendForAModelTheTrainerDoesNotRun()
+    {
+        const Run r = plan({"--model", "gpt-oss-20b", "--recommend", "--max-nodes", "1"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.out.contains("not Tunebench's trainer: ") && r.out.contains("gpt-oss: the trainer does not compute"),
+            qPrintable(r.out));
+        QVERIFY2(!r.out.contains("--runnable-only keeps"), qPrintable(r.out));
+    }
+
     // --list-models marks the presets Tunebench's trainer does not run,
     // with the reason its config reader refuses them by.
     void listModelsMarksWhatTheTrainerRuns_data()
