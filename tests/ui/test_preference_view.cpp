@@ -266,6 +266,14 @@ private slots:
             QCOMPARE(overlay->margin(r)->pen().color(),
                 page.overlay()->curve(compared, tb::ui::OverlayCharts::LossPanel)->pen().color());
         }
+        // A run that grows is filled again; the other keeps its graphs.
+        QCPGraph* other = overlay->margin(1);
+        appendLine(root + QLatin1Char('/') + names[0] + QStringLiteral("/events.jsonl"),
+            step(21, figures(21, QStringLiteral("5.5"))));
+        QTRY_COMPARE(overlay->margin(0)->dataCount(), 21);
+        QCOMPARE(overlay->margin(0)->data()->at(20)->value, 5.5);
+        QCOMPARE(overlay->margin(1), other);
+        QCOMPARE(other->dataCount(), 20);
         auto* tabs = page.findChild<QTabWidget*>(QStringLiteral("compareTabs"));
         tabs->setCurrentWidget(overlay);
         QTest::qWait(100); // the queued replot

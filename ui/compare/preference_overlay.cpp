@@ -36,12 +36,25 @@ PreferenceOverlay::PreferenceOverlay(QWidget* parent)
 
 void PreferenceOverlay::setRuns(const QVector<ComparedRun>& runs)
 {
-    clearGraphs();
-    m_margins.clear();
-    m_accuracies.clear();
+    QVector<QPair<QString, int>> places;
     for (qsizetype r = 0; r < runs.size(); ++r)
         if (runs[r].preference)
-            addRun(runs[r], runColor(int(r))); // the run's colour on every tab
+            places.append({runs[r].dir, int(r)});
+    if (places != m_places) {
+        clearGraphs();
+        m_margins.clear();
+        m_accuracies.clear();
+        m_drawn.clear();
+        m_places = places;
+        for (const auto& [dir, r] : places)
+            addRun(runs[r], runColor(r)); // the run's colour on every tab
+    } else {
+        for (int i = 0; i < places.size(); ++i)
+            if (runs[places[i].second].preference != m_drawn[i])
+                fill(i, *runs[places[i].second].preference);
+    }
+    for (int i = 0; i < places.size(); ++i)
+        m_drawn[i] = runs[places[i].second].preference;
     fitRanges();
     if (isVisible())
         replot(QCustomPlot::rpQueuedReplot);
@@ -49,12 +62,6 @@ void PreferenceOverlay::setRuns(const QVector<ComparedRun>& runs)
 
 void PreferenceOverlay::addRun(const ComparedRun& run, const QColor& color)
 {
-    QVector<double> steps, margins, accuracies;
-    for (const metrics::PreferencePoint& point : run.preference->points()) {
-        steps.append(double(point.step));
-        margins.append(point.rewardsMargin); // NaN: a gap
-        accuracies.append(point.rewardsAccuracy * 100.0);
-    }
     const QString name = run.history->start() ? QString::fromStdString(run.history->start()->runId) : run.dir;
     QCPGraph* margin = addGraph(m_marginPanel->axis(QCPAxis::atBottom), m_marginPanel->axis(QCPAxis::atLeft));
     QCPGraph* accuracy =
@@ -64,11 +71,23 @@ void PreferenceOverlay::addRun(const ComparedRun& run, const QColor& color)
         graph->setName(name);
         graph->removeFromLegend();
     }
-    margin->setData(steps, margins, true);
-    accuracy->setData(steps, accuracies, true);
     margin->addToLegend(m_legend);
     m_margins.append(margin);
     m_accuracies.append(accuracy);
+    m_drawn.append(run.preference);
+    fill(int(m_margins.size()) - 1, *run.preference);
+}
+
+void PreferenceOverlay::fill(int index, const metrics::PreferenceHistory& preference)
+{
+    QVector<double> steps, margins, accuracies;
+    for (const metrics::PreferencePoint& point : preference.points()) {
+        steps.append(double(point.step));
+        margins.append(point.rewardsMargin); // NaN: a gap
+        accuracies.append(point.rewardsAccuracy * 100.0);
+    }
+    m_margins[index]->setData(steps, margins, true);
+    m_accuracies[index]->setData(steps, accuracies, true);
 }
 
 void PreferenceOverlay::fitRanges()

@@ -17,8 +17,10 @@ class PreferenceOverlay : public QCustomPlot {
 public:
     explicit PreferenceOverlay(QWidget* parent = nullptr);
 
-    // Redrawn whole: a handful of runs, once a second at most. Replotted
-    // only while shown, so a hidden tab costs the page's redraws nothing.
+    // Only the runs whose snapshot changed are filled again (a snapshot is
+    // shared until its run changes), all of them when other runs are
+    // picked. Replotted only while shown, so a hidden tab costs the page's
+    // redraws nothing.
     void setRuns(const QVector<ComparedRun>& runs);
 
     // The graphs of the index-th DPO run shown (tests).
@@ -31,6 +33,7 @@ protected:
 
 private:
     void addRun(const ComparedRun& run, const QColor& color);
+    void fill(int index, const metrics::PreferenceHistory& preference);
     void fitRanges();
 
     QCPAxisRect* m_marginPanel = nullptr;
@@ -38,6 +41,10 @@ private:
     QCPLegend* m_legend = nullptr;
     QVector<QCPGraph*> m_margins;
     QVector<QCPGraph*> m_accuracies;
+    // The snapshot each DPO run's graphs hold and the run's place among the
+    // compared runs (its colour), aligned with m_margins.
+    QVector<std::shared_ptr<const metrics::PreferenceHistory>> m_drawn;
+    QVector<QPair<QString, int>> m_places;
 };
 
 } // namespace tb::ui
