@@ -34,13 +34,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::string bytes(tb::fuzz::asText(data, size));
     bytes += '\n'; // the last line too
     for (const tb::metrics::StreamItem& item : parser.feed(bytes)) {
-        if (!item.event) {
-            history.addUnreadableLine(item.error);
+        tb::metrics::foldStreamItem(item, history, preference); // as every follower folds a line
+        if (!item.event)
             continue;
-        }
-        history.apply(*item.event);
-        for (const std::string& problem : preference.apply(*item.event, history))
-            history.addUnreadableLine(problem);
         if (item.event->type == tb::metrics::EventType::Step)
             (void)tb::metrics::StepRecord::fromEvent(*item.event);
         tb::cli::printEvent(*item.event, history);
