@@ -1,6 +1,7 @@
 #include "metrics/expert_routing.h"
 
 #include "common/json_text.h"
+#include "metrics/step_field_text.h"
 
 #include <algorithm>
 
@@ -14,18 +15,8 @@ using nlohmann::json;
 // no step routes more (token, slot) pairs than that.
 constexpr long long kMaxCount = 1LL << 53;
 
-std::string shown(const json& value)
-{
-    std::string text = value.dump();
-    if (text.size() > 40)
-        text = text.substr(0, 37) + "...";
-    return text;
-}
-
-std::string fieldAt(int64_t step, const std::string& field)
-{
-    return "step " + std::to_string(step) + ": field '" + field + "'";
-}
+using detail::fieldAt;
+using detail::shown;
 
 // Why `field` is not a rectangle of counts, or empty when `loads` took it.
 std::string readLoads(const json& field, int64_t step, ExpertLoads& loads)

@@ -1,6 +1,7 @@
 #include "metrics/preference_steps.h"
 
 #include "metrics/run_history.h"
+#include "metrics/step_field_text.h"
 
 #include <algorithm>
 
@@ -10,18 +11,8 @@ namespace {
 
 using nlohmann::json;
 
-std::string shown(const json& value)
-{
-    std::string text = value.dump();
-    if (text.size() > 40)
-        text = text.substr(0, 37) + "...";
-    return text;
-}
-
-std::string fieldAt(int64_t step, const std::string& field)
-{
-    return "step " + std::to_string(step) + ": field '" + field + "'";
-}
+using detail::fieldAt;
+using detail::shown;
 
 } // namespace
 

@@ -58,20 +58,24 @@ private slots:
         QVERIFY2(items[0].error.ends_with(" more bytes)"), items[0].error.c_str());
     }
 
-    // Review M1 and issue 24: a line nested 200,000 deep in the middle of a
-    // file is one malformed line with its file and line number, and the next
-    // line is read.
-    void aTooDeepLineIsOneMalformedLine_data()
+    // A line that is not JSON, or one nested 200,000 deep (review M1, issue
+    // 24), in the middle of a file is one malformed line with its file and
+    // line number, and the next line is read.
+    void aMalformedLineIsReportedAndSkipped_data()
     {
         QTest::addColumn<QByteArray>("line");
-        QTest::addRow("an array") << QByteArray::fromStdString(tb::test::deepJsonArray());
-        QTest::addRow("a log event's field") << QByteArray::fromStdString(
+        QTest::addColumn<QString>("reason");
+        QTest::addRow("not JSON") << QByteArray("{oops") << "parse error";
+        QTest::addRow("an array 200,000 deep")
+            << QByteArray::fromStdString(tb::test::deepJsonArray()) << "nested deeper than 64 levels";
+        QTest::addRow("a log event's field 200,000 deep") << QByteArray::fromStdString(
             R"({"schema":1,"type":"log","time":1,"rank":0,"message":"x","z":)"
-            + tb::test::deepJsonObject() + "}");
+            + tb::test::deepJsonObject() + "}") << "nested deeper than 64 levels";
     }
-    void aTooDeepLineIsOneMalformedLine()
+    void aMalformedLineIsReportedAndSkipped()
     {
         QFETCH(QByteArray, line);
+        QFETCH(QString, reason);
         QTemporaryDir dir;
         const std::string path = dir.filePath("events.jsonl").toStdString();
         appendRaw(path, stepLine(1, 3.0) + "\n" + line.toStdString() + "\n" + stepLine(2, 2.0) + "\n");
@@ -82,7 +86,7 @@ private slots:
         QVERIFY(!items[1].event);
         QCOMPARE(items[1].lineNumber, uint64_t{2});
         QVERIFY2(items[1].error.starts_with(path + ":2: "), items[1].error.c_str());
-        QVERIFY2(items[1].error.find("nested deeper than 64 levels") != std::string::npos, items[1].error.c_str());
+        QVERIFY2(items[1].error.find(reason.toStdString()) != std::string::npos, items[1].error.c_str());
         QVERIFY(items[2].event);
         QCOMPARE(items[2].event->body["step"].get<int>(), 2);
     }

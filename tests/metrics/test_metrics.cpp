@@ -365,22 +365,6 @@ private slots:
         QCOMPARE(items[0].event->body["step"].get<int>(), 3);
     }
 
-    void malformedLineReportedAndSkipped()
-    {
-        QTemporaryDir dir;
-        const std::string path = dir.filePath("events.jsonl").toStdString();
-        appendRaw(path, stepLine(1, 3.0) + "\n{oops\n" + stepLine(2, 2.0) + "\n");
-        EventFileReader reader(path);
-        const auto items = pollAll(reader);
-        QCOMPARE(items.size(), size_t{3});
-        QVERIFY(items[0].event);
-        QVERIFY(!items[1].event);
-        QCOMPARE(items[1].lineNumber, uint64_t{2});
-        QVERIFY2(QString::fromStdString(items[1].error).contains("events.jsonl:2:"),
-                 items[1].error.c_str());
-        QVERIFY(items[2].event);
-    }
-
     void parserFedByteByByteMatchesWholeFeed()
     {
         const std::string stream = stepLine(1, 3.0) + "\n\n" + stepLine(2, 2.0) + "\nnot json\n";
