@@ -88,8 +88,11 @@ void RunHistory::apply(const Event& event)
         applyStep(event);
         break;
     case EventType::Eval:
-        if (const auto loss = body.find("loss"); loss != body.end() && loss->is_number())
-            m_evals.push_back({integer(body, "step", 0), loss->get<double>(), event.timeSeconds});
+        // A loss the trainer could not write as a number (null: it was not
+        // finite) is kept as NaN, so a diverged evaluation is shown, not lost.
+        if (const auto loss = body.find("loss"); loss != body.end() && (loss->is_number() || loss->is_null()))
+            m_evals.push_back({integer(body, "step", 0),
+                loss->is_null() ? std::numeric_limits<double>::quiet_NaN() : loss->get<double>(), event.timeSeconds});
         break;
     case EventType::Checkpoint:
         m_lastCheckpointStep = integer(body, "step", m_lastCheckpointStep);

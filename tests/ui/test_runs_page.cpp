@@ -214,6 +214,33 @@ private slots:
         QVERIFY2(graph->pen().widthF() <= 1.0, qPrintable(QString::number(graph->pen().widthF())));
     }
 
+    // A diverged run writes a not-finite loss as null (docs/EVENTS.md): a
+    // step's and an evaluation's are marked on the loss panel, with the
+    // mark in its legend, and the finite losses are drawn as before.
+    void notFiniteLossesAreMarked()
+    {
+        tb::metrics::RunHistory history = historyWithEveryCurve();
+        json diverged = json::parse(stepLine(4, 2000.0));
+        diverged["loss"] = nullptr;
+        history.apply(*tb::metrics::parseEvent(diverged.dump()));
+        history.apply(*tb::metrics::parseEvent(
+            makeEvent(EventType::Eval, 0, 1.0e9 + 5, {{"step", 4}, {"loss", nullptr}}).dump()));
+        tb::ui::RunCharts charts;
+        charts.showHistory(history);
+        QCOMPARE(charts.lossPointCount(), 3);
+        QCOMPARE(charts.evalPointCount(), 1);
+        QCOMPARE(charts.notFiniteLossCount(), 2);
+        const QCPGraph* marks = graphNamed(charts, QStringLiteral("loss not finite"));
+        QVERIFY(marks);
+        QCOMPARE(marks->data()->at(0)->key, 4.0);
+        QVERIFY(marks->data()->at(0)->value <= marks->valueAxis()->range().upper);
+        auto* legend = qobject_cast<QCPLegend*>(marks->valueAxis()->axisRect()->insetLayout()->elementAt(0));
+        QVERIFY(legend && legend->hasItemWithPlottable(marks));
+        charts.showHistory(historyWithEveryCurve());
+        QCOMPARE(charts.notFiniteLossCount(), 0);
+        QVERIFY(!legend->hasItemWithPlottable(marks));
+    }
+
     void badConfigIsRefused()
     {
         const QString config = m_dir.filePath(QStringLiteral("bad.yaml"));

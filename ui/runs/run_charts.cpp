@@ -72,6 +72,9 @@ RunCharts::RunCharts(QWidget* parent)
     m_evalLoss = graphIn(lossPanel, tr("validation loss"), QColor(214, 39, 40));
     m_evalLoss->setLineStyle(QCPGraph::lsLine);
     m_evalLoss->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 7));
+    m_notFinite = graphIn(lossPanel, tr("loss not finite"), QColor(214, 39, 40));
+    m_notFinite->setLineStyle(QCPGraph::lsNone);
+    m_notFinite->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCross, QColor(214, 39, 40), 9));
     m_tokensPerSecond = graphIn(speedPanel, tr("tokens/s"), QColor(44, 160, 44));
     m_memory = graphIn(memoryPanel, tr("resident"), QColor(148, 103, 189));
     m_peakMemory = graphIn(memoryPanel, tr("peak"), QColor(140, 86, 75));
@@ -140,12 +143,40 @@ void RunCharts::showHistory(const metrics::RunHistory& history)
                           : evalRange;
     if (found || evalFound)
         m_loss->valueAxis()->setRange(0, lossRange.upper * 1.08 + 1e-12);
+    markNotFinite(history);
     bool peakFound = false;
     const QCPRange peakRange = m_peakMemory->getValueRange(peakFound);
     if (peakFound)
         m_memory->valueAxis()->setRange(0, peakRange.upper * 1.08 + 1e-12);
     widenToInclude(m_memory, m_predictedPeak);
     replot(QCustomPlot::rpQueuedReplot);
+}
+
+// A cross near the top of the loss panel at each step whose training or
+// validation loss was not finite: there is no value to draw, and a
+// diverged run must not look like one that stopped reporting. In the loss
+// panel's legend only while there is one.
+void RunCharts::markNotFinite(const metrics::RunHistory& history)
+{
+    QVector<double> steps;
+    for (const metrics::StepRecord& record : history.steps()) {
+        if (!std::isfinite(record.loss))
+            steps.append(double(record.step));
+    }
+    for (const metrics::EvalPoint& point : history.evals()) {
+        if (!std::isfinite(point.loss))
+            steps.append(double(point.step));
+    }
+    std::sort(steps.begin(), steps.end());
+    const double top = m_loss->valueAxis()->range().upper * 0.95;
+    m_notFinite->setData(steps, QVector<double>(steps.size(), top), true);
+    auto* panelLegend = qobject_cast<QCPLegend*>(m_loss->valueAxis()->axisRect()->insetLayout()->elementAt(0));
+    if (!panelLegend)
+        return;
+    if (steps.isEmpty())
+        m_notFinite->removeFromLegend(panelLegend);
+    else if (!panelLegend->hasItemWithPlottable(m_notFinite))
+        m_notFinite->addToLegend(panelLegend);
 }
 
 // A level across the run's steps, at the predicted figure.
@@ -167,7 +198,7 @@ void RunCharts::showPrediction(const metrics::RunHistory& history)
 
 void RunCharts::clearCurves()
 {
-    for (QCPGraph* graph : {m_loss, m_evalLoss, m_tokensPerSecond, m_memory, m_peakMemory,
+    for (QCPGraph* graph : {m_loss, m_evalLoss, m_notFinite, m_tokensPerSecond, m_memory, m_peakMemory,
              m_predictedSpeed, m_predictedPeak})
         graph->data()->clear();
     replot(QCustomPlot::rpQueuedReplot);
@@ -175,6 +206,7 @@ void RunCharts::clearCurves()
 
 int RunCharts::lossPointCount() const { return m_loss->dataCount(); }
 int RunCharts::evalPointCount() const { return m_evalLoss->dataCount(); }
+int RunCharts::notFiniteLossCount() const { return m_notFinite->dataCount(); }
 int RunCharts::throughputPointCount() const { return m_tokensPerSecond->dataCount(); }
 int RunCharts::memoryPointCount() const { return m_memory->dataCount(); }
 

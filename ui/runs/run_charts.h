@@ -7,7 +7,8 @@
 namespace tb::ui {
 
 // A run's curves over optimizer steps, stacked on one step axis: training
-// loss with the validation losses as points, tokens/s, and the process's
+// loss with the validation losses as points (and a mark where either was not
+// finite), tokens/s, and the process's
 // memory (resident now and its peak), with the planner's predicted
 // tokens/s and peak memory where run_start records them. Redrawn whole from the history: a
 // resumed run that repeated steps never leaves a curve doubling back.
@@ -21,6 +22,9 @@ public:
     void clearCurves();
 
     int lossPointCount() const;
+    // Steps whose training or validation loss was not finite (a diverged
+    // run writes null), marked across the top of the loss panel.
+    int notFiniteLossCount() const;
     int evalPointCount() const;
     int throughputPointCount() const;
     int memoryPointCount() const;
@@ -31,9 +35,11 @@ public:
 
 private:
     void showPrediction(const metrics::RunHistory& history);
+    void markNotFinite(const metrics::RunHistory& history);
 
     QCPGraph* m_loss = nullptr;
     QCPGraph* m_evalLoss = nullptr;
+    QCPGraph* m_notFinite = nullptr;
     QCPGraph* m_tokensPerSecond = nullptr;
     QCPGraph* m_memory = nullptr;
     QCPGraph* m_peakMemory = nullptr;
