@@ -236,6 +236,9 @@ private slots:
         QVERIFY(marks->data()->at(0)->value <= marks->valueAxis()->range().upper);
         auto* legend = qobject_cast<QCPLegend*>(marks->valueAxis()->axisRect()->insetLayout()->elementAt(0));
         QVERIFY(legend && legend->hasItemWithPlottable(marks));
+        charts.resize(900, 600);
+        charts.replot();
+        QVERIFY(charts.grab().save(tb::test::qBuildPath("screenshots/runs_page_loss_not_finite.png")));
         charts.showHistory(historyWithEveryCurve());
         QCOMPARE(charts.notFiniteLossCount(), 0);
         QVERIFY(!legend->hasItemWithPlottable(marks));
