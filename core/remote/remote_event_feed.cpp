@@ -21,13 +21,10 @@ constexpr auto kReconnectEvery = std::chrono::seconds(5);
 // Batches (EventFileReader::kBytesPerBatch each at most) read ahead of the
 // consumer: a backlog waits in the file, not in this process's memory.
 constexpr size_t kMaxQueuedBatches = 4;
-// How long the destructor waits for the thread before leaving it to end alone.
-constexpr auto kJoinBound = std::chrono::seconds(1);
 
 } // namespace
 
-// Shared by the feed and its thread, so a thread that outlives the feed
-// (stuck in a connect) still has what it touches.
+// What the feed and its thread share, under the mutex.
 struct RemoteEventFeed::State {
     SshTarget target;
     std::string path;
@@ -41,7 +38,7 @@ struct RemoteEventFeed::State {
     std::unique_ptr<SshSession> session;
     bool stopping = false;
     bool readWanted = false;
-    bool ended = false;
+    bool ended = false; // the thread does nothing more with SSH or the state
     uint64_t readsStarted = 0;
     uint64_t lastReadToEnd = 0; // the number of the last read that found the file's end
 
@@ -72,10 +69,21 @@ public:
     {
         while (round()) {
         }
-        m_reader.reset(); // it reads through the session
         std::unique_ptr<SshSession> session;
+        {
+            const std::lock_guard lock(m_state->mutex);
+            session = std::move(m_state->session);
+        }
+        // Stopping: nothing more is said to the host, so closing the file
+        // and the connection cannot wait on one that hangs.
+        if (session)
+            session->interrupt();
+        m_reader.reset(); // it reads through the session
+        // Gone before `ended`: the process may exit once the feed is
+        // destroyed, and OpenSSL's cleanup at exit must not meet a thread
+        // still tearing a connection down.
+        session.reset();
         const std::lock_guard lock(m_state->mutex);
-        session = std::move(m_state->session);
         m_state->ended = true;
         m_state->changed.notify_all();
     }
@@ -104,21 +112,27 @@ private:
         return more || rest(m_state->poll);
     }
 
-    // A connection, made again where the last one failed; false once stopping.
+    // A connection, made again where the last one failed; false once
+    // stopping. The session is in the state before it connects, so the
+    // feed's destructor interrupts a connect under way too.
     bool connected()
     {
         if (m_session)
             return true;
-        common::Result<std::unique_ptr<SshSession>> session = SshSession::connect(m_state->target);
-        std::unique_lock lock(m_state->mutex);
-        if (m_state->stopping)
-            return false;
-        if (!session) {
-            lock.unlock();
-            return deliver(Batch{{}, m_offset, m_nextLine, session.error().toString()}, 0);
+        common::Result<std::unique_ptr<SshSession>> prepared = SshSession::prepare(m_state->target);
+        if (!prepared)
+            return deliver(Batch{{}, m_offset, m_nextLine, prepared.error().toString()}, 0);
+        {
+            const std::lock_guard lock(m_state->mutex);
+            if (m_state->stopping)
+                return false;
+            m_state->session = std::move(prepared).value();
+            m_session = m_state->session.get();
         }
-        m_state->session = std::move(session).value();
-        m_session = m_state->session.get();
+        if (common::Status opened = m_session->open(); !opened) {
+            dropSession();
+            return deliver(Batch{{}, m_offset, m_nextLine, opened.error().toString()}, 0);
+        }
         return true;
     }
 
@@ -199,7 +213,7 @@ RemoteEventFeed::RemoteEventFeed(SshTarget target, std::string path, uint64_t of
     m_state->target = std::move(target);
     m_state->path = std::move(path);
     m_state->poll = poll;
-    std::thread(FeedThread(m_state, offset, nextLine)).detach();
+    m_thread = std::thread(FeedThread(m_state, offset, nextLine));
 }
 
 RemoteEventFeed::~RemoteEventFeed()
@@ -209,7 +223,8 @@ RemoteEventFeed::~RemoteEventFeed()
     if (m_state->session)
         m_state->session->interrupt();
     m_state->changed.notify_all();
-    m_state->changed.wait_for(lock, kJoinBound, [this] { return m_state->ended; });
+    lock.unlock();
+    m_thread.join();
 }
 
 std::vector<RemoteEventFeed::Batch> RemoteEventFeed::take()

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace tb::remote {
@@ -29,8 +30,8 @@ public:
     // every `poll` once it has read all there is.
     RemoteEventFeed(SshTarget target, std::string path, uint64_t offset, uint64_t nextLine,
         std::chrono::milliseconds poll);
-    // Interrupts a call under way and returns within about a second; a
-    // thread still inside a connect finishes it on its own.
+    // Interrupts a call under way (a connect too) and waits for the thread,
+    // which ends at once; only a host name's DNS lookup is waited out.
     ~RemoteEventFeed();
     RemoteEventFeed(const RemoteEventFeed&) = delete;
     RemoteEventFeed& operator=(const RemoteEventFeed&) = delete;
@@ -46,6 +47,7 @@ public:
 
 private:
     std::shared_ptr<State> m_state;
+    std::thread m_thread;
 };
 
 } // namespace tb::remote

@@ -6,6 +6,7 @@
 #include <libssh/libssh.h>
 #include <libssh/sftp.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
@@ -350,6 +351,16 @@ std::string SshSession::failureReason(std::string otherwise) const
 
 common::Result<std::unique_ptr<SshSession>> SshSession::connect(const SshTarget& target)
 {
+    common::Result<std::unique_ptr<SshSession>> session = prepare(target);
+    if (!session)
+        return session.error();
+    if (common::Status opened = (*session)->open(); !opened)
+        return opened.error();
+    return session;
+}
+
+common::Result<std::unique_ptr<SshSession>> SshSession::prepare(const SshTarget& target)
+{
     if (const std::string old = libsshVersionProblem(ssh_version(0)); !old.empty())
         return Error{target.describe() + ": " + old, "install libssh 0.10.6 or newer (libssh-4 on Debian 12)"};
     ssh_session session = ssh_new();
@@ -358,15 +369,60 @@ common::Result<std::unique_ptr<SshSession>> SshSession::connect(const SshTarget&
     std::unique_ptr<SshSession> owner(new SshSession(target, session));
     if (common::Status set = setOptions(session, target); !set)
         return set.error();
-    if (ssh_connect(session) != SSH_OK)
-        return Error{target.describe() + ": cannot connect: " + sessionError(session),
-            "is the machine up, sshd listening on that port, and the address right?"};
-    if (auto known = verifyHostKey(session, target); !known)
-        return known.error();
-    if (auto accepted = authenticate(session, target); !accepted)
-        return accepted.error();
-    keepAlive(ssh_get_fd(session), std::max(1L, static_cast<long>(target.timeoutSeconds)));
     return owner;
+}
+
+common::Status SshSession::open()
+{
+    if (common::Status shaken = handshake(); !shaken)
+        return shaken;
+    if (common::Status known = verifyHostKey(m_session, m_target); !known)
+        return known;
+    {
+        Bounded bounded(*this);
+        common::Status accepted = authenticate(m_session, m_target);
+        if (m_watchdog.fired())
+            return Error{m_target.describe() + ": cannot authenticate: " + failureReason({}), {}};
+        if (!accepted)
+            return accepted;
+    }
+    keepAlive(ssh_get_fd(m_session), std::max(1L, static_cast<long>(m_target.timeoutSeconds)));
+    return common::Ok{};
+}
+
+// The TCP connect and the key exchange, driven without blocking: libssh's
+// blocking connect makes its socket inside and holds it until it returns, so
+// neither the watchdog nor interrupt() could shut it down sooner.
+common::Status SshSession::handshake()
+{
+    // Not the 1 s floor of other calls: a preflight of thousands of nodes
+    // gives each unreachable one less.
+    const auto limit = std::chrono::milliseconds(
+        static_cast<long long>(std::max(0.1, m_target.timeoutSeconds) * 1000));
+    // The longest a step of the exchange waits before it is tried again
+    // (its writes go out when it is, not when the socket can be read).
+    constexpr int kPollSliceMs = 20;
+    ssh_set_blocking(m_session, 0);
+    int armedOn = -1;
+    int result = SSH_AGAIN;
+    while (result == SSH_AGAIN && !m_watchdog.fired()) {
+        result = ssh_connect(m_session);
+        const int socket = ssh_get_fd(m_session);
+        if (socket >= 0 && socket != armedOn) {
+            m_watchdog.arm(socket, limit);
+            armedOn = socket;
+        }
+        if (result == SSH_AGAIN) {
+            pollfd readable{socket, POLLIN, 0};
+            ::poll(&readable, socket >= 0 ? 1 : 0, kPollSliceMs);
+        }
+    }
+    m_watchdog.disarm();
+    ssh_set_blocking(m_session, 1);
+    if (result == SSH_OK && !m_watchdog.fired())
+        return common::Ok{};
+    return Error{m_target.describe() + ": cannot connect: " + failureReason(sessionError(m_session)),
+        "is the machine up, sshd listening on that port, and the address right?"};
 }
 
 SshSession::SshSession(const SshTarget& target, ssh_session_struct* session)

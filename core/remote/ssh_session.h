@@ -40,6 +40,13 @@ public:
     // and how to check and add it) and authenticates with a key. Every
     // Error names target.describe().
     static common::Result<std::unique_ptr<SshSession>> connect(const SshTarget& target);
+    // connect() in two halves, for a caller that may interrupt() it from
+    // another thread while it connects: prepare() makes the session and sets
+    // its options (no network); open() connects, checks the host key and
+    // authenticates, each wait on the network bounded by the timeout and
+    // ended at once by interrupt(). Only a host name's DNS lookup is not.
+    static common::Result<std::unique_ptr<SshSession>> prepare(const SshTarget& target);
+    common::Status open();
     ~SshSession();
     SshSession(const SshSession&) = delete;
     SshSession& operator=(const SshSession&) = delete;
@@ -92,6 +99,7 @@ public:
 
 private:
     SshSession(const SshTarget& target, ssh_session_struct* session);
+    common::Status handshake();
 
     SshTarget m_target;
     ssh_session_struct* m_session = nullptr;

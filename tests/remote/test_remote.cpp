@@ -1,6 +1,6 @@
 // core/remote against a real OpenSSH sshd on loopback: commands, host-key
 // and key checks, an event file followed over SFTP, a host that stops
-// answering, the host probe, a login shell that prints a banner, and a
+// answering, a connect to one that never answers, the host probe, a login shell that prints a banner, and a
 // preflight of thousands of unreachable nodes. `monitor` is in
 // test_remote_monitor, `fetch` and --sync's copies in test_remote_transfer.
 #include "../support/endless_run.h"
@@ -14,6 +14,7 @@
 #include "metrics/step_record.h"
 #include "remote/cluster_launch.h"
 #include "remote/host_probe.h"
+#include "remote/remote_event_feed.h"
 #include "remote/sftp_event_source.h"
 #include "remote/ssh_session.h"
 
@@ -22,8 +23,14 @@
 #include <QStandardPaths>
 #include <QtTest>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <csignal>
+#include <memory>
 #include <thread>
 
 using tb::remote::SshSession;
@@ -40,6 +47,37 @@ QString commandLineOf(long long pid)
     QFile file(QStringLiteral("/proc/%1/cmdline").arg(pid));
     return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readAll()).replace(QChar(0), QChar(' ')) : QString();
 }
+
+// A port on loopback that takes TCP connections (the kernel's backlog) and
+// never says a word: an sshd hung before its banner.
+class SilentPort {
+public:
+    SilentPort()
+        : m_socket(::socket(AF_INET, SOCK_STREAM, 0))
+    {
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t size = sizeof address;
+        if (m_socket < 0 || ::bind(m_socket, reinterpret_cast<sockaddr*>(&address), size) != 0
+            || ::listen(m_socket, 16) != 0
+            || ::getsockname(m_socket, reinterpret_cast<sockaddr*>(&address), &size) != 0)
+            return;
+        m_port = ntohs(address.sin_port);
+    }
+    ~SilentPort()
+    {
+        if (m_socket >= 0)
+            ::close(m_socket);
+    }
+    SilentPort(const SilentPort&) = delete;
+    SilentPort& operator=(const SilentPort&) = delete;
+    int port() const { return m_port; }
+
+private:
+    int m_socket = -1;
+    int m_port = 0;
+};
 
 } // namespace
 
@@ -170,6 +208,43 @@ private slots:
         // watchdog this poll never returns.
         QVERIFY2(milliseconds < 20000, qPrintable(QString::number(milliseconds)));
         QVERIFY(!(*session)->run("true").ok()); // the connection is closed for good
+    }
+
+    // A host that takes the connection and never answers, with a minute's
+    // timeout: interrupt() ends the connect under way at once, and so does
+    // destroying an event feed whose thread is connecting (the multi-node
+    // launch's, at its end), where both once waited out the timeout. The
+    // bounds are the timeout, not measurements.
+    void aConnectUnderWayEndsOnInterrupt()
+    {
+        const SilentPort silent;
+        QVERIFY(silent.port() > 0);
+        SshTarget mute = target();
+        mute.port = silent.port();
+        mute.timeoutSeconds = 60;
+        auto session = SshSession::prepare(mute);
+        QVERIFY(session.ok());
+        std::thread interrupter([&session] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            (*session)->interrupt();
+        });
+        QElapsedTimer waited;
+        waited.start();
+        const tb::common::Status opened = (*session)->open();
+        const qint64 milliseconds = waited.elapsed();
+        interrupter.join();
+        QVERIFY(!opened.ok());
+        QVERIFY2(opened.error().message.find("cannot connect: interrupted") != std::string::npos,
+            opened.error().message.c_str());
+        QVERIFY2(milliseconds < 30000, qPrintable(QString::number(milliseconds)));
+
+        auto feed = std::make_unique<tb::remote::RemoteEventFeed>(
+            mute, "/nonexistent/events.jsonl", 0, 1, std::chrono::milliseconds(100));
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        QVERIFY(feed->take().empty()); // still connecting: no problem to report yet
+        waited.restart();
+        feed.reset();
+        QVERIFY2(waited.elapsed() < 30000, qPrintable(QString::number(waited.elapsed())));
     }
 
     // The probe over SSH answers as the same probe run here, and finds a
