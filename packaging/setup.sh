@@ -109,6 +109,7 @@ python_env() {
     if [ $# -gt 0 ]; then
         wanted="$wanted $(requirements_of "$@")"
     fi
+    [ "$flavour" = cpu ] && wanted="$wanted, bytecode compiled"
     if already_installed "$venv" "$wanted"; then
         return
     fi
@@ -123,6 +124,14 @@ python_env() {
     if [ "$flavour" = cpu ] && wheel_is_cuda "$venv"; then
         log "$venv holds PyTorch's CUDA build: adding NVIDIA's toolkit wheels it builds with"
         "${pip[@]}" -r packaging/python-cuda-toolkit.txt
+    fi
+    # The tests start Python dozens of times. pip was told not to compile
+    # (its install is faster), and where PYTHONDONTWRITEBYTECODE is set, as
+    # on some CI machines, every start compiled torch and transformers from
+    # source again: ~20 s each. Files named for a newer Python than the
+    # venv's (torch's py312_*.py) do not compile and are not imported.
+    if [ "$flavour" = cpu ]; then
+        "$venv/bin/python" -m compileall -q -j 0 -x '/py3[1-9][0-9]_[^/]*[.]py$' "$venv/lib" >/dev/null
     fi
     echo "$wanted" >"$venv/.tunebench-requirements"
 }
