@@ -5,10 +5,10 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
+#include <vector>
 
 namespace tb::common {
 
@@ -67,7 +67,7 @@ mode_t finalMode(const std::string& target, const FileMode& mode)
 {
     if (mode)
         return mode_t(*mode);
-    struct stat existing {};
+    struct stat existing { };
     if (::lstat(target.c_str(), &existing) == 0 && S_ISREG(existing.st_mode))
         return existing.st_mode & 07777;
     return 0666 & ~currentUmask();
@@ -124,16 +124,38 @@ Status writeFileAtomic(const std::string& path, const std::string& content, File
     return Ok{};
 }
 
-Result<std::string> readFile(const std::string& path)
+namespace {
+
+Error tooLarge(const std::string& path, const std::string& size, std::size_t maxBytes)
+{
+    return Error{path + ": " + size + ", more than the " + std::to_string(maxBytes)
+            + " bytes this file may hold",
+        "is it the file meant? (a dataset or a model given where a config was expected)"};
+}
+
+} // namespace
+
+Result<std::string> readFile(const std::string& path, std::size_t maxBytes)
 {
     std::ifstream in(path, std::ios::binary);
     if (!in)
         return Error{systemError("cannot open", path), {}};
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
+    std::error_code error;
+    if (std::filesystem::is_regular_file(path, error)) {
+        const std::uintmax_t size = std::filesystem::file_size(path, error);
+        if (!error && size > maxBytes)
+            return tooLarge(path, std::to_string(size) + " bytes", maxBytes);
+    }
+    std::string text;
+    std::vector<char> chunk(std::size_t{1} << 16);
+    while (in.read(chunk.data(), std::streamsize(chunk.size())) || in.gcount() > 0) {
+        text.append(chunk.data(), std::size_t(in.gcount()));
+        if (text.size() > maxBytes)
+            return tooLarge(path, "more than that read and no end yet", maxBytes);
+    }
     if (in.bad())
         return Error{systemError("cannot read", path), {}};
-    return buffer.str();
+    return text;
 }
 
 } // namespace tb::common

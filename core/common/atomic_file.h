@@ -3,6 +3,7 @@
 #include "common/error.h"
 
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -49,7 +50,11 @@ private:
 // false with errno set on an error.
 bool writeAll(int fd, const char* data, size_t size);
 
-// Reads a whole file; the error names the file and the reason.
-Result<std::string> readFile(const std::string& path);
+// Reads a whole file; the error names the file and the reason. A file larger
+// than `maxBytes` is refused with its size and the limit, before it is read
+// where its size is known and as soon as the limit is passed where it is not
+// (a pipe, a device such as /dev/zero).
+Result<std::string> readFile(
+    const std::string& path, std::size_t maxBytes = std::numeric_limits<std::size_t>::max());
 
 } // namespace tb::common

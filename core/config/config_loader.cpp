@@ -1,6 +1,5 @@
 #include "config/config_loader.h"
 
-#include "common/atomic_file.h"
 #include "common/hub_cache.h"
 #include "config/section_readers.h"
 
@@ -15,8 +14,8 @@
 namespace tb::config {
 
 namespace fs = std::filesystem;
-using detail::MapReader;
 using detail::checkSchemaKeys;
+using detail::MapReader;
 using detail::readChoice;
 using detail::ReadState;
 
@@ -93,7 +92,8 @@ void checkPathsExist(const RunConfig& config, const std::string& modelAsWritten,
         std::string problem = "folder " + config.model + " does not exist";
         std::string hint;
         if (common::looksLikeHubId(modelAsWritten)) {
-            if (const common::Result<std::string> cached = common::findCachedModel(modelAsWritten); !cached) {
+            if (const common::Result<std::string> cached = common::findCachedModel(modelAsWritten);
+                !cached) {
                 problem += ", and " + cached.error().message;
                 hint = cached.error().hint;
             }
@@ -274,7 +274,7 @@ LoadReport readRunConfigFile(const std::string& path, LoadOptions options)
 {
     if (options.sourceName.empty())
         options.sourceName = path;
-    const common::Result<std::string> text = common::readFile(path);
+    const common::Result<std::string> text = yaml::readYamlFile(path);
     if (!text.ok()) {
         LoadReport report;
         report.sourceName = options.sourceName;

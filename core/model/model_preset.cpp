@@ -1,6 +1,5 @@
 #include "model/model_preset.h"
 
-#include "common/atomic_file.h"
 #include "yaml/map_reader.h"
 
 #include <sstream>
@@ -91,7 +90,7 @@ common::Result<ModelSpec> parseModelPreset(std::string_view text, const std::str
 
 common::Result<ModelSpec> loadModelPreset(const std::string& path)
 {
-    const common::Result<std::string> text = common::readFile(path);
+    const common::Result<std::string> text = yaml::readYamlFile(path);
     if (!text)
         return text.error();
     return parseModelPreset(*text, path);

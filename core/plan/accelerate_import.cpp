@@ -1,6 +1,5 @@
 #include "plan/plan_file.h"
 
-#include "common/atomic_file.h"
 #include "common/text.h"
 #include "yaml/map_reader.h"
 
@@ -164,8 +163,8 @@ void readDistributedType(MapReader& top, yaml::ProblemList& problems, ImportResu
 void readMixedPrecision(MapReader& top, ImportResult& result)
 {
     PlanInput& in = result.input;
-    if (!top.choice("mixed_precision", in.precision, parseMixedPrecision,
-            {"no", "fp16", "bf16", "fp8"}))
+    if (!top.choice(
+            "mixed_precision", in.precision, parseMixedPrecision, {"no", "fp16", "bf16", "fp8"}))
         return;
     const std::string p = lower(top.value("mixed_precision").Scalar());
     if (p == "fp8")
@@ -195,8 +194,8 @@ void readProcesses(MapReader& top, ImportResult& result)
     if (machines)
         in.nodes = int(nodes);
     result.applied.push_back("num_processes " + std::to_string(processes) + " over num_machines "
-        + std::to_string(nodes) + " -> gpus_per_node " + std::to_string(in.gpusPerNode)
-        + ", nodes " + std::to_string(in.nodes));
+        + std::to_string(nodes) + " -> gpus_per_node " + std::to_string(in.gpusPerNode) + ", nodes "
+        + std::to_string(in.nodes));
 }
 
 } // namespace
@@ -228,7 +227,7 @@ common::Result<ImportResult> parseAccelerateYaml(
 
 common::Result<ImportResult> importAccelerateYaml(const std::string& path, const PlanInput& base)
 {
-    const common::Result<std::string> text = common::readFile(path);
+    const common::Result<std::string> text = yaml::readYamlFile(path);
     if (!text)
         return text.error();
     return parseAccelerateYaml(*text, path, base);

@@ -2,11 +2,11 @@
 
 #include "common/hub_cache.h"
 
-#include "common/atomic_file.h"
 #include "common/text.h"
 #include "model/hf_config.h"
 #include "model/model_preset.h"
 #include "plan/presets_dirs.h"
+#include "yaml/map_reader.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -101,7 +101,7 @@ common::Result<Catalog> Catalog::load(const std::string& presetsDir)
     }
 
     const std::string gpuFile = (root / "hardware" / "gpus.yaml").string();
-    const common::Result<std::string> gpuText = common::readFile(gpuFile);
+    const common::Result<std::string> gpuText = yaml::readYamlFile(gpuFile);
     if (!gpuText)
         return gpuText.error();
     common::Result<std::vector<GpuSpec>> gpus = parseGpuPresets(*gpuText, gpuFile);
@@ -110,7 +110,7 @@ common::Result<Catalog> Catalog::load(const std::string& presetsDir)
     catalog.m_gpus = std::move(gpus).value();
 
     const std::string vmFile = (root / "hardware" / "vms.yaml").string();
-    const common::Result<std::string> vmText = common::readFile(vmFile);
+    const common::Result<std::string> vmText = yaml::readYamlFile(vmFile);
     if (!vmText)
         return vmText.error();
     common::Result<std::vector<VmSize>> vms = parseVmPresets(*vmText, vmFile, catalog.m_gpus);

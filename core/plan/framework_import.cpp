@@ -223,7 +223,8 @@ void importTorchAdam(const json& optimizer, JsonImport& im)
     if (torchAdam == params->end())
         return;
     if (!torchAdam->is_boolean()) {
-        im.problem("optimizer.params.torch_adam", "got " + torchAdam->dump() + ", expected true or false");
+        im.problem(
+            "optimizer.params.torch_adam", "got " + torchAdam->dump() + ", expected true or false");
         return;
     }
     im.result.input.optimizerKernel =
@@ -356,7 +357,7 @@ common::Result<ImportResult> parseDeepSpeedJson(
 
 common::Result<ImportResult> importDeepSpeedJson(const std::string& path, const PlanInput& base)
 {
-    const common::Result<std::string> text = common::readFile(path);
+    const common::Result<std::string> text = common::readFile(path, common::kMaxJsonDocumentBytes);
     if (!text)
         return text.error();
     return parseDeepSpeedJson(*text, path, base);

@@ -6,7 +6,6 @@
 
 #include <yaml-cpp/yaml.h>
 
-
 namespace tb::plan {
 
 using yaml::MapReader;
@@ -116,7 +115,7 @@ common::Result<PlanInput> parsePlanYaml(std::string_view yaml, const std::string
 
 common::Result<PlanInput> loadPlanYaml(const std::string& path)
 {
-    const common::Result<std::string> text = common::readFile(path);
+    const common::Result<std::string> text = yaml::readYamlFile(path);
     if (!text)
         return text.error();
     return parsePlanYaml(*text, path);

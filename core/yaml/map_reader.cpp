@@ -1,10 +1,11 @@
 #include "yaml/map_reader.h"
 
+#include "common/atomic_file.h"
 #include "common/text.h"
 
 #include <charconv>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 namespace tb::yaml {
@@ -68,6 +69,11 @@ std::string shortNumber(double value)
 
 } // namespace
 
+common::Result<std::string> readYamlFile(const std::string& path)
+{
+    return common::readFile(path, kMaxYamlFileBytes);
+}
+
 YAML::Node load(const std::string& text, ProblemList& problems)
 {
     try {
@@ -120,8 +126,8 @@ MapReader::MapReader(const YAML::Node& map, std::string path, ProblemList& probl
     , m_problems(problems)
 {
     if (map.IsDefined() && !map.IsNull() && !map.IsMap())
-        m_problems.add(problemAt(map, YAML::Node(), m_path,
-            "got " + describe(map) + ", expected a mapping of keys"));
+        m_problems.add(problemAt(
+            map, YAML::Node(), m_path, "got " + describe(map) + ", expected a mapping of keys"));
     if (!map.IsMap())
         return;
     for (auto it = map.begin(); it != map.end(); ++it) {
@@ -336,7 +342,8 @@ std::optional<YAML::Node> MapReader::sequence(std::string_view key)
 void MapReader::reportChoice(std::string_view key, const std::vector<std::string>& names)
 {
     const YAML::Node node = value(key);
-    const std::string hint = node.IsScalar() ? common::didYouMean(names, node.Scalar()) : std::string();
+    const std::string hint =
+        node.IsScalar() ? common::didYouMean(names, node.Scalar()) : std::string();
     report(key, "got " + describe(node) + ", expected " + common::listNames(names), hint);
 }
 

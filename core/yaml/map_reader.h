@@ -1,10 +1,12 @@
 #pragma once
 
+#include "common/error.h"
 #include "yaml/yaml_problem.h"
 
 #include <yaml-cpp/yaml.h>
 
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -22,6 +24,15 @@ namespace tb::yaml {
 // Parses one document; a syntax error becomes a located problem and an
 // undefined node.
 YAML::Node load(const std::string& text, ProblemList& problems);
+
+// The most a YAML file of ours may hold (a run config, a plan, a preset, an
+// accelerate config: a few KiB each). yaml-cpp keeps a node per scalar,
+// many times the text's size, so a dataset named by mistake is refused with
+// its size instead of filling this machine's memory.
+inline constexpr std::size_t kMaxYamlFileBytes = std::size_t{16} << 20;
+
+// A YAML file's text, at most kMaxYamlFileBytes; the error names the file.
+common::Result<std::string> readYamlFile(const std::string& path);
 
 // The problem located at `node` (or at `fallback` when `node` has no position).
 Problem problemAt(const YAML::Node& node, const YAML::Node& fallback, std::string path,
@@ -66,7 +77,8 @@ public:
         std::string_view expected = "a list of text");
     // A name `parse` reads (canonical or alias); messages list `names`.
     template <typename Enum, typename Parse>
-    bool choice(std::string_view key, Enum& out, Parse parse, const std::vector<std::string>& names);
+    bool choice(
+        std::string_view key, Enum& out, Parse parse, const std::vector<std::string>& names);
 
     // A nested mapping or list; a problem (and nullopt) when the key holds
     // something else.

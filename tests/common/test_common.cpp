@@ -35,7 +35,8 @@ private slots:
             const QString s = sharding;
             const bool fsdp = s.startsWith("fsdp");
             const bool shardsParameters = fsdp || s == "zero3";
-            QTest::addRow("%s, none", sharding) << s << "none" << "";
+            QTest::addRow("%s, none", sharding) << s << "none"
+                                                << "";
             QTest::addRow("%s, optimizer", sharding) << s << "optimizer" << (fsdp ? together : "");
             QTest::addRow("%s, optimizer+params", sharding)
                 << s << "optimizer+params" << (shardsParameters ? "" : keeps);
@@ -56,8 +57,8 @@ private slots:
         QCOMPARE(QString::fromStdString(refused->field), QString("offload"));
         const QString problem = QString::fromStdString(refused->problem);
         QVERIFY2(problem.contains(refusal), qPrintable(problem));
-        QVERIFY2(problem.contains("got " + offload + " with sharding " + sharding),
-            qPrintable(problem));
+        QVERIFY2(
+            problem.contains("got " + offload + " with sharding " + sharding), qPrintable(problem));
         QVERIFY(!refused->hint.empty());
     }
 
@@ -115,10 +116,10 @@ private slots:
 
     void errorNamesFileAndField()
     {
-        const Error error = Error::at("plan.yaml", "field 'micro_batch'", "got -3, expected > 0",
-                                      "use 1 or more");
+        const Error error =
+            Error::at("plan.yaml", "field 'micro_batch'", "got -3, expected > 0", "use 1 or more");
         QCOMPARE(QString::fromStdString(error.toString()),
-                 "plan.yaml: field 'micro_batch': got -3, expected > 0 (use 1 or more)");
+            "plan.yaml: field 'micro_batch': got -3, expected > 0 (use 1 or more)");
         const Result<int> result(error);
         QVERIFY(!result.ok());
         QCOMPARE(Result<int>(7).value(), 7);
@@ -128,11 +129,16 @@ private slots:
     {
         QTest::addColumn<QString>("text");
         QTest::addColumn<QString>("expected");
-        QTest::addRow("none") << "a b" << "a b";
-        QTest::addRow("both ends") << " \t a b \r\n" << "a b";
-        QTest::addRow("form feed and vertical tab") << "\f\va\v\f" << "a";
-        QTest::addRow("only space") << " \n\t " << "";
-        QTest::addRow("empty") << "" << "";
+        QTest::addRow("none") << "a b"
+                              << "a b";
+        QTest::addRow("both ends") << " \t a b \r\n"
+                                   << "a b";
+        QTest::addRow("form feed and vertical tab") << "\f\va\v\f"
+                                                    << "a";
+        QTest::addRow("only space") << " \n\t "
+                                    << "";
+        QTest::addRow("empty") << ""
+                               << "";
     }
     void trimRemovesSpaceAtBothEnds()
     {
@@ -143,7 +149,8 @@ private slots:
         const std::string_view view = tb::common::trimView(input);
         QCOMPARE(QString::fromStdString(std::string(view)), expected);
         // The view points into the input: no copy.
-        QVERIFY(view.empty() || (view.data() >= input.data() && view.data() < input.data() + input.size()));
+        QVERIFY(view.empty()
+            || (view.data() >= input.data() && view.data() < input.data() + input.size()));
     }
 
     void escapeControlKeepsTextOnOneInertLine_data()
@@ -160,7 +167,8 @@ private slots:
     {
         QFETCH(QByteArray, text);
         QFETCH(QByteArray, expected);
-        QCOMPARE(QByteArray::fromStdString(tb::common::escapeControl(text.toStdString())), expected);
+        QCOMPARE(
+            QByteArray::fromStdString(tb::common::escapeControl(text.toStdString())), expected);
     }
 
     // Every value has one canonical spelling that reads back as itself; the
@@ -190,8 +198,8 @@ private slots:
 
     void nearestNamesPrefersContainedAndTypos()
     {
-        const std::vector<std::string> names{"Llama-3-8B", "Llama-2-7B", "Mistral-7B-v0.1",
-                                             "Qwen2.5-7B"};
+        const std::vector<std::string> names{
+            "Llama-3-8B", "Llama-2-7B", "Mistral-7B-v0.1", "Qwen2.5-7B"};
         QCOMPARE(nearestNames(names, "mistral", 1).front(), std::string("Mistral-7B-v0.1"));
         QCOMPARE(nearestNames(names, "llama-3-7b", 1).front(), std::string("Llama-3-8B"));
         QCOMPARE(editDistance("kitten", "sitting"), size_t{3});
@@ -239,7 +247,8 @@ private slots:
                     && message.contains("expected an integer from -5 to 100"),
                 e.what());
         }
-        QVERIFY_THROWS_EXCEPTION(nlohmann::json::out_of_range, jsonIntegerAt(object, "nnodes", 0, 1));
+        QVERIFY_THROWS_EXCEPTION(
+            nlohmann::json::out_of_range, jsonIntegerAt(object, "nnodes", 0, 1));
     }
 
     void atomicWriteReplacesWholeFile()
@@ -251,7 +260,8 @@ private slots:
         QCOMPARE(readFile(path).value(), std::string("second\n"));
         // No temporary file is left beside it.
         int entries = 0;
-        for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path().toStdString()))
+        for ([[maybe_unused]] const auto& entry :
+            std::filesystem::directory_iterator(dir.path().toStdString()))
             ++entries;
         QCOMPARE(entries, 1);
     }
@@ -286,10 +296,11 @@ private slots:
             QVERIFY(::chmod(path.c_str(), mode_t(existing)) == 0);
         }
         const mode_t before = ::umask(mode_t(mask));
-        const Status written = writeFileAtomic(path, "new\n", given >= 0 ? FileMode(given) : FileMode());
+        const Status written =
+            writeFileAtomic(path, "new\n", given >= 0 ? FileMode(given) : FileMode());
         ::umask(before);
         QVERIFY(written.ok());
-        struct stat info {};
+        struct stat info { };
         QVERIFY(::stat(path.c_str(), &info) == 0);
         QCOMPARE(int(info.st_mode & 07777), expected);
     }
@@ -309,9 +320,47 @@ private slots:
         QCOMPARE(readFile(path + "/kept.yaml").value(), std::string("kept\n"));
         int entries = 0;
         for ([[maybe_unused]] const auto& entry :
-             std::filesystem::directory_iterator(dir.path().toStdString()))
+            std::filesystem::directory_iterator(dir.path().toStdString()))
             ++entries;
         QCOMPARE(entries, 1);
+    }
+
+    // A file over the limit is refused with its size and the limit, before
+    // it is read; one without a known size (a device) once the limit is
+    // passed, never read for ever.
+    void readFileStopsAtItsLimit_data()
+    {
+        QTest::addColumn<qint64>("size"); // -1: /dev/zero
+        QTest::addColumn<qint64>("limit");
+        QTest::addColumn<QString>("refusal"); // empty: read whole
+        QTest::newRow("under the limit") << qint64(1000) << qint64(1024) << QString();
+        QTest::newRow("at the limit") << qint64(1024) << qint64(1024) << QString();
+        QTest::newRow("over the limit") << qint64(200000) << qint64(1024)
+                                        << QStringLiteral("200000 bytes, more than the 1024 bytes");
+        QTest::newRow("a device without end")
+            << qint64(-1) << qint64(1) * 1024 * 1024
+            << QStringLiteral("more than that read and no end yet, more than the 1048576 bytes");
+    }
+    void readFileStopsAtItsLimit()
+    {
+        QFETCH(qint64, size);
+        QFETCH(qint64, limit);
+        QFETCH(QString, refusal);
+        QTemporaryDir dir;
+        std::string path = "/dev/zero";
+        if (size >= 0) {
+            path = dir.filePath("file.yaml").toStdString();
+            QVERIFY(writeFileAtomic(path, std::string(std::size_t(size), 'x')).ok());
+        }
+        const auto text = readFile(path, std::size_t(limit));
+        if (refusal.isEmpty()) {
+            QVERIFY(text.ok());
+            QCOMPARE(qint64(text->size()), size);
+            return;
+        }
+        QVERIFY(!text.ok());
+        QVERIFY2(text.error().message.starts_with(path + ": " + refusal.toStdString()),
+            text.error().message.c_str());
     }
 
     void readMissingFileNamesIt()

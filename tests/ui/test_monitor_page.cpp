@@ -12,14 +12,15 @@
 #include "runs/run_charts.h"
 #include "runs/run_view.h"
 
+#include <QLabel>
 #include <QSignalSpy>
 #include <QtTest>
 
 using tb::metrics::EventType;
 using tb::metrics::makeEvent;
-using tb::ui::MonitorPage;
 using tb::test::appendLine;
 using tb::test::stepLine;
+using tb::ui::MonitorPage;
 
 class TestMonitorPage : public QObject {
     Q_OBJECT
@@ -40,7 +41,8 @@ private slots:
         appendLine(run + "/events.jsonl",
             makeEvent(EventType::RunStart, 0, 1.0e9,
                 {{"run_id", "far"}, {"world_size", 8}, {"config", nlohmann::json::object()},
-                    {"model", {{"name", "Llama-3.1-8B"}}}, {"total_steps", 6}, {"sharding", "fsdp-full"}})
+                    {"model", {{"name", "<b>Llama-3.1-8B</b><img src=\"x\">"}}}, {"total_steps", 6},
+                    {"sharding", "fsdp-full"}})
                 .dump());
         appendLine(run + "/events.jsonl", stepLine(1, 1800.0));
 
@@ -49,12 +51,21 @@ private slots:
         page.show();
         connectPage(page, run, m_server.knownHosts());
         QTRY_VERIFY(page.isConnected());
-        QVERIFY2(page.statusText().startsWith(QStringLiteral("Following 127.0.0.1:") + run), qPrintable(page.statusText()));
+        QVERIFY2(page.statusText().startsWith(QStringLiteral("Following 127.0.0.1:") + run),
+            qPrintable(page.statusText()));
         QTRY_COMPARE(page.view()->charts()->lossPointCount(), 1);
         appendLine(run + "/events.jsonl", stepLine(2, 1800.0));
         appendLine(run + "/events.jsonl", stepLine(3, 1800.0));
         QTRY_COMPARE_WITH_TIMEOUT(page.view()->charts()->lossPointCount(), 3, 10000);
         QVERIFY2(page.view()->summaryText().contains(QStringLiteral("8 ranks, fsdp-full")),
+            qPrintable(page.view()->summaryText()));
+        // What the host wrote is shown as written, never as markup (review L6).
+        for (const char* name : {"runSummary", "monitorStatus"}) {
+            const auto* label = page.findChild<QLabel*>(QString::fromLatin1(name));
+            QVERIFY2(label, name);
+            QCOMPARE(label->textFormat(), Qt::PlainText);
+        }
+        QVERIFY2(page.view()->summaryText().contains(QStringLiteral("<b>Llama-3.1-8B</b><img")),
             qPrintable(page.view()->summaryText()));
         QVERIFY(page.canStop()); // decided there, over SSH: this run names no pid
         QSignalSpy stopped(&page, &MonitorPage::stopFinished);
@@ -76,7 +87,8 @@ private slots:
         const QString emptyKnownHosts = m_work.filePath(QStringLiteral("empty_known_hosts"));
         connectPage(page, m_work.path(), emptyKnownHosts);
         QTRY_VERIFY(page.statusText().contains(QStringLiteral("is not in")));
-        QVERIFY2(page.statusText().contains(QStringLiteral("SHA256:")), qPrintable(page.statusText()));
+        QVERIFY2(
+            page.statusText().contains(QStringLiteral("SHA256:")), qPrintable(page.statusText()));
         QVERIFY(!page.isConnected());
         QVERIFY(!page.canStop());
     }
@@ -107,15 +119,16 @@ private slots:
         QVERIFY(trainer.waitForFinished(60000));
         QTRY_VERIFY_WITH_TIMEOUT(page.history().end().has_value(), 10000);
         QCOMPARE(page.history().end()->status, std::string("stopped"));
-        QVERIFY(page.view()->messageTexts().contains(QStringLiteral("[stop] SIGTERM sent to process %1").arg(pid)));
+        QVERIFY(page.view()->messageTexts().contains(
+            QStringLiteral("[stop] SIGTERM sent to process %1").arg(pid)));
         QVERIFY(!page.canStop());
     }
 
 private:
     void connectPage(MonitorPage& page, const QString& runDir, const QString& knownHosts)
     {
-        page.connectTo(m_server.user() + QStringLiteral("@127.0.0.1"), m_server.port(), m_server.userKey(),
-            knownHosts, runDir);
+        page.connectTo(m_server.user() + QStringLiteral("@127.0.0.1"), m_server.port(),
+            m_server.userKey(), knownHosts, runDir);
     }
 
     tb::test::SshdServer m_server;

@@ -1,6 +1,9 @@
 #include "yaml/map_reader.h"
 
+#include <QTemporaryDir>
 #include <QTest>
+
+#include <fstream>
 
 using namespace tb;
 
@@ -65,8 +68,9 @@ private slots:
                                  << "f.yaml:1:1: name: missing (required)";
         QTest::addRow("empty name") << "name: ''\n"
                                     << "f.yaml:1:7: name: got \"\", expected a name";
-        QTest::addRow("quoted number") << "name: a\nsize: '5'\n"
-                                       << "f.yaml:2:7: size: got \"5\", expected an integer from 1 to 1099511627776";
+        QTest::addRow("quoted number")
+            << "name: a\nsize: '5'\n"
+            << "f.yaml:2:7: size: got \"5\", expected an integer from 1 to 1099511627776";
         QTest::addRow("float for integer")
             << "name: a\nsize: 2.5\n"
             << "f.yaml:2:7: size: got 2.5, expected an integer from 1";
@@ -103,6 +107,26 @@ private slots:
         QFETCH(QString, expected);
         const QString message = problemsOf(yaml);
         QVERIFY2(message.contains(expected), qPrintable(message));
+    }
+
+    // A file named where a config was meant (a dataset) is refused with its
+    // size before yaml-cpp makes a node of each of its scalars.
+    void aFileOverTheYamlLimitIsRefused()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("data.yaml").toStdString();
+        {
+            std::ofstream out(path, std::ios::binary);
+            const std::string line = "- {instruction: a, output: b}\n";
+            for (std::size_t written = 0; written <= tb::yaml::kMaxYamlFileBytes;
+                 written += line.size())
+                out << line;
+        }
+        const auto text = tb::yaml::readYamlFile(path);
+        QVERIFY(!text.ok());
+        QVERIFY2(text.error().message.find(path + ": ") == 0, text.error().message.c_str());
+        QVERIFY2(text.error().message.find("more than the 16777216 bytes") != std::string::npos,
+            text.error().message.c_str());
     }
 
     void goodDocumentHasNoProblems()
