@@ -18,7 +18,7 @@ QList<QPair<QString, QString>> AboutDialog::componentVersions()
         {QStringLiteral("Tunebench"), QString::fromLatin1(buildinfo::kTunebenchVersion)},
         {QStringLiteral("Qt"), QString::fromLatin1(qVersion())},
         {QStringLiteral("LibTorch"),
-         buildinfo::kHasTrainer ? QString::fromLatin1(buildinfo::kLibTorchVersion) : notBuilt},
+            buildinfo::kHasTrainer ? QString::fromLatin1(buildinfo::kLibTorchVersion) : notBuilt},
         {QStringLiteral("libssh"), QString::fromLatin1(buildinfo::kLibsshVersion)},
         {QStringLiteral("yaml-cpp"), QString::fromLatin1(buildinfo::kYamlCppVersion)},
         {QStringLiteral("QCustomPlot"), QStringLiteral(QCUSTOMPLOT_VERSION_STR)},

@@ -10,8 +10,7 @@
 // test can round-trip them all.
 namespace tb::ui {
 
-template <typename T>
-struct SettingKey {
+template <typename T> struct SettingKey {
     const char* key;
     T defaultValue;
 };
@@ -39,8 +38,7 @@ public:
     // Uses QSettings with the application's organisation and name.
     AppSettings();
 
-    template <typename T>
-    T value(const SettingKey<T>& key) const
+    template <typename T> T value(const SettingKey<T>& key) const
     {
         const QVariant stored = read(key.key);
         if (!stored.isValid() || !stored.canConvert<T>())
@@ -48,8 +46,7 @@ public:
         return stored.value<T>();
     }
 
-    template <typename T>
-    void setValue(const SettingKey<T>& key, const T& newValue)
+    template <typename T> void setValue(const SettingKey<T>& key, const T& newValue)
     {
         write(key.key, QVariant::fromValue(newValue));
     }

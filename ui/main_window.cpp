@@ -51,7 +51,7 @@ MainWindow::MainWindow(QWidget* parent)
     setCentralWidget(central);
 
     addPage(QStringLiteral("planner"), tr("Planner"), QStringLiteral(":/icons/planner.svg"),
-            new PlannerPage);
+        new PlannerPage);
     auto* runs = new RunsPage;
 #ifdef TB_HAVE_SSH
     // One inventory of machines: the Runs page picks a multi-node run's hosts from it.
@@ -60,30 +60,30 @@ MainWindow::MainWindow(QWidget* parent)
 #endif
     addPage(QStringLiteral("runs"), tr("Runs"), QStringLiteral(":/icons/runs.svg"), runs);
     auto* compare = new ComparePage;
-    connect(compare, &ComparePage::statusMessage, this, [this](const QString& text) {
-        statusBar()->showMessage(text);
-    });
-    addPage(QStringLiteral("compare"), tr("Compare"), QStringLiteral(":/icons/compare.svg"), compare);
+    connect(compare, &ComparePage::statusMessage, this,
+        [this](const QString& text) { statusBar()->showMessage(text); });
+    addPage(
+        QStringLiteral("compare"), tr("Compare"), QStringLiteral(":/icons/compare.svg"), compare);
     addPage(QStringLiteral("monitor"), tr("Monitor"), QStringLiteral(":/icons/monitor.svg"),
 #ifdef TB_HAVE_SSH
-            new MonitorPage);
+        new MonitorPage);
 #else
-            new NotBuiltPage(tr("Monitor"),
-                             tr("Attach over SSH to a run started earlier, follow it, stop it."),
-                             tr("a build with SSH (TUNEBENCH_SSH and libssh)")));
+        new NotBuiltPage(tr("Monitor"),
+            tr("Attach over SSH to a run started earlier, follow it, stop it."),
+            tr("a build with SSH (TUNEBENCH_SSH and libssh)")));
 #endif
     addPage(QStringLiteral("hosts"), tr("Hosts"), QStringLiteral(":/icons/hosts.svg"),
 #ifdef TB_HAVE_SSH
-            hosts);
+        hosts);
 #else
-            new NotBuiltPage(tr("Hosts"),
-                             tr("The machines Tunebench can reach over SSH, their GPUs and what "
-                                "runs on them."),
-                             tr("a build with SSH (TUNEBENCH_SSH and libssh)")));
+        new NotBuiltPage(tr("Hosts"),
+            tr("The machines Tunebench can reach over SSH, their GPUs and what "
+               "runs on them."),
+            tr("a build with SSH (TUNEBENCH_SSH and libssh)")));
 #endif
 
-    connect(m_navigation, &QListWidget::currentRowChanged, m_pages,
-            &QStackedWidget::setCurrentIndex);
+    connect(
+        m_navigation, &QListWidget::currentRowChanged, m_pages, &QStackedWidget::setCurrentIndex);
     createMenus();
     statusBar()->showMessage(tr("Ready"));
     restoreWindowState();
@@ -91,8 +91,8 @@ MainWindow::MainWindow(QWidget* parent)
 
 MainWindow::~MainWindow() = default;
 
-void MainWindow::addPage(const QString& id, const QString& title, const QString& iconPath,
-                         QWidget* page)
+void MainWindow::addPage(
+    const QString& id, const QString& title, const QString& iconPath, QWidget* page)
 {
     page->setObjectName(id + QStringLiteral("Page"));
     auto* item = new QListWidgetItem(QIcon(iconPath), title, m_navigation);
@@ -107,8 +107,8 @@ void MainWindow::createMenus()
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
     QMenu* view = menuBar()->addMenu(tr("&View"));
     for (int i = 0; i < m_pageIds.size(); ++i) {
-        QAction* action = view->addAction(m_navigation->item(i)->text(), this,
-                                          [this, i] { m_navigation->setCurrentRow(i); });
+        QAction* action = view->addAction(
+            m_navigation->item(i)->text(), this, [this, i] { m_navigation->setCurrentRow(i); });
         action->setShortcut(QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)));
     }
     QMenu* help = menuBar()->addMenu(tr("&Help"));

@@ -26,7 +26,8 @@ protected:
             QTimer::singleShot(0, this, [] {
                 const auto now = std::chrono::steady_clock::now().time_since_epoch();
                 std::printf("first-frame-ns %lld\n",
-                    static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()));
+                    static_cast<long long>(
+                        std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()));
                 std::fflush(stdout);
                 QCoreApplication::exit(0);
             });

@@ -18,8 +18,8 @@ ArgParser::ArgParser(std::string command, std::string summary)
 {
 }
 
-void ArgParser::addOption(const std::string& name, const std::string& valueName,
-                          const std::string& help)
+void ArgParser::addOption(
+    const std::string& name, const std::string& valueName, const std::string& help)
 {
     m_specs.push_back({name, valueName, help});
 }
@@ -75,9 +75,9 @@ common::Status ArgParser::parse(const std::vector<std::string>& args)
         } else if (i + 1 < args.size()) {
             m_values[name] = args[++i];
         } else {
-            return Error{m_command + ": option '--" + name + "' needs a value (" + spec->valueName
-                             + ")",
-                         {}};
+            return Error{
+                m_command + ": option '--" + name + "' needs a value (" + spec->valueName + ")",
+                {}};
         }
     }
     return common::Ok{};
@@ -94,19 +94,20 @@ std::string ArgParser::value(const std::string& name, const std::string& fallbac
     return it == m_values.end() ? fallback : it->second;
 }
 
-common::Result<long long> ArgParser::integer(const std::string& name, long long fallback,
-                                             long long min, long long max) const
+common::Result<long long> ArgParser::integer(
+    const std::string& name, long long fallback, long long min, long long max) const
 {
     if (!isSet(name))
         return fallback;
     const std::string text = value(name);
     long long parsed = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), parsed);
-    const std::string range = "an integer from " + std::to_string(min) + " to " + std::to_string(max);
+    const std::string range =
+        "an integer from " + std::to_string(min) + " to " + std::to_string(max);
     if (ec == std::errc::result_out_of_range)
-        return Error{m_command + ": --" + name + ": got '" + text + "', which overflows; expected "
-                         + range,
-                     {}};
+        return Error{
+            m_command + ": --" + name + ": got '" + text + "', which overflows; expected " + range,
+            {}};
     if (ec != std::errc{} || end != text.data() + text.size())
         return Error{m_command + ": --" + name + ": got '" + text + "', expected " + range, {}};
     if (parsed < min || parsed > max)
@@ -114,8 +115,8 @@ common::Result<long long> ArgParser::integer(const std::string& name, long long 
     return parsed;
 }
 
-common::Result<double> ArgParser::number(const std::string& name, double fallback, double min,
-                                         double max) const
+common::Result<double> ArgParser::number(
+    const std::string& name, double fallback, double min, double max) const
 {
     if (!isSet(name))
         return fallback;
@@ -124,10 +125,10 @@ common::Result<double> ArgParser::number(const std::string& name, double fallbac
     const double parsed = std::strtod(text.c_str(), &end);
     std::ostringstream range;
     range << "a number from " << min << " to " << max;
-    if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(parsed)
-        || parsed < min || parsed > max)
-        return Error{m_command + ": --" + name + ": got '" + text + "', expected " + range.str(),
-                     {}};
+    if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(parsed) || parsed < min
+        || parsed > max)
+        return Error{
+            m_command + ": --" + name + ": got '" + text + "', expected " + range.str(), {}};
     return parsed;
 }
 

@@ -35,10 +35,10 @@ public:
     std::vector<std::string> positionals() const { return m_positionals; }
 
     // Integer/number options checked against a range; absent gives `fallback`.
-    common::Result<long long> integer(const std::string& name, long long fallback, long long min,
-                                      long long max) const;
-    common::Result<double> number(const std::string& name, double fallback, double min,
-                                  double max) const;
+    common::Result<long long> integer(
+        const std::string& name, long long fallback, long long min, long long max) const;
+    common::Result<double> number(
+        const std::string& name, double fallback, double min, double max) const;
 
 private:
     struct Spec {

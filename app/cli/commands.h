@@ -7,8 +7,8 @@ namespace tb::cli {
 
 // Exit statuses shared by every subcommand.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;   // the work ran and failed (a run diverged, a rank died)
-inline constexpr int kExitUsage = 2;     // bad input or a feature not built: nothing was run
+inline constexpr int kExitFailure = 1; // the work ran and failed (a run diverged, a rank died)
+inline constexpr int kExitUsage = 2; // bad input or a feature not built: nothing was run
 
 using Args = std::vector<std::string>;
 

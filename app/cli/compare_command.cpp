@@ -21,7 +21,8 @@ int runCompare(const Args& args)
     if (const std::optional<int> status = p.parseOrExitStatus(args))
         return *status;
     if (p.positionals().empty()) {
-        std::cerr << "compare: expected one or more run folders (see tunebench-cli compare --help)\n";
+        std::cerr
+            << "compare: expected one or more run folders (see tunebench-cli compare --help)\n";
         return kExitUsage;
     }
     std::vector<metrics::RunEntry> runs;
@@ -33,7 +34,8 @@ int runCompare(const Args& args)
                       << metrics::kRank0EventsFile << ")\n";
             return kExitUsage;
         }
-        runs.push_back(metrics::readRunEntry(std::filesystem::absolute(dir).lexically_normal().string()));
+        runs.push_back(
+            metrics::readRunEntry(std::filesystem::absolute(dir).lexically_normal().string()));
     }
     if (p.isSet("json"))
         printComparisonJson(std::cout, runs);

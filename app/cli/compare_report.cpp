@@ -41,16 +41,25 @@ void printTable(std::ostream& out, const std::vector<Row>& rows)
     }
 }
 
-std::string orUnknown(double value, const std::string& text) { return value >= 0 ? text : kUnknown; }
+std::string orUnknown(double value, const std::string& text)
+{
+    return value >= 0 ? text : kUnknown;
+}
 
-std::string loss(double value) { return std::isfinite(value) ? formatFixed(value, 4) : kUnknown; }
+std::string loss(double value)
+{
+    return std::isfinite(value) ? formatFixed(value, 4) : kUnknown;
+}
 
 std::string rate(double tokensPerSecond)
 {
     return orUnknown(tokensPerSecond, formatFixed(tokensPerSecond, 0));
 }
 
-std::string ratio(double value) { return std::isfinite(value) ? formatFixed(value, 2) + "x" : kUnknown; }
+std::string ratio(double value)
+{
+    return std::isfinite(value) ? formatFixed(value, 2) + "x" : kUnknown;
+}
 
 std::string localTime(double unixSeconds)
 {
@@ -66,19 +75,22 @@ std::string localTime(double unixSeconds)
 
 std::string steps(const metrics::RunEntry& run)
 {
-    return std::to_string(run.steps) + (run.totalSteps > 0 ? "/" + std::to_string(run.totalSteps) : "");
+    return std::to_string(run.steps)
+        + (run.totalSteps > 0 ? "/" + std::to_string(run.totalSteps) : "");
 }
 
 std::string ranks(const metrics::RunEntry& run)
 {
-    return std::to_string(run.worldSize) + (run.nodes > 1 ? " on " + std::to_string(run.nodes) + " nodes" : "");
+    return std::to_string(run.worldSize)
+        + (run.nodes > 1 ? " on " + std::to_string(run.nodes) + " nodes" : "");
 }
 
 const metrics::ScalingPoint* pointOf(
     const std::vector<metrics::ScalingPoint>& points, const metrics::RunEntry& run)
 {
     const auto it = std::find_if(points.begin(), points.end(), [&](const metrics::ScalingPoint& p) {
-        return p.name == run.name && p.gpus == run.worldSize && p.tokensPerSecond == run.tokensPerSecond;
+        return p.name == run.name && p.gpus == run.worldSize
+            && p.tokensPerSecond == run.tokensPerSecond;
     });
     return it == points.end() ? nullptr : &*it;
 }
@@ -91,8 +103,8 @@ void printRunsTable(std::ostream& out, const std::vector<metrics::RunEntry>& run
         "started", "duration", "folder"}};
     for (const metrics::RunEntry& run : runs) {
         if (!run.problem.empty()) {
-            rows.push_back({run.name, kUnknown, kUnknown, kUnknown, "unreadable", kUnknown, kUnknown,
-                kUnknown, kUnknown, kUnknown, run.dir + ": " + run.problem});
+            rows.push_back({run.name, kUnknown, kUnknown, kUnknown, "unreadable", kUnknown,
+                kUnknown, kUnknown, kUnknown, kUnknown, run.dir + ": " + run.problem});
             continue;
         }
         rows.push_back({run.name, run.modelName, run.method, ranks(run), run.state, steps(run),
@@ -126,7 +138,8 @@ void printComparison(std::ostream& out, const std::vector<metrics::RunEntry>& ru
             ratio(metrics::measuredOverPredicted(run.stepSeconds, p.stepSeconds)),
             orUnknown(double(run.peakBytes), formatBytes(double(run.peakBytes))),
             orUnknown(double(p.peakBytesPerRank), formatBytes(double(p.peakBytesPerRank))),
-            ratio(metrics::measuredOverPredicted(double(run.peakBytes), double(p.peakBytesPerRank)))});
+            ratio(metrics::measuredOverPredicted(
+                double(run.peakBytes), double(p.peakBytesPerRank)))});
     }
     printTable(out, measured);
     out << "\n  Efficiency: tokens/s per rank against the smallest run's ("
@@ -141,12 +154,17 @@ void printComparison(std::ostream& out, const std::vector<metrics::RunEntry>& ru
 
 void printComparisonJson(std::ostream& out, const std::vector<metrics::RunEntry>& runs)
 {
-    nlohmann::json result = {{"runs", nlohmann::json::array()}, {"scaling", nlohmann::json::array()}};
-    auto orNull = [](double value) { return value >= 0 && std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(); };
+    nlohmann::json result = {
+        {"runs", nlohmann::json::array()}, {"scaling", nlohmann::json::array()}};
+    auto orNull = [](double value) {
+        return value >= 0 && std::isfinite(value) ? nlohmann::json(value) : nlohmann::json();
+    };
     for (const metrics::RunEntry& run : runs) {
         nlohmann::json item = {{"name", run.name}, {"dir", run.dir}, {"state", run.state},
-            {"world_size", run.worldSize}, {"steps", run.steps}, {"final_loss", orNull(run.lastLoss)},
-            {"tokens_per_second", orNull(run.tokensPerSecond)}, {"step_seconds", orNull(run.stepSeconds)},
+            {"world_size", run.worldSize}, {"steps", run.steps},
+            {"final_loss", orNull(run.lastLoss)},
+            {"tokens_per_second", orNull(run.tokensPerSecond)},
+            {"step_seconds", orNull(run.stepSeconds)},
             {"peak_bytes", run.peakBytes >= 0 ? nlohmann::json(run.peakBytes) : nlohmann::json()}};
         if (!run.problem.empty())
             item["problem"] = run.problem;

@@ -25,7 +25,8 @@ std::string leaveTerminal(const std::string& logPath)
     const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     // Private as the registry (the ranks' output may name data and paths);
     // O_NOFOLLOW: a link planted where the log goes is refused, not written through.
-    const int log = ::open(logPath.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    const int log =
+        ::open(logPath.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (null < 0 || log < 0 || ::fchmod(log, 0600) != 0)
         return "cannot open the log '" + logPath + "': " + std::strerror(errno);
     ::dup2(null, STDIN_FILENO);
@@ -38,7 +39,7 @@ std::string leaveTerminal(const std::string& logPath)
 
 void ignoreStopSignals()
 {
-    struct sigaction ignore {};
+    struct sigaction ignore { };
     ignore.sa_handler = SIG_IGN;
     sigemptyset(&ignore.sa_mask);
     for (const int signal : {SIGINT, SIGTERM, SIGHUP})
@@ -112,7 +113,8 @@ int detachAndSupervise(launch::RegistryEntry entry, const std::string& entryPath
         return 0;
     }
     std::cerr << "tunebench-cli launch --detach: "
-              << (reply.empty() ? std::string("the detached launcher died before starting") : reply.substr(6))
+              << (reply.empty() ? std::string("the detached launcher died before starting")
+                                : reply.substr(6))
               << "\n";
     ::waitpid(child, nullptr, WNOHANG);
     return 2;

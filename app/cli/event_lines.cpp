@@ -48,7 +48,8 @@ void printEvent(const metrics::Event& event, const metrics::RunHistory& history)
             escapeControl(start.modelName).c_str(), start.worldSize,
             start.sharding.empty() ? "" : ", ", escapeControl(start.sharding).c_str());
         if (start.resumedFromStep >= 0)
-            std::printf("           resumed from step %lld\n", static_cast<long long>(start.resumedFromStep));
+            std::printf("           resumed from step %lld\n",
+                static_cast<long long>(start.resumedFromStep));
         break;
     }
     case metrics::EventType::Step:

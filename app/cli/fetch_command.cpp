@@ -34,11 +34,14 @@ ArgParser makeParser()
 #ifdef TB_HAVE_SSH
     addSshOptions(p, "the machine the run is on");
 #endif
-    p.addOption("run", "ID", "the run with this id in the machine's run registry (node 0's folder)");
-    p.addOption("remote-cli", "PATH", "tunebench-cli there, for --run (default: this executable's path)");
+    p.addOption(
+        "run", "ID", "the run with this id in the machine's run registry (node 0's folder)");
+    p.addOption(
+        "remote-cli", "PATH", "tunebench-cli there, for --run (default: this executable's path)");
     p.addOption("what", "KIND", "adapter, merged or exports (both, default)");
     p.addOption("to", "DIR", "where to put them (default: ./<run folder's name>)");
-    p.setEpilog("Exit status: 0 copied (or already here), 1 a copy failed, 2 bad input or no connection.");
+    p.setEpilog(
+        "Exit status: 0 copied (or already here), 1 a copy failed, 2 bad input or no connection.");
     return p;
 }
 
@@ -56,7 +59,8 @@ common::Result<std::string> runFolder(const ArgParser& p, remote::SshSession& se
         if (entry.nodeRank == 0)
             return entry.runDir;
     }
-    return common::Error{"fetch: --run: no run '" + p.value("run") + "' with node 0 in the registry there",
+    return common::Error{
+        "fetch: --run: no run '" + p.value("run") + "' with node 0 in the registry there",
         "'tunebench-cli monitor --host HOST' lists the runs there"};
 }
 
@@ -70,8 +74,8 @@ remote::ProgressCallback progressPrinter()
             return;
         *last = now;
         const double percent = p.bytes ? 100.0 * double(p.bytesDone) / double(p.bytes) : 100.0;
-        std::fprintf(stderr, "fetch %5.1f%% of %s  %s\n", percent, common::formatBytes(double(p.bytes)).c_str(),
-            p.path.c_str());
+        std::fprintf(stderr, "fetch %5.1f%% of %s  %s\n", percent,
+            common::formatBytes(double(p.bytes)).c_str(), p.path.c_str());
     };
 }
 
@@ -88,7 +92,8 @@ int fetch(const ArgParser& p)
 {
     const std::vector<std::string> kinds = kindsOf(p.value("what", "exports"));
     if (kinds.empty()) {
-        std::cerr << "fetch: --what: got '" << p.value("what") << "', expected adapter, merged or exports\n";
+        std::cerr << "fetch: --what: got '" << p.value("what")
+                  << "', expected adapter, merged or exports\n";
         return kExitUsage;
     }
     common::Result<std::unique_ptr<remote::SshSession>> session = connectWithOptions(p, "fetch");
@@ -101,8 +106,8 @@ int fetch(const ArgParser& p)
         std::cerr << "tunebench-cli fetch: " << folder.error().toString() << "\n";
         return kExitUsage;
     }
-    common::Result<std::string> to =
-        p.isSet("to") ? common::Result<std::string>(p.value("to")) : remote::defaultFetchFolder(*folder);
+    common::Result<std::string> to = p.isSet("to") ? common::Result<std::string>(p.value("to"))
+                                                   : remote::defaultFetchFolder(*folder);
     if (!to) {
         std::cerr << "tunebench-cli fetch: " << to.error().toString() << "\n";
         return kExitUsage;
@@ -112,19 +117,21 @@ int fetch(const ArgParser& p)
         // "exports": a run writes one of the two unless told both.
         if (kinds.size() > 1 && !remote::remoteFolderExists(**session, *folder + "/" + kind))
             continue;
-        common::Result<remote::TransferSummary> summary =
-            remote::downloadTree(**session, *folder + "/" + kind, *to + "/" + kind, progressPrinter());
+        common::Result<remote::TransferSummary> summary = remote::downloadTree(
+            **session, *folder + "/" + kind, *to + "/" + kind, progressPrinter());
         if (!summary) {
             std::cerr << "tunebench-cli fetch: " << summary.error().toString() << "\n";
             return kExitFailure;
         }
         ++fetched;
-        std::printf("%s: %d file(s) copied (%d resumed, %s), %d already here and equal -> %s/%s\n", kind.c_str(),
-            summary->copied, summary->resumed, common::formatBytes(double(summary->bytesSent)).c_str(),
-            summary->skipped, to->c_str(), kind.c_str());
+        std::printf("%s: %d file(s) copied (%d resumed, %s), %d already here and equal -> %s/%s\n",
+            kind.c_str(), summary->copied, summary->resumed,
+            common::formatBytes(double(summary->bytesSent)).c_str(), summary->skipped, to->c_str(),
+            kind.c_str());
     }
     if (fetched == 0) {
-        std::cerr << "tunebench-cli fetch: " << *folder << " has no adapter/ or merged/ export (has the run finished?)\n";
+        std::cerr << "tunebench-cli fetch: " << *folder
+                  << " has no adapter/ or merged/ export (has the run finished?)\n";
         return kExitFailure;
     }
     return kExitOk;
@@ -139,8 +146,10 @@ int runFetch(const Args& args)
     ArgParser p = makeParser();
     if (const std::optional<int> status = p.parseOrExitStatus(args))
         return *status;
-    if (!p.isSet("host") || (p.positionals().size() == 1) == p.isSet("run") || p.positionals().size() > 1) {
-        std::cerr << "fetch: expected --host and either one run folder or --run ID (see tunebench-cli fetch --help)\n";
+    if (!p.isSet("host") || (p.positionals().size() == 1) == p.isSet("run")
+        || p.positionals().size() > 1) {
+        std::cerr << "fetch: expected --host and either one run folder or --run ID (see "
+                     "tunebench-cli fetch --help)\n";
         return kExitUsage;
     }
 #ifdef TB_HAVE_SSH

@@ -2,12 +2,12 @@
 #include "commands.h"
 
 #include "config/config_loader.h"
+#include "detached_launch.h"
 #include "launch/free_port.h"
 #include "launch/local_launcher.h"
 #include "launch/node_facts.h"
 #include "launch/run_registry.h"
 #include "launch/world_layout.h"
-#include "detached_launch.h"
 #include "multi_node_launch.h"
 #include "this_executable.h"
 
@@ -186,12 +186,14 @@ common::Result<launch::LaunchOptions> buildOptions(
     } else {
         options.program = thisExecutable();
         if (options.program.empty())
-            return Error{"launch: cannot find this executable (/proc/self/exe)", "give the trainer with --trainer PATH"};
+            return Error{"launch: cannot find this executable (/proc/self/exe)",
+                "give the trainer with --trainer PATH"};
     }
     if (p.isSet("devices")) {
         const std::string devices = p.value("devices");
         if (devices.empty() || devices.find_first_not_of("0123456789,") != std::string::npos)
-            return Error{"launch: --devices: got '" + devices + "', expected GPU indices like 0,2", {}};
+            return Error{
+                "launch: --devices: got '" + devices + "', expected GPU indices like 0,2", {}};
         options.environment = launch::mergeEnvironment(
             launch::currentEnvironment(), {"CUDA_VISIBLE_DEVICES=" + devices});
     }
@@ -292,7 +294,8 @@ int runLaunch(const Args& allArgs)
         layout.runId = launch::newRunId();
     std::string secretWarning;
     common::Result<std::vector<std::string>> environment = launch::withRunSecret(
-        options.environment.empty() ? launch::currentEnvironment() : options.environment, layout, secretWarning);
+        options.environment.empty() ? launch::currentEnvironment() : options.environment, layout,
+        secretWarning);
     if (!environment) {
         std::cerr << "launch: " << environment.error().toString() << "\n";
         return kExitUsage;

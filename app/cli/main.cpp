@@ -17,27 +17,32 @@ struct Subcommand {
 
 constexpr Subcommand kSubcommands[] = {
     {"plan", "per-GPU memory, throughput, time and cost of a fine-tune; Azure VM recommendations",
-     tb::cli::runPlan},
+        tb::cli::runPlan},
     {"train", "fine-tune a model from a run config (one process or one rank)", tb::cli::runTrain},
     {"launch", "start N local ranks of a run, like torchrun --nproc_per_node", tb::cli::runLaunch},
     {"monitor", "follow a run's event stream, locally or over SSH; stop it", tb::cli::runMonitor},
-    {"runs", "list the runs under a folder: model, method, ranks, state, loss, tokens/s", tb::cli::runRuns},
+    {"runs", "list the runs under a folder: model, method, ranks, state, loss, tokens/s",
+        tb::cli::runRuns},
     {"compare", "compare runs: loss, tokens/s, scaling efficiency, measured against predicted",
-     tb::cli::runCompare},
+        tb::cli::runCompare},
     {"scaling", "scaling probe: a recipe at 1, 2, 4... ranks for K steps, then compared",
-     tb::cli::runScaling},
+        tb::cli::runScaling},
     {"export", "write a plan as a torchrun, accelerate, Azure ML or Slurm job", tb::cli::runExport},
-    {"tokenize", "print token ids of stdin, or count the tokens of a dataset", tb::cli::runTokenize},
+    {"tokenize", "print token ids of stdin, or count the tokens of a dataset",
+        tb::cli::runTokenize},
     {"eval", "mean loss and perplexity of a model on a text file", tb::cli::runEval},
     {"generate", "continue a prompt with a model (greedy or sampled)", tb::cli::runGenerate},
-    {"fetch", "copy a run's adapter or merged export back over SFTP, checksum verified", tb::cli::runFetch},
-    {"node-check", "what a multi-node launch asks of each node over SSH (JSON)", tb::cli::runNodeCheck},
+    {"fetch", "copy a run's adapter or merged export back over SFTP, checksum verified",
+        tb::cli::runFetch},
+    {"node-check", "what a multi-node launch asks of each node over SSH (JSON)",
+        tb::cli::runNodeCheck},
 };
 
 void printUsage(std::FILE* out)
 {
-    std::fprintf(out, "usage: tunebench-cli <command> [options]\n\n"
-                      "Plan and run fine-tunes of large language models.\n\ncommands:\n");
+    std::fprintf(out,
+        "usage: tunebench-cli <command> [options]\n\n"
+        "Plan and run fine-tunes of large language models.\n\ncommands:\n");
     for (const Subcommand& sub : kSubcommands)
         std::fprintf(out, "  %-10s %s\n", sub.name, sub.summary);
     std::fprintf(out, "\n'tunebench-cli <command> --help' describes a command.\n");

@@ -7,10 +7,10 @@
 
 #include "common/text.h"
 #include "common/units.h"
+#include "launch/run_registry.h"
 #include "metrics/event_file_reader.h"
 #include "metrics/run_control.h"
 #include "metrics/run_history.h"
-#include "launch/run_registry.h"
 
 #ifdef TB_HAVE_SSH
 #include "remote/remote_registry.h"
@@ -29,8 +29,8 @@
 #include <limits.h>
 #include <limits>
 #include <sstream>
-#include <unistd.h>
 #include <thread>
+#include <unistd.h>
 
 namespace tb::cli {
 
@@ -40,7 +40,10 @@ using common::Error;
 
 std::atomic<bool> g_detach{false};
 
-void onDetachSignal(int) { g_detach = true; }
+void onDetachSignal(int)
+{
+    g_detach = true;
+}
 
 ArgParser makeParser()
 {
@@ -48,13 +51,17 @@ ArgParser makeParser()
         "Follow a run from its folder: every step, evaluation, warning and error as the run "
         "writes them to events.jsonl (rank 0's stream), until the run ends. With --host the "
         "folder is on another machine, read over SSH (SFTP). Ctrl-C detaches; the run goes on.");
-    p.addPositional("RUN_DIR", "the run folder (output.dir of its run config); without it and --run,\n"
-                               "list the runs in the machine's run registry");
-    p.addOption("run", "ID", "the run with this id in the machine's run registry (launch --detach, --hostfile)");
-    p.addOption("from-offset", "BYTES", "start reading events.jsonl here (what an earlier follower printed)");
+    p.addPositional("RUN_DIR",
+        "the run folder (output.dir of its run config); without it and --run,\n"
+        "list the runs in the machine's run registry");
+    p.addOption("run", "ID",
+        "the run with this id in the machine's run registry (launch --detach, --hostfile)");
+    p.addOption("from-offset", "BYTES",
+        "start reading events.jsonl here (what an earlier follower printed)");
     p.addOption("from-line", "N", "the line number at --from-offset (default 1)");
-    p.addOption("remote-cli", "PATH", "tunebench-cli on the host, for --run and the registry "
-                                      "(default: this executable's path)");
+    p.addOption("remote-cli", "PATH",
+        "tunebench-cli on the host, for --run and the registry "
+        "(default: this executable's path)");
 #ifdef TB_HAVE_SSH
     addSshOptions(p, "the machine the run is on (default: this one)");
 #else
@@ -62,10 +69,12 @@ ArgParser makeParser()
 #endif
     p.addOption("poll", "SECONDS", "how often to read the file (default 1)");
     p.addFlag("once", "print what the run has written so far, then exit");
-    p.addFlag("stop", "ask the run to stop (SIGTERM to rank 0: it checkpoints and ends 'stopped'), "
-                      "then follow it to its end");
-    p.setEpilog("Exit status: 0 the run completed or stopped (or --once), 1 it failed or could not\n"
-                "be stopped, 2 bad input or no connection, 130 detached with Ctrl-C.");
+    p.addFlag("stop",
+        "ask the run to stop (SIGTERM to rank 0: it checkpoints and ends 'stopped'), "
+        "then follow it to its end");
+    p.setEpilog(
+        "Exit status: 0 the run completed or stopped (or --once), 1 it failed or could not\n"
+        "be stopped, 2 bad input or no connection, 130 detached with Ctrl-C.");
     return p;
 }
 
@@ -113,7 +122,8 @@ common::Result<Connection> connect(const ArgParser& p)
 {
     Connection connection;
     if (!p.isSet("host")) {
-        for (const char* remoteOnly : {"port", "identity", "known-hosts", "ssh-timeout", "remote-cli"}) {
+        for (const char* remoteOnly :
+            {"port", "identity", "known-hosts", "ssh-timeout", "remote-cli"}) {
             if (p.isSet(remoteOnly))
                 return Error{std::string("monitor: --") + remoteOnly + " needs --host", {}};
         }
@@ -137,7 +147,8 @@ common::Result<std::vector<launch::RegistryEntry>> registryOf(
 {
 #ifdef TB_HAVE_SSH
     if (connection.session)
-        return remote::remoteRegistry(*connection.session, p.value("remote-cli", thisExecutable()), runId);
+        return remote::remoteRegistry(
+            *connection.session, p.value("remote-cli", thisExecutable()), runId);
 #else
     (void)connection, (void)p;
 #endif
@@ -158,7 +169,8 @@ int printRegistry(const std::vector<launch::RegistryEntry>& entries)
         std::printf("no runs in the registry\n");
         return kExitOk;
     }
-    std::printf("%-14s %-5s %-18s %-8s %-21s %s\n", "RUN", "NODE", "STATE", "PID", "STARTED", "FOLDER");
+    std::printf(
+        "%-14s %-5s %-18s %-8s %-21s %s\n", "RUN", "NODE", "STATE", "PID", "STARTED", "FOLDER");
     for (const launch::RegistryEntry& e : entries) {
         const std::string state = e.stateText();
         std::printf("%-14s %d/%-3d %-18s %-8lld %-21s %s\n", common::escapeControl(e.runId).c_str(),
@@ -169,7 +181,8 @@ int printRegistry(const std::vector<launch::RegistryEntry>& entries)
 }
 
 // The folder of run `runId`: node 0's entry (rank 0 writes the events).
-common::Result<std::string> runDirOf(Connection& connection, const ArgParser& p, const std::string& runId)
+common::Result<std::string> runDirOf(
+    Connection& connection, const ArgParser& p, const std::string& runId)
 {
     common::Result<std::vector<launch::RegistryEntry>> entries = registryOf(connection, p, runId);
     if (!entries)
@@ -198,7 +211,8 @@ std::unique_ptr<metrics::EventFileReader> openEvents(
 // A follower that goes on from an offset has not seen the run's run_start,
 // the file's first line: read it from the top, unprinted, so step lines show
 // the total and --stop knows rank 0's process.
-common::Status readRunStart(Connection& connection, const std::string& events, metrics::RunHistory& history)
+common::Status readRunStart(
+    Connection& connection, const std::string& events, metrics::RunHistory& history)
 {
     constexpr uint64_t kFirstLinesBytes = 64 * 1024;
     common::Result<std::vector<metrics::StreamItem>> items =
@@ -214,11 +228,13 @@ common::Status readRunStart(Connection& connection, const std::string& events, m
     return common::Ok{};
 }
 
-common::Status openReader(
-    Connection& connection, const ArgParser& p, const std::string& runDir, metrics::RunHistory& history)
+common::Status openReader(Connection& connection, const ArgParser& p, const std::string& runDir,
+    metrics::RunHistory& history)
 {
-    const common::Result<long long> offset = p.integer("from-offset", 0, 0, std::numeric_limits<long long>::max());
-    const common::Result<long long> line = p.integer("from-line", 1, 1, std::numeric_limits<long long>::max());
+    const common::Result<long long> offset =
+        p.integer("from-offset", 0, 0, std::numeric_limits<long long>::max());
+    const common::Result<long long> line =
+        p.integer("from-line", 1, 1, std::numeric_limits<long long>::max());
     if (!offset || !line)
         return !offset ? offset.error() : line.error();
     const std::string events = runDir + "/events.jsonl";
@@ -233,8 +249,9 @@ common::Status openReader(
 // How to follow on from where this reader stopped, no event lost or doubled.
 std::string resumeHint(const metrics::EventFileReader& reader)
 {
-    return "tunebench-cli monitor: to go on from here, add --from-offset " + std::to_string(reader.offset())
-        + " --from-line " + std::to_string(reader.nextLineNumber());
+    return "tunebench-cli monitor: to go on from here, add --from-offset "
+        + std::to_string(reader.offset()) + " --from-line "
+        + std::to_string(reader.nextLineNumber());
 }
 
 int exitStatusOf(const metrics::RunHistory& history)
@@ -251,7 +268,8 @@ int runMonitor(const Args& args)
     if (const std::optional<int> status = p.parseOrExitStatus(args))
         return *status;
     if (p.positionals().size() > 1 || (p.positionals().size() == 1 && p.isSet("run"))) {
-        std::cerr << "monitor: expected one run folder or --run ID (see tunebench-cli monitor --help)\n";
+        std::cerr
+            << "monitor: expected one run folder or --run ID (see tunebench-cli monitor --help)\n";
         return kExitUsage;
     }
     const common::Result<double> poll = p.number("poll", 1.0, 0.05, 3600.0);
@@ -273,17 +291,19 @@ int runMonitor(const Args& args)
         }
         return printRegistry(*entries);
     }
-    const common::Result<std::string> runDir =
-        p.isSet("run") ? runDirOf(connection, p, p.value("run")) : common::Result<std::string>(p.positionals()[0]);
+    const common::Result<std::string> runDir = p.isSet("run")
+        ? runDirOf(connection, p, p.value("run"))
+        : common::Result<std::string>(p.positionals()[0]);
     metrics::RunHistory history;
-    common::Status opened = runDir ? openReader(connection, p, *runDir, history) : common::Status(runDir.error());
+    common::Status opened =
+        runDir ? openReader(connection, p, *runDir, history) : common::Status(runDir.error());
     if (!opened) {
         std::cerr << "tunebench-cli monitor: " << opened.error().toString() << "\n";
         return kExitUsage;
     }
 
     g_detach = false;
-    struct sigaction action {};
+    struct sigaction action { };
     action.sa_handler = onDetachSignal;
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, nullptr);
@@ -316,8 +336,10 @@ int runMonitor(const Args& args)
         }
         if (history.end()) {
             if (p.isSet("stop") && !stopSent)
-                std::fprintf(stderr, "tunebench-cli monitor: --stop: nothing to stop, the run had "
-                                     "already ended (%s)\n", history.end()->status.c_str());
+                std::fprintf(stderr,
+                    "tunebench-cli monitor: --stop: nothing to stop, the run had "
+                    "already ended (%s)\n",
+                    history.end()->status.c_str());
             return exitStatusOf(history);
         }
         if (!history.start() && !saidWaiting) {

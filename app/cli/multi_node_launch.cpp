@@ -5,11 +5,11 @@
 #include "this_executable.h"
 
 #ifdef TB_HAVE_SSH
+#include "common/units.h"
 #include "launch/cancel_token.h"
 #include "launch/hostfile.h"
 #include "launch/text_quote.h"
 #include "launch/world_layout.h"
-#include "common/units.h"
 #include "remote/cluster_launch.h"
 #include "remote/launcher_status.h"
 
@@ -32,28 +32,36 @@ void addMultiNodeOptions(ArgParser& p)
         "a line, HOST as [user@]host[:port]); every node is checked first");
     p.addOption("include", "HOSTS", "only these hosts or slots of the hostfile: 'host1@host2:0,1'");
     p.addOption("exclude", "HOSTS", "every host or slot of the hostfile but these");
-    p.addOption("ssh-key", "FILE", "private key for the nodes (default: ~/.ssh/config, ssh-agent, ~/.ssh)");
-    p.addOption("known-hosts", "FILE", "known hosts file (default ~/.ssh/known_hosts); unknown keys are refused");
-    p.addOption("remote-cli", "PATH", "tunebench-cli on the nodes (default: this executable's path)");
+    p.addOption(
+        "ssh-key", "FILE", "private key for the nodes (default: ~/.ssh/config, ssh-agent, ~/.ssh)");
+    p.addOption("known-hosts", "FILE",
+        "known hosts file (default ~/.ssh/known_hosts); unknown keys are refused");
+    p.addOption(
+        "remote-cli", "PATH", "tunebench-cli on the nodes (default: this executable's path)");
     p.addOption("ssh-timeout", "SECONDS",
         "with --hostfile: how long connecting, each command and each SFTP call may wait for an\n"
         "answer (default 15; a checksum gets this plus its file's size at 50 MB/s)");
     p.addFlag("preflight-only", "with --hostfile: check every node, start nothing");
-    p.addOption("stop", "RUN_ID", "with --hostfile: stop that run on every node gracefully (checkpoint first)\n"
-                                  "and follow it to its end");
-    p.addOption("attach", "RUN_ID", "with --hostfile: follow that run again (node states, rank 0's events)");
-    p.addFlag("status-json", "with --hostfile: node states, transfers, notes and the end as JSON lines on\n"
-                             "stdout for programs (docs/EVENTS.md); rank 0's events are then not printed");
-    p.addFlag("sync", "with --hostfile: copy the run config, model and data to every node over SFTP\n"
-                      "first (same paths; files already equal are skipped, an interrupted copy goes on)");
+    p.addOption("stop", "RUN_ID",
+        "with --hostfile: stop that run on every node gracefully (checkpoint first)\n"
+        "and follow it to its end");
+    p.addOption("attach", "RUN_ID",
+        "with --hostfile: follow that run again (node states, rank 0's events)");
+    p.addFlag("status-json",
+        "with --hostfile: node states, transfers, notes and the end as JSON lines on\n"
+        "stdout for programs (docs/EVENTS.md); rank 0's events are then not printed");
+    p.addFlag("sync",
+        "with --hostfile: copy the run config, model and data to every node over SFTP\n"
+        "first (same paths; files already equal are skipped, an interrupted copy goes on)");
 }
 
 std::string multiNodeOptionWithoutHostfile(const ArgParser& p)
 {
-    for (const char* option : {"include", "exclude", "ssh-key", "known-hosts", "remote-cli", "ssh-timeout", "preflight-only",
-             "stop", "attach", "status-json", "sync"})
+    for (const char* option : {"include", "exclude", "ssh-key", "known-hosts", "remote-cli",
+             "ssh-timeout", "preflight-only", "stop", "attach", "status-json", "sync"})
         if (p.isSet(option))
-            return std::string("launch: --") + option + " is for a run on several machines: give --hostfile too";
+            return std::string("launch: --") + option
+                + " is for a run on several machines: give --hostfile too";
     return {};
 }
 
@@ -113,7 +121,8 @@ public:
         status.text = line;
         emit(status);
     }
-    void transferProgress(int node, const std::string& host, const remote::TransferProgress& p) override
+    void transferProgress(
+        int node, const std::string& host, const remote::TransferProgress& p) override
     {
         const double percent = p.bytes ? 100.0 * double(p.bytesDone) / double(p.bytes) : 100.0;
         std::fprintf(stderr, "node %d %-24s sync %5.1f%% of %s  %s\n", node, host.c_str(), percent,
@@ -150,7 +159,8 @@ private:
     std::mutex m_mutex;
 };
 
-common::Result<remote::ClusterOptions> clusterOptions(const ArgParser& p, const std::vector<std::string>& extra)
+common::Result<remote::ClusterOptions> clusterOptions(
+    const ArgParser& p, const std::vector<std::string>& extra)
 {
     if (p.positionals().size() != 1)
         return common::Error{"launch: expected one run config (RUN.yaml)", {}};
@@ -167,9 +177,11 @@ common::Result<remote::ClusterOptions> clusterOptions(const ArgParser& p, const 
         if (!p.isSet(option))
             continue;
         if (common::Status valid = launch::checkRunId(p.value(option)); !valid)
-            return common::Error{std::string("launch: --") + option + ": " + valid.error().message, {}};
+            return common::Error{
+                std::string("launch: --") + option + ": " + valid.error().message, {}};
     }
-    common::Result<std::vector<launch::HostSlots>> hosts = launch::readHostfile(p.value("hostfile"));
+    common::Result<std::vector<launch::HostSlots>> hosts =
+        launch::readHostfile(p.value("hostfile"));
     if (!hosts)
         return hosts.error();
     common::Result<std::vector<launch::HostSlots>> kept =
@@ -178,7 +190,8 @@ common::Result<remote::ClusterOptions> clusterOptions(const ArgParser& p, const 
         return kept.error();
     const common::Result<long long> port = p.integer("master-port", 0, 1, 65535);
     const common::Result<double> grace = p.number("grace", 10.0, 0.0, 3600.0);
-    const common::Result<double> timeout = p.number("ssh-timeout", remote::ClusterOptions{}.sshTimeoutSeconds, 0.1, 3600.0);
+    const common::Result<double> timeout =
+        p.number("ssh-timeout", remote::ClusterOptions{}.sshTimeoutSeconds, 0.1, 3600.0);
     if (!port || !grace || !timeout)
         return !port ? port.error() : !grace ? grace.error() : timeout.error();
     remote::ClusterOptions options;
@@ -201,7 +214,8 @@ common::Result<remote::ClusterOptions> clusterOptions(const ArgParser& p, const 
 // paste: a host name holding `;` or `$(...)` stays one word.
 std::string monitorHost(const launch::HostSlots& host)
 {
-    std::string text = launch::shellQuote(host.user.empty() ? host.host : host.user + "@" + host.host);
+    std::string text =
+        launch::shellQuote(host.user.empty() ? host.host : host.user + "@" + host.host);
     if (host.port > 0)
         text += " --port " + std::to_string(host.port);
     return text;
@@ -210,10 +224,14 @@ std::string monitorHost(const launch::HostSlots& host)
 int exitStatusOf(const remote::ClusterReport& report)
 {
     switch (report.outcome) {
-    case remote::ClusterOutcome::Succeeded: return kExitOk;
-    case remote::ClusterOutcome::NodeFailed: return kExitFailure;
-    case remote::ClusterOutcome::Stopped: return 130;
-    case remote::ClusterOutcome::Detached: return kExitOk;
+    case remote::ClusterOutcome::Succeeded:
+        return kExitOk;
+    case remote::ClusterOutcome::NodeFailed:
+        return kExitFailure;
+    case remote::ClusterOutcome::Stopped:
+        return 130;
+    case remote::ClusterOutcome::Detached:
+        return kExitOk;
     }
     return kExitFailure;
 }
@@ -245,14 +263,15 @@ int runMultiNodeLaunch(const ArgParser& p, const std::vector<std::string>& extra
             return kExitUsage;
         }
         if (p.isSet("preflight-only")) {
-            std::fprintf(stderr, "tunebench-cli launch: preflight passed on every node; nothing started\n");
+            std::fprintf(
+                stderr, "tunebench-cli launch: preflight passed on every node; nothing started\n");
             return kExitOk;
         }
     }
     launch::CancelToken cancel, detach;
     g_clusterCancel = &cancel;
     g_clusterDetach = &detach;
-    struct sigaction action {};
+    struct sigaction action { };
     action.sa_handler = onClusterSignal;
     sigemptyset(&action.sa_mask);
     for (int signal : {SIGINT, SIGTERM, SIGHUP})
@@ -268,15 +287,17 @@ int runMultiNodeLaunch(const ArgParser& p, const std::vector<std::string>& extra
     }
     sink.ended(*report);
     if (report->outcome == remote::ClusterOutcome::Detached) {
-        std::fprintf(stderr, "tunebench-cli launch: detached; run %s goes on. Follow it again with:\n"
-                             "  tunebench-cli monitor --host %s --run %s --from-offset %llu --from-line %llu\n",
+        std::fprintf(stderr,
+            "tunebench-cli launch: detached; run %s goes on. Follow it again with:\n"
+            "  tunebench-cli monitor --host %s --run %s --from-offset %llu --from-line %llu\n",
             report->runId.c_str(), monitorHost(cluster.options().hosts.front()).c_str(),
             launch::shellQuote(report->runId).c_str(),
-            static_cast<unsigned long long>(report->eventOffset), static_cast<unsigned long long>(report->eventLine));
+            static_cast<unsigned long long>(report->eventOffset),
+            static_cast<unsigned long long>(report->eventLine));
         return exitStatusOf(*report);
     }
     std::fprintf(stderr, "tunebench-cli launch: run %s %s%s%s\n", report->runId.c_str(),
-        report->outcome == remote::ClusterOutcome::Succeeded ? "finished on every node"
+        report->outcome == remote::ClusterOutcome::Succeeded     ? "finished on every node"
             : report->outcome == remote::ClusterOutcome::Stopped ? "stopped"
                                                                  : "failed",
         report->message.empty() ? "" : ": ", report->message.c_str());

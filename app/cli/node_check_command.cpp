@@ -36,8 +36,9 @@ ArgParser makeParser()
     p.addOption("listen", "PORT", "accept --peers connections on PORT (every address)");
     p.addOption("peers", "N", "connections --listen waits for (default 1)");
     p.addOption("connect", "HOST:PORT", "connect to HOST:PORT and send this node's check line");
-    p.addOption("nonce", "HEX", "with --listen and --connect: this check's nonce; --listen counts only\n"
-                                "peers that send it with their node rank");
+    p.addOption("nonce", "HEX",
+        "with --listen and --connect: this check's nonce; --listen counts only\n"
+        "peers that send it with their node rank");
     p.addOption("node-rank", "K", "with --connect: this node's rank (1 or more)");
     p.addOption("timeout", "SECONDS", "for --listen and --connect (default 10)");
     p.addFlag("free-port", "print a port free on every address of this machine");
@@ -55,7 +56,8 @@ int printFacts(const std::string& config)
 int printRegistry(const std::string& runId)
 {
     std::vector<std::string> unreadable;
-    const common::Result<std::vector<launch::RegistryEntry>> entries = launch::listLocalRegistry(&unreadable);
+    const common::Result<std::vector<launch::RegistryEntry>> entries =
+        launch::listLocalRegistry(&unreadable);
     if (!entries) {
         std::cerr << "node-check: " << entries.error().toString() << "\n";
         return kExitFailure;
@@ -74,7 +76,8 @@ int signalLaunchers(const std::string& runId, const std::string& signalName)
     const int signal = signalName == "KILL" ? SIGKILL : signalName == "TERM" ? SIGTERM : 0;
     if (signal == 0 || runId.empty()) {
         std::cerr << "node-check: --signal: got '" << signalName << "'"
-                  << (runId.empty() ? " without --run-id" : "") << ", expected TERM or KILL with --run-id\n";
+                  << (runId.empty() ? " without --run-id" : "")
+                  << ", expected TERM or KILL with --run-id\n";
         return kExitUsage;
     }
     const common::Result<std::vector<launch::RegistryEntry>> entries = launch::listLocalRegistry();
@@ -127,14 +130,16 @@ int runPortCheck(const ArgParser& p)
     const std::string address = p.value("connect");
     const size_t colon = address.rfind(':');
     int port = 0;
-    if (colon == std::string::npos || (port = std::atoi(address.c_str() + colon + 1)) <= 0 || port > 65535)
+    if (colon == std::string::npos || (port = std::atoi(address.c_str() + colon + 1)) <= 0
+        || port > 65535)
         return usage("--connect: got '" + common::escapeControl(address) + "', expected HOST:PORT");
     if (!p.isSet("node-rank"))
         return usage("--connect needs --node-rank K");
     const common::Result<long long> rank = p.integer("node-rank", 1, 1, 4096);
     if (!rank)
         return usage(rank.error().toString());
-    return report(launch::connectWithin(address.substr(0, colon), port, nonce, int(*rank), *timeout));
+    return report(
+        launch::connectWithin(address.substr(0, colon), port, nonce, int(*rank), *timeout));
 }
 
 } // namespace

@@ -38,8 +38,10 @@ plan::CalibrationRun compare(const launch::RunMeasurement& m, const plan::PlanRe
         run.peak = plan::PeakLevel::Device; // peak resident memory
         run.measuredPeakBytes = m.peakResidentBytes;
     } else {
-        run.peak = m.peakReservedBytes >= 0 ? plan::PeakLevel::Reserved : plan::PeakLevel::Allocated;
-        run.measuredPeakBytes = m.peakReservedBytes >= 0 ? m.peakReservedBytes : m.peakAllocatedBytes;
+        run.peak =
+            m.peakReservedBytes >= 0 ? plan::PeakLevel::Reserved : plan::PeakLevel::Allocated;
+        run.measuredPeakBytes =
+            m.peakReservedBytes >= 0 ? m.peakReservedBytes : m.peakAllocatedBytes;
         if (m.peakReservedBytes >= 0 && m.peakAllocatedBytes >= 0)
             run.measuredReserveBytes = m.peakReservedBytes - m.peakAllocatedBytes;
     }
@@ -54,10 +56,9 @@ void printRun(const plan::CalibrationRun& run)
         : 0;
     std::cout << "  " << std::left << std::setw(28) << run.runId << std::right << std::setw(12)
               << formatFixed(run.plannedTokensPerSecond, 1) << std::setw(12)
-              << formatFixed(run.measuredTokensPerSecond, 1) << std::setw(8)
-              << formatFixed(rate, 2) << "   " << std::left << std::setw(15)
-              << plan::peakKey(run.peak) << std::right << std::setw(12)
-              << formatBytes(run.plannedPeakBytes) << std::setw(12)
+              << formatFixed(run.measuredTokensPerSecond, 1) << std::setw(8) << formatFixed(rate, 2)
+              << "   " << std::left << std::setw(15) << plan::peakKey(run.peak) << std::right
+              << std::setw(12) << formatBytes(run.plannedPeakBytes) << std::setw(12)
               << (run.measuredPeakBytes >= 0 ? formatBytes(run.measuredPeakBytes) : "-") << "\n";
 }
 
@@ -90,8 +91,8 @@ int runCalibrate(const ArgParser& p, const plan::Catalog& catalog)
     const std::vector<std::string> dirs = p.positionals();
     if (dirs.empty())
         return usage({"no run folders given", "plan --calibrate RUN_DIR... [--gpu ID]"});
-    const std::string path = p.isSet("calibration") ? p.value("calibration")
-                                                    : plan::defaultCalibrationPath();
+    const std::string path =
+        p.isSet("calibration") ? p.value("calibration") : plan::defaultCalibrationPath();
     common::Result<plan::Calibration> calibration = plan::loadCalibration(path);
     if (!calibration)
         return usage(calibration.error());
@@ -99,7 +100,8 @@ int runCalibrate(const ArgParser& p, const plan::Catalog& catalog)
     std::cout << "  " << std::left << std::setw(28) << "run" << std::right << std::setw(12)
               << "plan tok/s" << std::setw(12) << "run tok/s" << std::setw(8) << "ratio"
               << "   " << std::left << std::setw(15) << "peak" << std::right << std::setw(12)
-              << "plan" << std::setw(12) << "run" << "\n";
+              << "plan" << std::setw(12) << "run"
+              << "\n";
     for (const std::string& dir : dirs) {
         const common::Result<launch::RunMeasurement> m =
             launch::readRunMeasurement(dir, p.value("gpu"), p.value("model"));
@@ -115,10 +117,10 @@ int runCalibrate(const ArgParser& p, const plan::Catalog& catalog)
     for (auto& [gpu, runs] : byDevice) {
         plan::DeviceCalibration device = plan::calibrateDevice(gpu, std::move(runs));
         std::cout << gpu << ": utilisation " << formatFixed(device.utilisation, 3)
-                  << (device.allocatorOverhead > 0
-                             ? ", allocator reserve " + formatFixed(device.allocatorOverhead * 100, 1)
+                  << (device.allocatorOverhead > 0 ? ", allocator reserve "
+                                 + formatFixed(device.allocatorOverhead * 100, 1)
                                  + " % of the transients"
-                             : std::string())
+                                                   : std::string())
                   << (device.runtimeBytes > 0
                              ? ", runtime beyond the tensors " + formatBytes(device.runtimeBytes)
                              : std::string())

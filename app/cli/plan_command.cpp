@@ -61,8 +61,8 @@ void addPlanOptions(ArgParser& p)
             continue;
         const std::string flag(option.flag);
         const std::string fallback = plan::valueText(option, defaults);
-        const std::string help = std::string(option.help)
-            + (fallback.empty() ? "" : " (default " + fallback + ")");
+        const std::string help =
+            std::string(option.help) + (fallback.empty() ? "" : " (default " + fallback + ")");
         if (plan::kindOf(option) == plan::OptionKind::Boolean) {
             p.addFlag(flag, help);
             p.addFlag("no-" + flag, "the opposite of --" + flag);

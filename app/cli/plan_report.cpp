@@ -107,8 +107,8 @@ void printMemory(std::ostream& out, const plan::PlanResult& r, bool explain)
 }
 
 // The phases beside forward and backward: the total is the largest of them.
-void printPhases(std::ostream& out, const plan::PlanInput& in, const plan::PlanResult& r,
-    bool explain)
+void printPhases(
+    std::ostream& out, const plan::PlanInput& in, const plan::PlanResult& r, bool explain)
 {
     if (r.phases.size() < 2)
         return;
@@ -165,8 +165,8 @@ void printPlan(
     const double usedPercent = r.usableBytes > 0 ? 100.0 * r.perGpuBytes / r.usableBytes : 0;
     row(out, r.phases.size() > 1 ? "= Most in any phase (total)" : "= Device used (total)",
         formatBytes(r.perGpuBytes),
-        "of " + formatBytes(r.usableBytes) + " usable (" + formatFixed(usedPercent, 0)
-            + " %); " + (r.gpuId == plan::kCpuDeviceId ? "resident memory" : "nvidia-smi"));
+        "of " + formatBytes(r.usableBytes) + " usable (" + formatFixed(usedPercent, 0) + " %); "
+            + (r.gpuId == plan::kCpuDeviceId ? "resident memory" : "nvidia-smi"));
     if (r.fits)
         out << "  FITS with " << formatBytes(r.headroomBytes) << " headroom\n";
     else if (r.headroomBytes < 0)

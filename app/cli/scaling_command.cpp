@@ -48,7 +48,8 @@ ArgParser makeParser()
     p.addPositional("RUN.yaml", "the recipe (docs/RUN_CONFIG.md)");
     p.addOption("nproc", "N,N,...", "rank counts on this machine (default 1,2,4)");
     p.addOption("steps", "K", "optimizer steps per run, at least 3 (default 20)");
-    p.addOption("out", "DIR", "where the runs go (default: the config's output.dir + \"-scaling\")");
+    p.addOption(
+        "out", "DIR", "where the runs go (default: the config's output.dir + \"-scaling\")");
     p.setEpilog("Exit status: 0 every run completed, 1 a run failed, 2 bad input.");
     return p;
 }
@@ -62,14 +63,16 @@ common::Result<std::vector<int>> rankCounts(const std::string& text)
         const long value = std::strtol(word.c_str(), &end, 10);
         if (word.empty() || *end != '\0' || value < 1 || value > 1024)
             return common::Error{"scaling: --nproc: '" + word + "' in '" + text
-                    + "' is not a rank count (expected integers 1 to 1024, comma-separated)", {}};
+                    + "' is not a rank count (expected integers 1 to 1024, comma-separated)",
+                {}};
         counts.push_back(int(value));
     }
     return counts;
 }
 
 // The recipe as the probe runs it at `ranks`: its own name and folder, K steps.
-config::RunConfig probeConfig(config::RunConfig recipe, int ranks, long long steps, const fs::path& dir)
+config::RunConfig probeConfig(
+    config::RunConfig recipe, int ranks, long long steps, const fs::path& dir)
 {
     const std::string base = recipe.name.empty() ? "run" : recipe.name;
     recipe.name = base + "-np" + std::to_string(ranks);
@@ -84,15 +87,16 @@ int launchAndWait(const fs::path& config, int ranks, const fs::path& log)
 {
     std::error_code error;
     const fs::path self = fs::read_symlink("/proc/self/exe", error);
-    std::vector<std::string> words{self.string(), "launch", config.string(), "--nproc",
-        std::to_string(ranks)};
+    std::vector<std::string> words{
+        self.string(), "launch", config.string(), "--nproc", std::to_string(ranks)};
     std::vector<char*> argv;
     for (std::string& word : words)
         argv.push_back(word.data());
     argv.push_back(nullptr);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(
+        &actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
     // Its own process group: a terminal's Ctrl-C reaches it once, through
     // forwardSignal(), not twice.
@@ -101,15 +105,15 @@ int launchAndWait(const fs::path& config, int ranks, const fs::path& log)
     posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
     posix_spawnattr_setpgroup(&attributes, 0);
     pid_t pid = 0;
-    const int spawned = posix_spawn(&pid, self.c_str(), &actions, &attributes, argv.data(), environ);
+    const int spawned =
+        posix_spawn(&pid, self.c_str(), &actions, &attributes, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attributes);
     if (spawned != 0)
         return -1;
     g_child = pid;
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) { }
     g_child = 0;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
@@ -136,8 +140,9 @@ int runScaling(const Args& args)
             return kExitUsage;
         }
     }
-    const fs::path out = fs::absolute(p.value("out", recipe->output.dir + "-scaling")).lexically_normal();
-    struct sigaction action {};
+    const fs::path out =
+        fs::absolute(p.value("out", recipe->output.dir + "-scaling")).lexically_normal();
+    struct sigaction action { };
     action.sa_handler = forwardSignal;
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, nullptr);
@@ -146,21 +151,25 @@ int runScaling(const Args& args)
     int failures = 0;
     for (const int ranks : *counts) {
         if (g_stopSignal != 0) {
-            std::cout << "np " << ranks << ": not started (stopped by signal " << g_stopSignal << ")\n";
+            std::cout << "np " << ranks << ": not started (stopped by signal " << g_stopSignal
+                      << ")\n";
             continue;
         }
         const fs::path dir = out / ("np" + std::to_string(ranks));
         std::error_code error;
         fs::create_directories(dir, error);
         const config::RunConfig config = probeConfig(*recipe, ranks, *steps, dir);
-        if (common::Status saved = config::saveRunConfig((dir / "run.yaml").string(), config); !saved) {
+        if (common::Status saved = config::saveRunConfig((dir / "run.yaml").string(), config);
+            !saved) {
             std::cerr << "tunebench-cli scaling: " << saved.error().toString() << "\n";
             return kExitFailure;
         }
-        std::cout << "np " << ranks << ": " << *steps << " steps in " << dir.string() << " ..." << std::flush;
+        std::cout << "np " << ranks << ": " << *steps << " steps in " << dir.string() << " ..."
+                  << std::flush;
         const int status = launchAndWait(dir / "run.yaml", ranks, dir / "launch.log");
-        std::cout << (status == 0 ? " done\n" : " failed (exit status " + std::to_string(status)
-                          + ", see " + (dir / "launch.log").string() + ")\n");
+        std::cout << (status == 0 ? " done\n"
+                                  : " failed (exit status " + std::to_string(status) + ", see "
+                    + (dir / "launch.log").string() + ")\n");
         failures += status != 0;
         runs.push_back(metrics::readRunEntry(dir.string()));
     }

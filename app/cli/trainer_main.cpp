@@ -37,7 +37,8 @@ int main(int argc, char** argv)
             }
         }
     }
-    std::fprintf(stderr, "usage: tunebench-trainer train|eval|generate [options]\n"
-                         "(started by tunebench-cli; see 'tunebench-cli --help')\n");
+    std::fprintf(stderr,
+        "usage: tunebench-trainer train|eval|generate [options]\n"
+        "(started by tunebench-cli; see 'tunebench-cli --help')\n");
     return tb::cli::kExitUsage;
 }

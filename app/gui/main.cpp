@@ -14,8 +14,8 @@ int main(int argc, char** argv)
     // --version and --help answer and exit before any window exists (the
     // package test asks an installed GUI for its version).
     QCommandLineParser parser;
-    parser.setApplicationDescription(
-        QStringLiteral("Plan, run and monitor LLM fine-tunes (tunebench-cli is the headless CLI)."));
+    parser.setApplicationDescription(QStringLiteral(
+        "Plan, run and monitor LLM fine-tunes (tunebench-cli is the headless CLI)."));
     parser.addHelpOption();
     parser.addVersionOption();
     parser.process(app);

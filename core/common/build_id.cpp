@@ -24,7 +24,8 @@ int readBuildId(dl_phdr_info* info, size_t, void* out)
             const auto* note = reinterpret_cast<const ElfW(Nhdr)*>(at);
             const char* name = at + sizeof(ElfW(Nhdr));
             const char* desc = name + ((note->n_namesz + 3) & ~3u);
-            if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 && std::string_view(name, 3) == "GNU") {
+            if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4
+                && std::string_view(name, 3) == "GNU") {
                 char hex[3];
                 for (unsigned j = 0; j < note->n_descsz; ++j) {
                     std::snprintf(hex, sizeof hex, "%02x", static_cast<unsigned char>(desc[j]));

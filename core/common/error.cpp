@@ -9,8 +9,8 @@ std::string Error::toString() const
     return message + " (" + hint + ")";
 }
 
-Error Error::at(const std::string& file, const std::string& where, const std::string& what,
-                std::string hint)
+Error Error::at(
+    const std::string& file, const std::string& where, const std::string& what, std::string hint)
 {
     std::string text;
     for (const std::string* part : {&file, &where}) {

@@ -23,8 +23,8 @@ bool isHubPart(std::string_view part)
     if (part.empty() || part == "." || part == "..")
         return false;
     for (const char c : part) {
-        const bool allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
-            || c == '-' || c == '_' || c == '.';
+        const bool allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+            || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
         if (!allowed)
             return false;
     }
@@ -67,12 +67,13 @@ Result<std::string> findCachedModel(const std::string& repoId)
     std::error_code error;
     if (!fs::is_directory(repo, error))
         return Error::at(repo.string(), {},
-            repoId + " is not in the Hugging Face cache (" + hubCacheDir() + ")", downloadHint(repoId));
+            repoId + " is not in the Hugging Face cache (" + hubCacheDir() + ")",
+            downloadHint(repoId));
     const fs::path ref = repo / "refs" / "main";
     const Result<std::string> revision = readFile(ref.string());
     if (!revision)
-        return Error::at(ref.string(), {}, "no revision recorded for the main branch",
-            downloadHint(repoId));
+        return Error::at(
+            ref.string(), {}, "no revision recorded for the main branch", downloadHint(repoId));
     const std::string hash = trim(*revision);
     if (hash.empty() || hash.find_first_not_of("0123456789abcdef") != std::string::npos)
         return Error::at(ref.string(), {}, "got '" + hash + "', expected a commit hash");

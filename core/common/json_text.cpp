@@ -3,7 +3,8 @@
 namespace tb::common {
 
 JsonTooDeep::JsonTooDeep()
-    : nlohmann::json::exception(0, ("nested deeper than " + std::to_string(kMaxJsonDepth) + " levels").c_str())
+    : nlohmann::json::exception(
+        0, ("nested deeper than " + std::to_string(kMaxJsonDepth) + " levels").c_str())
 {
 }
 

@@ -50,6 +50,7 @@ struct JsonFieldError : nlohmann::json::exception {
 // nlohmann::json::exception: its absence throws as at() does, and any other
 // value than an integer in [min, max] throws JsonFieldError naming the key,
 // the value and the range.
-long long jsonIntegerAt(const nlohmann::json& object, const char* key, long long min, long long max);
+long long jsonIntegerAt(
+    const nlohmann::json& object, const char* key, long long min, long long max);
 
 } // namespace tb::common

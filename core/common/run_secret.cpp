@@ -19,7 +19,8 @@ Result<std::string> randomHex(std::size_t bytes)
         if (got < 0 && errno == EINTR)
             continue;
         if (got <= 0)
-            return Error{std::string("the kernel gave no random bytes (getrandom: ") + std::strerror(errno) + ")",
+            return Error{std::string("the kernel gave no random bytes (getrandom: ")
+                    + std::strerror(errno) + ")",
                 {}};
         filled += std::size_t(got);
     }
@@ -37,9 +38,11 @@ Status checkRunSecret(std::string_view secret)
         [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
     if (secret.size() == 2 * kRunSecretBytes && hex)
         return Ok{};
-    return Error{std::string("environment variable ") + kRunSecretVariable + ": " + std::to_string(secret.size())
-            + " characters" + (hex ? "" : ", not all lowercase hex digits") + ", expected "
-            + std::to_string(2 * kRunSecretBytes) + " lowercase hex digits (the value is not shown)",
+    return Error{std::string("environment variable ") + kRunSecretVariable + ": "
+            + std::to_string(secret.size()) + " characters"
+            + (hex ? "" : ", not all lowercase hex digits") + ", expected "
+            + std::to_string(2 * kRunSecretBytes)
+            + " lowercase hex digits (the value is not shown)",
         "unset it to let tunebench-cli launch make one, or make one with `openssl rand -hex 32`"};
 }
 

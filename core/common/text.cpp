@@ -11,7 +11,7 @@ std::string toLower(std::string_view text)
 {
     std::string lower(text);
     std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return lower;
 }
 
@@ -123,7 +123,8 @@ std::string clipText(std::string_view text, size_t maxBytes)
     // Back over UTF-8 continuation bytes (10xxxxxx) to a sequence's start.
     while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80)
         --cut;
-    return std::string(text.substr(0, cut)) + "... (" + std::to_string(text.size() - cut) + " more bytes)";
+    return std::string(text.substr(0, cut)) + "... (" + std::to_string(text.size() - cut)
+        + " more bytes)";
 }
 
 size_t editDistance(std::string_view a, std::string_view b)
@@ -142,8 +143,8 @@ size_t editDistance(std::string_view a, std::string_view b)
     return previous[b.size()];
 }
 
-std::vector<std::string> nearestNames(const std::vector<std::string>& candidates,
-                                      std::string_view query, size_t count)
+std::vector<std::string> nearestNames(
+    const std::vector<std::string>& candidates, std::string_view query, size_t count)
 {
     const std::string lowerQuery = toLower(query);
     std::vector<std::pair<size_t, std::string>> scored;
@@ -151,13 +152,12 @@ std::vector<std::string> nearestNames(const std::vector<std::string>& candidates
     for (const std::string& candidate : candidates) {
         const std::string lower = toLower(candidate);
         // A candidate that contains the query is a better guess than any typo.
-        const size_t distance = lower.find(lowerQuery) != std::string::npos
-            ? 0
-            : editDistance(lower, lowerQuery);
+        const size_t distance =
+            lower.find(lowerQuery) != std::string::npos ? 0 : editDistance(lower, lowerQuery);
         scored.emplace_back(distance, candidate);
     }
     std::stable_sort(scored.begin(), scored.end(),
-                     [](const auto& x, const auto& y) { return x.first < y.first; });
+        [](const auto& x, const auto& y) { return x.first < y.first; });
     std::vector<std::string> names;
     for (size_t i = 0; i < scored.size() && i < count; ++i)
         names.push_back(scored[i].second);

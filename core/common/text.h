@@ -41,7 +41,7 @@ std::string clipText(std::string_view text, size_t maxBytes);
 size_t editDistance(std::string_view a, std::string_view b);
 
 // The `count` candidates closest to `query` (case-insensitive), nearest first.
-std::vector<std::string> nearestNames(const std::vector<std::string>& candidates,
-                                      std::string_view query, size_t count = 3);
+std::vector<std::string> nearestNames(
+    const std::vector<std::string>& candidates, std::string_view query, size_t count = 3);
 
 } // namespace tb::common

@@ -23,7 +23,8 @@ std::optional<RuleViolation> checkOffload(Sharding sharding, Offload offload)
             "parameter offload needs sharding zero3, fsdp-full, fsdp-grad-op or fsdp-hybrid"};
     if (offload == Offload::Optimizer && isFsdp(sharding))
         return RuleViolation{"offload",
-            got + "; expected none or optimizer+params: FSDP's CPU offload moves parameters, "
+            got
+                + "; expected none or optimizer+params: FSDP's CPU offload moves parameters, "
                   "gradients and optimizer states together",
             "offload optimizer+params, or shard with zero1, zero2 or zero3 to offload the "
             "optimizer alone"};

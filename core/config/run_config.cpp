@@ -8,7 +8,8 @@ namespace {
 
 // Spellings of the config's own enums; the shared ones come from
 // common/training_terms.h.
-template <typename Enum> struct Names : common::SpellingTable<Enum> {};
+template <typename Enum> struct Names : common::SpellingTable<Enum> {
+};
 template <> struct Names<DataFormat> {
     static constexpr std::array<common::Spelling<DataFormat>, 5> table{
         {{DataFormat::Alpaca, "alpaca"}, {DataFormat::Chat, "chat"}, {DataFormat::Csv, "csv"},
@@ -34,9 +35,8 @@ template <> struct Names<MalformedPolicy> {
         {{MalformedPolicy::Skip, "skip"}, {MalformedPolicy::Fail, "fail"}}};
 };
 template <> struct Names<Schedule> {
-    static constexpr std::array<common::Spelling<Schedule>, 3> table{
-        {{Schedule::Cosine, "cosine"}, {Schedule::Linear, "linear"},
-            {Schedule::Constant, "constant"}}};
+    static constexpr std::array<common::Spelling<Schedule>, 3> table{{{Schedule::Cosine, "cosine"},
+        {Schedule::Linear, "linear"}, {Schedule::Constant, "constant"}}};
 };
 template <> struct Names<Device> {
     static constexpr std::array<common::Spelling<Device>, 3> table{

@@ -27,8 +27,7 @@ void checkOffload(MapReader& distributed, const DistributedConfig& config)
 
 // `withParameters`: target_parameters adapts something, so the list may be
 // empty (peft's target_modules=[] beside target_parameters).
-void checkTargetModules(
-    MapReader& lora, std::vector<std::string>& modules, bool withParameters)
+void checkTargetModules(MapReader& lora, std::vector<std::string>& modules, bool withParameters)
 {
     const YAML::Node node = lora.value("target_modules");
     if (node.IsScalar() && node.Scalar() == "all-linear") {
@@ -224,8 +223,8 @@ void readDistributedSection(MapReader& top, RunConfig& config, ReadState& state)
     distributed.recordNodes(state.nodes);
     DistributedConfig& out = config.distributed;
     // A sharding that was not read says nothing about the offload.
-    const bool shardingRead = !distributed.has("sharding")
-        || readChoice(distributed, "sharding", out.sharding);
+    const bool shardingRead =
+        !distributed.has("sharding") || readChoice(distributed, "sharding", out.sharding);
     const bool offloadRead = readChoice(distributed, "offload", out.offload);
     if (shardingRead && offloadRead)
         checkOffload(distributed, out);
@@ -268,8 +267,8 @@ void checkPreferenceTuning(const RunConfig& config, ReadState& state)
             "packed",
             "remove data.packing");
     if (config.hasValidationData())
-        state.problem(state.has("data.validation_file") ? "data.validation_file"
-                                                        : "data.validation_split",
+        state.problem(
+            state.has("data.validation_file") ? "data.validation_file" : "data.validation_split",
             "validation of preference pairs is not implemented; objective dpo trains without "
             "validation data");
     if (config.dpo.lossType == DpoLossType::Ipo && config.dpo.labelSmoothing > 0.0)
@@ -278,8 +277,9 @@ void checkPreferenceTuning(const RunConfig& config, ReadState& state)
                 + ", but the ipo loss has no label smoothing",
             "use loss_type sigmoid or robust, or remove label_smoothing");
     if (state.has("data.columns"))
-        state.warning("data.columns", "ignored: preference pairs are read from prompt, chosen "
-                                      "and rejected");
+        state.warning("data.columns",
+            "ignored: preference pairs are read from prompt, chosen "
+            "and rejected");
     if (data.promptTemplate != PromptTemplate::Auto && data.promptTemplate != PromptTemplate::None)
         state.problem("data.template",
             "got " + std::string(toString(data.promptTemplate))

@@ -49,7 +49,8 @@ Batch collate(std::span<const TokenizedExample> rows, std::span<const std::size_
     return batch;
 }
 
-std::vector<std::size_t> rowsOfSamples(std::span<const std::size_t> samples, std::size_t rowsPerSample)
+std::vector<std::size_t> rowsOfSamples(
+    std::span<const std::size_t> samples, std::size_t rowsPerSample)
 {
     std::vector<std::size_t> rows;
     rows.reserve(samples.size() * rowsPerSample);

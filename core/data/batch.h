@@ -52,7 +52,8 @@ Batch collate(std::span<const TokenizedExample> rows, std::span<const std::size_
 
 // The rows of `samples` (sample indices) as BatchOptions::rowsPerSample lays
 // them out in a batch: each sample's first row, then each one's second...
-std::vector<std::size_t> rowsOfSamples(std::span<const std::size_t> samples, std::size_t rowsPerSample);
+std::vector<std::size_t> rowsOfSamples(
+    std::span<const std::size_t> samples, std::size_t rowsPerSample);
 
 // Micro-batches of this rank's samples, epoch after epoch, forever. Batches
 // do not cross epochs: the last one of an epoch may be smaller. The rows must

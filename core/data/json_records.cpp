@@ -149,7 +149,8 @@ common::Result<Record> preferenceRecord(const json& object)
     for (const Field& completion : {fields[1], fields[2]}) {
         if (common::trim(*completion.second).empty())
             return common::Error{
-                std::string("'") + completion.first + "' is empty: a pair needs two completions", {}};
+                std::string("'") + completion.first + "' is empty: a pair needs two completions",
+                {}};
     }
     if (record.chosen == record.rejected)
         return common::Error{"'chosen' equals 'rejected': the pair prefers nothing", {}};

@@ -102,8 +102,8 @@ common::Result<PreparedData> preparePreferenceRows(PreparedData prepared,
         tokenizePreferencePairs(records, tokenizer, data.malformed, stats.records);
     if (!pairs.ok())
         return pairs.error();
-    prepared.train = preferenceRows(std::move(pairs).value(),
-        static_cast<std::size_t>(data.sequenceLength), &stats.train);
+    prepared.train = preferenceRows(
+        std::move(pairs).value(), static_cast<std::size_t>(data.sequenceLength), &stats.train);
     if (prepared.train.empty())
         return common::Error{"no preference pairs left: every pair was malformed or its prompt "
                              "alone fills data.sequence_length ("

@@ -72,8 +72,8 @@ common::Status awaitAllRanks(c10d::Store& store, const RankEnvironment& environm
                 return common::Ok{};
             if (store.check({kAbandoned})) {
                 // Only rank 0's verdict ends the wait, not one a stranger wrote.
-                const std::string verdict =
-                    verifiedText(environment.runSecret, environment.runId, asText(store.get(kAbandoned)));
+                const std::string verdict = verifiedText(
+                    environment.runSecret, environment.runId, asText(store.get(kAbandoned)));
                 if (!verdict.empty())
                     return common::Error{verdict, {}};
             }

@@ -26,7 +26,6 @@ std::shared_ptr<Communicator> makeSelfCommunicator(std::string name);
 // group of one gives makeSelfCommunicator.
 common::Result<std::shared_ptr<Communicator>> makeProcessGroupCommunicator(
     const GroupDescription& group, const RankEnvironment& environment,
-    const RendezvousOptions& options, const StoreHandle& store,
-    std::shared_ptr<Liveness> liveness);
+    const RendezvousOptions& options, const StoreHandle& store, std::shared_ptr<Liveness> liveness);
 
 } // namespace tb::dist

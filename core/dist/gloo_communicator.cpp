@@ -91,8 +91,7 @@ public:
         // issuing thread's dispatch state, so issuing it below the
         // ADInplaceOrView layer keeps the counter where it was (communicator.h).
         at::AutoDispatchBelowADInplaceOrView belowAutograd;
-        return track(
-            "all-gather", [&] { return m_group->_allgather_base(flatOutput, flatInput); });
+        return track("all-gather", [&] { return m_group->_allgather_base(flatOutput, flatInput); });
     }
 
     Work reduceScatterSum(torch::Tensor output, torch::Tensor input) override
@@ -101,8 +100,8 @@ public:
         m_stats.reduceScatter(input, size());
         torch::Tensor flatOutput = output.detach().view(-1);
         torch::Tensor flatInput = input.detach().view(-1);
-        return track("reduce-scatter",
-            [&] { return m_group->_reduce_scatter_base(flatOutput, flatInput); });
+        return track(
+            "reduce-scatter", [&] { return m_group->_reduce_scatter_base(flatOutput, flatInput); });
     }
 
     Work broadcast(torch::Tensor tensor, int root) override
@@ -127,8 +126,7 @@ private:
     // Issues a collective and tracks it. Gloo can fail already when a
     // collective is issued (a peer's connection closed between two of them):
     // that failure is explained like one at wait().
-    template <typename Issue>
-    Work track(const char* operation, Issue&& issue)
+    template <typename Issue> Work track(const char* operation, Issue&& issue)
     {
         WorkHandle work;
         try {
@@ -168,7 +166,9 @@ std::string localAddressTowards(const std::string& host)
     char text[INET6_ADDRSTRLEN] = {};
     if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0
         && ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0
-        && ::getnameinfo(reinterpret_cast<sockaddr*>(&local), length, text, sizeof text, nullptr, 0, NI_NUMERICHOST) == 0)
+        && ::getnameinfo(reinterpret_cast<sockaddr*>(&local), length, text, sizeof text, nullptr, 0,
+               NI_NUMERICHOST)
+            == 0)
         address = text;
     if (fd >= 0)
         ::close(fd);
@@ -202,8 +202,8 @@ GroupHandle makeGlooGroup(const StoreHandle& store, const GroupDescription& grou
 }
 
 #ifdef USE_C10D_NCCL
-GroupHandle makeNcclGroup(const StoreHandle& store, const GroupDescription& group,
-    const RendezvousOptions& options)
+GroupHandle makeNcclGroup(
+    const StoreHandle& store, const GroupDescription& group, const RendezvousOptions& options)
 {
     auto ncclOptions = c10d::ProcessGroupNCCL::Options::create();
     ncclOptions->timeout = toMilliseconds(options.timeoutSeconds);
@@ -220,8 +220,7 @@ GroupHandle makeNcclGroup(const StoreHandle& store, const GroupDescription& grou
 
 common::Result<std::shared_ptr<Communicator>> makeProcessGroupCommunicator(
     const GroupDescription& group, const RankEnvironment& environment,
-    const RendezvousOptions& options, const StoreHandle& store,
-    std::shared_ptr<Liveness> liveness)
+    const RendezvousOptions& options, const StoreHandle& store, std::shared_ptr<Liveness> liveness)
 {
     if (group.size == 1)
         return makeSelfCommunicator(group.name);

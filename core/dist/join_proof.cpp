@@ -43,10 +43,11 @@ constexpr auto kRefusalReadWait = std::chrono::seconds(5);
 
 // What each side signs: the role keeps a rank's proof from passing as rank
 // 0's answer, the run id and rank keep it from passing anywhere else.
-std::string proofMessage(const std::string& role, const RankEnvironment& environment, int rank,
-    const std::string& nonce)
+std::string proofMessage(
+    const std::string& role, const RankEnvironment& environment, int rank, const std::string& nonce)
 {
-    return "tunebench-join|" + role + "|" + environment.runId + "|" + std::to_string(rank) + "|" + nonce;
+    return "tunebench-join|" + role + "|" + environment.runId + "|" + std::to_string(rank) + "|"
+        + nonce;
 }
 
 bool sameText(const std::string& a, const std::string& b)
@@ -60,7 +61,8 @@ void put(c10d::Store& store, const std::string& key, const std::string& value)
 }
 
 // The key's value once it is there; nothing by the deadline: empty.
-std::optional<std::string> awaitKey(c10d::Store& store, const std::string& key, Clock::time_point deadline)
+std::optional<std::string> awaitKey(
+    c10d::Store& store, const std::string& key, Clock::time_point deadline)
 {
     while (!store.check({key})) {
         if (Clock::now() >= deadline)
@@ -101,20 +103,25 @@ common::Status admitRank(c10d::Store& store, const RankEnvironment& environment,
         return secretError(environment, who + " gave no proof of the run secret in time");
     if (*proof == kNoSecret)
         return secretError(environment,
-            who + " was started without " + common::kRunSecretVariable + ", which this run requires");
+            who + " was started without " + common::kRunSecretVariable
+                + ", which this run requires");
     const std::size_t colon = proof->find(':');
     const std::string theirNonce = proof->substr(0, colon);
     const bool valid = colon != std::string::npos && colon == 2 * kNonceBytes
         && sameText(proof->substr(colon + 1),
-            hmacSha256Hex(environment.runSecret, proofMessage("rank", environment, rank, challenge)));
+            hmacSha256Hex(
+                environment.runSecret, proofMessage("rank", environment, rank, challenge)));
     if (!valid) {
         put(store, answerKey(rank), kRefused);
         awaitKey(store, refusalReadKey(rank), std::min(deadline, Clock::now() + kRefusalReadWait));
         return secretError(environment,
-            who + " could not prove it knows this run's secret: a process of another run, or one that "
+            who
+                + " could not prove it knows this run's secret: a process of another run, or one "
+                  "that "
                   "is not ours, tried to join in its place");
     }
-    put(store, answerKey(rank), hmacSha256Hex(environment.runSecret, proofMessage("rank0", environment, rank, theirNonce)));
+    put(store, answerKey(rank),
+        hmacSha256Hex(environment.runSecret, proofMessage("rank0", environment, rank, theirNonce)));
     return common::Ok{};
 }
 
@@ -125,18 +132,20 @@ common::Status checkNoSecretRefusal(
 {
     const std::optional<std::string> proof = awaitKey(store, proofKey(rank), deadline);
     if (!proof)
-        return secretError(environment, "rank " + std::to_string(rank) + " said nothing at the rendezvous in time");
+        return secretError(environment,
+            "rank " + std::to_string(rank) + " said nothing at the rendezvous in time");
     if (*proof != kRefused)
         return common::Ok{};
-    std::string what = "rank " + std::to_string(rank) + " has a run secret and this rank 0 has none (";
+    std::string what =
+        "rank " + std::to_string(rank) + " has a run secret and this rank 0 has none (";
     what.append(common::kRunSecretVariable).append("), so it does not join");
     return secretError(environment, what);
 }
 
 } // namespace
 
-common::Status admitRanks(c10d::Store& store, const RankEnvironment& environment, const std::string& challenge,
-    Clock::time_point deadline)
+common::Status admitRanks(c10d::Store& store, const RankEnvironment& environment,
+    const std::string& challenge, Clock::time_point deadline)
 {
     for (int rank = 1; rank < environment.worldSize; ++rank) {
         common::Status admitted = environment.runSecret.empty()
@@ -148,7 +157,8 @@ common::Status admitRanks(c10d::Store& store, const RankEnvironment& environment
     return common::Ok{};
 }
 
-common::Status joinWithProof(c10d::Store& store, const RankEnvironment& environment, Clock::time_point deadline)
+common::Status joinWithProof(
+    c10d::Store& store, const RankEnvironment& environment, Clock::time_point deadline)
 {
     const std::optional<std::string> challenge = awaitKey(store, kChallengeKey, deadline);
     if (!challenge)
@@ -159,20 +169,24 @@ common::Status joinWithProof(c10d::Store& store, const RankEnvironment& environm
         if (!required)
             return common::Ok{};
         std::string what = "this run requires ";
-        what.append(common::kRunSecretVariable).append(" (rank 0 has one) and this rank was started without it");
+        what.append(common::kRunSecretVariable)
+            .append(" (rank 0 has one) and this rank was started without it");
         return secretError(environment, what);
     }
     if (!required) {
         put(store, proofKey(environment.rank), kRefused);
-        return secretError(environment, "rank 0 has no run secret and this rank has one: refusing to "
-                                         "join a store that cannot prove it serves this run");
+        return secretError(environment,
+            "rank 0 has no run secret and this rank has one: refusing to "
+            "join a store that cannot prove it serves this run");
     }
     const std::string ours = nonce();
     put(store, proofKey(environment.rank),
         ours + ":"
             + hmacSha256Hex(environment.runSecret,
-                proofMessage("rank", environment, environment.rank, challenge->substr(kSchemePrefix.size()))));
-    const std::optional<std::string> answer = awaitKey(store, answerKey(environment.rank), deadline);
+                proofMessage("rank", environment, environment.rank,
+                    challenge->substr(kSchemePrefix.size()))));
+    const std::optional<std::string> answer =
+        awaitKey(store, answerKey(environment.rank), deadline);
     if (!answer)
         return secretError(environment, "rank 0 did not answer this rank's proof in time");
     if (*answer == kRefused) {
@@ -180,9 +194,11 @@ common::Status joinWithProof(c10d::Store& store, const RankEnvironment& environm
         return secretError(environment, "rank 0 refused this rank's proof: its run secret differs");
     }
     if (!sameText(*answer,
-            hmacSha256Hex(environment.runSecret, proofMessage("rank0", environment, environment.rank, ours))))
-        return secretError(environment, "the store's answer does not prove this run's secret: whoever "
-                                         "serves it is not this run's rank 0");
+            hmacSha256Hex(
+                environment.runSecret, proofMessage("rank0", environment, environment.rank, ours))))
+        return secretError(environment,
+            "the store's answer does not prove this run's secret: whoever "
+            "serves it is not this run's rank 0");
     return common::Ok{};
 }
 
@@ -201,8 +217,8 @@ std::string hmacSha256Hex(const std::string& secret, const std::string& message)
 {
     unsigned char digest[EVP_MAX_MD_SIZE];
     unsigned int length = 0;
-    HMAC(EVP_sha256(), secret.data(), int(secret.size()), reinterpret_cast<const unsigned char*>(message.data()),
-        message.size(), digest, &length);
+    HMAC(EVP_sha256(), secret.data(), int(secret.size()),
+        reinterpret_cast<const unsigned char*>(message.data()), message.size(), digest, &length);
     return common::hexBytes(digest, length);
 }
 
@@ -210,10 +226,12 @@ std::string signText(const std::string& secret, const std::string& runId, const 
 {
     if (secret.empty())
         return text;
-    return text + "\n" + kSchemePrefix + hmacSha256Hex(secret, "tunebench-text|" + runId + "|" + text);
+    return text + "\n" + kSchemePrefix
+        + hmacSha256Hex(secret, "tunebench-text|" + runId + "|" + text);
 }
 
-std::string verifiedText(const std::string& secret, const std::string& runId, const std::string& signedText)
+std::string verifiedText(
+    const std::string& secret, const std::string& runId, const std::string& signedText)
 {
     if (secret.empty())
         return signedText;

@@ -29,8 +29,8 @@ std::string postJoinChallenge(c10d::Store& store, const RankEnvironment& environ
 // not prove the secret.
 // Rank 0: checks each other rank's proof over `challenge` and answers it;
 // without a secret, checks that no rank refused to join for lack of one.
-common::Status admitRanks(c10d::Store& store, const RankEnvironment& environment, const std::string& challenge,
-    std::chrono::steady_clock::time_point deadline);
+common::Status admitRanks(c10d::Store& store, const RankEnvironment& environment,
+    const std::string& challenge, std::chrono::steady_clock::time_point deadline);
 // Any other rank: proves itself over rank 0's challenge and checks rank 0's
 // answer; without a secret, checks that rank 0 has none either.
 common::Status joinWithProof(c10d::Store& store, const RankEnvironment& environment,
@@ -44,6 +44,7 @@ std::string hmacSha256Hex(const std::string& secret, const std::string& message)
 // verdict). Without a secret, the text as it is.
 std::string signText(const std::string& secret, const std::string& runId, const std::string& text);
 // The text of signText(); empty when the signature does not match.
-std::string verifiedText(const std::string& secret, const std::string& runId, const std::string& signedText);
+std::string verifiedText(
+    const std::string& secret, const std::string& runId, const std::string& signedText);
 
 } // namespace tb::dist

@@ -48,8 +48,8 @@ Liveness::Liveness(Options options, StoreHandle store)
     const double timeout =
         std::min(m_options.timeoutSeconds, std::max(10.0, 5.0 * m_options.heartbeatSeconds));
     storeOptions.timeout = toMilliseconds(timeout);
-    m_heartbeatStore = c10::make_intrusive<c10d::PrefixStore>(m_options.storePrefix,
-        c10::make_intrusive<c10d::TCPStore>(m_options.host, storeOptions));
+    m_heartbeatStore = c10::make_intrusive<c10d::PrefixStore>(
+        m_options.storePrefix, c10::make_intrusive<c10d::TCPStore>(m_options.host, storeOptions));
     // The first beat before returning: after the rendezvous every rank's
     // counter exists, so a diagnosis never mistakes a slow start for death.
     m_heartbeatStore->add(heartbeatKey(m_options.rank), 1);
@@ -143,8 +143,10 @@ std::string Liveness::explainFailure(
         if (!silent.empty()) {
             const std::string verdict = listRanks(silent) + " stopped responding (no heartbeat for "
                 + common::formatFixed(waited, 1) + " s)";
-            const std::string signedVerdict = signText(m_options.runSecret, m_options.runId, verdict);
-            m_store->set(kVerdictKey, std::vector<std::uint8_t>(signedVerdict.begin(), signedVerdict.end()));
+            const std::string signedVerdict =
+                signText(m_options.runSecret, m_options.runId, verdict);
+            m_store->set(
+                kVerdictKey, std::vector<std::uint8_t>(signedVerdict.begin(), signedVerdict.end()));
             text += verdict;
         }
         if (!failedToo.empty())

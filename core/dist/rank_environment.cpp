@@ -153,8 +153,8 @@ common::Result<RankEnvironment> readRankEnvironment(const Variables& environment
     result.masterPort = *port;
 
     if (const auto runId = lookup(variables, "TORCHELASTIC_RUN_ID")) {
-        const bool printable = std::all_of(runId->begin(), runId->end(),
-            [](char c) { return c > ' ' && c < 127; });
+        const bool printable =
+            std::all_of(runId->begin(), runId->end(), [](char c) { return c > ' ' && c < 127; });
         if (runId->empty() || runId->size() > kMaxRunIdLength || !printable)
             return problem("TORCHELASTIC_RUN_ID", *runId,
                 "the job's id: 1 to " + std::to_string(kMaxRunIdLength)

@@ -1,9 +1,9 @@
 #include "dist/rendezvous.h"
 
+#include "common/run_secret.h"
 #include "dist/arrival.h"
 #include "dist/communicators.h"
 #include "dist/join_proof.h"
-#include "common/run_secret.h"
 #include "dist/run_identity.h"
 #include "dist/store_listener.h"
 
@@ -71,8 +71,8 @@ common::Result<StoreHandle> connectStore(
     if (storeOptions.isServer) {
         auto listener = listenForStore(environment.masterAddr, environment.masterPort);
         if (!listener)
-            return common::Error{
-                rendezvousPlace(environment) + ": " + listener.error().message, listener.error().hint};
+            return common::Error{rendezvousPlace(environment) + ": " + listener.error().message,
+                listener.error().hint};
         storeOptions.masterListenFd = listener->fd;
         if (!listener->warning.empty())
             warnings.push_back(listener->warning);
@@ -96,8 +96,8 @@ common::Result<StoreHandle> connectStore(
 
 // Rank 0 posts its challenge (join_proof.h) before the ranks arrive, so that every rank
 // that arrived finds it; the proofs follow the arrival.
-common::Status arriveAndProve(c10d::Store& store, const RankEnvironment& environment, double timeoutSeconds,
-    std::chrono::steady_clock::time_point deadline)
+common::Status arriveAndProve(c10d::Store& store, const RankEnvironment& environment,
+    double timeoutSeconds, std::chrono::steady_clock::time_point deadline)
 {
     try {
         std::string challenge;
@@ -110,8 +110,8 @@ common::Status arriveAndProve(c10d::Store& store, const RankEnvironment& environ
         return joinWithProof(store, environment, deadline);
     } catch (const std::exception& error) {
         return common::Error{rendezvousPlace(environment)
-                + ": the store went away while the ranks proved the run secret (" + describeTorchError(error)
-                + ")",
+                + ": the store went away while the ranks proved the run secret ("
+                + describeTorchError(error) + ")",
             {}};
     }
 }
@@ -154,11 +154,14 @@ common::Result<World> rendezvous(
     }
     const std::string prefix = jobKeyPrefix(environment);
     const StoreHandle store = c10::make_intrusive<c10d::PrefixStore>(prefix, *served);
-    if (auto joined = arriveAndProve(*store, environment, options.timeoutSeconds, deadline); !joined)
+    if (auto joined = arriveAndProve(*store, environment, options.timeoutSeconds, deadline);
+        !joined)
         return joined.error();
     if (environment.runSecret.empty())
-        world.warnings.push_back(std::string("the ranks joined without a run secret (") + common::kRunSecretVariable
-            + "), as under torchrun: a process that reaches the master port could have joined in a rank's place "
+        world.warnings.push_back(std::string("the ranks joined without a run secret (")
+            + common::kRunSecretVariable
+            + "), as under torchrun: a process that reaches the master port could have joined in a "
+              "rank's place "
               "(docs/LAUNCH.md, \"What listens\")");
 
     std::shared_ptr<Liveness> liveness;
@@ -187,8 +190,8 @@ common::Result<World> rendezvous(
         worldGroup(environment), environment, options, store, liveness);
     if (!all)
         return all.error();
-    auto node = makeProcessGroupCommunicator(
-        nodeGroup(environment), environment, options, store, liveness);
+    auto node =
+        makeProcessGroupCommunicator(nodeGroup(environment), environment, options, store, liveness);
     if (!node)
         return node.error();
     auto replicas = makeProcessGroupCommunicator(

@@ -20,7 +20,8 @@ std::string jobKeyPrefix(const RankEnvironment& environment)
 
 void announceRunId(c10d::Store& store, const RankEnvironment& environment)
 {
-    store.set(kRunIdKey, std::vector<std::uint8_t>(environment.runId.begin(), environment.runId.end()));
+    store.set(
+        kRunIdKey, std::vector<std::uint8_t>(environment.runId.begin(), environment.runId.end()));
 }
 
 common::Status checkRunId(c10d::Store& store, const RankEnvironment& environment,
@@ -36,8 +37,8 @@ common::Status checkRunId(c10d::Store& store, const RankEnvironment& environment
         const std::string served(bytes.begin(), bytes.end());
         if (served == environment.runId)
             return common::Ok{};
-        return common::Error{rendezvousPlace(environment) + ": the store there serves job '" + served
-                + "', this rank belongs to job '" + environment.runId
+        return common::Error{rendezvousPlace(environment) + ": the store there serves job '"
+                + served + "', this rank belongs to job '" + environment.runId
                 + "' (TORCHELASTIC_RUN_ID): two jobs were given the same MASTER_PORT",
             "give each job its own --master-port; this job's rank 0 could not serve it"};
     } catch (const std::exception& error) {

@@ -20,7 +20,8 @@ struct AddressListDeleter {
 // A listening socket on one resolved address; -1 with errno set on failure.
 int listenOn(const addrinfo& address)
 {
-    const int fd = ::socket(address.ai_family, address.ai_socktype | SOCK_CLOEXEC, address.ai_protocol);
+    const int fd =
+        ::socket(address.ai_family, address.ai_socktype | SOCK_CLOEXEC, address.ai_protocol);
     if (fd < 0)
         return -1;
     const int on = 1;
@@ -76,14 +77,16 @@ common::Result<StoreListener> listenForStore(const std::string& address, int por
     for (const addrinfo* a = any->get(); a; a = a->ai_next) {
         if (const int fd = listenOn(*a); fd >= 0)
             return StoreListener{fd,
-                "MASTER_ADDR " + address + " is no address of this machine: the store listens on "
-                    "every interface at port " + std::to_string(port)
+                "MASTER_ADDR " + address
+                    + " is no address of this machine: the store listens on "
+                      "every interface at port "
+                    + std::to_string(port)
                     + ", and has no authentication; keep the port closed to all but the "
                       "cluster's nodes (docs/LAUNCH.md, \"What listens\")"};
         lastError = errno;
     }
-    return common::Error{"rank 0 cannot listen on port " + std::to_string(port) + ": "
-            + std::strerror(lastError),
+    return common::Error{
+        "rank 0 cannot listen on port " + std::to_string(port) + ": " + std::strerror(lastError),
         "is another job using MASTER_PORT?"};
 }
 

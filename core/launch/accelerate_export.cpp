@@ -28,8 +28,7 @@ std::string accelerateConfigYaml(const ExportJob& job, const std::string& config
     text += "# accelerate only starts the ranks. The trainer reads sharding, offload, precision\n"
             "# ("
         + (job.mixedPrecision == "no" ? std::string("fp32") : job.mixedPrecision)
-        + "), gradient accumulation ("
-        + std::to_string(job.gradAccum)
+        + "), gradient accumulation (" + std::to_string(job.gradAccum)
         + ") and activation checkpointing from the run config,\n"
           "# so this file has no fsdp_config or deepspeed_config, "
           "and mixed_precision is \"no\".\n";

@@ -18,8 +18,9 @@ std::string azureMlJobYaml(const ExportJob& job, AzureMlMode mode)
     text += "# Submit with: az ml job create --file <this file> --resource-group <group> "
             "--workspace-name <workspace>\n";
     if (job.image.empty())
-        text += "# " + job.environment + " must provide tunebench-cli and tunebench-trainer on "
-                "the PATH\n# (docs/EXPORTS.md: an image from packaging/docker/Dockerfile).\n";
+        text += "# " + job.environment
+            + " must provide tunebench-cli and tunebench-trainer on "
+              "the PATH\n# (docs/EXPORTS.md: an image from packaging/docker/Dockerfile).\n";
     else
         text += "# The image must provide tunebench-cli and tunebench-trainer on the PATH\n"
                 "# (docs/EXPORTS.md: packaging/docker/Dockerfile builds one).\n";

@@ -33,8 +33,8 @@ bool parseInt(std::string_view text, int low, int high, int& out)
 std::string whyNotAUserName(const std::string& user)
 {
     const auto allowed = [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_'
-            || c == '-';
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+            || c == '.' || c == '_' || c == '-';
     };
     if (!std::all_of(user.begin(), user.end(), allowed))
         return "expected letters, digits, '.', '_' and '-' only";
@@ -87,7 +87,8 @@ common::Status parseAddress(std::string_view text, HostSlots& node, const std::s
     return common::Ok{};
 }
 
-common::Result<HostSlots> parseLine(std::string_view line, int lineNumber, const std::string& sourceName)
+common::Result<HostSlots> parseLine(
+    std::string_view line, int lineNumber, const std::string& sourceName)
 {
     const std::string where = sourceName + ":" + std::to_string(lineNumber);
     std::istringstream words{std::string(line)};
@@ -101,7 +102,8 @@ common::Result<HostSlots> parseLine(std::string_view line, int lineNumber, const
         return Error{where + ": host '" + address + "' has no slots=N",
             "write the ranks (GPUs) it runs, e.g. '" + address + " slots=8'"};
     int count = 0;
-    if (!slotsWord.starts_with("slots=") || !parseInt(std::string_view(slotsWord).substr(6), 1, kMaxSlots, count))
+    if (!slotsWord.starts_with("slots=")
+        || !parseInt(std::string_view(slotsWord).substr(6), 1, kMaxSlots, count))
         return Error{where + ": '" + slotsWord + "': expected slots=N with N from 1 to "
                 + std::to_string(kMaxSlots),
             {}};
@@ -149,7 +151,8 @@ common::Status checkSelection(
         if (node == hosts.end())
             return Error{option + ": host '" + host + "' is not in the hostfile", {}};
         for (int slot : slots) {
-            if (std::find(node->slotIndices.begin(), node->slotIndices.end(), slot) == node->slotIndices.end())
+            if (std::find(node->slotIndices.begin(), node->slotIndices.end(), slot)
+                == node->slotIndices.end())
                 return Error{option + ": " + host + " has no slot " + std::to_string(slot)
                         + " (slots=" + std::to_string(node->slotIndices.size()) + ")",
                     {}};
@@ -168,7 +171,8 @@ std::string HostSlots::address() const
     return text;
 }
 
-common::Result<std::vector<HostSlots>> parseHostfile(std::string_view text, const std::string& sourceName)
+common::Result<std::vector<HostSlots>> parseHostfile(
+    std::string_view text, const std::string& sourceName)
 {
     std::vector<HostSlots> hosts;
     int lineNumber = 0;
@@ -182,8 +186,8 @@ common::Result<std::vector<HostSlots>> parseHostfile(std::string_view text, cons
             return node.error();
         for (const HostSlots& earlier : hosts) {
             if (earlier.host == node->host && earlier.port == node->port)
-                return Error{sourceName + ":" + std::to_string(lineNumber) + ": host '"
-                        + node->host + "' is already on line " + std::to_string(earlier.line),
+                return Error{sourceName + ":" + std::to_string(lineNumber) + ": host '" + node->host
+                        + "' is already on line " + std::to_string(earlier.line),
                     "one line per node; slots=N gives it N ranks"};
         }
         hosts.push_back(std::move(node).value());

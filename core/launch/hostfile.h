@@ -28,7 +28,8 @@ struct HostSlots {
 // DeepSpeed's hostfile format: a node a line, "HOST slots=N", '#' starts a
 // comment, blank lines ignored. HOST is "[user@]host[:port]". Every problem
 // is an Error naming `sourceName`, the line and the text.
-common::Result<std::vector<HostSlots>> parseHostfile(std::string_view text, const std::string& sourceName);
+common::Result<std::vector<HostSlots>> parseHostfile(
+    std::string_view text, const std::string& sourceName);
 
 // Reads and parses the file at `path`.
 common::Result<std::vector<HostSlots>> readHostfile(const std::string& path);

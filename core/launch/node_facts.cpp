@@ -45,7 +45,8 @@ void addFolderFiles(const std::string& folder, std::vector<FileFact>& out)
         out.push_back({folder, -1});
         return;
     }
-    std::sort(files.begin(), files.end(), [](const FileFact& a, const FileFact& b) { return a.path < b.path; });
+    std::sort(files.begin(), files.end(),
+        [](const FileFact& a, const FileFact& b) { return a.path < b.path; });
     out.insert(out.end(), files.begin(), files.end());
 }
 
@@ -80,7 +81,7 @@ int64_t freeBytesAt(fs::path path)
     std::error_code error;
     while (!path.empty() && !fs::exists(path, error))
         path = path.parent_path();
-    struct statvfs stats {};
+    struct statvfs stats { };
     if (path.empty() || ::statvfs(path.c_str(), &stats) != 0)
         return -1;
     return int64_t(stats.f_bavail) * int64_t(stats.f_frsize);
@@ -93,7 +94,8 @@ int64_t diskNeeded(const config::RunConfig& run, const std::vector<FileFact>& in
         if (file.path.ends_with(".safetensors") && file.bytes > 0)
             weights += file.bytes;
     }
-    const int64_t exportBytes = run.output.exportKind == config::ExportKind::Adapter ? weights / 50 : weights;
+    const int64_t exportBytes =
+        run.output.exportKind == config::ExportKind::Adapter ? weights / 50 : weights;
     if (run.usesLora())
         return exportBytes;
     return int64_t(run.output.keepLast + 1) * 6 * weights + exportBytes;
@@ -101,7 +103,8 @@ int64_t diskNeeded(const config::RunConfig& run, const std::vector<FileFact>& in
 
 } // namespace
 
-std::string trainerOutputDir(const std::vector<std::string>& trainerArguments, const std::string& configured)
+std::string trainerOutputDir(
+    const std::vector<std::string>& trainerArguments, const std::string& configured)
 {
     std::string dir = configured;
     for (size_t i = 0; i < trainerArguments.size(); ++i) {
@@ -136,7 +139,8 @@ NodeFacts collectNodeFacts(const std::string& configPath)
         facts.diskNeededBytes = diskNeeded(*run, facts.inputs);
     }
     facts.gpuCount = countGpus(facts.gpuNote);
-    facts.freeDiskBytes = freeBytesAt(facts.runDir.empty() ? fs::path(configPath).parent_path() : fs::path(facts.runDir));
+    facts.freeDiskBytes = freeBytesAt(
+        facts.runDir.empty() ? fs::path(configPath).parent_path() : fs::path(facts.runDir));
     return facts;
 }
 
@@ -146,9 +150,10 @@ nlohmann::json nodeFactsToJson(const NodeFacts& facts)
     for (const FileFact& file : facts.inputs)
         inputs.push_back({{"path", file.path}, {"bytes", file.bytes}});
     return {{"host", facts.hostName}, {"version", facts.version}, {"build_id", facts.buildId},
-        {"config_error", facts.configError}, {"device", facts.device}, {"disk_needed_bytes", facts.diskNeededBytes},
-        {"run_dir", facts.runDir}, {"inputs", inputs}, {"gpu_count", facts.gpuCount},
-        {"gpu_note", facts.gpuNote}, {"free_disk_bytes", facts.freeDiskBytes}};
+        {"config_error", facts.configError}, {"device", facts.device},
+        {"disk_needed_bytes", facts.diskNeededBytes}, {"run_dir", facts.runDir}, {"inputs", inputs},
+        {"gpu_count", facts.gpuCount}, {"gpu_note", facts.gpuNote},
+        {"free_disk_bytes", facts.freeDiskBytes}};
 }
 
 common::Result<NodeFacts> nodeFactsFromJson(const std::string& text, const std::string& where)
@@ -167,14 +172,15 @@ common::Result<NodeFacts> nodeFactsFromJson(const std::string& text, const std::
         for (const nlohmann::json& file : json.at("inputs"))
             facts.inputs.push_back({file.at("path").get<std::string>(),
                 common::jsonIntegerAt(file, "bytes", -1, kMaxBytes)}); // -1: missing
-        facts.gpuCount = int(common::jsonIntegerAt(json, "gpu_count", -1, 4096)); // -1: no nvidia-smi
+        facts.gpuCount =
+            int(common::jsonIntegerAt(json, "gpu_count", -1, 4096)); // -1: no nvidia-smi
         facts.gpuNote = json.at("gpu_note").get<std::string>();
         facts.freeDiskBytes = common::jsonIntegerAt(json, "free_disk_bytes", -1, kMaxBytes);
         return facts;
     } catch (const nlohmann::json::exception& e) {
         std::string shown = text.substr(0, 200);
-        return Error{where + ": 'tunebench-cli node-check' answered what is not its JSON (" + e.what()
-                + "): " + shown,
+        return Error{where + ": 'tunebench-cli node-check' answered what is not its JSON ("
+                + e.what() + "): " + shown,
             "is the tunebench-cli there an older build?"};
     }
 }

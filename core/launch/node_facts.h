@@ -42,7 +42,8 @@ struct NodeFacts {
 // Where the ranks write: `configured` (the run config's output.dir), unless
 // the trainer's own --output among `trainerArguments` (after `--`) says
 // otherwise.
-std::string trainerOutputDir(const std::vector<std::string>& trainerArguments, const std::string& configured);
+std::string trainerOutputDir(
+    const std::vector<std::string>& trainerArguments, const std::string& configured);
 
 // Facts of this machine for the run config at `configPath` (absolute).
 NodeFacts collectNodeFacts(const std::string& configPath);

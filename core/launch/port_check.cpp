@@ -39,7 +39,8 @@ struct Socket {
 
 int millisecondsLeft(Clock::time_point deadline)
 {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     return left.count() > 0 ? int(left.count()) : 0;
 }
 
@@ -91,7 +92,8 @@ common::Status listenEverywhere(int port, Socket& listener)
         bound = ::bind(listener.fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
     }
     if (bound != 0 || ::listen(listener.fd, 64) != 0)
-        return Error{"port " + std::to_string(port) + " cannot be listened on: " + std::strerror(errno),
+        return Error{
+            "port " + std::to_string(port) + " cannot be listened on: " + std::strerror(errno),
             "another process holds it (a job still running?); give another --master-port"};
     return common::Ok{};
 }
@@ -134,7 +136,8 @@ public:
     void read(const std::vector<pollfd>& polled)
     {
         std::erase_if(m_pending, [&](Pending& p) {
-            const auto it = std::find_if(polled.begin(), polled.end(), [&](const pollfd& f) { return f.fd == p.socket->fd; });
+            const auto it = std::find_if(polled.begin(), polled.end(),
+                [&](const pollfd& f) { return f.fd == p.socket->fd; });
             if (it == polled.end() || it->revents == 0)
                 return false;
             char buffer[kMaxLineBytes];
@@ -164,9 +167,9 @@ public:
             if (!m_ranks.contains(rank))
                 missing += (missing.empty() ? "" : ", ") + std::to_string(rank);
         }
-        std::string text = "port " + std::to_string(port) + ": " + std::to_string(m_ranks.size()) + " of "
-            + std::to_string(m_peers) + " node(s) connected within " + std::to_string(int(timeoutSeconds))
-            + " s (missing node " + missing + ")";
+        std::string text = "port " + std::to_string(port) + ": " + std::to_string(m_ranks.size())
+            + " of " + std::to_string(m_peers) + " node(s) connected within "
+            + std::to_string(int(timeoutSeconds)) + " s (missing node " + missing + ")";
         const size_t strangers = m_strangers + m_pending.size();
         if (strangers > 0)
             text += "; " + std::to_string(strangers)
@@ -210,9 +213,8 @@ std::string newPortCheckNonce()
 
 std::string whyNotANonce(const std::string& nonce)
 {
-    const bool hex = std::all_of(nonce.begin(), nonce.end(), [](char c) {
-        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-    });
+    const bool hex = std::all_of(nonce.begin(), nonce.end(),
+        [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
     if (!hex || nonce.size() < 8 || nonce.size() > 64)
         return "expected 8 to 64 hex digits (0-9, a-f)";
     return {};
@@ -236,8 +238,8 @@ common::Status acceptPeers(int port, int peers, const std::string& nonce, double
     return common::Ok{};
 }
 
-common::Status connectWithin(
-    const std::string& host, int port, const std::string& nonce, int nodeRank, double timeoutSeconds)
+common::Status connectWithin(const std::string& host, int port, const std::string& nonce,
+    int nodeRank, double timeoutSeconds)
 {
     const auto deadline = Clock::now() + std::chrono::milliseconds(long(timeoutSeconds * 1000));
     addrinfo hints{};

@@ -33,7 +33,7 @@ common::Status acceptPeers(int port, int peers, const std::string& nonce, double
 // (the master's listener may start a moment later), and sends node
 // `nodeRank`'s portCheckLine. The error names the address and the last
 // reason.
-common::Status connectWithin(
-    const std::string& host, int port, const std::string& nonce, int nodeRank, double timeoutSeconds);
+common::Status connectWithin(const std::string& host, int port, const std::string& nonce,
+    int nodeRank, double timeoutSeconds);
 
 } // namespace tb::launch

@@ -2,10 +2,10 @@
 
 #include "config/config_loader.h"
 #include "data/batch.h"
-#include "launch/run_plan.h"
-#include "plan/cpu_device.h"
 #include "data/prepare_data.h"
 #include "data/sampler.h"
+#include "launch/run_plan.h"
+#include "plan/cpu_device.h"
 #include "tokenizer/tokenizer.h"
 
 #include <algorithm>
@@ -35,14 +35,16 @@ plan::DataProfile profileRows(std::span<const data::TokenizedExample> rows,
     // rejected row (train/training_run.cpp).
     batching.rowsPerSample = config.isPreferenceTuning() ? 2 : 1;
     for (int rank = 0; rank < world; ++rank) {
-        data::BatchIterator batches(rows,
-            data::trainingSampler(rows.size(), world, rank, config.training.seed), batching);
+        data::BatchIterator batches(
+            rows, data::trainingSampler(rows.size(), world, rank, config.training.seed), batching);
         for (std::size_t i = batches.batchesPerEpoch(); i > 0; --i) {
             const data::Batch batch = batches.next();
             profile.rows += static_cast<std::int64_t>(batch.batchSize);
             profile.tokens += static_cast<std::int64_t>(batch.tokens());
-            profile.batchTokens += static_cast<std::int64_t>(batch.batchSize * batch.sequenceLength);
-            profile.longestRow = std::max(profile.longestRow, static_cast<int>(batch.sequenceLength));
+            profile.batchTokens +=
+                static_cast<std::int64_t>(batch.batchSize * batch.sequenceLength);
+            profile.longestRow =
+                std::max(profile.longestRow, static_cast<int>(batch.sequenceLength));
             profile.peakLossTokens =
                 std::max(profile.peakLossTokens, static_cast<std::int64_t>(batch.lossTokens()));
             ++profile.microBatches;
@@ -51,8 +53,8 @@ plan::DataProfile profileRows(std::span<const data::TokenizedExample> rows,
     return profile;
 }
 
-void applyDataProfile(plan::PlanInput& input, const config::RunConfig& config,
-    plan::DataProfile profile)
+void applyDataProfile(
+    plan::PlanInput& input, const config::RunConfig& config, plan::DataProfile profile)
 {
     const config::TrainingConfig& t = config.training;
     input.epochs = double(std::max(1, t.epochs));
@@ -64,7 +66,8 @@ void applyDataProfile(plan::PlanInput& input, const config::RunConfig& config,
 
 common::Result<plan::DataProfile> profileRunData(const config::RunConfig& config, int worldSize)
 {
-    const common::Result<tokenizer::Tokenizer> tokenizer = tokenizer::Tokenizer::load(config.tokenizer);
+    const common::Result<tokenizer::Tokenizer> tokenizer =
+        tokenizer::Tokenizer::load(config.tokenizer);
     if (!tokenizer)
         return tokenizer.error();
     const common::Result<data::PreparedData> prepared = data::prepareData(config, *tokenizer);

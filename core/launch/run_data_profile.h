@@ -21,8 +21,8 @@ plan::DataProfile profileRows(std::span<const data::TokenizedExample> rows,
 
 // The plan of `config` on its own data: the profile replaces the nominal
 // dataset, and the run's epochs (or max_steps) its passes over it.
-void applyDataProfile(plan::PlanInput& input, const config::RunConfig& config,
-    plan::DataProfile profile);
+void applyDataProfile(
+    plan::PlanInput& input, const config::RunConfig& config, plan::DataProfile profile);
 
 // Reads, tokenizes and packs or truncates the run's training data exactly
 // as the trainer does (data::prepareData with the run's tokenizer), then

@@ -60,7 +60,8 @@ common::Result<RunMeasurement> readRunMeasurement(
     if (!history)
         return history.error();
     if (!history->start())
-        return Error::at(path, {}, "no run_start event of rank 0: not a run folder, or not started");
+        return Error::at(
+            path, {}, "no run_start event of rank 0: not a run folder, or not started");
     const metrics::RunStartInfo& start = *history->start();
     config::LoadOptions options;
     options.sourceName = path + " (run_start.config)";

@@ -25,7 +25,8 @@ std::string describeCpu(const plan::CpuFacts& facts)
 metrics::RunPrediction predictionOf(const plan::PlanResult& result, bool onCpu)
 {
     metrics::RunPrediction prediction;
-    prediction.peakMeasure = onCpu ? metrics::PeakMeasure::Resident : metrics::PeakMeasure::Allocated;
+    prediction.peakMeasure =
+        onCpu ? metrics::PeakMeasure::Resident : metrics::PeakMeasure::Allocated;
     // A GPU run measures by torch.cuda.max_memory_allocated, which never
     // sees what lies outside the caching allocator (the CUDA context, NCCL);
     // a CPU run's resident memory holds everything. A step's measured peak
@@ -64,8 +65,8 @@ common::Result<std::string> gpuPresetOfDevice(const std::string& cudaDeviceName)
         "add the name to its preset's device_names, or a preset for this GPU");
 }
 
-common::Result<metrics::RunPrediction> predictRun(const config::RunConfig& config,
-    int ranksPerNode, int nodes, const std::string& deviceId, plan::DataProfile data)
+common::Result<metrics::RunPrediction> predictRun(const config::RunConfig& config, int ranksPerNode,
+    int nodes, const std::string& deviceId, plan::DataProfile data)
 {
     plan::PlanInput input = planInputOfRun(config, ranksPerNode * nodes, nodes, deviceId);
     if (data.measured())
@@ -93,7 +94,8 @@ common::Result<metrics::RunPrediction> predictRun(const config::RunConfig& confi
         return catalog.error();
     const plan::GpuSpec* gpu = catalog->findGpu(deviceId);
     if (!gpu)
-        return Error::at(catalog->presetsDir() + "/hardware/gpus.yaml", deviceId, "no such GPU preset");
+        return Error::at(
+            catalog->presetsDir() + "/hardware/gpus.yaml", deviceId, "no such GPU preset");
     metrics::RunPrediction prediction =
         predictionOf(plan::estimatePlan(input, *model, *gpu, nullptr, options), false);
     prediction.device = gpu->name;

@@ -2,8 +2,8 @@
 
 #include "common/error.h"
 #include "config/run_config.h"
-#include "plan/plan_input.h"
 #include "metrics/run_history.h"
+#include "plan/plan_input.h"
 
 #include <string>
 
@@ -28,7 +28,7 @@ common::Result<std::string> gpuPresetOfDevice(const std::string& cudaDeviceName)
 // unreadable config.json, an input it refuses, an unknown GPU).
 // With a profile of the run's own rows (run_data_profile.h), the longest
 // row sets the activation peak and the mean micro-batch the step time.
-common::Result<metrics::RunPrediction> predictRun(const config::RunConfig& config,
-    int ranksPerNode, int nodes, const std::string& deviceId, plan::DataProfile data = {});
+common::Result<metrics::RunPrediction> predictRun(const config::RunConfig& config, int ranksPerNode,
+    int nodes, const std::string& deviceId, plan::DataProfile data = {});
 
 } // namespace tb::launch

@@ -17,8 +17,8 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <limits>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace tb::launch {
@@ -49,14 +49,16 @@ common::Result<std::string> registryDir()
     const char* home = std::getenv("HOME");
     if (home && *home == '/')
         return std::string(home) + "/.local/state/tunebench/runs";
-    return Error{"run registry: HOME is " + (home ? "'" + std::string(home) + "'" : std::string("not set"))
-            + " and XDG_STATE_HOME names no absolute folder: expected one of them to say where it goes",
+    return Error{"run registry: HOME is "
+            + (home ? "'" + std::string(home) + "'" : std::string("not set"))
+            + " and XDG_STATE_HOME names no absolute folder: expected one of them to say where it "
+              "goes",
         "set HOME (or XDG_STATE_HOME) to your own folder"};
 }
 
 common::Status checkRegistryDir(const std::string& dir)
 {
-    struct stat info {};
+    struct stat info { };
     if (::stat(dir.c_str(), &info) != 0)
         return errno == ENOENT ? common::Status(common::Ok{})
                                : Error{"run registry '" + dir + "': " + std::strerror(errno), {}};
@@ -64,7 +66,8 @@ common::Status checkRegistryDir(const std::string& dir)
         return Error{"run registry '" + dir + "': not a folder", {}};
     if (info.st_uid != ::geteuid())
         return Error{"run registry '" + dir + "': owned by uid " + std::to_string(info.st_uid)
-                + ", expected this user's (uid " + std::to_string(::geteuid()) + "): refusing to use it",
+                + ", expected this user's (uid " + std::to_string(::geteuid())
+                + "): refusing to use it",
             "someone else may have made it to plant entries; remove it or set XDG_STATE_HOME"};
     if (info.st_mode & (S_IWGRP | S_IWOTH)) {
         char mode[8];
@@ -88,7 +91,8 @@ common::Status makeRegistryDir(const std::string& dir)
         return checked;
     // Made 0755 by earlier versions; ours, so it can be closed.
     if (::chmod(dir.c_str(), 0700) != 0)
-        return Error{"run registry '" + dir + "': cannot make it 0700: " + std::strerror(errno), {}};
+        return Error{
+            "run registry '" + dir + "': cannot make it 0700: " + std::strerror(errno), {}};
     return common::Ok{};
 }
 
@@ -114,13 +118,14 @@ std::string registryEntryToJson(const RegistryEntry& e)
 {
     const nlohmann::json json = {{"run_id", e.runId}, {"node_rank", e.nodeRank},
         {"nnodes", e.nnodes}, {"nproc", e.nproc}, {"pid", e.pid}, {"host", e.host},
-        {"config", e.config}, {"run_dir", e.runDir}, {"log", e.log},
-        {"started_at", e.startedAt}, {"state", e.state}, {"exit_code", e.exitCode},
-        {"stopped_on_request", e.stoppedOnRequest}, {"ended_at", e.endedAt}, {"summary", e.summary}};
+        {"config", e.config}, {"run_dir", e.runDir}, {"log", e.log}, {"started_at", e.startedAt},
+        {"state", e.state}, {"exit_code", e.exitCode}, {"stopped_on_request", e.stoppedOnRequest},
+        {"ended_at", e.endedAt}, {"summary", e.summary}};
     return json.dump();
 }
 
-common::Result<RegistryEntry> registryEntryFromJson(const std::string& text, const std::string& where)
+common::Result<RegistryEntry> registryEntryFromJson(
+    const std::string& text, const std::string& where)
 {
     try {
         const nlohmann::json json = common::parseJson(text);
@@ -183,7 +188,8 @@ bool launcherAlive(const RegistryEntry& entry)
     return false;
 }
 
-common::Result<std::vector<RegistryEntry>> listRegistry(const std::string& dir, std::vector<std::string>* unreadable)
+common::Result<std::vector<RegistryEntry>> listRegistry(
+    const std::string& dir, std::vector<std::string>* unreadable)
 {
     if (common::Status checked = checkRegistryDir(dir); !checked)
         return checked.error();

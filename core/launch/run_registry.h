@@ -66,7 +66,8 @@ common::Result<std::vector<RegistryEntry>> listRegistry(
     const std::string& dir, std::vector<std::string>* unreadable = nullptr);
 
 // listRegistry of registryDir(): this machine's runs.
-common::Result<std::vector<RegistryEntry>> listLocalRegistry(std::vector<std::string>* unreadable = nullptr);
+common::Result<std::vector<RegistryEntry>> listLocalRegistry(
+    std::vector<std::string>* unreadable = nullptr);
 
 // Whether `entry`'s launcher is alive: the pid exists and still runs
 // `tunebench-cli launch` with this run id (--run-id ID) or this config as
@@ -74,7 +75,8 @@ common::Result<std::vector<RegistryEntry>> listLocalRegistry(std::vector<std::st
 bool launcherAlive(const RegistryEntry& entry);
 
 std::string registryEntryToJson(const RegistryEntry& entry);
-common::Result<RegistryEntry> registryEntryFromJson(const std::string& text, const std::string& where);
+common::Result<RegistryEntry> registryEntryFromJson(
+    const std::string& text, const std::string& where);
 
 // Now, UTC, "2026-11-24T12:00:00Z".
 std::string utcNow();

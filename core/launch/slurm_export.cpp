@@ -57,8 +57,8 @@ std::string slurmBatchScript(const ExportJob& job)
     text += "export MASTER_PORT=" + std::to_string(job.masterPort) + "\n\n";
     text += "# One task per rank (" + std::to_string(job.gpusPerNode)
         + " per node); srun ends them all if one fails.\n";
-    text += "srun --nodes=" + std::to_string(job.nodes) + " --ntasks-per-node="
-        + std::to_string(job.gpusPerNode) + " --kill-on-bad-exit=1 bash -c "
+    text += "srun --nodes=" + std::to_string(job.nodes)
+        + " --ntasks-per-node=" + std::to_string(job.gpusPerNode) + " --kill-on-bad-exit=1 bash -c "
         + shellQuote(rankCommand(job)) + "\n";
     return text;
 }

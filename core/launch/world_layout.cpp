@@ -52,8 +52,9 @@ common::Status validateLayout(const WorldLayout& layout)
 
 common::Status checkRunId(const std::string& runId)
 {
-    const bool allowed = std::all_of(runId.begin(), runId.end(),
-        [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-'; });
+    const bool allowed = std::all_of(runId.begin(), runId.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    });
     if (!runId.empty() && runId.size() <= kMaxRunIdLength && allowed && runId.front() != '.')
         return common::Ok{};
     return common::Error{"run_id: got '" + common::escapeControl(runId) + "', expected up to "
@@ -126,7 +127,8 @@ common::Result<std::vector<std::string>> withRunSecret(
     }
     if (layout.nnodes > 1) {
         warning = std::string("no ") + common::kRunSecretVariable
-            + " in the environment: the ranks join without a run secret, so any process that reaches "
+            + " in the environment: the ranks join without a run secret, so any process that "
+              "reaches "
               "the master port may join in a rank's place; set the same one on every node "
               "(`openssl rand -hex 32`), or launch with --hostfile, which does";
         return environment;

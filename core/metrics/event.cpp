@@ -145,8 +145,8 @@ common::Result<Event> parseEvent(std::string_view line)
         return Error{"field 'schema': expected the integer schema version", {}};
     if (schema->get<long long>() > kSchemaVersion || schema->get<long long>() < 1)
         return Error{"field 'schema': got " + schema->dump() + ", this reader understands 1 to "
-                         + std::to_string(kSchemaVersion),
-                     "update Tunebench to read this run"};
+                + std::to_string(kSchemaVersion),
+            "update Tunebench to read this run"};
 
     const auto typeField = body.find("type");
     if (typeField == body.end() || !typeField->is_string())
@@ -158,8 +158,8 @@ common::Result<Event> parseEvent(std::string_view line)
     if (rank == body.end() || !rank->is_number_integer() || rank->get<long long>() < 0
         || rank->get<long long>() > 1'000'000)
         return Error{"field 'rank': expected a rank from 0, got "
-                         + (rank == body.end() ? std::string("nothing") : shortText(*rank)),
-                     {}};
+                + (rank == body.end() ? std::string("nothing") : shortText(*rank)),
+            {}};
 
     Event event;
     event.typeName = typeField->get<std::string>();
@@ -170,13 +170,13 @@ common::Result<Event> parseEvent(std::string_view line)
         const auto it = body.find(std::string(required.field));
         if (it == body.end())
             return Error{event.typeName + " event: field '" + std::string(required.field)
-                             + "' is missing, expected " + std::string(kindName(required.kind)),
-                         {}};
+                    + "' is missing, expected " + std::string(kindName(required.kind)),
+                {}};
         if (!hasKind(*it, required.kind))
             return Error{event.typeName + " event: field '" + std::string(required.field)
-                             + "': got " + shortText(*it) + ", expected "
-                             + std::string(kindName(required.kind)),
-                         {}};
+                    + "': got " + shortText(*it) + ", expected "
+                    + std::string(kindName(required.kind)),
+                {}};
     }
     event.body = std::move(body);
     return event;

@@ -39,7 +39,7 @@ struct Event {
     std::string typeName;
     int rank = 0;
     double timeSeconds = 0; // Unix time, seconds
-    nlohmann::json body;    // the whole object, envelope included
+    nlohmann::json body; // the whole object, envelope included
 };
 
 // Builds the envelope (schema, type, time, rank) around `fields`.
@@ -55,14 +55,14 @@ double nowSeconds();
 // null (a loss that was not finite) or of another type, never an exception.
 // An integer T takes only a JSON integer within T's range: a float (1e300,
 // 2.5) is none, and casting one out of range is undefined behaviour.
-template <typename T>
-T numberField(const nlohmann::json& body, const char* key, T fallback)
+template <typename T> T numberField(const nlohmann::json& body, const char* key, T fallback)
 {
     const auto it = body.find(key);
     if (it == body.end() || !it->is_number())
         return fallback;
     if constexpr (std::is_integral_v<T>) {
-        static_assert(std::is_signed_v<T> || sizeof(T) < sizeof(long long), "a range that fits long long");
+        static_assert(
+            std::is_signed_v<T> || sizeof(T) < sizeof(long long), "a range that fits long long");
         const std::optional<long long> value =
             common::jsonInteger(*it, std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
         return value ? T(*value) : fallback;

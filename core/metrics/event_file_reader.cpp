@@ -32,8 +32,8 @@ common::Result<std::vector<StreamItem>> EventFileReader::poll(uint64_t maxBytes)
     if (size < m_readOffset) {
         m_source->close();
         return Error{m_path + ": the file shrank to " + std::to_string(size)
-                         + " bytes below the read offset " + std::to_string(m_readOffset),
-                     "was the run restarted into the same folder?"};
+                + " bytes below the read offset " + std::to_string(m_readOffset),
+            "was the run restarted into the same folder?"};
     }
 
     std::vector<StreamItem> items;

@@ -24,7 +24,8 @@ public:
     virtual common::Result<std::optional<uint64_t>> open() = 0;
 
     // Up to `length` bytes at `offset` into `buffer`; 0 at the end.
-    virtual common::Result<std::size_t> readAt(uint64_t offset, char* buffer, std::size_t length) = 0;
+    virtual common::Result<std::size_t> readAt(
+        uint64_t offset, char* buffer, std::size_t length) = 0;
 
     // Ends the read pass begun by open().
     virtual void close() = 0;

@@ -21,8 +21,7 @@ std::vector<StreamItem> EventStreamParser::feed(std::string_view bytes)
             m_pending.append(chunk);
         if (!m_discarding && m_pending.size() > kMaxLineBytes) {
             items.push_back({m_nextLine, m_offset, std::nullopt,
-                             "line longer than " + std::to_string(kMaxLineBytes)
-                                 + " bytes; skipped"});
+                "line longer than " + std::to_string(kMaxLineBytes) + " bytes; skipped"});
             m_discarding = true;
             m_pending.clear();
             m_pending.shrink_to_fit();

@@ -15,7 +15,7 @@ struct StreamItem {
     uint64_t lineNumber = 0; // 1-based
     uint64_t byteOffset = 0; // where the line starts in the stream
     std::optional<Event> event;
-    std::string error;       // set when event is empty
+    std::string error; // set when event is empty
 };
 
 // Turns bytes of a JSON-lines stream into events, from any source (a local

@@ -22,7 +22,7 @@ std::string osError(const std::string& what, const std::string& path)
 // True when the file is empty or its last byte is a newline.
 bool endsWithNewline(int fd)
 {
-    struct stat info {};
+    struct stat info { };
     if (::fstat(fd, &info) != 0 || info.st_size == 0)
         return true;
     char last = '\n';

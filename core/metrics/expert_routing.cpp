@@ -41,10 +41,12 @@ std::string readLoads(const json& field, int64_t step, ExpertLoads& loads)
         std::vector<int64_t>& row = loads.tokens.emplace_back();
         row.reserve(counts.size());
         for (size_t expert = 0; expert < counts.size(); ++expert) {
-            const std::optional<long long> count = common::jsonInteger(counts[expert], 0, kMaxCount);
+            const std::optional<long long> count =
+                common::jsonInteger(counts[expert], 0, kMaxCount);
             if (!count)
                 return fieldAt(step, name + "[" + std::to_string(expert) + "]") + ": got "
-                    + shown(counts[expert]) + ", expected a token count (an integer from 0)" + skipped;
+                    + shown(counts[expert]) + ", expected a token count (an integer from 0)"
+                    + skipped;
             row.push_back(*count);
         }
         if (std::all_of(row.begin(), row.end(), [](int64_t count) { return count == 0; }))

@@ -13,7 +13,8 @@ common::Result<bool> FollowedRun::poll()
     bool changed = false;
     bool startedOver = false;
     for (;;) {
-        common::Result<std::vector<StreamItem>> items = m_reader->poll(EventFileReader::kBytesPerBatch);
+        common::Result<std::vector<StreamItem>> items =
+            m_reader->poll(EventFileReader::kBytesPerBatch);
         if (!items) {
             if (startedOver)
                 return items.error();

@@ -15,7 +15,8 @@ void LiveCatalog::setRoot(const std::string& root)
 
 std::set<std::string> LiveCatalog::refresh()
 {
-    const std::vector<std::string> dirs = m_root.empty() ? std::vector<std::string>() : findRunFolders(m_root);
+    const std::vector<std::string> dirs =
+        m_root.empty() ? std::vector<std::string>() : findRunFolders(m_root);
     std::set<std::string> changed;
     // A folder deleted since: gone from the list too.
     std::erase_if(m_runs, [&](const auto& run) {
@@ -27,7 +28,8 @@ std::set<std::string> LiveCatalog::refresh()
     for (const std::string& dir : dirs) {
         auto [it, added] = m_runs.try_emplace(dir);
         if (added)
-            it->second.rank0 = std::make_unique<FollowedRun>((fs::path(dir) / kRank0EventsFile).string());
+            it->second.rank0 =
+                std::make_unique<FollowedRun>((fs::path(dir) / kRank0EventsFile).string());
         if (pollRun(dir, it->second) || added)
             changed.insert(dir);
     }
@@ -75,7 +77,8 @@ const PreferenceHistory* LiveCatalog::preference(const std::string& dir) const
     return it == m_runs.end() ? nullptr : &it->second.rank0->preference();
 }
 
-std::vector<std::pair<int, const RunHistory*>> LiveCatalog::rankHistories(const std::string& dir) const
+std::vector<std::pair<int, const RunHistory*>> LiveCatalog::rankHistories(
+    const std::string& dir) const
 {
     std::vector<std::pair<int, const RunHistory*>> ranks;
     const auto it = m_runs.find(dir);

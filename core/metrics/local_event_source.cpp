@@ -29,9 +29,10 @@ public:
         if (m_fd < 0) {
             if (errno == ENOENT)
                 return std::optional<uint64_t>{};
-            return Error{"cannot open the event file '" + m_path + "': " + std::strerror(errno), {}};
+            return Error{
+                "cannot open the event file '" + m_path + "': " + std::strerror(errno), {}};
         }
-        struct stat info {};
+        struct stat info { };
         if (::fstat(m_fd, &info) != 0) {
             const std::string reason = std::strerror(errno);
             close();

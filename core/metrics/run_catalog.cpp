@@ -124,7 +124,8 @@ RunEntry summariseRun(const std::string& dir, const RunHistory& history)
 
 RunEntry readRunEntry(const std::string& dir)
 {
-    common::Result<RunHistory> history = readRunHistory((fs::path(dir) / kRank0EventsFile).string());
+    common::Result<RunHistory> history =
+        readRunHistory((fs::path(dir) / kRank0EventsFile).string());
     if (!history) {
         RunEntry entry;
         entry.dir = dir;

@@ -79,7 +79,8 @@ std::vector<double> evalPositions(const RunHistory& history, XAxis axis)
         // The last step at or before the evaluation.
         const auto after = std::upper_bound(steps.begin(), steps.end(), eval.step,
             [](int64_t step, const StepRecord& record) { return step < record.step; });
-        positions.push_back(after == steps.begin() ? 0.0 : stepX[size_t(after - steps.begin()) - 1]);
+        positions.push_back(
+            after == steps.begin() ? 0.0 : stepX[size_t(after - steps.begin()) - 1]);
     }
     return positions;
 }

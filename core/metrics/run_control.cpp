@@ -51,9 +51,8 @@ common::Result<long long> stopLocalTrainer(const RunHistory& history)
     if (!pid)
         return pid;
     if (::kill(static_cast<pid_t>(*pid), SIGTERM) != 0)
-        return common::Error{"could not signal process " + std::to_string(*pid) + ": "
-                + std::strerror(errno),
-            {}};
+        return common::Error{
+            "could not signal process " + std::to_string(*pid) + ": " + std::strerror(errno), {}};
     return pid;
 }
 

@@ -24,7 +24,6 @@ common::Result<long long> stoppableTrainer(const RunHistory& history, const std:
 // for the runs list's "lost".
 bool isTrainerCommand(const std::string& commandLine);
 
-
 // stoppableTrainer() here, then SIGTERM to it. Ok(pid) when sent.
 common::Result<long long> stopLocalTrainer(const RunHistory& history);
 

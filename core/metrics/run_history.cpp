@@ -20,7 +20,8 @@ std::string text(const json& body, const char* key)
 
 // An integer field by its type (a float, even 1e300, is not one), in range.
 int64_t integer(const json& body, const char* key, int64_t fallback,
-    int64_t min = std::numeric_limits<int64_t>::min(), int64_t max = std::numeric_limits<int64_t>::max())
+    int64_t min = std::numeric_limits<int64_t>::min(),
+    int64_t max = std::numeric_limits<int64_t>::max())
 {
     const auto it = body.find(key);
     return it == body.end() ? fallback : common::jsonInteger(*it, min, max).value_or(fallback);
@@ -47,8 +48,9 @@ json RunPrediction::toJson() const
     if (stepSeconds >= 0)
         value["step_seconds"] = stepSeconds;
     json phases = json::object();
-    for (const auto& [key, bytes] : {std::pair{"load", loadBytesPerRank},
-             std::pair{"checkpoint", checkpointBytesPerRank}, std::pair{"export", exportBytesPerRank}})
+    for (const auto& [key, bytes] :
+        {std::pair{"load", loadBytesPerRank}, std::pair{"checkpoint", checkpointBytesPerRank},
+            std::pair{"export", exportBytesPerRank}})
         if (bytes >= 0)
             phases[key] = bytes;
     if (!phases.empty())
@@ -90,9 +92,11 @@ void RunHistory::apply(const Event& event)
     case EventType::Eval:
         // A loss the trainer could not write as a number (null: it was not
         // finite) is kept as NaN, so a diverged evaluation is shown, not lost.
-        if (const auto loss = body.find("loss"); loss != body.end() && (loss->is_number() || loss->is_null()))
+        if (const auto loss = body.find("loss");
+            loss != body.end() && (loss->is_number() || loss->is_null()))
             m_evals.push_back({integer(body, "step", 0),
-                loss->is_null() ? std::numeric_limits<double>::quiet_NaN() : loss->get<double>(), event.timeSeconds});
+                loss->is_null() ? std::numeric_limits<double>::quiet_NaN() : loss->get<double>(),
+                event.timeSeconds});
         break;
     case EventType::Checkpoint:
         m_lastCheckpointStep = integer(body, "step", m_lastCheckpointStep);
@@ -133,8 +137,8 @@ std::string RunHistory::droppedMessagesText() const
 {
     if (m_droppedMessages == 0)
         return {};
-    return "... and " + std::to_string(m_droppedMessages) + " earlier message(s) not kept (the latest "
-        + std::to_string(kMaxMessages) + " are)";
+    return "... and " + std::to_string(m_droppedMessages)
+        + " earlier message(s) not kept (the latest " + std::to_string(kMaxMessages) + " are)";
 }
 
 void RunHistory::applyStart(const Event& event)
@@ -160,7 +164,8 @@ void RunHistory::applyStart(const Event& event)
         info.method = text(*config, "method");
         // A preference-tuned run reads "dpo (lora)": its objective tells
         // it from a supervised run of the same method.
-        if (const std::string objective = text(*config, "objective"); !objective.empty() && objective != "sft")
+        if (const std::string objective = text(*config, "objective");
+            !objective.empty() && objective != "sft")
             info.method = objective + " (" + info.method + ")";
     }
     if (const auto prediction = body.find("prediction"); prediction != body.end())

@@ -38,7 +38,8 @@ struct RunPrediction {
 // What a run's run_start said about it.
 struct RunStartInfo {
     std::string runId;
-    std::string method; // config.method (full, lora, qlora), after the objective where not sft: "dpo (lora)"
+    std::string method; // config.method (full, lora, qlora), after the objective where not sft:
+                        // "dpo (lora)"
     nlohmann::json config; // the resolved run config, as written
     double timeSeconds = 0; // when the first run_start was written
     int nodes = 1;

@@ -15,7 +15,7 @@ struct StepRecord {
     double loss = 0;
     double learningRate = -1;
     double gradNorm = -1;
-    int64_t tokens = -1;          // tokens in this step, all ranks on rank 0
+    int64_t tokens = -1; // tokens in this step, all ranks on rank 0
     int64_t samples = -1;
     double stepSeconds = -1;
     double tokensPerSecond = -1;

@@ -21,9 +21,11 @@ struct HfArchitecture {
     std::int64_t headDim = 0; // 0: hidden_size / num_attention_heads
     double rmsNormEps = 1e-6;
     double ropeTheta = 10000.0;
-    double slidingRopeTheta = 0; // Gemma 3: sliding-window layers rotate with their own base; 0: none
+    double slidingRopeTheta =
+        0; // Gemma 3: sliding-window layers rotate with their own base; 0: none
     std::int64_t slidingWindow = 0; // Mistral: 4096; Gemma 2 and 3: 4096; 0: none
-    double queryPreAttnScalar = 0; // Gemma 2 and 3: 256 (scores scaled by its -1/2 power); 0: head_dim
+    double queryPreAttnScalar =
+        0; // Gemma 2 and 3: 256 (scores scaled by its -1/2 power); 0: head_dim
     double attnLogitSoftcap = 0; // Gemma 2: 50; 0: none
     double finalLogitSoftcap = 0; // Gemma 2: 30; 0: none
 

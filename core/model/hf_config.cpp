@@ -18,7 +18,6 @@ using detail::json;
 using detail::Reader;
 using detail::typeName;
 
-
 void readShape(Reader& reader, HfConfig& config, const HfArchitecture& arch)
 {
     config.hiddenSize = reader.integer("hidden_size", true).value_or(0);
@@ -35,8 +34,8 @@ void readShape(Reader& reader, HfConfig& config, const HfArchitecture& arch)
         reader.problem("num_key_value_heads",
             "got " + std::to_string(config.numKvHeads)
                 + (kvGiven ? "" : " (the " + config.modelType + " default)")
-                + ", expected a divisor of num_attention_heads ("
-                + std::to_string(config.numHeads) + ")");
+                + ", expected a divisor of num_attention_heads (" + std::to_string(config.numHeads)
+                + ")");
     if (const auto headDim = reader.integer("head_dim", false)) {
         config.headDim = *headDim;
     } else if (arch.headDim > 0) {
@@ -52,9 +51,9 @@ void readShape(Reader& reader, HfConfig& config, const HfArchitecture& arch)
 
 void readLayout(Reader& reader, HfConfig& config, const HfArchitecture& arch)
 {
-    config.tieWordEmbeddings = reader.boolean("tie_word_embeddings").value_or(arch.tieWordEmbeddings);
-    const bool attentionBias =
-        reader.boolean("attention_bias").value_or(arch.attentionBiasDefault);
+    config.tieWordEmbeddings =
+        reader.boolean("tie_word_embeddings").value_or(arch.tieWordEmbeddings);
+    const bool attentionBias = reader.boolean("attention_bias").value_or(arch.attentionBiasDefault);
     const bool mlpBias = reader.boolean("mlp_bias").value_or(false);
     using Bias = HfArchitecture::AttentionBias;
     config.qkvBias = arch.attentionBias == Bias::QkvAlways
@@ -80,10 +79,12 @@ double numberOrOff(Reader& reader, const char* field, double absent)
 void readGemmaScaling(Reader& reader, HfConfig& config, const HfArchitecture& arch)
 {
     config.gemmaScaling = arch.gemmaScaling;
-    config.queryPreAttnScalar =
-        arch.queryPreAttnScalar > 0 ? numberOrOff(reader, "query_pre_attn_scalar", arch.queryPreAttnScalar) : 0;
+    config.queryPreAttnScalar = arch.queryPreAttnScalar > 0
+        ? numberOrOff(reader, "query_pre_attn_scalar", arch.queryPreAttnScalar)
+        : 0;
     config.attnLogitSoftcap = numberOrOff(reader, "attn_logit_softcapping", arch.attnLogitSoftcap);
-    config.finalLogitSoftcap = numberOrOff(reader, "final_logit_softcapping", arch.finalLogitSoftcap);
+    config.finalLogitSoftcap =
+        numberOrOff(reader, "final_logit_softcapping", arch.finalLogitSoftcap);
     config.bidirectional = reader.boolean("use_bidirectional_attention").value_or(false);
 }
 
@@ -97,11 +98,9 @@ void readLayerTypes(Reader& reader, HfConfig& config, const HfArchitecture& arch
         const std::int64_t period =
             reader.integer("sliding_window_pattern", false).value_or(arch.slidingPeriod);
         for (std::int64_t i = 0; i < config.numLayers; ++i)
-            config.layerTypes.push_back(
-                (i + 1) % period ? "sliding_attention" : "full_attention");
+            config.layerTypes.push_back((i + 1) % period ? "sliding_attention" : "full_attention");
     }
-    if (!config.layerTypes.empty()
-        && std::int64_t(config.layerTypes.size()) != config.numLayers)
+    if (!config.layerTypes.empty() && std::int64_t(config.layerTypes.size()) != config.numLayers)
         reader.problem("layer_types",
             "got " + std::to_string(config.layerTypes.size()) + " entries, expected one per layer ("
                 + std::to_string(config.numLayers) + ")");
@@ -146,7 +145,8 @@ void readRunnerFacts(Reader& reader, HfConfig& config, const HfArchitecture& arc
     config.quantized = reader.has("quantization_config");
     for (const char* field : {"attention_dropout", "resid_pdrop", "embd_pdrop"}) {
         const json* value = reader.find(field);
-        if (value && value->is_number() && value->get<double>() != 0 && config.dropoutField.empty()) {
+        if (value && value->is_number() && value->get<double>() != 0
+            && config.dropoutField.empty()) {
             config.dropoutField = field;
             config.dropout = value->get<double>();
         }
@@ -156,7 +156,8 @@ void readRunnerFacts(Reader& reader, HfConfig& config, const HfArchitecture& arc
         if (factor.is_number())
             config.partialRotaryFactor = factor.get<double>();
         else
-            reader.problem("partial_rotary_factor", "got " + typeName(factor) + ", expected a number");
+            reader.problem(
+                "partial_rotary_factor", "got " + typeName(factor) + ", expected a number");
     }
     if (const json* architectures = reader.find("architectures")) {
         if (!architectures->is_array() || architectures->size() != 1

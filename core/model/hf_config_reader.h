@@ -120,7 +120,8 @@ struct Reader {
         const json list = value->is_array() ? *value : json::array({*value});
         for (const json& id : list) {
             if (!id.is_number_integer()) {
-                problem(field, "got " + typeName(*value) + ", expected a token id or a list of them");
+                problem(
+                    field, "got " + typeName(*value) + ", expected a token id or a list of them");
                 return {};
             }
             ids.push_back(id.get<std::int64_t>());

@@ -8,7 +8,8 @@ using Experts = HfArchitecture::Experts;
 
 // Other families' names for an expert count: a file that gives one is a
 // mixture of experts whatever its model_type says.
-constexpr const char* kExpertCountFields[] = {"num_local_experts", "num_experts", "n_routed_experts"};
+constexpr const char* kExpertCountFields[] = {
+    "num_local_experts", "num_experts", "n_routed_experts"};
 
 // The first of `fields` the file gives, as a positive integer.
 std::optional<std::int64_t> firstInteger(Reader& reader, std::initializer_list<const char*> fields)
@@ -38,7 +39,8 @@ void refuseDenseLayers(Reader& reader)
     if (const auto step = reader.integer("decoder_sparse_step", false); step && *step != 1)
         reader.problem("decoder_sparse_step",
             "got " + std::to_string(*step) + ", only 1 (experts in every layer) is supported");
-    if (const json* dense = reader.find("mlp_only_layers"); dense && !(dense->is_array() && dense->empty()))
+    if (const json* dense = reader.find("mlp_only_layers");
+        dense && !(dense->is_array() && dense->empty()))
         reader.problem("mlp_only_layers",
             "got " + dense->dump() + ", only [] (experts in every layer) is supported");
 }
@@ -101,8 +103,7 @@ void readExperts(Reader& reader, HfConfig& config, const HfArchitecture& arch)
     config.experts = (mixtral ? firstInteger(reader, {"num_local_experts"})
                               : firstInteger(reader, {"num_experts", "num_local_experts"}))
                          .value_or(mixtral ? 8 : 128);
-    config.expertsPerToken =
-        reader.integer("num_experts_per_tok", false).value_or(mixtral ? 2 : 8);
+    config.expertsPerToken = reader.integer("num_experts_per_tok", false).value_or(mixtral ? 2 : 8);
     config.expertIntermediateSize = mixtral
         ? config.intermediateSize
         : reader.integer("moe_intermediate_size", false).value_or(768);

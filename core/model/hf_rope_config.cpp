@@ -82,8 +82,8 @@ void readLongRope(Reader& rope, Reader& top, const HfConfig& config, RopeScaling
 }
 
 // One rope object: its theta (when it has one) and its scaling.
-void readRopeObject(Reader& rope, Reader& top, HfConfig& config, double& theta,
-    RopeScaling& scaling)
+void readRopeObject(
+    Reader& rope, Reader& top, HfConfig& config, double& theta, RopeScaling& scaling)
 {
     if (rope.has("rope_theta"))
         theta = rope.positiveNumber("rope_theta").value_or(theta);
@@ -99,15 +99,16 @@ bool readRopePerLayerType(Reader& parameters, Reader& top, HfConfig& config)
     const json* sliding = parameters.find("sliding_attention");
     if (!full && !sliding)
         return false;
-    const auto read = [&](const json* object, const char* type, double& theta, RopeScaling& scaling) {
+    const auto read = [&](const json* object, const char* type, double& theta,
+                          RopeScaling& scaling) {
         if (!object)
             return;
         if (!object->is_object()) {
             parameters.problem(type, "got " + typeName(*object) + ", expected an object");
             return;
         }
-        Reader rope{*object, parameters.origin, parameters.problems,
-            parameters.prefix + type + "."};
+        Reader rope{
+            *object, parameters.origin, parameters.problems, parameters.prefix + type + "."};
         readRopeObject(rope, top, config, theta, scaling);
     };
     read(full, "full_attention", config.ropeTheta, config.ropeScaling);
@@ -137,7 +138,8 @@ void readRope(Reader& reader, HfConfig& config, const HfArchitecture& arch)
             return;
         readRopeObject(rope, reader, config, config.ropeTheta, config.ropeScaling);
         // transformers 5 keeps Phi-4-mini's partial_rotary_factor here.
-        if (const json* partial = rope.find("partial_rotary_factor"); partial && partial->is_number())
+        if (const json* partial = rope.find("partial_rotary_factor");
+            partial && partial->is_number())
             config.partialRotaryFactor = partial->get<double>();
         return;
     }

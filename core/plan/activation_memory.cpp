@@ -117,8 +117,7 @@ LayerActivations layerActivations(const PlanContext& ctx)
     }
     if (ctx.attention == Attention::Eager) {
         const double s = ctx.peakSeqLen;
-        act.scores = scoreBytesPerElement(ctx) * double(m.numHeads) * s * s
-            * ctx.rowsPerMicro;
+        act.scores = scoreBytesPerElement(ctx) * double(m.numHeads) * s * s * ctx.rowsPerMicro;
     }
     return act;
 }
@@ -215,17 +214,17 @@ void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b)
         c && ctx.explain) {
         Line l(c->explanation);
         l << "per layer (b x s = " << Count{t} << " tokens"
-          << (ctx.in.data.measured() ? ", s the data's longest row" : "")
-          << "): norms " << Bytes{layer.norms}
-          << " + attention " << Bytes{layer.attention} << " + MLP " << Bytes{layer.mlp};
+          << (ctx.in.data.measured() ? ", s the data's longest row" : "") << "): norms "
+          << Bytes{layer.norms} << " + attention " << Bytes{layer.attention} << " + MLP "
+          << Bytes{layer.mlp};
         if (layer.lora > 0)
             l << " + LoRA " << Bytes{layer.lora};
         l << " = " << Bytes{layer.total()};
         if (ctx.in.gradientCheckpointing)
             l << "; checkpointing: " << int(L) << " layer inputs x " << Bytes{stored * t * h}
               << " + 1 layer recomputed"
-              << (ctx.hf ? " (after the loss's buffers are freed: " + common::formatBytes(recomputed)
-                          + " beyond them)"
+              << (ctx.hf ? " (after the loss's buffers are freed: "
+                             + common::formatBytes(recomputed) + " beyond them)"
                          : "");
         else
             l << " x " << int(L) << " layers";
@@ -253,8 +252,8 @@ void addTransientMemory(const PlanContext& ctx, MemoryBuilder& b)
         c && ctx.explain)
         Line(c->explanation) << "torch.autocast casts each fp32 weight it multiplies once a "
                                 "forward and saves the copy for backward: the adapters"
-                             << (ctx.kbitUpcast ? " and the fp32 lm_head" : "") << " x 2 B = "
-                             << Bytes{c->bytes};
+                             << (ctx.kbitUpcast ? " and the fp32 lm_head" : "")
+                             << " x 2 B = " << Bytes{c->bytes};
     addLogits(ctx, b);
     if (ctx.dpo)
         addDpoReference(ctx, b, layer, activations + logitsBytes(ctx));

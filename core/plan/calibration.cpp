@@ -43,8 +43,7 @@ json runToJson(const CalibrationRun& r)
 }
 
 // Reads a field, naming the file and the path of the field when it is wrong.
-template <typename T>
-T field(const json& object, const char* key, const std::string& where)
+template <typename T> T field(const json& object, const char* key, const std::string& where)
 {
     const auto it = object.find(key);
     if (it == object.end())
@@ -52,8 +51,8 @@ T field(const json& object, const char* key, const std::string& where)
     try {
         return it->get<T>();
     } catch (const json::exception&) {
-        throw std::runtime_error(where + "." + key + ": got " + common::shownJson(*it) + ", expected a "
-            + (std::is_same_v<T, std::string> ? "string" : "number"));
+        throw std::runtime_error(where + "." + key + ": got " + common::shownJson(*it)
+            + ", expected a " + (std::is_same_v<T, std::string> ? "string" : "number"));
     }
 }
 
@@ -136,8 +135,8 @@ DeviceCalibration calibrateDevice(const std::string& gpuId, std::vector<Calibrat
     return d;
 }
 
-std::string applyCalibration(const Calibration& calibration, const std::string& gpuId,
-    PlanInput& input)
+std::string applyCalibration(
+    const Calibration& calibration, const std::string& gpuId, PlanInput& input)
 {
     const DeviceCalibration* d = calibration.find(gpuId);
     if (!d)

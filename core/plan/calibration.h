@@ -63,8 +63,8 @@ CalibrationRun calibrationRun(const PlanResult& plan, double utilisation);
 // cuda_context_gib, which a CPU plan counts as its process) from the calibration
 // of its device, unless the input gives them; returns the note, empty when
 // none applies.
-std::string applyCalibration(const Calibration& calibration, const std::string& gpuId,
-    PlanInput& input);
+std::string applyCalibration(
+    const Calibration& calibration, const std::string& gpuId, PlanInput& input);
 
 // $TUNEBENCH_CALIBRATION, else $XDG_CONFIG_HOME (or ~/.config)/tunebench/calibration.json.
 std::string defaultCalibrationPath();

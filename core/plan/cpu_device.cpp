@@ -145,13 +145,14 @@ double measureMatmulGflops(int threads, double seconds)
 {
     threads = std::max(1, threads);
     const auto start = std::chrono::steady_clock::now();
-    const auto deadline =
-        start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                    std::chrono::duration<double>(seconds));
+    const auto deadline = start
+        + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(seconds));
     std::vector<long long> blocks(size_t(threads), 0);
     std::vector<std::thread> workers;
     for (int t = 0; t < threads; ++t)
-        workers.emplace_back([&blocks, t, deadline] { blocks[size_t(t)] = multiplyUntil(deadline); });
+        workers.emplace_back(
+            [&blocks, t, deadline] { blocks[size_t(t)] = multiplyUntil(deadline); });
     for (std::thread& w : workers)
         w.join();
     const double elapsed =

@@ -27,8 +27,8 @@ void addAllocatorReserve(const PlanContext& ctx, MemoryBuilder& b)
     const double transient = transientBytes(b.result);
     const double fraction =
         ctx.in.allocatorOverhead > 0 ? ctx.in.allocatorOverhead : kAllocatorFraction;
-    if (auto* c = b.add("allocator_slack", MemoryCategory::Overhead,
-            "Allocator reserve", fraction * transient, kSrcAllocator);
+    if (auto* c = b.add("allocator_slack", MemoryCategory::Overhead, "Allocator reserve",
+            fraction * transient, kSrcAllocator);
         c && ctx.explain)
         Line(c->explanation) << Fixed{fraction * 100, 1}
                              << "% of the short-lived allocations (activations, logits, buffers: "
@@ -44,11 +44,13 @@ void addAllocatorReserve(const PlanContext& ctx, MemoryBuilder& b)
 void addProcessRuntime(const PlanContext& ctx, MemoryBuilder& b)
 {
     const bool given = ctx.in.cudaContextGiB > 0;
-    const double bytes = given ? ctx.in.cudaContextGiB * common::kGiB : kProcessRuntimeMiB * common::kMiB;
-    if (auto* c = b.add("process_runtime", MemoryCategory::Overhead, "Process and LibTorch",
-            bytes, kSrcProcess);
+    const double bytes =
+        given ? ctx.in.cudaContextGiB * common::kGiB : kProcessRuntimeMiB * common::kMiB;
+    if (auto* c = b.add("process_runtime", MemoryCategory::Overhead, "Process and LibTorch", bytes,
+            kSrcProcess);
         c && ctx.explain)
-        Line(c->explanation) << (given ? "given: " : "a trainer process's resident memory beyond its tensors: ")
+        Line(c->explanation) << (given ? "given: "
+                                       : "a trainer process's resident memory beyond its tensors: ")
                              << Bytes{bytes};
 }
 

@@ -49,8 +49,8 @@ void readUtilisation(MapReader& f, GpuSpec& gpu, yaml::ProblemList& problems)
 GpuSpec readGpu(MapReader& f, yaml::ProblemList& problems)
 {
     f.require({"id", "name", "vendor", "memory_gib", "usable_gib", "usable_note", "bf16",
-        "bf16_tflops", "fp16_tflops", "fp32_tflops", "mem_bandwidth_gbps", "link_gbps",
-        "link_kind", "host_link_gbps", "utilisation", "sources"});
+        "bf16_tflops", "fp16_tflops", "fp32_tflops", "mem_bandwidth_gbps", "link_gbps", "link_kind",
+        "host_link_gbps", "utilisation", "sources"});
     GpuSpec gpu;
     f.string("id", gpu.id);
     f.string("name", gpu.name);
@@ -79,15 +79,14 @@ GpuSpec readGpu(MapReader& f, yaml::ProblemList& problems)
 
 VmSize readVm(MapReader& f)
 {
-    f.require({"name", "series", "status", "gpu", "gpus_per_vm", "vcpus", "ram_gib",
-        "intra_link_gbps", "ib_gbps_per_gpu", "frontend_gbps", "price_usd_per_hour",
-        "price_source", "sources"});
+    f.require(
+        {"name", "series", "status", "gpu", "gpus_per_vm", "vcpus", "ram_gib", "intra_link_gbps",
+            "ib_gbps_per_gpu", "frontend_gbps", "price_usd_per_hour", "price_source", "sources"});
     VmSize vm;
     f.string("name", vm.name);
     f.string("series", vm.series);
     vm.status = "ga";
-    f.choice(
-        "status", vm.status,
+    f.choice("status", vm.status,
         [](std::string_view text) {
             return text == "ga" || text == "retired" || text == "preview"
                 ? std::optional<std::string>(text)
@@ -111,7 +110,8 @@ VmSize readVm(MapReader& f)
     f.number("frontend_gbps", vm.frontendGbps, 0, 1e6);
     double price = 0;
     // null: no published price.
-    if (!f.value("price_usd_per_hour").IsNull() && f.number("price_usd_per_hour", price, 0.0001, 1e6))
+    if (!f.value("price_usd_per_hour").IsNull()
+        && f.number("price_usd_per_hour", price, 0.0001, 1e6))
         vm.usdPerHour = price;
     f.string("price_region", vm.priceRegion);
     f.string("price_as_of", vm.priceAsOf);

@@ -42,7 +42,8 @@ struct GpuSpec {
     double hostLinkGBps = 0; // GPU-to-CPU (PCIe), both directions: offload transfers
     Utilisation utilisation;
     std::vector<std::string> sources;
-    bool isCpu = false; // this machine's CPU (cpu_device.h): no CUDA context, NCCL or caching allocator
+    bool isCpu =
+        false; // this machine's CPU (cpu_device.h): no CUDA context, NCCL or caching allocator
 
     double usableBytes() const;
 };

@@ -47,9 +47,7 @@ struct Dtypes {
 
     double of(Input input) const
     {
-        return input == Input::AttentionOut ? attention
-            : input == Input::MlpProduct    ? mlp
-                                            : stream;
+        return input == Input::AttentionOut ? attention : input == Input::MlpProduct ? mlp : stream;
     }
 };
 
@@ -131,9 +129,8 @@ double hfAutocastCopies(const PlanContext& ctx)
         return 0;
     // lora_A and lora_B cast to 16 bits once a forward and saved for
     // backward; QLoRA's fp32 lm_head likewise.
-    const double head = ctx.kbitUpcast
-        ? double(ctx.model.vocabSize) * double(ctx.model.hiddenSize)
-        : 0;
+    const double head =
+        ctx.kbitUpcast ? double(ctx.model.vocabSize) * double(ctx.model.hiddenSize) : 0;
     return 2 * (ctx.trainable + head);
 }
 

@@ -117,8 +117,8 @@ HostStates ddpStates(const PlanContext& ctx, MemoryBuilder& b)
     const bool masterGrads = ctx.in.engine == Engine::Tunebench && trainMaster > 0;
     addGradients(b, grad, masterGrads ? trainMaster : 0, 1,
         ctx.lora && trainWork == 4 && ctx.act != 4 ? " (fp32 adapter gradients)"
-            : masterGrads     ? " (16-bit gradients + fp32 master gradients, Tunebench's trainer)"
-                              : "");
+            : masterGrads ? " (16-bit gradients + fp32 master gradients, Tunebench's trainer)"
+                          : "");
     if (!offOpt) {
         addOptimizer(b, 1);
     } else {
@@ -281,7 +281,8 @@ void addFullShardBuffers(
                  "and limit_all_gathers allow) x "
               << Bytes{layerParams};
         l << " + one layer's unsharded gradients " << Bytes{layerGrads}
-          << (rootGrads > 0 ? std::string(" + ") + rootName(ctx).first + " gradients" : std::string())
+          << (rootGrads > 0 ? std::string(" + ") + rootName(ctx).first + " gradients"
+                            : std::string())
           << " = " << Bytes{bytes};
     }
 }
@@ -328,7 +329,8 @@ HostStates fsdpStates(const PlanContext& ctx, MemoryBuilder& b, Sharding s, bool
 // outside backward) and, for a full fine-tune, the largest unit's gradients.
 void addGlooStaging(const PlanContext& ctx, MemoryBuilder& b, Sharding s)
 {
-    if (!ctx.gpu.isCpu || ctx.world <= 1 || s == Sharding::Ddp || ctx.in.engine != Engine::Tunebench)
+    if (!ctx.gpu.isCpu || ctx.world <= 1 || s == Sharding::Ddp
+        || ctx.in.engine != Engine::Tunebench)
         return;
     const double head = rootParams(ctx) * ctx.act;
     const bool gathersInBackward =
@@ -385,8 +387,8 @@ void judgeFit(const PlanContext& ctx, const HostStates& host, PlanResult& r)
     if (r.loadHostBytesPerNode > 0 && r.vmRamBytes > 0
         && r.loadHostBytesPerNode > kUsableRam * r.vmRamBytes) {
         cpuFits = false;
-        r.warnings.push_back("loading the model needs " + common::formatBytes(r.loadHostBytesPerNode)
-            + " of host memory per node, more than "
+        r.warnings.push_back("loading the model needs "
+            + common::formatBytes(r.loadHostBytesPerNode) + " of host memory per node, more than "
             + common::formatFixed(kUsableRam * 100, 0) + "% of the VM's RAM");
     }
     r.fits = r.perGpuBytes <= r.usableBytes && cpuFits;

@@ -118,8 +118,8 @@ void addQuantConstants(MemoryBuilder& b, double frozenDivisor)
     if (!ctx.qlora)
         return;
     const bool whole = quantConstantsStayWhole(ctx);
-    const Term constants{ctx.quantized, "block weights", kQuantConstantsPerParam, "",
-        whole ? 1 : frozenDivisor};
+    const Term constants{
+        ctx.quantized, "block weights", kQuantConstantsPerParam, "", whole ? 1 : frozenDivisor};
     if (auto* c = b.add("quant_constants", MemoryCategory::Weights, "NF4 quantization constants",
             constants.bytes(), whole && ctx.world > 1 ? kSrcQuantState : kSrcQlora);
         c && ctx.explain)

@@ -88,8 +88,8 @@ double storedBytesPerParam(const PlanContext& ctx)
 // slice: at most the largest tensor's share.
 double sliceStagingBytes(const PlanContext& ctx)
 {
-    const double largest = std::max({double(ctx.counts.embedding), double(ctx.counts.lmHead),
-        largestLinearParams(ctx)});
+    const double largest = std::max(
+        {double(ctx.counts.embedding), double(ctx.counts.lmHead), largestLinearParams(ctx)});
     return storedBytesPerParam(ctx) * largest / ctx.shardGroup;
 }
 
@@ -149,7 +149,8 @@ PhasePeak checkpointPhase(const PlanContext& ctx, const Persistent& kept)
     PhasePeak p{Phase::Checkpoint, kept.total() + adapter, {}};
     if (ctx.explain)
         p.explanation = adapter > 0
-            ? "states written from their buffers, + the adapter's fp32 values " + common::formatBytes(adapter)
+            ? "states written from their buffers, + the adapter's fp32 values "
+                + common::formatBytes(adapter)
             : "states written from their buffers";
     return p;
 }
@@ -198,13 +199,14 @@ void hostWhileLoading(const PlanContext& ctx, PlanResult& r, Sharding s)
                                    : 4 * ctx.total + (converts ? ctx.act * ctx.total : 0);
     r.loadHostBytesPerNode = perRank * ctx.gpusPerNode;
     if (ctx.explain)
-        Line(r.loadHostExplanation)
-            << (!sharded      ? "each rank reads the whole model at fp32"
-                   : ctx.qlora ? "each rank quantises its projections from their fp32 weights, one at a time"
-                               : "each rank reads its slices through a host buffer, the largest slice")
-            << (!sharded && converts ? " and makes its compute-dtype copy" : "") << ", "
-            << Bytes{perRank} << " x " << ctx.gpusPerNode << " ranks per node = "
-            << Bytes{r.loadHostBytesPerNode};
+        Line(r.loadHostExplanation) << (!sharded ? "each rank reads the whole model at fp32"
+                : ctx.qlora
+                ? "each rank quantises its projections from their fp32 weights, one at a time"
+                : "each rank reads its slices through a host buffer, the largest slice")
+                                    << (!sharded && converts ? " and makes its compute-dtype copy"
+                                                             : "")
+                                    << ", " << Bytes{perRank} << " x " << ctx.gpusPerNode
+                                    << " ranks per node = " << Bytes{r.loadHostBytesPerNode};
 }
 
 // The Hugging Face Trainer's evaluation (prediction_step): the optimizer
@@ -237,8 +239,9 @@ PhasePeak evaluationPhase(const PlanContext& ctx, const PlanResult& r, double ou
         Line(p.explanation) << "weights and optimizer states " << Bytes{kept}
                             << " (gradients freed) + eval_batch " << ctx.in.evalBatch << " x "
                             << Count{ctx.peakSeqLen} << " tokens x "
-                            << Count{double(ctx.model.vocabSize)} << " vocab x (" << Fixed{logitBytes, 0}
-                            << " B logits" << (logitBytes == 4 ? "" : " + 4 B fp32 upcast")
+                            << Count{double(ctx.model.vocabSize)} << " vocab x ("
+                            << Fixed{logitBytes, 0} << " B logits"
+                            << (logitBytes == 4 ? "" : " + 4 B fp32 upcast")
                             << " + 4 B log-softmax) = " << Bytes{logits}
                             << " + the final hidden states " << Bytes{hidden}
                             << " + the KV cache (use_cache), 2 x " << int(ctx.model.numLayers)

@@ -298,7 +298,8 @@ void sizeElements(PlanContext& ctx)
     ctx.adapterBytes = ctx.lora && (ctx.mixed || ctx.hf) ? 4 : p == Precision::Fp32 ? 4 : 2;
     const DataProfile& data = ctx.in.data;
     ctx.peakSeqLen = data.measured() ? double(data.longestRow) : double(std::max(1, ctx.in.seqLen));
-    ctx.meanSeqLen = data.measured() ? double(data.batchTokens) / double(data.rows) : ctx.peakSeqLen;
+    ctx.meanSeqLen =
+        data.measured() ? double(data.batchTokens) / double(data.rows) : ctx.peakSeqLen;
     ctx.dpo = ctx.in.objective == Objective::Dpo;
     ctx.rowsPerMicro = double(rowsPerMicroBatch(ctx.in));
     ctx.tokensPerMicro = ctx.rowsPerMicro * ctx.peakSeqLen;

@@ -25,8 +25,7 @@ constexpr std::array kOptimizers = {Spelling<Optimizer>{Optimizer::AdamW, "adamw
     Spelling<Optimizer>{Optimizer::AdamW8bit, "adamw-8bit"},
     Spelling<Optimizer>{Optimizer::AdamW8bit, "adamw_bnb_8bit"},
     Spelling<Optimizer>{Optimizer::Sgd, "sgd-momentum"}};
-constexpr std::array kOptimizerKernels = {
-    Spelling<OptimizerKernel>{OptimizerKernel::Auto, "auto"},
+constexpr std::array kOptimizerKernels = {Spelling<OptimizerKernel>{OptimizerKernel::Auto, "auto"},
     Spelling<OptimizerKernel>{OptimizerKernel::Foreach, "foreach"},
     Spelling<OptimizerKernel>{OptimizerKernel::Fused, "fused"}};
 constexpr std::array kAttentions = {Spelling<Attention>{Attention::Eager, "eager"},
@@ -37,12 +36,14 @@ constexpr std::array kLossModes = {Spelling<LossMode>{LossMode::Auto, "auto"},
     Spelling<LossMode>{LossMode::Chunked, "chunked"}, Spelling<LossMode>{LossMode::Fused, "fused"},
     Spelling<LossMode>{LossMode::FullFp32, "hf"}};
 constexpr std::array kEngines = {Spelling<Engine>{Engine::Reference, "reference"},
-    Spelling<Engine>{Engine::Tunebench, "tunebench"}, Spelling<Engine>{Engine::Reference, "deepspeed"},
+    Spelling<Engine>{Engine::Tunebench, "tunebench"},
+    Spelling<Engine>{Engine::Reference, "deepspeed"},
     Spelling<Engine>{Engine::HfTrainer, "hf-trainer"}, Spelling<Engine>{Engine::Reference, "fsdp"},
-    Spelling<Engine>{Engine::HfTrainer, "transformers"}, Spelling<Engine>{Engine::HfTrainer, "trl"}};
+    Spelling<Engine>{Engine::HfTrainer, "transformers"},
+    Spelling<Engine>{Engine::HfTrainer, "trl"}};
 // As the run config spells its objective (config/run_config.cpp).
-constexpr std::array kObjectives = {Spelling<Objective>{Objective::Sft, "sft"},
-    Spelling<Objective>{Objective::Dpo, "dpo"}};
+constexpr std::array kObjectives = {
+    Spelling<Objective>{Objective::Sft, "sft"}, Spelling<Objective>{Objective::Dpo, "dpo"}};
 constexpr std::array kMxfp4Experts = {Spelling<Mxfp4Experts>{Mxfp4Experts::Stored, "stored"},
     Spelling<Mxfp4Experts>{Mxfp4Experts::Upcast, "upcast"}};
 
@@ -286,7 +287,8 @@ common::Status validatePlanInput(const PlanInput& in)
         if (in.data.microBatches <= 0 || in.data.batchTokens < in.data.tokens
             || in.data.longestRow <= 0 || in.data.longestRow > in.seqLen)
             problems.push_back("data: a profile of " + std::to_string(in.data.rows)
-                + " rows whose batches, tokens or longest row (" + std::to_string(in.data.longestRow)
+                + " rows whose batches, tokens or longest row ("
+                + std::to_string(in.data.longestRow)
                 + " tokens) do not add up, expected rows of at most seq_len "
                 + std::to_string(in.seqLen) + " tokens");
     } else if (in.datasetTokens == 0 && (in.datasetSamples == 0 || in.meanTokensPerSample <= 0))

@@ -66,9 +66,8 @@ json planResultToJson(const PlanInput& input, const PlanResult& r)
     json components = json::array();
     for (const MemoryComponent& m : r.memory)
         components.push_back({{"key", m.key}, {"category", categoryKey(m.category)},
-            {"peak", peakKey(peakLevel(m.key))}, {"label", m.label},
-            {"bytes", wholeBytes(m.bytes)}, {"explanation", m.explanation},
-            {"source", m.source}});
+            {"peak", peakKey(peakLevel(m.key))}, {"label", m.label}, {"bytes", wholeBytes(m.bytes)},
+            {"explanation", m.explanation}, {"source", m.source}});
     out["components"] = components;
     json phases = json::array();
     for (const PhasePeak& p : r.phases)

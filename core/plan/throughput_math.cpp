@@ -131,11 +131,9 @@ FlopsPerToken flopsPerToken(const PlanContext& ctx)
     f.adapters = ctx.lora ? ctx.trainable : 0;
     f.forward = 2 * f.matmul + f.attention + 2 * f.adapters;
     // Frozen matrices need input gradients only; the adapters need both.
-    f.backward =
-        ctx.full ? 2 * f.forward : 2 * f.matmul + 2 * f.attention + 4 * f.adapters;
-    f.recompute = ctx.in.gradientCheckpointing
-        ? 2 * f.blockMatmul + f.attention + 2 * f.adapters
-        : 0;
+    f.backward = ctx.full ? 2 * f.forward : 2 * f.matmul + 2 * f.attention + 4 * f.adapters;
+    f.recompute =
+        ctx.in.gradientCheckpointing ? 2 * f.blockMatmul + f.attention + 2 * f.adapters : 0;
     f.reference = ctx.dpo ? 2 * f.matmul + f.attention : 0;
     f.total = f.forward + f.backward + f.recompute + f.reference;
     return f;
@@ -159,7 +157,7 @@ Communication communication(
     // collective is bounded by its own GPU link or by the node's total
     // network rate, whichever is slower.
     const double nodeNetwork = link.interBytesPerSecond * ctx.gpusPerNode;
-    c.bandwidth = !multiNode   ? link.intraBytesPerSecond
+    c.bandwidth = !multiNode  ? link.intraBytesPerSecond
         : ctx.gpusPerNode > 1 ? std::min(link.intraBytesPerSecond, nodeNetwork)
                               : nodeNetwork;
     c.gradientBytes = ctx.trainable * gradientCommBytes(ctx);
@@ -245,9 +243,8 @@ ThroughputNumbers throughputNumbers(const PlanContext& ctx)
     // A measured dataset's micro-batch carries its mean; the peak's longest
     // row is for memory only.
     const DataProfile& data = ctx.in.data;
-    n.tokensPerMicro = data.measured()
-        ? double(data.batchTokens) / double(data.microBatches)
-        : ctx.rowsPerMicro * positive(ctx.in.seqLen);
+    n.tokensPerMicro = data.measured() ? double(data.batchTokens) / double(data.microBatches)
+                                       : ctx.rowsPerMicro * positive(ctx.in.seqLen);
     const double effective = ctx.peakTflops * 1e12 * ctx.utilisation;
     n.computeMicro = effective > 0 ? n.flops.total * n.tokensPerMicro / effective : INFINITY;
     n.computeStep = n.computeMicro * accum;
@@ -260,9 +257,8 @@ ThroughputNumbers throughputNumbers(const PlanContext& ctx)
     n.stragglerSeconds = alone * stragglerFraction(ctx.nodes);
     n.stepSeconds = alone + n.stragglerSeconds;
     n.tokensPerStep = n.tokensPerMicro * accum * ctx.world;
-    n.tokensPerSecond = n.stepSeconds > 0 && std::isfinite(n.stepSeconds)
-        ? n.tokensPerStep / n.stepSeconds
-        : 0;
+    n.tokensPerSecond =
+        n.stepSeconds > 0 && std::isfinite(n.stepSeconds) ? n.tokensPerStep / n.stepSeconds : 0;
     n.data = dataset(ctx, n.tokensPerStep);
     n.samplesPerSecond = n.tokensPerSecond / n.data.meanTokensPerSample;
     n.hours = n.data.steps * n.stepSeconds / 3600.0;

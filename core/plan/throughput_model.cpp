@@ -82,8 +82,7 @@ std::string linkNote(const PlanContext& ctx, const Links& l, bool interNode)
         line << "no InfiniBand: Ethernet " << Fixed{ctx.vm->frontendGbps, 0}
              << " Gb/s per VM shared by " << ctx.gpusPerNode << " GPUs";
     else
-        line << "no network known: assumed " << Fixed{kFallbackEthernetGbps, 0}
-             << " Gb/s per node";
+        line << "no network known: assumed " << Fixed{kFallbackEthernetGbps, 0} << " Gb/s per node";
     return note;
 }
 
@@ -118,7 +117,10 @@ void explainDevice(FigureWriter& w)
     if (ctx.in.utilisationOverride > 0)
         l << "given";
     else
-        l << "preset for " << ctx.gpu.id << (ctx.full ? ", full" : ctx.qlora ? ", QLoRA" : ", LoRA");
+        l << "preset for " << ctx.gpu.id
+          << (ctx.full           ? ", full"
+                     : ctx.qlora ? ", QLoRA"
+                                 : ", LoRA");
     l << ": " << Fixed{ctx.utilisation * 100, 0} << "% of dense peak"
       << (ctx.qlora ? " (NF4 dequantisation costs time)" : "");
 }
@@ -162,11 +164,11 @@ void explainOptimizer(FigureWriter& w, const OptimizerStep& o)
         Line(w.add("offload_seconds", "CPU offload transfers", o.offloadSeconds, "s", kSrcOffload))
             << "PCIe " << Fixed{ctx.gpu.hostLinkGBps, 0}
             << " GB/s both ways x 0.7 each way: gradients down and weights up"
-            << (o.paramsStreamed ? ", plus parameters streamed in every micro-batch" : "")
-            << " = " << Seconds{o.offloadSeconds};
+            << (o.paramsStreamed ? ", plus parameters streamed in every micro-batch" : "") << " = "
+            << Seconds{o.offloadSeconds};
     }
-    Line l(w.add("optimizer_seconds", "Optimizer step", o.seconds, "s",
-        offload ? kSrcOffload : kSrcPeak));
+    Line l(w.add(
+        "optimizer_seconds", "Optimizer step", o.seconds, "s", offload ? kSrcOffload : kSrcPeak));
     if (offload)
         l << "CPU update of " << Count{o.localTrainable * ctx.gpusPerNode}
           << " params per node at 1e9 params/s (assumption)";
@@ -220,8 +222,8 @@ void explainDataset(FigureWriter& w, const ThroughputNumbers& n)
               << Count{double(in.data.microBatches)} << " micro-batches (longest row "
               << in.data.longestRow << " tokens)";
         else if (w.ctx.dpo && in.datasetSamples > 0)
-            l << Count{double(in.datasetSamples)} << " pairs, two rows each padded to "
-              << in.seqLen << " tokens";
+            l << Count{double(in.datasetSamples)} << " pairs, two rows each padded to " << in.seqLen
+              << " tokens";
         else if (!in.packing && in.datasetSamples > 0)
             l << Count{double(in.datasetSamples)} << " samples, each padded to " << in.seqLen
               << " tokens";
@@ -233,9 +235,8 @@ void explainDataset(FigureWriter& w, const ThroughputNumbers& n)
         l << " x " << Fixed{in.epochs, in.epochs == std::floor(in.epochs) ? 0 : 2}
           << " epochs = " << Count{n.data.tokens};
     }
-    Line(w.add("optimizer_steps", "Optimizer steps", n.data.steps, "", "training_tokens"))
-        << Count{n.data.tokens} << " / " << Count{n.tokensPerStep}
-        << " tokens per step, rounded up";
+    Line(w.add("optimizer_steps", "Optimizer steps", n.data.steps, "", "training_tokens")) << Count{
+        n.data.tokens} << " / " << Count{n.tokensPerStep} << " tokens per step, rounded up";
     Line(w.add("hours", "Wall-clock time", n.hours, "h", "step_seconds"))
         << Count{n.data.steps} << " steps x " << Seconds{n.stepSeconds} << " = "
         << Fixed{n.hours, 2} << " h";
@@ -248,8 +249,7 @@ void explainCost(FigureWriter& w)
     Line(w.add("cost_usd", "Cost", r.costUsd, "USD", kSrcCost))
         << Fixed{r.hours, 2} << " h x " << ctx.nodes << " x " << ctx.vm->name << " at $"
         << Fixed{*ctx.vm->usdPerHour, 3} << "/h (" << ctx.vm->priceRegion << ", "
-        << ctx.vm->priceSource << ", as of " << ctx.vm->priceAsOf << ") = $"
-        << Fixed{r.costUsd, 2};
+        << ctx.vm->priceSource << ", as of " << ctx.vm->priceAsOf << ") = $" << Fixed{r.costUsd, 2};
 }
 
 } // namespace

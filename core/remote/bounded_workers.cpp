@@ -23,7 +23,8 @@ struct JoinAll {
 
 } // namespace
 
-void forEachBounded(std::size_t count, std::size_t maxWorkers, const std::function<void(std::size_t)>& work)
+void forEachBounded(
+    std::size_t count, std::size_t maxWorkers, const std::function<void(std::size_t)>& work)
 {
     std::atomic<std::size_t> next{0};
     const auto drain = [&] {

@@ -12,6 +12,7 @@ namespace tb::remote {
 // that did (to the calling thread when none did), and every started thread
 // is joined however this returns, so a failed start never ends the program
 // in std::terminate. `work` must not throw.
-void forEachBounded(std::size_t count, std::size_t maxWorkers, const std::function<void(std::size_t)>& work);
+void forEachBounded(
+    std::size_t count, std::size_t maxWorkers, const std::function<void(std::size_t)>& work);
 
 } // namespace tb::remote

@@ -73,7 +73,8 @@ void CallWatchdog::watch()
             continue;
         }
         const Clock::time_point deadline = *m_deadline;
-        if (m_changed.wait_until(lock, deadline) == std::cv_status::timeout && m_deadline == deadline) {
+        if (m_changed.wait_until(lock, deadline) == std::cv_status::timeout
+            && m_deadline == deadline) {
             // The socket stays open (libssh owns and closes it); shut down,
             // every read and write on it fails from now on.
             ::shutdown(m_socket, SHUT_RDWR);

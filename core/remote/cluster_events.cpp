@@ -64,7 +64,8 @@ void ClusterLaunch::followEventsToEnd(ClusterSink& sink)
     deliverEvents(m_feed->takeToEnd(kLastEventsBound, complete), sink);
     if (!complete) {
         sink.note("rank 0's last events were not read within "
-            + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kLastEventsBound).count())
+            + std::to_string(
+                std::chrono::duration_cast<std::chrono::seconds>(kLastEventsBound).count())
             + " s; they are in " + m_nodes.front()->entry.runDir + "/events.jsonl from byte "
             + std::to_string(m_eventOffset));
     }
@@ -77,8 +78,8 @@ void ClusterLaunch::eventsUnreadable(const std::string& problem, ClusterSink& si
     if (problem == m_eventsProblem)
         return;
     m_eventsProblem = problem;
-    sink.note("cannot read rank 0's events: " + common::escapeControl(problem) + " (trying again at byte "
-        + std::to_string(m_eventOffset) + " each poll)");
+    sink.note("cannot read rank 0's events: " + common::escapeControl(problem)
+        + " (trying again at byte " + std::to_string(m_eventOffset) + " each poll)");
 }
 
 } // namespace tb::remote

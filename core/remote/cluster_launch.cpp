@@ -18,8 +18,8 @@ namespace tb::remote {
 
 namespace {
 
-using common::Error;
 using cluster_detail::Clock;
+using common::Error;
 
 // Reconnecting to a node that dropped is tried this often, not every poll:
 // each try may wait for the SSH timeout.
@@ -51,23 +51,31 @@ std::string cluster_detail::firstLine(const std::string& text)
 std::string_view toString(NodeState state)
 {
     switch (state) {
-    case NodeState::Connecting: return "connecting";
-    case NodeState::Checked: return "checked";
-    case NodeState::CheckFailed: return "check-failed";
-    case NodeState::Starting: return "starting";
-    case NodeState::Running: return "running";
-    case NodeState::Unreachable: return "unreachable";
-    case NodeState::Exited: return "exited";
-    case NodeState::Vanished: return "vanished";
+    case NodeState::Connecting:
+        return "connecting";
+    case NodeState::Checked:
+        return "checked";
+    case NodeState::CheckFailed:
+        return "check-failed";
+    case NodeState::Starting:
+        return "starting";
+    case NodeState::Running:
+        return "running";
+    case NodeState::Unreachable:
+        return "unreachable";
+    case NodeState::Exited:
+        return "exited";
+    case NodeState::Vanished:
+        return "vanished";
     }
     return "?";
 }
 
 std::optional<NodeState> parseNodeState(std::string_view text)
 {
-    for (const NodeState state : {NodeState::Connecting, NodeState::Checked, NodeState::CheckFailed,
-             NodeState::Starting, NodeState::Running, NodeState::Unreachable, NodeState::Exited,
-             NodeState::Vanished})
+    for (const NodeState state :
+        {NodeState::Connecting, NodeState::Checked, NodeState::CheckFailed, NodeState::Starting,
+            NodeState::Running, NodeState::Unreachable, NodeState::Exited, NodeState::Vanished})
         if (toString(state) == text)
             return state;
     return std::nullopt;
@@ -84,7 +92,6 @@ SshTarget targetFor(const launch::HostSlots& host, const ClusterOptions& options
     target.timeoutSeconds = options.sshTimeoutSeconds;
     return target;
 }
-
 
 ClusterLaunch::ClusterLaunch(ClusterOptions options)
     : m_options(std::move(options))
@@ -106,11 +113,11 @@ ClusterLaunch::~ClusterLaunch() = default;
 
 std::string ClusterLaunch::launchCommand(const Node& node) const
 {
-    std::vector<std::string> words = {m_options.remoteCli, "launch", m_options.configPath, "--nproc",
-        std::to_string(node.host.slotIndices.size()), "--nnodes", std::to_string(m_nodes.size()), "--node-rank",
-        std::to_string(node.rank), "--master-addr", m_options.masterAddr, "--master-port",
-        std::to_string(m_options.masterPort), "--run-id", m_options.runId, "--grace",
-        std::to_string(m_options.graceSeconds), "--detach"};
+    std::vector<std::string> words = {m_options.remoteCli, "launch", m_options.configPath,
+        "--nproc", std::to_string(node.host.slotIndices.size()), "--nnodes",
+        std::to_string(m_nodes.size()), "--node-rank", std::to_string(node.rank), "--master-addr",
+        m_options.masterAddr, "--master-port", std::to_string(m_options.masterPort), "--run-id",
+        m_options.runId, "--grace", std::to_string(m_options.graceSeconds), "--detach"};
     if (node.host.slotsRestricted) {
         std::string devices;
         for (int slot : node.host.slotIndices)
@@ -119,7 +126,8 @@ std::string ClusterLaunch::launchCommand(const Node& node) const
     }
     if (!m_options.trainerArguments.empty()) {
         words.push_back("--");
-        words.insert(words.end(), m_options.trainerArguments.begin(), m_options.trainerArguments.end());
+        words.insert(
+            words.end(), m_options.trainerArguments.begin(), m_options.trainerArguments.end());
     }
     std::string command;
     for (const std::string& word : words)
@@ -152,8 +160,8 @@ common::Status ClusterLaunch::startNodes(ClusterSink& sink)
         node.entry = std::move(entry).value();
         node.state = NodeState::Running;
         NodeUpdate update{node.rank, node.host.address(), NodeState::Running,
-            "launcher pid " + std::to_string(node.entry.pid) + ", run folder " + node.entry.runDir + ", log "
-                + node.entry.log};
+            "launcher pid " + std::to_string(node.entry.pid) + ", run folder " + node.entry.runDir
+                + ", log " + node.entry.log};
         update.runFolder = node.entry.runDir;
         update.log = node.entry.log;
         sink.nodeState(update);
@@ -245,8 +253,9 @@ void ClusterLaunch::pollNode(Node& node)
         if (node.state != before) {
             const std::string detail = node.state == NodeState::Exited
                 ? "exit status " + std::to_string(node.entry.exitCode) + ": " + node.entry.summary
-                : node.state == NodeState::Vanished ? "its launcher is gone without an exit status (killed?)"
-                                                    : "";
+                : node.state == NodeState::Vanished
+                ? "its launcher is gone without an exit status (killed?)"
+                : "";
             node.tell(node.update(detail));
         }
     }
@@ -271,8 +280,8 @@ void ClusterLaunch::sendPendingSignal(Node& node, bool now)
             node.note(node.name() + ": unreachable; " + signal + " goes once it answers");
         return;
     }
-    common::Result<CommandResult> sent =
-        node.cli(m_options.remoteCli, {"node-check", "--signal", node.pendingSignal, "--run-id", m_options.runId});
+    common::Result<CommandResult> sent = node.cli(m_options.remoteCli,
+        {"node-check", "--signal", node.pendingSignal, "--run-id", m_options.runId});
     if (!sent) {
         dropSession(node); // the signal stays pending for the next connect
         node.note(node.name() + ": could not send " + signal + ": " + sent.error().message);
@@ -327,21 +336,25 @@ std::string ClusterLaunch::attachNode(Node& node)
             + " in its run registry";
     node.entry = *mine;
     node.state = mine->state == "running" ? NodeState::Running
-        : mine->state == "exited"          ? NodeState::Exited
-                                           : NodeState::Vanished;
-    node.tell(node.update(node.state == NodeState::Exited ? "exit status " + std::to_string(mine->exitCode) : ""));
+        : mine->state == "exited"         ? NodeState::Exited
+                                          : NodeState::Vanished;
+    node.tell(node.update(
+        node.state == NodeState::Exited ? "exit status " + std::to_string(mine->exitCode) : ""));
     return {};
 }
 
-std::optional<ClusterLaunch::StopReason> ClusterLaunch::reasonToStop(const launch::CancelToken& cancel) const
+std::optional<ClusterLaunch::StopReason> ClusterLaunch::reasonToStop(
+    const launch::CancelToken& cancel) const
 {
     for (const auto& node : m_nodes) {
         if (node->failed())
             return StopReason{ClusterOutcome::NodeFailed,
                 node->name() + ": "
                     + (node->state == NodeState::Vanished
-                            ? "its launcher was killed (pid " + std::to_string(node->entry.pid) + ")"
-                            : "exit status " + std::to_string(node->entry.exitCode) + ": " + node->entry.summary)};
+                            ? "its launcher was killed (pid " + std::to_string(node->entry.pid)
+                                + ")"
+                            : "exit status " + std::to_string(node->entry.exitCode) + ": "
+                                + node->entry.summary)};
     }
     for (const auto& node : m_nodes) {
         if (node->stopped())
@@ -356,7 +369,8 @@ void ClusterLaunch::beginStop(StopReason reason, ClusterSink& sink)
 {
     m_stop.reason = std::move(reason);
     m_stop.since = Clock::now();
-    m_stop.killAt = m_stop.since + std::chrono::milliseconds(long((m_options.graceSeconds + 5) * 1000));
+    m_stop.killAt =
+        m_stop.since + std::chrono::milliseconds(long((m_options.graceSeconds + 5) * 1000));
     m_stop.giveUpAt = m_stop.killAt + std::chrono::milliseconds(long(kAfterKillSeconds * 1000));
     sink.note(m_stop.reason->message + "; stopping every node");
     signalNodes("TERM", sink);
@@ -376,8 +390,8 @@ bool ClusterLaunch::stopOver(ClusterSink& sink)
     return false;
 }
 
-common::Result<ClusterReport> ClusterLaunch::follow(ClusterSink& sink, const launch::CancelToken& cancel,
-    const launch::CancelToken& detach, bool stopAtOnce)
+common::Result<ClusterReport> ClusterLaunch::follow(ClusterSink& sink,
+    const launch::CancelToken& cancel, const launch::CancelToken& detach, bool stopAtOnce)
 {
     m_interrupted = [&cancel, &detach] { return cancel.isCancelled() || detach.isCancelled(); };
     m_stop = {};
@@ -430,7 +444,8 @@ ClusterReport ClusterLaunch::report(bool detached) const
     for (const auto& node : m_nodes) {
         report.nodes.push_back(node->entry);
         if (stopSent && !node->ended())
-            report.message += "; " + node->name() + " did not confirm its end (" + std::string(toString(node->state)) + ")";
+            report.message += "; " + node->name() + " did not confirm its end ("
+                + std::string(toString(node->state)) + ")";
     }
     return report;
 }

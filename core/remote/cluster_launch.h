@@ -11,11 +11,11 @@
 #include "remote/sftp_transfer.h"
 #include "remote/ssh_session.h"
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,7 +46,16 @@ struct ClusterOptions {
 };
 
 // CheckFailed: the preflight found a problem on the node (nothing started).
-enum class NodeState { Connecting, Checked, CheckFailed, Starting, Running, Unreachable, Exited, Vanished };
+enum class NodeState {
+    Connecting,
+    Checked,
+    CheckFailed,
+    Starting,
+    Running,
+    Unreachable,
+    Exited,
+    Vanished
+};
 std::string_view toString(NodeState state);
 std::optional<NodeState> parseNodeState(std::string_view text);
 
@@ -84,7 +93,8 @@ public:
     virtual void runEvent(const metrics::Event& event, const metrics::RunHistory& history) = 0;
     virtual void note(const std::string& line) = 0;
     // --sync's copy to a node, at most twice a second per node.
-    virtual void transferProgress(int node, const std::string& host, const TransferProgress& progress) = 0;
+    virtual void transferProgress(
+        int node, const std::string& host, const TransferProgress& progress) = 0;
 };
 
 enum class ClusterOutcome { Succeeded, NodeFailed, Stopped, Detached };
@@ -135,7 +145,8 @@ public:
 private:
     struct Node;
     // One node's preflight (on one of at most 32 workers): every problem found.
-    std::vector<std::string> checkNode(Node& node, const launch::NodeFacts& here, ClusterSink& sink);
+    std::vector<std::string> checkNode(
+        Node& node, const launch::NodeFacts& here, ClusterSink& sink);
     common::Result<launch::NodeFacts> nodeFacts(Node& node);
     common::Status syncInputs(Node& node, const launch::NodeFacts& here, ClusterSink& sink);
     common::Status checkMasterPort(ClusterSink& sink);

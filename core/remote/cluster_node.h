@@ -41,14 +41,18 @@ struct ClusterLaunch::Node {
 
     void tell(NodeUpdate update)
     {
-        news.emplace_back([update = std::move(update)](ClusterSink& sink) { sink.nodeState(update); });
+        news.emplace_back(
+            [update = std::move(update)](ClusterSink& sink) { sink.nodeState(update); });
     }
     void note(std::string line)
     {
         news.emplace_back([line = std::move(line)](ClusterSink& sink) { sink.note(line); });
     }
 
-    std::string name() const { return "node " + std::to_string(rank) + " (" + host.address() + ")"; }
+    std::string name() const
+    {
+        return "node " + std::to_string(rank) + " (" + host.address() + ")";
+    }
     // Its state as a watcher gets it: the exit code when it exited.
     NodeUpdate update(std::string detail) const
     {
@@ -60,11 +64,20 @@ struct ClusterLaunch::Node {
     bool ended() const { return state == NodeState::Exited || state == NodeState::Vanished; }
     // Ended on a stop request (SIGINT or SIGTERM forwarded to its ranks), from
     // this launch or another (launch --stop, monitor --stop).
-    bool stopped() const { return state == NodeState::Exited && (entry.exitCode == 128 + SIGTERM || entry.exitCode == 128 + SIGINT); }
-    bool failed() const { return state == NodeState::Vanished || (state == NodeState::Exited && entry.exitCode != 0 && !stopped()); }
+    bool stopped() const
+    {
+        return state == NodeState::Exited
+            && (entry.exitCode == 128 + SIGTERM || entry.exitCode == 128 + SIGINT);
+    }
+    bool failed() const
+    {
+        return state == NodeState::Vanished
+            || (state == NodeState::Exited && entry.exitCode != 0 && !stopped());
+    }
 
     // `tunebench-cli ARGS...` on the node, the words quoted for its shell.
-    common::Result<CommandResult> cli(const std::string& remoteCli, const std::vector<std::string>& args)
+    common::Result<CommandResult> cli(
+        const std::string& remoteCli, const std::vector<std::string>& args)
     {
         std::string command = launch::shellQuote(remoteCli);
         for (const std::string& arg : args)
@@ -73,7 +86,8 @@ struct ClusterLaunch::Node {
         if (result && result->exitStatus == 127)
             return common::Error{name() + ": " + remoteCli + " is not there (the shell said: "
                     + cluster_detail::firstLine(result->errorOutput) + ")",
-                "install the same tunebench build on every node, at the same path, or give --remote-cli"};
+                "install the same tunebench build on every node, at the same path, or give "
+                "--remote-cli"};
         return result;
     }
 };

@@ -29,12 +29,14 @@ common::Status ClusterLaunch::preflight(ClusterSink& sink)
     if (!here.configError.empty())
         return Error{"the run config does not load here: " + here.configError, {}};
     std::vector<std::vector<std::string>> problems(m_nodes.size());
-    forEachBounded(m_nodes.size(), kPreflightWorkers,
-        [this, &here, &problems, &sink](size_t i) { problems[i] = checkNode(*m_nodes[i], here, sink); });
+    forEachBounded(m_nodes.size(), kPreflightWorkers, [this, &here, &problems, &sink](size_t i) {
+        problems[i] = checkNode(*m_nodes[i], here, sink);
+    });
     std::vector<std::string> all;
     for (size_t i = 0; i < m_nodes.size(); ++i) {
         const bool ok = problems[i].empty();
-        NodeUpdate update{int(i), m_nodes[i]->host.address(), ok ? NodeState::Checked : NodeState::CheckFailed,
+        NodeUpdate update{int(i), m_nodes[i]->host.address(),
+            ok ? NodeState::Checked : NodeState::CheckFailed,
             ok ? "preflight passed" : problems[i].front()};
         update.problems = problems[i];
         sink.nodeState(update);
@@ -48,8 +50,8 @@ common::Status ClusterLaunch::preflight(ClusterSink& sink)
     }
     if (!all.empty()) {
         sink.preflightFailed(all);
-        return Error{"preflight found " + std::to_string(all.size()) + " problem(s); nothing was started:\n  "
-                + joinLines(all),
+        return Error{"preflight found " + std::to_string(all.size())
+                + " problem(s); nothing was started:\n  " + joinLines(all),
             {}};
     }
     return common::Ok{};
@@ -57,7 +59,8 @@ common::Status ClusterLaunch::preflight(ClusterSink& sink)
 
 common::Result<launch::NodeFacts> ClusterLaunch::nodeFacts(Node& node)
 {
-    common::Result<CommandResult> answer = node.cli(m_options.remoteCli, {"node-check", m_options.configPath});
+    common::Result<CommandResult> answer =
+        node.cli(m_options.remoteCli, {"node-check", m_options.configPath});
     if (!answer)
         return answer.error();
     if (answer->exitStatus != 0)
@@ -65,7 +68,8 @@ common::Result<launch::NodeFacts> ClusterLaunch::nodeFacts(Node& node)
     return launch::nodeFactsFromJson(answer->output, node.name());
 }
 
-std::vector<std::string> ClusterLaunch::checkNode(Node& node, const launch::NodeFacts& here, ClusterSink& sink)
+std::vector<std::string> ClusterLaunch::checkNode(
+    Node& node, const launch::NodeFacts& here, ClusterSink& sink)
 {
     common::Result<std::unique_ptr<SshSession>> session = SshSession::connect(node.target);
     if (!session)
@@ -83,7 +87,8 @@ std::vector<std::string> ClusterLaunch::checkNode(Node& node, const launch::Node
     return launch::compareNodeFacts(here, *facts, node.name(), int(node.host.slotIndices.size()));
 }
 
-common::Status ClusterLaunch::syncInputs(Node& node, const launch::NodeFacts& here, ClusterSink& sink)
+common::Status ClusterLaunch::syncInputs(
+    Node& node, const launch::NodeFacts& here, ClusterSink& sink)
 {
     std::vector<std::string> files;
     for (const launch::FileFact& file : here.inputs)
@@ -101,8 +106,8 @@ common::Status ClusterLaunch::syncInputs(Node& node, const launch::NodeFacts& he
         return summary.error();
     const std::lock_guard lock(m_sinkMutex);
     sink.note(node.name() + ": synced " + std::to_string(summary->copied) + " file(s) ("
-        + std::to_string(summary->resumed) + " resumed, " + std::to_string(summary->bytesSent) + " bytes sent), "
-        + std::to_string(summary->skipped) + " already equal");
+        + std::to_string(summary->resumed) + " resumed, " + std::to_string(summary->bytesSent)
+        + " bytes sent), " + std::to_string(summary->skipped) + " already equal");
     return common::Ok{};
 }
 
@@ -111,9 +116,11 @@ std::vector<std::string> ClusterLaunch::checkSharedRunFolder()
     if (m_nodes.size() < 2)
         return {};
     Node& master = *m_nodes.front();
-    const std::string runDir = launch::trainerOutputDir(m_options.trainerArguments, master.factsRunDir);
+    const std::string runDir =
+        launch::trainerOutputDir(m_options.trainerArguments, master.factsRunDir);
     const std::string shown = common::escapeControl(runDir);
-    const common::Result<std::string> marker = writeSharedMarker(*master.session, runDir, launch::newPortCheckNonce());
+    const common::Result<std::string> marker =
+        writeSharedMarker(*master.session, runDir, launch::newPortCheckNonce());
     if (!marker)
         return {master.name() + ": " + marker.error().toString()};
     std::vector<std::string> problems(m_nodes.size());
@@ -121,12 +128,14 @@ std::vector<std::string> ClusterLaunch::checkSharedRunFolder()
         Node& node = *m_nodes[i + 1];
         const common::Result<bool> seen = remotePathExists(*node.session, *marker);
         if (!seen)
-            problems[i] = node.name() + ": cannot tell whether run folder " + shown + " is shared with node 0: "
-                + seen.error().message;
+            problems[i] = node.name() + ": cannot tell whether run folder " + shown
+                + " is shared with node 0: " + seen.error().message;
         else if (!*seen)
-            problems[i] = node.name() + ": run folder " + shown + " is not shared with node 0 (node 0 wrote "
-                + common::escapeControl(*marker) + ", which this node does not see); every rank writes its part "
-                + "of a checkpoint there and rank 0 gathers them: put it on a file system every node mounts at "
+            problems[i] = node.name() + ": run folder " + shown
+                + " is not shared with node 0 (node 0 wrote " + common::escapeControl(*marker)
+                + ", which this node does not see); every rank writes its part "
+                + "of a checkpoint there and rank 0 gathers them: put it on a file system every "
+                  "node mounts at "
                 + "the same path (NFS, Lustre, ...)";
     });
     if (const common::Status removed = removeRemoteFile(*master.session, *marker); !removed)
@@ -139,7 +148,8 @@ common::Status ClusterLaunch::checkMasterPort(ClusterSink& sink)
 {
     Node& master = *m_nodes.front();
     if (m_options.masterPort == 0) {
-        common::Result<CommandResult> free = master.cli(m_options.remoteCli, {"node-check", "--free-port"});
+        common::Result<CommandResult> free =
+            master.cli(m_options.remoteCli, {"node-check", "--free-port"});
         if (!free || free->exitStatus != 0)
             return Error{master.name() + ": no free port for the master: "
                     + (free ? firstLine(free->errorOutput) : free.error().message),
@@ -155,16 +165,16 @@ common::Status ClusterLaunch::checkMasterPort(ClusterSink& sink)
         Node& node = *m_nodes[i];
         if (i == 0) {
             auto listen = master.cli(m_options.remoteCli,
-                {"node-check", "--listen", port, "--peers", std::to_string(m_nodes.size() - 1), "--nonce", nonce,
-                    "--timeout", seconds});
+                {"node-check", "--listen", port, "--peers", std::to_string(m_nodes.size() - 1),
+                    "--nonce", nonce, "--timeout", seconds});
             if (!listen || listen->exitStatus != 0)
                 problems[0] = master.name() + ": master port " + port + ": "
                     + (listen ? firstLine(listen->errorOutput) : listen.error().message);
             return;
         }
         auto connect = node.cli(m_options.remoteCli,
-            {"node-check", "--connect", m_options.masterAddr + ":" + port, "--nonce", nonce, "--node-rank",
-                std::to_string(i), "--timeout", seconds});
+            {"node-check", "--connect", m_options.masterAddr + ":" + port, "--nonce", nonce,
+                "--node-rank", std::to_string(i), "--timeout", seconds});
         if (!connect || connect->exitStatus != 0)
             problems[i] = node.name() + ": cannot reach the master port: "
                 + (connect ? firstLine(connect->errorOutput) : connect.error().message);
@@ -176,7 +186,8 @@ common::Status ClusterLaunch::checkMasterPort(ClusterSink& sink)
     }
     if (!found.empty())
         return Error{joinLines(found), {}};
-    sink.note("master " + m_options.masterAddr + ":" + port + " free on node 0 and reachable from every node");
+    sink.note("master " + m_options.masterAddr + ":" + port
+        + " free on node 0 and reachable from every node");
     return common::Ok{};
 }
 

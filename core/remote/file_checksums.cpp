@@ -53,7 +53,8 @@ common::Result<std::string> localSha256(const std::string& path, uint64_t length
 
 // sha256sum there of `bytes` bytes: the whole file, or its first `bytes`
 // when `prefix`.
-common::Result<std::string> remoteSha256(SshSession& session, const std::string& path, uint64_t bytes, bool prefix)
+common::Result<std::string> remoteSha256(
+    SshSession& session, const std::string& path, uint64_t bytes, bool prefix)
 {
     const std::string quoted = launch::shellQuote(path);
     // From stdin: sha256sum escapes a name holding a backslash or newline,
@@ -66,7 +67,8 @@ common::Result<std::string> remoteSha256(SshSession& session, const std::string&
     if (!answer)
         return answer.error();
     if (answer->exitStatus != 0 || answer->output.size() < 64)
-        return Error{session.target().describe() + ": cannot checksum " + path + ": " + answer->errorOutput,
+        return Error{
+            session.target().describe() + ": cannot checksum " + path + ": " + answer->errorOutput,
             "is sha256sum (coreutils) installed there?"};
     return answer->output.substr(0, 64);
 }

@@ -63,7 +63,8 @@ const std::string& hostProbeScript()
     // "[t]unebench" matches "tunebench" but not this script's own command line.
     static const std::string script =
         "echo \"host $(hostname)\"; echo \"cpus $(nproc)\"; "
-        "sed -n 's/^MemTotal: *\\([0-9]*\\) kB/memtotal \\1/p; s/^MemAvailable: *\\([0-9]*\\) kB/memavailable \\1/p' /proc/meminfo; "
+        "sed -n 's/^MemTotal: *\\([0-9]*\\) kB/memtotal \\1/p; s/^MemAvailable: *\\([0-9]*\\) "
+        "kB/memavailable \\1/p' /proc/meminfo; "
         "if command -v nvidia-smi >/dev/null 2>&1; then "
         "nvidia-smi --query-gpu=name,memory.total,memory.used,utilization.gpu "
         "--format=csv,noheader,nounits 2>&1 | sed 's/^/gpu /'; "
@@ -82,7 +83,8 @@ common::Result<HostFacts> parseHostProbe(const std::string& output)
         ++number;
         const std::size_t space = line.find(' ');
         const std::string key = line.substr(0, space);
-        const std::string value = space == std::string::npos ? std::string() : common::trim(line.substr(space + 1));
+        const std::string value =
+            space == std::string::npos ? std::string() : common::trim(line.substr(space + 1));
         const auto bad = [&](const std::string& expected) {
             return Error{"host probe, line " + std::to_string(number) + " '" + shownText(line)
                     + "': expected " + expected,
@@ -99,7 +101,8 @@ common::Result<HostFacts> parseHostProbe(const std::string& output)
             if (!readInt(value, integer) || integer < 0
                 || integer > std::numeric_limits<int64_t>::max() / 1024)
                 return bad("kB of memory");
-            (key == "memtotal" ? facts.memoryTotalBytes : facts.memoryAvailableBytes) = integer * 1024;
+            (key == "memtotal" ? facts.memoryTotalBytes : facts.memoryAvailableBytes) =
+                integer * 1024;
         } else if (key == "gpu") {
             const std::vector<std::string> fields = splitCsv(value);
             if (fields.size() != 4) {

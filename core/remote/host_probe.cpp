@@ -17,7 +17,8 @@ common::Result<HostFacts> probeHost(SshSession& session)
             {}};
     common::Result<HostFacts> facts = parseHostProbe(result->output);
     if (!facts)
-        return Error{session.target().describe() + ": " + facts.error().message, facts.error().hint};
+        return Error{
+            session.target().describe() + ": " + facts.error().message, facts.error().hint};
     return facts;
 }
 

@@ -67,8 +67,7 @@ public:
 
     void operator()()
     {
-        while (round()) {
-        }
+        while (round()) { }
         std::unique_ptr<SshSession> session;
         {
             const std::lock_guard lock(m_state->mutex);
@@ -206,8 +205,8 @@ private:
 
 } // namespace
 
-RemoteEventFeed::RemoteEventFeed(SshTarget target, std::string path, uint64_t offset, uint64_t nextLine,
-    std::chrono::milliseconds poll)
+RemoteEventFeed::RemoteEventFeed(SshTarget target, std::string path, uint64_t offset,
+    uint64_t nextLine, std::chrono::milliseconds poll)
     : m_state(std::make_shared<State>())
 {
     m_state->target = std::move(target);
@@ -237,7 +236,8 @@ std::vector<RemoteEventFeed::Batch> RemoteEventFeed::take()
     return out;
 }
 
-std::vector<RemoteEventFeed::Batch> RemoteEventFeed::takeToEnd(std::chrono::milliseconds bound, bool& complete)
+std::vector<RemoteEventFeed::Batch> RemoteEventFeed::takeToEnd(
+    std::chrono::milliseconds bound, bool& complete)
 {
     const auto deadline = std::chrono::steady_clock::now() + bound;
     std::unique_lock lock(m_state->mutex);

@@ -18,7 +18,8 @@ common::Status checkEntryName(const std::string& name, const std::string& where)
 
 // `localDir` joined with a path relative to it, each of its components
 // passing checkEntryName: never absolute, never leaving `localDir`.
-common::Result<std::string> localPathUnder(const std::string& localDir, const std::string& relative);
+common::Result<std::string> localPathUnder(
+    const std::string& localDir, const std::string& relative);
 
 // Makes the folders of `relative` (a path localPathUnder accepted) under
 // `localDir`, refusing one that is a symbolic link: a link planted there

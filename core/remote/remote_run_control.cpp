@@ -11,8 +11,8 @@ common::Result<long long> stopRemoteRun(SshSession& session, const metrics::RunH
     if (!host)
         return host.error();
     if (host->exitStatus != 0)
-        return common::Error{session.target().describe() + ": 'hostname' failed: "
-                + common::trim(host->errorOutput),
+        return common::Error{
+            session.target().describe() + ": 'hostname' failed: " + common::trim(host->errorOutput),
             {}};
     std::string readFailure;
     const auto commandLineOf = [&](long long pid) -> std::string {
@@ -29,7 +29,8 @@ common::Result<long long> stopRemoteRun(SshSession& session, const metrics::RunH
     if (!readFailure.empty())
         return common::Error{readFailure, {}};
     if (!pid)
-        return common::Error{session.target().describe() + ": not stopped: " + pid.error().message, {}};
+        return common::Error{
+            session.target().describe() + ": not stopped: " + pid.error().message, {}};
     const common::Result<CommandResult> kill = session.run("kill -TERM " + std::to_string(*pid));
     if (!kill)
         return kill.error();

@@ -37,7 +37,8 @@ common::Status runChecked(SshSession& session, const std::string& command)
     if (!answer)
         return answer.error();
     if (answer->exitStatus != 0)
-        return Error{session.target().describe() + ": '" + command + "' failed: " + answer->errorOutput, {}};
+        return Error{
+            session.target().describe() + ": '" + command + "' failed: " + answer->errorOutput, {}};
     return common::Ok{};
 }
 
@@ -48,7 +49,8 @@ int64_t remoteSize(SshSession& session, sftp_session sftp, const std::string& pa
     sftp_attributes attributes = sftp_stat(sftp, path.c_str());
     if (!attributes)
         return -1;
-    const int64_t size = attributes->type == SSH_FILEXFER_TYPE_REGULAR ? int64_t(attributes->size) : -1;
+    const int64_t size =
+        attributes->type == SSH_FILEXFER_TYPE_REGULAR ? int64_t(attributes->size) : -1;
     sftp_attributes_free(attributes);
     return size;
 }
@@ -90,7 +92,8 @@ public:
     // Where an earlier copy of `size` bytes stopped, when its part holds
     // the source's first bytes (checked by hash); else 0.
     template <typename PartSha, typename SourceSha>
-    common::Result<uint64_t> resumeOffset(int64_t partSize, uint64_t size, PartSha partSha, SourceSha sourceSha)
+    common::Result<uint64_t> resumeOffset(
+        int64_t partSize, uint64_t size, PartSha partSha, SourceSha sourceSha)
     {
         if (partSize <= 0 || uint64_t(partSize) > size)
             return uint64_t(0);
@@ -122,11 +125,16 @@ public:
                 return common::Ok{};
             }
         }
-        common::Result<uint64_t> offset = resumeOffset(remoteSize(m_session, *sftp, part), size,
-            [&](uint64_t n) { return remoteSha256(m_session, part, n); }, [&](uint64_t n) { return localSha256(path, n); });
+        common::Result<uint64_t> offset = resumeOffset(
+            remoteSize(m_session, *sftp, part), size,
+            [&](uint64_t n) { return remoteSha256(m_session, part, n); },
+            [&](uint64_t n) { return localSha256(path, n); });
         if (!offset)
             return offset.error();
-        if (common::Status made = runChecked(m_session, "umask 077 && mkdir -p -- " + launch::shellQuote(fs::path(path).parent_path().string())); !made)
+        if (common::Status made = runChecked(m_session,
+                "umask 077 && mkdir -p -- "
+                    + launch::shellQuote(fs::path(path).parent_path().string()));
+            !made)
             return made;
         if (common::Status sent = send(*sftp, path, part, *offset, size); !sent)
             return sent;
@@ -135,37 +143,41 @@ public:
         if (!theirs || !ours)
             return !theirs ? theirs.error() : ours.error();
         if (*theirs != *ours)
-            return Error{m_session.target().describe() + ": " + part + " does not match " + path + " (SHA-256 "
-                    + *theirs + ", here " + *ours + ")",
+            return Error{m_session.target().describe() + ": " + part + " does not match " + path
+                    + " (SHA-256 " + *theirs + ", here " + *ours + ")",
                 {}};
         if (common::Status kept = ownerOnlyMode(*sftp, path, part); !kept)
             return kept;
         ++m_summary.copied;
         m_summary.resumed += *offset > 0;
-        return runChecked(m_session, "mv -f -- " + launch::shellQuote(part) + " " + launch::shellQuote(path));
+        return runChecked(
+            m_session, "mv -f -- " + launch::shellQuote(part) + " " + launch::shellQuote(path));
     }
 
     // The copy there is its owner's alone, whatever its source's mode here:
     // a node is often a shared machine, and weights and datasets are the
     // user's (private by default); the owner's execute bit is kept.
-    common::Status ownerOnlyMode(sftp_session sftp, const std::string& path, const std::string& part)
+    common::Status ownerOnlyMode(
+        sftp_session sftp, const std::string& path, const std::string& part)
     {
-        struct stat source {};
+        struct stat source { };
         if (::stat(path.c_str(), &source) != 0)
             return Error{"cannot read " + path + ": " + std::strerror(errno), {}};
         const SshSession::Bounded bounded(m_session);
         if (sftp_chmod(sftp, part.c_str(), source.st_mode & 0700) != 0)
-            return Error{m_session.target().describe() + ": cannot set the mode of " + part + stalled(), {}};
+            return Error{
+                m_session.target().describe() + ": cannot set the mode of " + part + stalled(), {}};
         return common::Ok{};
     }
 
     // Sends `path` from `offset` on into `part` there, each chunk answered in time.
-    common::Status send(sftp_session sftp, const std::string& path, const std::string& part, uint64_t offset,
-        uint64_t size)
+    common::Status send(sftp_session sftp, const std::string& path, const std::string& part,
+        uint64_t offset, uint64_t size)
     {
         SshSession::Bounded bounded(m_session);
         // Private until whole; then it gets its owner's bits (ownerOnlyMode).
-        SftpFile file(sftp_open(sftp, part.c_str(), O_WRONLY | O_CREAT | (offset ? 0 : O_TRUNC), 0600));
+        SftpFile file(
+            sftp_open(sftp, part.c_str(), O_WRONLY | O_CREAT | (offset ? 0 : O_TRUNC), 0600));
         if (!file || sftp_seek64(file.get(), offset) != 0)
             return Error{m_session.target().describe() + ": cannot write " + part + stalled(), {}};
         std::ifstream in(path, std::ios::binary);
@@ -177,8 +189,8 @@ public:
             in.read(buffer.data(), std::streamsize(std::min<uint64_t>(kChunk, size - done)));
             const auto got = size_t(in.gcount());
             if (got == 0 || sftp_write(file.get(), buffer.data(), got) != ssize_t(got))
-                return Error{m_session.target().describe() + ": writing " + part + " stopped at byte "
-                        + std::to_string(done) + stalled(),
+                return Error{m_session.target().describe() + ": writing " + part
+                        + " stopped at byte " + std::to_string(done) + stalled(),
                     "run it again: the copy goes on from there"};
             bounded.progressed();
             done += got;
@@ -195,7 +207,8 @@ public:
         return reason.empty() ? reason : " (" + reason + ")";
     }
 
-    common::Status download(const std::string& remotePath, uint64_t size, const std::string& localPath)
+    common::Status download(
+        const std::string& remotePath, uint64_t size, const std::string& localPath)
     {
         common::Result<sftp_session_struct*> sftp = m_session.sftp();
         if (!sftp)
@@ -214,14 +227,16 @@ public:
         }
         const std::string part = localPath + kPartSuffix;
         const int64_t partSize = fs::exists(part) ? int64_t(fs::file_size(part, error)) : -1;
-        common::Result<uint64_t> offset = resumeOffset(partSize, size, [&](uint64_t) { return localSha256(part); },
+        common::Result<uint64_t> offset = resumeOffset(
+            partSize, size, [&](uint64_t) { return localSha256(part); },
             [&](uint64_t n) { return remoteSha256(m_session, remotePath, n, true); });
         if (!offset)
             return offset.error();
         SshSession::Bounded bounded(m_session);
         SftpFile file(sftp_open(*sftp, remotePath.c_str(), O_RDONLY, 0));
         if (!file || sftp_seek64(file.get(), *offset) != 0)
-            return Error{m_session.target().describe() + ": cannot read " + remotePath + stalled(), {}};
+            return Error{
+                m_session.target().describe() + ": cannot read " + remotePath + stalled(), {}};
         // O_NOFOLLOW: a symlink put where the part goes is refused, never
         // written through.
         LocalFile out(::open(part.c_str(),
@@ -229,7 +244,8 @@ public:
         if (!out)
             return Error{"cannot write " + part + ": " + std::strerror(errno), {}};
         advance(localPath, *offset, size, *offset);
-        if (common::Status received = receive(file.get(), out.get(), {remotePath, part, localPath}, *offset, size, bounded);
+        if (common::Status received = receive(
+                file.get(), out.get(), {remotePath, part, localPath}, *offset, size, bounded);
             !received)
             return received;
         file.reset();
@@ -239,7 +255,9 @@ public:
         if (!ours)
             return ours.error();
         if (*ours != *theirs)
-            return Error{part + " does not match " + remotePath + " (SHA-256 " + *ours + ", there " + *theirs + ")", {}};
+            return Error{part + " does not match " + remotePath + " (SHA-256 " + *ours + ", there "
+                    + *theirs + ")",
+                {}};
         fs::rename(part, localPath, error);
         if (error)
             return Error{"cannot rename " + part + ": " + error.message(), {}};
@@ -262,14 +280,15 @@ private:
     // reads outstanding: one read a round trip would bound a copy to
     // kChunk / RTT (0.6 MB/s at 50 ms). libssh 0.10 has this for reads only
     // (sftp_async_*); writes stay one at a time.
-    common::Status receive(sftp_file file, int out, const Names& names, uint64_t done, uint64_t size,
-        SshSession::Bounded& bounded)
+    common::Status receive(sftp_file file, int out, const Names& names, uint64_t done,
+        uint64_t size, SshSession::Bounded& bounded)
     {
         std::deque<std::pair<int, uint32_t>> pending; // request id and length, in offset order
         uint64_t requested = done;
         std::vector<char> buffer(kChunk);
         while (done < size) {
-            for (; pending.size() < kInFlight && requested < size; requested += pending.back().second) {
+            for (; pending.size() < kInFlight && requested < size;
+                 requested += pending.back().second) {
                 const auto length = uint32_t(std::min<uint64_t>(kChunk, size - requested));
                 const int id = sftp_async_read_begin(file, length);
                 if (id < 0)
@@ -290,7 +309,9 @@ private:
             // for: drop them and ask again from where this one ended.
             if (uint32_t(got) < length && done < size) {
                 for (; !pending.empty(); pending.pop_front()) {
-                    if (sftp_async_read(file, buffer.data(), kChunk, uint32_t(pending.front().first)) < 0)
+                    if (sftp_async_read(
+                            file, buffer.data(), kChunk, uint32_t(pending.front().first))
+                        < 0)
                         return readStopped(names.remote, done);
                 }
                 if (sftp_seek64(file, done) != 0)
@@ -386,17 +407,21 @@ common::Status listTree(SshSession& session, sftp_session sftp, const std::strin
             "is more than " + std::to_string(kMaxListingDepth) + " folders below " + root,
             "is there a loop of folders there?");
     SshSession::Bounded bounded(session);
-    const auto why = [&] { return session.failureReason("SFTP error " + std::to_string(sftp_get_error(sftp))); };
+    const auto why = [&] {
+        return session.failureReason("SFTP error " + std::to_string(sftp_get_error(sftp)));
+    };
     std::unique_ptr<sftp_dir_struct, SftpDirCloser> dir(sftp_opendir(sftp, path.c_str()));
     if (!dir)
-        return Error{session.target().describe() + ": cannot list " + path + " (" + why() + ")", {}};
+        return Error{
+            session.target().describe() + ": cannot list " + path + " (" + why() + ")", {}};
     for (;;) {
         std::unique_ptr<sftp_attributes_struct, SftpAttributesFree> entry(
             sftp_readdir(sftp, dir.get()));
         if (!entry) {
             if (sftp_dir_eof(dir.get()))
                 return common::Ok{};
-            return Error{session.target().describe() + ": listing " + path + " stopped (" + why() + ")", {}};
+            return Error{
+                session.target().describe() + ": listing " + path + " stopped (" + why() + ")", {}};
         }
         bounded.progressed();
         const std::string name = entry->name ? entry->name : "";

@@ -32,7 +32,6 @@ struct TransferSummary {
     uint64_t bytesSent = 0;
 };
 
-
 // Copies each local file to the same absolute path on the machine at the
 // other end of `session`, making folders as needed.
 common::Result<TransferSummary> uploadFiles(

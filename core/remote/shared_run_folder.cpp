@@ -33,7 +33,8 @@ std::string sftpReason(SshSession& session, sftp_session sftp)
 
 // The folder `runDir` is or will be made in: itself when it is a folder
 // there, else its nearest parent that is.
-common::Result<std::string> nearestFolder(SshSession& session, sftp_session sftp, const std::string& runDir)
+common::Result<std::string> nearestFolder(
+    SshSession& session, sftp_session sftp, const std::string& runDir)
 {
     std::filesystem::path folder = std::filesystem::path(runDir).lexically_normal();
     for (;;) {
@@ -47,7 +48,8 @@ common::Result<std::string> nearestFolder(SshSession& session, sftp_session sftp
                     + " cannot be made there",
                 {}};
         if (sftp_get_error(sftp) != SSH_FX_NO_SUCH_FILE)
-            return Error{where(session, text) + ": cannot be looked at: " + sftpReason(session, sftp), {}};
+            return Error{
+                where(session, text) + ": cannot be looked at: " + sftpReason(session, sftp), {}};
         if (folder.empty() || folder == folder.root_path())
             return Error{where(session, runDir) + ": no folder of it exists there", {}};
         folder = folder.parent_path();
@@ -56,7 +58,8 @@ common::Result<std::string> nearestFolder(SshSession& session, sftp_session sftp
 
 } // namespace
 
-common::Result<std::string> writeSharedMarker(SshSession& session, const std::string& runDir, const std::string& nonce)
+common::Result<std::string> writeSharedMarker(
+    SshSession& session, const std::string& runDir, const std::string& nonce)
 {
     common::Result<sftp_session_struct*> sftp = session.sftp();
     if (!sftp)
@@ -64,16 +67,19 @@ common::Result<std::string> writeSharedMarker(SshSession& session, const std::st
     common::Result<std::string> folder = nearestFolder(session, *sftp, runDir);
     if (!folder)
         return folder.error();
-    const std::string marker = (std::filesystem::path(*folder) / (".tunebench-shared-" + nonce)).string();
+    const std::string marker =
+        (std::filesystem::path(*folder) / (".tunebench-shared-" + nonce)).string();
     const SshSession::Bounded bounded(session);
     sftp_file file = sftp_open(*sftp, marker.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
     if (!file)
-        return Error{where(session, marker) + ": cannot write the shared-folder marker: " + sftpReason(session, *sftp),
+        return Error{where(session, marker)
+                + ": cannot write the shared-folder marker: " + sftpReason(session, *sftp),
             "the run folder must be writable there: the run writes its checkpoints into it"};
     const bool written = sftp_write(file, nonce.data(), nonce.size()) == ssize_t(nonce.size());
     const bool closed = sftp_close(file) == SSH_OK;
     if (!written || !closed)
-        return Error{where(session, marker) + ": cannot write the shared-folder marker: " + sftpReason(session, *sftp),
+        return Error{where(session, marker)
+                + ": cannot write the shared-folder marker: " + sftpReason(session, *sftp),
             {}};
     return marker;
 }
@@ -99,7 +105,8 @@ common::Status removeRemoteFile(SshSession& session, const std::string& path)
         return sftp.error();
     const SshSession::Bounded bounded(session);
     if (sftp_unlink(*sftp, path.c_str()) != SSH_OK)
-        return Error{where(session, path) + ": cannot remove it: " + sftpReason(session, *sftp), {}};
+        return Error{
+            where(session, path) + ": cannot remove it: " + sftpReason(session, *sftp), {}};
     return common::Ok{};
 }
 

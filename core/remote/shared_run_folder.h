@@ -18,7 +18,8 @@ class SshSession;
 // `runDir` there, or in the nearest folder above it that exists when the run
 // has not made it yet (a relative path is the login's home's, as for the
 // launcher). Returns the marker's path. An Error names the folder and why.
-common::Result<std::string> writeSharedMarker(SshSession& session, const std::string& runDir, const std::string& nonce);
+common::Result<std::string> writeSharedMarker(
+    SshSession& session, const std::string& runDir, const std::string& nonce);
 
 // Whether `path` exists there. An Error only when it cannot be told (the
 // link, a folder that may not be read), naming the path.

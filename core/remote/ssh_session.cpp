@@ -6,8 +6,8 @@
 #include <libssh/libssh.h>
 #include <libssh/sftp.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -59,14 +59,18 @@ std::string unknownKeyHint(const SshTarget& target, const std::string& file)
 {
     const int port = target.port > 0 ? target.port : 22;
     // The default file's "~/" is left for the shell to expand.
-    const std::string quotedFile =
-        file.starts_with("~/") ? "~/" + launch::shellQuote(file.substr(2)) : launch::shellQuote(file);
-    const std::string name = port == 22 ? target.host : "[" + target.host + "]:" + std::to_string(port);
+    const std::string quotedFile = file.starts_with("~/")
+        ? "~/" + launch::shellQuote(file.substr(2))
+        : launch::shellQuote(file);
+    const std::string name =
+        port == 22 ? target.host : "[" + target.host + "]:" + std::to_string(port);
     return "compare it with the fingerprint the machine's administrator gives you (on the machine: "
-           "ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub); what the file holds for this host: ssh-keygen -F "
+           "ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub); what the file holds for this host: "
+           "ssh-keygen -F "
         + launch::shellQuote(name) + " -f " + quotedFile
         + ". Only if they match, add the key with: ssh -o UserKnownHostsFile=" + quotedFile + " -p "
-        + std::to_string(port) + " " + launch::shellQuote(target.host) + " (it asks before it writes)";
+        + std::to_string(port) + " " + launch::shellQuote(target.host)
+        + " (it asks before it writes)";
 }
 
 common::Status verifyHostKey(ssh_session session, const SshTarget& target)
@@ -90,9 +94,8 @@ common::Status verifyHostKey(ssh_session session, const SshTarget& target)
     case SSH_KNOWN_HOSTS_ERROR:
         break;
     }
-    return Error{where + ": cannot check the host key against " + file + ": "
-            + sessionError(session),
-        {}};
+    return Error{
+        where + ": cannot check the host key against " + file + ": " + sessionError(session), {}};
 }
 
 common::Status authenticate(ssh_session session, const SshTarget& target)
@@ -110,7 +113,8 @@ common::Status authenticate(ssh_session session, const SshTarget& target)
     if (ssh_pki_import_privkey_file(target.identityFile.c_str(), nullptr, nullptr, nullptr, &key)
         != SSH_OK)
         return Error{"identity file '" + target.identityFile
-                + "': cannot read a private key (missing, unreadable, or protected by a passphrase)",
+                + "': cannot read a private key (missing, unreadable, or protected by a "
+                  "passphrase)",
             "use an unencrypted key, or leave --identity out to use ssh-agent"};
     const int result = ssh_userauth_publickey(session, nullptr, key);
     ssh_key_free(key);
@@ -156,7 +160,8 @@ std::string withOutputStart(const std::string& command)
 // its own remaining lines.
 const char* const kPosixShell = "/bin/sh -s";
 
-std::string posixScript(const std::string& command, const std::vector<std::pair<std::string, std::string>>& exports)
+std::string posixScript(
+    const std::string& command, const std::vector<std::pair<std::string, std::string>>& exports)
 {
     std::string script;
     for (const auto& [name, value] : exports)
@@ -167,7 +172,8 @@ std::string posixScript(const std::string& command, const std::vector<std::pair<
 bool sendScript(ssh_channel channel, const std::string& script)
 {
     for (size_t sent = 0; sent < script.size();) {
-        const int n = ssh_channel_write(channel, script.data() + sent, uint32_t(script.size() - sent));
+        const int n =
+            ssh_channel_write(channel, script.data() + sent, uint32_t(script.size() - sent));
         if (n <= 0)
             return false;
         sent += size_t(n);
@@ -223,8 +229,9 @@ common::Status onlyPrintable(const std::string& where, const std::string& comman
     const auto bad = std::find_if(command.begin(), command.end(), common::isControlCharacter);
     if (bad == command.end())
         return common::Ok{};
-    return Error{where + ": refusing to run '" + common::escapeControl(command) + "': it holds the control character "
-            + common::escapeControl(std::string(1, *bad)) + " at byte " + std::to_string(bad - command.begin())
+    return Error{where + ": refusing to run '" + common::escapeControl(command)
+            + "': it holds the control character " + common::escapeControl(std::string(1, *bad))
+            + " at byte " + std::to_string(bad - command.begin())
             + ", which a remote shell may not read as written",
         "rename the file or folder (or give another path) without control characters"};
 }
@@ -232,7 +239,8 @@ common::Status onlyPrintable(const std::string& where, const std::string& comman
 // Names a POSIX shell takes as a variable, values without control
 // characters: our own (a run secret), so a bad one is a bug of ours, and it
 // is named without its value.
-common::Status exportableNames(const std::string& where, const std::vector<std::pair<std::string, std::string>>& exports)
+common::Status exportableNames(
+    const std::string& where, const std::vector<std::pair<std::string, std::string>>& exports)
 {
     for (const auto& [name, value] : exports) {
         const bool nameOk = !name.empty() && !std::isdigit(static_cast<unsigned char>(name.front()))
@@ -241,7 +249,8 @@ common::Status exportableNames(const std::string& where, const std::vector<std::
         const bool valueOk = std::none_of(value.begin(), value.end(), common::isControlCharacter);
         if (!nameOk || !valueOk)
             return Error{where + ": refusing to export '" + common::escapeControl(name) + "': "
-                    + (nameOk ? "its value holds a control character" : "not a shell variable name"),
+                    + (nameOk ? "its value holds a control character"
+                              : "not a shell variable name"),
                 {}};
     }
     return common::Ok{};
@@ -263,14 +272,13 @@ Error outputError(const std::string& where, const std::string& command)
 // One option, refused with its name and value rather than ignored: an
 // unset known-hosts file would fall back to ~/.ssh/known_hosts, a host name
 // libssh rejects would fail later as "cannot read ~/.ssh/config".
-common::Status setOption(
-    ssh_session session, const SshTarget& target, ssh_options_e option, const void* value, const std::string& name,
-    const std::string& shown)
+common::Status setOption(ssh_session session, const SshTarget& target, ssh_options_e option,
+    const void* value, const std::string& name, const std::string& shown)
 {
     if (ssh_options_set(session, option, value) == SSH_OK)
         return common::Ok{};
-    return Error{target.describe() + ": libssh refused the option " + name + " '" + common::escapeControl(shown)
-            + "': " + sessionError(session),
+    return Error{target.describe() + ": libssh refused the option " + name + " '"
+            + common::escapeControl(shown) + "': " + sessionError(session),
         {}};
 }
 
@@ -282,24 +290,28 @@ common::Status setOptions(ssh_session session, const SshTarget& target)
     const long timeout = static_cast<long>(seconds);
     const long timeoutMicroseconds = static_cast<long>((seconds - double(timeout)) * 1e6);
     const unsigned int port = static_cast<unsigned int>(target.port);
-    common::Status set = setOption(session, target, SSH_OPTIONS_HOST, target.host.c_str(), "Host", target.host);
+    common::Status set =
+        setOption(session, target, SSH_OPTIONS_HOST, target.host.c_str(), "Host", target.host);
     // OpenSSH's client config (Host, HostName, User, Port, IdentityFile,
     // ProxyJump), read first so what is given explicitly below wins, as on
     // ssh's command line.
     if (set && ssh_options_parse_config(session, nullptr) != SSH_OK)
-        return Error{target.describe() + ": cannot read ~/.ssh/config: " + sessionError(session), {}};
+        return Error{
+            target.describe() + ": cannot read ~/.ssh/config: " + sessionError(session), {}};
     if (set && port > 0)
         set = setOption(session, target, SSH_OPTIONS_PORT, &port, "Port", std::to_string(port));
     if (set)
-        set = setOption(session, target, SSH_OPTIONS_TIMEOUT, &timeout, "Timeout", std::to_string(timeout));
+        set = setOption(
+            session, target, SSH_OPTIONS_TIMEOUT, &timeout, "Timeout", std::to_string(timeout));
     if (set)
-        set = setOption(session, target, SSH_OPTIONS_TIMEOUT_USEC, &timeoutMicroseconds, "Timeout (microseconds)",
-            std::to_string(timeoutMicroseconds));
+        set = setOption(session, target, SSH_OPTIONS_TIMEOUT_USEC, &timeoutMicroseconds,
+            "Timeout (microseconds)", std::to_string(timeoutMicroseconds));
     if (set && !target.user.empty())
-        set = setOption(session, target, SSH_OPTIONS_USER, target.user.c_str(), "User", target.user);
+        set =
+            setOption(session, target, SSH_OPTIONS_USER, target.user.c_str(), "User", target.user);
     if (set && !target.knownHostsFile.empty())
-        set = setOption(session, target, SSH_OPTIONS_KNOWNHOSTS, target.knownHostsFile.c_str(), "UserKnownHostsFile",
-            target.knownHostsFile);
+        set = setOption(session, target, SSH_OPTIONS_KNOWNHOSTS, target.knownHostsFile.c_str(),
+            "UserKnownHostsFile", target.knownHostsFile);
     return set;
 }
 
@@ -310,11 +322,14 @@ std::string libsshVersionProblem(const char* running)
     const std::string text = running ? running : "";
     int major = 0, minor = 0, micro = 0;
     if (std::sscanf(text.c_str(), "%d.%d.%d", &major, &minor, &micro) != 3)
-        return "cannot tell the version of libssh from '" + text + "'; Tunebench needs 0.10.6 or newer";
+        return "cannot tell the version of libssh from '" + text
+            + "'; Tunebench needs 0.10.6 or newer";
     if (std::make_tuple(major, minor, micro) >= std::make_tuple(0, 10, 6))
         return {};
-    return "libssh " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(micro)
-        + " is too old: Tunebench needs 0.10.6 or newer (host name checks of CVE-2023-6004, the Terrapin "
+    return "libssh " + std::to_string(major) + "." + std::to_string(minor) + "."
+        + std::to_string(micro)
+        + " is too old: Tunebench needs 0.10.6 or newer (host name checks of CVE-2023-6004, the "
+          "Terrapin "
           "mitigation of CVE-2023-48795)";
 }
 
@@ -344,7 +359,8 @@ std::string SshSession::failureReason(std::string otherwise) const
         return "interrupted: the connection was closed to stop";
     if (!timedOut())
         return otherwise;
-    return "no answer within " + std::to_string(static_cast<int>(std::max(1.0, m_target.timeoutSeconds)))
+    return "no answer within "
+        + std::to_string(static_cast<int>(std::max(1.0, m_target.timeoutSeconds)))
         + " s: the connection was closed (a hung server or file system, or a network that "
           "drops packets)";
 }
@@ -362,7 +378,8 @@ common::Result<std::unique_ptr<SshSession>> SshSession::connect(const SshTarget&
 common::Result<std::unique_ptr<SshSession>> SshSession::prepare(const SshTarget& target)
 {
     if (const std::string old = libsshVersionProblem(ssh_version(0)); !old.empty())
-        return Error{target.describe() + ": " + old, "install libssh 0.10.6 or newer (libssh-4 on Debian 12)"};
+        return Error{target.describe() + ": " + old,
+            "install libssh 0.10.6 or newer (libssh-4 on Debian 12)"};
     ssh_session session = ssh_new();
     if (!session)
         return Error{target.describe() + ": cannot create an SSH session", {}};
@@ -421,7 +438,8 @@ common::Status SshSession::handshake()
     ssh_set_blocking(m_session, 1);
     if (result == SSH_OK && !m_watchdog.fired())
         return common::Ok{};
-    return Error{m_target.describe() + ": cannot connect: " + failureReason(sessionError(m_session)),
+    return Error{
+        m_target.describe() + ": cannot connect: " + failureReason(sessionError(m_session)),
         "is the machine up, sshd listening on that port, and the address right?"};
 }
 
@@ -440,8 +458,8 @@ SshSession::~SshSession()
     ssh_free(m_session);
 }
 
-common::Result<CommandResult> SshSession::run(
-    const std::string& command, double seconds, const std::vector<std::pair<std::string, std::string>>& exports)
+common::Result<CommandResult> SshSession::run(const std::string& command, double seconds,
+    const std::vector<std::pair<std::string, std::string>>& exports)
 {
     const double limit = seconds > 0 ? seconds : m_target.timeoutSeconds;
     const std::string where = m_target.describe();
@@ -468,16 +486,19 @@ common::Result<CommandResult> SshSession::run(
         return Error{where + ": cannot run '" + command + "': " + why(), {}};
 
     CommandResult result;
-    const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long long>(limit * 1000));
+    const auto deadline =
+        Clock::now() + std::chrono::milliseconds(static_cast<long long>(limit * 1000));
     while (!ssh_channel_is_eof(channel)) {
         bounded.progressed(); // the command's own deadline is below
         if (Clock::now() >= deadline)
-            return Error{where + ": '" + command + "' did not finish within "
-                    + wholeSeconds(limit) + " s",
+            return Error{
+                where + ": '" + command + "' did not finish within " + wholeSeconds(limit) + " s",
                 "give more time with --ssh-timeout SECONDS"};
         const int got = readAvailable(channel, result);
-        if (got == SSH_ERROR || (got == 0 && ssh_channel_poll_timeout(channel, 100, 0) == SSH_ERROR))
-            return Error{where + ": lost the connection while running '" + command + "': " + why(), {}};
+        if (got == SSH_ERROR
+            || (got == 0 && ssh_channel_poll_timeout(channel, 100, 0) == SSH_ERROR))
+            return Error{
+                where + ": lost the connection while running '" + command + "': " + why(), {}};
         if (tooMuchOutput(result))
             return outputError(where, command);
     }

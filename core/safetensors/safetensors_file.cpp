@@ -141,9 +141,8 @@ Status SafetensorsFile::readRange(
     const std::string what = "tensor '" + tensor.name + "'";
     if (byteOffset > tensor.byteCount() || out.size() > tensor.byteCount() - byteOffset)
         return Error::at(m_path, what,
-            "bytes [" + std::to_string(byteOffset) + ", "
-                + std::to_string(byteOffset + out.size()) + ") asked of a tensor of "
-                + std::to_string(tensor.byteCount()));
+            "bytes [" + std::to_string(byteOffset) + ", " + std::to_string(byteOffset + out.size())
+                + ") asked of a tensor of " + std::to_string(tensor.byteCount()));
     // The header was checked against the size at open; this re-check keeps a
     // TensorInfo from another file from reading past this one.
     if (tensor.dataEnd > m_fileBytes - m_header.dataOffset())

@@ -61,7 +61,8 @@ public:
 
 private:
     class File;
-    SafetensorsStream(std::string path, std::vector<TensorLayout> layouts, std::unique_ptr<File> file);
+    SafetensorsStream(
+        std::string path, std::vector<TensorLayout> layouts, std::unique_ptr<File> file);
 
     std::string m_path;
     std::vector<TensorLayout> m_layouts;

@@ -157,11 +157,11 @@ torch::Tensor SelfAttention::forward(
 std::shared_ptr<LinearLayer>* SelfAttention::slot(const std::string& name)
 {
     std::shared_ptr<LinearLayer>* found = name == "q_proj" ? &m_q
-        : name == "k_proj"                                  ? &m_k
-        : name == "v_proj"                                  ? &m_v
-        : name == "qkv_proj"                                ? &m_qkv
-        : name == "o_proj"                                  ? &m_o
-                                                            : nullptr;
+        : name == "k_proj"                                 ? &m_k
+        : name == "v_proj"                                 ? &m_v
+        : name == "qkv_proj"                               ? &m_qkv
+        : name == "o_proj"                                 ? &m_o
+                                                           : nullptr;
     return found && *found ? found : nullptr;
 }
 

@@ -73,8 +73,8 @@ torch::Tensor fusedAttention(const torch::Tensor& q, const torch::Tensor& k, con
 // With a score softcap it computes as plainAttention whatever the backend.
 class SelfAttention : public torch::nn::Module {
 public:
-    SelfAttention(const LlamaConfig& config, const torch::TensorOptions& options,
-        std::int64_t layer = 0);
+    SelfAttention(
+        const LlamaConfig& config, const torch::TensorOptions& options, std::int64_t layer = 0);
 
     // hidden [batch, tokens, hiddenSize]; `cache` (optional) holds earlier
     // positions and receives these.

@@ -109,8 +109,8 @@ common::Status writeRankFile(const std::string& path, FlatParameters& parameters
         tensors.push_back(
             {prefix + "exp_avg_sq", dtype, shape, hostBytes(optimizer.secondMoment(u))});
     }
-    return safetensors::writeSafetensors(path, tensors,
-        {{"format", "pt"}, {kDropoutDeviceKey, state.dropoutGeneratorDevice}});
+    return safetensors::writeSafetensors(
+        path, tensors, {{"format", "pt"}, {kDropoutDeviceKey, state.dropoutGeneratorDevice}});
 }
 
 // Copies the elements [begin, begin + target.numel()) of a unit's flat
@@ -280,7 +280,8 @@ common::Result<TrainerState> readCheckpoint(const std::string& dir, FlatParamete
         const json stateJson = common::parseJsonDocument(*text);
         if (stateJson.at("format").get<int>() != kFormat)
             return Error::at(statePath, "field 'format'",
-                "got " + common::shownJson(stateJson.at("format")) + ", expected " + std::to_string(kFormat),
+                "got " + common::shownJson(stateJson.at("format")) + ", expected "
+                    + std::to_string(kFormat),
                 "checkpoints of format 1 (before distributed training) cannot be resumed");
         state.step = stateJson.at("step").get<std::int64_t>();
         optimizerStep = stateJson.at("optimizer_step").get<std::int64_t>();

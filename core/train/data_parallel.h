@@ -165,7 +165,8 @@ private:
     FlatParameters& m_parameters;
     config::Sharding m_sharding;
     DataParallelGroups m_groups;
-    std::vector<c10::intrusive_ptr<torch::autograd::Node>> m_accumulators; // keeps hooks' owners alive
+    std::vector<c10::intrusive_ptr<torch::autograd::Node>>
+        m_accumulators; // keeps hooks' owners alive
     std::vector<int> m_remaining; // per unit: gradients not yet produced in this backward
     std::vector<bool> m_reduced; // per unit, in this micro-step
     std::vector<bool> m_gathered; // per unit: values hold the full unit

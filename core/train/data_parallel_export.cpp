@@ -6,8 +6,7 @@
 // the master for exports and checkpoints, and its communication figures.
 namespace tb::train {
 
-void DataParallel::gatherMasterUnit(
-    size_t u, bool keep, std::map<std::string, torch::Tensor>& into)
+void DataParallel::gatherMasterUnit(size_t u, bool keep, std::map<std::string, torch::Tensor>& into)
 {
     torch::NoGradGuard noGrad;
     const FlatParameters::Unit& unit = m_parameters.units()[u];

@@ -51,7 +51,6 @@ torch::Tensor dpoPairLoss(const PairLogProbs& policy, const PairLogProbs& refere
     const PairTokens& tokens, const DpoLossSettings& settings);
 
 // The implicit rewards beta (log pi - log pi_ref) of each sequence [pairs].
-PairLogProbs dpoRewards(
-    const PairLogProbs& policy, const PairLogProbs& reference, double beta);
+PairLogProbs dpoRewards(const PairLogProbs& policy, const PairLogProbs& reference, double beta);
 
 } // namespace tb::train

@@ -89,7 +89,8 @@ torch::Tensor pairBatch(LlamaForCausalLm& model, const data::Batch& batch,
     const PairLogProbs tokens =
         splitPairs(labelledTokens(labels, policyRows.options().requires_grad(false)));
     const torch::Tensor loss =
-        dpoPairLoss(policy, reference, {tokens.chosen, tokens.rejected}, settings).sum() / stepPairs;
+        dpoPairLoss(policy, reference, {tokens.chosen, tokens.rejected}, settings).sum()
+        / stepPairs;
     loss.backward();
     const PairLogProbs rewards = dpoRewards(policy, reference, settings.beta);
     return torch::stack({loss.detach(), rewards.chosen.sum(), rewards.rejected.sum(),
@@ -170,12 +171,14 @@ torch::Tensor sequenceLogProbs(
     const torch::Tensor next = labels.narrow(1, 1, tokens - 1).reshape({-1});
     const torch::Tensor kept = next.ne(data::kIgnoreIndex).nonzero().squeeze(1);
     const torch::Tensor rowOfKept = kept.div(tokens - 1, "floor");
-    const torch::Tensor predicting =
-        hidden.narrow(1, 0, tokens - 1).reshape({-1, hidden.size(2)}).index_select(0, kept.to(device));
+    const torch::Tensor predicting = hidden.narrow(1, 0, tokens - 1)
+                                         .reshape({-1, hidden.size(2)})
+                                         .index_select(0, kept.to(device));
     const torch::Tensor targets = next.index_select(0, kept).to(device).unsqueeze(1);
-    const torch::Tensor logProbs = torch::log_softmax(model.logitsFrom(predicting).to(options.dtype()), 1)
-                                       .gather(1, targets)
-                                       .squeeze(1);
+    const torch::Tensor logProbs =
+        torch::log_softmax(model.logitsFrom(predicting).to(options.dtype()), 1)
+            .gather(1, targets)
+            .squeeze(1);
     return torch::zeros({rows}, options).index_add(0, rowOfKept.to(device), logProbs);
 }
 
@@ -189,8 +192,8 @@ DpoStepResult accumulateDpoGradients(LlamaForCausalLm& model, FlatParameters& pa
 }
 
 DpoStepResult trainDpoStep(LlamaForCausalLm& model, FlatParameters& parameters,
-    FlatAdamW& optimizer, const std::vector<data::Batch>& batches,
-    const DpoLossSettings& settings, double learningRate, double maxGradNorm)
+    FlatAdamW& optimizer, const std::vector<data::Batch>& batches, const DpoLossSettings& settings,
+    double learningRate, double maxGradNorm)
 {
     torch::Tensor sums;
     DpoStepResult result = accumulate(model, parameters, batches, settings, sums);

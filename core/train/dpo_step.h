@@ -54,7 +54,7 @@ DpoStepResult accumulateDpoGradients(LlamaForCausalLm& model, FlatParameters& pa
 
 // accumulateDpoGradients, then clipping and one AdamW update as trainStep.
 DpoStepResult trainDpoStep(LlamaForCausalLm& model, FlatParameters& parameters,
-    FlatAdamW& optimizer, const std::vector<data::Batch>& batches,
-    const DpoLossSettings& settings, double learningRate, double maxGradNorm);
+    FlatAdamW& optimizer, const std::vector<data::Batch>& batches, const DpoLossSettings& settings,
+    double learningRate, double maxGradNorm);
 
 } // namespace tb::train

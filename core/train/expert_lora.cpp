@@ -109,11 +109,11 @@ torch::Tensor expertLoraB(const torch::Tensor& b, std::int64_t experts, std::int
     return b.view({b.size(0), -1, experts}).select(2, expert);
 }
 
-torch::Tensor expertLoraDelta(const torch::Tensor& a, const torch::Tensor& b,
-    std::int64_t experts, std::int64_t expert, double scaling, torch::ScalarType dtype)
+torch::Tensor expertLoraDelta(const torch::Tensor& a, const torch::Tensor& b, std::int64_t experts,
+    std::int64_t expert, double scaling, torch::ScalarType dtype)
 {
-    return torch::matmul(expertLoraB(b, experts, expert).to(dtype),
-               expertLoraA(a, experts, expert).to(dtype))
+    return torch::matmul(
+               expertLoraB(b, experts, expert).to(dtype), expertLoraA(a, experts, expert).to(dtype))
         * scaling;
 }
 
@@ -133,9 +133,9 @@ common::Result<std::vector<std::string>> attachExpertLora(
         SparseMoe* moe = layers[i]->experts();
         for (const ExpertWeight weight : kExpertWeights) {
             const std::string name = transformersName(i, weight);
-            const bool selected = std::any_of(spec.targetParameters.begin(),
-                spec.targetParameters.end(),
-                [&](const std::string& target) { return targetSelects(target, name); });
+            const bool selected =
+                std::any_of(spec.targetParameters.begin(), spec.targetParameters.end(),
+                    [&](const std::string& target) { return targetSelects(target, name); });
             if (!selected || !moe)
                 continue;
             moe->attachLora(weight, newFactors(*moe, weight, spec, options, generator));

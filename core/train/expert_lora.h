@@ -56,8 +56,8 @@ private:
 torch::Tensor expertLoraA(const torch::Tensor& a, std::int64_t experts, std::int64_t expert);
 torch::Tensor expertLoraB(const torch::Tensor& b, std::int64_t experts, std::int64_t expert);
 // scaling B_e A_e [out, in] in `dtype`: what folds into expert e's weight.
-torch::Tensor expertLoraDelta(const torch::Tensor& a, const torch::Tensor& b,
-    std::int64_t experts, std::int64_t expert, double scaling, torch::ScalarType dtype);
+torch::Tensor expertLoraDelta(const torch::Tensor& a, const torch::Tensor& b, std::int64_t experts,
+    std::int64_t expert, double scaling, torch::ScalarType dtype);
 
 // Adds ExpertLoraFactors to every expert weight that a name of
 // spec.targetParameters selects, matched as peft matches target_parameters:

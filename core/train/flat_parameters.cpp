@@ -175,9 +175,8 @@ FlatParameters::FlatParameters(std::vector<TrainableParameter> parameters,
         unit.gradients = tensorWithoutStorage({unit.paddedNumel}, modelOptions);
         unit.masterSeparate = true;
         unit.masterGradientsSeparate = true;
-        unit.master = m_offloaded
-            ? torch::zeros({unit.shardNumel}, hostFor(device, masterType))
-            : torch::zeros({unit.shardNumel}, modelOptions.dtype(masterType));
+        unit.master = m_offloaded ? torch::zeros({unit.shardNumel}, hostFor(device, masterType))
+                                  : torch::zeros({unit.shardNumel}, modelOptions.dtype(masterType));
         // This rank's elements [shardOffset, shardOffset + shardNumel) of the
         // unit, segment by segment; the padding stays zero.
         const std::int64_t shardEnd = unit.shardOffset + unit.shardNumel;
@@ -245,14 +244,12 @@ void FlatParameters::accumulateGradients(bool lastMicroStep)
 void FlatParameters::stageGradientToHost(Unit& unit, const torch::Tensor& gradient)
 {
     TORCH_CHECK(m_offloaded, "gradients are staged to the host only when offloaded");
-    TORCH_CHECK(gradient.numel() == unit.masterGradients.numel(), "staging ",
-        gradient.numel(), " gradient elements for a master gradient of ",
-        unit.masterGradients.numel());
+    TORCH_CHECK(gradient.numel() == unit.masterGradients.numel(), "staging ", gradient.numel(),
+        " gradient elements for a master gradient of ", unit.masterGradients.numel());
     torch::NoGradGuard noGrad;
     const auto length = static_cast<std::int64_t>(gradient.numel());
     HostCopy copy{static_cast<size_t>(&unit - m_units.data()),
-        torch::empty({length}, hostFor(gradient.device(), gradient.scalar_type())),
-        std::nullopt};
+        torch::empty({length}, hostFor(gradient.device(), gradient.scalar_type())), std::nullopt};
     const bool fromGpu = gradient.device().is_cuda();
     copy.staging.copy_(gradient.reshape({-1}), /*non_blocking=*/fromGpu);
     if (fromGpu) {
@@ -297,7 +294,8 @@ torch::Tensor FlatParameters::gradientSquares() const
 {
     torch::NoGradGuard noGrad;
     const torch::Device device = m_units.front().values.device();
-    torch::Tensor sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
+    torch::Tensor sum =
+        torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
     for (const Unit& unit : m_units) {
         // The norm in at least fp32 even for a bf16 gradient.
         const torch::Tensor& g = unit.masterGradients;

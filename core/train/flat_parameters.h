@@ -93,8 +93,7 @@ public:
     // gathered, so no rank holds a whole unit before its first forward. The
     // buffers live on `device`.
     FlatParameters(std::vector<TrainableParameter> parameters, torch::ScalarType masterType,
-        ShardSpec shard, bool offloadMaster, const torch::Device& device,
-        const SliceReader& read);
+        ShardSpec shard, bool offloadMaster, const torch::Device& device, const SliceReader& read);
 
     struct Segment {
         std::string name;
@@ -192,7 +191,8 @@ public:
 
 private:
     // Segments and units in their order; the model types and the shard.
-    void layOut(const std::vector<TrainableParameter>& parameters, std::vector<size_t>& parameterOf);
+    void layOut(
+        const std::vector<TrainableParameter>& parameters, std::vector<size_t>& parameterOf);
     void makeMasterGradients(Unit& unit, const torch::Device& device);
 
     std::vector<TrainableParameter> m_parameters;

@@ -60,10 +60,11 @@ std::vector<std::vector<size_t>> FrozenShards::layOut(
 
 torch::TensorOptions FrozenShards::shardOptions(const torch::Device& device) const
 {
-    return m_shardOnHost
-        ? torch::TensorOptions().dtype(torch::kByte).device(torch::kCPU).pinned_memory(
-              device.is_cuda())
-        : torch::TensorOptions().dtype(torch::kByte).device(device);
+    return m_shardOnHost ? torch::TensorOptions()
+                               .dtype(torch::kByte)
+                               .device(torch::kCPU)
+                               .pinned_memory(device.is_cuda())
+                         : torch::TensorOptions().dtype(torch::kByte).device(device);
 }
 
 namespace {
@@ -94,7 +95,8 @@ FrozenShards::FrozenShards(const std::vector<std::pair<std::string, torch::Tenso
             unit.whole.narrow(0, entry.offset, entry.bytes).copy_(bytesOf(tensor));
             pointInto(tensor, unit.whole, entry);
         }
-        const torch::Tensor own = unit.whole.narrow(0, unit.shardBytes * shard.rank, unit.shardBytes);
+        const torch::Tensor own =
+            unit.whole.narrow(0, unit.shardBytes * shard.rank, unit.shardBytes);
         unit.shard = own.to(shardOptions(device), /*non_blocking=*/false, /*copy=*/true);
         releaseStorage(unit.whole);
     }
@@ -110,7 +112,8 @@ FrozenShards::FrozenShards(const std::vector<std::pair<std::string, torch::Tenso
     for (size_t u = 0; u < m_units.size(); ++u) {
         Unit& unit = m_units[u];
         const std::vector<size_t>& indices = indicesOf[u];
-        unit.whole = tensorWithoutStorage({unit.paddedBytes}, torch::dtype(torch::kByte).device(device));
+        unit.whole =
+            tensorWithoutStorage({unit.paddedBytes}, torch::dtype(torch::kByte).device(device));
         unit.shard = torch::zeros({unit.shardBytes}, shardOptions(device));
         const std::int64_t begin = unit.shardBytes * shard.rank;
         const std::int64_t end = begin + unit.shardBytes;
@@ -121,7 +124,8 @@ FrozenShards::FrozenShards(const std::vector<std::pair<std::string, torch::Tenso
             const std::int64_t from = std::max(entry.offset, begin);
             const std::int64_t to = std::min(entry.offset + entry.bytes, end);
             if (from < to)
-                read(indices[k], from - entry.offset, unit.shard.narrow(0, from - begin, to - from));
+                read(
+                    indices[k], from - entry.offset, unit.shard.narrow(0, from - begin, to - from));
         }
         // Views are taken over storage (LibTorch checks their bounds), which
         // is freed again before any of it is touched.

@@ -29,10 +29,9 @@ double uniform01(std::uint64_t& state)
 std::vector<double> lastLogits(LlamaForCausalLm& model, const torch::Tensor& ids, KvCache& cache)
 {
     const torch::Tensor hidden = model.hiddenStates(ids, &cache);
-    const torch::Tensor logits =
-        model.logitsFrom(hidden.select(1, hidden.size(1) - 1))
-            .to(torch::kCPU, torch::kDouble)
-            .contiguous();
+    const torch::Tensor logits = model.logitsFrom(hidden.select(1, hidden.size(1) - 1))
+                                     .to(torch::kCPU, torch::kDouble)
+                                     .contiguous();
     const double* data = logits.data_ptr<double>();
     return std::vector<double>(data, data + logits.numel());
 }

@@ -21,8 +21,7 @@ torch::Tensor DenseLinear::forward(const torch::Tensor& input)
     return at::linear(input, m_weight, m_bias);
 }
 
-RmsNorm::RmsNorm(
-    std::int64_t size, double eps, const torch::TensorOptions& options, Weight kind)
+RmsNorm::RmsNorm(std::int64_t size, double eps, const torch::TensorOptions& options, Weight kind)
     : m_eps(eps)
     , m_kind(kind)
 {
@@ -73,8 +72,8 @@ torch::Tensor GatedMlp::forward(const torch::Tensor& input)
     return forward(input, {}, {});
 }
 
-torch::Tensor GatedMlp::forward(
-    const torch::Tensor& input, const ProjectionUpdate& gateUpUpdate, const ProjectionUpdate& downUpdate)
+torch::Tensor GatedMlp::forward(const torch::Tensor& input, const ProjectionUpdate& gateUpUpdate,
+    const ProjectionUpdate& downUpdate)
 {
     torch::Tensor gate, up;
     if (m_gateUp) {

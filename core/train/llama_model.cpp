@@ -44,9 +44,9 @@ DecoderLayer::DecoderLayer(
             register_module(m_mlpName, std::make_shared<SparseMoe>(expert, routing, options));
     } else {
         m_mlp = register_module(m_mlpName,
-            std::make_shared<GatedMlp>(GatedMlpShape{config.hiddenSize, config.intermediateSize,
-                                           config.mlpBias, gateActivationOf(config),
-                                           config.fusedQkv},
+            std::make_shared<GatedMlp>(
+                GatedMlpShape{config.hiddenSize, config.intermediateSize, config.mlpBias,
+                    gateActivationOf(config), config.fusedQkv},
                 options));
     }
     if (config.normsPerLayer == 4) {
@@ -127,10 +127,10 @@ LlamaForCausalLm::LlamaForCausalLm(const LlamaConfig& config, torch::ScalarType 
             ropeInverseFrequencies(config.rotaryDim(), config.ropeTheta, config.ropeScaling, true),
             doubles);
     if (config.slidingRopeTheta)
-        m_slidingInverseFrequencies = torch::tensor(ropeInverseFrequencies(config.rotaryDim(),
-                                                        *config.slidingRopeTheta,
-                                                        config.slidingRopeScaling),
-            doubles);
+        m_slidingInverseFrequencies =
+            torch::tensor(ropeInverseFrequencies(config.rotaryDim(), *config.slidingRopeTheta,
+                              config.slidingRopeScaling),
+                doubles);
 }
 
 torch::Tensor& LlamaForCausalLm::outputWeight()
@@ -155,8 +155,7 @@ std::pair<torch::Tensor, torch::Tensor> LlamaForCausalLm::rotaryTables(
                                            : m_inverseFrequencies;
     const torch::Tensor angles = torch::outer(positions, inverse);
     const torch::Tensor doubled = torch::cat({angles, angles}, -1);
-    const double factor =
-        scaling.type == RopeScalingType::LongRope ? scaling.attentionFactor : 1.0;
+    const double factor = scaling.type == RopeScalingType::LongRope ? scaling.attentionFactor : 1.0;
     const auto options = torch::TensorOptions().dtype(m_dtype).device(device);
     return {(doubled.cos() * factor).to(options), (doubled.sin() * factor).to(options)};
 }
@@ -183,8 +182,9 @@ AttentionInputs LlamaForCausalLm::attentionInputs(
     else if (tokens > 1)
         inputs.allowed = keyPositions <= queryPositions;
     if (windowed)
-        inputs.windowAllowed = (keyPositions <= queryPositions)
-                                   .logical_and(keyPositions > queryPositions - *m_config.slidingWindow);
+        inputs.windowAllowed =
+            (keyPositions <= queryPositions)
+                .logical_and(keyPositions > queryPositions - *m_config.slidingWindow);
     return inputs;
 }
 

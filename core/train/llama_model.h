@@ -24,7 +24,8 @@ struct KvCache {
 // normed too before they are added: x + norm(attn(norm(x))), and likewise.
 class DecoderLayer : public torch::nn::Module {
 public:
-    DecoderLayer(const LlamaConfig& config, const torch::TensorOptions& options, std::int64_t index);
+    DecoderLayer(
+        const LlamaConfig& config, const torch::TensorOptions& options, std::int64_t index);
     torch::Tensor forward(
         const torch::Tensor& hidden, const AttentionInputs& inputs, LayerCache* cache);
 
@@ -143,8 +144,8 @@ public:
 
     // cos/sin tables [tokens, headDim] for positions first..first+tokens-1;
     // `sliding`: those of Gemma 3's sliding-window layers.
-    std::pair<torch::Tensor, torch::Tensor> rotaryTables(std::int64_t first, std::int64_t tokens,
-        const torch::Device& device, bool sliding = false);
+    std::pair<torch::Tensor, torch::Tensor> rotaryTables(
+        std::int64_t first, std::int64_t tokens, const torch::Device& device, bool sliding = false);
 
 private:
     AttentionInputs attentionInputs(

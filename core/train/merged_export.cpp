@@ -2,8 +2,8 @@
 
 #include "safetensors/writer.h"
 #include "train/expert_lora.h"
-#include "train/llama_model.h"
 #include "train/flat_parameters.h"
+#include "train/llama_model.h"
 #include "train/lora.h"
 #include "train/nf4.h"
 #include "train/staging_directory.h"
@@ -65,8 +65,7 @@ ExpertDelta expertDeltaOf(LlamaForCausalLm& model, const std::string& name)
     delta.factors = moe ? moe->lora(weight) : nullptr;
     if (!delta.factors)
         return {};
-    delta.factorsName =
-        name.substr(0, experts) + ".expert_lora." + expertWeightName(weight);
+    delta.factorsName = name.substr(0, experts) + ".expert_lora." + expertWeightName(weight);
     delta.expert = std::stoll(rest.substr(0, rest.find('.')));
     delta.rows = down ? moe->expertShape().hiddenSize : moe->expertShape().intermediateSize;
     delta.firstRow = up ? delta.rows : 0;
@@ -230,7 +229,7 @@ common::Status exportMergedModel(LlamaForCausalLm& model, const std::string& dir
         written = staging.error();
     } else if (auto opened = safetensors::SafetensorsStream::open(
                    staging->file("model.safetensors"), header, {{"format", "pt"}});
-        !opened) {
+               !opened) {
         written = opened.error();
     } else {
         stream.emplace(std::move(opened).value());

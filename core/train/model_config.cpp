@@ -78,7 +78,8 @@ common::Status refuseUnsupported(const model::HfConfig& config)
             "the trainer runs without attention, residual or embedding dropout; set it to 0.0");
     if (config.bidirectional)
         return refusal(config, "use_bidirectional_attention",
-            "bidirectional attention is not supported", "a causal language model attends back only");
+            "bidirectional attention is not supported",
+            "a causal language model attends back only");
     if (config.partialRotaryFactor != 1.0 && config.modelType != "phi3")
         return refusal(config, "partial_rotary_factor",
             "got " + std::to_string(config.partialRotaryFactor) + ", " + config.modelType
@@ -88,13 +89,14 @@ common::Status refuseUnsupported(const model::HfConfig& config)
             "got " + std::to_string(config.headDim) + ", rotary embeddings need an even head size");
     if (config.rotaryDim() <= 0 || config.rotaryDim() % 2 != 0 || config.partialRotaryFactor > 1.0)
         return refusal(config, "partial_rotary_factor",
-            "rotates " + std::to_string(config.rotaryDim()) + " of " + std::to_string(config.headDim)
+            "rotates " + std::to_string(config.rotaryDim()) + " of "
+                + std::to_string(config.headDim)
                 + " head dimensions, rotary embeddings need an even number, at most the head");
     for (const RopeScaling* scaling : {&config.ropeScaling, &config.slidingRopeScaling}) {
         const size_t frequencies = static_cast<size_t>(config.rotaryDim() / 2);
         if (scaling->type == RopeScalingType::LongRope && scaling == &config.slidingRopeScaling)
-            return refusal(config, scaling->typeField,
-                "LongRoPE on sliding-window layers is not supported");
+            return refusal(
+                config, scaling->typeField, "LongRoPE on sliding-window layers is not supported");
         if (scaling->type == RopeScalingType::LongRope
             && (scaling->shortFactor.size() != frequencies
                 || scaling->longFactor.size() != frequencies))
@@ -123,7 +125,8 @@ common::Status refuseUnsupported(const model::HfConfig& config)
             type == "sliding_attention" && contains(kWindowedLayerTypes, config.modelType);
         if (type != "full_attention" && !sliding)
             return refusal(config, "layer_types", "layer type \"" + type + "\" is not supported",
-                "supported: full_attention, and sliding_attention for " + joined(kWindowedLayerTypes));
+                "supported: full_attention, and sliding_attention for "
+                    + joined(kWindowedLayerTypes));
     }
     return common::Ok{};
 }

@@ -118,7 +118,8 @@ Nf4Tensor nf4WithoutStorage(const std::vector<std::int64_t>& shape, const torch:
     const std::int64_t groups =
         (blocks + Nf4Tensor::kAbsmaxBlockSize - 1) / Nf4Tensor::kAbsmaxBlockSize;
     const auto options = torch::TensorOptions().device(device);
-    out.codes = tensorWithoutStorage({blocks * Nf4Tensor::kBlockSize / 2}, options.dtype(torch::kByte));
+    out.codes =
+        tensorWithoutStorage({blocks * Nf4Tensor::kBlockSize / 2}, options.dtype(torch::kByte));
     out.absmaxCodes = tensorWithoutStorage({blocks}, options.dtype(torch::kChar));
     out.absmaxScales = tensorWithoutStorage({groups}, options.dtype(torch::kFloat));
     out.absmaxMean = tensorWithoutStorage({1}, options.dtype(torch::kFloat));
@@ -169,8 +170,7 @@ torch::Tensor Nf4Linear::forward(const torch::Tensor& input)
     holder->layer = this;
     if (torch::GradMode::is_enabled() && input.requires_grad())
         return Nf4MatmulFunction::apply(input, holder);
-    return at::linear(
-        input, dequantizeNf4(m_weight, input.scalar_type()), m_bias);
+    return at::linear(input, dequantizeNf4(m_weight, input.scalar_type()), m_bias);
 }
 
 } // namespace tb::train

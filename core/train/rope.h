@@ -21,7 +21,7 @@ std::vector<double> ropeInverseFrequencies(const LlamaConfig& config);
 // (Gemma 3's sliding-window layers rotate with a base of their own). Under
 // LongRoPE, inv_freq[i] = 1 / (factor[i] theta^(2i / rotaryDim)) with the
 // short factors, or the long ones when `longContext`.
-std::vector<double> ropeInverseFrequencies(std::int64_t rotaryDim, double theta,
-    const RopeScaling& scaling, bool longContext = false);
+std::vector<double> ropeInverseFrequencies(
+    std::int64_t rotaryDim, double theta, const RopeScaling& scaling, bool longContext = false);
 
 } // namespace tb::train

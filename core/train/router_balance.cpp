@@ -22,8 +22,8 @@ public:
     static variable_list backward(AutogradContext* ctx, variable_list outputGradients)
     {
         const auto dtype = static_cast<torch::ScalarType>(ctx->saved_data["dtype"].toInt());
-        return {outputGradients[0], ctx->saved_data["gradient"].toTensor().to(dtype),
-            torch::Tensor()};
+        return {
+            outputGradients[0], ctx->saved_data["gradient"].toTensor().to(dtype), torch::Tensor()};
     }
 };
 
@@ -58,9 +58,9 @@ torch::Tensor RouterBalance::record(
     LayerRouting& routing = m_layers.at(static_cast<size_t>(layer));
     {
         torch::NoGradGuard noGrad;
-        routing.routedSlots = torch::zeros({m_experts}, m_mask.options())
-                                  .scatter_add_(0, chosen.reshape(-1),
-                                      m_mask.repeat_interleave(m_perToken));
+        routing.routedSlots =
+            torch::zeros({m_experts}, m_mask.options())
+                .scatter_add_(0, chosen.reshape(-1), m_mask.repeat_interleave(m_perToken));
     }
     const torch::Tensor sums = (probabilities.to(torch::kFloat) * m_mask.unsqueeze(-1)).sum(0);
     routing.probabilities = sums.detach();
@@ -78,9 +78,10 @@ torch::Tensor RouterBalance::finish()
     for (const LayerRouting& routing : m_layers) {
         if (!routing.routedSlots.defined())
             continue;
-        routedSlots = routedSlots.defined() ? routedSlots + routing.routedSlots : routing.routedSlots;
-        probabilities = probabilities.defined() ? probabilities + routing.probabilities
-                                                : routing.probabilities;
+        routedSlots =
+            routedSlots.defined() ? routedSlots + routing.routedSlots : routing.routedSlots;
+        probabilities =
+            probabilities.defined() ? probabilities + routing.probabilities : routing.probabilities;
         layers += 1.0;
     }
     if (!routedSlots.defined())

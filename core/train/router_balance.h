@@ -31,8 +31,8 @@ public:
     // In layer `layer`'s forward, with its router logits [tokens, experts]:
     // records them and returns `output`, carrying their gradient under grad
     // mode. A recomputed forward records the same values again.
-    torch::Tensor record(std::int64_t layer, const torch::Tensor& routerLogits,
-        const torch::Tensor& output);
+    torch::Tensor record(
+        std::int64_t layer, const torch::Tensor& routerLogits, const torch::Tensor& output);
     // After the forward, before backward: the loss of the micro-batch (a
     // scalar on the device, not read back), and the gradient every layer's
     // probability sums receive fixed.

@@ -41,9 +41,9 @@ torch::Tensor SparseMoe::forward(const torch::Tensor& input)
     // The loop below needs each expert's row count on the host: one read a
     // layer (transformers' grouped_mm path avoids it with a kernel of its own).
     // scatter_add, not bincount: a GPU's bincount reads the largest index back.
-    m_lastRouted = readCountsToHost(
-        torch::zeros({m_routing.experts}, routes.experts.options())
-            .scatter_add_(0, routes.experts, torch::ones_like(routes.experts)));
+    m_lastRouted =
+        readCountsToHost(torch::zeros({m_routing.experts}, routes.experts.options())
+                             .scatter_add_(0, routes.experts, torch::ones_like(routes.experts)));
     const std::vector<std::int64_t>& taken = m_lastRouted;
     // Summed in the weights' dtype and cast once, as transformers' default
     // (grouped_mm) experts do: fp32 for Mixtral, whose weights stay fp32.
@@ -69,9 +69,8 @@ torch::Tensor SparseMoe::expertForward(std::int64_t expert, const torch::Tensor&
     if (!m_gateUpLora && !m_downLora)
         return mlp.forward(rows);
     const auto updateOf = [expert](const std::shared_ptr<ExpertLoraFactors>& factors) {
-        return factors ? GatedMlp::ProjectionUpdate([expert, factors](const torch::Tensor& x) {
-            return factors->update(expert, x);
-        })
+        return factors ? GatedMlp::ProjectionUpdate(
+                   [expert, factors](const torch::Tensor& x) { return factors->update(expert, x); })
                        : GatedMlp::ProjectionUpdate();
     };
     return mlp.forward(rows, updateOf(m_gateUpLora), updateOf(m_downLora));
@@ -79,8 +78,8 @@ torch::Tensor SparseMoe::expertForward(std::int64_t expert, const torch::Tensor&
 
 void SparseMoe::attachLora(ExpertWeight weight, std::shared_ptr<ExpertLoraFactors> factors)
 {
-    std::shared_ptr<ExpertLoraFactors>& slot = weight == ExpertWeight::GateUp ? m_gateUpLora
-                                                                              : m_downLora;
+    std::shared_ptr<ExpertLoraFactors>& slot =
+        weight == ExpertWeight::GateUp ? m_gateUpLora : m_downLora;
     TORCH_CHECK(!slot, "the experts' ", expertWeightName(weight), " already have LoRA");
     if (!m_loraHolder)
         m_loraHolder = register_module("expert_lora", std::make_shared<torch::nn::Module>());
@@ -105,8 +104,8 @@ GatedMlp& SparseMoe::expertNamed(const std::string& name, std::string& projectio
 {
     const std::string prefix = "experts.";
     const size_t end = name.find('.', prefix.size());
-    TORCH_CHECK(name.starts_with(prefix) && end != std::string::npos,
-        "not an expert projection: ", name);
+    TORCH_CHECK(
+        name.starts_with(prefix) && end != std::string::npos, "not an expert projection: ", name);
     size_t index = m_experts.size();
     try {
         index = std::stoul(name.substr(prefix.size(), end - prefix.size()));

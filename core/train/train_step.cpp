@@ -60,7 +60,8 @@ private:
 torch::Tensor tokenMask(const data::Batch& batch, const torch::Device& device)
 {
     return torch::from_blob(const_cast<std::int32_t*>(batch.attentionMask.data()),
-        {static_cast<std::int64_t>(batch.batchSize), static_cast<std::int64_t>(batch.sequenceLength)},
+        {static_cast<std::int64_t>(batch.batchSize),
+            static_cast<std::int64_t>(batch.sequenceLength)},
         torch::TensorOptions().dtype(torch::kInt))
         .to(device, torch::kFloat);
 }
@@ -92,8 +93,8 @@ struct StepSums {
 // The step's counts summed over every rank: one collective, one read.
 std::vector<double> countsOfEveryRank(DataParallel& parallel, const std::vector<double>& counts)
 {
-    const torch::Tensor summed = parallel.sumOverWorld(
-        torch::tensor(counts, torch::TensorOptions().dtype(torch::kDouble)));
+    const torch::Tensor summed =
+        parallel.sumOverWorld(torch::tensor(counts, torch::TensorOptions().dtype(torch::kDouble)));
     std::vector<torch::Tensor> each;
     for (std::int64_t i = 0; i < summed.numel(); ++i)
         each.push_back(summed[i]);
@@ -244,7 +245,8 @@ EvalLossResult evaluateRows(LlamaForCausalLm& model, std::span<const data::Token
     model.eval();
     torch::NoGradGuard noGrad;
     const torch::Device device = model.outputWeight().device();
-    torch::Tensor total = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
+    torch::Tensor total =
+        torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
     std::vector<std::size_t> indices;
     for (std::size_t first = 0; first < rows.size(); first += microBatch) {
         indices.resize(std::min(microBatch, rows.size() - first));

@@ -56,8 +56,8 @@ common::Result<TrainOutcome> setUpAndRun(
         resumeDir = all.back();
     }
     if (options.exportOnly && resumeDir.empty())
-        return Error::at(runDir, "", "--export-only needs a checkpoint",
-            "pass --resume or --resume-from DIR");
+        return Error::at(
+            runDir, "", "--export-only needs a checkpoint", "pass --resume or --resume-from DIR");
     if (resumeDir.empty() && !listCheckpoints(checkpointsDir).empty())
         return Error::at(runDir, "", "the run folder already holds checkpoints",
             "pass --resume to continue that run, or choose another output.dir");
@@ -122,7 +122,8 @@ common::Result<TrainOutcome> setUpAndRun(
     if (!session) {
         // The setup's error is what the caller reports; events that cannot
         // be written as well add nothing to it.
-        (void)(*events)->write(metrics::EventType::Error, {{"message", session.error().toString()}});
+        (void)(*events)->write(
+            metrics::EventType::Error, {{"message", session.error().toString()}});
         (void)(*events)->write(metrics::EventType::RunEnd,
             {{"status", "failed"}, {"message", session.error().toString()}, {"steps", 0}});
         (*events)->sync();

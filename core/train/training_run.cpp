@@ -27,7 +27,8 @@ namespace {
 
 // A GPU run reports its caching allocator (what torch.cuda reports); a CPU
 // run, which has no allocator of its own, its resident memory.
-void fillMemory(metrics::StepRecord& record, const ProcessMemory& process, const c10::Device& device)
+void fillMemory(
+    metrics::StepRecord& record, const ProcessMemory& process, const c10::Device& device)
 {
     const DeviceMemory gpu = deviceMemory(device);
     if (!device.is_cuda()) {
@@ -95,9 +96,8 @@ void TrainingRun::restoreDropoutGenerator(const TrainerState& state)
     generator.set_current_seed(dropoutSeed(m_config.training.seed, m_context.rank(), m_step));
     warn("the checkpoint's dropout generator state is of a " + state.dropoutGeneratorDevice
         + " generator and this run draws dropout on the " + here
-        + ": dropout is reseeded from training.seed, the rank and step "
-        + std::to_string(m_step) + " (the masks differ from an uninterrupted run; "
-        + "everything else continues exactly)");
+        + ": dropout is reseeded from training.seed, the rank and step " + std::to_string(m_step)
+        + " (the masks differ from an uninterrupted run; " + "everything else continues exactly)");
 }
 
 void TrainingRun::writeRunStart(bool resumed)
@@ -111,9 +111,8 @@ void TrainingRun::writeRunStart(bool resumed)
                 {"params_total", m_session->totalParameters},
                 {"params_trainable", m_session->trainableParameters}}},
         {"global_batch", t.microBatch * t.gradAccum * world}, {"host", common::hostName()},
-        {"pid", static_cast<long long>(::getpid())},
-        {"total_steps", m_totalSteps}, {"threads", computeThreads()},
-        {"train_rows", m_session->data.train.size()},
+        {"pid", static_cast<long long>(::getpid())}, {"total_steps", m_totalSteps},
+        {"threads", computeThreads()}, {"train_rows", m_session->data.train.size()},
         {"validation_rows", m_session->data.validation.size()},
         {"device", describeDevice(m_session->device)}};
     if (resumed)
@@ -161,9 +160,10 @@ std::string TrainingRun::addPrediction(json& fields)
     const int nodes = m_context.distributed() ? m_context.environment().nodeCount() : 1;
     // Planned on the rows this run batches: its longest row, not seq_len,
     // sets the activations of a run that pads.
-    const common::Result<metrics::RunPrediction> prediction = launch::predictRun(m_config,
-        ranksPerNode, nodes, deviceId,
-        launch::profileRows(m_session->data.train, m_config, ranksPerNode * nodes, "this run's rows"));
+    const common::Result<metrics::RunPrediction> prediction =
+        launch::predictRun(m_config, ranksPerNode, nodes, deviceId,
+            launch::profileRows(
+                m_session->data.train, m_config, ranksPerNode * nodes, "this run's rows"));
     if (!prediction)
         return prediction.error().toString();
     fields["prediction"] = prediction->toJson();
@@ -193,8 +193,7 @@ void TrainingRun::addStateFields(json& fields)
     // The frozen base (LoRA, QLoRA): the most held in the step, and the part
     // that stays between uses (a shard under ZeRO-3 and FSDP).
     const FrozenShards* frozen = m_session->frozen.get();
-    fields["state_bytes"]["frozen"] =
-        frozen ? frozen->peakResidentBytes() : m_session->frozenBytes;
+    fields["state_bytes"]["frozen"] = frozen ? frozen->peakResidentBytes() : m_session->frozenBytes;
     fields["state_bytes"]["frozen_shard"] = frozen ? frozen->shardBytes() : m_session->frozenBytes;
     fields["state_bytes"]["frozen_shard_on_host"] = frozen && frozen->shardOnHost();
     if (m_session->frozen)

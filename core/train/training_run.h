@@ -12,8 +12,8 @@
 #include "train/checkpoint.h"
 #include "train/data_parallel.h"
 #include "train/dpo_step.h"
-#include "train/parallel_context.h"
 #include "train/merged_export.h"
+#include "train/parallel_context.h"
 #include "train/peft_adapter.h"
 #include "train/process_memory.h"
 #include "train/train_step.h"
@@ -122,7 +122,8 @@ private:
     common::Status checkpoint();
     common::Status exportResults();
     void emitExportPeaks(const std::string& what);
-    UnitGather unitGather(); // sharded exports: a unit at a time through m_parallel // "peak resident memory of the export ..." since exportResults began
+    UnitGather unitGather(); // sharded exports: a unit at a time through m_parallel // "peak
+                             // resident memory of the export ..." since exportResults began
     ParameterValues masterValues();
     void finish(RunStatus status, const std::string& message);
     TrainOutcome fail(const std::string& message, Clock::time_point loopStart)

@@ -59,7 +59,8 @@ std::int64_t deferQuantization(LlamaForCausalLm& model)
     for (auto& [name, layer] : model.projections()) {
         auto dense = std::dynamic_pointer_cast<DenseLinear>(layer);
         TORCH_CHECK(dense, name, " is not a dense projection");
-        Nf4Tensor weight = nf4WithoutStorage(dense->weight().sizes().vec(), dense->weight().device());
+        Nf4Tensor weight =
+            nf4WithoutStorage(dense->weight().sizes().vec(), dense->weight().device());
         bytes += weight.storageBytes();
         torch::Tensor bias = dense->bias().defined()
             ? tensorWithoutStorage(dense->bias().sizes(), dense->bias().options())
@@ -203,8 +204,8 @@ std::vector<TrainableParameter> trainablesOf(TrainingSession& session, LlamaForC
 void finishSession(TrainingSession& session, std::shared_ptr<LlamaForCausalLm> model)
 {
     const config::TrainingConfig& t = session.config.training;
-    session.optimizer = std::make_unique<FlatAdamW>(*session.parameters,
-        AdamWSettings{t.adamBeta1, t.adamBeta2, t.adamEpsilon, t.weightDecay});
+    session.optimizer = std::make_unique<FlatAdamW>(
+        *session.parameters, AdamWSettings{t.adamBeta1, t.adamBeta2, t.adamEpsilon, t.weightDecay});
     if (session.config.activationCheckpointing)
         enableActivationCheckpointing(*model, session.dropoutGenerator);
     model->train();
@@ -250,23 +251,24 @@ common::Status prepareTrainableModel(TrainingSession& session,
         std::vector<TrainableParameter> trainables = trainablesOf(session, *model);
         std::vector<torch::Tensor> initial;
         auto baseValues = base->named_parameters();
-        if (!config.usesLora() && model != base && masterTypeOf(config.precision) == torch::kFloat) {
+        if (!config.usesLora() && model != base
+            && masterTypeOf(config.precision) == torch::kFloat) {
             for (const TrainableParameter& parameter : trainables)
                 initial.push_back(baseValues[parameter.name]);
         }
         // Offload moves the master and optimizer states to the host; with
         // sharded parameters (ZeRO-3, FSDP) nothing of a unit stays on the
         // GPU between uses, so optimizer+params needs nothing more.
-        session.parameters = std::make_unique<FlatParameters>(std::move(trainables),
-            masterTypeOf(config.precision), initial, shard,
-            config.distributed.offload != config::Offload::None);
+        session.parameters =
+            std::make_unique<FlatParameters>(std::move(trainables), masterTypeOf(config.precision),
+                initial, shard, config.distributed.offload != config::Offload::None);
         // ZeRO-3 and FSDP shard what does not train as well: a rank holds
         // 1/N of the base between uses, as the planner counts it.
         const auto frozen = frozenTensors(*model);
         session.frozenBytes = distinctBytes(frozen);
         if (shard.parameters && shard.count > 1 && !frozen.empty())
-            session.frozen = std::make_unique<FrozenShards>(frozen, shard,
-                config.distributed.offload == config::Offload::OptimizerAndParams);
+            session.frozen = std::make_unique<FrozenShards>(
+                frozen, shard, config.distributed.offload == config::Offload::OptimizerAndParams);
         finishSession(session, model);
     } catch (const std::exception& e) {
         return Error::at(config.model, "", std::string("cannot set up the model: ") + e.what());
@@ -301,18 +303,18 @@ common::Status prepareShardedModel(TrainingSession& session, const LlamaConfig& 
         const std::vector<TrainableParameter> named = trainables;
         // The master of a bf16 run starts from the stored values read at
         // fp32, as exact as the one-process load.
-        session.parameters = std::make_unique<FlatParameters>(std::move(trainables),
-            masterTypeOf(config.precision), shard,
-            config.distributed.offload != config::Offload::None, session.device,
-            [&](size_t i, std::int64_t begin, const torch::Tensor& out) {
-                slices.readElements(named[i].name, named[i].tensor, begin, out);
-            });
+        session.parameters =
+            std::make_unique<FlatParameters>(std::move(trainables), masterTypeOf(config.precision),
+                shard, config.distributed.offload != config::Offload::None, session.device,
+                [&](size_t i, std::int64_t begin, const torch::Tensor& out) {
+                    slices.readElements(named[i].name, named[i].tensor, begin, out);
+                });
         const auto frozen = frozenTensors(*model);
         session.frozenBytes = distinctBytes(frozen);
         if (!frozen.empty())
             session.frozen = std::make_unique<FrozenShards>(frozen, shard,
-                config.distributed.offload == config::Offload::OptimizerAndParams,
-                session.device, [&](size_t i, std::int64_t begin, const torch::Tensor& out) {
+                config.distributed.offload == config::Offload::OptimizerAndParams, session.device,
+                [&](size_t i, std::int64_t begin, const torch::Tensor& out) {
                     slices.readBytes(frozen[i].first, frozen[i].second, begin, out);
                 });
         finishSession(session, model);

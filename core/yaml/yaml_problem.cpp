@@ -25,11 +25,10 @@ std::string Problem::toString(const std::string& file) const
 
 void ProblemList::sortByPosition()
 {
-    std::stable_sort(
-        m_problems.begin(), m_problems.end(), [](const Problem& a, const Problem& b) {
-            return std::make_tuple(a.line == 0, a.line, a.column)
-                < std::make_tuple(b.line == 0, b.line, b.column);
-        });
+    std::stable_sort(m_problems.begin(), m_problems.end(), [](const Problem& a, const Problem& b) {
+        return std::make_tuple(a.line == 0, a.line, a.column)
+            < std::make_tuple(b.line == 0, b.line, b.column);
+    });
 }
 
 common::Error ProblemList::toError(const std::string& file) const

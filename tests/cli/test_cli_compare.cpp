@@ -1,10 +1,10 @@
 // tunebench-cli runs, compare and scaling as a user meets them: the real
 // binary on run folders written here, bad input, and a real scaling probe
 // of stories260K.
+#include "../support/endless_run.h"
 #include "metrics/event.h"
 #include "metrics/run_history.h"
 #include "metrics/step_record.h"
-#include "../support/endless_run.h"
 
 #include "../support/cli_outcome.h"
 #include "../support/test_paths.h"
@@ -18,9 +18,9 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+using nlohmann::json;
 using tb::metrics::EventType;
 using tb::metrics::makeEvent;
-using nlohmann::json;
 
 namespace {
 
@@ -33,7 +33,8 @@ Outcome runCli(const QStringList& arguments, int timeoutMs = 30000)
 
 // A run at `ranks` ranks whose steps after the first carry `tokens` tokens
 // in 0.5 s each; with a prediction of `predicted` tokens/s when positive.
-QString writeRun(const QString& root, const QString& name, int ranks, int64_t tokens, double predicted)
+QString writeRun(
+    const QString& root, const QString& name, int ranks, int64_t tokens, double predicted)
 {
     const QString dir = root + QLatin1Char('/') + name;
     QDir().mkpath(dir);
@@ -43,8 +44,10 @@ QString writeRun(const QString& root, const QString& name, int ranks, int64_t to
     json start = {{"run_id", name.toStdString()}, {"world_size", ranks},
         {"config", {{"method", "lora"}}}, {"model", {{"name", "stories260K"}}}, {"total_steps", 3}};
     if (predicted > 0)
-        start["prediction"] = tb::metrics::RunPrediction{"CPU (test)", 200 << 20, predicted, 0.4}.toJson();
-    file.write(QByteArray::fromStdString(makeEvent(EventType::RunStart, 0, 1.0e9, start).dump() + "\n"));
+        start["prediction"] =
+            tb::metrics::RunPrediction{"CPU (test)", 200 << 20, predicted, 0.4}.toJson();
+    file.write(
+        QByteArray::fromStdString(makeEvent(EventType::RunStart, 0, 1.0e9, start).dump() + "\n"));
     for (int step = 1; step <= 3; ++step) {
         tb::metrics::StepRecord record;
         record.step = step;
@@ -53,10 +56,12 @@ QString writeRun(const QString& root, const QString& name, int ranks, int64_t to
         record.stepSeconds = 0.5;
         record.tokensPerSecond = 2.0 * double(tokens);
         record.memPeakBytes = 100 << 20;
-        file.write(QByteArray::fromStdString(makeEvent(EventType::Step, 0, 1.0e9 + step, record.toFields()).dump() + "\n"));
+        file.write(QByteArray::fromStdString(
+            makeEvent(EventType::Step, 0, 1.0e9 + step, record.toFields()).dump() + "\n"));
     }
     file.write(QByteArray::fromStdString(
-        makeEvent(EventType::RunEnd, 0, 1.0e9 + 4, {{"status", "completed"}, {"steps", 3}}).dump() + "\n"));
+        makeEvent(EventType::RunEnd, 0, 1.0e9 + 4, {{"status", "completed"}, {"steps", 3}}).dump()
+        + "\n"));
     return dir;
 }
 
@@ -79,10 +84,14 @@ private slots:
         QCOMPARE(outcome.exitCode, 0);
         const QStringList lines = outcome.out.split('\n', Qt::SkipEmptyParts);
         QCOMPARE(lines.size(), 3); // the header and two runs
-        QVERIFY2(lines[1].contains(QStringLiteral("np1")) && lines[1].contains(QStringLiteral("completed"))
-                && lines[1].contains(QStringLiteral("2000")) && lines[1].contains(QStringLiteral("2.2500")),
+        QVERIFY2(lines[1].contains(QStringLiteral("np1"))
+                && lines[1].contains(QStringLiteral("completed"))
+                && lines[1].contains(QStringLiteral("2000"))
+                && lines[1].contains(QStringLiteral("2.2500")),
             qPrintable(outcome.out));
-        QVERIFY2(lines[2].contains(QStringLiteral("np2")) && lines[2].contains(QStringLiteral("3200")), qPrintable(outcome.out));
+        QVERIFY2(
+            lines[2].contains(QStringLiteral("np2")) && lines[2].contains(QStringLiteral("3200")),
+            qPrintable(outcome.out));
     }
 
     void compareGivesEfficiencyAndRatios()
@@ -93,29 +102,43 @@ private slots:
         QVERIFY2(outcome.out.contains(QStringLiteral("80.0 %")), qPrintable(outcome.out));
         QVERIFY2(outcome.out.contains(QStringLiteral("100.0 %")), qPrintable(outcome.out));
         // np1 predicted 2500 tokens/s, measured 2000: 0.80x; 0.5 s against 0.4 s: 1.25x.
-        QVERIFY2(outcome.out.contains(QStringLiteral("0.80x")) && outcome.out.contains(QStringLiteral("1.25x")),
+        QVERIFY2(outcome.out.contains(QStringLiteral("0.80x"))
+                && outcome.out.contains(QStringLiteral("1.25x")),
             qPrintable(outcome.out));
 
-        const Outcome asJson = runCli({QStringLiteral("compare"), m_one, m_two, QStringLiteral("--json")});
+        const Outcome asJson =
+            runCli({QStringLiteral("compare"), m_one, m_two, QStringLiteral("--json")});
         QCOMPARE(asJson.exitCode, 0);
         const QJsonObject root = QJsonDocument::fromJson(asJson.out.toUtf8()).object();
         const QJsonArray scaling = root.value("scaling").toArray();
         QCOMPARE(scaling.size(), 2);
         QCOMPARE(scaling[1].toObject().value("efficiency").toDouble(), 0.8);
-        QCOMPARE(root.value("runs").toArray()[0].toObject().value("prediction").toObject().value("tokens_per_second").toDouble(), 2500.0);
+        QCOMPARE(root.value("runs")
+                     .toArray()[0]
+                     .toObject()
+                     .value("prediction")
+                     .toObject()
+                     .value("tokens_per_second")
+                     .toDouble(),
+            2500.0);
     }
 
     void badInputExitsTwo_data()
     {
         QTest::addColumn<QStringList>("arguments");
         QTest::addColumn<QString>("mentions");
-        QTest::addRow("runs: not a folder") << QStringList{"runs", "/nonexistent/runs"} << "/nonexistent/runs: not a folder";
-        QTest::addRow("compare: nothing") << QStringList{"compare"} << "expected one or more run folders";
-        QTest::addRow("compare: not a run") << QStringList{"compare", "/tmp"} << "/tmp: not a run folder (no events.jsonl)";
+        QTest::addRow("runs: not a folder")
+            << QStringList{"runs", "/nonexistent/runs"} << "/nonexistent/runs: not a folder";
+        QTest::addRow("compare: nothing")
+            << QStringList{"compare"} << "expected one or more run folders";
+        QTest::addRow("compare: not a run")
+            << QStringList{"compare", "/tmp"} << "/tmp: not a run folder (no events.jsonl)";
         QTest::addRow("scaling: bad count") << QStringList{"scaling", "x.yaml", "--nproc", "1,two"}
                                             << "'two' in '1,two' is not a rank count";
-        QTest::addRow("scaling: too few steps") << QStringList{"scaling", "x.yaml", "--steps", "2"} << "--steps";
-        QTest::addRow("scaling: missing recipe") << QStringList{"scaling", "/nonexistent/run.yaml"} << "/nonexistent/run.yaml";
+        QTest::addRow("scaling: too few steps")
+            << QStringList{"scaling", "x.yaml", "--steps", "2"} << "--steps";
+        QTest::addRow("scaling: missing recipe")
+            << QStringList{"scaling", "/nonexistent/run.yaml"} << "/nonexistent/run.yaml";
     }
     void badInputExitsTwo()
     {
@@ -134,11 +157,17 @@ private slots:
         const QString config = m_dir.filePath(QStringLiteral("probe.yaml"));
         QVERIFY(tb::test::writeEndlessRunConfig(config, m_dir.filePath(QStringLiteral("unused"))));
         const QString out = m_dir.filePath(QStringLiteral("probe"));
-        const Outcome outcome = runCli({QStringLiteral("scaling"), config, QStringLiteral("--nproc"), QStringLiteral("1,2"),
-            QStringLiteral("--steps"), QStringLiteral("3"), QStringLiteral("--out"), out}, 300000);
+        const Outcome outcome = runCli(
+            {QStringLiteral("scaling"), config, QStringLiteral("--nproc"), QStringLiteral("1,2"),
+                QStringLiteral("--steps"), QStringLiteral("3"), QStringLiteral("--out"), out},
+            300000);
         QVERIFY2(outcome.exitCode == 0, qPrintable(outcome.out + outcome.err));
-        QVERIFY2(outcome.out.contains(QStringLiteral("np 1: 3 steps in ") + out + QStringLiteral("/np1 ... done")), qPrintable(outcome.out));
-        QVERIFY2(outcome.out.contains(QStringLiteral("np 2: 3 steps in ") + out + QStringLiteral("/np2 ... done")), qPrintable(outcome.out));
+        QVERIFY2(outcome.out.contains(
+                     QStringLiteral("np 1: 3 steps in ") + out + QStringLiteral("/np1 ... done")),
+            qPrintable(outcome.out));
+        QVERIFY2(outcome.out.contains(
+                     QStringLiteral("np 2: 3 steps in ") + out + QStringLiteral("/np2 ... done")),
+            qPrintable(outcome.out));
         QVERIFY2(outcome.out.contains(QStringLiteral("100.0 %")), qPrintable(outcome.out));
         for (const QString& size : {QStringLiteral("np1"), QStringLiteral("np2")}) {
             QVERIFY(QFile::exists(out + "/" + size + "/run.yaml"));

@@ -57,17 +57,20 @@ private slots:
         QVERIFY(file.open(QIODevice::WriteOnly));
         const json start = {{"run_id", "odd"}, {"world_size", 1}, {"config", json::object()},
             {"model", {{"name", "m"}}}, {"total_steps", 3}};
-        file.write(QByteArray::fromStdString(makeEvent(EventType::RunStart, 0, 1.0e9, start).dump()) + "\n");
+        file.write(QByteArray::fromStdString(makeEvent(EventType::RunStart, 0, 1.0e9, start).dump())
+            + "\n");
         file.write(line + "\n");
-        file.write(QByteArray::fromStdString(
-                       makeEvent(EventType::RunEnd, 0, 1.0e9 + 2, {{"status", "completed"}, {"steps", 1}}).dump())
+        file.write(QByteArray::fromStdString(makeEvent(EventType::RunEnd, 0, 1.0e9 + 2,
+                       {{"status", "completed"},
+                           {"steps", 1}}).dump())
             + "\n");
         file.close();
         const tb::test::CliOutcome outcome = tb::test::runProgram(
             QString::fromUtf8(tb::test::cliProgram()), {"monitor", dir.path()}, 20000);
         QVERIFY2(!outcome.err.contains(QStringLiteral("internal error")), qPrintable(outcome.err));
         QVERIFY2(outcome.out.contains(printed), qPrintable(outcome.out + outcome.err));
-        QVERIFY2(outcome.out.contains(QStringLiteral("run_end    completed")), qPrintable(outcome.out));
+        QVERIFY2(
+            outcome.out.contains(QStringLiteral("run_end    completed")), qPrintable(outcome.out));
         QCOMPARE(outcome.exitCode, 0);
     }
 };

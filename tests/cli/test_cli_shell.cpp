@@ -24,9 +24,8 @@ private slots:
     void everySubcommandHasHelp_data()
     {
         QTest::addColumn<QString>("command");
-        for (const char* name :
-             {"plan", "train", "launch", "monitor", "runs", "compare", "scaling", "export",
-                 "tokenize", "eval", "generate"})
+        for (const char* name : {"plan", "train", "launch", "monitor", "runs", "compare", "scaling",
+                 "export", "tokenize", "eval", "generate"})
             QTest::addRow("%s", name) << QString::fromLatin1(name);
     }
     void everySubcommandHasHelp()
@@ -34,7 +33,8 @@ private slots:
         QFETCH(QString, command);
         const Outcome outcome = runCli({command, QStringLiteral("--help")});
         const QString text = outcome.out + outcome.err;
-        QVERIFY2(text.contains(QStringLiteral("usage: tunebench-cli ") + command), qPrintable(text));
+        QVERIFY2(
+            text.contains(QStringLiteral("usage: tunebench-cli ") + command), qPrintable(text));
         // Built: help on stdout, status 0. Not built yet, or not in this
         // build (no trainer): says so, status 2.
         if (text.contains(QStringLiteral("Not built yet"))
@@ -48,8 +48,8 @@ private slots:
     {
         const Outcome outcome = runCli({QStringLiteral("--help")});
         QCOMPARE(outcome.exitCode, 0);
-        for (const char* name : {"plan", "train", "launch", "monitor", "runs", "compare",
-                                 "scaling", "export", "tokenize", "eval", "generate"})
+        for (const char* name : {"plan", "train", "launch", "monitor", "runs", "compare", "scaling",
+                 "export", "tokenize", "eval", "generate"})
             QVERIFY2(outcome.out.contains(QLatin1String(name)), name);
     }
 

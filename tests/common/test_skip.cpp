@@ -34,15 +34,20 @@ private slots:
         QTest::addColumn<int>("exitCode");
         QTest::addColumn<QString>("says");
         QTest::addColumn<bool>("suiteSkipped");
-        QTest::addRow("no CI: a skip") << "" << "" << 0 << "SKIP   : TestSkip::probe()" << true;
-        QTest::addRow("CI=false: a skip") << "false" << "" << 0 << "SKIP   : TestSkip::probe()" << true;
-        QTest::addRow("CI, not listed: fails")
-            << "true" << "test_skip other why\n" << 1 << "does not list it" << false;
-        QTest::addRow("CI, listed without a reason: fails")
-            << "true" << "test_skip probe\n" << 1 << "does not list it" << false;
+        QTest::addRow("no CI: a skip") << ""
+                                       << "" << 0 << "SKIP   : TestSkip::probe()" << true;
+        QTest::addRow("CI=false: a skip") << "false"
+                                          << "" << 0 << "SKIP   : TestSkip::probe()" << true;
+        QTest::addRow("CI, not listed: fails") << "true"
+                                               << "test_skip other why\n"
+                                               << 1 << "does not list it" << false;
+        QTest::addRow("CI, listed without a reason: fails") << "true"
+                                                            << "test_skip probe\n"
+                                                            << 1 << "does not list it" << false;
         QTest::addRow("CI, listed: a skip")
-            << "true" << "# suite function reason\ntest_skip probe the probe needs nothing real\n" << 0
-            << "SKIP   : TestSkip::probe()" << true;
+            << "true"
+            << "# suite function reason\ntest_skip probe the probe needs nothing real\n"
+            << 0 << "SKIP   : TestSkip::probe()" << true;
     }
 
     void skipUnderAndOutsideCi()
@@ -80,7 +85,8 @@ private slots:
     void noTestSkipsAroundTheHelper()
     {
         const QString helper = tb::test::qSourcePath("tests/support/skip.h");
-        const QByteArray rawSkip = QByteArray("QSKIP") + "("; // not spelled whole, or this file matches
+        const QByteArray rawSkip =
+            QByteArray("QSKIP") + "("; // not spelled whole, or this file matches
         QStringList raw;
         QDirIterator sources(tb::test::qSourcePath("tests"), {"*.cpp", "*.h"}, QDir::Files,
             QDirIterator::Subdirectories);

@@ -51,10 +51,10 @@ private slots:
         QTest::addColumn<double>("beta");
         QTest::addColumn<int>("lossType");
         QTest::addColumn<double>("labelSmoothing");
-        QTest::addRow("ipo") << "dpo:\n  beta: 0.5\n  loss_type: ipo\n" << 0.5
-                             << int(DpoLossType::Ipo) << 0.0;
-        QTest::addRow("conservative") << "dpo:\n  label_smoothing: 0.2\n" << 0.1
-                                      << int(DpoLossType::Sigmoid) << 0.2;
+        QTest::addRow("ipo") << "dpo:\n  beta: 0.5\n  loss_type: ipo\n"
+                             << 0.5 << int(DpoLossType::Ipo) << 0.0;
+        QTest::addRow("conservative") << "dpo:\n  label_smoothing: 0.2\n"
+                                      << 0.1 << int(DpoLossType::Sigmoid) << 0.2;
         QTest::addRow("robust") << "dpo:\n  loss_type: robust\n  label_smoothing: 0.1\n  beta: 2\n"
                                 << 2.0 << int(DpoLossType::Robust) << 0.1;
     }
@@ -84,42 +84,52 @@ private slots:
         QTest::addColumn<int>("line");
         const QString base = dpoBase(); // 5 lines
         QTest::addRow("zero beta") << base + "dpo:\n  beta: 0\n"
-                                   << "dpo.beta" << "got 0, expected a positive number" << 7;
+                                   << "dpo.beta"
+                                   << "got 0, expected a positive number" << 7;
         QTest::addRow("negative beta") << base + "dpo:\n  beta: -1\n"
-                                       << "dpo.beta" << "expected a positive number" << 7;
+                                       << "dpo.beta"
+                                       << "expected a positive number" << 7;
         QTest::addRow("unknown loss") << base + "dpo:\n  loss_type: hinge\n"
-                                      << "dpo.loss_type" << "expected sigmoid, ipo or robust" << 7;
-        QTest::addRow("smoothing of a half")
-            << base + "dpo:\n  label_smoothing: 0.5\n"
-            << "dpo.label_smoothing" << "expected a number in [0, 0.5)" << 7;
-        QTest::addRow("negative smoothing")
-            << base + "dpo:\n  label_smoothing: -0.1\n"
-            << "dpo.label_smoothing" << "expected a number in [0, 0.5)" << 7;
+                                      << "dpo.loss_type"
+                                      << "expected sigmoid, ipo or robust" << 7;
+        QTest::addRow("smoothing of a half") << base + "dpo:\n  label_smoothing: 0.5\n"
+                                             << "dpo.label_smoothing"
+                                             << "expected a number in [0, 0.5)" << 7;
+        QTest::addRow("negative smoothing") << base + "dpo:\n  label_smoothing: -0.1\n"
+                                            << "dpo.label_smoothing"
+                                            << "expected a number in [0, 0.5)" << 7;
         QTest::addRow("ipo with smoothing")
             << base + "dpo:\n  loss_type: ipo\n  label_smoothing: 0.1\n"
-            << "dpo.label_smoothing" << "the ipo loss has no label smoothing" << 8;
+            << "dpo.label_smoothing"
+            << "the ipo loss has no label smoothing" << 8;
         QTest::addRow("unknown key") << base + "dpo:\n  betta: 0.2\n"
-                                     << "dpo.betta" << "" << 7;
-        QTest::addRow("unknown objective") << QString("model: m\nobjective: kto\ndata:\n  train: t\n")
-                                           << "objective" << "expected sft or dpo" << 2;
+                                     << "dpo.betta"
+                                     << "" << 7;
+        QTest::addRow("unknown objective")
+            << QString("model: m\nobjective: kto\ndata:\n  train: t\n") << "objective"
+            << "expected sft or dpo" << 2;
         QTest::addRow("dpo on instructions")
             << QString("model: m\nobjective: dpo\ndata:\n  train: t\n  format: alpaca\n")
-            << "data.format" << "objective dpo trains on preference pairs" << 5;
+            << "data.format"
+            << "objective dpo trains on preference pairs" << 5;
         QTest::addRow("dpo on the default format")
-            << QString("model: m\nobjective: dpo\ndata:\n  train: t\n")
-            << "objective" << "data.format is alpaca" << 2;
-        QTest::addRow("pairs without dpo")
-            << QString(kMinimal) + "  format: preference\n"
-            << "data.format" << "preference pairs train with objective dpo" << 4;
+            << QString("model: m\nobjective: dpo\ndata:\n  train: t\n") << "objective"
+            << "data.format is alpaca" << 2;
+        QTest::addRow("pairs without dpo") << QString(kMinimal) + "  format: preference\n"
+                                           << "data.format"
+                                           << "preference pairs train with objective dpo" << 4;
         QTest::addRow("full fine-tune") << base + "method: full\n"
-                                        << "method" << "needs a reference model" << 6;
+                                        << "method"
+                                        << "needs a reference model" << 6;
         QTest::addRow("packed pairs") << base + "  packing: true\n"
-                                      << "data.packing" << "cannot be packed" << 6;
+                                      << "data.packing"
+                                      << "cannot be packed" << 6;
         QTest::addRow("validation split") << base + "  validation_split: 0.1\n"
                                           << "data.validation_split"
                                           << "validation of preference pairs" << 6;
         QTest::addRow("chat template") << base + "  template: llama3\n"
-                                       << "data.template" << "expected auto or none" << 6;
+                                       << "data.template"
+                                       << "expected auto or none" << 6;
     }
     void rejects()
     {
@@ -166,7 +176,9 @@ private slots:
         QVERIFY2(report.ok(), problemsText(report).c_str());
         bool warned = false;
         for (const ConfigProblem& warning : report.warnings.items())
-            warned = warned || (warning.yamlPath == "dpo" && warning.message.find("ignored") != std::string::npos);
+            warned = warned
+                || (warning.yamlPath == "dpo"
+                    && warning.message.find("ignored") != std::string::npos);
         QVERIFY(warned);
     }
 };

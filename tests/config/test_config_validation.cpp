@@ -121,10 +121,10 @@ private slots:
         QTest::addRow("bad precision") << base + "precision: fp16\n"
                                        << "precision"
                                        << "expected fp32, bf16-mixed or bf16" << 4;
-        QTest::addRow("planner-only precision") << base + "precision: fp16-mixed\n"
-                                                << "precision"
-                                                << "got fp16-mixed, expected fp32, bf16-mixed or bf16"
-                                                << 4;
+        QTest::addRow("planner-only precision")
+            << base + "precision: fp16-mixed\n"
+            << "precision"
+            << "got fp16-mixed, expected fp32, bf16-mixed or bf16" << 4;
         QTest::addRow("bad device") << base + "device: gpu\n"
                                     << "device"
                                     << "expected cpu, cuda or auto" << 4;
@@ -178,7 +178,8 @@ private slots:
                                         << "expected a number from 0 to 0.99" << 5;
         QTest::addRow("micro batch past the planner's")
             << base + "training:\n  micro_batch: 65537\n"
-            << "training.micro_batch" << "expected an integer from 1 to 65536" << 5;
+            << "training.micro_batch"
+            << "expected an integer from 1 to 65536" << 5;
         QTest::addRow("unknown module") << base + "lora:\n  target_modules: [q_proj, qproj]\n"
                                         << "lora.target_modules"
                                         << "got \"qproj\"" << 5;
@@ -191,10 +192,12 @@ private slots:
         // peft refuses dropout on LoRA over the experts' weights.
         QTest::addRow("expert weights with dropout")
             << base + "lora:\n  dropout: 0.1\n  target_parameters: [mlp.experts.down_proj]\n"
-            << "lora.dropout" << "got 0.1, expected 0 with target_parameters" << 5;
+            << "lora.dropout"
+            << "got 0.1, expected 0 with target_parameters" << 5;
         QTest::addRow("expert weight twice")
             << base + "lora:\n  dropout: 0\n  target_parameters: [gate_up_proj, gate_up_proj]\n"
-            << "lora.target_parameters" << "listed twice" << 6;
+            << "lora.target_parameters"
+            << "listed twice" << 6;
         QTest::addRow("lora not a mapping") << base + "lora: 8\n"
                                             << "lora"
                                             << "got 8, expected a mapping of keys" << 4;

@@ -89,15 +89,16 @@ private slots:
         QTest::addRow("conversational")
             << R"({"prompt": [{"role": "user", "content": "p"}], "chosen": "a", "rejected": "b"})"
             << "'prompt' is a list of messages: conversational preference pairs are not supported";
-        QTest::addRow("not an object") << R"(["p", "a", "b"])" << "expected a JSON object";
+        QTest::addRow("not an object") << R"(["p", "a", "b"])"
+                                       << "expected a JSON object";
     }
     void refusesBadPairs()
     {
         QFETCH(QString, line);
         QFETCH(QString, message);
         // The bad record on line 2, after a good one.
-        const std::string text =
-            "{\"prompt\": \"p\", \"chosen\": \"a\", \"rejected\": \"b\"}\n" + line.toStdString() + "\n";
+        const std::string text = "{\"prompt\": \"p\", \"chosen\": \"a\", \"rejected\": \"b\"}\n"
+            + line.toStdString() + "\n";
         ReadReport failing;
         const auto failed = parseRecords(
             text, "pairs.jsonl", pairOptions(tb::config::MalformedPolicy::Fail), failing);
@@ -126,7 +127,8 @@ private slots:
         const PreferencePair& rows = tokenized.value();
         const auto prompt = tokenizer.encode(record.prompt, true);
         QCOMPARE(rows.promptTokens, prompt.size());
-        QCOMPARE(rows.chosen.inputIds, tokenizer.encode("Once upon a time there was a cat.</s>", true));
+        QCOMPARE(
+            rows.chosen.inputIds, tokenizer.encode("Once upon a time there was a cat.</s>", true));
         QCOMPARE(rows.rejected.inputIds, tokenizer.encode("Once upon a time the end</s>", true));
         QCOMPARE(rows.chosen.inputIds.front(), *tokenizer.bosId());
         QCOMPARE(rows.chosen.inputIds.back(), *tokenizer.eosId());
@@ -155,10 +157,12 @@ private slots:
         const auto cut = preferenceRows({rows}, length, &stats);
         QCOMPARE(cut.size(), size_t(2));
         QCOMPARE(cut[0].size(), length);
-        QVERIFY(std::equal(cut[0].inputIds.begin(), cut[0].inputIds.end(), rows.chosen.inputIds.begin()));
-        QCOMPARE(cut[1].inputIds, rows.rejected.size() > length
-                ? std::vector<std::int32_t>(rows.rejected.inputIds.begin(), rows.rejected.inputIds.begin() + length)
-                : rows.rejected.inputIds);
+        QVERIFY(std::equal(
+            cut[0].inputIds.begin(), cut[0].inputIds.end(), rows.chosen.inputIds.begin()));
+        QCOMPARE(cut[1].inputIds,
+            rows.rejected.size() > length ? std::vector<std::int32_t>(
+                rows.rejected.inputIds.begin(), rows.rejected.inputIds.begin() + length)
+                                          : rows.rejected.inputIds);
         QCOMPARE(labelled(cut[0]), size_t(2));
         QCOMPARE(stats.truncatedExamples, rows.rejected.size() > length ? size_t(2) : size_t(1));
 

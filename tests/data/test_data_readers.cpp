@@ -351,24 +351,29 @@ private slots:
         QTest::addColumn<QString>("separator");
         QTest::addColumn<int>("records");
         QTest::addRow("synthetic alpaca json")
-            << false << "synthetic/instructions.json" << int(DataFormat::Alpaca) << "" << "" << 40;
-        QTest::addRow("synthetic csv")
-            << false << "synthetic/dialogues.csv" << int(DataFormat::Csv)
-            << ";dialogue;summary;Summarize the dialogue." << "" << 20;
+            << false << "synthetic/instructions.json" << int(DataFormat::Alpaca) << ""
+            << "" << 40;
+        QTest::addRow("synthetic csv") << false << "synthetic/dialogues.csv" << int(DataFormat::Csv)
+                                       << ";dialogue;summary;Summarize the dialogue."
+                                       << "" << 20;
         QTest::addRow("synthetic nested jsonl")
             << false << "synthetic/tasks.jsonl" << int(DataFormat::Alpaca)
-            << "instruction;instances.0.input;instances.0.output;" << "" << 15;
+            << "instruction;instances.0.input;instances.0.output;"
+            << "" << 15;
         QTest::addRow("tinystories paragraphs")
             << false << "tinystories/tinystories_val_first800.txt" << int(DataFormat::Text) << ""
-            << "\n\n" << 800;
+            << "\n\n"
+            << 800;
         QTest::addRow("tinystories stories")
             << false << "tinystories/tinystories_train_first100.txt" << int(DataFormat::Text) << ""
             << "<|endoftext|>" << 100;
         QTest::addRow("alpaca json (shared)")
-            << true << "alpaca/alpaca_en_demo.json" << int(DataFormat::Alpaca) << "" << "" << 999;
+            << true << "alpaca/alpaca_en_demo.json" << int(DataFormat::Alpaca) << ""
+            << "" << 999;
         QTest::addRow("samsum csv (shared)")
             << true << "samsum/samsum-validation.csv" << int(DataFormat::Csv)
-            << ";dialogue;summary;Summarize the dialogue." << "" << 818;
+            << ";dialogue;summary;Summarize the dialogue."
+            << "" << 818;
     }
     void datasets()
     {
@@ -414,9 +419,9 @@ private slots:
         QTest::addColumn<QString>("lastSummary");
         QTest::addRow("synthetic") << false << "synthetic/dialogues.csv" << 1803ull << 943ull
                                    << 28ull << 55ull << "Lia is late; Gus will save her a seat";
-        QTest::addRow("samsum (shared)") << true << "samsum/samsum-validation.csv" << 402830ull
-                                         << 90136ull << 122ull << 8852ull
-                                         << "Paige wants to have the declaration";
+        QTest::addRow("samsum (shared)")
+            << true << "samsum/samsum-validation.csv" << 402830ull << 90136ull << 122ull << 8852ull
+            << "Paige wants to have the declaration";
     }
     void csvFieldsMatchAnIndependentReader()
     {

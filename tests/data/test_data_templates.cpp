@@ -255,8 +255,8 @@ private slots:
         QTest::addColumn<QByteArray>("config");
         QTest::addRow("an array") << QByteArray::fromStdString(tb::test::deepJsonArray());
         QTest::addRow("an object") << QByteArray::fromStdString(tb::test::deepJsonObject());
-        QTest::addRow("chat_template") << QByteArray::fromStdString(
-            "{\"chat_template\": " + tb::test::deepJsonArray() + "}");
+        QTest::addRow("chat_template")
+            << QByteArray::fromStdString("{\"chat_template\": " + tb::test::deepJsonArray() + "}");
     }
     void modelTemplateTooDeep()
     {

@@ -234,7 +234,8 @@ void checkStoreListener(const tb::dist::RankEnvironment& environment)
     if (environment.rank != 0)
         return;
     const std::vector<std::string> listeners = listenersOn(environment.masterPort);
-    check(!listeners.empty(), "nothing listens on MASTER_PORT " + std::to_string(environment.masterPort));
+    check(!listeners.empty(),
+        "nothing listens on MASTER_PORT " + std::to_string(environment.masterPort));
     for (const std::string& address : listeners)
         check(address == "0100007F" || address == "00000000000000000000000001000000",
             "the store listens on " + address + " (hex, /proc/net/tcp), not on the loopback only");
@@ -273,7 +274,8 @@ int main(int argc, char** argv)
     const auto rendezvousStart = std::chrono::steady_clock::now();
     auto world = tb::dist::rendezvous(*environment, options);
     if (!world) {
-        const std::chrono::duration<double> waited = std::chrono::steady_clock::now() - rendezvousStart;
+        const std::chrono::duration<double> waited =
+            std::chrono::steady_clock::now() - rendezvousStart;
         std::fprintf(stderr, "rank %d: %s\nrank %d: gave up %.2f s into the rendezvous\n", g_rank,
             world.error().toString().c_str(), g_rank, waited.count());
         return 2;

@@ -103,8 +103,8 @@ private slots:
         const std::string secret = tb::common::newRunSecret().value();
         QCOMPARE(secret.size(), 2 * tb::common::kRunSecretBytes);
         QVERIFY(secret != tb::common::newRunSecret().value());
-        const auto given =
-            tb::dist::readRankEnvironment(with(torchrunVariables(1, 2, 2), "TUNEBENCH_RUN_SECRET", secret));
+        const auto given = tb::dist::readRankEnvironment(
+            with(torchrunVariables(1, 2, 2), "TUNEBENCH_RUN_SECRET", secret));
         QVERIFY(given.ok());
         QCOMPARE(given->runSecret, secret);
     }
@@ -114,11 +114,13 @@ private slots:
     {
         QTest::addColumn<QString>("secret");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("too short") << QString(63, 'a') << "63 characters, expected 64 lowercase hex digits";
+        QTest::newRow("too short")
+            << QString(63, 'a') << "63 characters, expected 64 lowercase hex digits";
         QTest::newRow("too long") << QString(65, 'a') << "65 characters, expected 64";
         QTest::newRow("upper case") << QString(64, 'A') << "not all lowercase hex digits";
         QTest::newRow("empty") << QString() << "0 characters";
-        QTest::newRow("a word") << QString("swordfish").repeated(8).left(64) << "not all lowercase hex";
+        QTest::newRow("a word") << QString("swordfish").repeated(8).left(64)
+                                << "not all lowercase hex";
     }
 
     void rejectsAMalformedRunSecret()
@@ -129,7 +131,8 @@ private slots:
             with(torchrunVariables(1, 2, 2), "TUNEBENCH_RUN_SECRET", secret.toStdString()));
         QVERIFY(!environment.ok());
         const QString message = QString::fromStdString(environment.error().message);
-        QVERIFY2(message.contains("TUNEBENCH_RUN_SECRET") && message.contains(expected), qPrintable(message));
+        QVERIFY2(message.contains("TUNEBENCH_RUN_SECRET") && message.contains(expected),
+            qPrintable(message));
         if (!secret.isEmpty())
             QVERIFY2(!message.contains(secret.left(8)), qPrintable(message));
     }
@@ -151,7 +154,8 @@ private slots:
         const std::string signedText = tb::dist::signText(secret, "job-a", text);
         QCOMPARE(tb::dist::verifiedText(secret, "job-a", signedText), text);
         QVERIFY(tb::dist::verifiedText(secret, "job-b", signedText).empty());
-        QVERIFY(tb::dist::verifiedText(tb::common::newRunSecret().value(), "job-a", signedText).empty());
+        QVERIFY(tb::dist::verifiedText(tb::common::newRunSecret().value(), "job-a", signedText)
+                    .empty());
         QVERIFY(tb::dist::verifiedText(secret, "job-a", text).empty());
         std::string altered = signedText;
         altered[5] = '7';
@@ -211,12 +215,10 @@ private slots:
             << with(valid, "NODE_RANK", "1") << QStringList{"NODE_RANK", "'1'", "expected 0"};
         QTest::newRow("GROUP_RANK malformed")
             << with(valid, "GROUP_RANK", "x") << QStringList{"GROUP_RANK", "'x'"};
-        QTest::newRow("TORCHELASTIC_RUN_ID empty")
-            << with(valid, "TORCHELASTIC_RUN_ID", "")
-            << QStringList{"TORCHELASTIC_RUN_ID", "''", "printable"};
-        QTest::newRow("TORCHELASTIC_RUN_ID with a space")
-            << with(valid, "TORCHELASTIC_RUN_ID", "my job")
-            << QStringList{"TORCHELASTIC_RUN_ID", "'my job'", "without spaces"};
+        QTest::newRow("TORCHELASTIC_RUN_ID empty") << with(valid, "TORCHELASTIC_RUN_ID",
+            "") << QStringList{"TORCHELASTIC_RUN_ID", "''", "printable"};
+        QTest::newRow("TORCHELASTIC_RUN_ID with a space") << with(valid, "TORCHELASTIC_RUN_ID",
+            "my job") << QStringList{"TORCHELASTIC_RUN_ID", "'my job'", "without spaces"};
         QTest::newRow("MASTER_ADDR missing")
             << without(valid, "MASTER_ADDR") << QStringList{"MASTER_ADDR", "not set"};
         QTest::newRow("MASTER_ADDR empty")

@@ -79,10 +79,12 @@ private slots:
             QVERIFY2(result.errorOutput.contains("rank 2 of 3 never arrived"),
                 qPrintable(result.errorOutput));
             const QRegularExpressionMatch waited =
-                QRegularExpression(QStringLiteral("gave up ([0-9.]+) s into the rendezvous")).match(result.errorOutput);
+                QRegularExpression(QStringLiteral("gave up ([0-9.]+) s into the rendezvous"))
+                    .match(result.errorOutput);
             QVERIFY2(waited.hasMatch(), qPrintable(result.errorOutput));
             qInfo("rank %zu gave up %s s into the rendezvous (%.1f s after its start): %s", rank,
-                qPrintable(waited.captured(1)), result.seconds, qPrintable(result.errorOutput.trimmed()));
+                qPrintable(waited.captured(1)), result.seconds,
+                qPrintable(result.errorOutput.trimmed()));
             QVERIFY2(waited.captured(1).toDouble() < timeout + 5.0, qPrintable(result.errorOutput));
         }
     }
@@ -96,8 +98,8 @@ private slots:
         // stray (not delayed: it is rank 1) arrives.
         JobLayout layout{3, 0, {}, {}};
         layout.strayRankOfOtherJob = 1;
-        const auto results = runWorkers(layout,
-            {"slow-arrival", "--late-rank", "2", "--delay", "8", "--timeout", "30"}, 60.0);
+        const auto results = runWorkers(
+            layout, {"slow-arrival", "--late-rank", "2", "--delay", "8", "--timeout", "30"}, 60.0);
         const std::vector<tb::dist::test::RankResult> job(results.begin(), results.begin() + 3);
         QVERIFY2(describeFailures(job).isEmpty(), qPrintable(describeFailures(job)));
         const auto& stray = results.back();
@@ -125,9 +127,9 @@ private slots:
         QTest::newRow("rank 1 has none")
             << QList<int>{} << QList<int>{1} << "rank 1 was started without TUNEBENCH_RUN_SECRET"
             << "this run requires TUNEBENCH_RUN_SECRET";
-        QTest::newRow("rank 0 has none") << QList<int>{} << QList<int>{0}
-                                         << "rank 1 has a run secret and this rank 0 has none"
-                                         << "rank 0 has no run secret";
+        QTest::newRow("rank 0 has none")
+            << QList<int>{} << QList<int>{0} << "rank 1 has a run secret and this rank 0 has none"
+            << "rank 0 has no run secret";
     }
 
     void joiningNeedsTheRunSecret()

@@ -8,8 +8,8 @@
 // bounded: at most RunHistory::kMaxMessages messages of at most
 // kMaxMessageBytes each (and their "... (N more bytes)"), and the DPO
 // figures never outnumber the steps.
-#include "fuzz_support.h"
 #include "event_lines.h"
+#include "fuzz_support.h"
 #include "metrics/event_stream_parser.h"
 #include "metrics/preference_steps.h"
 #include "metrics/run_history.h"

@@ -3,8 +3,8 @@
 // `tunebench-cli hosts` read it (remote::parseHostProbe). A refusal names
 // the probe and quotes the host's text without control characters; accepted
 // facts hold a host name and a CPU count in range.
-#include "fuzz_support.h"
 #include "common/text.h"
+#include "fuzz_support.h"
 #include "remote/host_facts.h"
 
 #include <algorithm>

@@ -19,9 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             std::abort();
     }
     // The input's last line doubles as an --include and an --exclude pattern.
-    const std::string_view pattern = text.substr(text.rfind('\n') == std::string_view::npos
-                                                     ? 0
-                                                     : text.rfind('\n') + 1);
+    const std::string_view pattern =
+        text.substr(text.rfind('\n') == std::string_view::npos ? 0 : text.rfind('\n') + 1);
     (void)tb::launch::filterHosts(*hosts, std::string(pattern), {});
     (void)tb::launch::filterHosts(*hosts, {}, std::string(pattern));
     return 0;

@@ -11,7 +11,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
 {
     const std::string origin = "fuzz-node";
-    const auto facts = tb::launch::nodeFactsFromJson(std::string(tb::fuzz::asText(data, size)), origin);
+    const auto facts =
+        tb::launch::nodeFactsFromJson(std::string(tb::fuzz::asText(data, size)), origin);
     tb::fuzz::requireValueOrNamedError(facts, origin);
     if (!facts.ok())
         return 0;
@@ -22,7 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     here.runDir = "/runs/x";
     here.inputs = {{"/models/m/model.safetensors", 5000}, {"/data/train.jsonl", 100}};
     here.diskNeededBytes = 1 << 20;
-    for (const std::string& problem : tb::launch::compareNodeFacts(here, *facts, "node 1 (fuzz-node)", 2)) {
+    for (const std::string& problem :
+        tb::launch::compareNodeFacts(here, *facts, "node 1 (fuzz-node)", 2)) {
         if (problem.find("fuzz-node") == std::string::npos)
             std::abort();
     }

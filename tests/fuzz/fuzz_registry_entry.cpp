@@ -21,9 +21,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!tb::launch::checkRunId(entry->runId).ok() || entry->pid < 0 || entry->pid > 0x7fffffffLL
         || entry->nodeRank < 0 || entry->nnodes < 1)
         std::abort();
-    const auto again = tb::launch::registryEntryFromJson(tb::launch::registryEntryToJson(*entry), origin);
-    if (!again.ok() || again->runId != entry->runId || again->pid != entry->pid || again->runDir != entry->runDir
-        || again->state != entry->state || again->exitCode != entry->exitCode)
+    const auto again =
+        tb::launch::registryEntryFromJson(tb::launch::registryEntryToJson(*entry), origin);
+    if (!again.ok() || again->runId != entry->runId || again->pid != entry->pid
+        || again->runDir != entry->runDir || again->state != entry->state
+        || again->exitCode != entry->exitCode)
         std::abort();
     return 0;
 }

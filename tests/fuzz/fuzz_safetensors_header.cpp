@@ -16,7 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     tb::fuzz::requireValueOrNamedError(header, origin);
     if (header.ok()) {
         for (const TensorInfo& tensor : header->tensors)
-            if (tensor.dataBegin > tensor.dataEnd || tensor.dataEnd > file.size() - header->dataOffset())
+            if (tensor.dataBegin > tensor.dataEnd
+                || tensor.dataEnd > file.size() - header->dataOffset())
                 std::abort(); // an accepted offset outside the file
     }
     return 0;

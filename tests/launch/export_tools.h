@@ -7,14 +7,14 @@
 #include <nlohmann/json.hpp>
 
 #include <QJsonArray>
-#include <QTemporaryDir>
 #include <QProcessEnvironment>
 #include <QString>
 #include <QStringList>
+#include <QTemporaryDir>
 
 #include <cmath>
-#include <memory>
 #include <fstream>
+#include <memory>
 #include <string>
 
 // Exports made by the real tunebench-cli and handed to the tools that run
@@ -76,7 +76,8 @@ inline nlohmann::json loadWithTool(const QString& tool, const QString& file, QSt
     if (!server || !server->running())
         server = std::make_unique<test::JsonLineServer>(
             kPython, QStringList{kLoader, "serve"}, toolEnvironment());
-    const auto asked = server->ask(QJsonArray{tool, file}, 300000, "load_exports.py " + tool + " " + file);
+    const auto asked =
+        server->ask(QJsonArray{tool, file}, 300000, "load_exports.py " + tool + " " + file);
     if (!asked.problem.isEmpty()) {
         *problem = asked.problem;
         return {};
@@ -94,14 +95,15 @@ inline nlohmann::json loadWithTool(const QString& tool, const QString& file, QSt
 // no dropout, the same global batch on any number of ranks) for two ranks,
 // with its run folder in the config itself: an exported command carries no
 // --output.
-inline std::string writeLoraConfig(const QTemporaryDir& dir, const QString& name, const QString& runDir)
+inline std::string writeLoraConfig(
+    const QTemporaryDir& dir, const QString& name, const QString& runDir)
 {
     distributed::RunSpec spec;
     spec.method = "lora";
     spec.maxSteps = 3;
     const std::string path = distributed::writeConfig(dir, name, spec);
-    std::ofstream(path, std::ios::app) << "name: " << name.toStdString()
-                                       << "\noutput: {dir: " << runDir.toStdString() << "}\n";
+    std::ofstream(path, std::ios::app)
+        << "name: " << name.toStdString() << "\noutput: {dir: " << runDir.toStdString() << "}\n";
     return path;
 }
 
@@ -129,8 +131,7 @@ inline ExportedRun exportLoraRun(const QTemporaryDir& dir, const QString& format
     }
     const Ended made = exportJob(format,
         QStringList{"--config", QString::fromStdString(config), "--nodes", "1", "--gpus-per-node",
-            "2", "--master-port", QString::number(*port), "--program", kCli, "--out",
-            exported.file}
+            "2", "--master-port", QString::number(*port), "--program", kCli, "--out", exported.file}
             + extra);
     exported.out = made.out.trimmed();
     if (!made.succeeded())
@@ -157,7 +158,8 @@ inline QString launchReference(const QTemporaryDir& dir, QString* problem)
 inline QString differsFromReference(const QString& runDir, const QString& referenceDir)
 {
     QString problem;
-    const Tensors tensors = readTensors(distributed::exportOf(runDir.toStdString(), "lora"), &problem);
+    const Tensors tensors =
+        readTensors(distributed::exportOf(runDir.toStdString(), "lora"), &problem);
     const Tensors reference =
         readTensors(distributed::exportOf(referenceDir.toStdString(), "lora"), &problem);
     if (!problem.isEmpty())

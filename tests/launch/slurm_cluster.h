@@ -30,7 +30,10 @@ namespace tb::testutil {
 
 class SlurmCluster {
 public:
-    explicit SlurmCluster(QString dir) : m_dir(std::move(dir)) { }
+    explicit SlurmCluster(QString dir)
+        : m_dir(std::move(dir))
+    {
+    }
     ~SlurmCluster() { stop(); }
     SlurmCluster(const SlurmCluster&) = delete;
     SlurmCluster& operator=(const SlurmCluster&) = delete;
@@ -52,7 +55,10 @@ public:
             return "munged did not create its socket:\n" + logs();
         startDaemon("slurmctld", {"-D", "-i", "-f", configPath()});
         startDaemon("slurmd", {"-D", "-f", configPath()});
-        if (!waitFor([&] { return command("sinfo", {"-h", "-o", "%T"}).trimmed() == "idle"; },
+        if (!waitFor(
+                [&] {
+                    return command("sinfo", {"-h", "-o", "%T"}).trimmed() == "idle";
+                },
                 30000))
             return "the node did not become idle within 30 s:\n" + logs();
         return {};
@@ -65,7 +71,10 @@ public:
     {
         if (!m_daemons.empty() && !command("squeue", {"-h", "-o", "%i"}).trimmed().isEmpty()) {
             command("scancel", {"--user", "root"});
-            waitFor([&] { return command("squeue", {"-h", "-o", "%i"}).trimmed().isEmpty(); },
+            waitFor(
+                [&] {
+                    return command("squeue", {"-h", "-o", "%i"}).trimmed().isEmpty();
+                },
                 20000);
         }
         for (auto it = m_daemons.rbegin(); it != m_daemons.rend(); ++it) {
@@ -90,8 +99,8 @@ public:
 
     // Runs a Slurm command (sbatch, sacct, ...) in `workDir`; its stdout,
     // or empty when it fails (then `error` holds its stderr).
-    QString command(const QString& program, const QStringList& arguments,
-        QString* error = nullptr, const QString& workDir = {}) const
+    QString command(const QString& program, const QStringList& arguments, QString* error = nullptr,
+        const QString& workDir = {}) const
     {
         QProcess process;
         process.setProcessEnvironment(environment(QProcessEnvironment::systemEnvironment()));
@@ -115,8 +124,8 @@ public:
         QString record;
         waitFor(
             [&] {
-                record = command("sacct",
-                    {"--completion", "-n", "-P", "-j", jobId, "-o", "State,ExitCode"})
+                record = command(
+                    "sacct", {"--completion", "-n", "-P", "-j", jobId, "-o", "State,ExitCode"})
                              .trimmed();
                 return !record.isEmpty();
             },
@@ -131,7 +140,8 @@ public:
         for (const char* name : {"munge/munged.log", "slurmctld.log", "slurmd.log"}) {
             QFile file(m_dir + "/" + name);
             if (file.open(QIODevice::ReadOnly))
-                text += QString("--- %1:\n%2\n").arg(name, QString::fromUtf8(file.readAll().right(3000)));
+                text += QString("--- %1:\n%2\n")
+                            .arg(name, QString::fromUtf8(file.readAll().right(3000)));
         }
         return text;
     }
@@ -170,8 +180,9 @@ private:
         const QString munge = m_dir + "/munge";
         if (!QDir().mkpath(munge))
             return "cannot create " + munge;
-        QFile::setPermissions(munge, QFileDevice::ReadOwner | QFileDevice::WriteOwner
-                | QFileDevice::ExeOwner | QFileDevice::ExeGroup | QFileDevice::ExeOther);
+        QFile::setPermissions(munge,
+            QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner
+                | QFileDevice::ExeGroup | QFileDevice::ExeOther);
         QFile random("/dev/urandom");
         QFile key(munge + "/munge.key");
         if (!random.open(QIODevice::ReadOnly) || !key.open(QIODevice::WriteOnly)
@@ -197,24 +208,24 @@ private:
         ::gethostname(name, sizeof name - 1);
         const QString host = QString::fromLocal8Bit(name).section('.', 0, 0);
         const QString cpus = QString::number(std::max(1u, std::thread::hardware_concurrency()));
-        const QString text = QStringList{"ClusterName=tunebench-test",
-            "SlurmctldHost=" + host + "(127.0.0.1)",
-            "SlurmctldPort=" + QString::number(*controllerPort),
-            "SlurmdPort=" + QString::number(*nodePort), "SlurmUser=root", "SlurmdUser=root",
-            "AuthType=auth/munge", "CredType=cred/munge",
-            "AuthInfo=socket=" + m_dir + "/munge/munge.socket",
-            "StateSaveLocation=" + m_dir + "/state", "SlurmdSpoolDir=" + m_dir + "/spool",
-            "SlurmctldPidFile=" + m_dir + "/slurmctld.pid",
-            "SlurmdPidFile=" + m_dir + "/slurmd.pid",
-            "SlurmctldLogFile=" + m_dir + "/slurmctld.log",
-            "SlurmdLogFile=" + m_dir + "/slurmd.log", "ProctrackType=proctrack/linuxproc",
-            "TaskPlugin=task/none", "JobAcctGatherType=jobacct_gather/none",
-            "AccountingStorageType=accounting_storage/none", "JobCompType=jobcomp/filetxt",
-            "JobCompLoc=" + m_dir + "/jobcomp.txt", "SelectType=select/cons_tres",
-            "SelectTypeParameters=CR_CPU", "MpiDefault=none", "ReturnToService=2",
-            "NodeName=" + host + " NodeAddr=127.0.0.1 CPUs=" + cpus + " State=UNKNOWN",
-            "PartitionName=test Nodes=" + host + " Default=YES MaxTime=INFINITE State=UP"}
-                                 .join('\n')
+        const QString text =
+            QStringList{"ClusterName=tunebench-test", "SlurmctldHost=" + host + "(127.0.0.1)",
+                "SlurmctldPort=" + QString::number(*controllerPort),
+                "SlurmdPort=" + QString::number(*nodePort), "SlurmUser=root", "SlurmdUser=root",
+                "AuthType=auth/munge", "CredType=cred/munge",
+                "AuthInfo=socket=" + m_dir + "/munge/munge.socket",
+                "StateSaveLocation=" + m_dir + "/state", "SlurmdSpoolDir=" + m_dir + "/spool",
+                "SlurmctldPidFile=" + m_dir + "/slurmctld.pid",
+                "SlurmdPidFile=" + m_dir + "/slurmd.pid",
+                "SlurmctldLogFile=" + m_dir + "/slurmctld.log",
+                "SlurmdLogFile=" + m_dir + "/slurmd.log", "ProctrackType=proctrack/linuxproc",
+                "TaskPlugin=task/none", "JobAcctGatherType=jobacct_gather/none",
+                "AccountingStorageType=accounting_storage/none", "JobCompType=jobcomp/filetxt",
+                "JobCompLoc=" + m_dir + "/jobcomp.txt", "SelectType=select/cons_tres",
+                "SelectTypeParameters=CR_CPU", "MpiDefault=none", "ReturnToService=2",
+                "NodeName=" + host + " NodeAddr=127.0.0.1 CPUs=" + cpus + " State=UNKNOWN",
+                "PartitionName=test Nodes=" + host + " Default=YES MaxTime=INFINITE State=UP"}
+                .join('\n')
             + '\n';
         if (!tb::common::writeFileAtomic(configPath().toStdString(), text.toStdString()))
             return "cannot write " + configPath();

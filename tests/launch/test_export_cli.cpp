@@ -80,7 +80,8 @@ private slots:
         QTest::addColumn<QStringList>("parts");
         QTest::addRow("torchrun") << "torchrun" << QStringList{}
                                   << QStringList{"torchrun --nnodes=2 --nproc_per_node=8",
-                                         "--no_python tunebench-cli train " + m_config + " --device cuda"};
+                                         "--no_python tunebench-cli train " + m_config
+                                             + " --device cuda"};
         QTest::addRow("accelerate") << "accelerate" << QStringList{}
                                     << QStringList{"distributed_type: MULTI_GPU",
                                            "sharding: the plan says zero3 (offload optimizer), "
@@ -91,14 +92,15 @@ private slots:
                                         "instance_type: Standard_ND96amsr_A100_v4",
                                         "process_count_per_instance: 1",
                                         "launch run.yaml --nproc 8 --nnodes 2"};
-        QTest::addRow("azureml per gpu") << "azureml" << QStringList{"--per-gpu"}
-                                         << QStringList{"process_count_per_instance: 8",
-                                                "command: \"tunebench-cli train run.yaml --device cuda\""};
+        QTest::addRow("azureml per gpu")
+            << "azureml" << QStringList{"--per-gpu"}
+            << QStringList{"process_count_per_instance: 8",
+                   "command: \"tunebench-cli train run.yaml --device cuda\""};
         QTest::addRow("slurm") << "slurm" << QStringList{"--partition", "gpu"}
                                << QStringList{"#SBATCH --job-name=llama-sft", "#SBATCH --nodes=2",
                                       "#SBATCH --ntasks-per-node=8", "#SBATCH --gpus-per-node=8",
-                                      "#SBATCH --cpus-per-task=12",
-                                      "#SBATCH --partition=gpu", "#SBATCH --time="};
+                                      "#SBATCH --cpus-per-task=12", "#SBATCH --partition=gpu",
+                                      "#SBATCH --time="};
     }
     void everyFormat()
     {

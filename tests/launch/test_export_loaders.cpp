@@ -24,8 +24,8 @@ class TestExportLoaders : public QObject {
     {
         const QString out = m_dir.filePath(format + ".yaml");
         QFile::remove(out);
-        const Ended exported = exportJob(format,
-            QStringList{"--plan", m_plan, "--config", m_config, "--out", out} + arguments);
+        const Ended exported = exportJob(
+            format, QStringList{"--plan", m_plan, "--config", m_config, "--out", out} + arguments);
         if (!exported.succeeded()) {
             qWarning().noquote() << describe({exported});
             return {};
@@ -63,17 +63,20 @@ private slots:
         QTest::addColumn<QString>("compute"); // empty: serverless
         QTest::addColumn<QString>("command");
         QTest::addRow("one node, launcher, registered environment")
-            << QStringList{"--nodes", "1", "--cluster", "a100"} << 1 << 1 << "" << "a100"
+            << QStringList{"--nodes", "1", "--cluster", "a100"} << 1 << 1 << ""
+            << "a100"
             << "tunebench-cli launch run.yaml --nproc 8 -- --device cuda";
         QTest::addRow("two nodes, launcher, image, serverless")
             << QStringList{"--image", "example.azurecr.io/tunebench:0.1"} << 2 << 1
-            << "example.azurecr.io/tunebench:0.1" << ""
+            << "example.azurecr.io/tunebench:0.1"
+            << ""
             << "tunebench-cli launch run.yaml --nproc 8 --nnodes 2 --node-rank $NODE_RANK "
                "--master-addr $MASTER_ADDR --master-port $MASTER_PORT -- --device cuda";
         QTest::addRow("two nodes, process per GPU, image, cluster")
             << QStringList{"--per-gpu", "--image", "example.azurecr.io/tunebench:0.1", "--cluster",
                    "a100"}
-            << 2 << 8 << "example.azurecr.io/tunebench:0.1" << "a100"
+            << 2 << 8 << "example.azurecr.io/tunebench:0.1"
+            << "a100"
             << "tunebench-cli train run.yaml --device cuda";
     }
     void azureMlLoads()
@@ -136,9 +139,8 @@ private slots:
         QTest::addColumn<int>("processes");
         QTest::addColumn<QString>("mainIp"); // empty: none written
         QTest::addRow("one node") << QStringList{"--nodes", "1"} << 1 << 8 << "";
-        QTest::addRow("two nodes, master address")
-            << QStringList{"--master-addr", "10.0.0.4", "--master-port", "29600"} << 2 << 16
-            << "10.0.0.4";
+        QTest::addRow("two nodes, master address") << QStringList{"--master-addr", "10.0.0.4",
+            "--master-port", "29600"} << 2 << 16 << "10.0.0.4";
         QTest::addRow("one GPU") << QStringList{"--nodes", "1", "--gpus-per-node", "1"} << 1 << 1
                                  << "";
     }
@@ -157,7 +159,8 @@ private slots:
         QCOMPARE(config["num_machines"].get<int>(), machines);
         QCOMPARE(config["num_processes"].get<int>(), processes);
         QCOMPARE(config["machine_rank"].get<int>(), 0);
-        QCOMPARE(config["main_process_port"].get<int>(), arguments.contains("29600") ? 29600 : 29500);
+        QCOMPARE(
+            config["main_process_port"].get<int>(), arguments.contains("29600") ? 29600 : 29500);
         if (mainIp.isEmpty())
             QVERIFY(config["main_process_ip"].is_null());
         else

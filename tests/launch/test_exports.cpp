@@ -168,8 +168,8 @@ private slots:
         QVERIFY(!root["deepspeed_config"].IsDefined());
         QVERIFY(!root["fsdp_config"].IsDefined());
         // The plan's strategy and what the trainer reads are said in comments.
-        QVERIFY2(yaml.find(std::string(tb::plan::label(sharding))) != std::string::npos,
-            yaml.c_str());
+        QVERIFY2(
+            yaml.find(std::string(tb::plan::label(sharding))) != std::string::npos, yaml.c_str());
         QVERIFY(yaml.find("The trainer reads sharding, offload, precision") != std::string::npos);
         // Our own importer reads back the machines and processes.
         const auto imported = tb::plan::parseAccelerateYaml(yaml, "acc.yaml", {});

@@ -24,7 +24,8 @@ QString describe(const std::vector<HostSlots>& hosts)
         QStringList slotList;
         for (int slot : h.slotIndices)
             slotList << QString::number(slot);
-        parts << QString::fromStdString(h.address()) + "/" + slotList.join(',') + (h.slotsRestricted ? "!" : "");
+        parts << QString::fromStdString(h.address()) + "/" + slotList.join(',')
+                + (h.slotsRestricted ? "!" : "");
     }
     return parts.join(' ');
 }
@@ -55,12 +56,19 @@ private slots:
     {
         QTest::addColumn<QString>("text");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("DeepSpeed's example") << "worker-1 slots=4\nworker-2 slots=4\n" << "worker-1/0,1,2,3 worker-2/0,1,2,3";
-        QTest::newRow("comments and blanks") << "# nodes\n\n  gpu1 slots=2   # the first\n\t\ngpu2 slots=1" << "gpu1/0,1 gpu2/0";
-        QTest::newRow("user and port") << "ubuntu@10.0.0.4:2222 slots=8" << "ubuntu@10.0.0.4:2222/0,1,2,3,4,5,6,7";
-        QTest::newRow("IPv6 in brackets") << "[fe80::1]:22 slots=1" << "fe80::1:22/0";
-        QTest::newRow("same host, two ports") << "h:22 slots=1\nh:23 slots=1" << "h:22/0 h:23/0";
-        QTest::newRow("CRLF") << "a slots=1\r\nb slots=2\r\n" << "a/0 b/0,1";
+        QTest::newRow("DeepSpeed's example") << "worker-1 slots=4\nworker-2 slots=4\n"
+                                             << "worker-1/0,1,2,3 worker-2/0,1,2,3";
+        QTest::newRow("comments and blanks")
+            << "# nodes\n\n  gpu1 slots=2   # the first\n\t\ngpu2 slots=1"
+            << "gpu1/0,1 gpu2/0";
+        QTest::newRow("user and port") << "ubuntu@10.0.0.4:2222 slots=8"
+                                       << "ubuntu@10.0.0.4:2222/0,1,2,3,4,5,6,7";
+        QTest::newRow("IPv6 in brackets") << "[fe80::1]:22 slots=1"
+                                          << "fe80::1:22/0";
+        QTest::newRow("same host, two ports") << "h:22 slots=1\nh:23 slots=1"
+                                              << "h:22/0 h:23/0";
+        QTest::newRow("CRLF") << "a slots=1\r\nb slots=2\r\n"
+                              << "a/0 b/0,1";
     }
 
     void parses()
@@ -76,24 +84,40 @@ private slots:
     {
         QTest::addColumn<QString>("text");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("no slots") << "a slots=1\nb" << "hosts:2: host 'b' has no slots=N";
-        QTest::newRow("zero slots") << "a slots=0" << "hosts:1: 'slots=0': expected slots=N with N from 1 to 1024";
-        QTest::newRow("not a number") << "a slots=four" << "hosts:1: 'slots=four'";
-        QTest::newRow("another key") << "a max_slots=2" << "hosts:1: 'max_slots=2'";
-        QTest::newRow("extra word") << "a slots=1 gpu" << "hosts:1: unexpected 'gpu' after 'slots=1'";
-        QTest::newRow("duplicate") << "a slots=1\n# x\na slots=2" << "hosts:3: host 'a' is already on line 1";
-        QTest::newRow("bad port") << "a:99999 slots=1" << "hosts:1: host 'a:99999': port '99999' is not 1 to 65535";
-        QTest::newRow("empty port") << "a: slots=1" << "port '' is not 1 to 65535";
-        QTest::newRow("empty user") << "@a slots=1" << "an empty user before '@'";
-        QTest::newRow("user with ;") << "a;b@h slots=1"
-                                     << "hosts:1: host 'a;b@h': user 'a;b': expected letters, digits, '.', '_' and '-' only";
-        QTest::newRow("user with a command") << "x$(touch${IFS}/tmp/p)@h slots=1"
-                                             << "user 'x$(touch${IFS}/tmp/p)': expected letters, digits";
-        QTest::newRow("user like an option") << "-x@h slots=1" << "a user name does not start with '-'";
-        QTest::newRow("no host") << "u@:22 slots=1" << "no host name";
-        QTest::newRow("unclosed bracket") << "[fe80::1 slots=1" << "a '[' without its ']'";
-        QTest::newRow("nothing") << "# only a comment\n\n" << "hosts: no hosts";
-        QTest::newRow("a path") << "/etc/passwd slots=1" << "a host name holds no '@', '/' or blank";
+        QTest::newRow("no slots") << "a slots=1\nb"
+                                  << "hosts:2: host 'b' has no slots=N";
+        QTest::newRow("zero slots") << "a slots=0"
+                                    << "hosts:1: 'slots=0': expected slots=N with N from 1 to 1024";
+        QTest::newRow("not a number") << "a slots=four"
+                                      << "hosts:1: 'slots=four'";
+        QTest::newRow("another key") << "a max_slots=2"
+                                     << "hosts:1: 'max_slots=2'";
+        QTest::newRow("extra word") << "a slots=1 gpu"
+                                    << "hosts:1: unexpected 'gpu' after 'slots=1'";
+        QTest::newRow("duplicate") << "a slots=1\n# x\na slots=2"
+                                   << "hosts:3: host 'a' is already on line 1";
+        QTest::newRow("bad port") << "a:99999 slots=1"
+                                  << "hosts:1: host 'a:99999': port '99999' is not 1 to 65535";
+        QTest::newRow("empty port") << "a: slots=1"
+                                    << "port '' is not 1 to 65535";
+        QTest::newRow("empty user") << "@a slots=1"
+                                    << "an empty user before '@'";
+        QTest::newRow("user with ;")
+            << "a;b@h slots=1"
+            << "hosts:1: host 'a;b@h': user 'a;b': expected letters, digits, '.', '_' and '-' only";
+        QTest::newRow("user with a command")
+            << "x$(touch${IFS}/tmp/p)@h slots=1"
+            << "user 'x$(touch${IFS}/tmp/p)': expected letters, digits";
+        QTest::newRow("user like an option") << "-x@h slots=1"
+                                             << "a user name does not start with '-'";
+        QTest::newRow("no host") << "u@:22 slots=1"
+                                 << "no host name";
+        QTest::newRow("unclosed bracket") << "[fe80::1 slots=1"
+                                          << "a '[' without its ']'";
+        QTest::newRow("nothing") << "# only a comment\n\n"
+                                 << "hosts: no hosts";
+        QTest::newRow("a path") << "/etc/passwd slots=1"
+                                << "a host name holds no '@', '/' or blank";
     }
 
     void refusesWithFileLineAndValue()
@@ -102,7 +126,8 @@ private slots:
         QFETCH(QString, expected);
         const auto hosts = tb::launch::parseHostfile(text.toStdString(), "hosts");
         QVERIFY(!hosts.ok());
-        QVERIFY2(QString::fromStdString(hosts.error().message).contains(expected), hosts.error().message.c_str());
+        QVERIFY2(QString::fromStdString(hosts.error().message).contains(expected),
+            hosts.error().message.c_str());
     }
 
     void readsAFile()
@@ -126,19 +151,45 @@ private slots:
         QTest::addColumn<QString>("include");
         QTest::addColumn<QString>("exclude");
         QTest::addColumn<QString>("expected"); // or "error: ..."
-        QTest::newRow("nothing") << "" << "" << "a/0,1,2,3 b/0,1,2,3 c/0,1";
-        QTest::newRow("include hosts") << "a@c" << "" << "a/0,1,2,3 c/0,1";
-        QTest::newRow("include slots") << "b:1,3" << "" << "b/1,3!";
-        QTest::newRow("include mixed") << "a@b:0" << "" << "a/0,1,2,3 b/0!";
-        QTest::newRow("exclude a host") << "" << "b" << "a/0,1,2,3 c/0,1";
-        QTest::newRow("exclude slots") << "" << "a:0,1@c:1" << "a/2,3! b/0,1,2,3 c/0!";
-        QTest::newRow("exclude every slot of a host") << "" << "c:0,1" << "a/0,1,2,3 b/0,1,2,3";
-        QTest::newRow("both") << "a" << "b" << "error: give one of them, not both";
-        QTest::newRow("unknown host") << "z" << "" << "error: --include: host 'z' is not in the hostfile";
-        QTest::newRow("unknown slot") << "" << "c:2" << "error: --exclude: c has no slot 2 (slots=2)";
-        QTest::newRow("bad slot") << "a:x" << "" << "error: slot 'x' of a is not a number";
-        QTest::newRow("everything excluded") << "" << "a@b@c" << "error: --exclude left no host to run on";
-        QTest::newRow("empty host") << "a@" << "" << "error: --include 'a@': an empty host";
+        QTest::newRow("nothing") << ""
+                                 << ""
+                                 << "a/0,1,2,3 b/0,1,2,3 c/0,1";
+        QTest::newRow("include hosts") << "a@c"
+                                       << ""
+                                       << "a/0,1,2,3 c/0,1";
+        QTest::newRow("include slots") << "b:1,3"
+                                       << ""
+                                       << "b/1,3!";
+        QTest::newRow("include mixed") << "a@b:0"
+                                       << ""
+                                       << "a/0,1,2,3 b/0!";
+        QTest::newRow("exclude a host") << ""
+                                        << "b"
+                                        << "a/0,1,2,3 c/0,1";
+        QTest::newRow("exclude slots") << ""
+                                       << "a:0,1@c:1"
+                                       << "a/2,3! b/0,1,2,3 c/0!";
+        QTest::newRow("exclude every slot of a host") << ""
+                                                      << "c:0,1"
+                                                      << "a/0,1,2,3 b/0,1,2,3";
+        QTest::newRow("both") << "a"
+                              << "b"
+                              << "error: give one of them, not both";
+        QTest::newRow("unknown host") << "z"
+                                      << ""
+                                      << "error: --include: host 'z' is not in the hostfile";
+        QTest::newRow("unknown slot") << ""
+                                      << "c:2"
+                                      << "error: --exclude: c has no slot 2 (slots=2)";
+        QTest::newRow("bad slot") << "a:x"
+                                  << ""
+                                  << "error: slot 'x' of a is not a number";
+        QTest::newRow("everything excluded") << ""
+                                             << "a@b@c"
+                                             << "error: --exclude left no host to run on";
+        QTest::newRow("empty host") << "a@"
+                                    << ""
+                                    << "error: --include 'a@': an empty host";
     }
 
     void includesAndExcludes()
@@ -148,10 +199,12 @@ private slots:
         QFETCH(QString, expected);
         auto hosts = tb::launch::parseHostfile("a slots=4\nb slots=4\nc slots=2\n", "hosts");
         QVERIFY(hosts.ok());
-        const auto kept = tb::launch::filterHosts(std::move(hosts).value(), include.toStdString(), exclude.toStdString());
+        const auto kept = tb::launch::filterHosts(
+            std::move(hosts).value(), include.toStdString(), exclude.toStdString());
         if (expected.startsWith("error: ")) {
             QVERIFY(!kept.ok());
-            QVERIFY2(QString::fromStdString(kept.error().message).contains(expected.mid(7)), kept.error().message.c_str());
+            QVERIFY2(QString::fromStdString(kept.error().message).contains(expected.mid(7)),
+                kept.error().message.c_str());
             return;
         }
         QVERIFY2(kept.ok(), kept.ok() ? "" : kept.error().message.c_str());
@@ -164,16 +217,26 @@ private slots:
         QTest::addColumn<int>("slotCount");
         QTest::addColumn<QString>("expected"); // empty: no problem
         QTest::newRow("the same") << 0 << 1 << "";
-        QTest::newRow("another build id") << 1 << 1 << "node 1 (b): runs another build of tunebench-cli (0.1.0, build id xyz; here 0.1.0, build id abc)";
-        QTest::newRow("config does not load") << 2 << 1 << "node 1 (b): the run config does not load there: bad field";
-        QTest::newRow("weights missing") << 3 << 1 << "node 1 (b): /models/m/model.safetensors is missing";
-        QTest::newRow("weights of another size") << 4 << 1 << "node 1 (b): /models/m/model.safetensors is 4000 bytes there, 5000 here";
-        QTest::newRow("cuda without nvidia-smi") << 5 << 2 << "node 1 (b): 2 rank(s) on CUDA but nvidia-smi not found";
-        QTest::newRow("cuda, fewer GPUs than slots") << 6 << 8 << "node 1 (b): 8 rank(s) on CUDA but 4 GPU(s)";
+        QTest::newRow("another build id") << 1 << 1
+                                          << "node 1 (b): runs another build of tunebench-cli "
+                                             "(0.1.0, build id xyz; here 0.1.0, build id abc)";
+        QTest::newRow("config does not load")
+            << 2 << 1 << "node 1 (b): the run config does not load there: bad field";
+        QTest::newRow("weights missing")
+            << 3 << 1 << "node 1 (b): /models/m/model.safetensors is missing";
+        QTest::newRow("weights of another size")
+            << 4 << 1 << "node 1 (b): /models/m/model.safetensors is 4000 bytes there, 5000 here";
+        QTest::newRow("cuda without nvidia-smi")
+            << 5 << 2 << "node 1 (b): 2 rank(s) on CUDA but nvidia-smi not found";
+        QTest::newRow("cuda, fewer GPUs than slots")
+            << 6 << 8 << "node 1 (b): 8 rank(s) on CUDA but 4 GPU(s)";
         QTest::newRow("cuda, enough GPUs") << 6 << 4 << "";
         QTest::newRow("auto on a CPU node") << 7 << 4 << "";
-        QTest::newRow("auto, fewer GPUs than slots") << 8 << 8 << "node 1 (b): 8 rank(s) on CUDA but 4 GPU(s)";
-        QTest::newRow("disk full") << 9 << 1 << "node 1 (b): 512.0 KiB free at /runs/a, the run's checkpoints and export need about 1.0 MiB";
+        QTest::newRow("auto, fewer GPUs than slots")
+            << 8 << 8 << "node 1 (b): 8 rank(s) on CUDA but 4 GPU(s)";
+        QTest::newRow("disk full") << 9 << 1
+                                   << "node 1 (b): 512.0 KiB free at /runs/a, the run's "
+                                      "checkpoints and export need about 1.0 MiB";
     }
 
     void comparesNodeFacts()
@@ -184,18 +247,40 @@ private slots:
         const tb::launch::NodeFacts here = facts();
         tb::launch::NodeFacts there = facts();
         switch (change) {
-        case 1: there.buildId = "xyz"; break;
-        case 2: there.configError = "bad field"; break;
-        case 3: there.inputs.pop_back(); break;
-        case 4: there.inputs.back().bytes = 4000; break;
-        case 5: there.device = "cuda"; break;
-        case 6: there.device = "cuda"; there.gpuCount = 4; break;
-        case 7: there.device = "auto"; break;
-        case 8: there.device = "auto"; there.gpuCount = 4; break;
-        case 9: there.freeDiskBytes = 512 << 10; break;
-        default: break;
+        case 1:
+            there.buildId = "xyz";
+            break;
+        case 2:
+            there.configError = "bad field";
+            break;
+        case 3:
+            there.inputs.pop_back();
+            break;
+        case 4:
+            there.inputs.back().bytes = 4000;
+            break;
+        case 5:
+            there.device = "cuda";
+            break;
+        case 6:
+            there.device = "cuda";
+            there.gpuCount = 4;
+            break;
+        case 7:
+            there.device = "auto";
+            break;
+        case 8:
+            there.device = "auto";
+            there.gpuCount = 4;
+            break;
+        case 9:
+            there.freeDiskBytes = 512 << 10;
+            break;
+        default:
+            break;
         }
-        const std::vector<std::string> problems = tb::launch::compareNodeFacts(here, there, "node 1 (b)", slotCount);
+        const std::vector<std::string> problems =
+            tb::launch::compareNodeFacts(here, there, "node 1 (b)", slotCount);
         if (expected.isEmpty()) {
             QVERIFY2(problems.empty(), problems.empty() ? "" : problems.front().c_str());
             return;
@@ -207,13 +292,15 @@ private slots:
     void nodeFactsRoundTripAndRefuseForeignReplies()
     {
         const tb::launch::NodeFacts here = facts();
-        const auto back = tb::launch::nodeFactsFromJson(tb::launch::nodeFactsToJson(here).dump(), "node 1 (b)");
+        const auto back =
+            tb::launch::nodeFactsFromJson(tb::launch::nodeFactsToJson(here).dump(), "node 1 (b)");
         QVERIFY(back.ok());
         QVERIFY(tb::launch::compareNodeFacts(here, *back, "node 1 (b)", 1).empty());
         QCOMPARE(back->freeDiskBytes, here.freeDiskBytes);
         const auto foreign = tb::launch::nodeFactsFromJson("tunebench-cli 0.0.9\n", "node 1 (b)");
         QVERIFY(!foreign.ok());
-        QVERIFY(QString::fromStdString(foreign.error().message).startsWith("node 1 (b): 'tunebench-cli node-check' answered"));
+        QVERIFY(QString::fromStdString(foreign.error().message)
+                    .startsWith("node 1 (b): 'tunebench-cli node-check' answered"));
     }
 
     // A registry entry's numbers are read by type and range: a pid of -1
@@ -223,13 +310,20 @@ private slots:
     {
         QTest::addColumn<QString>("field");
         QTest::addColumn<QString>("value");
-        QTest::addRow("pid -1") << "pid" << "-1";
-        QTest::addRow("pid 2^32 - 1") << "pid" << "4294967295";
-        QTest::addRow("pid 1e300") << "pid" << "1e300";
-        QTest::addRow("pid as text") << "pid" << "\"42\"";
-        QTest::addRow("node_rank beyond the nodes") << "node_rank" << "4096";
-        QTest::addRow("nproc 0") << "nproc" << "0";
-        QTest::addRow("exit_code 1e9") << "exit_code" << "1000000000";
+        QTest::addRow("pid -1") << "pid"
+                                << "-1";
+        QTest::addRow("pid 2^32 - 1") << "pid"
+                                      << "4294967295";
+        QTest::addRow("pid 1e300") << "pid"
+                                   << "1e300";
+        QTest::addRow("pid as text") << "pid"
+                                     << "\"42\"";
+        QTest::addRow("node_rank beyond the nodes") << "node_rank"
+                                                    << "4096";
+        QTest::addRow("nproc 0") << "nproc"
+                                 << "0";
+        QTest::addRow("exit_code 1e9") << "exit_code"
+                                       << "1000000000";
     }
     void registryEntryNumbersAreChecked()
     {
@@ -246,7 +340,8 @@ private slots:
         const auto read = tb::launch::registryEntryFromJson(json.dump(), "entry.json");
         QVERIFY(!read.ok());
         QVERIFY2(read.error().message.find("entry.json") != std::string::npos
-                && read.error().message.find("'" + field.toStdString() + "' is") != std::string::npos,
+                && read.error().message.find("'" + field.toStdString() + "' is")
+                    != std::string::npos,
             read.error().message.c_str());
     }
 
@@ -255,7 +350,8 @@ private slots:
     // fuzz_registry_entry and fuzz_node_facts).
     void tooDeepAnswersAreRefusedNotFatal()
     {
-        const std::string deep = "{\"run_id\":" + std::string(100, '[') + std::string(100, ']') + "}";
+        const std::string deep =
+            "{\"run_id\":" + std::string(100, '[') + std::string(100, ']') + "}";
         const auto entry = tb::launch::registryEntryFromJson(deep, "host h");
         QVERIFY(!entry.ok());
         QVERIFY2(entry.error().message.find("host h") != std::string::npos
@@ -263,7 +359,8 @@ private slots:
             entry.error().message.c_str());
         const auto facts = tb::launch::nodeFactsFromJson(deep, "node 1 (b)");
         QVERIFY(!facts.ok());
-        QVERIFY2(facts.error().message.find("node 1 (b)") != std::string::npos, facts.error().message.c_str());
+        QVERIFY2(facts.error().message.find("node 1 (b)") != std::string::npos,
+            facts.error().message.c_str());
     }
 
     void nodeFactsNumbersAreChecked()
@@ -287,7 +384,8 @@ private slots:
         entry.config = "/runs/a b.yaml";
         entry.runDir = "/runs/a b";
         entry.startedAt = "2026-11-24T10:00:00Z";
-        const std::string path = tb::launch::registryEntryPath(dir.path().toStdString() + "/runs", entry.runId, 1);
+        const std::string path =
+            tb::launch::registryEntryPath(dir.path().toStdString() + "/runs", entry.runId, 1);
         QCOMPARE(QString::fromStdString(path), dir.path() + "/runs/abc123.node1.json");
         QVERIFY(tb::launch::writeRegistryEntry(path, entry).ok());
         const auto read = tb::launch::readRegistryEntry(path);
@@ -298,7 +396,8 @@ private slots:
         broken.write("{\"run_id\": 3");
         broken.close();
         std::vector<std::string> unreadable;
-        const auto listed = tb::launch::listRegistry(dir.path().toStdString() + "/runs", &unreadable);
+        const auto listed =
+            tb::launch::listRegistry(dir.path().toStdString() + "/runs", &unreadable);
         QVERIFY(listed.ok());
         QCOMPARE(listed->size(), size_t(1));
         QCOMPARE(listed->front().state, std::string("vanished"));
@@ -313,13 +412,20 @@ private slots:
     {
         QTest::addColumn<QString>("before");
         QTest::addColumn<QString>("refusal"); // empty: accepted
-        QTest::newRow("missing") << "missing" << "";
-        QTest::newRow("ours, 0700") << "0700" << "";
-        QTest::newRow("ours, 0755") << "0755" << "";
-        QTest::newRow("group-writable") << "0770" << "mode 0770 lets other users write to it, expected 0700";
-        QTest::newRow("world-writable, sticky") << "1777" << "mode 1777 lets other users write to it";
-        QTest::newRow("another user's") << "other" << "owned by uid ";
-        QTest::newRow("a file") << "file" << "not a folder";
+        QTest::newRow("missing") << "missing"
+                                 << "";
+        QTest::newRow("ours, 0700") << "0700"
+                                    << "";
+        QTest::newRow("ours, 0755") << "0755"
+                                    << "";
+        QTest::newRow("group-writable") << "0770"
+                                        << "mode 0770 lets other users write to it, expected 0700";
+        QTest::newRow("world-writable, sticky") << "1777"
+                                                << "mode 1777 lets other users write to it";
+        QTest::newRow("another user's") << "other"
+                                        << "owned by uid ";
+        QTest::newRow("a file") << "file"
+                                << "not a folder";
     }
 
     void registryFolderIsPrivate()
@@ -354,8 +460,10 @@ private slots:
         }
         QVERIFY(!listed.ok() && !written.ok());
         for (const tb::common::Error& error : {listed.error(), written.error()}) {
-            QVERIFY2(QString::fromStdString(error.message).contains(refusal), error.message.c_str());
-            QVERIFY2(error.message.starts_with("run registry '" + dir + "': "), error.message.c_str());
+            QVERIFY2(
+                QString::fromStdString(error.message).contains(refusal), error.message.c_str());
+            QVERIFY2(
+                error.message.starts_with("run registry '" + dir + "': "), error.message.c_str());
         }
         QVERIFY(!QFile::exists(QString::fromStdString(path)));
     }
@@ -367,12 +475,24 @@ private slots:
         QTest::addColumn<QString>("home"); // "-": unset
         QTest::addColumn<QString>("state");
         QTest::addColumn<QString>("expected"); // the folder, or "error: <fragment>"
-        QTest::newRow("HOME") << "/home/u" << "-" << "/home/u/.local/state/tunebench/runs";
-        QTest::newRow("XDG_STATE_HOME first") << "/home/u" << "/state" << "/state/tunebench/runs";
-        QTest::newRow("XDG_STATE_HOME relative") << "/home/u" << "state" << "/home/u/.local/state/tunebench/runs";
-        QTest::newRow("no HOME") << "-" << "-" << "error: run registry: HOME is not set and XDG_STATE_HOME";
-        QTest::newRow("HOME relative") << "home" << "-" << "error: HOME is 'home'";
-        QTest::newRow("only XDG_STATE_HOME") << "-" << "/state" << "/state/tunebench/runs";
+        QTest::newRow("HOME") << "/home/u"
+                              << "-"
+                              << "/home/u/.local/state/tunebench/runs";
+        QTest::newRow("XDG_STATE_HOME first") << "/home/u"
+                                              << "/state"
+                                              << "/state/tunebench/runs";
+        QTest::newRow("XDG_STATE_HOME relative") << "/home/u"
+                                                 << "state"
+                                                 << "/home/u/.local/state/tunebench/runs";
+        QTest::newRow("no HOME") << "-"
+                                 << "-"
+                                 << "error: run registry: HOME is not set and XDG_STATE_HOME";
+        QTest::newRow("HOME relative") << "home"
+                                       << "-"
+                                       << "error: HOME is 'home'";
+        QTest::newRow("only XDG_STATE_HOME") << "-"
+                                             << "/state"
+                                             << "/state/tunebench/runs";
     }
 
     void registryFolderNeedsAHome()
@@ -399,7 +519,8 @@ private slots:
             qunsetenv("XDG_STATE_HOME");
         if (expected.startsWith("error: ")) {
             QVERIFY(!dir.ok());
-            QVERIFY2(QString::fromStdString(dir.error().message).contains(expected.mid(7)), dir.error().message.c_str());
+            QVERIFY2(QString::fromStdString(dir.error().message).contains(expected.mid(7)),
+                dir.error().message.c_str());
             return;
         }
         QVERIFY(dir.ok());
@@ -409,7 +530,7 @@ private slots:
 private:
     static int modeOf(const std::string& path)
     {
-        struct stat info {};
+        struct stat info { };
         return ::stat(path.c_str(), &info) == 0 ? int(info.st_mode & 07777) : -1;
     }
 };

@@ -119,7 +119,7 @@ class TestLaunchCli : public QObject {
 
     static int modeOf(const std::string& path)
     {
-        struct stat info {};
+        struct stat info { };
         return ::stat(path.c_str(), &info) == 0 ? int(info.st_mode & 07777) : -1;
     }
 
@@ -158,10 +158,9 @@ private slots:
         QTest::addRow("node 1 of 3") << QStringList{"--nproc", "2", "--nnodes", "3", "--node-rank",
             "1", "--master-addr", "127.0.0.1", "--master-port", "29999"}
                                      << 2 << 6 << 1 << 29999 << 5 << "none";
-        QTest::addRow("node 0 of 2, run id given")
-            << QStringList{"--nproc", "2", "--nnodes", "2", "--master-port", "29998", "--run-id",
-                   "sweep-7"}
-            << 0 << 4 << 0 << 29998 << 3 << "sweep-7";
+        QTest::addRow("node 0 of 2, run id given") << QStringList{"--nproc", "2", "--nnodes", "2",
+            "--master-port", "29998", "--run-id", "sweep-7"}
+                                                   << 0 << 4 << 0 << 29998 << 3 << "sweep-7";
     }
     void environmentOfEveryRank()
     {
@@ -360,28 +359,29 @@ private slots:
             "--master-port", "1234"} << "--master-addr: needed";
         QTest::addRow("bad master address")
             << QStringList{"--master-addr", "no-such-host.invalid"} << "no-such-host.invalid";
-        QTest::addRow("run id with a space") << QStringList{"--run-id", "my job"}
-                                             << "run_id: got 'my job', expected up to 128";
-        QTest::addRow("run id up a folder") << QStringList{"--run-id", "../x"}
-                                            << "run_id: got '../x', expected up to 128";
-        QTest::addRow("run id a dot") << QStringList{"--run-id", "."} << "run_id: got '.', expected";
+        QTest::addRow("run id with a space")
+            << QStringList{"--run-id", "my job"} << "run_id: got 'my job', expected up to 128";
+        QTest::addRow("run id up a folder")
+            << QStringList{"--run-id", "../x"} << "run_id: got '../x', expected up to 128";
+        QTest::addRow("run id a dot")
+            << QStringList{"--run-id", "."} << "run_id: got '.', expected";
         QTest::addRow("unknown option")
             << QStringList{"--nprocs", "2"} << "unknown option '--nprocs'";
-        QTest::addRow("devices not indices") << QStringList{"--devices", "0;rm"}
-                                             << "--devices: got '0;rm', expected GPU indices like 0,2";
+        QTest::addRow("devices not indices") << QStringList{
+            "--devices", "0;rm"} << "--devices: got '0;rm', expected GPU indices like 0,2";
 #ifdef TB_WITH_SSH
-        QTest::addRow("hostfile missing") << QStringList{"launch", m_config, "--hostfile", "/nonexistent/hosts"}
-                                          << "hostfile '/nonexistent/hosts': cannot be read";
-        QTest::addRow("hostfile with --nproc") << QStringList{"--hostfile", "/nonexistent/hosts", "--nproc", "2"}
-                                               << "--nproc is for one node";
-        QTest::addRow("stop and attach") << QStringList{"--hostfile", "/x", "--stop", "a", "--attach", "b"}
-                                         << "--stop and --attach: give one of them";
-        QTest::addRow("multi-node run id up a folder")
-            << QStringList{"launch", m_config, "--hostfile", "/x", "--run-id", "../x"} << "launch: --run-id: run_id: got '../x'";
-        QTest::addRow("stop a run id up a folder")
-            << QStringList{"launch", m_config, "--hostfile", "/x", "--stop", "../x"} << "launch: --stop: run_id: got '../x'";
-        QTest::addRow("attach to a run id with a slash")
-            << QStringList{"launch", m_config, "--hostfile", "/x", "--attach", "a/b"} << "launch: --attach: run_id: got 'a/b'";
+        QTest::addRow("hostfile missing") << QStringList{"launch", m_config, "--hostfile",
+            "/nonexistent/hosts"} << "hostfile '/nonexistent/hosts': cannot be read";
+        QTest::addRow("hostfile with --nproc") << QStringList{"--hostfile", "/nonexistent/hosts",
+            "--nproc", "2"} << "--nproc is for one node";
+        QTest::addRow("stop and attach") << QStringList{"--hostfile", "/x", "--stop", "a",
+            "--attach", "b"} << "--stop and --attach: give one of them";
+        QTest::addRow("multi-node run id up a folder") << QStringList{"launch", m_config,
+            "--hostfile", "/x", "--run-id", "../x"} << "launch: --run-id: run_id: got '../x'";
+        QTest::addRow("stop a run id up a folder") << QStringList{"launch", m_config, "--hostfile",
+            "/x", "--stop", "../x"} << "launch: --stop: run_id: got '../x'";
+        QTest::addRow("attach to a run id with a slash") << QStringList{"launch", m_config,
+            "--hostfile", "/x", "--attach", "a/b"} << "launch: --attach: run_id: got 'a/b'";
 #else
         QTest::addRow("hostfile without SSH") << QStringList{"--hostfile", "/nonexistent/hosts"}
                                               << "--hostfile: this build has no SSH";
@@ -405,8 +405,9 @@ private slots:
         QTemporaryDir state;
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert(QStringLiteral("XDG_STATE_HOME"), state.path());
-        const Outcome started = launch(launchArgs({"--nproc", "2", "--detach", "--run-id", "detached-1"}, {}),
-            30000, 0, {}, env);
+        const Outcome started =
+            launch(launchArgs({"--nproc", "2", "--detach", "--run-id", "detached-1"}, {}), 30000, 0,
+                {}, env);
         QCOMPARE(started.exitCode, 0);
         const auto entry = tb::launch::registryEntryFromJson(started.out.toStdString(), "stdout");
         QVERIFY2(entry.ok(), started.out.constData());
@@ -415,7 +416,8 @@ private slots:
         QVERIFY(entry->pid > 0);
         const std::string dir = state.path().toStdString() + "/tunebench/runs";
         const std::string path = tb::launch::registryEntryPath(dir, "detached-1", 0);
-        QCOMPARE(QString::fromStdString(entry->log), QString::fromStdString(path.substr(0, path.size() - 5) + ".log"));
+        QCOMPARE(QString::fromStdString(entry->log),
+            QString::fromStdString(path.substr(0, path.size() - 5) + ".log"));
         // Private: the entries and logs hold configs, paths and the ranks' output.
         QCOMPARE(modeOf(dir), 0700);
         QCOMPARE(modeOf(path), 0600);
@@ -430,7 +432,8 @@ private slots:
         QVERIFY(ended.ok());
         QCOMPARE(ended->state, std::string("exited"));
         QCOMPARE(ended->exitCode, 0);
-        QVERIFY2(QString::fromStdString(ended->summary).startsWith("all 2 ranks finished"), ended->summary.c_str());
+        QVERIFY2(QString::fromStdString(ended->summary).startsWith("all 2 ranks finished"),
+            ended->summary.c_str());
         QFile log(QString::fromStdString(entry->log));
         QVERIFY(log.open(QIODevice::ReadOnly));
         QVERIFY(log.readAll().contains("[rank 1] "));
@@ -439,7 +442,9 @@ private slots:
         monitor.start(QString::fromUtf8(tb::test::cliProgram()), {QStringLiteral("monitor")});
         QVERIFY(monitor.waitForFinished(10000));
         const QString listed = QString::fromUtf8(monitor.readAllStandardOutput());
-        QVERIFY2(listed.contains(QStringLiteral("detached-1")) && listed.contains(QStringLiteral("exit 0")), qPrintable(listed));
+        QVERIFY2(listed.contains(QStringLiteral("detached-1"))
+                && listed.contains(QStringLiteral("exit 0")),
+            qPrintable(listed));
     }
 
     // The registry is refused, read or written, where another user could
@@ -452,15 +457,16 @@ private slots:
         QTest::addColumn<int>("exitCode");
         QTest::addColumn<QString>("expected");
         const QStringList detach{"--detach", "--run-id", "refused-1"};
-        QTest::addRow("node-check --registry, no HOME") << "no-home" << QStringList{"node-check", "--registry"} << 1
-                                                        << "node-check: run registry: HOME is not set";
-        QTest::addRow("launch --detach, no HOME") << "no-home" << detach << 2
-                                                  << "launch --detach: run registry: HOME is not set";
+        QTest::addRow("node-check --registry, no HOME")
+            << "no-home" << QStringList{"node-check", "--registry"} << 1
+            << "node-check: run registry: HOME is not set";
+        QTest::addRow("launch --detach, no HOME")
+            << "no-home" << detach << 2 << "launch --detach: run registry: HOME is not set";
         QTest::addRow("node-check --signal, group-writable")
-            << "group-writable" << QStringList{"node-check", "--signal", "TERM", "--run-id", "x"} << 1
-            << "lets other users write to it, expected 0700";
-        QTest::addRow("launch --detach, group-writable") << "group-writable" << detach << 2
-                                                         << "lets other users write to it, expected 0700";
+            << "group-writable" << QStringList{"node-check", "--signal", "TERM", "--run-id", "x"}
+            << 1 << "lets other users write to it, expected 0700";
+        QTest::addRow("launch --detach, group-writable")
+            << "group-writable" << detach << 2 << "lets other users write to it, expected 0700";
     }
 
     void registryRefusals()
@@ -478,8 +484,9 @@ private slots:
             env.insert(QStringLiteral("XDG_STATE_HOME"), state.path());
             const QString runs = state.filePath(QStringLiteral("tunebench/runs"));
             QVERIFY(QDir().mkpath(runs));
-            QVERIFY(QFile::setPermissions(runs, QFileDevice::ReadOwner | QFileDevice::WriteOwner
-                        | QFileDevice::ExeOwner | QFileDevice::WriteGroup | QFileDevice::ExeGroup));
+            QVERIFY(QFile::setPermissions(runs,
+                QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner
+                    | QFileDevice::WriteGroup | QFileDevice::ExeGroup));
         }
         const QStringList full = args.value(0) == "node-check" ? args : launchArgs(args, {});
         const Outcome r = launch(full, 30000, 0, {}, env);

@@ -236,10 +236,9 @@ private slots:
     {
         const WorldLayout layout{3, 4, 2, "node0.example", 29500, ""};
         const std::vector<std::string> env = rankEnvironment(layout, 1);
-        for (const char* expected :
-            {"MASTER_ADDR=node0.example", "MASTER_PORT=29500", "RANK=9", "WORLD_SIZE=12",
-                "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=4", "NODE_RANK=2", "GROUP_RANK=2",
-                "TORCHELASTIC_RUN_ID=none"})
+        for (const char* expected : {"MASTER_ADDR=node0.example", "MASTER_PORT=29500", "RANK=9",
+                 "WORLD_SIZE=12", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=4", "NODE_RANK=2",
+                 "GROUP_RANK=2", "TORCHELASTIC_RUN_ID=none"})
             QVERIFY2(std::find(env.begin(), env.end(), expected) != env.end(), expected);
         // Inherited values of the same names are replaced, others kept.
         const std::vector<std::string> merged =
@@ -333,13 +332,27 @@ private slots:
         QTest::addColumn<QString>("runId");
         QTest::addColumn<QString>("config");
         QTest::addColumn<bool>("alive");
-        QTest::addRow("its run id") << "launch" << "job-1" << "/other.yaml" << true;
-        QTest::addRow("its config") << "launch" << "zzz" << "/runs/a.yaml" << true;
-        QTest::addRow("the config's folder") << "launch" << "zzz" << "/runs/" << false;
-        QTest::addRow("the config's file name") << "launch" << "zzz" << "a.yaml" << false;
-        QTest::addRow("a part of the run id") << "launch" << "job" << "/other.yaml" << false;
-        QTest::addRow("a word of the config") << "launch" << "runs" << "" << false;
-        QTest::addRow("not a launcher") << "train" << "job-1" << "/runs/a.yaml" << false;
+        QTest::addRow("its run id") << "launch"
+                                    << "job-1"
+                                    << "/other.yaml" << true;
+        QTest::addRow("its config") << "launch"
+                                    << "zzz"
+                                    << "/runs/a.yaml" << true;
+        QTest::addRow("the config's folder") << "launch"
+                                             << "zzz"
+                                             << "/runs/" << false;
+        QTest::addRow("the config's file name") << "launch"
+                                                << "zzz"
+                                                << "a.yaml" << false;
+        QTest::addRow("a part of the run id") << "launch"
+                                              << "job"
+                                              << "/other.yaml" << false;
+        QTest::addRow("a word of the config") << "launch"
+                                              << "runs"
+                                              << "" << false;
+        QTest::addRow("not a launcher") << "train"
+                                        << "job-1"
+                                        << "/runs/a.yaml" << false;
     }
 
     void launcherAliveMatchesWholeWords()
@@ -388,9 +401,8 @@ private slots:
         int low = 32768, high = 60999;
         if (QFile range("/proc/sys/net/ipv4/ip_local_port_range");
             range.open(QIODevice::ReadOnly)) {
-            const QStringList fields =
-                QString::fromLatin1(range.readAll()).split(QRegularExpression("\\s+"),
-                    Qt::SkipEmptyParts);
+            const QStringList fields = QString::fromLatin1(range.readAll())
+                                           .split(QRegularExpression("\\s+"), Qt::SkipEmptyParts);
             QCOMPARE(fields.size(), 2);
             low = fields[0].toInt();
             high = fields[1].toInt();

@@ -59,14 +59,18 @@ private slots:
     {
         const int port = freePort();
         const std::string nonce = tb::launch::newPortCheckNonce();
-        auto listening = std::async(std::launch::async, [&] { return tb::launch::acceptPeers(port, 1, nonce, 3.0); });
+        auto listening = std::async(
+            std::launch::async, [&] { return tb::launch::acceptPeers(port, 1, nonce, 3.0); });
         const BareConnection scanner(port);
         QVERIFY(scanner.fd >= 0);
         const tb::common::Status checked = listening.get();
         QVERIFY(!checked.ok());
         const std::string message = checked.error().message;
-        QVERIFY2(message.find("0 of 1 node(s) connected within 3 s (missing node 1)") != std::string::npos, message.c_str());
-        QVERIFY2(message.find("1 other connection(s) did not send this check's line and were not counted")
+        QVERIFY2(message.find("0 of 1 node(s) connected within 3 s (missing node 1)")
+                != std::string::npos,
+            message.c_str());
+        QVERIFY2(message.find(
+                     "1 other connection(s) did not send this check's line and were not counted")
                 != std::string::npos,
             message.c_str());
     }
@@ -75,10 +79,13 @@ private slots:
     {
         const int port = freePort();
         const std::string nonce = tb::launch::newPortCheckNonce();
-        auto listening = std::async(std::launch::async, [&] { return tb::launch::acceptPeers(port, 2, nonce, 30.0); });
+        auto listening = std::async(
+            std::launch::async, [&] { return tb::launch::acceptPeers(port, 2, nonce, 30.0); });
         const BareConnection scanner(port);
         QVERIFY(scanner.fd >= 0);
-        QVERIFY(tb::launch::connectWithin("127.0.0.1", port, tb::launch::newPortCheckNonce(), 1, 10.0).ok());
+        QVERIFY(
+            tb::launch::connectWithin("127.0.0.1", port, tb::launch::newPortCheckNonce(), 1, 10.0)
+                .ok());
         QVERIFY(tb::launch::connectWithin("127.0.0.1", port, nonce, 1, 10.0).ok());
         QVERIFY(tb::launch::connectWithin("127.0.0.1", port, nonce, 2, 10.0).ok());
         const tb::common::Status checked = listening.get();
@@ -89,12 +96,14 @@ private slots:
     {
         const int port = freePort();
         const std::string nonce = tb::launch::newPortCheckNonce();
-        auto listening = std::async(std::launch::async, [&] { return tb::launch::acceptPeers(port, 2, nonce, 3.0); });
+        auto listening = std::async(
+            std::launch::async, [&] { return tb::launch::acceptPeers(port, 2, nonce, 3.0); });
         for (const int rank : {1, 1, 3, 0})
             QVERIFY(tb::launch::connectWithin("127.0.0.1", port, nonce, rank, 10.0).ok());
         const tb::common::Status checked = listening.get();
         QVERIFY(!checked.ok());
-        QVERIFY2(checked.error().message.find("1 of 2 node(s) connected within 3 s (missing node 2); 3 other")
+        QVERIFY2(checked.error().message.find(
+                     "1 of 2 node(s) connected within 3 s (missing node 2); 3 other")
                 != std::string::npos,
             checked.error().message.c_str());
     }

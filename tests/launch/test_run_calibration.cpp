@@ -5,8 +5,8 @@
 #include "launch/run_data_profile.h"
 #include "launch/run_plan.h"
 #include "launch/run_prediction.h"
-#include "metrics/run_history.h"
 #include "metrics/run_catalog.h"
+#include "metrics/run_history.h"
 #include "plan/calibration.h"
 #include "plan/catalog.h"
 #include "plan/cpu_device.h"
@@ -188,8 +188,9 @@ private slots:
         double worstMiss = 0;
         for (const double miss : memory)
             worstMiss = std::max(worstMiss, std::fabs(miss));
-        std::printf("  dpo-recipe: tokens/s measured %.0f planned %.0f (%.2fx; the runs %.2f-%.2fx), "
-                    "peak measured %.1f MiB planned %.1f MiB (%+.1f MiB; the runs within %.1f)\n",
+        std::printf(
+            "  dpo-recipe: tokens/s measured %.0f planned %.0f (%.2fx; the runs %.2f-%.2fx), "
+            "peak measured %.1f MiB planned %.1f MiB (%+.1f MiB; the runs within %.1f)\n",
             dpo->tokensPerSecond, r.tokensPerSecond, rate, *rateLow, *rateHigh,
             dpo->peakResidentBytes / common::kMiB, r.peaks.deviceUsed / common::kMiB,
             peak / common::kMiB, worstMiss / common::kMiB);
@@ -219,13 +220,15 @@ private slots:
                 "--precision", "fp32", "--calibration", file, "--json"});
         QVERIFY(cli.waitForFinished(60000));
         QCOMPARE(cli.exitCode(), 0);
-        const nlohmann::json plan = nlohmann::json::parse(cli.readAllStandardOutput().toStdString());
+        const nlohmann::json plan =
+            nlohmann::json::parse(cli.readAllStandardOutput().toStdString());
         QCOMPARE(plan["calibration"], "calibrated by 4 runs on cpu");
     }
 
     void errorsNameTheFile()
     {
-        const auto missing = launch::readRunMeasurement(m_scratch.filePath("none").toStdString(), {});
+        const auto missing =
+            launch::readRunMeasurement(m_scratch.filePath("none").toStdString(), {});
         QVERIFY(!missing.ok());
         QVERIFY2(missing.error().message.find("none/events.jsonl") != std::string::npos,
             missing.error().message.c_str());
@@ -291,8 +294,10 @@ private slots:
         QTest::addColumn<QString>("expected");
         QTest::addRow("unlisted") << "NVIDIA GeForce RTX 4090"
                                   << "no GPU preset is called 'NVIDIA GeForce RTX 4090'";
-        QTest::addRow("unnamed") << "" << "did not say which GPU";
-        QTest::addRow("an id is not a name") << "H100-SXM" << "hardware/gpus.yaml: device_names";
+        QTest::addRow("unnamed") << ""
+                                 << "did not say which GPU";
+        QTest::addRow("an id is not a name") << "H100-SXM"
+                                             << "hardware/gpus.yaml: device_names";
     }
     void namesAGpuWithoutAPreset()
     {
@@ -341,7 +346,8 @@ private:
     }
 
     // A copy of a recorded run as if it ran on CUDA with `prediction`.
-    static void writeRunOnGpu(const char* name, const std::string& dir, const nlohmann::json& prediction)
+    static void writeRunOnGpu(
+        const char* name, const std::string& dir, const nlohmann::json& prediction)
     {
         QVERIFY(QDir().mkpath(QString::fromStdString(dir)));
         std::ifstream in(runDir(name) + "/events.jsonl");

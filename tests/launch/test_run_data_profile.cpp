@@ -45,8 +45,7 @@ private slots:
         QTest::addColumn<int>("microBatch");
         QTest::addColumn<int>("world");
         QTest::addRow("one row a batch: no padding") << QList<int>{3, 10, 5, 7} << 1 << 1;
-        QTest::addRow("one batch: all padded to the longest")
-            << QList<int>{3, 10, 5, 7} << 4 << 1;
+        QTest::addRow("one batch: all padded to the longest") << QList<int>{3, 10, 5, 7} << 4 << 1;
         QTest::addRow("pairs") << QList<int>{3, 10, 5, 7, 2, 9, 4} << 2 << 1;
         QTest::addRow("two ranks, the sampler repeats a row")
             << QList<int>{3, 10, 5, 7, 2, 9, 4} << 2 << 2;

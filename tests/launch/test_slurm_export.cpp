@@ -26,10 +26,7 @@ class TestSlurmExport : public QObject {
     std::unique_ptr<tb::testutil::SlurmCluster> m_cluster;
 
 private slots:
-    void initTestCase()
-    {
-        QVERIFY(m_dir.isValid());
-    }
+    void initTestCase() { QVERIFY(m_dir.isValid()); }
 
     void sbatchRunsTheExportedScript()
     {
@@ -103,10 +100,7 @@ private slots:
             QVERIFY2(made.out.contains(part), qPrintable(QString(part) + "\n---\n" + made.out));
     }
 
-    void cleanupTestCase()
-    {
-        m_cluster.reset();
-    }
+    void cleanupTestCase() { m_cluster.reset(); }
 };
 
 QTEST_GUILESS_MAIN(TestSlurmExport)

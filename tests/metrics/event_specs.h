@@ -62,8 +62,8 @@ inline std::vector<Event> eventsFrom(const QStringList& specs)
         json line;
         if (spec.startsWith("start")) {
             json fields = {{"run_id", "r"}, {"world_size", 2}, {"config", json::object()},
-                {"model", {{"name", "stories260K"}, {"params_total", 260000}}},
-                {"total_steps", 8}, {"sharding", "zero3"}};
+                {"model", {{"name", "stories260K"}, {"params_total", 260000}}}, {"total_steps", 8},
+                {"sharding", "zero3"}};
             if (spec.contains('@'))
                 fields["resumed_from_step"] = spec.section('@', 1).toInt();
             line = makeEvent(EventType::RunStart, 0, 1.0e9, fields);
@@ -73,7 +73,8 @@ inline std::vector<Event> eventsFrom(const QStringList& specs)
         } else if (spec.startsWith('s')) {
             line = json::parse(stepLine(spec.mid(1).toInt(), 2.0));
         } else if (spec.startsWith('e')) {
-            line = makeEvent(EventType::Eval, 0, 1.0e9, {{"step", spec.mid(1).toInt()}, {"loss", 1.5}});
+            line = makeEvent(
+                EventType::Eval, 0, 1.0e9, {{"step", spec.mid(1).toInt()}, {"loss", 1.5}});
         } else if (spec.startsWith('c')) {
             line = makeEvent(EventType::Checkpoint, 0, 1.0e9,
                 {{"step", spec.mid(1).toInt()}, {"path", "checkpoints/x"}});

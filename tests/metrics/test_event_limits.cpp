@@ -20,7 +20,8 @@ namespace {
 
 Event logEvent(const std::string& message)
 {
-    return parseEvent(makeEvent(EventType::Warning, 0, 1.0e9, {{"message", message}}).dump()).value();
+    return parseEvent(makeEvent(EventType::Warning, 0, 1.0e9, {{"message", message}}).dump())
+        .value();
 }
 
 } // namespace
@@ -54,7 +55,8 @@ private slots:
         const std::vector<StreamItem> items = parser.feed('"' + std::string(200000, 'a') + "\n");
         QCOMPARE(items.size(), size_t{1});
         QVERIFY(!items[0].event);
-        QVERIFY2(items[0].error.size() < EventStreamParser::kMaxErrorBytes + 40, items[0].error.substr(0, 200).c_str());
+        QVERIFY2(items[0].error.size() < EventStreamParser::kMaxErrorBytes + 40,
+            items[0].error.substr(0, 200).c_str());
         QVERIFY2(items[0].error.ends_with(" more bytes)"), items[0].error.c_str());
     }
 
@@ -66,8 +68,8 @@ private slots:
         QTest::addColumn<QByteArray>("line");
         QTest::addColumn<QString>("reason");
         QTest::addRow("not JSON") << QByteArray("{oops") << "parse error";
-        QTest::addRow("an array 200,000 deep")
-            << QByteArray::fromStdString(tb::test::deepJsonArray()) << "nested deeper than 64 levels";
+        QTest::addRow("an array 200,000 deep") << QByteArray::fromStdString(
+            tb::test::deepJsonArray()) << "nested deeper than 64 levels";
         QTest::addRow("a log event's field 200,000 deep") << QByteArray::fromStdString(
             R"({"schema":1,"type":"log","time":1,"rank":0,"message":"x","z":)"
             + tb::test::deepJsonObject() + "}") << "nested deeper than 64 levels";
@@ -78,7 +80,8 @@ private slots:
         QFETCH(QString, reason);
         QTemporaryDir dir;
         const std::string path = dir.filePath("events.jsonl").toStdString();
-        appendRaw(path, stepLine(1, 3.0) + "\n" + line.toStdString() + "\n" + stepLine(2, 2.0) + "\n");
+        appendRaw(
+            path, stepLine(1, 3.0) + "\n" + line.toStdString() + "\n" + stepLine(2, 2.0) + "\n");
         EventFileReader reader(path);
         const auto items = pollAll(reader);
         QCOMPARE(items.size(), size_t{3});
@@ -86,7 +89,8 @@ private slots:
         QVERIFY(!items[1].event);
         QCOMPARE(items[1].lineNumber, uint64_t{2});
         QVERIFY2(items[1].error.starts_with(path + ":2: "), items[1].error.c_str());
-        QVERIFY2(items[1].error.find(reason.toStdString()) != std::string::npos, items[1].error.c_str());
+        QVERIFY2(
+            items[1].error.find(reason.toStdString()) != std::string::npos, items[1].error.c_str());
         QVERIFY(items[2].event);
         QCOMPARE(items[2].event->body["step"].get<int>(), 2);
     }
@@ -105,7 +109,8 @@ private slots:
         QCOMPARE(history.droppedMessages(), uint64_t(250));
         QCOMPARE(history.messages().front().text, std::string("message 250"));
         QCOMPARE(history.messages().back().text, "line " + std::to_string(total - 1));
-        QCOMPARE(history.droppedMessagesText(), std::string("... and 250 earlier message(s) not kept (the latest 1000 are)"));
+        QCOMPARE(history.droppedMessagesText(),
+            std::string("... and 250 earlier message(s) not kept (the latest 1000 are)"));
 
         history.apply(logEvent(std::string(RunHistory::kMaxMessageBytes * 100, 'x')));
         const std::string& cut = history.messages().back().text;
@@ -121,8 +126,10 @@ private slots:
         QTest::addColumn<QString>("expected");
         QTest::newRow("short") << "abc" << 3 << "abc";
         QTest::newRow("cut") << "abcdef" << 2 << "ab... (4 more bytes)";
-        QTest::newRow("inside a two-byte character") << QString::fromUtf8("a\xc3\xa9z") << 2 << "a... (3 more bytes)";
-        QTest::newRow("after it") << QString::fromUtf8("a\xc3\xa9z") << 3 << QString::fromUtf8("a\xc3\xa9... (1 more bytes)");
+        QTest::newRow("inside a two-byte character")
+            << QString::fromUtf8("a\xc3\xa9z") << 2 << "a... (3 more bytes)";
+        QTest::newRow("after it") << QString::fromUtf8("a\xc3\xa9z") << 3
+                                  << QString::fromUtf8("a\xc3\xa9... (1 more bytes)");
         QTest::newRow("nothing") << "abc" << 0 << "... (3 more bytes)";
     }
 
@@ -131,7 +138,8 @@ private slots:
         QFETCH(QString, text);
         QFETCH(int, limit);
         QFETCH(QString, expected);
-        QCOMPARE(QString::fromStdString(tb::common::clipText(text.toStdString(), size_t(limit))), expected);
+        QCOMPARE(QString::fromStdString(tb::common::clipText(text.toStdString(), size_t(limit))),
+            expected);
     }
 };
 

@@ -3,25 +3,25 @@
 // and malformed fields reported and skipped. The events are written to a
 // file and read back by EventFileReader, folded by RunHistory, as the Runs
 // page does.
+#include "event_specs.h"
 #include "metrics/event.h"
 #include "metrics/event_file_reader.h"
 #include "metrics/expert_routing.h"
 #include "metrics/run_history.h"
 #include "metrics/step_record.h"
-#include "event_specs.h"
 
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <fstream>
 
+using nlohmann::json;
 using tb::metrics::busiestLoadRatio;
 using tb::metrics::EventFileReader;
 using tb::metrics::EventType;
 using tb::metrics::makeEvent;
 using tb::metrics::RunHistory;
 using tb::metrics::StepRecord;
-using nlohmann::json;
 
 namespace {
 
@@ -95,8 +95,11 @@ private slots:
         // Every token to the same k = 2 experts: experts / k, the worst.
         QTest::addRow("collapsed onto 2 of 4") << QList<qint64>{32, 32, 0, 0} << 2.0;
         QTest::addRow("collapsed onto 2 of 8") << QList<qint64>{0, 32, 0, 0, 0, 32, 0, 0} << 4.0;
-        QTest::addRow("collapsed onto 2 of 128")
-            << [] { QList<qint64> c(128, 0); c[3] = c[77] = 10; return c; }() << 64.0;
+        QTest::addRow("collapsed onto 2 of 128") << [] {
+            QList<qint64> c(128, 0);
+            c[3] = c[77] = 10;
+            return c;
+        }() << 64.0;
         QTest::addRow("one expert at twice its share") << QList<qint64>{8, 4, 2, 2} << 2.0;
         QTest::addRow("nothing routed") << QList<qint64>{0, 0, 0, 0} << -1.0;
     }
@@ -111,10 +114,10 @@ private slots:
     // Three steps of two layers: even, one layer collapsed, both collapsed.
     void figuresOfEachStepFromAFile()
     {
-        const RunHistory history = foldFile({startLine(),
-            stepLine(1, "[[16,16,16,16],[16,16,16,16]]", "2.0"),
-            stepLine(2, "[[16,16,16,16],[32,32,0,0]]", "2.5"),
-            stepLine(3, "[[0,64,0,0],[32,32,0,0]]", "3.75")});
+        const RunHistory history =
+            foldFile({startLine(), stepLine(1, "[[16,16,16,16],[16,16,16,16]]", "2.0"),
+                stepLine(2, "[[16,16,16,16],[32,32,0,0]]", "2.5"),
+                stepLine(3, "[[0,64,0,0],[32,32,0,0]]", "3.75")});
         QVERIFY(history.messages().empty());
         QVERIFY(history.hasExpertRouting());
         const auto& points = history.routing();
@@ -157,23 +160,66 @@ private slots:
         QTest::addColumn<QString>("message");
         QTest::addColumn<bool>("loadsRead");
         const QString even = QStringLiteral("[[4,4,4,4],[4,4,4,4]]");
-        QTest::addRow("a string") << "\"many\"" << "" << "field 'expert_tokens': got \"many\", expected a list of 1 to 1024 layers" << false;
-        QTest::addRow("null") << "null" << "" << "field 'expert_tokens': got null" << false;
-        QTest::addRow("an object") << "{\"0\":[4,4]}" << "" << "field 'expert_tokens': got {\"0\":[4,4]}" << false;
-        QTest::addRow("no layers") << "[]" << "" << "field 'expert_tokens': got [], expected a list" << false;
-        QTest::addRow("one flat list") << "[4,4,4,4]" << "" << "field 'expert_tokens[0]': got 4, expected a list of 1 to 1024 token counts" << false;
-        QTest::addRow("an empty layer") << "[[4,4],[]]" << "" << "field 'expert_tokens[1]': got [], expected a list" << false;
-        QTest::addRow("ragged") << "[[4,4,4,4],[4,4,4]]" << "" << "field 'expert_tokens[1]': got 3 experts, expected 4 as in layer 0" << false;
-        QTest::addRow("a negative count") << "[[4,4,4,4],[4,4,-1,4]]" << "" << "field 'expert_tokens[1][2]': got -1, expected a token count (an integer from 0)" << false;
-        QTest::addRow("a fractional count") << "[[4,4,2.5,4]]" << "" << "field 'expert_tokens[0][2]': got 2.5, expected a token count" << false;
-        QTest::addRow("a float count") << "[[4,4,4.0,4]]" << "" << "field 'expert_tokens[0][2]': got 4.0, expected a token count" << false;
-        QTest::addRow("a count as text") << "[[4,\"4\",4,4]]" << "" << "field 'expert_tokens[0][1]': got \"4\", expected a token count" << false;
-        QTest::addRow("a count past 2^53") << "[[4,9007199254740993,4,4]]" << "" << "field 'expert_tokens[0][1]': got 9007199254740993" << false;
-        QTest::addRow("nothing routed") << "[[0,0,0,0]]" << "" << "field 'expert_tokens[0]': every count is 0" << false;
-        QTest::addRow("1025 layers") << layers(1025, "[1,1]") << "" << "expected a list of 1 to 1024 layers" << false;
-        QTest::addRow("1025 experts") << layers(1, layers(1025, "1")) << "" << "field 'expert_tokens[0]': got [1,1,1" << false;
-        QTest::addRow("aux loss as text") << even << "\"2.0\"" << "field 'router_aux_loss': got \"2.0\", expected a number from 0" << true;
-        QTest::addRow("negative aux loss") << even << "-0.5" << "field 'router_aux_loss': got -0.5, expected a number from 0" << true;
+        QTest::addRow("a string")
+            << "\"many\""
+            << ""
+            << "field 'expert_tokens': got \"many\", expected a list of 1 to 1024 layers" << false;
+        QTest::addRow("null") << "null"
+                              << ""
+                              << "field 'expert_tokens': got null" << false;
+        QTest::addRow("an object") << "{\"0\":[4,4]}"
+                                   << ""
+                                   << "field 'expert_tokens': got {\"0\":[4,4]}" << false;
+        QTest::addRow("no layers") << "[]"
+                                   << ""
+                                   << "field 'expert_tokens': got [], expected a list" << false;
+        QTest::addRow("one flat list")
+            << "[4,4,4,4]"
+            << ""
+            << "field 'expert_tokens[0]': got 4, expected a list of 1 to 1024 token counts"
+            << false;
+        QTest::addRow("an empty layer")
+            << "[[4,4],[]]"
+            << ""
+            << "field 'expert_tokens[1]': got [], expected a list" << false;
+        QTest::addRow("ragged")
+            << "[[4,4,4,4],[4,4,4]]"
+            << ""
+            << "field 'expert_tokens[1]': got 3 experts, expected 4 as in layer 0" << false;
+        QTest::addRow("a negative count")
+            << "[[4,4,4,4],[4,4,-1,4]]"
+            << ""
+            << "field 'expert_tokens[1][2]': got -1, expected a token count (an integer from 0)"
+            << false;
+        QTest::addRow("a fractional count")
+            << "[[4,4,2.5,4]]"
+            << ""
+            << "field 'expert_tokens[0][2]': got 2.5, expected a token count" << false;
+        QTest::addRow("a float count")
+            << "[[4,4,4.0,4]]"
+            << ""
+            << "field 'expert_tokens[0][2]': got 4.0, expected a token count" << false;
+        QTest::addRow("a count as text")
+            << "[[4,\"4\",4,4]]"
+            << ""
+            << "field 'expert_tokens[0][1]': got \"4\", expected a token count" << false;
+        QTest::addRow("a count past 2^53")
+            << "[[4,9007199254740993,4,4]]"
+            << ""
+            << "field 'expert_tokens[0][1]': got 9007199254740993" << false;
+        QTest::addRow("nothing routed") << "[[0,0,0,0]]"
+                                        << ""
+                                        << "field 'expert_tokens[0]': every count is 0" << false;
+        QTest::addRow("1025 layers") << layers(1025, "[1,1]") << ""
+                                     << "expected a list of 1 to 1024 layers" << false;
+        QTest::addRow("1025 experts") << layers(1, layers(1025, "1")) << ""
+                                      << "field 'expert_tokens[0]': got [1,1,1" << false;
+        QTest::addRow("aux loss as text")
+            << even << "\"2.0\""
+            << "field 'router_aux_loss': got \"2.0\", expected a number from 0" << true;
+        QTest::addRow("negative aux loss")
+            << even << "-0.5"
+            << "field 'router_aux_loss': got -0.5, expected a number from 0" << true;
     }
 
     void malformedFieldsAreReportedAndSkipped()
@@ -190,7 +236,8 @@ private slots:
         const tb::metrics::RunMessage& report = history.messages().front();
         QCOMPARE(report.level, std::string("unreadable"));
         const QString text = QString::fromStdString(report.text);
-        QVERIFY2(text.startsWith(QStringLiteral("step 2: ")) && text.contains(message), qPrintable(text));
+        QVERIFY2(text.startsWith(QStringLiteral("step 2: ")) && text.contains(message),
+            qPrintable(text));
         QVERIFY2(text.size() < 400, qPrintable(text)); // a value shown clipped, never whole
 
         std::vector<int64_t> steps;

@@ -24,7 +24,6 @@ using namespace tb::metrics;
 using namespace tb::test;
 using nlohmann::json;
 
-
 class TestMetrics : public QObject {
     Q_OBJECT
 
@@ -33,21 +32,27 @@ private slots:
     {
         QTest::addColumn<QString>("line");
         QTest::addColumn<QString>("mentions");
-        QTest::addRow("not json") << "{\"schema\":1,\"type\"" << "not valid JSON";
+        QTest::addRow("not json") << "{\"schema\":1,\"type\""
+                                  << "not valid JSON";
         // 100,000 levels in a 200 KB line: refused, never a stack overflow
         // in a later dump or copy.
         QTest::addRow("nested 100,000 deep")
             << R"({"schema":1,"type":"log","time":1,"rank":0,"message":)" + QString(100000, '[')
                 + QString(100000, ']') + "}"
             << "not valid JSON: nested deeper than 64 levels";
-        QTest::addRow("array") << "[1,2]" << "expected a JSON object";
-        QTest::addRow("no schema") << R"({"type":"log","time":1,"rank":0,"message":"x"})" << "'schema'";
-        QTest::addRow("newer schema") << R"({"schema":99,"type":"log","time":1,"rank":0,"message":"x"})"
-                                      << "understands 1 to 1";
-        QTest::addRow("negative rank") << R"({"schema":1,"type":"log","time":1,"rank":-1,"message":"x"})"
-                                       << "'rank'";
-        QTest::addRow("step without loss") << R"({"schema":1,"type":"step","time":1,"rank":0,"step":3})"
-                                           << "'loss' is missing";
+        QTest::addRow("array") << "[1,2]"
+                               << "expected a JSON object";
+        QTest::addRow("no schema") << R"({"type":"log","time":1,"rank":0,"message":"x"})"
+                                   << "'schema'";
+        QTest::addRow("newer schema")
+            << R"({"schema":99,"type":"log","time":1,"rank":0,"message":"x"})"
+            << "understands 1 to 1";
+        QTest::addRow("negative rank")
+            << R"({"schema":1,"type":"log","time":1,"rank":-1,"message":"x"})"
+            << "'rank'";
+        QTest::addRow("step without loss")
+            << R"({"schema":1,"type":"step","time":1,"rank":0,"step":3})"
+            << "'loss' is missing";
         QTest::addRow("step with string loss")
             << R"({"schema":1,"type":"step","time":1,"rank":0,"step":3,"loss":"low"})"
             << "expected a number or null";
@@ -62,7 +67,7 @@ private slots:
         const auto result = parseEvent(line.toStdString());
         QVERIFY(!result.ok());
         QVERIFY2(QString::fromStdString(result.error().toString()).contains(mentions),
-                 result.error().toString().c_str());
+            result.error().toString().c_str());
     }
 
     void unknownTypeIsKeptNotRejected()
@@ -88,8 +93,8 @@ private slots:
         // Killed after step 5, resumed from the checkpoint of step 4: step 5
         // is trained again and replaces the first one.
         QTest::newRow("resumed from an earlier checkpoint")
-            << QStringList{"start", "s1", "s2", "s3", "s4", "e4", "c4", "s5", "e5", "start@4",
-                   "s5", "s6"}
+            << QStringList{"start", "s1", "s2", "s3", "s4", "e4", "c4", "s5", "e5", "start@4", "s5",
+                   "s6"}
             << QList<qint64>{1, 2, 3, 4, 5, 6} << QList<qint64>{4} << "" << 0;
         QTest::newRow("stopped, then resumed: running again")
             << QStringList{"start", "s1", "s2", "c2", "end:stopped", "start@2", "s3"}
@@ -161,17 +166,23 @@ private slots:
         QTest::addColumn<QString>("commandLine"); // of that pid there
         QTest::addColumn<QString>("expected"); // empty: stoppable
         const QString trainer = "/usr/bin/tunebench-trainer train run.yaml";
-        QTest::newRow("running here") << QStringList{"start", "s1"} << "4242" << "node0" << trainer << "";
-        QTest::newRow("nothing read") << QStringList{} << "4242" << "node0" << trainer
-                                      << "no run_start";
-        QTest::newRow("ended") << QStringList{"start", "s1", "end:completed"} << "4242" << "node0"
-                               << trainer << "the run has ended (completed)";
-        QTest::newRow("no pid") << QStringList{"start"} << "" << "node0" << trainer << "names no pid";
-        QTest::newRow("another host") << QStringList{"start"} << "4242" << "laptop" << trainer
-                                      << "it runs on node0, not on laptop";
-        QTest::newRow("process gone") << QStringList{"start"} << "4242" << "node0" << ""
+        QTest::newRow("running here") << QStringList{"start", "s1"} << "4242"
+                                      << "node0" << trainer << "";
+        QTest::newRow("nothing read") << QStringList{} << "4242"
+                                      << "node0" << trainer << "no run_start";
+        QTest::newRow("ended") << QStringList{"start", "s1", "end:completed"} << "4242"
+                               << "node0" << trainer << "the run has ended (completed)";
+        QTest::newRow("no pid") << QStringList{"start"} << ""
+                                << "node0" << trainer << "names no pid";
+        QTest::newRow("another host") << QStringList{"start"} << "4242"
+                                      << "laptop" << trainer << "it runs on node0, not on laptop";
+        QTest::newRow("process gone") << QStringList{"start"} << "4242"
+                                      << "node0"
+                                      << ""
                                       << "process 4242 on node0 is gone";
-        QTest::newRow("pid reused") << QStringList{"start"} << "4242" << "node0" << "/usr/bin/vim notes"
+        QTest::newRow("pid reused") << QStringList{"start"} << "4242"
+                                    << "node0"
+                                    << "/usr/bin/vim notes"
                                     << "is no longer the trainer (/usr/bin/vim notes)";
     }
 
@@ -192,8 +203,8 @@ private slots:
             history.apply(event);
         }
         long long asked = -1;
-        const auto result = tb::metrics::stoppableTrainer(history, host.toStdString(),
-            [&](long long candidate) {
+        const auto result =
+            tb::metrics::stoppableTrainer(history, host.toStdString(), [&](long long candidate) {
                 asked = candidate;
                 return commandLine.toStdString();
             });
@@ -422,7 +433,8 @@ private slots:
             }
         }
         // Killed mid-stream: once it has written a good many lines.
-        QTRY_VERIFY_WITH_TIMEOUT(QFileInfo(QString::fromStdString(path)).size() > 256 * 1024, 30000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            QFileInfo(QString::fromStdString(path)).size() > 256 * 1024, 30000);
         ::kill(child, SIGKILL);
         int status = 0;
         ::waitpid(child, &status, 0);

@@ -11,12 +11,12 @@
 
 #include <cmath>
 
+using nlohmann::json;
 using tb::metrics::EventType;
 using tb::metrics::makeEvent;
 using tb::metrics::PreferenceHistory;
 using tb::metrics::PreferencePoint;
 using tb::metrics::RunHistory;
-using nlohmann::json;
 
 namespace {
 
@@ -91,25 +91,32 @@ private slots:
         QTest::addRow("present") << kFull << true
                                  << QList<double>{0.25, -0.5, 0.75, 0.5, -40.5, -61.0, -43.0, -56.0}
                                  << QStringList();
-        QTest::addRow("absent: a supervised step") << QString() << false << QList<double>() << QStringList();
+        QTest::addRow("absent: a supervised step")
+            << QString() << false << QList<double>() << QStringList();
         QTest::addRow("null figures are not finite")
-            << QStringLiteral(R"({"rewards_chosen":null,"rewards_rejected":-0.5,"rewards_margin":null,)"
-                              R"("rewards_accuracy":1,"logps_chosen":null,"logps_rejected":-61.0,)"
-                              R"("ref_logps_chosen":-43.0,"ref_logps_rejected":null})")
+            << QStringLiteral(
+                   R"({"rewards_chosen":null,"rewards_rejected":-0.5,"rewards_margin":null,)"
+                   R"("rewards_accuracy":1,"logps_chosen":null,"logps_rejected":-61.0,)"
+                   R"("ref_logps_chosen":-43.0,"ref_logps_rejected":null})")
             << true << QList<double>{nan, -0.5, nan, 1.0, nan, -61.0, -43.0, nan} << QStringList();
         QTest::addRow("a figure left out is not finite")
             << QStringLiteral(R"({"rewards_margin":0.75})") << true
             << QList<double>{nan, nan, 0.75, nan, nan, nan, nan, nan} << QStringList();
         QTest::addRow("a figure of the wrong type")
-            << QStringLiteral(R"({"rewards_chosen":"0.25","rewards_margin":0.75,"rewards_accuracy":[1]})")
+            << QStringLiteral(
+                   R"({"rewards_chosen":"0.25","rewards_margin":0.75,"rewards_accuracy":[1]})")
             << true << QList<double>{nan, nan, 0.75, nan, nan, nan, nan, nan}
-            << QStringList{QStringLiteral("step 1: field 'dpo.rewards_chosen': got \"0.25\", expected a number or null"),
-                   QStringLiteral("step 1: field 'dpo.rewards_accuracy': got [1], expected a number or null")};
-        QTest::addRow("dpo is not an object") << QStringLiteral("[0.25, 0.75]") << false << QList<double>()
-                                              << QStringList{QStringLiteral(
-                                                     "step 1: field 'dpo': got [0.25,0.75], expected an object")};
-        QTest::addRow("dpo is null") << QStringLiteral("null") << false << QList<double>()
-                                     << QStringList{QStringLiteral("step 1: field 'dpo': got null, expected an object")};
+            << QStringList{QStringLiteral("step 1: field 'dpo.rewards_chosen': got \"0.25\", "
+                                          "expected a number or null"),
+                   QStringLiteral(
+                       "step 1: field 'dpo.rewards_accuracy': got [1], expected a number or null")};
+        QTest::addRow("dpo is not an object")
+            << QStringLiteral("[0.25, 0.75]") << false << QList<double>()
+            << QStringList{
+                   QStringLiteral("step 1: field 'dpo': got [0.25,0.75], expected an object")};
+        QTest::addRow("dpo is null")
+            << QStringLiteral("null") << false << QList<double>()
+            << QStringList{QStringLiteral("step 1: field 'dpo': got null, expected an object")};
     }
 
     void readsTheDpoObject()
@@ -131,10 +138,11 @@ private slots:
             QCOMPARE(got.size(), expected.size());
             for (qsizetype i = 0; i < got.size(); ++i)
                 QVERIFY2(sameFigure(got[i], expected[i]),
-                    qPrintable(QStringLiteral("%1: got %2, expected %3")
-                                   .arg(QString::fromUtf8(tb::metrics::kPreferenceFields[size_t(i)].key))
-                                   .arg(got[i])
-                                   .arg(expected[i])));
+                    qPrintable(
+                        QStringLiteral("%1: got %2, expected %3")
+                            .arg(QString::fromUtf8(tb::metrics::kPreferenceFields[size_t(i)].key))
+                            .arg(got[i])
+                            .arg(expected[i])));
         }
         QCOMPARE(run.history.messages().size(), size_t(problems.size()));
         for (qsizetype i = 0; i < problems.size(); ++i) {

@@ -31,11 +31,13 @@ Event eventOf(EventType type, double time, json fields)
     return *event;
 }
 
-json startFields(const std::string& name, int worldSize, std::optional<RunPrediction> prediction = {})
+json startFields(
+    const std::string& name, int worldSize, std::optional<RunPrediction> prediction = {})
 {
     json fields = {{"run_id", name}, {"world_size", worldSize},
-        {"config", {{"name", name}, {"method", "lora"}, {"output", {{"dir", "/x/" + name}}},
-                       {"training", {{"micro_batch", 8}}}}},
+        {"config",
+            {{"name", name}, {"method", "lora"}, {"output", {{"dir", "/x/" + name}}},
+                {"training", {{"micro_batch", 8}}}}},
         {"model", {{"name", "stories260K"}}}, {"total_steps", 4}};
     if (prediction)
         fields["prediction"] = prediction->toJson();
@@ -47,7 +49,8 @@ json startFields(const std::string& name, int worldSize, std::optional<RunPredic
 RunHistory runOf(int worldSize, int steps, int64_t tokens, double seconds)
 {
     RunHistory history;
-    history.apply(eventOf(EventType::RunStart, kStart, startFields("np" + std::to_string(worldSize), worldSize)));
+    history.apply(eventOf(
+        EventType::RunStart, kStart, startFields("np" + std::to_string(worldSize), worldSize)));
     history.apply(eventOf(EventType::Eval, kStart + 0.5, {{"step", 0}, {"loss", 4.0}}));
     for (int step = 1; step <= steps; ++step) {
         StepRecord record;
@@ -88,10 +91,12 @@ private slots:
         QTest::addColumn<QList<double>>("expected");
         QTest::newRow("no smoothing") << QList<double>{1, 5, 3} << 0.0 << QList<double>{1, 5, 3};
         // last: 0.5, 1.25, 2.125; divided by 1 - 0.5^n: 0.5, 0.75, 0.875.
-        QTest::newRow("de-biased") << QList<double>{1, 2, 3} << 0.5 << QList<double>{1, 5.0 / 3, 2.125 / 0.875};
+        QTest::newRow("de-biased")
+            << QList<double>{1, 2, 3} << 0.5 << QList<double>{1, 5.0 / 3, 2.125 / 0.875};
         // The first value is never pulled towards 0.
         QTest::newRow("first value kept") << QList<double>{7} << 0.99 << QList<double>{7};
-        QTest::newRow("constant stays constant") << QList<double>{2, 2, 2, 2} << 0.9 << QList<double>{2, 2, 2, 2};
+        QTest::newRow("constant stays constant")
+            << QList<double>{2, 2, 2, 2} << 0.9 << QList<double>{2, 2, 2, 2};
         QTest::newRow("NaN passes through, uncounted")
             << QList<double>{1, std::nan(""), 2} << 0.5 << QList<double>{1, std::nan(""), 5.0 / 3};
     }
@@ -100,14 +105,18 @@ private slots:
         QFETCH(QList<double>, values);
         QFETCH(double, weight);
         QFETCH(QList<double>, expected);
-        const std::vector<double> result = smoothed(std::vector<double>(values.begin(), values.end()), weight);
+        const std::vector<double> result =
+            smoothed(std::vector<double>(values.begin(), values.end()), weight);
         QCOMPARE(int(result.size()), int(expected.size()));
         for (size_t i = 0; i < result.size(); ++i) {
             if (std::isnan(expected[int(i)]))
                 QVERIFY(std::isnan(result[i]));
             else
                 QVERIFY2(std::abs(result[i] - expected[int(i)]) < 1e-12,
-                    qPrintable(QStringLiteral("%1: %2 != %3").arg(i).arg(result[i]).arg(expected[int(i)])));
+                    qPrintable(QStringLiteral("%1: %2 != %3")
+                                   .arg(i)
+                                   .arg(result[i])
+                                   .arg(expected[int(i)])));
         }
     }
 
@@ -117,7 +126,8 @@ private slots:
         QTest::addColumn<QList<double>>("steps");
         QTest::addColumn<QList<double>>("evals");
         QTest::newRow("step") << "step" << QList<double>{1, 2, 3} << QList<double>{0, 3};
-        QTest::newRow("tokens") << "tokens" << QList<double>{100, 200, 300} << QList<double>{0, 300};
+        QTest::newRow("tokens") << "tokens" << QList<double>{100, 200, 300}
+                                << QList<double>{0, 300};
         QTest::newRow("time") << "time" << QList<double>{1, 2, 3} << QList<double>{0.5, 3.5};
     }
     void positionsOnEachAxis()
@@ -182,7 +192,8 @@ private slots:
 
     void predictionRoundTripsThroughRunStart()
     {
-        const RunPrediction prediction{"CPU: 2 cores", 300000000, 4000.0, 0.25, 280000000, -1, 290000000};
+        const RunPrediction prediction{
+            "CPU: 2 cores", 300000000, 4000.0, 0.25, 280000000, -1, 290000000};
         RunHistory history;
         history.apply(eventOf(EventType::RunStart, kStart, startFields("p", 1, prediction)));
         QVERIFY(history.start()->prediction.has_value());
@@ -214,10 +225,18 @@ private slots:
         QTest::addColumn<QString>("method");
         QTest::addColumn<QString>("objective"); // empty: no objective field (older runs)
         QTest::addColumn<QString>("shown");
-        QTest::newRow("LoRA") << "lora" << "" << "lora";
-        QTest::newRow("LoRA, sft") << "lora" << "sft" << "lora";
-        QTest::newRow("DPO on LoRA") << "lora" << "dpo" << "dpo (lora)";
-        QTest::newRow("DPO on QLoRA") << "qlora" << "dpo" << "dpo (qlora)";
+        QTest::newRow("LoRA") << "lora"
+                              << ""
+                              << "lora";
+        QTest::newRow("LoRA, sft") << "lora"
+                                   << "sft"
+                                   << "lora";
+        QTest::newRow("DPO on LoRA") << "lora"
+                                     << "dpo"
+                                     << "dpo (lora)";
+        QTest::newRow("DPO on QLoRA") << "qlora"
+                                      << "dpo"
+                                      << "dpo (qlora)";
     }
 
     void methodNamesTheObjective()
@@ -246,14 +265,17 @@ private slots:
         step.stepSeconds = 0.25;
         step.tokensPerSecond = 2000;
         step.memPeakBytes = 1 << 20;
-        writeRun(root + "/a/done", {line(EventType::RunStart, kStart, startFields("done", 2)),
-                                     line(EventType::Step, kStart + 1, step.toFields()),
-                                     line(EventType::RunEnd, kStart + 9, {{"status", "completed"}})});
-        writeRun(root + "/b", {line(EventType::RunStart, kStart, startFields("going", 1)),
-                                  line(EventType::Step, kStart + 3, step.toFields())});
+        writeRun(root + "/a/done",
+            {line(EventType::RunStart, kStart, startFields("done", 2)),
+                line(EventType::Step, kStart + 1, step.toFields()),
+                line(EventType::RunEnd, kStart + 9, {{"status", "completed"}})});
+        writeRun(root + "/b",
+            {line(EventType::RunStart, kStart, startFields("going", 1)),
+                line(EventType::Step, kStart + 3, step.toFields())});
         writeRun(root + "/c", {"not json at all"});
         // Events inside a checkpoint folder are not a run of their own.
-        writeRun(root + "/b/checkpoints/step-1", {line(EventType::RunStart, kStart, startFields("x", 1))});
+        writeRun(root + "/b/checkpoints/step-1",
+            {line(EventType::RunStart, kStart, startFields("x", 1))});
         std::ofstream(root + "/b/events.rank1.jsonl") << "";
         std::ofstream(root + "/b/events.rank10.jsonl") << "";
 
@@ -269,7 +291,8 @@ private slots:
         QCOMPARE(runs[0].lastLoss, 2.5);
         QCOMPARE(runs[1].state, std::string("running")); // no pid: nothing says it is gone
         QCOMPARE(runs[1].durationSeconds, 3.0);
-        QVERIFY2(runs[2].problem.find("no run_start") != std::string::npos, runs[2].problem.c_str());
+        QVERIFY2(
+            runs[2].problem.find("no run_start") != std::string::npos, runs[2].problem.c_str());
 
         const auto ranks = rankEventFiles(root + "/b");
         QCOMPARE(int(ranks.size()), 2);
@@ -292,8 +315,10 @@ private slots:
         QVERIFY(catalog.refresh().empty()); // nothing new
         StepRecord step;
         step.loss = 2.0;
-        std::ofstream(run + "/events.jsonl", std::ios::app) << line(EventType::Step, kStart + 1, (step.step = 1, step.toFields())) << "\n";
-        std::ofstream(run + "/events.rank1.jsonl") << line(EventType::Step, kStart + 1, step.toFields()) << "\n";
+        std::ofstream(run + "/events.jsonl", std::ios::app)
+            << line(EventType::Step, kStart + 1, (step.step = 1, step.toFields())) << "\n";
+        std::ofstream(run + "/events.rank1.jsonl")
+            << line(EventType::Step, kStart + 1, step.toFields()) << "\n";
         QCOMPARE(catalog.refresh(), std::set<std::string>{run});
         QCOMPARE(catalog.history(run)->lastStep(), int64_t{1});
         QVERIFY(catalog.rankHistories(run).empty()); // not asked for

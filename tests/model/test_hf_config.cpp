@@ -156,13 +156,14 @@ private slots:
         QTest::addColumn<double>("finalCap");
         QTest::addColumn<QString>("windowed"); // one character per layer: w windowed, - not
         // transformers 5.23's Gemma2Config and Gemma3TextConfig defaults.
-        QTest::addRow("gemma2 defaults") << R"("model_type":"gemma2")" << 256.0 << 50.0 << 30.0
-                                         << "w-w-w-w-";
-        QTest::addRow("gemma2, caps null") << R"("model_type":"gemma2","attn_logit_softcapping":null,
+        QTest::addRow("gemma2 defaults")
+            << R"("model_type":"gemma2")" << 256.0 << 50.0 << 30.0 << "w-w-w-w-";
+        QTest::addRow("gemma2, caps null")
+            << R"("model_type":"gemma2","attn_logit_softcapping":null,
             "final_logit_softcapping":null,"query_pre_attn_scalar":144)"
-                                           << 144.0 << 0.0 << 0.0 << "w-w-w-w-";
-        QTest::addRow("gemma2, no window") << R"("model_type":"gemma2","sliding_window":null)"
-                                           << 256.0 << 50.0 << 30.0 << "";
+            << 144.0 << 0.0 << 0.0 << "w-w-w-w-";
+        QTest::addRow("gemma2, no window")
+            << R"("model_type":"gemma2","sliding_window":null)" << 256.0 << 50.0 << 30.0 << "";
         QTest::addRow("gemma3_text: five local, one global")
             << R"("model_type":"gemma3_text")" << 256.0 << 0.0 << 0.0 << "wwwww-ww";
         QTest::addRow("layer_types as written")
@@ -170,10 +171,10 @@ private slots:
                 "sliding_attention","full_attention","full_attention","full_attention",
                 "full_attention","sliding_attention"])"
             << 256.0 << 50.0 << 30.0 << "--w----w";
-        QTest::addRow("mistral: every layer") << R"("model_type":"mistral")" << 0.0 << 0.0 << 0.0
-                                              << "wwwwwwww";
-        QTest::addRow("llama: no Gemma scaling") << R"("model_type":"llama")" << 0.0 << 0.0 << 0.0
-                                                 << "";
+        QTest::addRow("mistral: every layer")
+            << R"("model_type":"mistral")" << 0.0 << 0.0 << 0.0 << "wwwwwwww";
+        QTest::addRow("llama: no Gemma scaling")
+            << R"("model_type":"llama")" << 0.0 << 0.0 << 0.0 << "";
     }
     void gemmaScalingAndLayerKinds()
     {
@@ -246,11 +247,12 @@ private slots:
         QTest::addColumn<bool>("auxLoss");
         const QString shape =
             R"("hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100)";
-        QTest::addRow("mixtral defaults") << "{\"model_type\":\"mixtral\",\"num_key_value_heads\":2," + shape + "}" << qint64(8)
-                                          << qint64(2) << qint64(96) << true << 0.001 << false;
-        QTest::addRow("qwen3_moe defaults") << "{\"model_type\":\"qwen3_moe\"," + shape + "}"
-                                            << qint64(128) << qint64(8) << qint64(768) << false << 0.001
-                                            << false;
+        QTest::addRow("mixtral defaults")
+            << "{\"model_type\":\"mixtral\",\"num_key_value_heads\":2," + shape + "}" << qint64(8)
+            << qint64(2) << qint64(96) << true << 0.001 << false;
+        QTest::addRow("qwen3_moe defaults")
+            << "{\"model_type\":\"qwen3_moe\"," + shape + "}" << qint64(128) << qint64(8)
+            << qint64(768) << false << 0.001 << false;
         QTest::addRow("qwen3_moe as transformers 5 saves it")
             << "{\"model_type\":\"qwen3_moe\"," + shape
                 + R"(,"num_local_experts":4,"num_experts_per_tok":2,"moe_intermediate_size":16,"norm_topk_prob":true,"output_router_logits":true,"router_aux_loss_coef":0.01})"
@@ -262,8 +264,8 @@ private slots:
             << "{\"model_type\":\"gpt_oss\",\"num_key_value_heads\":2," + shape
                 + R"(,"num_local_experts":8,"experts_per_token":3,"router_aux_loss_coef":0.9})"
             << qint64(8) << qint64(3) << qint64(96) << true << 0.9 << false;
-        QTest::addRow("dense") << "{\"model_type\":\"llama\"," + shape + "}" << qint64(0) << qint64(0)
-                               << qint64(0) << false << 0.001 << false;
+        QTest::addRow("dense") << "{\"model_type\":\"llama\"," + shape + "}" << qint64(0)
+                               << qint64(0) << qint64(0) << false << 0.001 << false;
     }
     void expertRouting()
     {
@@ -345,8 +347,9 @@ private slots:
                                   << "not valid JSON";
         QTest::addRow("number overflow") << "{\"hidden_size\": 1e999999}"
                                          << "not valid JSON";
-        QTest::addRow("nested 100,000 deep") << "{\"x\":" + QString(100000, '[') + QString(100000, ']') + "}"
-                                             << "nested deeper than 64 levels";
+        QTest::addRow("nested 100,000 deep")
+            << "{\"x\":" + QString(100000, '[') + QString(100000, ']') + "}"
+            << "nested deeper than 64 levels";
         // Refused by its size before nlohmann builds a tree 10 to 20 times it.
         QTest::addRow("over 64 MiB") << "{\"x\":\"" + QString(64 << 20, 'a') + "\"}"
                                      << "bytes, more than the limit of 67108864";
@@ -377,13 +380,16 @@ private slots:
             << "does not divide hidden_size";
         QTest::addRow("kv heads") << "{" + ok + ",\"num_key_value_heads\":3}"
                                   << "field 'num_key_value_heads': got 3, expected a divisor";
-        QTest::addRow("moe of another family") << "{" + ok + ",\"num_local_experts\":8}"
-                             << "field 'num_local_experts': got 8: mixture-of-experts model_type 'llama' is not supported";
+        QTest::addRow("moe of another family")
+            << "{" + ok + ",\"num_local_experts\":8}"
+            << "field 'num_local_experts': got 8: mixture-of-experts model_type 'llama' is not "
+               "supported";
         QTest::addRow("deepseek experts")
             << "{\"model_type\":\"deepseek_v3\"," + ok + ",\"n_routed_experts\":256}"
             << "field 'n_routed_experts': got 256";
         QTest::addRow("top-k above experts")
-            << "{\"model_type\":\"mixtral\",\"num_key_value_heads\":2," + ok + ",\"num_local_experts\":4,\"num_experts_per_tok\":6}"
+            << "{\"model_type\":\"mixtral\",\"num_key_value_heads\":2," + ok
+                + ",\"num_local_experts\":4,\"num_experts_per_tok\":6}"
             << "experts_per_token: got 6, expected 1 to the number of experts (4)";
         QTest::addRow("qwen3_moe dense layers")
             << "{\"model_type\":\"qwen3_moe\"," + ok + ",\"mlp_only_layers\":[0]}"
@@ -391,8 +397,10 @@ private slots:
         QTest::addRow("qwen3_moe sparse step")
             << "{\"model_type\":\"qwen3_moe\"," + ok + ",\"decoder_sparse_step\":2}"
             << "field 'decoder_sparse_step': got 2";
-        QTest::addRow("aux coefficient") << "{\"model_type\":\"mixtral\",\"num_key_value_heads\":2," + ok + ",\"router_aux_loss_coef\":\"x\"}"
-                                         << "field 'router_aux_loss_coef': got \"x\", expected a number";
+        QTest::addRow("aux coefficient")
+            << "{\"model_type\":\"mixtral\",\"num_key_value_heads\":2," + ok
+                + ",\"router_aux_loss_coef\":\"x\"}"
+            << "field 'router_aux_loss_coef': got \"x\", expected a number";
         const QString gptOss = "{\"model_type\":\"gpt_oss\",\"num_key_value_heads\":2," + ok;
         QTest::addRow("gpt_oss top-k given twice, differently")
             << gptOss + ",\"num_experts_per_tok\":4,\"experts_per_token\":2}"

@@ -102,8 +102,9 @@ private slots:
         QTest::addColumn<qint64>("matmul");
         QTest::addRow("Mixtral-8x7B") << "mixtral-8x7b" << qint64(12'879'925'248)
                                       << qint64(12'879'925'248 - 131'072'000 - 32 * 8192 - 4096);
-        QTest::addRow("Qwen3-30B-A3B") << "Qwen3-30B-A3B" << qint64(3'353'032'704)
-                                       << qint64(3'353'032'704 - 311'164'928 - 48 * (4096 + 256) - 2048);
+        QTest::addRow("Qwen3-30B-A3B")
+            << "Qwen3-30B-A3B" << qint64(3'353'032'704)
+            << qint64(3'353'032'704 - 311'164'928 - 48 * (4096 + 256) - 2048);
         // gpt-oss's model card (arXiv:2508.10925) gives 3.6 B and 5.1 B
         // active, the embedding table left out: 3,608,307,264 and
         // 5,132,849,472 here. Its matmuls carry biases, the sinks do not.
@@ -211,8 +212,9 @@ private slots:
         const QString base = kMinimalPreset;
         QTest::addRow("unknown key") << base + "hidden_sizes: 3\n"
                                      << "hidden_sizes: unknown key";
-        QTest::addRow("duplicate key") << base + "num_layers: 6\n"
-                                       << "bad.yaml:13:1: num_layers: duplicate key (first given on line 5)";
+        QTest::addRow("duplicate key")
+            << base + "num_layers: 6\n"
+            << "bad.yaml:13:1: num_layers: duplicate key (first given on line 5)";
         QTest::addRow("not an integer") << QString(base).replace("num_layers: 5",
             "num_layers: five") << "bad.yaml:5:13: num_layers: got five, expected an integer";
         QTest::addRow("negative") << QString(base).replace("hidden_size: 64", "hidden_size: -64")

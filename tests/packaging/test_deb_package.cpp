@@ -64,8 +64,8 @@ class TestDebPackage : public QObject {
 
     Outcome inRoot(const QStringList& command, int timeoutMs = 120000)
     {
-        return run("chroot", QStringList{m_dir.filePath("root")} + command, timeoutMs,
-            cleanEnvironment());
+        return run(
+            "chroot", QStringList{m_dir.filePath("root")} + command, timeoutMs, cleanEnvironment());
     }
 
 private slots:
@@ -91,7 +91,8 @@ private slots:
         QElapsedTimer clock;
         clock.start();
         const QString root = m_dir.filePath("root");
-        const QString mirror = qEnvironmentVariable("TB_DEBIAN_MIRROR", "http://deb.debian.org/debian");
+        const QString mirror =
+            qEnvironmentVariable("TB_DEBIAN_MIRROR", "http://deb.debian.org/debian");
         const Outcome bootstrapped = run("debootstrap",
             {"--variant=minbase", "bookworm", root, mirror}, 900000, cleanEnvironment());
         QVERIFY2(bootstrapped.ok, qPrintable(describe("debootstrap", bootstrapped)));
@@ -121,9 +122,10 @@ private slots:
         QVERIFY2(trainer.out.contains("--resume"), qPrintable(trainer.out));
         // An installed recipe trains as it stands: the demo model and data
         // it names are installed beside it.
-        const Outcome recipe = inRoot({"tunebench-cli", "train",
-            "/usr/share/tunebench/presets/recipes/lora.yaml", "--max-steps", "2", "--threads", "1",
-            "--output", "/tmp/recipe-run"}, 300000);
+        const Outcome recipe =
+            inRoot({"tunebench-cli", "train", "/usr/share/tunebench/presets/recipes/lora.yaml",
+                       "--max-steps", "2", "--threads", "1", "--output", "/tmp/recipe-run"},
+                300000);
         QVERIFY2(recipe.ok, qPrintable(describe("tunebench-cli train lora.yaml", recipe)));
         QVERIFY(QFileInfo::exists(root + "/tmp/recipe-run/events.jsonl"));
         // The GUI loads Qt and its platform plugin and answers --version.

@@ -54,8 +54,8 @@ inline std::vector<std::string> splitFields(const std::string& line, size_t colu
     return fields;
 }
 
-[[noreturn]] inline void fail(int line, const std::string& field, const std::string& value,
-    const char* expected)
+[[noreturn]] inline void fail(
+    int line, const std::string& field, const std::string& value, const char* expected)
 {
     qFatal("%s:%d: field %s is '%s', expected %s", kPlansPath.c_str(), line, field.c_str(),
         value.c_str(), expected);
@@ -117,7 +117,8 @@ inline tb::plan::PlanInput inputOf(const std::map<std::string, std::string>& f, 
     using namespace tb::plan;
     PlanInput in;
     in.method = parsed(parseMethod(f.at("method")), line, "method", f.at("method"), "a method");
-    in.lora.rank = in.method == Method::Full ? 16 : int(number(f.at("lora_rank"), line, "lora_rank"));
+    in.lora.rank =
+        in.method == Method::Full ? 16 : int(number(f.at("lora_rank"), line, "lora_rank"));
     in.lora.targetModules = targetsOf(f.at("lora_targets"));
     in.lora.dropout = number(f.at("lora_dropout"), line, "lora_dropout");
     in.precision = parsed(
@@ -126,8 +127,8 @@ inline tb::plan::PlanInput inputOf(const std::map<std::string, std::string>& f, 
         parseOptimizer(f.at("optimizer")), line, "optimizer", f.at("optimizer"), "an optimizer");
     in.optimizerKernel = parsed(parseOptimizerKernel(f.at("optimizer_kernel")), line,
         "optimizer_kernel", f.at("optimizer_kernel"), "auto, foreach or fused");
-    in.sharding = parsed(
-        parseSharding(f.at("sharding")), line, "sharding", f.at("sharding"), "a sharding");
+    in.sharding =
+        parsed(parseSharding(f.at("sharding")), line, "sharding", f.at("sharding"), "a sharding");
     in.offload =
         parsed(parseOffload(f.at("offload")), line, "offload", f.at("offload"), "an offload");
     in.gpusPerNode = int(number(f.at("gpus"), line, "gpus"));
@@ -143,8 +144,8 @@ inline tb::plan::PlanInput inputOf(const std::map<std::string, std::string>& f, 
         parseAttention(f.at("attention")), line, "attention", f.at("attention"), "sdpa or eager");
     in.loss = parsed(parseLossMode(f.at("loss")), line, "loss", f.at("loss"), "a loss mode");
     in.lossChunks = int(number(f.at("loss_chunks"), line, "loss_chunks"));
-    in.engine = parsed(parseEngine(f.at("engine")), line, "engine", f.at("engine"),
-        "reference or hf-trainer");
+    in.engine = parsed(
+        parseEngine(f.at("engine")), line, "engine", f.at("engine"), "reference or hf-trainer");
     in.gpu = f.at("gpu");
     in.vmSize.clear();
     return in;

@@ -145,9 +145,11 @@ private slots:
             QTest::addRow("%s", name) << QByteArray::fromStdString(content) << expected;
         };
         row("an array", tb::test::deepJsonArray(), "nested deeper than 64 levels");
-        row("schema", R"({"schema":)" + tb::test::deepJsonArray() + "}", "nested deeper than 64 levels");
+        row("schema", R"({"schema":)" + tb::test::deepJsonArray() + "}",
+            "nested deeper than 64 levels");
         row("long utilisation",
-            "{\"schema\":\"tunebench.calibration/1\",\"devices\":[{\"gpu\":\"cpu\",\"utilisation\":\""
+            "{\"schema\":\"tunebench.calibration/"
+            "1\",\"devices\":[{\"gpu\":\"cpu\",\"utilisation\":\""
                 + std::string(100000, 'x') + "\"}]}",
             "more bytes), expected a number");
     }

@@ -64,12 +64,15 @@ private slots:
         QTest::addColumn<QString>("precision");
         QTest::addColumn<bool>("checkpointing");
         QTest::addColumn<int>("microBatch");
-        QTest::addRow("Llama-3.1-8B LoRA bf16 mixed, checkpointing")
-            << "Llama-3.1-8B" << "lora" << "bf16-mixed" << true << 2;
-        QTest::addRow("Llama-3.1-8B QLoRA bf16 mixed, checkpointing")
-            << "Llama-3.1-8B" << "qlora" << "bf16-mixed" << true << 1;
-        QTest::addRow("SmolLM2-135M LoRA fp32, no checkpointing")
-            << "SmolLM2-135M" << "lora" << "fp32" << false << 4;
+        QTest::addRow("Llama-3.1-8B LoRA bf16 mixed, checkpointing") << "Llama-3.1-8B"
+                                                                     << "lora"
+                                                                     << "bf16-mixed" << true << 2;
+        QTest::addRow("Llama-3.1-8B QLoRA bf16 mixed, checkpointing") << "Llama-3.1-8B"
+                                                                      << "qlora"
+                                                                      << "bf16-mixed" << true << 1;
+        QTest::addRow("SmolLM2-135M LoRA fp32, no checkpointing") << "SmolLM2-135M"
+                                                                  << "lora"
+                                                                  << "fp32" << false << 4;
     }
     void againstTheSameSftPlan()
     {
@@ -130,8 +133,13 @@ private slots:
         in.packing = false;
         in.microBatch = 2;
         in.seqLen = 512;
-        in.data = {.rows = 40, .tokens = 8000, .batchTokens = 9600, .microBatches = 10,
-            .longestRow = 300, .peakLossTokens = 500, .source = "test"};
+        in.data = {.rows = 40,
+            .tokens = 8000,
+            .batchTokens = 9600,
+            .microBatches = 10,
+            .longestRow = 300,
+            .peakLossTokens = 500,
+            .source = "test"};
         const plan::PlanResult r = planOf(in);
         const model::ModelSpec& spec = presetModel("SmolLM2-135M");
         QVERIFY(near(bytesOf(r, "logits"),
@@ -146,8 +154,8 @@ private slots:
         in.method = plan::Method::Full;
         const common::Status status = plan::validatePlanInput(in);
         QVERIFY(!status.ok());
-        QVERIFY2(status.error().message.find(
-                     "method: full with objective dpo, expected lora or qlora")
+        QVERIFY2(
+            status.error().message.find("method: full with objective dpo, expected lora or qlora")
                 != std::string::npos,
             status.error().message.c_str());
 
@@ -169,14 +177,16 @@ private slots:
         QTest::addColumn<QString>("expected");
         QTest::addRow("dpo") << "objective: dpo" << true << "";
         QTest::addRow("any case") << "objective: DPO" << true << "";
-        QTest::addRow("unknown") << "objective: ppo" << false << "objective: got ppo, expected sft or dpo";
+        QTest::addRow("unknown") << "objective: ppo" << false
+                                 << "objective: got ppo, expected sft or dpo";
     }
     void readFromAPlanFile()
     {
         QFETCH(QString, line);
         QFETCH(bool, ok);
         QFETCH(QString, expected);
-        const std::string yaml = "version: 1\nmodel: Llama-3.1-8B\npacking: false\n" + line.toStdString() + "\n";
+        const std::string yaml =
+            "version: 1\nmodel: Llama-3.1-8B\npacking: false\n" + line.toStdString() + "\n";
         const common::Result<plan::PlanInput> in = plan::parsePlanYaml(yaml, "dpo.yaml");
         QCOMPARE(in.ok(), ok);
         if (!ok) {
@@ -201,7 +211,8 @@ private slots:
             {"plan", "--model", "Llama-3.1-8B", "--objective", "dpo", "--json"});
         QVERIFY(process.waitForFinished(60000));
         QCOMPARE(process.exitCode(), 0);
-        const nlohmann::json out = nlohmann::json::parse(process.readAllStandardOutput().toStdString());
+        const nlohmann::json out =
+            nlohmann::json::parse(process.readAllStandardOutput().toStdString());
         QCOMPARE(out["objective"], "dpo");
         bool reference = false;
         for (const nlohmann::json& c : out["components"])

@@ -91,11 +91,10 @@ private slots:
         const plan::PlanInput lora = hfInput(plan::Method::Lora, plan::Precision::Bf16Mixed);
         const double loraParams = double(planOf(lora).paramsTrainable);
         QTest::addRow("lora bf16-mixed: the adapters") << lora << 2 * loraParams;
-        QTest::addRow("qlora bf16-mixed: the adapters and the fp32 head")
-            << hfInput(plan::Method::Qlora, plan::Precision::Bf16Mixed)
-            << 2 * (loraParams + 128256.0 * 4096);
-        QTest::addRow("lora bf16: none") << hfInput(plan::Method::Lora, plan::Precision::Bf16)
-                                         << 0.0;
+        QTest::addRow("qlora bf16-mixed: the adapters and the fp32 head") << hfInput(
+            plan::Method::Qlora, plan::Precision::Bf16Mixed) << 2 * (loraParams + 128256.0 * 4096);
+        QTest::addRow("lora bf16: none")
+            << hfInput(plan::Method::Lora, plan::Precision::Bf16) << 0.0;
     }
     void autocastCopiesOnlyUnderMixedPrecision()
     {
@@ -113,7 +112,8 @@ private slots:
         QTest::addRow("zero3") << zero3 << "expected sharding ddp and offload none";
         plan::PlanInput chunked = hfInput(plan::Method::Lora, plan::Precision::Bf16);
         chunked.loss = plan::LossMode::Chunked;
-        QTest::addRow("chunked loss") << chunked << "loss: chunked, expected auto, full-fp32 or fused";
+        QTest::addRow("chunked loss")
+            << chunked << "loss: chunked, expected auto, full-fp32 or fused";
         QTest::addRow("full bf16-mixed")
             << hfInput(plan::Method::Full, plan::Precision::Bf16Mixed)
             << "precision: bf16-mixed with method full, expected bf16 or fp32";
@@ -172,7 +172,8 @@ private slots:
         const double states = r.categoryBytes(plan::MemoryCategory::Weights)
             + r.categoryBytes(plan::MemoryCategory::Optimizer);
         const double t = 8.0 * in.seqLen, v = 128256, h = 4096, kv = 1024, layers = 32;
-        QCOMPARE(phase->allocated, states + t * v * (2 + 4 + 4) + t * h * 2 + 2 * layers * t * kv * 2);
+        QCOMPARE(
+            phase->allocated, states + t * v * (2 + 4 + 4) + t * h * 2 + 2 * layers * t * kv * 2);
         QCOMPARE(r.perGpuBytes, phase->bytes);
         QCOMPARE(r.peakPhase()->phase, plan::Phase::Evaluation);
         in.evalBatch = 0;

@@ -50,9 +50,8 @@ private slots:
         QTest::addColumn<int>("gpusPerNode");
         QTest::addColumn<int>("nodes");
         QTest::addColumn<Offload>("offload");
-        for (const char* model :
-            {"Llama-3-8B", "Mistral-7B-v0.1", "Llama-2-70B", "Gemma-2-9B", "SmolLM2-135M",
-                "Mixtral-8x7B-v0.1"}) {
+        for (const char* model : {"Llama-3-8B", "Mistral-7B-v0.1", "Llama-2-70B", "Gemma-2-9B",
+                 "SmolLM2-135M", "Mixtral-8x7B-v0.1"}) {
             for (const auto& [gpus, nodes] : {std::pair{1, 1}, {8, 1}, {8, 2}, {4, 4}}) {
                 for (Offload offload : {Offload::None, Offload::Optimizer}) {
                     QTest::addRow("%s zero2 %dx%d %s", model, nodes, gpus,
@@ -332,8 +331,9 @@ private slots:
         const plan::PlanResult lora = plan::estimatePlan(in, spec, gpu);
         // r=16 on q, k, v, o of 32 layers; the default targets' MLP names select experts.
         QCOMPARE(lora.paramsTrainable, qint64(16) * (2 * (4096 + 4096) + 2 * (4096 + 1024)) * 32);
-        QVERIFY(std::any_of(lora.warnings.begin(), lora.warnings.end(),
-            [](const std::string& w) { return w.find("experts are not adapted") != std::string::npos; }));
+        QVERIFY(std::any_of(lora.warnings.begin(), lora.warnings.end(), [](const std::string& w) {
+            return w.find("experts are not adapted") != std::string::npos;
+        }));
         QVERIFY(std::none_of(full.warnings.begin(), full.warnings.end(),
             [](const std::string& w) { return w.find("experts") != std::string::npos; }));
         in = fullInput(Sharding::Ddp, 1, 1);

@@ -90,10 +90,10 @@ private slots:
         QTest::addColumn<QList<int>>("order");
         QTest::addRow("reference") << int(plan::Engine::Reference)
                                    << QList<int>{int(Phase::Step), int(Phase::OptimizerStep)};
-        QTest::addRow("tunebench") << int(plan::Engine::Tunebench)
-                                   << QList<int>{int(Phase::Load), int(Phase::Step),
-                                          int(Phase::OptimizerStep), int(Phase::Checkpoint),
-                                          int(Phase::Export)};
+        QTest::addRow("tunebench")
+            << int(plan::Engine::Tunebench)
+            << QList<int>{int(Phase::Load), int(Phase::Step), int(Phase::OptimizerStep),
+                   int(Phase::Checkpoint), int(Phase::Export)};
     }
     void everyEngineHasTheOptimizerStep()
     {
@@ -126,32 +126,31 @@ private slots:
         QTest::addColumn<bool>("perLargestTensor"); // else per trainable parameter
 
         QTest::addRow("foreach, bf16 mixed: fp32 variance")
-            << Optimizer::AdamW << OptimizerKernel::Foreach << Precision::Bf16Mixed
-            << Sharding::Ddp << 1 << false << 4.0 << false;
+            << Optimizer::AdamW << OptimizerKernel::Foreach << Precision::Bf16Mixed << Sharding::Ddp
+            << 1 << false << 4.0 << false;
         QTest::addRow("foreach, pure bf16: bf16 variance")
-            << Optimizer::AdamW << OptimizerKernel::Foreach << Precision::Bf16 << Sharding::Ddp
-            << 1 << false << 2.0 << false;
+            << Optimizer::AdamW << OptimizerKernel::Foreach << Precision::Bf16 << Sharding::Ddp << 1
+            << false << 2.0 << false;
         QTest::addRow("foreach, FSDP: the shard's variance")
             << Optimizer::AdamW << OptimizerKernel::Foreach << Precision::Bf16Mixed
             << Sharding::FsdpFull << 4 << false << 4.0 << false;
-        QTest::addRow("fused") << Optimizer::AdamW << OptimizerKernel::Fused
-                               << Precision::Bf16Mixed << Sharding::Ddp << 1 << false << 0.0
-                               << false;
+        QTest::addRow("fused") << Optimizer::AdamW << OptimizerKernel::Fused << Precision::Bf16Mixed
+                               << Sharding::Ddp << 1 << false << 0.0 << false;
         QTest::addRow("auto under DeepSpeed: FusedAdam")
-            << Optimizer::AdamW << OptimizerKernel::Auto << Precision::Bf16Mixed
-            << Sharding::Zero2 << 4 << false << 0.0 << false;
+            << Optimizer::AdamW << OptimizerKernel::Auto << Precision::Bf16Mixed << Sharding::Zero2
+            << 4 << false << 0.0 << false;
         QTest::addRow("auto under the HF Trainer: adamw_torch_fused")
-            << Optimizer::AdamW << OptimizerKernel::Auto << Precision::Bf16Mixed
-            << Sharding::Ddp << 1 << false << 0.0 << false;
+            << Optimizer::AdamW << OptimizerKernel::Auto << Precision::Bf16Mixed << Sharding::Ddp
+            << 1 << false << 0.0 << false;
         QTest::addRow("foreach, offloaded states update on the CPU")
             << Optimizer::AdamW << OptimizerKernel::Foreach << Precision::Bf16Mixed
             << Sharding::Zero2 << 4 << true << 0.0 << false;
         QTest::addRow("8-bit AdamW in place")
             << Optimizer::AdamW8bit << OptimizerKernel::Auto << Precision::Bf16Mixed
             << Sharding::Ddp << 1 << false << 0.0 << false;
-        QTest::addRow("SGD in place") << Optimizer::Sgd << OptimizerKernel::Auto
-                                      << Precision::Bf16Mixed << Sharding::Ddp << 1 << false
-                                      << 0.0 << false;
+        QTest::addRow("SGD in place")
+            << Optimizer::Sgd << OptimizerKernel::Auto << Precision::Bf16Mixed << Sharding::Ddp << 1
+            << false << 0.0 << false;
         QTest::addRow("Adafactor, fp32 parameters")
             << Optimizer::Adafactor << OptimizerKernel::Auto << Precision::Bf16Mixed
             << Sharding::Ddp << 1 << false << 8.0 << true;
@@ -189,11 +188,11 @@ private slots:
         const double shards = sharding == Sharding::Ddp ? 1 : gpus;
         const double updated = perLargestTensor ? double(n.largestLayer) : double(n.total) / shards;
         QVERIFY2(std::abs(temporaries - expectedPerParam * updated) <= 1e-9 * r.perGpuBytes + 1,
-            qPrintable(QStringLiteral("temporaries %1, expected %2: %3")
-                           .arg(temporaries)
-                           .arg(expectedPerParam * updated)
-                           .arg(QString::fromStdString(
-                               phaseOf(r, Phase::OptimizerStep).explanation))));
+            qPrintable(
+                QStringLiteral("temporaries %1, expected %2: %3")
+                    .arg(temporaries)
+                    .arg(expectedPerParam * updated)
+                    .arg(QString::fromStdString(phaseOf(r, Phase::OptimizerStep).explanation))));
     }
 
     // A 7B full fine-tune with checkpointing peaks at the foreach update,
@@ -212,7 +211,8 @@ private slots:
         const plan::PlanResult fused = planOf(in);
         QVERIFY(fused.perGpuBytes < foreach.perGpuBytes);
         QCOMPARE(fused.perGpuBytes - foreach.perGpuBytes,
-            phaseOf(fused, Phase::OptimizerStep).bytes - phaseOf(foreach, Phase::OptimizerStep).bytes);
+            phaseOf(fused, Phase::OptimizerStep).bytes
+                - phaseOf(foreach, Phase::OptimizerStep).bytes);
     }
 
     // Long sequences without checkpointing: backward stays the peak, and the
@@ -238,12 +238,12 @@ private slots:
         QTest::addColumn<OptimizerKernel>("kernel");
         QTest::addColumn<int>("engine");
         QTest::addColumn<QString>("message");
-        QTest::addRow("foreach with SGD") << Optimizer::Sgd << OptimizerKernel::Foreach
-                                          << int(plan::Engine::Reference)
-                                          << "optimizer_kernel: foreach is AdamW's";
-        QTest::addRow("fused with Adafactor") << Optimizer::Adafactor << OptimizerKernel::Fused
-                                              << int(plan::Engine::Reference)
-                                              << "optimizer_kernel: fused is AdamW's";
+        QTest::addRow("foreach with SGD")
+            << Optimizer::Sgd << OptimizerKernel::Foreach << int(plan::Engine::Reference)
+            << "optimizer_kernel: foreach is AdamW's";
+        QTest::addRow("fused with Adafactor")
+            << Optimizer::Adafactor << OptimizerKernel::Fused << int(plan::Engine::Reference)
+            << "optimizer_kernel: fused is AdamW's";
         QTest::addRow("foreach in our trainer")
             << Optimizer::AdamW << OptimizerKernel::Foreach << int(plan::Engine::Tunebench)
             << "optimizer_kernel: foreach, expected fused or auto with engine tunebench";
@@ -270,10 +270,10 @@ private slots:
     {
         QTest::addColumn<QString>("params");
         QTest::addColumn<OptimizerKernel>("kernel");
-        QTest::addRow("torch_adam true") << R"("params": {"torch_adam": true})"
-                                         << OptimizerKernel::Foreach;
-        QTest::addRow("torch_adam false") << R"("params": {"torch_adam": false})"
-                                          << OptimizerKernel::Fused;
+        QTest::addRow("torch_adam true")
+            << R"("params": {"torch_adam": true})" << OptimizerKernel::Foreach;
+        QTest::addRow("torch_adam false")
+            << R"("params": {"torch_adam": false})" << OptimizerKernel::Fused;
         QTest::addRow("no params") << R"("params": {"lr": 1e-5})" << OptimizerKernel::Auto;
     }
     void deepSpeedTorchAdamIsImported()

@@ -137,8 +137,10 @@ private slots:
         QTest::addColumn<int>("ranks");
         QTest::addColumn<double>("extraOverPersistentStates"); // < 0: compute from the states
         // fp32: the model read is the model trained; its tensors become the states.
-        QTest::addRow("fp32 full, one rank") << Method::Full << Precision::Fp32 << Sharding::Ddp << 1 << 0.0;
-        QTest::addRow("fp32 lora, one rank") << Method::Lora << Precision::Fp32 << Sharding::Ddp << 1 << 0.0;
+        QTest::addRow("fp32 full, one rank")
+            << Method::Full << Precision::Fp32 << Sharding::Ddp << 1 << 0.0;
+        QTest::addRow("fp32 lora, one rank")
+            << Method::Lora << Precision::Fp32 << Sharding::Ddp << 1 << 0.0;
         // bf16: the fp32 model read whole and its bf16 copy stay beside the
         // states built from them.
         QTest::addRow("bf16-mixed full, one rank")
@@ -149,11 +151,13 @@ private slots:
         // them, after fp32 and bf16 copies of the whole model existed at once.
         QTest::addRow("bf16-mixed lora, one rank")
             << Method::Lora << Precision::Bf16Mixed << Sharding::Ddp << 1 << 4 * N;
-        QTest::addRow("qlora, one rank") << Method::Qlora << Precision::Bf16Mixed << Sharding::Ddp << 1 << -1.0;
+        QTest::addRow("qlora, one rank")
+            << Method::Qlora << Precision::Bf16Mixed << Sharding::Ddp << 1 << -1.0;
         // Sharded: each rank reads its slices into its shards (a slice's
         // buffer is gone before the shards after it exist); QLoRA quantises
         // a whole fp32 projection.
-        QTest::addRow("fp32 full, ZeRO-3 over 2") << Method::Full << Precision::Fp32 << Sharding::Zero3 << 2 << 0.0;
+        QTest::addRow("fp32 full, ZeRO-3 over 2")
+            << Method::Full << Precision::Fp32 << Sharding::Zero3 << 2 << 0.0;
         QTest::addRow("fp32 lora, FULL_SHARD over 4")
             << Method::Lora << Precision::Fp32 << Sharding::FsdpFull << 4 << 0.0;
         QTest::addRow("bf16-mixed full, ZeRO-3 over 2")
@@ -184,8 +188,9 @@ private slots:
     // the plan says so and judges the fit by it.
     void loadCanSetThePeak()
     {
-        const plan::PlanResult r = plan::estimatePlan(
-            runInput(Method::Full, Precision::Bf16Mixed, Sharding::Ddp, 1), benchModel(), twoCoreCpu());
+        const plan::PlanResult r =
+            plan::estimatePlan(runInput(Method::Full, Precision::Bf16Mixed, Sharding::Ddp, 1),
+                benchModel(), twoCoreCpu());
         QCOMPARE(r.peakPhase()->phase, Phase::Load);
         QVERIFY(r.perGpuBytes > r.peaks.deviceUsed);
     }
@@ -251,11 +256,14 @@ private slots:
         QTest::addColumn<QString>("torchDtype");
         QTest::addColumn<double>("checkpointPerTrainable"); // bytes per trainable parameter
         QTest::addColumn<double>("exportBytes"); // without the adapter
-        QTest::addRow("full fp32, float32 file") << Method::Full << Precision::Fp32 << "float32" << 12.0 << 4 * N;
+        QTest::addRow("full fp32, float32 file")
+            << Method::Full << Precision::Fp32 << "float32" << 12.0 << 4 * N;
         QTest::addRow("full bf16-mixed, bfloat16 file")
             << Method::Full << Precision::Bf16Mixed << "bfloat16" << 12.0 << 2 * N;
-        QTest::addRow("full pure bf16: a bf16 master") << Method::Full << Precision::Bf16 << "bfloat16" << 6.0 << 2 * N;
-        QTest::addRow("lora, a preset without torch_dtype") << Method::Lora << Precision::Bf16Mixed << "" << 16.0 << 2 * N;
+        QTest::addRow("full pure bf16: a bf16 master")
+            << Method::Full << Precision::Bf16 << "bfloat16" << 6.0 << 2 * N;
+        QTest::addRow("lora, a preset without torch_dtype")
+            << Method::Lora << Precision::Bf16Mixed << "" << 16.0 << 2 * N;
     }
     void diskOfOurTrainer()
     {
@@ -301,7 +309,8 @@ private slots:
         QFETCH(double, bytes);
         plan::PlanInput in = runInput(Method::Full, Precision::Bf16Mixed, sharding, gpus);
         in.gpu = "H100-SXM";
-        QCOMPARE(plan::estimatePlan(in, benchModel(), presetGpu("H100-SXM")).loadHostBytesPerNode, bytes);
+        QCOMPARE(plan::estimatePlan(in, benchModel(), presetGpu("H100-SXM")).loadHostBytesPerNode,
+            bytes);
         in.gpu = plan::kCpuDeviceId;
         QCOMPARE(plan::estimatePlan(in, benchModel(), twoCoreCpu()).loadHostBytesPerNode, 0.0);
     }
@@ -318,13 +327,14 @@ private slots:
         in.gpusPerNode = 8;
         in.microBatch = 1;
         const plan::VmSize* vm = presetVm("Standard_ND96amsr_A100_v4");
-        const plan::PlanResult r =
-            plan::estimatePlan(in, presetModel("Llama-3.3-70B-Instruct"), presetGpu(vm->gpuId.c_str()), vm);
+        const plan::PlanResult r = plan::estimatePlan(
+            in, presetModel("Llama-3.3-70B-Instruct"), presetGpu(vm->gpuId.c_str()), vm);
         QVERIFY(r.perGpuBytes <= r.usableBytes);
         QVERIFY(r.loadHostBytesPerNode > 0.9 * r.vmRamBytes);
         QVERIFY(!r.fits);
-        QVERIFY(std::any_of(r.warnings.begin(), r.warnings.end(),
-            [](const std::string& w) { return w.find("loading the model needs") != std::string::npos; }));
+        QVERIFY(std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
+            return w.find("loading the model needs") != std::string::npos;
+        }));
     }
 };
 

@@ -31,12 +31,13 @@ struct Error {
 
 std::string groupOf(const plan::PlanInput& in)
 {
-    std::string g = std::string(plan::toString(in.method)) + " "
-        + std::string(plan::toString(in.sharding));
+    std::string g =
+        std::string(plan::toString(in.method)) + " " + std::string(plan::toString(in.sharding));
     if (in.offload != plan::Offload::None)
         g += "+offload";
     g += in.gpusPerNode > 1 ? " multi-GPU" : " 1 GPU";
-    return in.engine == plan::Engine::Reference ? g : g + " " + std::string(plan::toString(in.engine));
+    return in.engine == plan::Engine::Reference ? g
+                                                : g + " " + std::string(plan::toString(in.engine));
 }
 
 plan::PlanResult planOf(const Row& row)
@@ -45,8 +46,8 @@ plan::PlanResult planOf(const Row& row)
     in.model = row.model;
     const common::Result<plan::PlanResult> r = plan::planFromCatalog(in, presetCatalog());
     if (!r.ok())
-        qFatal("%s (line %d) does not plan: %s", row.id.c_str(), row.line,
-            r.error().message.c_str());
+        qFatal(
+            "%s (line %d) does not plan: %s", row.id.c_str(), row.line, r.error().message.c_str());
     return *r;
 }
 
@@ -110,18 +111,18 @@ void printStats(const std::vector<Error>& errors)
         if (std::find(groups.begin(), groups.end(), e.group) == groups.end())
             groups.push_back(e.group);
     std::sort(groups.begin(), groups.end());
-    std::printf("  %-34s %3s %9s %9s %14s\n", "method and strategy", "n", "median", "p90",
-        "signed median");
+    std::printf(
+        "  %-34s %3s %9s %9s %14s\n", "method and strategy", "n", "median", "p90", "signed median");
     for (const std::string& g : groups) {
         const Stats s = statsOf(errors, g, true);
-        std::printf("  %-34s %3d %8.1f%% %8.1f%% %+13.1f%%\n", g.c_str(), s.count,
-            100 * s.median, 100 * s.p90, 100 * s.signedMedian);
+        std::printf("  %-34s %3d %8.1f%% %8.1f%% %+13.1f%%\n", g.c_str(), s.count, 100 * s.median,
+            100 * s.p90, 100 * s.signedMedian);
     }
     for (bool all : {false, true}) {
         const Stats s = statsOf(errors, {}, all);
         std::printf("  %-34s %3d %8.1f%% %8.1f%% %+13.1f%%\n",
-            all ? "all, with unexplained" : "all counted", s.count, 100 * s.median,
-            100 * s.p90, 100 * s.signedMedian);
+            all ? "all, with unexplained" : "all counted", s.count, 100 * s.median, 100 * s.p90,
+            100 * s.signedMedian);
     }
 }
 
@@ -198,12 +199,12 @@ private slots:
         };
         QVERIFY2(!past(counted.median, guard.median),
             qPrintable(QStringLiteral("median %1 % is past the guard %2 % in docs/PLANNER.md")
-                    .arg(100 * counted.median, 0, 'f', 1)
-                    .arg(100 * guard.median, 0, 'f', 1)));
+                           .arg(100 * counted.median, 0, 'f', 1)
+                           .arg(100 * guard.median, 0, 'f', 1)));
         QVERIFY2(!past(counted.p90, guard.p90),
             qPrintable(QStringLiteral("p90 %1 % is past the guard %2 % in docs/PLANNER.md")
-                    .arg(100 * counted.p90, 0, 'f', 1)
-                    .arg(100 * guard.p90, 0, 'f', 1)));
+                           .arg(100 * counted.p90, 0, 'f', 1)
+                           .arg(100 * guard.p90, 0, 'f', 1)));
     }
 };
 

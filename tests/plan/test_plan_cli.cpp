@@ -134,7 +134,8 @@ private slots:
     {
         const Run r = plan({"--model", "gpt-oss-20b", "--recommend", "--max-nodes", "1"});
         QCOMPARE(r.exitCode, 0);
-        QVERIFY2(r.out.contains("not Tunebench's trainer: ") && r.out.contains("gpt-oss: the trainer does not compute"),
+        QVERIFY2(r.out.contains("not Tunebench's trainer: ")
+                && r.out.contains("gpt-oss: the trainer does not compute"),
             qPrintable(r.out));
         QVERIFY2(!r.out.contains("--runnable-only keeps"), qPrintable(r.out));
     }
@@ -206,7 +207,8 @@ private slots:
         QTest::addRow("overflow") << QStringList{"--nodes", "99999999999999999999999"}
                                   << "--nodes: got 99999999999999999999999, expected an integer";
         QTest::addRow("not a number") << QStringList{"--epochs", "many"} << "--epochs";
-        QTest::addRow("bad enum") << QStringList{"--sharding", "zero4"} << "--sharding: got zero4, expected ddp, zero1, zero2";
+        QTest::addRow("bad enum") << QStringList{"--sharding", "zero4"}
+                                  << "--sharding: got zero4, expected ddp, zero1, zero2";
         QTest::addRow("unknown vm")
             << QStringList{"--vm", "Standard_ND96asr"} << "did you mean Standard_ND96asr_v4";
         QTest::addRow("too many gpus") << QStringList{"--gpus-per-node", "4"} << "has 1 GPU";
@@ -270,8 +272,8 @@ private slots:
         QTest::addColumn<QString>("key");
         for (const tb::plan::PlanOption& option : tb::plan::planOptions())
             if (!option.flag.empty())
-                QTest::newRow(std::string(option.flag).c_str()) << QString::fromUtf8(
-                    option.key.data(), int(option.key.size()));
+                QTest::newRow(std::string(option.flag).c_str())
+                    << QString::fromUtf8(option.key.data(), int(option.key.size()));
     }
     void everyFlagOfTheTable()
     {
@@ -302,8 +304,9 @@ private slots:
             accepted.push_back({{"--no-" + flag.mid(2)}, "false"});
             break;
         case OptionKind::Choice:
-            accepted.push_back({{flag, QString::fromStdString(tb::plan::choiceNames(option).back())},
-                tb::plan::choiceNames(option).back()});
+            accepted.push_back(
+                {{flag, QString::fromStdString(tb::plan::choiceNames(option).back())},
+                    tb::plan::choiceNames(option).back()});
             refused.push_back("maybe");
             break;
         case OptionKind::Text: {
@@ -322,11 +325,14 @@ private slots:
         // option makes a plan.
         QStringList context;
         if (option.key == "eval_batch")
-            context << "--engine" << "hf-trainer";
+            context << "--engine"
+                    << "hf-trainer";
         else if (option.key != "sharding" && option.key != "engine")
-            context << "--sharding" << "zero3";
+            context << "--sharding"
+                    << "zero3";
         if (option.key != "dataset.tokens")
-            context << "--dataset-tokens" << "1000000";
+            context << "--dataset-tokens"
+                    << "1000000";
         for (const auto& [args, text] : accepted) {
             QTemporaryDir dir;
             const QString path = dir.filePath("plan.yaml");
@@ -386,7 +392,8 @@ private slots:
               "  sequence_length: 128\ntraining:\n  micro_batch: 3\n  grad_accum: 2\n"
               "distributed:\n  sharding: zero3\n";
         QVERIFY(tb::common::writeFileAtomic(path.toStdString(), yaml).ok());
-        const Run r = plan(QStringList{"--from-run", path, "--gpus-per-node", "2", "--json"} + hardware);
+        const Run r =
+            plan(QStringList{"--from-run", path, "--gpus-per-node", "2", "--json"} + hardware);
         QCOMPARE(r.exitCode, 0);
         const nlohmann::json j = nlohmann::json::parse(r.out.toStdString());
         QCOMPARE(j["engine"].get<std::string>(), std::string("tunebench"));

@@ -38,7 +38,8 @@ private slots:
         QCOMPARE(c.findGpu("a100")->id, std::string("A100-80GB-SXM"));
         // What a CUDA run reports finds its preset; a GPU without one, none.
         QCOMPARE(c.findGpuByDeviceName("NVIDIA H100 80GB HBM3")->id, std::string("H100-SXM"));
-        QCOMPARE(c.findGpuByDeviceName(" nvidia a100-sxm4-80gb ")->id, std::string("A100-80GB-SXM"));
+        QCOMPARE(
+            c.findGpuByDeviceName(" nvidia a100-sxm4-80gb ")->id, std::string("A100-80GB-SXM"));
         QCOMPARE(c.findGpuByDeviceName("Tesla T4")->id, std::string("T4"));
         QVERIFY(!c.findGpuByDeviceName("NVIDIA GeForce RTX 4090"));
         QVERIFY(!c.findGpuByDeviceName("H100-SXM")); // an id is not a device name
@@ -79,16 +80,16 @@ private slots:
         QTest::addRow("duplicate key") << "    bf16: false\n"
                                        << "    bf16: false\n    bf16: true\n"
                                        << "gpus[0].bf16: duplicate key (first given on line 29)";
-        QTest::addRow("bad number") << "    fp16_tflops: 65\n"
-                                    << "    fp16_tflops: fast\n"
-                                    << "gpus.yaml:31:18: gpus[0].fp16_tflops: got fast, expected a number from 0 to 1e+06";
+        QTest::addRow("bad number")
+            << "    fp16_tflops: 65\n"
+            << "    fp16_tflops: fast\n"
+            << "gpus.yaml:31:18: gpus[0].fp16_tflops: got fast, expected a number from 0 to 1e+06";
         QTest::addRow("duplicate id") << "  - id: V100-16GB\n"
                                       << "  - id: T4\n"
                                       << "names two GPUs";
-        QTest::addRow("duplicate device name")
-            << "device_names: [\"Tesla V100-PCIE-16GB\"]"
-            << "device_names: [\"Tesla T4\"]"
-            << "gpus[1].device_names: 'Tesla T4' names two GPUs";
+        QTest::addRow("duplicate device name") << "device_names: [\"Tesla V100-PCIE-16GB\"]"
+                                               << "device_names: [\"Tesla T4\"]"
+                                               << "gpus[1].device_names: 'Tesla T4' names two GPUs";
     }
     void hardwarePresetErrors()
     {
@@ -179,14 +180,12 @@ private slots:
         const auto in = plan::parsePlanYaml(yaml, "p.yaml");
         QVERIFY(!in.ok());
         const QString m = QString::fromStdString(in.error().message);
-        for (const char* part :
-            {"p.yaml: 5 problems",
-                "p.yaml:2:9: method: got lorra, expected full, lora or qlora (did you mean lora?)",
-                "p.yaml:3:14: micro_batch: got -3", "p.yaml:5:9: lora.rank: got 0",
-                "p.yaml:6:3: lora.ranks: unknown key", "p.yaml:8:1: nodes: duplicate key"})
+        for (const char* part : {"p.yaml: 5 problems",
+                 "p.yaml:2:9: method: got lorra, expected full, lora or qlora (did you mean lora?)",
+                 "p.yaml:3:14: micro_batch: got -3", "p.yaml:5:9: lora.rank: got 0",
+                 "p.yaml:6:3: lora.ranks: unknown key", "p.yaml:8:1: nodes: duplicate key"})
             QVERIFY2(m.contains(part), qPrintable(m));
-        const auto combo =
-            plan::parsePlanYaml("model: x\noffload: optimizer+params\n", "c.yaml");
+        const auto combo = plan::parsePlanYaml("model: x\noffload: optimizer+params\n", "c.yaml");
         QVERIFY(!combo.ok());
         QVERIFY(QString::fromStdString(combo.error().message)
                     .contains("which keeps every parameter on every rank"));
@@ -213,36 +212,38 @@ private slots:
         QTest::addColumn<QString>("component");
         QTest::addColumn<double>("elements"); // expected, times the 2-byte working copy
         const double T = 8'030'261'248.0; // Llama-3.1-8B, full fine-tune
-        QTest::addRow("zero2 reduce bucket")
-            << R"({"stage": 2, "reduce_bucket_size": 2e8})" << "comm_buckets" << 2e8;
+        QTest::addRow("zero2 reduce bucket") << R"({"stage": 2, "reduce_bucket_size": 2e8})"
+                                             << "comm_buckets" << 2e8;
         QTest::addRow("zero2 overlap_comm: 4.5x both buckets")
             << R"({"stage": 2, "overlap_comm": true, "reduce_bucket_size": 1e8, "allgather_bucket_size": 3e8})"
             << "comm_buckets" << 4.5 * 4e8;
-        QTest::addRow("zero2 auto: h^2")
-            << R"({"stage": 2, "reduce_bucket_size": "auto"})" << "comm_buckets" << 4096.0 * 4096;
+        QTest::addRow("zero2 auto: h^2") << R"({"stage": 2, "reduce_bucket_size": "auto"})"
+                                         << "comm_buckets" << 4096.0 * 4096;
         QTest::addRow("zero2 no contiguous gradients")
-            << R"({"stage": 2, "contiguous_gradients": false})" << "comm_buckets" << 0.0;
+            << R"({"stage": 2, "contiguous_gradients": false})"
+            << "comm_buckets" << 0.0;
         QTest::addRow("zero3 prefetch + reduce")
             << R"({"stage": 3, "stage3_prefetch_bucket_size": 1e8, "reduce_bucket_size": 1e8})"
             << "comm_buckets" << 2e8;
         QTest::addRow("zero3 live parameters")
-            << R"({"stage": 3, "stage3_max_live_parameters": 2e9})" << "live_parameters"
-            << 2e9 - 128256.0 * 4096;
+            << R"({"stage": 3, "stage3_max_live_parameters": 2e9})"
+            << "live_parameters" << 2e9 - 128256.0 * 4096;
         QTest::addRow("zero3 live parameters above the model")
-            << R"({"stage": 3, "stage3_max_live_parameters": 1e11})" << "live_parameters"
-            << T - 128256.0 * 4096;
+            << R"({"stage": 3, "stage3_max_live_parameters": 1e11})"
+            << "live_parameters" << T - 128256.0 * 4096;
     }
     void deepSpeedBuffers()
     {
         QFETCH(QString, zero);
         QFETCH(QString, component);
         QFETCH(double, elements);
-        const QString json = QStringLiteral(R"({"bf16": {"enabled": true}, "zero_optimization": %1})").arg(zero);
+        const QString json =
+            QStringLiteral(R"({"bf16": {"enabled": true}, "zero_optimization": %1})").arg(zero);
         plan::PlanInput base = fullInput(Sharding::Ddp, 8, 1);
         const auto imported = plan::parseDeepSpeedJson(json.toStdString(), "ds.json", base);
         QVERIFY2(imported.ok(), imported.ok() ? "" : imported.error().message.c_str());
-        const plan::PlanResult r = plan::estimatePlan(
-            imported->input, presetModel("Llama-3.1-8B"), presetGpu("H100-SXM"));
+        const plan::PlanResult r =
+            plan::estimatePlan(imported->input, presetModel("Llama-3.1-8B"), presetGpu("H100-SXM"));
         const plan::MemoryComponent* c = r.component(component.toStdString());
         QCOMPARE(c ? c->bytes : 0.0, 2 * elements);
     }
@@ -252,9 +253,11 @@ private slots:
     {
         plan::PlanInput in = fullInput(Sharding::Zero2, 8, 1);
         in.offload = Offload::Optimizer;
-        const auto plain = plan::estimatePlan(in, presetModel("Llama-3.1-8B"), presetGpu("H100-SXM"));
+        const auto plain =
+            plan::estimatePlan(in, presetModel("Llama-3.1-8B"), presetGpu("H100-SXM"));
         in.deepspeed.pinMemory = true;
-        const auto pinned = plan::estimatePlan(in, presetModel("Llama-3.1-8B"), presetGpu("H100-SXM"));
+        const auto pinned =
+            plan::estimatePlan(in, presetModel("Llama-3.1-8B"), presetGpu("H100-SXM"));
         QVERIFY(pinned.cpuBytesPerNode > plain.cpuBytesPerNode);
         QVERIFY(pinned.cpuBytesPerNode < 2 * plain.cpuBytesPerNode);
     }
@@ -266,20 +269,23 @@ private slots:
         QTest::addRow("default (BACKWARD_PRE)") << "" << 0;
         QTest::addRow("no prefetch") << "  fsdp_backward_prefetch: NO_PREFETCH\n" << -1;
         QTest::addRow("no backward, forward prefetch")
-            << "  fsdp_backward_prefetch: NO_PREFETCH\n  fsdp_forward_prefetch: true\n" << 0;
+            << "  fsdp_backward_prefetch: NO_PREFETCH\n  fsdp_forward_prefetch: true\n"
+            << 0;
     }
     void fsdpPrefetch()
     {
         QFETCH(QString, settings);
         QFETCH(int, layersMore);
         const auto plan = [](const QString& fsdp) {
-            const QString yaml = "distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: FULL_SHARD\n" + fsdp;
+            const QString yaml =
+                "distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: FULL_SHARD\n"
+                + fsdp;
             const auto imported = plan::parseAccelerateYaml(
                 yaml.toStdString(), "acc.yaml", fullInput(Sharding::Ddp, 8, 1));
             if (!imported.ok())
                 qFatal("%s", imported.error().message.c_str());
-            return plan::estimatePlan(imported->input, presetModel("Llama-3.1-8B"),
-                presetGpu("H100-SXM"))
+            return plan::estimatePlan(
+                imported->input, presetModel("Llama-3.1-8B"), presetGpu("H100-SXM"))
                 .component("gather_buffers")
                 ->bytes;
         };
@@ -346,7 +352,8 @@ private slots:
             << "{\"x\":" + QString(100000, '[') + QString(100000, ']') + "}"
             << "ds.json: not valid JSON: nested deeper than 64 levels";
         QTest::addRow("over 64 MiB") << "{\"x\":\"" + QString(64 << 20, 'a') + "\"}"
-                                     << "ds.json: not valid JSON: the document is 67108872 bytes, more than the limit of 67108864";
+                                     << "ds.json: not valid JSON: the document is 67108872 bytes, "
+                                        "more than the limit of 67108864";
         QTest::addRow("stage 4") << R"({"zero_optimization": {"stage": 4}})"
                                  << "field 'zero_optimization.stage': got 4";
         QTest::addRow("stage text") << R"({"zero_optimization": {"stage": "three"}})"

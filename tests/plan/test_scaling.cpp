@@ -38,12 +38,18 @@ private slots:
         QTest::addColumn<double>("fromTokens"); // published tokens/s per GPU
         QTest::addColumn<int>("toGpus");
         QTest::addColumn<double>("toTokens");
-        QTest::addRow("MPT-13B (Llama-2-13B) 8 -> 16") << "Llama-2-13B" << 2 << 1 << false << 8 << 4792.0 << 16 << 4767.0;
-        QTest::addRow("MPT-13B (Llama-2-13B) 8 -> 32") << "Llama-2-13B" << 2 << 1 << false << 8 << 4792.0 << 32 << 4811.0;
-        QTest::addRow("MPT-13B (Llama-2-13B) 8 -> 64") << "Llama-2-13B" << 2 << 1 << false << 8 << 4792.0 << 64 << 4800.0;
-        QTest::addRow("MPT-3B (Llama-3.2-3B) 32 -> 64") << "Llama-3.2-3B" << 6 << 3 << false << 32 << 23021.0 << 64 << 22525.0;
-        QTest::addRow("MPT-1B (TinyLlama-1.1B) 16 -> 32") << "TinyLlama-1.1B" << 20 << 1 << false << 16 << 46037.0 << 32 << 45130.0;
-        QTest::addRow("MPT-1B (TinyLlama-1.1B) 16 -> 64") << "TinyLlama-1.1B" << 20 << 1 << false << 16 << 46037.0 << 64 << 44402.0;
+        QTest::addRow("MPT-13B (Llama-2-13B) 8 -> 16")
+            << "Llama-2-13B" << 2 << 1 << false << 8 << 4792.0 << 16 << 4767.0;
+        QTest::addRow("MPT-13B (Llama-2-13B) 8 -> 32")
+            << "Llama-2-13B" << 2 << 1 << false << 8 << 4792.0 << 32 << 4811.0;
+        QTest::addRow("MPT-13B (Llama-2-13B) 8 -> 64")
+            << "Llama-2-13B" << 2 << 1 << false << 8 << 4792.0 << 64 << 4800.0;
+        QTest::addRow("MPT-3B (Llama-3.2-3B) 32 -> 64")
+            << "Llama-3.2-3B" << 6 << 3 << false << 32 << 23021.0 << 64 << 22525.0;
+        QTest::addRow("MPT-1B (TinyLlama-1.1B) 16 -> 32")
+            << "TinyLlama-1.1B" << 20 << 1 << false << 16 << 46037.0 << 32 << 45130.0;
+        QTest::addRow("MPT-1B (TinyLlama-1.1B) 16 -> 64")
+            << "TinyLlama-1.1B" << 20 << 1 << false << 16 << 46037.0 << 64 << 44402.0;
     }
     void perGpuEfficiency()
     {

@@ -56,10 +56,10 @@ private slots:
     {
         QTest::addColumn<QString>("model");
         QTest::addColumn<qint64>("activeBlock"); // router + k experts + attention, all layers
-        QTest::addRow("Mixtral-8x7B") << "Mixtral-8x7B-v0.1"
-                                      << qint64(32) * (41'943'040 + 32'768 + 2 * 3 * 58'720'256);
-        QTest::addRow("Qwen3-30B-A3B") << "Qwen3-30B-A3B"
-                                       << qint64(48) * (18'874'368 + 262'144 + 8 * 3 * 1'572'864);
+        QTest::addRow("Mixtral-8x7B")
+            << "Mixtral-8x7B-v0.1" << qint64(32) * (41'943'040 + 32'768 + 2 * 3 * 58'720'256);
+        QTest::addRow("Qwen3-30B-A3B")
+            << "Qwen3-30B-A3B" << qint64(48) * (18'874'368 + 262'144 + 8 * 3 * 1'572'864);
     }
     void mixtureOfExpertsRunsItsTopK()
     {

@@ -59,14 +59,16 @@ struct Inputs {
 
 enum class Padding { None, RightOfRow1 };
 
-inline Inputs writeInputs(std::int64_t vocabSize, const QTemporaryDir& dir, Padding padding = Padding::None)
+inline Inputs writeInputs(
+    std::int64_t vocabSize, const QTemporaryDir& dir, Padding padding = Padding::None)
 {
     torch::manual_seed(1234);
     Inputs inputs;
     inputs.ids = torch::randint(0, vocabSize, {2, 12}, torch::kLong);
     inputs.labels = inputs.ids.clone();
     inputs.labels[0].slice(0, 0, 4).fill_(-100);
-    std::map<std::string, torch::Tensor> tensors = {{"input_ids", inputs.ids}, {"labels", inputs.labels}};
+    std::map<std::string, torch::Tensor> tensors = {
+        {"input_ids", inputs.ids}, {"labels", inputs.labels}};
     if (padding == Padding::RightOfRow1) {
         inputs.attentionMask = torch::ones({2, 12}, torch::kLong);
         inputs.attentionMask[1].slice(0, 9).fill_(0);
@@ -84,7 +86,8 @@ inline std::int64_t vocabSizeOf(const QString& folder)
     return config ? config->vocabSize : 0;
 }
 
-inline std::shared_ptr<LlamaForCausalLm> loadOrFail(const QString& folder, ComputeDType dtype, QString* problem)
+inline std::shared_ptr<LlamaForCausalLm> loadOrFail(
+    const QString& folder, ComputeDType dtype, QString* problem)
 {
     auto model = train::loadCausalLm(folder.toStdString(), dtype);
     if (!model) {
@@ -116,7 +119,8 @@ inline data::Batch trainerBatch(const Inputs& inputs)
 
 // A run config for one step of `method` from `model` with the hyper-parameters
 // above; LoRA takes rank, alpha and targets from the adapter it starts from.
-inline config::RunConfig stepConfig(const QString& model, const QString& method, const LoraSpec& lora)
+inline config::RunConfig stepConfig(
+    const QString& model, const QString& method, const LoraSpec& lora)
 {
     config::RunConfig config;
     config.model = model.toStdString();
@@ -169,12 +173,12 @@ inline UpdateError updateError(const FlatParameters& parameters, const TensorMap
     return error;
 }
 
-inline torch::Tensor masterGradient(const FlatParameters& parameters, const FlatParameters::Segment& segment)
+inline torch::Tensor masterGradient(
+    const FlatParameters& parameters, const FlatParameters::Segment& segment)
 {
     const auto& unit = parameters.units()[static_cast<size_t>(segment.unit)];
     return unit.masterGradients.narrow(0, segment.offset, segment.numel).view(segment.shape);
 }
-
 
 // One AdamW step of `method` ("full", or "lora" from the adapter peft
 // makes, B non-zero) from `folder` on `inputs`: ours against PyTorch's.
@@ -258,7 +262,8 @@ inline StepComparison compareOptimizerStep(const QString& folder, const QString&
         prepare(session);
 
     FlatParameters& parameters = *session.parameters;
-    result.ours = train::accumulateStepGradients(*session.model, parameters, {trainerBatch(inputs)});
+    result.ours =
+        train::accumulateStepGradients(*session.model, parameters, {trainerBatch(inputs)});
     const double theirLoss = result.theirs.at("loss").item<double>();
     result.lossError = std::abs(result.ours.loss - theirLoss) / std::abs(theirLoss);
     std::size_t found = 0;
@@ -276,8 +281,8 @@ inline StepComparison compareOptimizerStep(const QString& folder, const QString&
     // Every parameter PyTorch trains is one of ours, and back: a gradient and
     // an updated weight each, besides the loss and the aux loss.
     const std::size_t extra = result.theirs.count("aux_loss") + 1;
-    result.sameParameters = found == parameters.segments().size()
-        && 2 * found + extra == result.theirs.size();
+    result.sameParameters =
+        found == parameters.segments().size() && 2 * found + extra == result.theirs.size();
     if (!result.sameParameters)
         return result;
     session.optimizer->step(kLearningRate);

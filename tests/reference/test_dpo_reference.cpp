@@ -46,7 +46,8 @@ std::vector<data::TokenizedExample> pairRows()
             const torch::Tensor ids =
                 torch::cat({promptIds, torch::randint(3, kVocab, {completion}, torch::kInt)});
             data::TokenizedExample row;
-            row.inputIds.assign(ids.data_ptr<std::int32_t>(), ids.data_ptr<std::int32_t>() + ids.numel());
+            row.inputIds.assign(
+                ids.data_ptr<std::int32_t>(), ids.data_ptr<std::int32_t>() + ids.numel());
             row.labels = row.inputIds;
             std::fill_n(row.labels.begin(), prompt, data::kIgnoreIndex);
             rows.push_back(std::move(row));
@@ -55,7 +56,8 @@ std::vector<data::TokenizedExample> pairRows()
     return rows;
 }
 
-data::Batch pairBatch(const std::vector<data::TokenizedExample>& rows, std::vector<std::size_t> pairs)
+data::Batch pairBatch(
+    const std::vector<data::TokenizedExample>& rows, std::vector<std::size_t> pairs)
 {
     data::BatchOptions options{pairs.size(), 0, 0};
     options.rowsPerSample = 2;
@@ -66,7 +68,8 @@ torch::Tensor asTensor(const std::vector<std::int32_t>& values, const data::Batc
 {
     return torch::tensor(values, torch::kInt)
         .to(torch::kLong)
-        .view({static_cast<std::int64_t>(batch.batchSize), static_cast<std::int64_t>(batch.sequenceLength)});
+        .view({static_cast<std::int64_t>(batch.batchSize),
+            static_cast<std::int64_t>(batch.sequenceLength)});
 }
 
 // The whole step's pairs as one batch, for the reference.
@@ -100,10 +103,15 @@ QString ask(const QStringList& arguments)
 // space, an empty prompt, a completion that merges with the prompt's last
 // word, a completion that already ends with the EOS text.
 const char* const kTokenizedPairs =
-    "{\"prompt\": \"Once upon a time\", \"chosen\": \" there was a cat.\", \"rejected\": \" the end\"}" "\n"
-    "{\"prompt\": \"Tom said: \", \"chosen\": \"hello</s>\", \"rejected\": \"bye\"}" "\n"
-    "{\"prompt\": \"\", \"chosen\": \"Lily ran\", \"rejected\": \"Lily sat\"}" "\n"
-    "{\"prompt\": \"The sun is\", \"chosen\": \"hot and big\", \"rejected\": \"n't here\"}" "\n";
+    "{\"prompt\": \"Once upon a time\", \"chosen\": \" there was a cat.\", \"rejected\": \" the "
+    "end\"}"
+    "\n"
+    "{\"prompt\": \"Tom said: \", \"chosen\": \"hello</s>\", \"rejected\": \"bye\"}"
+    "\n"
+    "{\"prompt\": \"\", \"chosen\": \"Lily ran\", \"rejected\": \"Lily sat\"}"
+    "\n"
+    "{\"prompt\": \"The sun is\", \"chosen\": \"hot and big\", \"rejected\": \"n't here\"}"
+    "\n";
 
 std::vector<std::int32_t> idsOf(const QJsonValue& value)
 {
@@ -113,9 +121,11 @@ std::vector<std::int32_t> idsOf(const QJsonValue& value)
     return ids;
 }
 
-std::vector<std::int32_t> slice(const std::vector<std::int32_t>& ids, std::size_t begin, std::size_t end)
+std::vector<std::int32_t> slice(
+    const std::vector<std::int32_t>& ids, std::size_t begin, std::size_t end)
 {
-    return {ids.begin() + static_cast<std::ptrdiff_t>(begin), ids.begin() + static_cast<std::ptrdiff_t>(end)};
+    return {ids.begin() + static_cast<std::ptrdiff_t>(begin),
+        ids.begin() + static_cast<std::ptrdiff_t>(end)};
 }
 
 double relative(double ours, double theirs)
@@ -138,7 +148,8 @@ private slots:
             ask({"make-models", "--families", "llama3", "--seed", "11", "--out", m_models.path()});
         if (!problem.isEmpty())
             QFAIL(qPrintable("the reference cannot run (packaging/setup.sh test installs "
-                             "packaging/python-reference.txt): " + problem));
+                             "packaging/python-reference.txt): "
+                + problem));
     }
 
     void tokenizesPairsAsTrl()
@@ -177,7 +188,8 @@ private slots:
             for (const auto& [row, name] : {std::pair{&pair.chosen, "chosen_ids"},
                      std::pair{&pair.rejected, "rejected_ids"}}) {
                 QCOMPARE(slice(row->inputIds, 0, prompt.size()), prompt);
-                QCOMPARE(slice(row->inputIds, prompt.size(), row->size()), idsOf(trl.value(QString::fromLatin1(name))));
+                QCOMPARE(slice(row->inputIds, prompt.size(), row->size()),
+                    idsOf(trl.value(QString::fromLatin1(name))));
                 // The loss mask covers the completion only.
                 QCOMPARE(row->trainableTokens(), row->size() - prompt.size());
             }
@@ -250,7 +262,10 @@ private slots:
             const double error = relative(value, theirFigure(name));
             worstFigure = std::max(worstFigure, error);
             QVERIFY2(error <= 1e-5,
-                qPrintable(QString("%1: ours %2, theirs %3").arg(name).arg(value, 0, 'g', 9).arg(theirFigure(name), 0, 'g', 9)));
+                qPrintable(QString("%1: ours %2, theirs %3")
+                               .arg(name)
+                               .arg(value, 0, 'g', 9)
+                               .arg(theirFigure(name), 0, 'g', 9)));
         }
         // The adapter moves the policy away from the reference: the rewards
         // are not zero, so the comparison sees them.
@@ -262,7 +277,8 @@ private slots:
             const auto it = theirs.find("grad." + segment.name);
             QVERIFY2(it != theirs.end(), segment.name.c_str());
             ++found;
-            worstGradient = std::max(worstGradient, relativeError(masterGradient(parameters, segment), it->second));
+            worstGradient = std::max(
+                worstGradient, relativeError(masterGradient(parameters, segment), it->second));
         }
         QCOMPARE(2 * found + figures.size(), theirs.size()); // the same parameters train
         session.optimizer->step(kLearningRate);

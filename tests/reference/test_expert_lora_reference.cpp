@@ -164,9 +164,9 @@ private slots:
         const Inputs inputs = writeInputs(ours->config().vocabSize, dir);
         const QString adapter = dir.filePath("peft_adapter");
         const QString logits = dir.filePath("peft_logits.safetensors");
-        const auto made = runReference("make-adapter", {"--model", folder, "--inputs", inputs.path,
-                                                           "--logits", logits, "--out", adapter,
-                                                           "--expert-lora", experts});
+        const auto made = runReference("make-adapter",
+            {"--model", folder, "--inputs", inputs.path, "--logits", logits, "--out", adapter,
+                "--expert-lora", experts});
         QVERIFY2(made.ok, qPrintable(made.problem));
         const auto spec = readPeftAdapterConfig(adapter.toStdString());
         QVERIFY2(spec.ok(), spec.ok() ? "" : spec.error().toString().c_str());

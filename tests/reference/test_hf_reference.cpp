@@ -28,9 +28,8 @@ using namespace tb::reference;
 namespace {
 
 const QString kStories = QStringLiteral("stories260K");
-const QStringList kFamilies = {
-    kStories, "llama2", "llama3", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "phi3",
-    "phi3-longrope", "mixtral", "qwen3_moe"};
+const QStringList kFamilies = {kStories, "llama2", "llama3", "mistral", "qwen2", "qwen3", "gemma2",
+    "gemma3", "phi3", "phi3-longrope", "mixtral", "qwen3_moe"};
 
 void addFamilyRows()
 {
@@ -76,7 +75,8 @@ LoraSpec everyProjection()
     LoraSpec spec;
     spec.rank = 4;
     spec.alpha = 8.0;
-    spec.targetModules = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+    spec.targetModules = {
+        "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
     return spec;
 }
 
@@ -145,19 +145,21 @@ private slots:
                  Case{ComputeDType::BFloat16, "bfloat16", 1e-2}}) {
             const auto ours = loadOrFail(folder, c.dtype, &problem);
             QVERIFY2(ours, qPrintable(problem));
-            for (const AttentionBackend backend : {AttentionBackend::Fused, AttentionBackend::Plain}) {
+            for (const AttentionBackend backend :
+                {AttentionBackend::Fused, AttentionBackend::Plain}) {
                 ours->setAttentionBackend(backend);
-                const QString key = c.name + (backend == AttentionBackend::Fused ? ".sdpa" : ".eager");
+                const QString key =
+                    c.name + (backend == AttentionBackend::Fused ? ".sdpa" : ".eager");
                 const double theirLoss = theirs.at("loss." + key.toStdString()).item<double>();
-                const double logits =
-                    relativeError(ourLogits(*ours, inputs), theirs.at("logits." + key.toStdString()));
-                const double loss = std::abs(ourLoss(*ours, inputs) - theirLoss) / std::abs(theirLoss);
-                const QString figures = QString("%1 %2 (transformers %3): logits %4, loss %5 (relative)")
-                                            .arg(family,
-                                                backend == AttentionBackend::Fused ? "fused" : "plain",
-                                                key)
-                                            .arg(logits, 0, 'g', 3)
-                                            .arg(loss, 0, 'g', 3);
+                const double logits = relativeError(
+                    ourLogits(*ours, inputs), theirs.at("logits." + key.toStdString()));
+                const double loss =
+                    std::abs(ourLoss(*ours, inputs) - theirLoss) / std::abs(theirLoss);
+                const QString figures =
+                    QString("%1 %2 (transformers %3): logits %4, loss %5 (relative)")
+                        .arg(family, backend == AttentionBackend::Fused ? "fused" : "plain", key)
+                        .arg(logits, 0, 'g', 3)
+                        .arg(loss, 0, 'g', 3);
                 qInfo().noquote() << figures;
                 if (logits > c.tolerance || loss > c.tolerance)
                     failures << figures;

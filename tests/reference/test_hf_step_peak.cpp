@@ -131,14 +131,14 @@ private slots:
         QVERIFY2(hf.ok(), hf.ok() ? "" : hf.error().message.c_str());
         const common::Result<plan::PlanResult> reference = planOf(c, plan::Engine::Reference);
         QVERIFY2(reference.ok(), reference.ok() ? "" : reference.error().message.c_str());
-        const double measured =
-            m_measured.value(caseOf(c)).toObject().value("peak").toDouble(-1);
+        const double measured = m_measured.value(caseOf(c)).toObject().value("peak").toDouble(-1);
         QVERIFY(measured > 0);
         const double planned = hf->stepPeakAt(plan::PeakLevel::Allocated);
         const double error = (planned - measured) / measured;
         const double referenceError =
             (reference->stepPeakAt(plan::PeakLevel::Allocated) - measured) / measured;
-        qInfo("measured %.2f MB, hf-trainer plans %.2f MB (%+.1f %%), the reference engine %+.1f %%",
+        qInfo(
+            "measured %.2f MB, hf-trainer plans %.2f MB (%+.1f %%), the reference engine %+.1f %%",
             measured / 1e6, planned / 1e6, 100 * error, 100 * referenceError);
         // The profiler sees every allocation; what is left is the few
         // tensors of a step no formula lists (rotary tables, masks, scalars).
@@ -165,7 +165,8 @@ private slots:
             kEvalBatch, measured / 1e6, figures.value("eval_before").toDouble() / 1e6,
             phase->allocated / 1e6, 100 * error, figures.value("peak").toDouble() / 1e6);
         QVERIFY2(std::abs(error) <= 0.03,
-            qPrintable(QStringLiteral("planned %1 B, measured %2 B").arg(phase->allocated).arg(measured)));
+            qPrintable(
+                QStringLiteral("planned %1 B, measured %2 B").arg(phase->allocated).arg(measured)));
     }
 };
 

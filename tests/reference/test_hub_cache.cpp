@@ -74,9 +74,12 @@ private slots:
         QTest::addColumn<QStringList>("variables"); // NAME=value
         QTest::addColumn<QString>("expected");
         QTest::addRow("HF_HUB_CACHE first") << QStringList{"HF_HUB_CACHE=/a", "HF_HOME=/b"} << "/a";
-        QTest::addRow("the legacy name") << QStringList{"HUGGINGFACE_HUB_CACHE=/c", "HF_HOME=/b"} << "/c";
-        QTest::addRow("HF_HOME's hub") << QStringList{"HF_HOME=/b", "XDG_CACHE_HOME=/x"} << "/b/hub";
-        QTest::addRow("XDG's huggingface") << QStringList{"XDG_CACHE_HOME=/x"} << "/x/huggingface/hub";
+        QTest::addRow("the legacy name")
+            << QStringList{"HUGGINGFACE_HUB_CACHE=/c", "HF_HOME=/b"} << "/c";
+        QTest::addRow("HF_HOME's hub")
+            << QStringList{"HF_HOME=/b", "XDG_CACHE_HOME=/x"} << "/b/hub";
+        QTest::addRow("XDG's huggingface")
+            << QStringList{"XDG_CACHE_HOME=/x"} << "/x/huggingface/hub";
         QTest::addRow("home") << QStringList{"HOME=/home/u"} << "/home/u/.cache/huggingface/hub";
     }
     void cacheFolderAsHuggingFaceHubChoosesIt()
@@ -136,7 +139,8 @@ private slots:
         QVERIFY(python.waitForFinished(120000));
         const QString out = QString::fromUtf8(python.readAllStandardOutput()).trimmed();
         QVERIFY2(python.exitCode() == 0, python.readAllStandardError().constData());
-        QCOMPARE(out, QString("%1 %2 %3 main").arg(kRepoId, kRevision, QString::fromStdString(m_snapshot)));
+        QCOMPARE(out,
+            QString("%1 %2 %3 main").arg(kRepoId, kRevision, QString::fromStdString(m_snapshot)));
     }
 
     void runConfigNamesTheModelByItsId()
@@ -168,11 +172,14 @@ private slots:
         QTest::addColumn<QString>("repo");
         QTest::addColumn<QString>("damage"); // what to break first, inside the cached repo
         QTest::addColumn<QString>("expected");
-        QTest::addRow("never downloaded") << "tb-test/absent" << ""
+        QTest::addRow("never downloaded") << "tb-test/absent"
+                                          << ""
                                           << "tb-test/absent is not in the Hugging Face cache";
-        QTest::addRow("no refs/main") << kRepoId << "refs/main" << "no revision recorded";
-        QTest::addRow("no config.json") << kRepoId << QString("snapshots/%1/config.json").arg(kRevision)
-                                        << "has no config.json";
+        QTest::addRow("no refs/main") << kRepoId << "refs/main"
+                                      << "no revision recorded";
+        QTest::addRow("no config.json")
+            << kRepoId << QString("snapshots/%1/config.json").arg(kRevision)
+            << "has no config.json";
     }
     void saysHowToGetAModelNotCached()
     {

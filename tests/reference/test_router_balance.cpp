@@ -58,8 +58,8 @@ private slots:
                 for (const bool padded : {false, true}) {
                     // Half the rows recompute their layers, across methods and padding.
                     const bool checkpointed = padded == (std::string(method) == "lora");
-                    QTest::addRow("%s %s%s%s", qPrintable(family), method,
-                        padded ? " padded" : "", checkpointed ? " checkpointed" : "")
+                    QTest::addRow("%s %s%s%s", qPrintable(family), method, padded ? " padded" : "",
+                        checkpointed ? " checkpointed" : "")
                         << family << QString(method) << padded << checkpointed;
                 }
     }
@@ -74,10 +74,10 @@ private slots:
         QFETCH(bool, checkpointed);
         QTemporaryDir dir;
         const QString folder = modelFolder(family);
-        const Inputs inputs = writeInputs(
-            vocabSizeOf(folder), dir, padded ? Padding::RightOfRow1 : Padding::None);
-        const StepComparison step = compareOptimizerStep(folder, method, inputs, dir,
-            [checkpointed](TrainingSession& session) {
+        const Inputs inputs =
+            writeInputs(vocabSizeOf(folder), dir, padded ? Padding::RightOfRow1 : Padding::None);
+        const StepComparison step = compareOptimizerStep(
+            folder, method, inputs, dir, [checkpointed](TrainingSession& session) {
                 if (checkpointed)
                     enableActivationCheckpointing(*session.model);
             });
@@ -85,8 +85,9 @@ private slots:
         QVERIFY2(step.theirs.count("aux_loss"), "transformers computed no aux loss");
         const double theirAux = step.theirs.at("aux_loss").item<double>();
         const double auxError = relativeDifference(step.ours.routerAuxLoss, theirAux);
-        const QString figures = step.figures(QString("%1 %2%3%4").arg(family, method,
-                                    padded ? " padded" : "", checkpointed ? " checkpointed" : ""))
+        const QString figures = step.figures(QString("%1 %2%3%4")
+                                                 .arg(family, method, padded ? " padded" : "",
+                                                     checkpointed ? " checkpointed" : ""))
             + QString("; aux loss %1 against %2 (%3)")
                   .arg(step.ours.routerAuxLoss, 0, 'g', 8)
                   .arg(theirAux, 0, 'g', 8)

@@ -20,8 +20,9 @@ namespace {
 inline bool listensOn(const QString& ns, int port)
 {
     QProcess ss;
-    ss.start(QStringLiteral("ip"), {QStringLiteral("netns"), QStringLiteral("exec"), ns, QStringLiteral("ss"),
-                                       QStringLiteral("-Hltn"), QStringLiteral("sport = :%1").arg(port)});
+    ss.start(QStringLiteral("ip"),
+        {QStringLiteral("netns"), QStringLiteral("exec"), ns, QStringLiteral("ss"),
+            QStringLiteral("-Hltn"), QStringLiteral("sport = :%1").arg(port)});
     return ss.waitForFinished(5000) && !ss.readAllStandardOutput().trimmed().isEmpty();
 }
 
@@ -33,7 +34,8 @@ inline std::vector<tb::remote::LauncherStatus> launcherStatuses(const QString& o
     for (const QString& line : out.split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
         const auto status = tb::remote::parseLauncherStatus(line.toStdString());
         if (!status)
-            qFatal("not a launcher status: %s (%s)", qPrintable(line), status.error().message.c_str());
+            qFatal(
+                "not a launcher status: %s (%s)", qPrintable(line), status.error().message.c_str());
         statuses.push_back(*status);
     }
     return statuses;
@@ -44,7 +46,8 @@ inline std::vector<int> printedSteps(const QString& out)
 {
     std::vector<int> steps;
     QRegularExpressionMatchIterator it =
-        QRegularExpression(QStringLiteral("^step (\\d+)/"), QRegularExpression::MultilineOption).globalMatch(out);
+        QRegularExpression(QStringLiteral("^step (\\d+)/"), QRegularExpression::MultilineOption)
+            .globalMatch(out);
     while (it.hasNext())
         steps.push_back(it.next().captured(1).toInt());
     return steps;
@@ -60,7 +63,9 @@ inline std::vector<int> oneToN(int n)
 // Processes whose command line holds `text` (the run's config path).
 inline QString processesWith(const QString& text)
 {
-    return tb::test::shell(QStringLiteral("pgrep -af %1 | grep -v pgrep || true").arg(tb::test::quoted(text))).output.trimmed();
+    return tb::test::shell(
+        QStringLiteral("pgrep -af %1 | grep -v pgrep || true").arg(tb::test::quoted(text)))
+        .output.trimmed();
 }
 
 } // namespace

@@ -47,9 +47,11 @@ struct Cluster {
 
     QStringList launchArguments(const std::string& config, const QString& knownHosts = {}) const
     {
-        return {QStringLiteral("launch"), QString::fromStdString(config), QStringLiteral("--hostfile"), hostfile,
-            QStringLiteral("--ssh-key"), hosts->userKey(), QStringLiteral("--known-hosts"),
-            knownHosts.isEmpty() ? hosts->knownHosts() : knownHosts, QStringLiteral("--grace"), QStringLiteral("15")};
+        return {QStringLiteral("launch"), QString::fromStdString(config),
+            QStringLiteral("--hostfile"), hostfile, QStringLiteral("--ssh-key"), hosts->userKey(),
+            QStringLiteral("--known-hosts"),
+            knownHosts.isEmpty() ? hosts->knownHosts() : knownHosts, QStringLiteral("--grace"),
+            QStringLiteral("15")};
     }
 
     // Registry entries host k holds.
@@ -88,7 +90,8 @@ inline bool waitForSteps(const std::string& runDir, int steps, int timeoutMs = 1
 // ranks agree on a stop among themselves.
 inline bool nodeEndedOnStop(const Cluster& cluster, int k)
 {
-    const auto entry = tb::launch::readRegistryEntry(cluster.registryEntries(k).value(0).toStdString());
+    const auto entry =
+        tb::launch::readRegistryEntry(cluster.registryEntries(k).value(0).toStdString());
     if (!entry.ok())
         return false;
     return entry->state == "exited" && !entry->failed()

@@ -64,7 +64,8 @@ inline QString writeHangingSftpServer(const QString& folder, const QString& flag
     QFile file(program);
     if (!file.open(QIODevice::WriteOnly))
         return {};
-    file.write(QStringLiteral("#!/bin/sh\n[ -e %1 ] && kill -STOP $$\nexec /usr/lib/openssh/sftp-server \"$@\"\n")
+    file.write(QStringLiteral(
+        "#!/bin/sh\n[ -e %1 ] && kill -STOP $$\nexec /usr/lib/openssh/sftp-server \"$@\"\n")
                    .arg(quoted(flag))
                    .toUtf8());
     file.close();
@@ -102,10 +103,11 @@ public:
     // outside end is deleted here: its name is free for the next test.
     void removeNamespace(int k) const
     {
-        const QString script = QStringLiteral(
-            "for attempt in $(seq 300); do ip netns pids %1 | xargs -r kill -9; "
-            "ip netns delete %1 2>/dev/null && { ip link delete %2 2>/dev/null; exit 0; }; sleep 0.1; done; exit 1")
-                                   .arg(ns(k), vethOutside(k));
+        const QString script =
+            QStringLiteral("for attempt in $(seq 300); do ip netns pids %1 | xargs -r kill -9; "
+                           "ip netns delete %1 2>/dev/null && { ip link delete %2 2>/dev/null; "
+                           "exit 0; }; sleep 0.1; done; exit 1")
+                .arg(ns(k), vethOutside(k));
         if (shell(script, 40000).exitCode != 0)
             qWarning("could not remove network namespace %s", qPrintable(ns(k)));
     }
@@ -124,11 +126,12 @@ public:
         // Names are made from this process id: any namespace or bridge under
         // them was left by a killed run of an earlier process with the same id.
         for (int k = 0; k < int(views.size()); ++k)
-            shell(QStringLiteral("ip netns delete %1 2>/dev/null; ip link delete %2 2>/dev/null").arg(ns(k), vethOutside(k)));
+            shell(QStringLiteral("ip netns delete %1 2>/dev/null; ip link delete %2 2>/dev/null")
+                      .arg(ns(k), vethOutside(k)));
         shell(QStringLiteral("ip link delete %1 2>/dev/null").arg(bridge()));
         CommandOutput made = shell(QStringLiteral(
             "ip link add %1 type bridge && ip addr add %2.1/24 dev %1 && ip link set %1 up")
-                                        .arg(bridge(), m_subnet));
+                                       .arg(bridge(), m_subnet));
         if (made.exitCode != 0)
             return QStringLiteral("bridge: ") + made.output;
         for (int k = 0; k < int(views.size()); ++k) {
@@ -164,18 +167,25 @@ public:
     // Cuts host k off the network (its link down), or brings it back.
     bool setLinkUp(int k, bool up)
     {
-        return shell(QStringLiteral("ip link set %1 %2").arg(vethOutside(k), up ? "up" : "down")).exitCode == 0;
+        return shell(QStringLiteral("ip link set %1 %2").arg(vethOutside(k), up ? "up" : "down"))
+                   .exitCode
+            == 0;
     }
     // Traffic from host `from` to host `to` refused (an ICMP-prohibited route).
     bool blockRoute(int from, int to)
     {
-        return shell(QStringLiteral("ip netns exec %1 ip route add prohibit %2/32").arg(ns(from), address(to))).exitCode == 0;
+        return shell(QStringLiteral("ip netns exec %1 ip route add prohibit %2/32")
+                         .arg(ns(from), address(to)))
+                   .exitCode
+            == 0;
     }
     // Ends every SSH connection to host k (its sshd's per-connection
     // processes), as a dropped link would; its sshd goes on listening.
     bool dropConnections(int k)
     {
-        return shell(QStringLiteral("pkill -KILL -P %1").arg(m_hosts[size_t(k)]->sshd.processId())).exitCode == 0;
+        return shell(QStringLiteral("pkill -KILL -P %1").arg(m_hosts[size_t(k)]->sshd.processId()))
+                   .exitCode
+            == 0;
     }
     // Host k's SFTP hangs from now on (its HostView::sftpServer made by
     // writeHangingSftpServer with `flag`): the sessions under way are
@@ -184,16 +194,19 @@ public:
     bool hangSftp(int k, const QString& flag)
     {
         QFile(flag).open(QIODevice::WriteOnly);
-        return !shell(QStringLiteral("for p in $(ip netns pids %1); do grep -q sftp-server /proc/$p/cmdline "
-                                     "2>/dev/null && kill -STOP $p && echo $p; done")
-                    .arg(ns(k)))
+        return !shell(
+            QStringLiteral("for p in $(ip netns pids %1); do grep -q sftp-server /proc/$p/cmdline "
+                           "2>/dev/null && kill -STOP $p && echo $p; done")
+                .arg(ns(k)))
                     .output.trimmed()
                     .isEmpty();
     }
     // A command in host k's mount namespace (what its SSH logins see).
     CommandOutput runInView(int k, const QString& command)
     {
-        return shell(QStringLiteral("nsenter -t %1 -m sh -c %2").arg(m_hosts[size_t(k)]->sshd.processId()).arg(quoted(command)));
+        return shell(QStringLiteral("nsenter -t %1 -m sh -c %2")
+                         .arg(m_hosts[size_t(k)]->sshd.processId())
+                         .arg(quoted(command)));
     }
     CommandOutput runIn(int k, const QString& command)
     {
@@ -212,7 +225,8 @@ private:
     QString keygen(const QString& name)
     {
         QFile::remove(path(name));
-        CommandOutput out = shell(QStringLiteral("ssh-keygen -q -t ed25519 -N '' -f %1").arg(quoted(path(name))));
+        CommandOutput out =
+            shell(QStringLiteral("ssh-keygen -q -t ed25519 -N '' -f %1").arg(quoted(path(name))));
         return out.exitCode == 0 ? QString() : QStringLiteral("ssh-keygen: ") + out.output;
     }
 
@@ -225,11 +239,13 @@ private:
             return failure;
         QDir().mkpath(stateDir(k));
         CommandOutput net = shell(QStringLiteral(
-            "ip netns add %1 && ip link add %2 type veth peer name %3 && ip link set %3 netns %1 && "
+            "ip netns add %1 && ip link add %2 type veth peer name %3 && ip link set %3 netns %1 "
+            "&& "
             "ip link set %2 master %4 && ip link set %2 up && "
             "ip netns exec %1 ip addr add %5/24 dev %3 && ip netns exec %1 ip link set %3 up && "
             "ip netns exec %1 ip link set lo up")
-                                      .arg(ns(k), vethOutside(k), vethInside(k), bridge(), address(k)));
+                                      .arg(ns(k), vethOutside(k), vethInside(k), bridge(),
+                                          address(k)));
         if (net.exitCode != 0)
             return QStringLiteral("namespace %1: %2").arg(ns(k), net.output);
         const QString config = path(QStringLiteral("sshd%1_config").arg(k));
@@ -244,7 +260,8 @@ private:
             "ClientAliveInterval 2\nClientAliveCountMax 3\n")
                        .arg(address(k), path(hostKey), path(QStringLiteral("sshd%1.pid").arg(k)),
                            path("authorized_keys"), stateDir(k),
-                           view.sftpServer.isEmpty() ? QStringLiteral("internal-sftp") : view.sftpServer)
+                           view.sftpServer.isEmpty() ? QStringLiteral("internal-sftp")
+                                                     : view.sftpServer)
                        .toUtf8());
         file.close();
         QString mounts;
@@ -256,13 +273,14 @@ private:
         host->sshd.setProcessChannelMode(QProcess::MergedChannels);
         host->sshd.start(QStringLiteral("ip"),
             {QStringLiteral("netns"), QStringLiteral("exec"), ns(k), QStringLiteral("unshare"),
-                QStringLiteral("--mount"), QStringLiteral("--propagation"), QStringLiteral("private"),
-                QStringLiteral("/bin/sh"), QStringLiteral("-c"),
+                QStringLiteral("--mount"), QStringLiteral("--propagation"),
+                QStringLiteral("private"), QStringLiteral("/bin/sh"), QStringLiteral("-c"),
                 mounts + QStringLiteral("exec /usr/sbin/sshd -D -e -f %1").arg(quoted(config))});
         m_hosts.push_back(std::move(host));
         for (int attempt = 0; attempt < 100; ++attempt) {
             if (m_hosts.back()->sshd.state() == QProcess::NotRunning)
-                return QStringLiteral("sshd on %1 exited: %2").arg(ns(k), QString::fromUtf8(m_hosts.back()->sshd.readAll()));
+                return QStringLiteral("sshd on %1 exited: %2")
+                    .arg(ns(k), QString::fromUtf8(m_hosts.back()->sshd.readAll()));
             if (shell(QStringLiteral("exec 3<>/dev/tcp/%1/22").arg(address(k)), 2000).exitCode == 0)
                 return {};
             QThread::msleep(100);
@@ -279,7 +297,8 @@ private:
         for (int k = 0; k < int(m_hosts.size()); ++k) {
             if (k == skip)
                 continue;
-            QFile key(path(QString::fromLatin1(k == changed ? "other%1_key.pub" : "host%1_key.pub").arg(k)));
+            QFile key(path(
+                QString::fromLatin1(k == changed ? "other%1_key.pub" : "host%1_key.pub").arg(k)));
             if (!key.open(QIODevice::ReadOnly))
                 return QStringLiteral("no host key for %1").arg(k);
             const QList<QByteArray> fields = key.readAll().trimmed().split(' ');

@@ -19,7 +19,8 @@ struct CliRun {
     QString err; // "timed out" first when it ran past the timeout
 };
 
-inline CliRun runCli(const QStringList& arguments, int timeoutMs = 120000, const QString& workingDir = {})
+inline CliRun runCli(
+    const QStringList& arguments, int timeoutMs = 120000, const QString& workingDir = {})
 {
     QProcess process;
     if (!workingDir.isEmpty())
@@ -40,9 +41,9 @@ inline CliRun runCli(const QStringList& arguments, int timeoutMs = 120000, const
 // --host, --port, --identity and --known-hosts for `server`.
 inline QStringList cliSshArguments(const SshdServer& server)
 {
-    return {QStringLiteral("--host"), server.user() + QStringLiteral("@127.0.0.1"), QStringLiteral("--port"),
-        QString::number(server.port()), QStringLiteral("--identity"), server.userKey(),
-        QStringLiteral("--known-hosts"), server.knownHosts()};
+    return {QStringLiteral("--host"), server.user() + QStringLiteral("@127.0.0.1"),
+        QStringLiteral("--port"), QString::number(server.port()), QStringLiteral("--identity"),
+        server.userKey(), QStringLiteral("--known-hosts"), server.knownHosts()};
 }
 
 // A run of 4 steps, "remote-demo" on "somewhere".

@@ -82,14 +82,16 @@ public:
             environment << QStringLiteral("HOME=") + home();
         }
         if (!pathFirst.isEmpty())
-            environment << QStringLiteral("PATH=") + pathFirst + QStringLiteral(":/usr/local/bin:/usr/bin:/bin");
+            environment << QStringLiteral("PATH=") + pathFirst
+                    + QStringLiteral(":/usr/local/bin:/usr/bin:/bin");
         if (!environment.isEmpty())
             config.write("SetEnv " + environment.join(QLatin1Char(' ')).toUtf8() + "\n");
         config.close();
         m_sshd.setProcessChannelMode(QProcess::MergedChannels);
         if (m_loginShell.isEmpty()) {
             m_sshd.start(QStringLiteral("/usr/sbin/sshd"),
-                {QStringLiteral("-D"), QStringLiteral("-e"), QStringLiteral("-f"), path("sshd_config")});
+                {QStringLiteral("-D"), QStringLiteral("-e"), QStringLiteral("-f"),
+                    path("sshd_config")});
         } else if (QString failure = startWithLoginShell(); !failure.isEmpty()) {
             return failure;
         }
@@ -160,7 +162,8 @@ private:
                                   "echo 'a banner on stderr' >&2\n";
         for (const char* name : {"/.bashrc", "/.profile"}) {
             QFile file(home() + name);
-            if (!QDir().mkpath(home()) || !file.open(QIODevice::WriteOnly) || file.write(banner) != banner.size())
+            if (!QDir().mkpath(home()) || !file.open(QIODevice::WriteOnly)
+                || file.write(banner) != banner.size())
                 return QStringLiteral("cannot write ") + file.fileName();
         }
         return {};
@@ -192,16 +195,19 @@ private:
     QString startWithLoginShell()
     {
         if (::geteuid() != 0)
-            return QStringLiteral("a login shell for the test's sshd needs root (a mount namespace)");
+            return QStringLiteral(
+                "a login shell for the test's sshd needs root (a mount namespace)");
         if (!QFile::exists(m_loginShell))
-            return m_loginShell + QStringLiteral(" is missing (packaging/debian-packages.txt installs it)");
+            return m_loginShell
+                + QStringLiteral(" is missing (packaging/debian-packages.txt installs it)");
         if (QString failure = writePasswdWithLoginShell(); !failure.isEmpty())
             return failure;
         // unshare and sh exec in turn, so sshd keeps the pid QProcess knows.
         m_sshd.start(QStringLiteral("unshare"),
             {QStringLiteral("--mount"), QStringLiteral("--propagation"), QStringLiteral("private"),
                 QStringLiteral("/bin/sh"), QStringLiteral("-c"),
-                QStringLiteral("mount --bind \"$0\" /etc/passwd && exec /usr/sbin/sshd -D -e -f \"$1\""),
+                QStringLiteral(
+                    "mount --bind \"$0\" /etc/passwd && exec /usr/sbin/sshd -D -e -f \"$1\""),
                 path("passwd"), path("sshd_config")});
         return {};
     }
@@ -223,10 +229,11 @@ private:
     {
         QProcess keygen;
         keygen.start(QStringLiteral("ssh-keygen"),
-            {QStringLiteral("-q"), QStringLiteral("-t"), QStringLiteral("ed25519"), QStringLiteral("-N"),
-                QString(), QStringLiteral("-f"), path(name)});
+            {QStringLiteral("-q"), QStringLiteral("-t"), QStringLiteral("ed25519"),
+                QStringLiteral("-N"), QString(), QStringLiteral("-f"), path(name)});
         if (!keygen.waitForFinished(10000) || keygen.exitCode() != 0)
-            return QStringLiteral("ssh-keygen failed: ") + QString::fromUtf8(keygen.readAllStandardError());
+            return QStringLiteral("ssh-keygen failed: ")
+                + QString::fromUtf8(keygen.readAllStandardError());
         return {};
     }
 
@@ -240,7 +247,8 @@ private:
         QFile out(file);
         if (!out.open(QIODevice::WriteOnly) || fields.size() < 2)
             return;
-        out.write(QStringLiteral("[127.0.0.1]:%1 ").arg(m_port).toUtf8() + fields[0] + ' ' + fields[1] + '\n');
+        out.write(QStringLiteral("[127.0.0.1]:%1 ").arg(m_port).toUtf8() + fields[0] + ' '
+            + fields[1] + '\n');
     }
 
     QString writeKnownHosts()

@@ -97,7 +97,8 @@ private slots:
             return;
         for (int k = 0; k < 2; ++k)
             QVERIFY2(nodeEndedOnStop(cluster, k), qPrintable(err.right(1500)));
-        const std::vector<nlohmann::json> ends = ofType(events(runDir + "/events.jsonl"), "run_end");
+        const std::vector<nlohmann::json> ends =
+            ofType(events(runDir + "/events.jsonl"), "run_end");
         QCOMPARE(ends.size(), size_t(1));
         QCOMPARE(ends.front().value("status", std::string()), std::string("stopped"));
         QCOMPARE(processesWith(QString::fromStdString(config)), QString());
@@ -109,18 +110,21 @@ private:
     // grace + 15 s after that.
     void nodeFailureIsNoticed(const Cluster& cluster, QProcess& launcher, QString& err)
     {
-        const auto entry = tb::launch::readRegistryEntry(cluster.registryEntries(1).value(0).toStdString());
+        const auto entry =
+            tb::launch::readRegistryEntry(cluster.registryEntries(1).value(0).toStdString());
         QVERIFY(entry.ok());
         QElapsedTimer clock;
         clock.start();
         QCOMPARE(::kill(pid_t(entry->pid), SIGKILL), 0);
-        const QString named = QStringLiteral("node 1 (root@%1): its launcher was killed").arg(cluster.hosts->address(1));
+        const QString named = QStringLiteral("node 1 (root@%1): its launcher was killed")
+                                  .arg(cluster.hosts->address(1));
         const double noticed = secondsUntil(launcher, err, named, 60);
-        QVERIFY2(noticed >= 0 && noticed <= 20, qPrintable(QString::number(noticed) + "\n" + err.right(1500)));
+        QVERIFY2(noticed >= 0 && noticed <= 20,
+            qPrintable(QString::number(noticed) + "\n" + err.right(1500)));
         QVERIFY(launcher.waitForFinished(int((kGrace + 15) * 1000)));
         err += QString::fromUtf8(launcher.readAllStandardError());
-        qInfo("node 1's launcher killed: named after %.1f s, the launch ended after %.1f s", noticed,
-            clock.elapsed() / 1000.0);
+        qInfo("node 1's launcher killed: named after %.1f s, the launch ended after %.1f s",
+            noticed, clock.elapsed() / 1000.0);
         QVERIFY2(launcher.exitCode() == 1, qPrintable(err.right(1500)));
     }
 
@@ -131,21 +135,26 @@ private:
         QElapsedTimer clock;
         clock.start();
         QCOMPARE(::kill(pid_t(launcher.processId()), signal), 0);
-        const double noticed = secondsUntil(launcher, err, QStringLiteral("stop requested; stopping every node"), 30);
-        QVERIFY2(noticed >= 0 && noticed <= kNoticeBound, qPrintable(QString::number(noticed) + "\n" + err.right(1500)));
+        const double noticed =
+            secondsUntil(launcher, err, QStringLiteral("stop requested; stopping every node"), 30);
+        QVERIFY2(noticed >= 0 && noticed <= kNoticeBound,
+            qPrintable(QString::number(noticed) + "\n" + err.right(1500)));
         QVERIFY(launcher.waitForFinished(int((kGrace + 15) * 1000)));
         err += QString::fromUtf8(launcher.readAllStandardError());
         const double ended = clock.elapsed() / 1000.0;
-        qInfo("SIG%s: every node signalled after %.1f s, the launch ended after %.1f s (bound %.0f s)",
+        qInfo("SIG%s: every node signalled after %.1f s, the launch ended after %.1f s (bound %.0f "
+              "s)",
             signal == SIGINT ? "INT" : "TERM", noticed, ended, kGrace + 15);
         QVERIFY2(launcher.exitCode() == 130, qPrintable(err.right(1500)));
-        QVERIFY2(err.contains(QStringLiteral("rank 0's last events were not read within 5 s")), qPrintable(err.right(1500)));
+        QVERIFY2(err.contains(QStringLiteral("rank 0's last events were not read within 5 s")),
+            qPrintable(err.right(1500)));
     }
 
     // SIGHUP detaches the launch within the bound and the run goes on; then
     // `launch --stop RUN_ID`, whose own read of the events hangs too, stops
     // every node within the bounds.
-    void stopFromAnotherCli(const Cluster& cluster, const std::string& config, QProcess& launcher, QString& err)
+    void stopFromAnotherCli(
+        const Cluster& cluster, const std::string& config, QProcess& launcher, QString& err)
     {
         QElapsedTimer clock;
         clock.start();
@@ -153,22 +162,30 @@ private:
         QVERIFY(launcher.waitForFinished(int(kNoticeBound * 1000)));
         err += QString::fromUtf8(launcher.readAllStandardError());
         qInfo("SIGHUP: the launch detached after %.1f s", clock.elapsed() / 1000.0);
-        QVERIFY2(launcher.exitCode() == 0 && err.contains(QStringLiteral("--from-offset")), qPrintable(err.right(1500)));
-        const auto entry = tb::launch::readRegistryEntry(cluster.registryEntries(0).value(0).toStdString());
+        QVERIFY2(launcher.exitCode() == 0 && err.contains(QStringLiteral("--from-offset")),
+            qPrintable(err.right(1500)));
+        const auto entry =
+            tb::launch::readRegistryEntry(cluster.registryEntries(0).value(0).toStdString());
         QVERIFY(entry.ok());
         QCOMPARE(entry->state, std::string("running"));
 
         QProcess stopper;
         clock.restart();
-        stopper.start(kCliPath, cluster.launchArguments(config) << QStringLiteral("--stop") << QString::fromStdString(entry->runId));
-        const double noticed = secondsUntil(stopper, err, QStringLiteral("stop requested; stopping every node"), 30);
-        QVERIFY2(noticed >= 0 && noticed <= kNoticeBound, qPrintable(QString::number(noticed) + "\n" + err.right(1500)));
+        stopper.start(kCliPath,
+            cluster.launchArguments(config)
+                << QStringLiteral("--stop") << QString::fromStdString(entry->runId));
+        const double noticed =
+            secondsUntil(stopper, err, QStringLiteral("stop requested; stopping every node"), 30);
+        QVERIFY2(noticed >= 0 && noticed <= kNoticeBound,
+            qPrintable(QString::number(noticed) + "\n" + err.right(1500)));
         QVERIFY(stopper.waitForFinished(int((kGrace + 15) * 1000)));
         err += QString::fromUtf8(stopper.readAllStandardError());
-        qInfo("launch --stop: every node signalled after %.1f s, it ended after %.1f s (bound %.0f s)", noticed,
-            clock.elapsed() / 1000.0, kGrace + 15);
+        qInfo("launch --stop: every node signalled after %.1f s, it ended after %.1f s (bound %.0f "
+              "s)",
+            noticed, clock.elapsed() / 1000.0, kGrace + 15);
         QVERIFY2(stopper.exitCode() == 0, qPrintable(err.right(1500)));
-        QVERIFY2(err.contains(QStringLiteral("rank 0's last events were not read within 5 s")), qPrintable(err.right(1500)));
+        QVERIFY2(err.contains(QStringLiteral("rank 0's last events were not read within 5 s")),
+            qPrintable(err.right(1500)));
     }
 };
 

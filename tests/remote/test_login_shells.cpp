@@ -4,8 +4,8 @@
 // what followed. Against a real OpenSSH sshd on loopback whose user's shell
 // is fish, tcsh, bash or dash, through the same session code and quoting
 // that sync, fetch and the launcher use.
-#include "sshd_target.h"
 #include "../support/skip.h"
+#include "sshd_target.h"
 
 #include "launch/text_quote.h"
 #include "remote/ssh_session.h"
@@ -55,8 +55,9 @@ private slots:
     {
         QVERIFY(m_work.isValid());
         if (::geteuid() != 0)
-            TB_SKIP("a login shell other than the user's needs root: sshd starts in a mount namespace "
-                    "with its own /etc/passwd");
+            TB_SKIP(
+                "a login shell other than the user's needs root: sshd starts in a mount namespace "
+                "with its own /etc/passwd");
     }
 
     void quotedPathsStayPaths_data()
@@ -80,10 +81,12 @@ private slots:
         const QString marker = m_work.filePath(QFileInfo(shell).fileName() + "-pwned");
         for (const QString& name : hostileNames(marker)) {
             const QString folder = m_work.filePath(QFileInfo(shell).fileName() + "/" + name);
-            const std::string command = "mkdir -p -- " + tb::launch::shellQuote(folder.toStdString());
+            const std::string command =
+                "mkdir -p -- " + tb::launch::shellQuote(folder.toStdString());
             const auto ran = session->run(command);
             QVERIFY2(ran.ok(), ran.ok() ? "" : ran.error().toString().c_str());
-            QVERIFY2(ran->exitStatus == 0, qPrintable(name + ": " + QString::fromStdString(ran->errorOutput)));
+            QVERIFY2(ran->exitStatus == 0,
+                qPrintable(name + ": " + QString::fromStdString(ran->errorOutput)));
             QVERIFY2(QFileInfo(folder).isDir(), qPrintable("no folder " + folder));
             QVERIFY2(!QFile::exists(marker), qPrintable(name + " ran a command under " + shell));
         }
@@ -122,9 +125,9 @@ private slots:
         if (!session)
             return;
         const std::string value = "0123abcd'\"$(touch x)";
-        const auto ran = session->run(
-            "printf '%s' \"$TB_EXPORTED\"; for p in /proc/[0-9]*; do cat \"$p/cmdline\" 2>/dev/null; done >&2", 0,
-            {{"TB_EXPORTED", value}});
+        const auto ran = session->run("printf '%s' \"$TB_EXPORTED\"; for p in /proc/[0-9]*; do cat "
+                                      "\"$p/cmdline\" 2>/dev/null; done >&2",
+            0, {{"TB_EXPORTED", value}});
         QVERIFY2(ran.ok(), ran.ok() ? "" : ran.error().toString().c_str());
         QCOMPARE(ran->output, value);
         QVERIFY2(!ran->errorOutput.empty(), "no command line was read");
@@ -133,7 +136,8 @@ private slots:
         for (const char* bad : {"1X", "A-B", "A B", ""}) {
             const auto refused = session->run("true", 0, {{bad, "v"}});
             QVERIFY2(!refused.ok(), bad);
-            QVERIFY2(refused.error().message.find("refusing to export '" + std::string(bad) + "'") != std::string::npos,
+            QVERIFY2(refused.error().message.find("refusing to export '" + std::string(bad) + "'")
+                    != std::string::npos,
                 refused.error().message.c_str());
         }
         const auto control = session->run("true", 0, {{"TB_EXPORTED", "a\nb"}});

@@ -14,12 +14,12 @@
 #include "launch/run_registry.h"
 #include "remote/launcher_status.h"
 
+#include <QElapsedTimer>
+#include <QRegularExpression>
+#include <QScopeGuard>
+#include <QtTest>
 #include <csignal>
 #include <numeric>
-#include <QElapsedTimer>
-#include <QScopeGuard>
-#include <QRegularExpression>
-#include <QtTest>
 
 using tb::test::CliOutcome;
 
@@ -29,7 +29,10 @@ class TestMultiNode : public QObject {
     QTemporaryDir m_dir;
     std::string m_reference; // one process, the same global batch
 
-    std::string config(const QString& name, int maxSteps = kSteps) { return loraRunConfig(m_dir, name, maxSteps); }
+    std::string config(const QString& name, int maxSteps = kSteps)
+    {
+        return loraRunConfig(m_dir, name, maxSteps);
+    }
 
 private slots:
     void initTestCase()
@@ -61,14 +64,17 @@ private slots:
         QVERIFY(!QFile::exists(injected));
         QVERIFY2(run.err.contains(QStringLiteral("finished on every node")), qPrintable(run.err));
         // The shared-folder check's marker, written where the run folder was made, is gone.
-        QCOMPARE(QDir(m_dir.filePath(awkward)).entryList({QStringLiteral(".tunebench-shared-*")}, QDir::Files | QDir::Hidden),
+        QCOMPARE(
+            QDir(m_dir.filePath(awkward))
+                .entryList({QStringLiteral(".tunebench-shared-*")}, QDir::Files | QDir::Hidden),
             QStringList());
         // Rank 0's events came over SFTP, a line per step.
         QCOMPARE(run.out.count(QRegularExpression(QStringLiteral("^step \\d+/%1 ").arg(kSteps),
                      QRegularExpression::MultilineOption)),
             kSteps);
         QString problem;
-        const Tensors expected = readTensors(exportOf(m_reference, QStringLiteral("lora")), &problem);
+        const Tensors expected =
+            readTensors(exportOf(m_reference, QStringLiteral("lora")), &problem);
         const Tensors got = readTensors(exportOf(runDir, QStringLiteral("lora")), &problem);
         QVERIFY2(problem.isEmpty(), qPrintable(problem));
         const double worst = maxAbsDiff(expected, got, &problem);
@@ -136,28 +142,33 @@ private slots:
             knownHosts = cluster.hosts->knownHostsChanged(1);
         if (failure == 4)
             QVERIFY(cluster.hosts->blockRoute(1, 0));
-        QStringList arguments = cluster.launchArguments(config(QStringLiteral("preflight")), knownHosts);
+        QStringList arguments =
+            cluster.launchArguments(config(QStringLiteral("preflight")), knownHosts);
         QProcess holder; // the master port held on node 0
         if (failure == 6) {
             arguments << QStringLiteral("--master-port") << QStringLiteral("29511");
-            holder.start(QStringLiteral("ip"), {QStringLiteral("netns"), QStringLiteral("exec"), cluster.hosts->ns(0),
-                                                   kCliPath, QStringLiteral("node-check"), QStringLiteral("--listen"),
-                                                   QStringLiteral("29511"), QStringLiteral("--peers"), QStringLiteral("100"),
-                                                   QStringLiteral("--nonce"), QStringLiteral("0123456789abcdef"),
-                                                   QStringLiteral("--timeout"), QStringLiteral("60")});
+            holder.start(QStringLiteral("ip"),
+                {QStringLiteral("netns"), QStringLiteral("exec"), cluster.hosts->ns(0), kCliPath,
+                    QStringLiteral("node-check"), QStringLiteral("--listen"),
+                    QStringLiteral("29511"), QStringLiteral("--peers"), QStringLiteral("100"),
+                    QStringLiteral("--nonce"), QStringLiteral("0123456789abcdef"),
+                    QStringLiteral("--timeout"), QStringLiteral("60")});
             QVERIFY(holder.waitForStarted());
             QTRY_VERIFY_WITH_TIMEOUT(listensOn(cluster.hosts->ns(0), 29511), 10000);
         }
         const std::string runDir =
-            (failure == 7 ? separate + "/preflight-7" : m_dir.filePath(QStringLiteral("preflight-%1").arg(failure)))
+            (failure == 7 ? separate + "/preflight-7"
+                          : m_dir.filePath(QStringLiteral("preflight-%1").arg(failure)))
                 .toStdString();
         arguments << QStringLiteral("--status-json");
-        const CliOutcome run = tb::test::runProgram(kCliPath, arguments + trainerArguments(runDir), 120000);
+        const CliOutcome run =
+            tb::test::runProgram(kCliPath, arguments + trainerArguments(runDir), 120000);
         holder.kill();
         holder.waitForFinished();
         QCOMPARE(run.exitCode, 2);
-        const QString node = failure == 6 ? QStringLiteral("node 0 (root@%1)").arg(cluster.hosts->address(0))
-                                          : QStringLiteral("node 1 (root@%1)").arg(cluster.hosts->address(1));
+        const QString node = failure == 6
+            ? QStringLiteral("node 0 (root@%1)").arg(cluster.hosts->address(0))
+            : QStringLiteral("node 1 (root@%1)").arg(cluster.hosts->address(1));
         QVERIFY2(run.err.contains(node), qPrintable(run.err));
         QVERIFY2(run.err.contains(expected), qPrintable(run.err));
         QVERIFY2(run.err.contains(QStringLiteral("nothing was started")), qPrintable(run.err));
@@ -168,16 +179,19 @@ private slots:
             if (status.type != tb::remote::LauncherStatus::Type::PreflightFailed)
                 continue;
             refused = true;
-            QVERIFY2(QString::fromStdString(tb::common::join(status.problems, "\n")).contains(expected),
+            QVERIFY2(
+                QString::fromStdString(tb::common::join(status.problems, "\n")).contains(expected),
                 qPrintable(run.out));
         }
         QVERIFY2(refused, qPrintable(run.out));
         // The master port and the shared folder are the launch's checks, not one node's.
         if (failure != 4 && failure != 6 && failure != 7) {
-            const auto failed = std::find_if(statuses.begin(), statuses.end(), [](const auto& status) {
-                return status.type == tb::remote::LauncherStatus::Type::Node && status.node.node == 1
-                    && status.node.state == tb::remote::NodeState::CheckFailed;
-            });
+            const auto failed =
+                std::find_if(statuses.begin(), statuses.end(), [](const auto& status) {
+                    return status.type == tb::remote::LauncherStatus::Type::Node
+                        && status.node.node == 1
+                        && status.node.state == tb::remote::NodeState::CheckFailed;
+                });
             QVERIFY2(failed != statuses.end(), qPrintable(run.out));
             QVERIFY(!failed->node.problems.empty());
         }
@@ -210,7 +224,8 @@ private slots:
         const double seconds = clock.elapsed() / 1000.0;
         const QString err = QString::fromUtf8(launcher.readAllStandardError());
         QCOMPARE(launcher.exitCode(), 1);
-        QVERIFY2(err.contains(QStringLiteral("node 1 (root@%1): its launcher was killed").arg(cluster.hosts->address(1))),
+        QVERIFY2(err.contains(QStringLiteral("node 1 (root@%1): its launcher was killed")
+                                  .arg(cluster.hosts->address(1))),
             qPrintable(err));
         qInfo("killed node 1's launcher; the launch ended %.1f s later", seconds);
         QCOMPARE(processesWith(QString::fromStdString(config)), QString());
@@ -233,10 +248,12 @@ private slots:
         const std::string config = this->config(QStringLiteral("black-holed"), 5000);
         const std::string runDir = m_dir.filePath(QStringLiteral("black-holed")).toStdString();
         QProcess launcher;
-        launcher.start(kCliPath, cluster.launchArguments(config)
-                << QStringLiteral("--grace") << QString::number(kGrace) << trainerArguments(runDir));
+        launcher.start(kCliPath,
+            cluster.launchArguments(config) << QStringLiteral("--grace") << QString::number(kGrace)
+                                            << trainerArguments(runDir));
         QVERIFY2(waitForSteps(runDir, 2), launcher.readAllStandardError().right(3000).constData());
-        const auto entry = tb::launch::readRegistryEntry(cluster.registryEntries(0).value(0).toStdString());
+        const auto entry =
+            tb::launch::readRegistryEntry(cluster.registryEntries(0).value(0).toStdString());
         QVERIFY(entry.ok());
         // Links back up before the hosts go: a socket there with data the
         // black hole swallowed would keep its namespace alive for minutes.
@@ -250,18 +267,25 @@ private slots:
         clock.start();
         QCOMPARE(::kill(pid_t(entry->pid), SIGKILL), 0);
         const double expected = kSshTimeout + kGrace + 15;
-        QVERIFY2(launcher.waitForFinished(int(3 * expected * 1000)), "the launch did not end within 3x the bound");
+        QVERIFY2(launcher.waitForFinished(int(3 * expected * 1000)),
+            "the launch did not end within 3x the bound");
         const double seconds = clock.elapsed() / 1000.0;
         const QString err = QString::fromUtf8(launcher.readAllStandardError());
-        qInfo("%d nodes black-holed, node 0's launcher killed: the launch ended %.1f s later (expected about %.0f s)",
+        qInfo("%d nodes black-holed, node 0's launcher killed: the launch ended %.1f s later "
+              "(expected about %.0f s)",
             kNodes - 1, seconds, expected);
         QCOMPARE(launcher.exitCode(), 1);
-        QVERIFY2(err.contains(QStringLiteral("node 0 (root@%1): its launcher was killed").arg(cluster.hosts->address(0))),
+        QVERIFY2(err.contains(QStringLiteral("node 0 (root@%1): its launcher was killed")
+                                  .arg(cluster.hosts->address(0))),
             qPrintable(err));
         for (int k = 1; k < kNodes; ++k) {
-            const QString node = QStringLiteral("node %1 (root@%2)").arg(k).arg(cluster.hosts->address(k));
-            QVERIFY2(err.contains(node + QStringLiteral(": unreachable; SIGTERM goes once it answers")), qPrintable(err));
-            QVERIFY2(err.contains(node + QStringLiteral(" did not confirm its end")), qPrintable(err));
+            const QString node =
+                QStringLiteral("node %1 (root@%2)").arg(k).arg(cluster.hosts->address(k));
+            QVERIFY2(
+                err.contains(node + QStringLiteral(": unreachable; SIGTERM goes once it answers")),
+                qPrintable(err));
+            QVERIFY2(
+                err.contains(node + QStringLiteral(" did not confirm its end")), qPrintable(err));
         }
     }
 
@@ -282,7 +306,8 @@ private slots:
         QString err;
         QElapsedTimer clock;
         clock.start();
-        while (!err.contains(QStringLiteral("node 0 (root@%1): reconnected").arg(cluster.hosts->address(0)))
+        while (!err.contains(
+                   QStringLiteral("node 0 (root@%1): reconnected").arg(cluster.hosts->address(0)))
             && clock.elapsed() < 60000) {
             launcher.waitForReadyRead(500);
             err += QString::fromUtf8(launcher.readAllStandardError());
@@ -294,16 +319,19 @@ private slots:
         QCOMPARE(launcher.exitCode(), 0);
         err += QString::fromUtf8(launcher.readAllStandardError());
         const QString firstOut = QString::fromUtf8(launcher.readAllStandardOutput());
-        const QRegularExpressionMatch resume =
-            QRegularExpression(QStringLiteral("--run (\\S+) --from-offset (\\d+) --from-line (\\d+)")).match(err);
+        const QRegularExpressionMatch resume = QRegularExpression(
+            QStringLiteral("--run (\\S+) --from-offset (\\d+) --from-line (\\d+)"))
+                                                   .match(err);
         QVERIFY2(resume.hasMatch(), qPrintable(err));
 
-        const QStringList remote = {QStringLiteral("--host"), QStringLiteral("root@") + cluster.hosts->address(0),
-            QStringLiteral("--identity"), cluster.hosts->userKey(), QStringLiteral("--known-hosts"),
-            cluster.hosts->knownHosts()};
-        const CliOutcome listed = tb::test::runProgram(kCliPath, QStringList{QStringLiteral("monitor")} + remote);
+        const QStringList remote = {QStringLiteral("--host"),
+            QStringLiteral("root@") + cluster.hosts->address(0), QStringLiteral("--identity"),
+            cluster.hosts->userKey(), QStringLiteral("--known-hosts"), cluster.hosts->knownHosts()};
+        const CliOutcome listed =
+            tb::test::runProgram(kCliPath, QStringList{QStringLiteral("monitor")} + remote);
         QCOMPARE(listed.exitCode, 0);
-        QVERIFY2(listed.out.contains(resume.captured(1)) && listed.out.contains(QStringLiteral("running")),
+        QVERIFY2(listed.out.contains(resume.captured(1))
+                && listed.out.contains(QStringLiteral("running")),
             qPrintable(listed.out + listed.err));
         QProcess follower;
         follower.start(kCliPath,
@@ -319,11 +347,13 @@ private slots:
         }
         QVERIFY2(printedSteps(followedOut).size() >= 3, qPrintable(followedOut));
         const CliOutcome stop = tb::test::runProgram(kCliPath,
-            cluster.launchArguments(config) << QStringLiteral("--stop") << resume.captured(1), 60000);
+            cluster.launchArguments(config) << QStringLiteral("--stop") << resume.captured(1),
+            60000);
         QVERIFY2(stop.exitCode == 0, qPrintable(stop.err));
         QVERIFY2(follower.waitForFinished(120000), "the monitor did not end with the run");
         followedOut += QString::fromUtf8(follower.readAllStandardOutput());
-        QVERIFY2(follower.exitCode() == 0, qPrintable(QString::fromUtf8(follower.readAllStandardError())));
+        QVERIFY2(follower.exitCode() == 0,
+            qPrintable(QString::fromUtf8(follower.readAllStandardError())));
 
         std::vector<int> all = printedSteps(firstOut);
         const std::vector<int> rest = printedSteps(followedOut);
@@ -331,7 +361,9 @@ private slots:
         const int written = stepsWritten(runDir);
         QVERIFY2(all == oneToN(written),
             qPrintable(QStringLiteral("%1 steps printed, %2 written; the monitor's last lines:\n%3")
-                           .arg(all.size()).arg(written).arg(followedOut.right(600))));
+                           .arg(all.size())
+                           .arg(written)
+                           .arg(followedOut.right(600))));
         QVERIFY(followedOut.contains(QStringLiteral("run_end    stopped")));
     }
 
@@ -346,35 +378,52 @@ private slots:
         const QString started = cluster.start({{}, bare});
         QVERIFY2(started.isEmpty(), qPrintable(started));
         const std::string config = this->config(QStringLiteral("synced"));
-        const QStringList preflight = cluster.launchArguments(config) << QStringLiteral("--preflight-only");
+        const QStringList preflight = cluster.launchArguments(config)
+            << QStringLiteral("--preflight-only");
         const CliOutcome without = tb::test::runProgram(kCliPath, preflight);
         QCOMPARE(without.exitCode, 2);
-        QVERIFY2(without.err.contains(QStringLiteral("model.safetensors is missing")), qPrintable(without.err));
+        QVERIFY2(without.err.contains(QStringLiteral("model.safetensors is missing")),
+            qPrintable(without.err));
 
-        const CliOutcome first = tb::test::runProgram(kCliPath, QStringList(preflight) << QStringLiteral("--sync"), 120000);
+        const CliOutcome first = tb::test::runProgram(
+            kCliPath, QStringList(preflight) << QStringLiteral("--sync"), 120000);
         QVERIFY2(first.exitCode == 0, qPrintable(first.err));
         // The model folder's files and the dataset; the run config is shared.
         int files = 1;
         for (const fs::directory_entry& entry : fs::directory_iterator(kModel))
             files += entry.is_regular_file();
-        QVERIFY2(first.err.contains(QStringLiteral("node 1 (root@%1): synced %2 file(s) (0 resumed").arg(cluster.hosts->address(1)).arg(files)),
+        QVERIFY2(first.err.contains(QStringLiteral("node 1 (root@%1): synced %2 file(s) (0 resumed")
+                                        .arg(cluster.hosts->address(1))
+                                        .arg(files)),
             qPrintable(first.err));
-        QVERIFY2(first.err.contains(QStringLiteral("node 0 (root@%1): synced 0 file(s)").arg(cluster.hosts->address(0))), qPrintable(first.err));
+        QVERIFY2(first.err.contains(QStringLiteral("node 0 (root@%1): synced 0 file(s)")
+                                        .arg(cluster.hosts->address(0))),
+            qPrintable(first.err));
         QVERIFY2(first.err.contains(QStringLiteral("sync 100.0%")), qPrintable(first.err));
         // The copies there are the user's alone, whatever their mode here.
         const std::string weights = kModel + "/model.safetensors";
         QVERIFY(QFile::permissions(QString::fromStdString(weights)) & QFileDevice::ReadOther);
-        const QString mode = QStringLiteral("stat -c %a ") + tb::test::quoted(QString::fromStdString(weights));
+        const QString mode =
+            QStringLiteral("stat -c %a ") + tb::test::quoted(QString::fromStdString(weights));
         QCOMPARE(cluster.hosts->runInView(1, mode).output.trimmed(), QStringLiteral("600"));
 
         const qint64 half = qint64(fs::file_size(weights) / 2);
-        QCOMPARE(cluster.hosts->runInView(1, QStringLiteral("head -c %1 %2 > %2.tbpart && rm %2").arg(half).arg(tb::test::quoted(QString::fromStdString(weights)))).exitCode, 0);
+        QCOMPARE(cluster.hosts
+                     ->runInView(1,
+                         QStringLiteral("head -c %1 %2 > %2.tbpart && rm %2")
+                             .arg(half)
+                             .arg(tb::test::quoted(QString::fromStdString(weights))))
+                     .exitCode,
+            0);
         const std::string runDir = m_dir.filePath(QStringLiteral("synced")).toStdString();
         const CliOutcome again = tb::test::runProgram(kCliPath,
-            cluster.launchArguments(config) << QStringLiteral("--sync") << trainerArguments(runDir), 240000);
+            cluster.launchArguments(config) << QStringLiteral("--sync") << trainerArguments(runDir),
+            240000);
         QVERIFY2(again.exitCode == 0, qPrintable(again.err));
-        QVERIFY2(again.err.contains(QStringLiteral("synced 1 file(s) (1 resumed, %1 bytes sent), %2 already equal")
-                                        .arg(fs::file_size(weights) - quint64(half)).arg(files)),
+        QVERIFY2(again.err.contains(
+                     QStringLiteral("synced 1 file(s) (1 resumed, %1 bytes sent), %2 already equal")
+                         .arg(fs::file_size(weights) - quint64(half))
+                         .arg(files)),
             qPrintable(again.err));
         QVERIFY(fs::exists(exportOf(runDir, QStringLiteral("lora"))));
     }
@@ -392,19 +441,24 @@ private slots:
         Cluster cluster;
         const QString started = cluster.start({{}, {}});
         QVERIFY2(started.isEmpty(), qPrintable(started));
-        const QString name = fromAnotherCli ? QStringLiteral("stopped-by-cli") : QStringLiteral("stopped-by-signal");
+        const QString name =
+            fromAnotherCli ? QStringLiteral("stopped-by-cli") : QStringLiteral("stopped-by-signal");
         const std::string config = this->config(name, 5000);
         const std::string runDir = m_dir.filePath(name).toStdString();
         QProcess launcher;
         launcher.start(kCliPath, cluster.launchArguments(config) + trainerArguments(runDir));
         QVERIFY(waitForSteps(runDir, 2));
         if (fromAnotherCli) {
-            const auto entry = tb::launch::readRegistryEntry(cluster.registryEntries(0).value(0).toStdString());
+            const auto entry =
+                tb::launch::readRegistryEntry(cluster.registryEntries(0).value(0).toStdString());
             QVERIFY(entry.ok());
             const CliOutcome stop = tb::test::runProgram(kCliPath,
-                cluster.launchArguments(config) << QStringLiteral("--stop") << QString::fromStdString(entry->runId), 60000);
+                cluster.launchArguments(config)
+                    << QStringLiteral("--stop") << QString::fromStdString(entry->runId),
+                60000);
             QVERIFY2(stop.exitCode == 0, qPrintable(stop.err));
-            QVERIFY2(stop.err.contains(QStringLiteral("stop requested; stopping every node")), qPrintable(stop.err));
+            QVERIFY2(stop.err.contains(QStringLiteral("stop requested; stopping every node")),
+                qPrintable(stop.err));
         } else {
             ::kill(pid_t(launcher.processId()), SIGINT);
         }
@@ -412,7 +466,8 @@ private slots:
         const QString err = QString::fromUtf8(launcher.readAllStandardError());
         QVERIFY2(launcher.exitCode() == 130, qPrintable(err));
         if (!fromAnotherCli)
-            QVERIFY2(err.contains(QStringLiteral("stop requested; stopping every node")), qPrintable(err));
+            QVERIFY2(err.contains(QStringLiteral("stop requested; stopping every node")),
+                qPrintable(err));
         // Rank 0 checkpointed and ended "stopped"; each node recorded its end.
         const std::vector<nlohmann::json> all = events(runDir + "/events.jsonl");
         QVERIFY(!ofType(all, "checkpoint").empty());
@@ -420,7 +475,8 @@ private slots:
         QCOMPARE(ends.size(), size_t(1));
         QCOMPARE(ends.front().value("status", std::string()), std::string("stopped"));
         for (int k = 0; k < 2; ++k)
-            QVERIFY2(nodeEndedOnStop(cluster, k), qPrintable(cluster.registryEntries(k).value(0) + "\n..." + err.right(700)));
+            QVERIFY2(nodeEndedOnStop(cluster, k),
+                qPrintable(cluster.registryEntries(k).value(0) + "\n..." + err.right(700)));
         QCOMPARE(processesWith(QString::fromStdString(config)), QString());
     }
 
@@ -428,9 +484,11 @@ private:
     // `fetch --run ID` from node 0: a part left by an interrupted copy is
     // continued, the result is the run's adapter byte for byte, and a second
     // fetch finds everything equal.
-    void fetchesTheAdapterBack(const Cluster& cluster, const QString& launchErr, const std::string& runDir)
+    void fetchesTheAdapterBack(
+        const Cluster& cluster, const QString& launchErr, const std::string& runDir)
     {
-        const QRegularExpressionMatch id = QRegularExpression(QStringLiteral("run (\\S+) on 2 node")).match(launchErr);
+        const QRegularExpressionMatch id =
+            QRegularExpression(QStringLiteral("run (\\S+) on 2 node")).match(launchErr);
         QVERIFY(id.hasMatch());
         const QString to = m_dir.filePath(QStringLiteral("fetched"));
         const std::string weights = runDir + "/adapter/adapter_model.safetensors";
@@ -443,12 +501,13 @@ private:
         part.write(bytes.left(bytes.size() / 3));
         part.close();
         const QStringList fetch = {QStringLiteral("fetch"), QStringLiteral("--host"),
-            QStringLiteral("root@") + cluster.hosts->address(0), QStringLiteral("--identity"), cluster.hosts->userKey(),
-            QStringLiteral("--known-hosts"), cluster.hosts->knownHosts(), QStringLiteral("--run"), id.captured(1),
-            QStringLiteral("--to"), to};
+            QStringLiteral("root@") + cluster.hosts->address(0), QStringLiteral("--identity"),
+            cluster.hosts->userKey(), QStringLiteral("--known-hosts"), cluster.hosts->knownHosts(),
+            QStringLiteral("--run"), id.captured(1), QStringLiteral("--to"), to};
         const CliOutcome first = tb::test::runProgram(kCliPath, fetch);
         QVERIFY2(first.exitCode == 0, qPrintable(first.err));
-        QVERIFY2(first.out.contains(QStringLiteral("adapter: ")) && first.out.contains(QStringLiteral("(1 resumed")),
+        QVERIFY2(first.out.contains(QStringLiteral("adapter: "))
+                && first.out.contains(QStringLiteral("(1 resumed")),
             qPrintable(first.out));
         QFile fetched(to + "/adapter/adapter_model.safetensors");
         QVERIFY(fetched.open(QIODevice::ReadOnly));
@@ -456,7 +515,8 @@ private:
         QVERIFY(!QFile::exists(part.fileName()));
         const CliOutcome second = tb::test::runProgram(kCliPath, fetch);
         QVERIFY2(second.exitCode == 0, qPrintable(second.err));
-        QVERIFY2(second.out.contains(QStringLiteral("adapter: 0 file(s) copied")), qPrintable(second.out));
+        QVERIFY2(second.out.contains(QStringLiteral("adapter: 0 file(s) copied")),
+            qPrintable(second.out));
     }
 
     // tunebench-cli with another build id: another link of the same sources
@@ -468,7 +528,8 @@ private:
             return copy;
         QFile::copy(kCliPath, copy);
         QFile::setPermissions(copy, QFile::permissions(kCliPath));
-        const tb::test::CommandOutput id = tb::test::shell(kCliPath + " --version | sed -n 's/.*build id *//p'");
+        const tb::test::CommandOutput id =
+            tb::test::shell(kCliPath + " --version | sed -n 's/.*build id *//p'");
         const QByteArray hex = id.output.trimmed().toLatin1();
         QFile file(copy);
         file.open(QIODevice::ReadWrite);

@@ -1,8 +1,8 @@
 // core/remote against a real OpenSSH sshd on loopback: commands, host-key
 // and key checks, an event file followed over SFTP, a host that stops
-// answering, a connect to one that never answers, the host probe, a login shell that prints a banner, and a
-// preflight of thousands of unreachable nodes. `monitor` is in
-// test_remote_monitor, `fetch` and --sync's copies in test_remote_transfer.
+// answering, a connect to one that never answers, the host probe, a login shell that prints a
+// banner, and a preflight of thousands of unreachable nodes. `monitor` is in test_remote_monitor,
+// `fetch` and --sync's copies in test_remote_transfer.
 #include "../support/endless_run.h"
 #include "../support/event_lines.h"
 #include "remote_cli.h"
@@ -45,7 +45,9 @@ namespace {
 QString commandLineOf(long long pid)
 {
     QFile file(QStringLiteral("/proc/%1/cmdline").arg(pid));
-    return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readAll()).replace(QChar(0), QChar(' ')) : QString();
+    return file.open(QIODevice::ReadOnly)
+        ? QString::fromUtf8(file.readAll()).replace(QChar(0), QChar(' '))
+        : QString();
 }
 
 // A port on loopback that takes TCP connections (the kernel's backlog) and
@@ -103,7 +105,8 @@ private slots:
         QCOMPARE(result->exitStatus, 3);
         QCOMPARE(result->output, std::string("out\n"));
         QCOMPARE(result->errorOutput, std::string("err\n"));
-        const auto quoted = (*session)->run("printf %s " + tb::launch::shellQuote("it's a 'test' $HOME"));
+        const auto quoted =
+            (*session)->run("printf %s " + tb::launch::shellQuote("it's a 'test' $HOME"));
         QVERIFY(quoted.ok());
         QCOMPARE(quoted->output, std::string("it's a 'test' $HOME"));
     }
@@ -113,12 +116,15 @@ private slots:
         QTest::addColumn<QString>("problem");
         QTest::addColumn<QStringList>("expected");
         QTest::newRow("unknown host key")
-            << "unknown" << QStringList{"host key SHA256:", "is not in", "ssh-keygen -F '[127.0.0.1]:",
-                   "Only if they match", "ssh -o UserKnownHostsFile="};
+            << "unknown"
+            << QStringList{"host key SHA256:", "is not in",
+                   "ssh-keygen -F '[127.0.0.1]:", "Only if they match",
+                   "ssh -o UserKnownHostsFile="};
         QTest::newRow("changed host key")
             << "changed" << QStringList{"the host key changed", "refusing to connect"};
         QTest::newRow("key not authorized") << "key" << QStringList{"was not accepted"};
-        QTest::newRow("missing identity file") << "no-key" << QStringList{"identity file", "cannot read"};
+        QTest::newRow("missing identity file")
+            << "no-key" << QStringList{"identity file", "cannot read"};
         QTest::newRow("nothing listening") << "port" << QStringList{"cannot connect"};
     }
 
@@ -151,7 +157,8 @@ private slots:
         auto session = SshSession::connect(target());
         QVERIFY(session.ok());
         const QString path = m_work.filePath(QStringLiteral("sftp/events.jsonl"));
-        tb::metrics::EventFileReader reader(tb::remote::sftpEventSource(**session, path.toStdString()));
+        tb::metrics::EventFileReader reader(
+            tb::remote::sftpEventSource(**session, path.toStdString()));
         auto nothing = reader.poll();
         QVERIFY2(nothing.ok(), nothing.ok() ? "" : nothing.error().toString().c_str());
         QVERIFY(nothing->empty()); // not written yet: not an error
@@ -167,12 +174,14 @@ private slots:
         QVERIFY(second.ok());
         QCOMPARE(second->size(), std::size_t{2});
         QCOMPARE((*second)[0].event->body["step"].get<int>(), 2);
-        QVERIFY2(QString::fromStdString((*second)[1].error).startsWith(QStringLiteral("127.0.0.1:") + path + ":4:"),
+        QVERIFY2(QString::fromStdString((*second)[1].error)
+                     .startsWith(QStringLiteral("127.0.0.1:") + path + ":4:"),
             (*second)[1].error.c_str());
         QFile::resize(path, 10);
         const auto shrunk = reader.poll();
         QVERIFY(!shrunk.ok());
-        QVERIFY2(shrunk.error().message.find("shrank") != std::string::npos, shrunk.error().message.c_str());
+        QVERIFY2(shrunk.error().message.find("shrank") != std::string::npos,
+            shrunk.error().message.c_str());
     }
 
     // A server that stops answering (a hung file system under the SFTP
@@ -187,7 +196,8 @@ private slots:
         const QString path = m_work.filePath(QStringLiteral("hung/events.jsonl"));
         QVERIFY(QDir().mkpath(m_work.filePath(QStringLiteral("hung"))));
         appendLine(path, tb::test::remoteRunStartEvent());
-        tb::metrics::EventFileReader reader(tb::remote::sftpEventSource(**session, path.toStdString()));
+        tb::metrics::EventFileReader reader(
+            tb::remote::sftpEventSource(**session, path.toStdString()));
         QVERIFY(reader.poll().ok());
         appendLine(path, stepLine(1, 1500.0));
         const std::vector<pid_t> serving = m_server.connectionProcesses();
@@ -286,7 +296,9 @@ private slots:
         QVERIFY(busy.ok());
         bool found = false;
         for (const auto& running : busy->trainers)
-            found = found || (running.pid == pid && running.commandLine.find(config.toStdString()) != std::string::npos);
+            found = found
+                || (running.pid == pid
+                    && running.commandLine.find(config.toStdString()) != std::string::npos);
         QVERIFY2(found, "the running trainer was not listed with its pid and command line");
     }
 
@@ -297,11 +309,18 @@ private slots:
         QTest::addColumn<QString>("command");
         QTest::addColumn<QString>("output");
         QTest::addColumn<QString>("errorOutput");
-        QTest::newRow("both streams") << "echo out; echo err >&2; exit 3" << "out\n" << "err\n";
-        QTest::newRow("nothing") << "true" << "" << "";
-        QTest::newRow("no final newline") << "printf x" << "x" << "";
+        QTest::newRow("both streams") << "echo out; echo err >&2; exit 3"
+                                      << "out\n"
+                                      << "err\n";
+        QTest::newRow("nothing") << "true"
+                                 << ""
+                                 << "";
+        QTest::newRow("no final newline") << "printf x"
+                                          << "x"
+                                          << "";
         QTest::newRow("the marker's text in the output") << "echo '--- tunebench output ---'"
-                                                         << "--- tunebench output ---\n" << "";
+                                                         << "--- tunebench output ---\n"
+                                                         << "";
     }
 
     void aStartupBannerLeavesCommandOutputAlone()
@@ -313,12 +332,15 @@ private slots:
         QVERIFY2(session.ok(), session.ok() ? "" : session.error().toString().c_str());
         // The banner is there: a plain ssh command shows it.
         QProcess ssh;
-        ssh.start(QStringLiteral("ssh"), {QStringLiteral("-p"), QString::number(m_bannerServer.port()),
-            QStringLiteral("-i"), m_bannerServer.userKey(), QStringLiteral("-o"),
-            QStringLiteral("UserKnownHostsFile=") + m_bannerServer.knownHosts(), QStringLiteral("-o"),
-            QStringLiteral("BatchMode=yes"), m_bannerServer.user() + QStringLiteral("@127.0.0.1"), QStringLiteral("true")});
+        ssh.start(QStringLiteral("ssh"),
+            {QStringLiteral("-p"), QString::number(m_bannerServer.port()), QStringLiteral("-i"),
+                m_bannerServer.userKey(), QStringLiteral("-o"),
+                QStringLiteral("UserKnownHostsFile=") + m_bannerServer.knownHosts(),
+                QStringLiteral("-o"), QStringLiteral("BatchMode=yes"),
+                m_bannerServer.user() + QStringLiteral("@127.0.0.1"), QStringLiteral("true")});
         QVERIFY(ssh.waitForFinished(20000));
-        QVERIFY2(ssh.readAllStandardOutput().startsWith("Welcome to the test node"), "no banner: the test shows nothing");
+        QVERIFY2(ssh.readAllStandardOutput().startsWith("Welcome to the test node"),
+            "no banner: the test shows nothing");
         const auto result = (*session)->run(command.toStdString());
         QVERIFY(result.ok());
         QCOMPARE(QString::fromStdString(result->output), output);
@@ -336,12 +358,18 @@ private slots:
         const QString config = m_work.filePath(QStringLiteral("banner.yaml"));
         QVERIFY(tb::test::writeEndlessRunConfig(config, runDir));
         const QString hostfile = m_work.filePath(QStringLiteral("banner-hosts"));
-        appendLine(hostfile, QStringLiteral("%1@127.0.0.1:%2 slots=1").arg(m_bannerServer.user()).arg(m_bannerServer.port()).toStdString());
-        const CliRun preflight = runCli({QStringLiteral("launch"), config, QStringLiteral("--hostfile"), hostfile,
-            QStringLiteral("--preflight-only"), QStringLiteral("--ssh-key"), m_bannerServer.userKey(),
-            QStringLiteral("--known-hosts"), m_bannerServer.knownHosts()});
+        appendLine(hostfile,
+            QStringLiteral("%1@127.0.0.1:%2 slots=1")
+                .arg(m_bannerServer.user())
+                .arg(m_bannerServer.port())
+                .toStdString());
+        const CliRun preflight = runCli({QStringLiteral("launch"), config,
+            QStringLiteral("--hostfile"), hostfile, QStringLiteral("--preflight-only"),
+            QStringLiteral("--ssh-key"), m_bannerServer.userKey(), QStringLiteral("--known-hosts"),
+            m_bannerServer.knownHosts()});
         QVERIFY2(preflight.exitCode == 0, qPrintable(preflight.err));
-        QVERIFY2(preflight.err.contains(QStringLiteral("preflight passed on every node")), qPrintable(preflight.err));
+        QVERIFY2(preflight.err.contains(QStringLiteral("preflight passed on every node")),
+            qPrintable(preflight.err));
 
         QVERIFY(QDir().mkpath(runDir + "/adapter"));
         appendLine(runDir + "/events.jsonl", tb::test::remoteRunStartEvent());
@@ -355,21 +383,29 @@ private slots:
         entry.runDir = runDir.toStdString();
         entry.state = "exited";
         entry.exitCode = 0;
-        const std::string registry = m_bannerServer.home().toStdString() + "/.local/state/tunebench/runs";
-        QVERIFY(tb::launch::writeRegistryEntry(tb::launch::registryEntryPath(registry, entry.runId, 0), entry).ok());
+        const std::string registry =
+            m_bannerServer.home().toStdString() + "/.local/state/tunebench/runs";
+        QVERIFY(tb::launch::writeRegistryEntry(
+            tb::launch::registryEntryPath(registry, entry.runId, 0), entry)
+                    .ok());
 
-        const CliRun listed = runCli(QStringList{QStringLiteral("monitor")} + tb::test::cliSshArguments(m_bannerServer));
+        const CliRun listed = runCli(
+            QStringList{QStringLiteral("monitor")} + tb::test::cliSshArguments(m_bannerServer));
         QVERIFY2(listed.exitCode == 0, qPrintable(listed.err));
-        QVERIFY2(listed.out.contains(QStringLiteral("banner-1")) && listed.out.contains(QStringLiteral("exit 0")),
+        QVERIFY2(listed.out.contains(QStringLiteral("banner-1"))
+                && listed.out.contains(QStringLiteral("exit 0")),
             qPrintable(listed.out));
-        const CliRun followed = runCli(QStringList{QStringLiteral("monitor"), QStringLiteral("--run"), QStringLiteral("banner-1"),
-                                        QStringLiteral("--once")}
-            + tb::test::cliSshArguments(m_bannerServer));
+        const CliRun followed =
+            runCli(QStringList{QStringLiteral("monitor"), QStringLiteral("--run"),
+                       QStringLiteral("banner-1"), QStringLiteral("--once")}
+                + tb::test::cliSshArguments(m_bannerServer));
         QVERIFY2(followed.exitCode == 0, qPrintable(followed.err));
-        QVERIFY2(followed.out.contains(QStringLiteral("step 2/4  loss 2.8000")), qPrintable(followed.out));
+        QVERIFY2(followed.out.contains(QStringLiteral("step 2/4  loss 2.8000")),
+            qPrintable(followed.out));
         const QString here = m_work.filePath(QStringLiteral("banner-fetched"));
-        const CliRun fetched = runCli(QStringList{QStringLiteral("fetch"), QStringLiteral("--run"), QStringLiteral("banner-1"),
-                                       QStringLiteral("--what"), QStringLiteral("adapter"), QStringLiteral("--to"), here}
+        const CliRun fetched = runCli(QStringList{QStringLiteral("fetch"), QStringLiteral("--run"),
+                                          QStringLiteral("banner-1"), QStringLiteral("--what"),
+                                          QStringLiteral("adapter"), QStringLiteral("--to"), here}
             + tb::test::cliSshArguments(m_bannerServer));
         QVERIFY2(fetched.exitCode == 0, qPrintable(fetched.out + fetched.err));
         QFile copied(here + "/adapter/adapter_config.json");
@@ -385,7 +421,8 @@ private slots:
     {
         constexpr int kNodes = 2000;
         const QString config = m_work.filePath(QStringLiteral("many.yaml"));
-        QVERIFY(tb::test::writeEndlessRunConfig(config, m_work.filePath(QStringLiteral("many-run"))));
+        QVERIFY(
+            tb::test::writeEndlessRunConfig(config, m_work.filePath(QStringLiteral("many-run"))));
         tb::remote::ClusterOptions options;
         options.configPath = config.toStdString();
         options.remoteCli = "/nonexistent/tunebench-cli";
@@ -417,10 +454,11 @@ private slots:
         const qint64 milliseconds = waited.elapsed();
         sampling = false;
         sampler.join();
-        qInfo("%d unreachable nodes: preflight ended in %lld ms, at most %d threads (%d before)", kNodes,
-            static_cast<long long>(milliseconds), peak.load(), before);
+        qInfo("%d unreachable nodes: preflight ended in %lld ms, at most %d threads (%d before)",
+            kNodes, static_cast<long long>(milliseconds), peak.load(), before);
         QVERIFY(!checked.ok());
-        QVERIFY2(checked.error().message.starts_with("preflight found 2000 problem(s); nothing was started"),
+        QVERIFY2(checked.error().message.starts_with(
+                     "preflight found 2000 problem(s); nothing was started"),
             checked.error().message.substr(0, 300).c_str());
         QCOMPARE(sink.failed, kNodes);
         QCOMPARE(int(sink.problems.size()), kNodes);
@@ -438,9 +476,11 @@ private:
             failed += update.state == tb::remote::NodeState::CheckFailed;
         }
         void preflightFailed(const std::vector<std::string>& all) override { problems = all; }
-        void runEvent(const tb::metrics::Event&, const tb::metrics::RunHistory&) override {}
-        void note(const std::string&) override {}
-        void transferProgress(int, const std::string&, const tb::remote::TransferProgress&) override {}
+        void runEvent(const tb::metrics::Event&, const tb::metrics::RunHistory&) override { }
+        void note(const std::string&) override { }
+        void transferProgress(int, const std::string&, const tb::remote::TransferProgress&) override
+        {
+        }
     };
 
     // This process's threads, as /proc says.
@@ -458,7 +498,10 @@ private:
 
     SshTarget target() const { return target(m_server); }
 
-    static SshTarget target(const tb::test::SshdServer& server) { return tb::test::loginTarget(server); }
+    static SshTarget target(const tb::test::SshdServer& server)
+    {
+        return tb::test::loginTarget(server);
+    }
 
     tb::test::SshdServer m_server;
     tb::test::SshdServer m_bannerServer;

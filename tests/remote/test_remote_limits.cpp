@@ -25,26 +25,28 @@ const QString kCli = tb::test::qBuildPath("app/cli/tunebench-cli");
 struct RecordingSink : tb::remote::ClusterSink {
     std::vector<std::string> notes;
     std::vector<int64_t> steps;
-    void nodeState(const tb::remote::NodeUpdate&) override {}
-    void preflightFailed(const std::vector<std::string>&) override {}
+    void nodeState(const tb::remote::NodeUpdate&) override { }
+    void preflightFailed(const std::vector<std::string>&) override { }
     void runEvent(const tb::metrics::Event& event, const tb::metrics::RunHistory&) override
     {
         if (event.type == tb::metrics::EventType::Step)
             steps.push_back(event.body.value("step", int64_t(-1)));
     }
     void note(const std::string& line) override { notes.push_back(line); }
-    void transferProgress(int, const std::string&, const tb::remote::TransferProgress&) override {}
+    void transferProgress(int, const std::string&, const tb::remote::TransferProgress&) override { }
 
     int notesContaining(const std::string& text) const
     {
-        return int(std::count_if(notes.begin(), notes.end(), [&](const std::string& n) { return n.find(text) != n.npos; }));
+        return int(std::count_if(notes.begin(), notes.end(),
+            [&](const std::string& n) { return n.find(text) != n.npos; }));
     }
 };
 
 std::string runStartLine()
 {
     return tb::metrics::makeEvent(tb::metrics::EventType::RunStart, 0, 1.0e9,
-        {{"run_id", "limits"}, {"world_size", 1}, {"config", nlohmann::json::object()}, {"total_steps", 4}})
+        {{"run_id", "limits"}, {"world_size", 1}, {"config", nlohmann::json::object()},
+            {"total_steps", 4}})
         .dump();
 }
 
@@ -82,14 +84,17 @@ private slots:
         events.close();
         const qint64 lines = events.size() / line.size();
 
-        const tb::test::MeasuredRun run = tb::test::runMeasured(kCli, {QStringLiteral("monitor"), runDir, QStringLiteral("--once")});
-        qInfo("monitor --once over %lld MiB (%lld unreadable lines): exit %d, peak RSS %ld KiB", events.size() >> 20,
-            lines, run.exitCode, run.maxRssKib);
+        const tb::test::MeasuredRun run = tb::test::runMeasured(
+            kCli, {QStringLiteral("monitor"), runDir, QStringLiteral("--once")});
+        qInfo("monitor --once over %lld MiB (%lld unreadable lines): exit %d, peak RSS %ld KiB",
+            events.size() >> 20, lines, run.exitCode, run.maxRssKib);
         QVERIFY(QFile::remove(events.fileName()));
         QVERIFY2(!run.timedOut, qPrintable(run.err));
         QVERIFY2(run.exitCode == 0, qPrintable(run.err));
-        QVERIFY2(run.err.contains(QStringLiteral("no run_start")) || run.err.isEmpty(), qPrintable(run.err));
-        QVERIFY2(run.maxRssKib > 0 && run.maxRssKib < kRssBoundKib, qPrintable(QString::number(run.maxRssKib)));
+        QVERIFY2(run.err.contains(QStringLiteral("no run_start")) || run.err.isEmpty(),
+            qPrintable(run.err));
+        QVERIFY2(run.maxRssKib > 0 && run.maxRssKib < kRssBoundKib,
+            qPrintable(QString::number(run.maxRssKib)));
     }
 
     // A host whose command prints without end (here `yes`, as a hostile
@@ -107,8 +112,10 @@ private slots:
         QVERIFY(script.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
 
         const tb::test::MeasuredRun run = tb::test::runMeasured(kCli,
-            QStringList{QStringLiteral("monitor"), QStringLiteral("--remote-cli"), flood} + tb::test::cliSshArguments(m_server));
-        qInfo("a remote command printing without end: exit %d, peak RSS %ld KiB", run.exitCode, run.maxRssKib);
+            QStringList{QStringLiteral("monitor"), QStringLiteral("--remote-cli"), flood}
+                + tb::test::cliSshArguments(m_server));
+        qInfo("a remote command printing without end: exit %d, peak RSS %ld KiB", run.exitCode,
+            run.maxRssKib);
         QVERIFY2(!run.timedOut, qPrintable(run.err));
         QCOMPARE(run.exitCode, 2);
         for (const QString& part : {QStringLiteral("@127.0.0.1:%1").arg(m_server.port()), flood,
@@ -135,10 +142,12 @@ private slots:
         RecordingSink sink;
         QVERIFY(cluster.attach(sink, wanted, 4).ok());
         const tb::launch::CancelToken cancel, detach;
-        QVERIFY(cluster.follow(sink, cancel, detach, false).ok()); // two polls: in the loop and at the end
+        QVERIFY(cluster.follow(sink, cancel, detach, false)
+                    .ok()); // two polls: in the loop and at the end
         QVERIFY(cluster.follow(sink, cancel, detach, false).ok());
         QCOMPARE(sink.notesContaining("cannot read rank 0's events"), 1);
-        QVERIFY2(sink.notesContaining(events.toStdString() + ": the file shrank") == 1, sink.notes.back().c_str());
+        QVERIFY2(sink.notesContaining(events.toStdString() + ": the file shrank") == 1,
+            sink.notes.back().c_str());
         QVERIFY(sink.steps.empty());
 
         appendLine(events, stepLine(2, 1500.0));
@@ -159,7 +168,9 @@ private:
         entry.exitCode = 0;
         const std::string registry = m_server.home().toStdString() + "/.local/state/tunebench/runs";
         QVERIFY(tb::launch::makeRegistryDir(registry).ok());
-        QVERIFY(tb::launch::writeRegistryEntry(tb::launch::registryEntryPath(registry, runId, 0), entry).ok());
+        QVERIFY(
+            tb::launch::writeRegistryEntry(tb::launch::registryEntryPath(registry, runId, 0), entry)
+                .ok());
     }
 
     tb::remote::ClusterOptions clusterOptions(const std::string& runId) const

@@ -36,7 +36,8 @@ private slots:
                 arguments << tb::test::cliSshArguments(m_server);
             const CliRun result = runCli(arguments);
             QVERIFY2(result.exitCode == 0, qPrintable(result.err));
-            QVERIFY2(result.out.contains(QStringLiteral("run_start  remote-demo on somewhere")), qPrintable(result.out));
+            QVERIFY2(result.out.contains(QStringLiteral("run_start  remote-demo on somewhere")),
+                qPrintable(result.out));
             QVERIFY2(result.out.contains(QStringLiteral("step 2/4  loss 2.8000  1.5 k tokens/s")),
                 qPrintable(result.out));
         }
@@ -53,15 +54,18 @@ private slots:
         const qint64 offset = QFileInfo(run + "/events.jsonl").size();
         appendLine(run + "/events.jsonl", stepLine(2, 1500.0));
         for (const bool overSsh : {false, true}) {
-            QStringList arguments{QStringLiteral("monitor"), run, QStringLiteral("--once"), QStringLiteral("--from-offset"),
-                QString::number(offset), QStringLiteral("--from-line"), QStringLiteral("3")};
+            QStringList arguments{QStringLiteral("monitor"), run, QStringLiteral("--once"),
+                QStringLiteral("--from-offset"), QString::number(offset),
+                QStringLiteral("--from-line"), QStringLiteral("3")};
             if (overSsh)
                 arguments << tb::test::cliSshArguments(m_server);
             const CliRun result = runCli(arguments);
             QVERIFY2(result.exitCode == 0, qPrintable(result.err));
-            QVERIFY2(!result.out.contains(QStringLiteral("run_start")) && !result.out.contains(QStringLiteral("step 1/")),
+            QVERIFY2(!result.out.contains(QStringLiteral("run_start"))
+                    && !result.out.contains(QStringLiteral("step 1/")),
                 qPrintable(result.out));
-            QVERIFY2(result.out.contains(QStringLiteral("step 2/4  loss 2.8000")), qPrintable(result.out));
+            QVERIFY2(result.out.contains(QStringLiteral("step 2/4  loss 2.8000")),
+                qPrintable(result.out));
         }
     }
 
@@ -69,12 +73,18 @@ private slots:
     {
         QTest::addColumn<QStringList>("arguments");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("two folders") << QStringList{"a", "b"} << "expected one run folder or --run ID";
-        QTest::newRow("folder and --run") << QStringList{"a", "--run", "x"} << "expected one run folder or --run ID";
-        QTest::newRow("offset not a number") << QStringList{"run", "--from-offset", "x"} << "--from-offset";
-        QTest::newRow("remote-cli without host") << QStringList{"--remote-cli", "/x"} << "--remote-cli needs --host";
-        QTest::newRow("port without host") << QStringList{"run", "--port", "22"} << "--port needs --host";
-        QTest::newRow("bad host") << QStringList{"run", "--host", "user@"} << "expected [USER@]HOST";
+        QTest::newRow("two folders")
+            << QStringList{"a", "b"} << "expected one run folder or --run ID";
+        QTest::newRow("folder and --run")
+            << QStringList{"a", "--run", "x"} << "expected one run folder or --run ID";
+        QTest::newRow("offset not a number")
+            << QStringList{"run", "--from-offset", "x"} << "--from-offset";
+        QTest::newRow("remote-cli without host")
+            << QStringList{"--remote-cli", "/x"} << "--remote-cli needs --host";
+        QTest::newRow("port without host")
+            << QStringList{"run", "--port", "22"} << "--port needs --host";
+        QTest::newRow("bad host") << QStringList{"run", "--host", "user@"}
+                                  << "expected [USER@]HOST";
         QTest::newRow("bad port") << QStringList{"run", "--host", "h", "--port", "0"} << "--port";
         QTest::newRow("bad poll") << QStringList{"run", "--poll", "0"} << "--poll";
     }
@@ -102,11 +112,13 @@ private slots:
         // Stop once it has trained a few steps.
         QTRY_VERIFY_WITH_TIMEOUT(QFile(runDir + "/events.jsonl").size() > 2000, 60000);
 
-        const CliRun result = runCli(QStringList{QStringLiteral("monitor"), runDir, QStringLiteral("--stop"),
-                                      QStringLiteral("--poll"), QStringLiteral("0.2")}
-            + tb::test::cliSshArguments(m_server));
+        const CliRun result =
+            runCli(QStringList{QStringLiteral("monitor"), runDir, QStringLiteral("--stop"),
+                       QStringLiteral("--poll"), QStringLiteral("0.2")}
+                + tb::test::cliSshArguments(m_server));
         QVERIFY2(result.exitCode == 0, qPrintable(result.err + result.out));
-        QVERIFY2(result.out.contains(QStringLiteral("stop       SIGTERM sent to process %1").arg(pid)),
+        QVERIFY2(
+            result.out.contains(QStringLiteral("stop       SIGTERM sent to process %1").arg(pid)),
             qPrintable(result.out));
         QVERIFY2(result.out.contains(QStringLiteral("run_end    stopped")), qPrintable(result.out));
         QVERIFY(trainer.waitForFinished(30000));
@@ -115,12 +127,14 @@ private slots:
             static_cast<long long>(lines.size()), static_cast<long long>(pid));
 
         // Ended: a second stop is refused with the reason.
-        const CliRun again = runCli(QStringList{QStringLiteral("monitor"), runDir, QStringLiteral("--stop")}
-            + tb::test::cliSshArguments(m_server));
+        const CliRun again =
+            runCli(QStringList{QStringLiteral("monitor"), runDir, QStringLiteral("--stop")}
+                + tb::test::cliSshArguments(m_server));
         QCOMPARE(again.exitCode, 0); // the run's own end status: stopped
         QVERIFY(again.out.contains(QStringLiteral("run_end    stopped")));
         QVERIFY(!again.out.contains(QStringLiteral("SIGTERM sent")));
-        QVERIFY2(again.err.contains(QStringLiteral("nothing to stop, the run had already ended (stopped)")),
+        QVERIFY2(again.err.contains(
+                     QStringLiteral("nothing to stop, the run had already ended (stopped)")),
             qPrintable(again.err));
     }
 

@@ -16,18 +16,42 @@ private slots:
         QTest::addColumn<QString>("relative");
         QTest::addColumn<QString>("expected"); // empty: refused
         QTest::addColumn<QString>("problem");
-        QTest::newRow("a file") << "adapter_model.safetensors" << "/to/adapter_model.safetensors" << "";
-        QTest::newRow("in a sub-folder") << "sub/b.bin" << "/to/sub/b.bin" << "";
-        QTest::newRow("a dot inside a name") << "a..b" << "/to/a..b" << "";
-        QTest::newRow("up and out") << "../../home/u/.bashrc" << "" << "names a folder above or itself";
-        QTest::newRow("up in the middle") << "sub/../../x" << "" << "names a folder above or itself";
-        QTest::newRow("itself") << "./x" << "" << "names a folder above or itself";
-        QTest::newRow("absolute") << "/etc/passwd" << "" << "is empty or absolute";
-        QTest::newRow("empty") << "" << "" << "is empty or absolute";
-        QTest::newRow("empty component") << "sub//x" << "" << "is empty";
-        QTest::newRow("trailing slash") << "sub/" << "" << "is empty";
-        QTest::newRow("newline") << "a\n5 ../x" << "" << "entry 'a\\x0a5 ..': holds a control character";
-        QTest::newRow("escape sequence") << "a\x1b[2Jb" << "" << "holds a control character";
+        QTest::newRow("a file") << "adapter_model.safetensors"
+                                << "/to/adapter_model.safetensors"
+                                << "";
+        QTest::newRow("in a sub-folder") << "sub/b.bin"
+                                         << "/to/sub/b.bin"
+                                         << "";
+        QTest::newRow("a dot inside a name") << "a..b"
+                                             << "/to/a..b"
+                                             << "";
+        QTest::newRow("up and out") << "../../home/u/.bashrc"
+                                    << ""
+                                    << "names a folder above or itself";
+        QTest::newRow("up in the middle") << "sub/../../x"
+                                          << ""
+                                          << "names a folder above or itself";
+        QTest::newRow("itself") << "./x"
+                                << ""
+                                << "names a folder above or itself";
+        QTest::newRow("absolute") << "/etc/passwd"
+                                  << ""
+                                  << "is empty or absolute";
+        QTest::newRow("empty") << ""
+                               << ""
+                               << "is empty or absolute";
+        QTest::newRow("empty component") << "sub//x"
+                                         << ""
+                                         << "is empty";
+        QTest::newRow("trailing slash") << "sub/"
+                                        << ""
+                                        << "is empty";
+        QTest::newRow("newline") << "a\n5 ../x"
+                                 << ""
+                                 << "entry 'a\\x0a5 ..': holds a control character";
+        QTest::newRow("escape sequence") << "a\x1b[2Jb"
+                                         << ""
+                                         << "holds a control character";
     }
 
     void localPathUnder()
@@ -52,15 +76,24 @@ private slots:
     {
         QTest::addColumn<QString>("runDir");
         QTest::addColumn<QString>("expected"); // empty: refused
-        QTest::newRow("absolute") << "/home/u/runs/run-7" << "run-7";
-        QTest::newRow("trailing slashes") << "/home/u/runs/run-7//" << "run-7";
-        QTest::newRow("relative") << "runs/run-7" << "run-7";
-        QTest::newRow("one name") << "run-7" << "run-7";
-        QTest::newRow("ends in ..") << "/x/.." << "";
-        QTest::newRow("ends in .") << "/x/." << "";
-        QTest::newRow("the root") << "/" << "";
-        QTest::newRow("empty") << "" << "";
-        QTest::newRow("a newline") << "/runs/a\nb" << "";
+        QTest::newRow("absolute") << "/home/u/runs/run-7"
+                                  << "run-7";
+        QTest::newRow("trailing slashes") << "/home/u/runs/run-7//"
+                                          << "run-7";
+        QTest::newRow("relative") << "runs/run-7"
+                                  << "run-7";
+        QTest::newRow("one name") << "run-7"
+                                  << "run-7";
+        QTest::newRow("ends in ..") << "/x/.."
+                                    << "";
+        QTest::newRow("ends in .") << "/x/."
+                                   << "";
+        QTest::newRow("the root") << "/"
+                                  << "";
+        QTest::newRow("empty") << ""
+                               << "";
+        QTest::newRow("a newline") << "/runs/a\nb"
+                                   << "";
     }
 
     void defaultFetchFolder()

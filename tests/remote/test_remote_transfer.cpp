@@ -104,7 +104,8 @@ private slots:
         if (twist.startsWith("registry-")) {
             const QString cli = writeRegistryAnswer(base + "-registry-cli", runArgument);
             QVERIFY(!cli.isEmpty());
-            which = {QStringLiteral("--run"), QStringLiteral("r1"), QStringLiteral("--remote-cli"), cli};
+            which = {
+                QStringLiteral("--run"), QStringLiteral("r1"), QStringLiteral("--remote-cli"), cli};
         }
         const CliRun result = runCli(QStringList{QStringLiteral("fetch")} + which
                 + QStringList{QStringLiteral("--what"), QStringLiteral("adapter")} + to
@@ -141,9 +142,11 @@ private slots:
         QTest::addColumn<qulonglong>("bytes");
         QTest::addColumn<double>("seconds");
         QTest::newRow("empty file") << 15.0 << qulonglong(0) << 15.0;
-        QTest::newRow("256 MiB") << 15.0 << qulonglong(256) * 1024 * 1024 << 15.0 + 268435456 / 50e6;
+        QTest::newRow("256 MiB") << 15.0 << qulonglong(256) * 1024 * 1024
+                                 << 15.0 + 268435456 / 50e6;
         QTest::newRow("a 5 GB shard") << 15.0 << qulonglong(5'000'000'000) << 115.0;
-        QTest::newRow("a 15 GB merged export, --ssh-timeout 2") << 2.0 << qulonglong(15'000'000'000) << 302.0;
+        QTest::newRow("a 15 GB merged export, --ssh-timeout 2")
+            << 2.0 << qulonglong(15'000'000'000) << 302.0;
     }
 
     void checksumDeadlineGrowsWithSize()
@@ -183,14 +186,17 @@ private slots:
         QVERIFY(writeNoise(weights, mebibytes));
         QElapsedTimer waited;
         waited.start();
-        const CliRun result = runCli(QStringList{QStringLiteral("fetch"), base + "/remote", QStringLiteral("--what"),
-                                      QStringLiteral("adapter"), QStringLiteral("--to"), base + "/here"}
+        const CliRun result =
+            runCli(QStringList{QStringLiteral("fetch"), base + "/remote", QStringLiteral("--what"),
+                       QStringLiteral("adapter"), QStringLiteral("--to"), base + "/here"}
                 + tb::test::cliSshArguments(m_slowHashServer) + options);
-        qInfo("%d MiB: fetch ended in %lld ms", mebibytes, static_cast<long long>(waited.elapsed()));
+        qInfo(
+            "%d MiB: fetch ended in %lld ms", mebibytes, static_cast<long long>(waited.elapsed()));
         QVERIFY2(result.exitCode == exitCode, qPrintable(result.out + result.err));
         QVERIFY2((result.out + result.err).contains(message), qPrintable(result.out + result.err));
         if (exitCode == 0)
-            QCOMPARE(tb::remote::localSha256((base + "/here/adapter/weights.bin").toStdString()).value(),
+            QCOMPARE(
+                tb::remote::localSha256((base + "/here/adapter/weights.bin").toStdString()).value(),
                 tb::remote::localSha256(weights.toStdString()).value());
     }
 
@@ -224,8 +230,8 @@ private:
         QFile script(cli);
         if (!script.open(QIODevice::WriteOnly))
             return {};
-        script.write("#!/bin/sh\ncat <<'EOF'\n" + QByteArray::fromStdString(tb::launch::registryEntryToJson(entry))
-            + "\nEOF\n");
+        script.write("#!/bin/sh\ncat <<'EOF'\n"
+            + QByteArray::fromStdString(tb::launch::registryEntryToJson(entry)) + "\nEOF\n");
         script.close();
         script.setPermissions(script.permissions() | QFileDevice::ExeOwner);
         return cli;

@@ -41,11 +41,13 @@ private slots:
         const QString port = QString::number(m_server.port());
         const QString quotedFile = "'" + file + "'";
         const QString message = QString::fromStdString(session.error().toString());
-        for (const QString& part : {QStringLiteral("host key SHA256:"), QStringLiteral("is not in ") + file,
-                 QStringLiteral("the fingerprint the machine's administrator gives you"),
-                 QStringLiteral("ssh-keygen -F '[127.0.0.1]:%1' -f %2").arg(port, quotedFile),
-                 QStringLiteral("Only if they match, add the key with: ssh -o UserKnownHostsFile=%1 -p %2 127.0.0.1")
-                     .arg(quotedFile, port)})
+        for (const QString& part :
+            {QStringLiteral("host key SHA256:"), QStringLiteral("is not in ") + file,
+                QStringLiteral("the fingerprint the machine's administrator gives you"),
+                QStringLiteral("ssh-keygen -F '[127.0.0.1]:%1' -f %2").arg(port, quotedFile),
+                QStringLiteral("Only if they match, add the key with: ssh -o UserKnownHostsFile=%1 "
+                               "-p %2 127.0.0.1")
+                    .arg(quotedFile, port)})
             QVERIFY2(message.contains(part), qPrintable(message + "\nmissing: " + part));
         QVERIFY2(!message.contains(QStringLiteral("ssh-keyscan")), qPrintable(message));
     }
@@ -59,7 +61,8 @@ private slots:
         const auto session = SshSession::connect(target);
         QVERIFY(!session.ok());
         const QString message = QString::fromStdString(session.error().message);
-        QVERIFY2(message.contains(QStringLiteral("libssh refused the option Host 'a;b'")), qPrintable(message));
+        QVERIFY2(message.contains(QStringLiteral("libssh refused the option Host 'a;b'")),
+            qPrintable(message));
         QVERIFY2(!message.contains(QStringLiteral("~/.ssh/config")), qPrintable(message));
     }
 
@@ -82,8 +85,8 @@ private slots:
         auto session = SshSession::connect(target());
         QVERIFY2(session.ok(), session.ok() ? "" : session.error().toString().c_str());
         const QString marker = m_work.filePath(QStringLiteral("ran"));
-        const std::string command =
-            "touch " + tb::launch::shellQuote(marker.toStdString()) + "; ls -- " + tb::launch::shellQuote(path.toStdString());
+        const std::string command = "touch " + tb::launch::shellQuote(marker.toStdString())
+            + "; ls -- " + tb::launch::shellQuote(path.toStdString());
         const auto ran = (*session)->run(command);
         QVERIFY(!ran.ok());
         const QString message = QString::fromStdString(ran.error().toString());
@@ -110,12 +113,18 @@ private slots:
     {
         QTest::addColumn<QString>("running");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("0.9.8") << "0.9.8/openssl/zlib" << "libssh 0.9.8 is too old: Tunebench needs 0.10.6 or newer";
-        QTest::newRow("0.10.5") << "0.10.5/openssl" << "libssh 0.10.5 is too old";
-        QTest::newRow("0.10.6") << "0.10.6/openssl/zlib" << "";
-        QTest::newRow("0.11.1") << "0.11.1/openssl/zlib" << "";
-        QTest::newRow("1.0.0") << "1.0.0" << "";
-        QTest::newRow("not a version") << "libssh" << "cannot tell the version of libssh from 'libssh'";
+        QTest::newRow("0.9.8") << "0.9.8/openssl/zlib"
+                               << "libssh 0.9.8 is too old: Tunebench needs 0.10.6 or newer";
+        QTest::newRow("0.10.5") << "0.10.5/openssl"
+                                << "libssh 0.10.5 is too old";
+        QTest::newRow("0.10.6") << "0.10.6/openssl/zlib"
+                                << "";
+        QTest::newRow("0.11.1") << "0.11.1/openssl/zlib"
+                                << "";
+        QTest::newRow("1.0.0") << "1.0.0"
+                               << "";
+        QTest::newRow("not a version") << "libssh"
+                                       << "cannot tell the version of libssh from 'libssh'";
     }
 
     void libsshVersions()

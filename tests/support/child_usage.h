@@ -34,7 +34,8 @@ struct MeasuredRun {
 
 // Runs `program` with `arguments`; a child still running after
 // `timeoutSeconds` is killed (timedOut). Waits on a pidfd, no polling loop.
-inline MeasuredRun runMeasured(const QString& program, const QStringList& arguments, int timeoutSeconds = 120)
+inline MeasuredRun runMeasured(
+    const QString& program, const QStringList& arguments, int timeoutSeconds = 120)
 {
     MeasuredRun run;
     QTemporaryDir dir;
@@ -49,12 +50,14 @@ inline MeasuredRun runMeasured(const QString& program, const QStringList& argume
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 2, errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addopen(
+        &actions, 2, errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     pid_t pid = 0;
     const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     if (spawned != 0) {
-        run.err = QStringLiteral("cannot start %1: %2").arg(program, QString::fromLocal8Bit(strerror(spawned)));
+        run.err = QStringLiteral("cannot start %1: %2")
+                      .arg(program, QString::fromLocal8Bit(strerror(spawned)));
         return run;
     }
     const int pidfd = int(::syscall(SYS_pidfd_open, pid, 0));

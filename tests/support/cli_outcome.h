@@ -14,7 +14,8 @@ struct CliOutcome {
     QString err;
 };
 
-inline CliOutcome runProgram(const QString& program, const QStringList& arguments, int timeoutMs = 30000)
+inline CliOutcome runProgram(
+    const QString& program, const QStringList& arguments, int timeoutMs = 30000)
 {
     QProcess process;
     process.start(program, arguments);
@@ -24,7 +25,8 @@ inline CliOutcome runProgram(const QString& program, const QStringList& argument
         return {};
     }
     return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1,
-        QString::fromUtf8(process.readAllStandardOutput()), QString::fromUtf8(process.readAllStandardError())};
+        QString::fromUtf8(process.readAllStandardOutput()),
+        QString::fromUtf8(process.readAllStandardError())};
 }
 
 } // namespace tb::test

@@ -13,7 +13,8 @@ inline constexpr int kDeepJsonLevels = 200000;
 // [[[ ... ]]]
 inline std::string deepJsonArray(int depth = kDeepJsonLevels)
 {
-    return std::string(static_cast<size_t>(depth), '[') + std::string(static_cast<size_t>(depth), ']');
+    return std::string(static_cast<size_t>(depth), '[')
+        + std::string(static_cast<size_t>(depth), ']');
 }
 
 // {"a":{"a": ... {"a":1} ... }}

@@ -27,7 +27,8 @@ inline QString whyNoEndlessRun()
 
 // Writes the run config; `extra` adds YAML (a distributed section). False
 // when the file cannot be written.
-inline bool writeEndlessRunConfig(const QString& path, const QString& runDir, const QString& extra = {})
+inline bool writeEndlessRunConfig(
+    const QString& path, const QString& runDir, const QString& extra = {})
 {
     QFile file(path);
     if (!file.open(QIODevice::WriteOnly))

@@ -47,13 +47,15 @@ public:
     ServerAnswer ask(const QJsonArray& request, int timeoutMs, const QString& shown)
     {
         if (m_process.state() != QProcess::Running && !m_process.waitForStarted())
-            return {{}, {}, shown + ": the reference Python cannot start: " + m_process.errorString()};
+            return {
+                {}, {}, shown + ": the reference Python cannot start: " + m_process.errorString()};
         m_process.write(QJsonDocument(request).toJson(QJsonDocument::Compact) + "\n");
         while (!m_process.canReadLine()) {
             if (m_process.waitForReadyRead(timeoutMs))
                 continue;
             if (m_process.state() == QProcess::NotRunning)
-                return {{}, {}, shown + ": the reference Python ended, exit "
+                return {{}, {},
+                    shown + ": the reference Python ended, exit "
                         + QString::number(m_process.exitCode())
                         + " (3: a package is missing); its messages are above"};
             m_process.kill();
@@ -64,7 +66,8 @@ public:
         QJsonParseError error;
         const QJsonDocument document = QJsonDocument::fromJson(line, &error);
         if (!document.isObject())
-            return {{}, line, shown + ": the answer is not a JSON object (" + error.errorString()
+            return {{}, line,
+                shown + ": the answer is not a JSON object (" + error.errorString()
                     + "): " + QString::fromUtf8(line)};
         return {document.object(), line, {}};
     }

@@ -67,8 +67,8 @@ inline std::string writeModelVariant(const std::string& from, const std::string&
     for (const char* name :
         {"tokenizer.json", "tokenizer.model", "tokenizer_config.json", "special_tokens_map.json"}) {
         if (fs::exists(from + "/" + name))
-            fs::copy_file(from + "/" + name, to + "/" + name,
-                fs::copy_options::overwrite_existing, error);
+            fs::copy_file(
+                from + "/" + name, to + "/" + name, fs::copy_options::overwrite_existing, error);
         if (error)
             qFatal("copying %s to %s: %s", name, to.c_str(), error.message().c_str());
     }
@@ -106,8 +106,8 @@ inline std::string writeUntiedCopy(const std::string& from, const std::string& t
     return writeModelVariant(from, to, {{"tie_word_embeddings", false}},
         [](const auto& info, const auto& values, auto& bytes, auto& tensors) {
             if (info.name == "model.embed_tokens.weight")
-                tensors.push_back({"lm_head.weight", info.dtype, info.shape,
-                    bytes.emplace_back(halved(values))});
+                tensors.push_back(
+                    {"lm_head.weight", info.dtype, info.shape, bytes.emplace_back(halved(values))});
         });
 }
 
@@ -136,11 +136,12 @@ inline std::string writeGemmaCopy(const std::string& from, const std::string& to
     } else {
         changes.update({{"model_type", "gemma3_text"}, {"architectures", {"Gemma3ForCausalLM"}},
             {"sliding_window_pattern", 2}, {"rope_local_base_freq", 10000.0},
-            {"rope_theta", 1000000.0}, {"rope_scaling", {{"rope_type", "linear"}, {"factor", 2.0}}}});
+            {"rope_theta", 1000000.0},
+            {"rope_scaling", {{"rope_type", "linear"}, {"factor", 2.0}}}});
     }
     const std::int64_t headDim = 8; // the demo model's
-    return writeModelVariant(from, to, changes,
-        [generation](const auto& info, const auto&, auto& bytes, auto& tensors) {
+    return writeModelVariant(
+        from, to, changes, [generation](const auto& info, const auto&, auto& bytes, auto& tensors) {
             const std::string suffix = ".post_attention_layernorm.weight";
             if (!info.name.ends_with(suffix))
                 return;
@@ -189,7 +190,7 @@ inline std::string writeMixtralCopy(
             const std::string projection = info.name.substr(mlp + 5);
             const std::string renamed = projection == "gate_proj.weight" ? "w1.weight"
                 : projection == "up_proj.weight"                         ? "w3.weight"
-                                                                          : "w2.weight";
+                                                                         : "w2.weight";
             for (int e = 0; e < kExperts; ++e)
                 tensors.push_back({layer + ".block_sparse_moe.experts." + std::to_string(e) + "."
                         + renamed,

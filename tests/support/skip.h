@@ -62,7 +62,8 @@ inline QString refusedSkip(const QString& reason)
 #define TB_SKIP(reason)                                                                            \
     do {                                                                                           \
         const QString tbSkipReason_ = (reason);                                                    \
-        if (const QString tbRefused_ = tb::test::refusedSkip(tbSkipReason_); !tbRefused_.isEmpty()) \
+        if (const QString tbRefused_ = tb::test::refusedSkip(tbSkipReason_);                       \
+            !tbRefused_.isEmpty())                                                                 \
             QFAIL(qPrintable(tbRefused_));                                                         \
         QSKIP(qPrintable(tbSkipReason_));                                                          \
     } while (false)

@@ -368,9 +368,9 @@ void TestTokenizer::datasetErrors_data()
         << "deep.jsonl"
         << QByteArray::fromStdString("{\"text\": \"a\"}\n" + tb::test::deepJsonArray() + "\n")
         << "deep.jsonl:2: not valid JSON: nested deeper than 64 levels";
-    QTest::addRow("json 200,000 deep") << "deep.json"
-                                       << QByteArray::fromStdString(tb::test::deepJsonObject())
-                                       << "deep.json: not valid JSON: nested deeper than 64 levels";
+    QTest::addRow("json 200,000 deep")
+        << "deep.json" << QByteArray::fromStdString(tb::test::deepJsonObject())
+        << "deep.json: not valid JSON: nested deeper than 64 levels";
 }
 
 void TestTokenizer::datasetErrors()

@@ -168,7 +168,8 @@ void TestTokenizerErrors::notATokenizerFile()
     deep += "}";
     const auto nested = Tokenizer::fromJson(deep, "deep.json");
     QVERIFY(!nested.ok());
-    QVERIFY(QString::fromStdString(nested.error().message).contains("nested deeper than 64 levels"));
+    QVERIFY(
+        QString::fromStdString(nested.error().message).contains("nested deeper than 64 levels"));
 }
 
 void TestTokenizerErrors::missingFile()

@@ -1,14 +1,14 @@
 #pragma once
 
+#include "../support/model_variants.h"
 #include "../support/qt_test_paths.h"
+#include "../support/write_or_stop.h"
 #include "common/atomic_file.h"
 #include "exported_tensors.h"
 #include "launch/free_port.h"
 #include "rank_processes.h"
 #include "run_events.h"
 #include "safetensors/safetensors_file.h"
-#include "../support/model_variants.h"
-#include "../support/write_or_stop.h"
 
 #include <nlohmann/json.hpp>
 

@@ -102,7 +102,8 @@ private slots:
             "4}\noutput: {checkpoint_every: 2}\n");
         const std::string runDir = dir.filePath("run").toStdString();
         const QStringList common{"--output", QString::fromStdString(runDir), "--threads", "1"};
-        const Run first = cli(QStringList{"train", QString::fromStdString(config), "--quiet"} + common);
+        const Run first =
+            cli(QStringList{"train", QString::fromStdString(config), "--quiet"} + common);
         QVERIFY2(first.exitCode == 0, qPrintable(first.err));
         const std::string checkpoint = runDir + "/checkpoints/step-00000002";
         const QString rewritten =
@@ -110,10 +111,10 @@ private slots:
         QVERIFY2(rewritten.isEmpty(), qPrintable(rewritten));
         fs::remove_all(runDir + "/adapter");
 
-        const Run exported = cli(QStringList{"train", QString::fromStdString(config),
-                                     "--resume-from", QString::fromStdString(checkpoint),
-                                     "--export-only", "--quiet"}
-            + common);
+        const Run exported =
+            cli(QStringList{"train", QString::fromStdString(config), "--resume-from",
+                    QString::fromStdString(checkpoint), "--export-only", "--quiet"}
+                + common);
         QVERIFY2(exported.exitCode == 0, qPrintable(exported.err));
         QVERIFY(fs::exists(runDir + "/adapter/adapter_model.safetensors"));
 
@@ -146,7 +147,8 @@ private slots:
         const std::string runDir = dir.filePath("run").toStdString();
         const std::string checkpoints = runDir + "/checkpoints";
         const QStringList common{"--output", QString::fromStdString(runDir), "--threads", "1"};
-        const Run first = cli(QStringList{"train", QString::fromStdString(config), "--quiet"} + common);
+        const Run first =
+            cli(QStringList{"train", QString::fromStdString(config), "--quiet"} + common);
         QVERIFY2(first.exitCode == 0, qPrintable(first.err));
         QVERIFY(fs::exists(checkpoints + "/step-00000004"));
 
@@ -154,10 +156,10 @@ private slots:
         const std::string keepOne = writeConfig(dir, "keep-one",
             "method: lora\ntraining: {max_steps: 3, micro_batch: 2}\n"
             "output: {checkpoint_every: 1, keep_last: 1}\n");
-        const Run branch = cli(QStringList{"train", QString::fromStdString(keepOne),
-                                   "--resume-from",
-                                   QString::fromStdString(checkpoints + "/step-00000002"), "--quiet"}
-            + common);
+        const Run branch =
+            cli(QStringList{"train", QString::fromStdString(keepOne), "--resume-from",
+                    QString::fromStdString(checkpoints + "/step-00000002"), "--quiet"}
+                + common);
         QVERIFY2(branch.exitCode == 0, qPrintable(branch.err));
         std::vector<std::string> kept;
         std::string aside;
@@ -237,7 +239,8 @@ private slots:
         QVERIFY(tb::common::writeFileAtomic(staging.path() + "/weights", "new").ok());
         QVERIFY(staging.commit().ok());
         QCOMPARE(*tb::common::readFile(finalDir + "/weights"), std::string("new"));
-        QCOMPARE(std::distance(fs::directory_iterator(dir.path().toStdString()), fs::directory_iterator()),
+        QCOMPARE(std::distance(
+                     fs::directory_iterator(dir.path().toStdString()), fs::directory_iterator()),
             std::ptrdiff_t(1)); // the old one swapped out and removed
 
         // The window a two-rename commit has: the old folder aside, the new

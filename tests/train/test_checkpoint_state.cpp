@@ -35,7 +35,8 @@ private slots:
         QTest::addColumn<QByteArray>("state");
         QTest::addRow("an array") << QByteArray::fromStdString(tb::test::deepJsonArray());
         QTest::addRow("an object") << QByteArray::fromStdString(tb::test::deepJsonObject());
-        QTest::addRow("units") << QByteArray::fromStdString(stateWithUnits(tb::test::deepJsonArray()));
+        QTest::addRow("units") << QByteArray::fromStdString(
+            stateWithUnits(tb::test::deepJsonArray()));
         QTest::addRow("format") << QByteArray::fromStdString(
             R"({"format":)" + tb::test::deepJsonObject() + "}");
     }

@@ -51,7 +51,10 @@ class TestConfigAgreement : public QObject {
     Q_OBJECT
 
 private slots:
-    void initTestCase() { QVERIFY2(!storiesConfig().isEmpty(), "stories260K config.json is absent"); }
+    void initTestCase()
+    {
+        QVERIFY2(!storiesConfig().isEmpty(), "stories260K config.json is absent");
+    }
 
     void plannerAndTrainerAgree_data()
     {
@@ -59,8 +62,8 @@ private slots:
         QTest::addColumn<bool>("tied");
         QTest::addColumn<double>("ropeTheta");
         QTest::addColumn<qint64>("maxPositions");
-        QTest::addRow("stories260K (llama, tied, GQA)") << readText(storiesConfig()) << true
-                                                         << 10000.0 << qint64(512);
+        QTest::addRow("stories260K (llama, tied, GQA)")
+            << readText(storiesConfig()) << true << 10000.0 << qint64(512);
         QTest::addRow("llama, untied and MHA by default")
             << R"({"model_type":"llama","hidden_size":64,"intermediate_size":160,
                 "num_hidden_layers":3,"num_attention_heads":4,"vocab_size":300})"

@@ -271,8 +271,8 @@ private slots:
             qInfo("LoRA %s, rank: frozen base kept %.0f bytes (%.3f of DDP's %.0f), at most %.0f "
                   "during a step; planner's frozen base weights per GPU %.0f (measured / planned "
                   "%.3f)",
-                qPrintable(sharding), rank.frozenShard, share, whole, rank.frozen,
-                plan.frozenBase, vsPlan);
+                qPrintable(sharding), rank.frozenShard, share, whole, rank.frozen, plan.frozenBase,
+                vsPlan);
             QVERIFY2(vsPlan > 0.97 && vsPlan < 1.03, qPrintable(QString::number(vsPlan)));
             peak = std::max(peak, rank.frozen / whole);
         }
@@ -350,8 +350,8 @@ private slots:
                   "a root unit and two layers %.0f",
                 rank.parameters, apart, (kBoth + 2 * kLayer) * 4);
             // Units are padded to a multiple of the 4 ranks: a few elements each.
-            QVERIFY2(rank.parameters <= apart + 2 * 4 * 4,
-                qPrintable(QString::number(rank.parameters)));
+            QVERIFY2(
+                rank.parameters <= apart + 2 * 4 * 4, qPrintable(QString::number(rank.parameters)));
             QVERIFY2(rank.parameters >= apart, qPrintable(QString::number(rank.parameters)));
         }
     }

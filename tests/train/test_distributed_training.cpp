@@ -31,7 +31,8 @@ private slots:
         QTest::addColumn<int>("nprocPerNode");
         QTest::addColumn<QString>("offload");
         QTest::addColumn<int>("gradAccum");
-        QTest::addColumn<QString>("variant"); // of the demo model: "", untied, gemma2, gemma3, mixtral[-experts]
+        QTest::addColumn<QString>(
+            "variant"); // of the demo model: "", untied, gemma2, gemma3, mixtral[-experts]
         const auto row = [](const QString& method, const QString& sharding, int nodes,
                              int nprocPerNode, const QString& offload = "none",
                              int gradAccum = kGradAccum, const QString& variant = {}) {
@@ -72,7 +73,8 @@ private slots:
         row("lora", "ddp", 1, 2, "optimizer", 4);
         row("full", "zero3", 1, 2, "optimizer+params", 4);
         row("full", "fsdp-full", 1, 2, "optimizer+params", 1);
-        row("lora", "fsdp-full", 1, 2, "optimizer+params", 4); // the frozen base's shard on the host
+        row("lora", "fsdp-full", 1, 2, "optimizer+params",
+            4); // the frozen base's shard on the host
         // An lm_head of its own: the embedding is gathered for its forward
         // only and the head around the loss, each gradient made just before
         // its backward writes it.
@@ -145,8 +147,8 @@ private slots:
         QCOMPARE(QString::fromStdString(starts.front().value("sharding", "")), sharding);
         QCOMPARE(starts.front().value("nodes", 0), nodes);
         QCOMPARE(ofType(all, "step").size(), std::size_t(kSteps));
-        QCOMPARE(ofType(all, "step").back().contains("router_aux_loss"),
-            variant == "mixtral-balanced");
+        QCOMPARE(
+            ofType(all, "step").back().contains("router_aux_loss"), variant == "mixtral-balanced");
         // The offloaded rows really kept the master on the host.
         const json stateBytes = ofType(all, "step").back().value("state_bytes", json::object());
         QCOMPARE(stateBytes.value("master_on_host", false), offload != "none");
@@ -159,8 +161,8 @@ private slots:
                 qPrintable(QString("rank %1's events do not end completed").arg(rank)));
         }
         // fsdp-hybrid shards inside a node and replicates across nodes.
-        checkLoadShare(runDir, world, sharding == "fsdp-hybrid" ? nprocPerNode : world, sharding,
-            method);
+        checkLoadShare(
+            runDir, world, sharding == "fsdp-hybrid" ? nprocPerNode : world, sharding, method);
         if (QTest::currentTestFailed())
             return;
 
@@ -230,9 +232,12 @@ private slots:
     {
         QTest::addColumn<QString>("sharding");
         QTest::addColumn<QString>("offload");
-        QTest::newRow("zero3") << "zero3" << "none";
-        QTest::newRow("fsdp-full") << "fsdp-full" << "none";
-        QTest::newRow("fsdp-full, base shard on the host") << "fsdp-full" << "optimizer+params";
+        QTest::newRow("zero3") << "zero3"
+                               << "none";
+        QTest::newRow("fsdp-full") << "fsdp-full"
+                                   << "none";
+        QTest::newRow("fsdp-full, base shard on the host") << "fsdp-full"
+                                                           << "optimizer+params";
     }
 
     void mergedExportOfAShardedBase()
@@ -355,10 +360,10 @@ private:
         if (written.empty()) {
             const std::string to = m_dir.filePath(variant + "-model").toStdString();
             written = variant == "untied" ? tb::test::writeUntiedCopy(kModel, to)
-                : variant == "gemma2"         ? tb::test::writeGemmaCopy(kModel, to, 2)
-                : variant == "gemma3"         ? tb::test::writeGemmaCopy(kModel, to, 3)
-                                              : tb::test::writeMixtralCopy(
-                                                  kModel, to, variant == "mixtral-balanced");
+                : variant == "gemma2"     ? tb::test::writeGemmaCopy(kModel, to, 2)
+                : variant == "gemma3"
+                ? tb::test::writeGemmaCopy(kModel, to, 3)
+                : tb::test::writeMixtralCopy(kModel, to, variant == "mixtral-balanced");
         }
         return written;
     }

@@ -16,10 +16,18 @@ namespace {
 // project: the chosen completion continues the story, the rejected one
 // breaks off or wanders.
 const char* const kPairs =
-    "{\"prompt\": \"Once upon a time there was a little cat.\", \"chosen\": \" The cat liked to play in the sun.\", \"rejected\": \" Cat cat cat.\"}" "\n"
-    "{\"prompt\": \"Tom had a red ball.\", \"chosen\": \" He threw it to his friend and they laughed.\", \"rejected\": \" The end.\"}" "\n"
-    "{\"prompt\": \"Lily went to the park.\", \"chosen\": \" She saw a big tree and sat under it.\", \"rejected\": \" Park park.\"}" "\n"
-    "{\"prompt\": \"The dog was sad.\", \"chosen\": \" His mom gave him a hug and he was happy.\", \"rejected\": \" Sad sad sad.\"}" "\n";
+    "{\"prompt\": \"Once upon a time there was a little cat.\", \"chosen\": \" The cat liked to "
+    "play in the sun.\", \"rejected\": \" Cat cat cat.\"}"
+    "\n"
+    "{\"prompt\": \"Tom had a red ball.\", \"chosen\": \" He threw it to his friend and they "
+    "laughed.\", \"rejected\": \" The end.\"}"
+    "\n"
+    "{\"prompt\": \"Lily went to the park.\", \"chosen\": \" She saw a big tree and sat under "
+    "it.\", \"rejected\": \" Park park.\"}"
+    "\n"
+    "{\"prompt\": \"The dog was sad.\", \"chosen\": \" His mom gave him a hug and he was happy.\", "
+    "\"rejected\": \" Sad sad sad.\"}"
+    "\n";
 
 double figure(const json& step, const char* name)
 {
@@ -27,19 +35,24 @@ double figure(const json& step, const char* name)
 }
 
 // A DPO run of six steps on the pairs, the rest of the config as given.
-std::string writeDpoConfig(const QTemporaryDir& dir, const std::string& name, const std::string& extra)
+std::string writeDpoConfig(
+    const QTemporaryDir& dir, const std::string& name, const std::string& extra)
 {
     const std::string pairs = dir.filePath("pairs.jsonl").toStdString();
     tb::test::writeOrStop(pairs, kPairs);
     const std::string config = dir.filePath(QString::fromStdString(name + ".yaml")).toStdString();
     tb::test::writeOrStop(config,
-        "model: " + kModel + "\nobjective: dpo\nmethod: lora\n"
-        "lora:\n  rank: 4\n  alpha: 8\n  dropout: 0\n"
-        "dpo:\n  beta: 0.1\n"
-        "data:\n  train: " + pairs + "\n  format: preference\n  sequence_length: 64\n"
-        "training:\n  micro_batch: 2\n  max_steps: 6\n  learning_rate: 0.01\n"
-        "  schedule: constant\n"
-        "output:\n  dir: " + dir.filePath(QString::fromStdString(name)).toStdString() + "\n" + extra);
+        "model: " + kModel
+            + "\nobjective: dpo\nmethod: lora\n"
+              "lora:\n  rank: 4\n  alpha: 8\n  dropout: 0\n"
+              "dpo:\n  beta: 0.1\n"
+              "data:\n  train: "
+            + pairs
+            + "\n  format: preference\n  sequence_length: 64\n"
+              "training:\n  micro_batch: 2\n  max_steps: 6\n  learning_rate: 0.01\n"
+              "  schedule: constant\n"
+              "output:\n  dir: "
+            + dir.filePath(QString::fromStdString(name)).toStdString() + "\n" + extra);
     return config;
 }
 
@@ -71,9 +84,9 @@ private slots:
         QCOMPARE(steps.size(), size_t(6));
         for (const json& step : steps) {
             QCOMPARE(step.at("samples").get<int>(), 2); // pairs
-            for (const char* name : {"rewards_chosen", "rewards_rejected", "rewards_margin",
-                     "rewards_accuracy", "logps_chosen", "logps_rejected", "ref_logps_chosen",
-                     "ref_logps_rejected"})
+            for (const char* name :
+                {"rewards_chosen", "rewards_rejected", "rewards_margin", "rewards_accuracy",
+                    "logps_chosen", "logps_rejected", "ref_logps_chosen", "ref_logps_rejected"})
                 QVERIFY2(std::isfinite(figure(step, name)), name);
             QVERIFY(figure(step, "logps_chosen") < 0.0);
         }
@@ -134,7 +147,8 @@ private slots:
         const auto resumed = stepsByNumber(resumedDir);
         QCOMPARE(resumed.size(), size_t(6));
         for (int step = 4; step <= 6; ++step) {
-            QCOMPARE(resumed.at(step).at("loss").get<double>(), expected.at(step).at("loss").get<double>());
+            QCOMPARE(resumed.at(step).at("loss").get<double>(),
+                expected.at(step).at("loss").get<double>());
             QVERIFY2(resumed.at(step).at("dpo") == expected.at(step).at("dpo"),
                 resumed.at(step).dump().c_str());
         }

@@ -56,12 +56,12 @@ private slots:
         using T = config::DpoLossType;
         QTest::addRow("sigmoid, TRL's default beta")
             << int(T::Sigmoid) << 0.1 << 0.0 << 0.5981388693815918 << -0.04501660026875222;
-        QTest::addRow("sigmoid, beta 0.5") << int(T::Sigmoid) << 0.5 << 0.0 << 0.31326168751822286
-                                           << -0.13447071068499755;
+        QTest::addRow("sigmoid, beta 0.5")
+            << int(T::Sigmoid) << 0.5 << 0.0 << 0.31326168751822286 << -0.13447071068499755;
         QTest::addRow("conservative, e 0.1")
             << int(T::Sigmoid) << 0.1 << 0.1 << 0.6181388693815918 << -0.03501660026875222;
-        QTest::addRow("conservative, e 0.25") << int(T::Sigmoid) << 0.5 << 0.25 << 0.5632616875182228
-                                              << -0.009470710684997552;
+        QTest::addRow("conservative, e 0.25")
+            << int(T::Sigmoid) << 0.5 << 0.25 << 0.5632616875182228 << -0.009470710684997552;
         QTest::addRow("robust without smoothing is DPO")
             << int(T::Robust) << 0.1 << 0.0 << 0.5981388693815918 << -0.04501660026875222;
         QTest::addRow("robust, e 0.1")
@@ -84,11 +84,15 @@ private slots:
             dpoPairLoss(pair.policy, pair.reference, pair.tokens, {type, beta, smoothing});
         QCOMPARE(ours.sizes().vec(), std::vector<std::int64_t>{1});
         QVERIFY2(std::abs(ours.item<double>() - loss) < 1e-12,
-            qPrintable(QString("loss %1, expected %2").arg(ours.item<double>(), 0, 'g', 17).arg(loss, 0, 'g', 17)));
+            qPrintable(QString("loss %1, expected %2")
+                           .arg(ours.item<double>(), 0, 'g', 17)
+                           .arg(loss, 0, 'g', 17)));
         ours.sum().backward();
         const double gradient = pair.policy.chosen.grad().item<double>();
         QVERIFY2(std::abs(gradient - chosenGradient) < 1e-12,
-            qPrintable(QString("gradient %1, expected %2").arg(gradient, 0, 'g', 17).arg(chosenGradient, 0, 'g', 17)));
+            qPrintable(QString("gradient %1, expected %2")
+                           .arg(gradient, 0, 'g', 17)
+                           .arg(chosenGradient, 0, 'g', 17)));
     }
 
     void rewardsAreBetaTimesTheLogRatios()

@@ -6,10 +6,10 @@
 #include "safetensors/safetensors_file.h"
 #include "train/expert_lora.h"
 #include "train/lora.h"
-#include "train/nf4.h"
-#include "train/peft_adapter.h"
 #include "train/model_config.h"
 #include "train/model_loader.h"
+#include "train/nf4.h"
+#include "train/peft_adapter.h"
 #include "train/training_session.h"
 #include "train_test_util.h"
 
@@ -103,11 +103,12 @@ void foldExpertDeltas(LlamaForCausalLm& adapted, LlamaForCausalLm& plain)
     for (size_t l = 0; l < adapted.model().layers().size(); ++l) {
         SparseMoe& moe = *adapted.model().layers()[l]->experts();
         for (std::int64_t e = 0; e < moe.expertCount(); ++e) {
-            const std::string expert = "model.layers." + std::to_string(l) + block
-                + std::to_string(e) + ".";
+            const std::string expert =
+                "model.layers." + std::to_string(l) + block + std::to_string(e) + ".";
             if (ExpertLoraFactors* gateUp = moe.lora(ExpertWeight::GateUp)) {
                 const torch::Tensor delta = peftDelta(*gateUp, e);
-                denseWeight(plain, expert + (mixtral ? "w1" : "gate_proj")) += delta.narrow(0, 0, f);
+                denseWeight(plain, expert + (mixtral ? "w1" : "gate_proj")) +=
+                    delta.narrow(0, 0, f);
                 denseWeight(plain, expert + (mixtral ? "w3" : "up_proj")) += delta.narrow(0, f, f);
             }
             if (ExpertLoraFactors* down = moe.lora(ExpertWeight::Down))
@@ -261,7 +262,8 @@ private slots:
                     continue;
                 const bool gateUp = weight == ExpertWeight::GateUp;
                 const std::int64_t in = gateUp ? h : f;
-                QCOMPARE(factors->loraA().sizes().vec(), (std::vector<std::int64_t>{rank * experts, in}));
+                QCOMPARE(factors->loraA().sizes().vec(),
+                    (std::vector<std::int64_t>{rank * experts, in}));
                 QCOMPARE(factors->loraB().sizes().vec(),
                     (std::vector<std::int64_t>{gateUp ? 2 * f : h, rank * experts}));
                 QVERIFY(factors->loraA().abs().max().item<double>() <= 1.0 / std::sqrt(double(in)));
@@ -282,12 +284,13 @@ private slots:
         QTest::addColumn<QString>("downA");
         QTest::newRow("both: gate_up_proj nested in down_proj's wrapper")
             << std::vector<std::string>{"mlp.experts.gate_up_proj", "mlp.experts.down_proj"}
-            << "experts.base_layer.lora_A.weight" << "experts.lora_A.weight";
+            << "experts.base_layer.lora_A.weight"
+            << "experts.lora_A.weight";
         QTest::newRow("gate_up_proj alone")
             << std::vector<std::string>{"mlp.experts.gate_up_proj"} << "experts.lora_A.weight"
             << "";
-        QTest::newRow("down_proj alone")
-            << std::vector<std::string>{"mlp.experts.down_proj"} << "" << "experts.lora_A.weight";
+        QTest::newRow("down_proj alone") << std::vector<std::string>{"mlp.experts.down_proj"} << ""
+                                         << "experts.lora_A.weight";
     }
 
     // Mixtral's experts under transformers' module path (mlp, not the
@@ -321,7 +324,8 @@ private slots:
             QVERIFY2(a, qPrintable(downA));
             QCOMPARE(a->shape, (std::vector<std::int64_t>{rank12, f}));
         }
-        const auto config = nlohmann::json::parse(*common::readFile(adapter + "/adapter_config.json"));
+        const auto config =
+            nlohmann::json::parse(*common::readFile(adapter + "/adapter_config.json"));
         QCOMPARE(config.at("target_parameters").get<std::vector<std::string>>(), parameters);
         QCOMPARE(config.at("lora_dropout").get<double>(), 0.0);
 
@@ -353,7 +357,8 @@ private slots:
         QTest::newRow("qwen3_moe, both expert weights") << qwen << both;
         QTest::newRow("qwen3_moe, down_proj of one layer")
             << qwen << std::vector<std::string>{"layers.2.mlp.experts.down_proj"};
-        QTest::newRow("qwen3_moe, gate_up_proj") << qwen << std::vector<std::string>{"gate_up_proj"};
+        QTest::newRow("qwen3_moe, gate_up_proj")
+            << qwen << std::vector<std::string>{"gate_up_proj"};
     }
 
     // The plan's trainable parameters (whose gradients and optimizer states
@@ -474,7 +479,8 @@ private slots:
         session.config.lora.alpha = 6.0;
         session.config.lora.dropout = 0.0;
         session.config.lora.targetModules = {"q_proj"};
-        session.config.lora.targetParameters = {"mlp.experts.gate_up_proj", "mlp.experts.down_proj"};
+        session.config.lora.targetParameters = {
+            "mlp.experts.gate_up_proj", "mlp.experts.down_proj"};
         auto base = createCausalLm(tinyMoeConfig("qwen3_moe"), ComputeDType::Float32);
         base->initializeRandom(3);
         const auto prepared = prepareTrainableModel(session, base);
@@ -484,8 +490,8 @@ private slots:
             if (LlamaForCausalLm::isExpertProjection(name))
                 QVERIFY2(std::dynamic_pointer_cast<Nf4Linear>(layer), name.c_str());
         const std::int64_t h = 12, f = 8, experts = 4, rank = 3, q = 4 * 6;
-        const std::int64_t perLayer = rank * (h + q) + rank * experts * (h + 2 * f)
-            + rank * experts * (f + h);
+        const std::int64_t perLayer =
+            rank * (h + q) + rank * experts * (h + 2 * f) + rank * experts * (f + h);
         QCOMPARE(session.trainableParameters, 2 * perLayer);
 
         const torch::Tensor ids = testutil::ids({1, 4, 9, 16, 25, 7, 3, 11});

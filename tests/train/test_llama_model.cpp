@@ -333,11 +333,10 @@ private slots:
     {
         QTemporaryDir dir;
         const std::string folder = dir.path().toStdString();
-        QVERIFY(
-            tb::common::writeFileAtomic(folder + "/config.json",
-                R"({"model_type":"gpt2","hidden_size":64,"intermediate_size":128,
+        QVERIFY(tb::common::writeFileAtomic(folder + "/config.json",
+            R"({"model_type":"gpt2","hidden_size":64,"intermediate_size":128,
                     "num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100})")
-                .ok());
+                    .ok());
         const auto loaded = loadCausalLm(folder, ComputeDType::Float32);
         QVERIFY(!loaded.ok());
         QVERIFY(QString::fromStdString(loaded.error().toString())

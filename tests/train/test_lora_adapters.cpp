@@ -54,7 +54,9 @@ std::string saveModelFolder(LlamaForCausalLm& model, const QString& dir)
     const std::string path = dir.toStdString();
     std::filesystem::create_directories(path);
     tb::test::writeOrStop(path + "/config.json", testutil::configJson(model.config()));
-    if (const common::Status saved = saveWeights(model, path + "/model.safetensors", ComputeDType::Float32); !saved)
+    if (const common::Status saved =
+            saveWeights(model, path + "/model.safetensors", ComputeDType::Float32);
+        !saved)
         qFatal("%s", saved.error().toString().c_str());
     return path;
 }
@@ -217,7 +219,8 @@ private slots:
         };
         row("an array", tb::test::deepJsonArray(), tooDeep);
         row("peft_type", R"({"peft_type":)" + tb::test::deepJsonArray() + "}", tooDeep);
-        row("target_modules", R"({"peft_type":"LORA","r":8,"lora_alpha":16,"target_modules":)"
+        row("target_modules",
+            R"({"peft_type":"LORA","r":8,"lora_alpha":16,"target_modules":)"
                 + tb::test::deepJsonObject() + "}",
             tooDeep);
         std::string wide = R"({"peft_type":"LORA","r":8,"lora_alpha":16,"target_modules":[)";

@@ -103,8 +103,9 @@ private slots:
         const LlamaConfig config = experts ? expertsConfig(balancingLoss) : denseConfig();
         TrainingSession session;
         session.config.method = static_cast<config::Method>(method);
-        session.config.precision =
-            method == int(config::Method::Qlora) ? config::Precision::Bf16Mixed : config::Precision::Fp32;
+        session.config.precision = method == int(config::Method::Qlora)
+            ? config::Precision::Bf16Mixed
+            : config::Precision::Fp32;
         session.config.activationCheckpointing = checkpointing;
         session.config.lora.rank = 4;
         session.config.lora.dropout = 0.0;
@@ -114,12 +115,12 @@ private slots:
         QVERIFY2(prepared.ok(), prepared.ok() ? "" : prepared.error().toString().c_str());
         const std::vector<data::Batch> batches = stepBatches(config.vocabSize, microBatches);
         // A first step makes the optimizer's states; the second is counted.
-        StepResult first = trainStep(*session.model, *session.parameters, *session.optimizer,
-            batches, 1e-3, 1.0);
+        StepResult first =
+            trainStep(*session.model, *session.parameters, *session.optimizer, batches, 1e-3, 1.0);
         QVERIFY(std::isfinite(first.loss));
         const std::uint64_t before = hostReads();
-        const StepResult second = trainStep(*session.model, *session.parameters,
-            *session.optimizer, batches, 1e-3, 1.0);
+        const StepResult second =
+            trainStep(*session.model, *session.parameters, *session.optimizer, batches, 1e-3, 1.0);
         const auto reads = static_cast<int>(hostReads() - before);
         QVERIFY(std::isfinite(second.loss) && std::isfinite(second.gradNorm));
         QCOMPARE(std::isfinite(second.routerAuxLoss), balancingLoss);

@@ -25,8 +25,8 @@
 
 // tunebench-cli train as a user (or a launcher) runs it: every recipe end to
 // end, the threads a launcher gives, an adapter continued, and refusals of
-// bad input (checkpoints and resumes: test_checkpoint_resume). Each run uses one thread so that a loaded CI
-// machine does not turn OpenMP's spinning into minutes.
+// bad input (checkpoints and resumes: test_checkpoint_resume). Each run uses one thread so that a
+// loaded CI machine does not turn OpenMP's spinning into minutes.
 
 using namespace tb::testutil::train_command;
 
@@ -99,8 +99,8 @@ private slots:
         QFETCH(QString, omp);
         QFETCH(int, expected);
         QTemporaryDir dir;
-        const std::string config = writeConfig(
-            dir, "run", "method: lora\ntraining: {max_steps: 1, micro_batch: 2}\n");
+        const std::string config =
+            writeConfig(dir, "run", "method: lora\ntraining: {max_steps: 1, micro_batch: 2}\n");
         const std::string runDir = dir.filePath("run").toStdString();
         QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
         environment.insert("OMP_NUM_THREADS", omp);
@@ -148,7 +148,8 @@ private slots:
         const std::string model =
             tb::test::writeMixtralCopy(kModel, dir.filePath("mixtral").toStdString());
         const auto configWith = [&](const std::string& name, const std::string& lora) {
-            const std::string path = dir.filePath(QString::fromStdString(name + ".yaml")).toStdString();
+            const std::string path =
+                dir.filePath(QString::fromStdString(name + ".yaml")).toStdString();
             tb::test::writeOrStop(path,
                 "model: " + model + "\ndata:\n  train: " + kDemo
                     + "\n  sequence_length: 128\n  validation_split: 0.1\nmethod: lora\n" + lora
@@ -162,8 +163,8 @@ private slots:
         const auto warnings = ofType(events(runDir), "warning");
         QVERIFY2(std::any_of(warnings.begin(), warnings.end(),
                      [](const json& w) {
-                         return w.value("message", "").find(
-                                    "gate_proj, up_proj, down_proj select the experts")
+                         return w.value("message", "")
+                                    .find("gate_proj, up_proj, down_proj select the experts")
                              != std::string::npos;
                      }),
             "no warning names the expert targets left out");
@@ -172,7 +173,8 @@ private slots:
         const json step = ofType(events(runDir), "step").front();
         const auto routed = step.at("expert_tokens").get<std::vector<std::vector<std::int64_t>>>();
         QCOMPARE(routed.size(), size_t(5));
-        const std::int64_t total = std::accumulate(routed[0].begin(), routed[0].end(), std::int64_t(0));
+        const std::int64_t total =
+            std::accumulate(routed[0].begin(), routed[0].end(), std::int64_t(0));
         QVERIFY2(total >= 2 * step.at("tokens").get<std::int64_t>() && total % 2 == 0,
             qPrintable(QString::fromStdString(step.dump())));
         for (const auto& layer : routed) {
@@ -185,8 +187,9 @@ private slots:
         std::sort(targets.begin(), targets.end());
         QCOMPARE(targets, (std::vector<std::string>{"k_proj", "o_proj", "q_proj", "v_proj"}));
 
-        const Run refused = cli({"train", configWith("experts", "lora: {target_modules: [gate_proj]}\n"),
-            "--output", dir.filePath("refused"), "--threads", "1", "--quiet"});
+        const Run refused =
+            cli({"train", configWith("experts", "lora: {target_modules: [gate_proj]}\n"),
+                "--output", dir.filePath("refused"), "--threads", "1", "--quiet"});
         QVERIFY(refused.exitCode != 0);
         QVERIFY2(refused.err.contains("select only the experts"), qPrintable(refused.err));
     }
@@ -209,8 +212,9 @@ private slots:
             "truncate -s -4096 \"$1/fill\"; "
             "exec \"$2\" train \"$3\" --output \"$1/run\" --max-steps 2 --threads 1";
         QProcess process;
-        process.start("unshare", {"--mount", "--propagation", "private", "sh", "-c", script, "sh",
-                                     mount, kCli, QString::fromStdString(config)});
+        process.start("unshare",
+            {"--mount", "--propagation", "private", "sh", "-c", script, "sh", mount, kCli,
+                QString::fromStdString(config)});
         QVERIFY(process.waitForFinished(120000));
         const QString err = QString::fromUtf8(process.readAllStandardError());
         QVERIFY2(process.exitCode() != 99, qPrintable("could not mount a tmpfs: " + err));
@@ -233,15 +237,15 @@ private slots:
             << QString::fromStdString("model: /nonexistent/model\ndata: {train: " + kDemo + "}\n")
             << "/nonexistent/model";
         // Offload moves states off a GPU: on the CPU it is refused, never ignored.
-        QTest::addRow("offload on the cpu") << QString::fromStdString("model: " + kModel
-            + "\ndata: {train: " + kDemo + "}\ndevice: cpu\n"
-              "distributed: {sharding: zero2, offload: optimizer}\n")
-                                            << "distributed.offload";
+        QTest::addRow("offload on the cpu")
+            << QString::fromStdString("model: " + kModel + "\ndata: {train: " + kDemo
+                   + "}\ndevice: cpu\n"
+                     "distributed: {sharding: zero2, offload: optimizer}\n")
+            << "distributed.offload";
         // This machine has no GPU (the tests run on the CPU wheel).
-        QTest::addRow("cuda without a gpu")
-            << QString::fromStdString(
-                   "model: " + kModel + "\ndata: {train: " + kDemo + "}\ndevice: cuda\n")
-            << "cuda was asked for, but LibTorch";
+        QTest::addRow("cuda without a gpu") << QString::fromStdString(
+            "model: " + kModel + "\ndata: {train: " + kDemo + "}\ndevice: cuda\n")
+                                            << "cuda was asked for, but LibTorch";
     }
 
     void badInputExitsWithUsageStatus()
@@ -264,8 +268,10 @@ private slots:
     {
         QTest::addColumn<QString>("device");
         QTest::addColumn<QString>("expected");
-        QTest::addRow("unknown") << "gpu" << "--device: got 'gpu', expected cpu, cuda or auto";
-        QTest::addRow("cuda on the CPU build") << "cuda" << "device: cuda was asked for";
+        QTest::addRow("unknown") << "gpu"
+                                 << "--device: got 'gpu', expected cpu, cuda or auto";
+        QTest::addRow("cuda on the CPU build") << "cuda"
+                                               << "device: cuda was asked for";
     }
     void deviceOptionReplacesTheConfigs()
     {

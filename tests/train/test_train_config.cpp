@@ -135,7 +135,8 @@ private slots:
         QTest::addRow("Qwen3-8B") << kQwen3_8b << 8190735360LL << 4 << false << false;
         QTest::addRow("gemma-2-2b") << kGemma2_2b << 2614341888LL << 2 << true << false;
         QTest::addRow("gemma-3-1b-it") << kGemma3_1b << 999885952LL << 4 << true << false;
-        QTest::addRow("Phi-3-mini-4k-instruct") << kPhi3Mini4k << 3821079552LL << 1 << false << false;
+        QTest::addRow("Phi-3-mini-4k-instruct")
+            << kPhi3Mini4k << 3821079552LL << 1 << false << false;
         QTest::addRow("Mixtral-8x7B-v0.1") << kMixtral8x7b << 46702792704LL << 4 << false << false;
         QTest::addRow("Qwen3-30B-A3B") << kQwen3_30bA3b << 30532122624LL << 8 << false << false;
         QTest::addRow("TinyLlama-1.1B") << kTinyLlama << 1100048384LL << 8 << false << false;
@@ -258,9 +259,8 @@ private slots:
         QTest::addRow("mixtral router noise")
             << withField(kMixtral8x7b, R"("router_jitter_noise":0.01)")
             << "field 'router_jitter_noise': router noise 0.010000 is not supported";
-        QTest::addRow("qwen3_moe dense layers")
-            << edit(kQwen3_30bA3b, R"("mlp_only_layers":[])", R"("mlp_only_layers":[0,47])")
-            << "field 'mlp_only_layers': got [0,47], only []";
+        QTest::addRow("qwen3_moe dense layers") << edit(kQwen3_30bA3b, R"("mlp_only_layers":[])",
+            R"("mlp_only_layers":[0,47])") << "field 'mlp_only_layers': got [0,47], only []";
         QTest::addRow("qwen3_moe sliding window")
             << edit(kQwen3_30bA3b, R"("use_sliding_window":false)", R"("use_sliding_window":true)")
             << "field 'use_sliding_window'";
@@ -276,9 +276,8 @@ private slots:
                    R"("rope_parameters":{"sliding_attention":{"rope_type":"yarn","factor":2.0},
                    "full_attention":{"rope_type":"default"}})")
             << "field 'rope_parameters.sliding_attention.rope_type': rope scaling type 'yarn'";
-        QTest::addRow("phi3 residual dropout")
-            << edit(kPhi3Mini4k, R"("resid_pdrop":0.0)", R"("resid_pdrop":0.1)")
-            << "field 'resid_pdrop': dropout 0.100000 is not supported";
+        QTest::addRow("phi3 residual dropout") << edit(kPhi3Mini4k, R"("resid_pdrop":0.0)",
+            R"("resid_pdrop":0.1)") << "field 'resid_pdrop': dropout 0.100000 is not supported";
         QTest::addRow("longrope factors")
             << edit(kPhi3Mini4k, R"("rope_scaling":null)",
                    R"("rope_scaling":{"type":"longrope","short_factor":[1.0],"long_factor":[1.0]})")

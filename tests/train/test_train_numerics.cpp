@@ -5,8 +5,8 @@
 #include "train/flat_parameters.h"
 #include "train/lora.h"
 #include "train/lr_schedule.h"
-#include "train/tensor_storage.h"
 #include "train/model_loader.h"
+#include "train/tensor_storage.h"
 #include "train/train_step.h"
 #include "train_test_util.h"
 
@@ -417,9 +417,9 @@ private slots:
         torch::Tensor logits = torch::matmul(hidden, weight.t());
         if (softcap > 0)
             logits = torch::tanh(logits / softcap) * softcap;
-        const torch::Tensor expected = torch::nn::functional::cross_entropy(logits, targets,
-                                           torch::nn::functional::CrossEntropyFuncOptions().reduction(
-                                               torch::kSum))
+        const torch::Tensor expected =
+            torch::nn::functional::cross_entropy(logits, targets,
+                torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
             / 4.0;
         expected.backward();
         const torch::Tensor hiddenGrad = hidden.grad().clone();

@@ -25,7 +25,6 @@
 
 namespace tb::testutil::train_command {
 
-
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -78,7 +77,8 @@ inline int countFolders(const std::string& dir)
 }
 
 // A LoRA or full run config on stories260K and the demo instructions.
-inline std::string writeConfig(const QTemporaryDir& dir, const std::string& name, const std::string& body)
+inline std::string writeConfig(
+    const QTemporaryDir& dir, const std::string& name, const std::string& body)
 {
     const std::string path = dir.filePath(QString::fromStdString(name + ".yaml")).toStdString();
     const std::string text = "model: " + kModel + "\ndata:\n  train: " + kDemo

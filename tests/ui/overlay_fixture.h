@@ -4,11 +4,11 @@
 // zooms and closing; test_overlay_builds: new runs built on the pool): runs,
 // the changes a row makes, image comparisons, and ways to hold or drain the
 // thread pool so that what shows before an answer is seen for sure.
+#include "compare/curve_decimation.h"
 #include "compare/overlay_charts.h"
 #include "metrics/event.h"
 #include "metrics/run_compare.h"
 #include "overlay_runs.h"
-#include "compare/curve_decimation.h"
 
 #include <QSemaphore>
 #include <QThreadPool>
@@ -75,7 +75,8 @@ inline bool backgroundPixel(QRgb c)
 // Curve pixels inside the panels, `dx` columns apart, that differ, in the
 // part of each panel both images show, out of the legend (which stays); the
 // grid's grey dots are left out: they stay where the ticks put them.
-inline int movedMismatches(const QImage& before, const QImage& after, const OverlayCharts& charts, int dx)
+inline int movedMismatches(
+    const QImage& before, const QImage& after, const OverlayCharts& charts, int dx)
 {
     const QRect legend = charts.findChild<QCPLegend*>(QStringLiteral("runsLegend"))->outerRect();
     int mismatches = 0, curve = 0;
@@ -88,7 +89,8 @@ inline int movedMismatches(const QImage& before, const QImage& after, const Over
                 const QRgb was = before.pixel(column + dx, row), is = after.pixel(column, row);
                 curve += curvePixel(is);
                 mismatches += (curvePixel(was) && curvePixel(is) && was != is)
-                    || (curvePixel(was) && backgroundPixel(is)) || (backgroundPixel(was) && curvePixel(is));
+                    || (curvePixel(was) && backgroundPixel(is))
+                    || (backgroundPixel(was) && curvePixel(is));
             }
     }
     return curve > 1000 ? mismatches : -1; // -1: no curve to compare
@@ -105,7 +107,8 @@ inline int largestDifference(const QImage& a, const QImage& b, const OverlayChar
             for (int column = panel.left(); column <= panel.right(); ++column) {
                 const QRgb x = a.pixel(column, row), y = b.pixel(column, row);
                 for (int shift : {0, 8, 16, 24})
-                    largest = std::max(largest, std::abs(int((x >> shift) & 0xff) - int((y >> shift) & 0xff)));
+                    largest = std::max(
+                        largest, std::abs(int((x >> shift) & 0xff) - int((y >> shift) & 0xff)));
             }
     }
     return largest;
@@ -118,9 +121,15 @@ inline QString differentPoints(const OverlayCharts& a, const OverlayCharts& b)
             const QCPGraphDataContainer &x = *a.curve(run, OverlayCharts::Panel(p))->data(),
                                         &y = *b.curve(run, OverlayCharts::Panel(p))->data();
             const bool same = std::equal(x.constBegin(), x.constEnd(), y.constBegin(), y.constEnd(),
-                [](const QCPGraphData& u, const QCPGraphData& v) { return u.key == v.key && u.value == v.value; });
+                [](const QCPGraphData& u, const QCPGraphData& v) {
+                    return u.key == v.key && u.value == v.value;
+                });
             if (!same)
-                return QStringLiteral("run %1, panel %2: %3 points against %4").arg(run).arg(p).arg(x.size()).arg(y.size());
+                return QStringLiteral("run %1, panel %2: %3 points against %4")
+                    .arg(run)
+                    .arg(p)
+                    .arg(x.size())
+                    .arg(y.size());
         }
     return {};
 }
@@ -171,7 +180,8 @@ inline void drainPool()
 
 // The runs a row hands to setRuns after `before` (each run `steps` long):
 // one or every run a step longer, a run added or one removed.
-inline QVector<ComparedRun> changedRuns(const QVector<ComparedRun>& before, int steps, const QString& how)
+inline QVector<ComparedRun> changedRuns(
+    const QVector<ComparedRun>& before, int steps, const QString& how)
 {
     QVector<ComparedRun> after = before;
     if (how == QLatin1String("one longer"))
@@ -247,11 +257,13 @@ inline bool holdsView(const OverlayCharts& charts)
 {
     const QCPAxis* keys = charts.curve(0, OverlayCharts::LossPanel)->keyAxis();
     const tb::ui::CurveSeries& whole = charts.curveSeries()->front();
-    const tb::ui::DecimatedCurve view = tb::ui::decimatedCurve(whole.keys, whole.values, keys->range().lower,
-        keys->range().upper, std::max(1, keys->axisRect()->width()));
+    const tb::ui::DecimatedCurve view = tb::ui::decimatedCurve(whole.keys, whole.values,
+        keys->range().lower, keys->range().upper, std::max(1, keys->axisRect()->width()));
     const QCPGraphDataContainer& shown = *charts.curve(0, OverlayCharts::LossPanel)->data();
     return std::equal(shown.constBegin(), shown.constEnd(), view.points.begin(), view.points.end(),
-        [](const QCPGraphData& u, const QCPGraphData& v) { return u.key == v.key && u.value == v.value; });
+        [](const QCPGraphData& u, const QCPGraphData& v) {
+            return u.key == v.key && u.value == v.value;
+        });
 }
 
 // An overlay shown and drawn with `runs`.

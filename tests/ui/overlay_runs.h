@@ -19,8 +19,10 @@ inline std::shared_ptr<const tb::metrics::RunHistory> zigzagRun(int index, int s
 {
     using nlohmann::json;
     auto history = std::make_shared<tb::metrics::RunHistory>();
-    history->apply(*tb::metrics::parseEvent(tb::metrics::makeEvent(tb::metrics::EventType::RunStart, 0, 1.0e9,
-        {{"run_id", "run-" + std::to_string(index)}, {"world_size", 1}, {"config", json::object()}}).dump()));
+    history->apply(*tb::metrics::parseEvent(tb::metrics::makeEvent(tb::metrics::EventType::RunStart,
+        0, 1.0e9,
+        {{"run_id", "run-" + std::to_string(index)}, {"world_size", 1},
+            {"config", json::object()}}).dump()));
     tb::metrics::Event step{tb::metrics::EventType::Step, "step", 0, 1.0e9,
         {{"step", 0}, {"loss", 0.0}, {"lr", 1e-3}, {"tokens", 256}, {"step_seconds", 0.5},
             {"tokens_per_second", 0.0}, {"mem_peak_bytes", int64_t(1) << 28}}};

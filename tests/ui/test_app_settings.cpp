@@ -41,8 +41,8 @@ private slots:
 
     void wrongTypeFallsBackToDefault()
     {
-        QSettings().setValue(QLatin1String(settings::windowStateVersion.key),
-                             QStringLiteral("not a number"));
+        QSettings().setValue(
+            QLatin1String(settings::windowStateVersion.key), QStringLiteral("not a number"));
         QCOMPARE(AppSettings().value(settings::windowStateVersion), 0);
     }
 };

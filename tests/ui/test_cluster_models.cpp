@@ -27,7 +27,8 @@ tb::remote::LauncherStatus throughTheWire(const tb::remote::LauncherStatus& stat
     return *read;
 }
 
-tb::remote::LauncherStatus nodeStatus(int node, const std::string& host, NodeState state, const std::string& detail)
+tb::remote::LauncherStatus nodeStatus(
+    int node, const std::string& host, NodeState state, const std::string& detail)
 {
     tb::remote::LauncherStatus status;
     status.type = tb::remote::LauncherStatus::Type::Node;
@@ -56,7 +57,8 @@ private slots:
     void nodeStatesFollowTheLaunch()
     {
         NodeStateModel model;
-        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester tester(
+            &model, QAbstractItemModelTester::FailureReportingMode::QtTest);
         model.reset({QStringLiteral("a@h0:22"), QStringLiteral("a@h1:22")});
         QCOMPARE(model.rowCount(), 2);
         QCOMPARE(model.state(1), QStringLiteral("preflight"));
@@ -74,7 +76,8 @@ private slots:
         QVERIFY(model.apply(throughTheWire(transfer)));
         QCOMPARE(model.state(1), QStringLiteral("copying inputs"));
         QCOMPARE(model.detail(1), QStringLiteral("42.0% of 1.2 MiB  /m/model.safetensors"));
-        tb::remote::LauncherStatus running = nodeStatus(0, "a@h0:22", NodeState::Running, "launcher pid 7");
+        tb::remote::LauncherStatus running =
+            nodeStatus(0, "a@h0:22", NodeState::Running, "launcher pid 7");
         // The folder may hold anything a path can, ", log /" included.
         running.node.runFolder = "/r/x, log /y";
         QVERIFY(model.apply(throughTheWire(running)));
@@ -89,22 +92,27 @@ private slots:
         QVERIFY(model.apply(throughTheWire(exited)));
         QCOMPARE(model.state(1), QStringLiteral("exited 1"));
         QCOMPARE(model.data(model.index(1, NodeStateModel::Detail), Qt::ToolTipRole).toString(),
-            QStringLiteral("<p style='white-space:pre-wrap'>rank 1 failed: &lt;b&gt;loss&lt;/b&gt; &amp; "
-                           "&lt;img src=x&gt;</p>"));
-        QCOMPARE(model.data(model.index(1, NodeStateModel::State), Qt::ForegroundRole).isValid(), true);
-        QCOMPARE(model.data(model.index(0, NodeStateModel::State), Qt::ForegroundRole).isValid(), false);
+            QStringLiteral(
+                "<p style='white-space:pre-wrap'>rank 1 failed: &lt;b&gt;loss&lt;/b&gt; &amp; "
+                "&lt;img src=x&gt;</p>"));
+        QCOMPARE(
+            model.data(model.index(1, NodeStateModel::State), Qt::ForegroundRole).isValid(), true);
+        QCOMPARE(
+            model.data(model.index(0, NodeStateModel::State), Qt::ForegroundRole).isValid(), false);
     }
 
     void preflightProblemsNameTheirHosts()
     {
         NodeStateModel model;
-        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester tester(
+            &model, QAbstractItemModelTester::FailureReportingMode::QtTest);
         model.reset({QStringLiteral("h0"), QStringLiteral("h1"), QStringLiteral("h2")});
         model.apply(nodeStatus(0, "h0", NodeState::Checked, "preflight passed"));
         tb::remote::LauncherStatus one = nodeStatus(1, "h1", NodeState::CheckFailed, "");
         one.node.problems = {"node 1 (h1): the host key of h1 is not in /k"};
         tb::remote::LauncherStatus two = nodeStatus(2, "h2", NodeState::CheckFailed, "");
-        two.node.problems = {"node 2 (h2): another build of tunebench-cli", "node 2 (h2): 100 GiB free, 300 GiB needed"};
+        two.node.problems = {"node 2 (h2): another build of tunebench-cli",
+            "node 2 (h2): 100 GiB free, 300 GiB needed"};
         QVERIFY(model.apply(throughTheWire(one)));
         QVERIFY(model.apply(throughTheWire(two)));
         tb::remote::LauncherStatus refused;
@@ -117,15 +125,17 @@ private slots:
         QCOMPARE(model.state(1), QStringLiteral("preflight failed"));
         QCOMPARE(model.detail(1), QStringLiteral("node 1 (h1): the host key of h1 is not in /k"));
         QCOMPARE(model.state(2), QStringLiteral("preflight failed"));
-        QCOMPARE(model.detail(2), QStringLiteral("node 2 (h2): another build of tunebench-cli\n"
-                                                 "node 2 (h2): 100 GiB free, 300 GiB needed"));
+        QCOMPARE(model.detail(2),
+            QStringLiteral("node 2 (h2): another build of tunebench-cli\n"
+                           "node 2 (h2): 100 GiB free, 300 GiB needed"));
     }
 
     void picksHostsFromTheInventory()
     {
         HostsModel inventory;
         ClusterHostsModel model;
-        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester tester(
+            &model, QAbstractItemModelTester::FailureReportingMode::QtTest);
         model.setInventory(&inventory);
         QCOMPARE(model.rowCount(), 0); // this machine is not an SSH host
         QVERIFY(inventory.addHost(target("root", "10.0.0.10", 22)));
@@ -160,16 +170,18 @@ private slots:
         panel.hostsModel()->pick(QStringLiteral("root@h1:22"), 1);
         QVERIFY(!panel.launchArguments(QStringLiteral("/c/run.yaml"), &error));
         QVERIFY2(error.contains(QStringLiteral("use different keys")), qPrintable(error));
-        panel.hostsModel()->setData(panel.hostsModel()->index(1, ClusterHostsModel::Host), Qt::Unchecked,
-            Qt::CheckStateRole);
-        panel.setTrainerArguments({QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--output"),
-            QStringLiteral("/o/my run")});
+        panel.hostsModel()->setData(panel.hostsModel()->index(1, ClusterHostsModel::Host),
+            Qt::Unchecked, Qt::CheckStateRole);
+        panel.setTrainerArguments({QStringLiteral("--threads"), QStringLiteral("1"),
+            QStringLiteral("--output"), QStringLiteral("/o/my run")});
         panel.setSync(true);
-        const std::optional<QStringList> arguments = panel.launchArguments(QStringLiteral("/c/run.yaml"), &error);
+        const std::optional<QStringList> arguments =
+            panel.launchArguments(QStringLiteral("/c/run.yaml"), &error);
         QVERIFY2(arguments, qPrintable(error));
         QCOMPARE(*arguments,
-            QStringList({"launch", "/c/run.yaml", "--hostfile", panel.hostfilePath(), "--status-json", "--ssh-key", "/k/id",
-                "--known-hosts", "/k/known", "--sync", "--", "--threads", "1", "--output", "/o/my run"}));
+            QStringList({"launch", "/c/run.yaml", "--hostfile", panel.hostfilePath(),
+                "--status-json", "--ssh-key", "/k/id", "--known-hosts", "/k/known", "--sync", "--",
+                "--threads", "1", "--output", "/o/my run"}));
         QFile hostfile(panel.hostfilePath());
         QVERIFY(hostfile.open(QIODevice::ReadOnly));
         QVERIFY(hostfile.readAll().endsWith("\nroot@h0:22 slots=1\n"));
@@ -180,7 +192,8 @@ private slots:
     void registryRows()
     {
         RegistryModel model;
-        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester tester(
+            &model, QAbstractItemModelTester::FailureReportingMode::QtTest);
         tb::launch::RegistryEntry running;
         running.runId = "r2";
         running.nodeRank = 0;
@@ -198,15 +211,20 @@ private slots:
         stopped.stoppedOnRequest = true;
         model.setEntries({running, failed, stopped});
         QCOMPARE(model.rowCount(), 3);
-        QCOMPARE(model.data(model.index(0, RegistryModel::Node), Qt::DisplayRole).toString(), QStringLiteral("0/2"));
-        QCOMPARE(model.data(model.index(0, RegistryModel::State), Qt::DisplayRole).toString(), QStringLiteral("running"));
-        QCOMPARE(model.data(model.index(1, RegistryModel::State), Qt::DisplayRole).toString(), QStringLiteral("exit 1"));
+        QCOMPARE(model.data(model.index(0, RegistryModel::Node), Qt::DisplayRole).toString(),
+            QStringLiteral("0/2"));
+        QCOMPARE(model.data(model.index(0, RegistryModel::State), Qt::DisplayRole).toString(),
+            QStringLiteral("running"));
+        QCOMPARE(model.data(model.index(1, RegistryModel::State), Qt::DisplayRole).toString(),
+            QStringLiteral("exit 1"));
         QVERIFY(model.data(model.index(1, RegistryModel::State), Qt::ForegroundRole).isValid());
         // A stop the user asked for ends 128+SIGTERM: told apart, not shown as a failure.
-        QCOMPARE(model.data(model.index(2, RegistryModel::State), Qt::DisplayRole).toString(), QStringLiteral("stopped (exit 143)"));
+        QCOMPARE(model.data(model.index(2, RegistryModel::State), Qt::DisplayRole).toString(),
+            QStringLiteral("stopped (exit 143)"));
         QVERIFY(!model.data(model.index(2, RegistryModel::State), Qt::ForegroundRole).isValid());
         QCOMPARE(model.data(model.index(1, RegistryModel::Run), Qt::ToolTipRole).toString(),
-            QStringLiteral("<p style='white-space:pre-wrap'>rank 1 failed &lt;i&gt;&amp;&lt;/i&gt;</p>"));
+            QStringLiteral(
+                "<p style='white-space:pre-wrap'>rank 1 failed &lt;i&gt;&amp;&lt;/i&gt;</p>"));
         model.setEntries({});
         QCOMPARE(model.rowCount(), 0);
     }

@@ -30,12 +30,12 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+using nlohmann::json;
 using tb::metrics::EventType;
 using tb::metrics::makeEvent;
+using tb::test::appendLine;
 using tb::ui::ComparePage;
 using tb::ui::OverlayCharts;
-using nlohmann::json;
-using tb::test::appendLine;
 
 namespace {
 
@@ -51,13 +51,15 @@ struct FakeRun {
 std::string startLine(const FakeRun& run)
 {
     json fields = {{"run_id", run.name.toStdString()}, {"world_size", run.worldSize},
-        {"config", {{"name", run.name.toStdString()}, {"method", "lora"},
-                       {"training", {{"learning_rate", run.learningRate}}},
-                       {"output", {{"dir", "/elsewhere/" + run.name.toStdString()}}}}},
+        {"config",
+            {{"name", run.name.toStdString()}, {"method", "lora"},
+                {"training", {{"learning_rate", run.learningRate}}},
+                {"output", {{"dir", "/elsewhere/" + run.name.toStdString()}}}}},
         {"model", {{"name", "stories260K"}}}, {"total_steps", 50}};
     if (run.predictedRate > 0) {
-        fields["prediction"] =
-            tb::metrics::RunPrediction{"CPU (test)", 300 << 20, run.predictedRate, 0.5, 280 << 20, -1, 290 << 20}.toJson();
+        fields["prediction"] = tb::metrics::RunPrediction{"CPU (test)", 300 << 20,
+            run.predictedRate, 0.5, 280 << 20, -1, 290 << 20}
+                                   .toJson();
         fields["load"] = {{"peak_resident_bytes", 294 << 20}};
     }
     return makeEvent(EventType::RunStart, 0, kStart, fields).dump();
@@ -107,26 +109,35 @@ private slots:
         writeRun(root, {"alpha", 1}, 3, 1000);
         writeRun(root, {"beta", 2}, 5, 1800);
         ComparePage page;
-        QAbstractItemModelTester modelTester(page.runsModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
-        QAbstractItemModelTester proxyTester(page.runsProxy(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester modelTester(
+            page.runsModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester proxyTester(
+            page.runsProxy(), QAbstractItemModelTester::FailureReportingMode::QtTest);
         page.setRunsFolder(root);
         QTRY_COMPARE(page.runsModel()->rowCount(), 2);
         // A third run appears while the page is open; one is ticked.
         writeRun(root, {"gamma", 4}, 2, 3000);
         QTRY_COMPARE(page.runsModel()->rowCount(), 3);
-        QVERIFY(page.runsModel()->setData(page.runsModel()->index(1, tb::ui::RunsModel::Name), Qt::Checked, Qt::CheckStateRole));
+        QVERIFY(page.runsModel()->setData(
+            page.runsModel()->index(1, tb::ui::RunsModel::Name), Qt::Checked, Qt::CheckStateRole));
         QCOMPARE(page.runsModel()->pickedDirs(), QStringList{QDir(root).absoluteFilePath("beta")});
         // Sorted by tokens/s as numbers; filtered by any column's text.
         QSortFilterProxyModel* proxy = page.runsProxy();
         proxy->sort(tb::ui::RunsModel::TokensPerSecond, Qt::DescendingOrder);
-        QCOMPARE(proxy->index(0, tb::ui::RunsModel::Name).data().toString(), QStringLiteral("gamma"));
-        QCOMPARE(proxy->index(2, tb::ui::RunsModel::Name).data().toString(), QStringLiteral("alpha"));
+        QCOMPARE(
+            proxy->index(0, tb::ui::RunsModel::Name).data().toString(), QStringLiteral("gamma"));
+        QCOMPARE(
+            proxy->index(2, tb::ui::RunsModel::Name).data().toString(), QStringLiteral("alpha"));
         proxy->setFilterFixedString(QStringLiteral("bet"));
         QCOMPARE(proxy->rowCount(), 1);
-        QCOMPARE(proxy->index(0, tb::ui::RunsModel::Name).data(Qt::CheckStateRole).value<Qt::CheckState>(), Qt::Checked);
+        QCOMPARE(proxy->index(0, tb::ui::RunsModel::Name)
+                     .data(Qt::CheckStateRole)
+                     .value<Qt::CheckState>(),
+            Qt::Checked);
         // The run goes on: its row changes in place, the tick stays.
         appendLine(root + "/beta/events.jsonl", stepOf(6, 1800));
-        QTRY_COMPARE(proxy->index(0, tb::ui::RunsModel::Steps).data().toString(), QStringLiteral("6/50"));
+        QTRY_COMPARE(
+            proxy->index(0, tb::ui::RunsModel::Steps).data().toString(), QStringLiteral("6/50"));
         QCOMPARE(page.runsModel()->pickedDirs().size(), 1);
     }
 
@@ -135,7 +146,8 @@ private slots:
         const QString root = m_dir.filePath(QStringLiteral("overlay"));
         const QString a = writeRun(root, {"lr-1e-3", 1}, 4, 1000);
         const QString b = writeRun(root, {"lr-3e-3", 1, 3e-3}, 2, 1000);
-        appendLine(a + "/events.jsonl", makeEvent(EventType::Eval, 0, kStart + 4.5, {{"step", 4}, {"loss", 3.9}}).dump());
+        appendLine(a + "/events.jsonl",
+            makeEvent(EventType::Eval, 0, kStart + 4.5, {{"step", 4}, {"loss", 3.9}}).dump());
         ComparePage page;
         page.resize(1400, 1000);
         page.setRunsFolder(root);
@@ -157,20 +169,25 @@ private slots:
 
         // Tokens seen on the x-axis: cumulative tokens, the validation point
         // where its step is.
-        page.xAxisChoice()->setCurrentIndex(page.xAxisChoice()->findData(int(tb::metrics::XAxis::Tokens)));
+        page.xAxisChoice()->setCurrentIndex(
+            page.xAxisChoice()->findData(int(tb::metrics::XAxis::Tokens)));
         QCOMPARE(overlay->curve(0, OverlayCharts::LossPanel)->data()->at(3)->key, 4000.0);
         QCOMPARE(overlay->evalPoints(0)->data()->at(0)->key, 4000.0);
-        page.xAxisChoice()->setCurrentIndex(page.xAxisChoice()->findData(int(tb::metrics::XAxis::WallSeconds)));
+        page.xAxisChoice()->setCurrentIndex(
+            page.xAxisChoice()->findData(int(tb::metrics::XAxis::WallSeconds)));
         QCOMPARE(overlay->curve(0, OverlayCharts::LossPanel)->data()->at(3)->key, 4.0);
 
         // Smoothing is the de-biased EMA of the losses; the learning rate is not smoothed.
         page.smoothingSlider()->setValue(60);
         const std::vector<double> expected = tb::metrics::smoothed({3.95, 3.9, 3.85, 3.8}, 0.6);
         for (int i = 0; i < 4; ++i)
-            QVERIFY(qAbs(overlay->curve(0, OverlayCharts::LossPanel)->data()->at(i)->value - expected[size_t(i)]) < 1e-12);
+            QVERIFY(qAbs(overlay->curve(0, OverlayCharts::LossPanel)->data()->at(i)->value
+                        - expected[size_t(i)])
+                < 1e-12);
         QCOMPARE(overlay->curve(0, OverlayCharts::LearningRatePanel)->data()->at(0)->value, 1e-3);
         page.logLossBox()->setChecked(true);
-        QCOMPARE(overlay->curve(0, OverlayCharts::LossPanel)->valueAxis()->scaleType(), QCPAxis::stLogarithmic);
+        QCOMPARE(overlay->curve(0, OverlayCharts::LossPanel)->valueAxis()->scaleType(),
+            QCPAxis::stLogarithmic);
 
         // Unticked: gone from the overlay.
         page.setPicked(a, false);
@@ -204,11 +221,13 @@ private slots:
         const QString dir = writeRun(root, {"predicted", 3, 1e-3, 2000}, 3, 1000);
         json rank1 = json::parse(startLine({"predicted", 3, 1e-3, 2000}));
         rank1["rank"] = 1;
-        rank1["prediction"] = tb::metrics::RunPrediction{"CPU (test)", 320 << 20, 2000, 0.5}.toJson();
+        rank1["prediction"] =
+            tb::metrics::RunPrediction{"CPU (test)", 320 << 20, 2000, 0.5}.toJson();
         appendLine(dir + "/events.rank1.jsonl", rank1.dump());
         for (int rank = 1; rank <= 2; ++rank) {
             for (int step = 1; step <= 3; ++step)
-                appendLine(dir + QString("/events.rank%1.jsonl").arg(rank), stepOf(step, 1000, rank));
+                appendLine(
+                    dir + QString("/events.rank%1.jsonl").arg(rank), stepOf(step, 1000, rank));
         }
         ComparePage page;
         page.setRunsFolder(root);
@@ -246,17 +265,23 @@ private slots:
         QCOMPARE(chart->predicted()->dataCount(), 3);
         QCOMPARE(chart->predicted()->data()->at(2)->value, 7600.0);
         QCOMPARE(chart->ideal()->data()->at(1)->value, 8000.0); // 2000 x 4
-        QVERIFY2(page.scalingNote().contains(QStringLiteral("other-lr (differs in training.learning_rate)")),
+        QVERIFY2(page.scalingNote().contains(
+                     QStringLiteral("other-lr (differs in training.learning_rate)")),
             qPrintable(page.scalingNote()));
         // The measured point moves while the run goes on.
         appendLine(four + "/events.jsonl", stepOf(5, 4000));
         QTRY_VERIFY(chart->measured()->data()->at(2)->value > 6000.0);
         // Measured against predicted, with the ratio.
         QTRY_COMPARE(page.predictionTable()->rowCount(), 4);
-        QCOMPARE(page.predictionTable()->item(1, tb::ui::PredictionTable::RateRatio)->text(), QStringLiteral("0.95x"));
-        QCOMPARE(page.predictionTable()->item(1, tb::ui::PredictionTable::LoadPeakRatio)->text(), QStringLiteral("1.05x"));
-        QCOMPARE(page.predictionTable()->item(1, tb::ui::PredictionTable::PredictedExportPeak)->text(), QStringLiteral("290.0 MiB"));
-        QCOMPARE(page.predictionTable()->item(1, tb::ui::PredictionTable::ExportPeakRatio)->text(), QStringLiteral("–")); // no export ran
+        QCOMPARE(page.predictionTable()->item(1, tb::ui::PredictionTable::RateRatio)->text(),
+            QStringLiteral("0.95x"));
+        QCOMPARE(page.predictionTable()->item(1, tb::ui::PredictionTable::LoadPeakRatio)->text(),
+            QStringLiteral("1.05x"));
+        QCOMPARE(
+            page.predictionTable()->item(1, tb::ui::PredictionTable::PredictedExportPeak)->text(),
+            QStringLiteral("290.0 MiB"));
+        QCOMPARE(page.predictionTable()->item(1, tb::ui::PredictionTable::ExportPeakRatio)->text(),
+            QStringLiteral("–")); // no export ran
         QCOMPARE(page.predictionTable()->item(3, tb::ui::PredictionTable::Device)->text(),
             QStringLiteral("no prediction in its run_start"));
     }
@@ -273,14 +298,17 @@ private slots:
         QTRY_COMPARE(page.runsModel()->rowCount(), 2);
         page.setPicked(followed, true);
         for (const QString& dir : {unfollowed, followed})
-            appendLine(dir + "/events.jsonl", makeEvent(EventType::RunEnd, 0, kStart + 10,
-                {{"status", dir == followed ? "failed" : "completed"}, {"message", "x"}}).dump());
+            appendLine(dir + "/events.jsonl",
+                makeEvent(EventType::RunEnd, 0, kStart + 10,
+                    {{"status", dir == followed ? "failed" : "completed"}, {"message", "x"}})
+                    .dump());
         QTRY_COMPARE(ended.count(), 1);
         QCOMPARE(ended.first().at(0).toString(), QDir(followed).absolutePath());
         QCOMPARE(ended.first().at(1).toString(), QStringLiteral("failed"));
         QVERIFY(!status.isEmpty());
         const QString message = status.last().first().toString();
-        QVERIFY2(message.startsWith(QStringLiteral("followed failed after 2 steps")), qPrintable(message));
+        QVERIFY2(message.startsWith(QStringLiteral("followed failed after 2 steps")),
+            qPrintable(message));
         // Where no notification service answers (Xvfb has none) the status
         // bar says so; where one does, it does not.
         QCOMPARE(message.contains(QStringLiteral("no desktop notification service")),
@@ -308,7 +336,9 @@ private slots:
         page.probe()->launcher()->setCliProgram(tb::test::qBuildPath("app/cli/tunebench-cli"));
         QSignalSpy finished(page.probe(), &tb::ui::ScalingProbePanel::probeFinished);
         QString outDir, error;
-        QVERIFY2(page.probe()->start(config, QStringLiteral("1,2,4"), kProbeSteps, root, &outDir, &error), qPrintable(error));
+        QVERIFY2(page.probe()->start(
+                     config, QStringLiteral("1,2,4"), kProbeSteps, root, &outDir, &error),
+            qPrintable(error));
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 500000);
         QCOMPARE(finished.first().first().toInt(), 0);
         QTRY_COMPARE(page.scalingChart()->measured()->dataCount(), 3);
@@ -316,15 +346,19 @@ private slots:
         // Every curve is what the run's event file holds.
         for (int run = 0; run < 3; ++run) {
             const tb::ui::ComparedRun& compared = page.comparedRuns()[run];
-            const auto history = tb::metrics::readRunHistory((compared.dir + "/events.jsonl").toStdString());
+            const auto history =
+                tb::metrics::readRunHistory((compared.dir + "/events.jsonl").toStdString());
             QVERIFY(history.ok());
             QCOMPARE(int(history->steps().size()), kProbeSteps);
-            QTRY_COMPARE(page.overlay()->curve(run, OverlayCharts::LossPanel)->dataCount(), kProbeSteps);
+            QTRY_COMPARE(
+                page.overlay()->curve(run, OverlayCharts::LossPanel)->dataCount(), kProbeSteps);
             for (int i = 0; i < kProbeSteps; ++i)
-                QCOMPARE(page.overlay()->curve(run, OverlayCharts::LossPanel)->data()->at(i)->value, history->steps()[size_t(i)].loss);
+                QCOMPARE(page.overlay()->curve(run, OverlayCharts::LossPanel)->data()->at(i)->value,
+                    history->steps()[size_t(i)].loss);
             // The page reads the folder once a second: the last evaluation may
             // reach it after the file was read here.
-            QTRY_COMPARE(page.overlay()->evalPoints(run)->dataCount(), int(history->evals().size()));
+            QTRY_COMPARE(
+                page.overlay()->evalPoints(run)->dataCount(), int(history->evals().size()));
             QCOMPARE(history->start()->worldSize, QList<int>({1, 2, 4})[run]);
         }
         page.rankRunChoice()->setCurrentIndex(2);
@@ -344,16 +378,24 @@ private slots:
         // Every run of the probe trained on this CPU and recorded the planner's estimate.
         QCOMPARE(page.predictionTable()->rowCount(), 3);
         for (int row = 0; row < 3; ++row) {
-            QVERIFY2(page.predictionTable()->item(row, tb::ui::PredictionTable::Device)->text().startsWith(QStringLiteral("CPU: ")),
-                qPrintable(page.predictionTable()->item(row, tb::ui::PredictionTable::Device)->text()));
+            QVERIFY2(page.predictionTable()
+                         ->item(row, tb::ui::PredictionTable::Device)
+                         ->text()
+                         .startsWith(QStringLiteral("CPU: ")),
+                qPrintable(
+                    page.predictionTable()->item(row, tb::ui::PredictionTable::Device)->text()));
             // The loading phase: measured by the run, predicted by the planner.
-            QVERIFY(page.predictionTable()->item(row, tb::ui::PredictionTable::LoadPeakRatio)->text().endsWith('x'));
+            QVERIFY(page.predictionTable()
+                        ->item(row, tb::ui::PredictionTable::LoadPeakRatio)
+                        ->text()
+                        .endsWith('x'));
         }
         QCOMPARE(page.scalingChart()->predicted()->dataCount(), 4); // the planner at 1 to 4 ranks
-        for (const tb::metrics::ScalingPoint& point : tb::metrics::scalingPoints(std::vector<tb::metrics::RunEntry>(
-                 page.runsModel()->runs().begin(), page.runsModel()->runs().end())))
-            qInfo("%d ranks: %.0f tokens/s, %.0f per rank, efficiency %.2f", point.gpus, point.tokensPerSecond,
-                point.tokensPerSecondPerGpu, point.efficiency);
+        for (const tb::metrics::ScalingPoint& point :
+            tb::metrics::scalingPoints(std::vector<tb::metrics::RunEntry>(
+                page.runsModel()->runs().begin(), page.runsModel()->runs().end())))
+            qInfo("%d ranks: %.0f tokens/s, %.0f per rank, efficiency %.2f", point.gpus,
+                point.tokensPerSecond, point.tokensPerSecondPerGpu, point.efficiency);
     }
 
 private:

@@ -46,9 +46,13 @@ Curve uneven(int n)
 QVector<QCPGraphData> pointByPoint(const Curve& c, double lower, double upper, int width)
 {
     const double perColumn = (upper - lower) / width;
-    auto columnOf = [&](double key) { return long(std::clamp(std::floor((key - lower) / perColumn), -1.0, double(width))); };
-    std::size_t begin = std::size_t(std::lower_bound(c.keys.begin(), c.keys.end(), lower) - c.keys.begin());
-    std::size_t end = std::size_t(std::upper_bound(c.keys.begin(), c.keys.end(), upper) - c.keys.begin());
+    auto columnOf = [&](double key) {
+        return long(std::clamp(std::floor((key - lower) / perColumn), -1.0, double(width)));
+    };
+    std::size_t begin =
+        std::size_t(std::lower_bound(c.keys.begin(), c.keys.end(), lower) - c.keys.begin());
+    std::size_t end =
+        std::size_t(std::upper_bound(c.keys.begin(), c.keys.end(), upper) - c.keys.begin());
     begin = begin > 0 ? begin - 1 : 0;
     end = std::min(c.keys.size(), end + 1);
     QVector<QCPGraphData> out;
@@ -146,7 +150,8 @@ private slots:
         QFETCH(int, columns);
         const Curve c = evenKeys ? noisy(100000) : uneven(100000);
         const double span = c.keys.back() - c.keys.front();
-        const double lower = c.keys.front() + lowerShare * span, upper = c.keys.front() + upperShare * span;
+        const double lower = c.keys.front() + lowerShare * span,
+                     upper = c.keys.front() + upperShare * span;
         const QVector<QCPGraphData> expected = pointByPoint(c, lower, upper, columns);
         const DecimatedCurve d = decimatedCurve(c.keys, c.values, lower, upper, columns);
         QVERIFY(d.reduced);
@@ -161,7 +166,8 @@ private slots:
     {
         QVERIFY(decimatedCurve({}, {}, 0, 1, 10).points.isEmpty());
         const Curve c = noisy(1000);
-        QCOMPARE(decimatedCurve(c.keys, c.values, 5, 5, 10).points.size(), 3); // the point and its neighbours
+        QCOMPARE(decimatedCurve(c.keys, c.values, 5, 5, 10).points.size(),
+            3); // the point and its neighbours
     }
 };
 

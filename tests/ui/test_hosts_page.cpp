@@ -57,7 +57,8 @@ private slots:
         page.resize(1400, 500);
         page.show();
         HostsModel& model = *page.model();
-        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester tester(
+            &model, QAbstractItemModelTester::FailureReportingMode::QtTest);
         QCOMPARE(model.rowCount(), 1);
         QCOMPARE(cell(model, 0, HostsModel::Host).startsWith(QStringLiteral("this machine")), true);
         QString error;
@@ -79,7 +80,8 @@ private slots:
         // The same machine, reached both ways.
         QCOMPARE(cell(model, 1, HostsModel::Cpus), cell(model, 0, HostsModel::Cpus));
         if (QStandardPaths::findExecutable(QStringLiteral("nvidia-smi")).isEmpty())
-            QCOMPARE(cell(model, 1, HostsModel::Gpus), QStringLiteral("none (nvidia-smi not found)"));
+            QCOMPARE(
+                cell(model, 1, HostsModel::Gpus), QStringLiteral("none (nvidia-smi not found)"));
         QVERIFY(page.grab().save(tb::test::qBuildPath("screenshots/hosts_page.png")));
     }
 
@@ -87,12 +89,14 @@ private slots:
     {
         HostsPage page; // restores the host added above
         HostsModel& model = *page.model();
-        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester tester(
+            &model, QAbstractItemModelTester::FailureReportingMode::QtTest);
         QCOMPARE(model.rowCount(), 2);
         QString error;
         // The same host at a port nothing serves.
-        QVERIFY(page.addHost(m_server.user() + "@127.0.0.1", tb::launch::pickFreePort("127.0.0.1").value(),
-            m_server.userKey(), m_server.knownHosts(), &error));
+        QVERIFY(page.addHost(m_server.user() + "@127.0.0.1",
+            tb::launch::pickFreePort("127.0.0.1").value(), m_server.userKey(),
+            m_server.knownHosts(), &error));
         QTRY_VERIFY_WITH_TIMEOUT(!page.isProbing(), 30000);
         QCOMPARE(model.rowCount(), 3);
         QCOMPARE(cell(model, 1, HostsModel::Status), QStringLiteral("ok"));
@@ -106,7 +110,8 @@ private slots:
     void modelChangesUnderTheTester()
     {
         HostsModel model;
-        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester tester(
+            &model, QAbstractItemModelTester::FailureReportingMode::QtTest);
         QCOMPARE(model.rowCount(), 1);
         QCOMPARE(model.columnCount(), int(HostsModel::ColumnCount));
         QVERIFY(model.addHost(target("a.example")));

@@ -35,8 +35,7 @@ private slots:
         window.resize(1280, 800);
         window.show();
         QVERIFY(QTest::qWaitForWindowExposed(&window));
-        QCOMPARE(window.pageIds(),
-                 (QStringList{"planner", "runs", "compare", "monitor", "hosts"}));
+        QCOMPARE(window.pageIds(), (QStringList{"planner", "runs", "compare", "monitor", "hosts"}));
         for (const QString& id : window.pageIds()) {
             window.showPage(id);
             QCOMPARE(window.currentPageId(), id);
@@ -46,8 +45,8 @@ private slots:
             // The planner's screenshot shows the recommendations, not the
             // moment before the sweep answers.
             if (auto* planner = qobject_cast<tb::ui::PlannerPage*>(page))
-                QVERIFY(QTest::qWaitFor([planner] { return !planner->recommendationsPending(); },
-                                        20000));
+                QVERIFY(QTest::qWaitFor(
+                    [planner] { return !planner->recommendationsPending(); }, 20000));
             QTest::qWait(50);
             const QString path = m_screenshotDir + QStringLiteral("/main_window_%1.png").arg(id);
             QVERIFY2(window.grab().save(path), qPrintable(path));

@@ -44,7 +44,8 @@ const QString kScreenshots = tb::test::qBuildPath("screenshots");
 // Processes whose command line holds `text` (the run's config path).
 QString processesWith(const QString& text)
 {
-    return tb::test::shell(QStringLiteral("pgrep -af %1 | grep -v pgrep || true").arg(tb::test::quoted(text)))
+    return tb::test::shell(
+        QStringLiteral("pgrep -af %1 | grep -v pgrep || true").arg(tb::test::quoted(text)))
         .output.trimmed();
 }
 
@@ -96,16 +97,19 @@ class TestMultiNodePages : public QObject {
     void pickBoth(RunsPage& page)
     {
         page.launcher()->setCliProgram(kCli);
-        page.clusterPanel()->setTrainerArguments({QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--quiet")});
+        page.clusterPanel()->setTrainerArguments(
+            {QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--quiet")});
         for (int k = 0; k < 2; ++k)
-            QVERIFY(page.clusterPanel()->hostsModel()->pick(QStringLiteral("root@%1:22").arg(m_hosts->address(k)), 1));
+            QVERIFY(page.clusterPanel()->hostsModel()->pick(
+                QStringLiteral("root@%1:22").arg(m_hosts->address(k)), 1));
     }
 
     QString config(const QString& name)
     {
         const QString path = m_dir.filePath(name + QStringLiteral(".yaml"));
         m_runDir = m_dir.filePath(name);
-        if (!tb::test::writeEndlessRunConfig(path, m_runDir, QStringLiteral("distributed: {timeout_seconds: 60}\n")))
+        if (!tb::test::writeEndlessRunConfig(
+                path, m_runDir, QStringLiteral("distributed: {timeout_seconds: 60}\n")))
             return {};
         return path;
     }
@@ -138,17 +142,20 @@ private slots:
         pickBoth(page);
         QSignalSpy finished(&page, &RunsPage::runFinished);
         QString error;
-        QVERIFY2(page.startMultiNodeRun(config(QStringLiteral("preflight")), &error), qPrintable(error));
+        QVERIFY2(
+            page.startMultiNodeRun(config(QStringLiteral("preflight")), &error), qPrintable(error));
         const NodeStateModel& nodes = *page.clusterPanel()->nodesModel();
         QCOMPARE(nodes.rowCount(), 2);
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
         QCOMPARE(finished.first().first().toInt(), 2);
         QCOMPARE(nodes.state(0), QStringLiteral("preflight passed"));
         QCOMPARE(nodes.state(1), QStringLiteral("preflight failed"));
-        QVERIFY2(nodes.detail(1).contains(QStringLiteral("node 1 (root@%1:22)").arg(m_hosts->address(1)))
+        QVERIFY2(
+            nodes.detail(1).contains(QStringLiteral("node 1 (root@%1:22)").arg(m_hosts->address(1)))
                 && nodes.detail(1).contains(QStringLiteral("is not in")),
             qPrintable(nodes.detail(1)));
-        QVERIFY2(page.summaryText().contains(QStringLiteral("nothing was started")), qPrintable(page.summaryText()));
+        QVERIFY2(page.summaryText().contains(QStringLiteral("nothing was started")),
+            qPrintable(page.summaryText()));
         QVERIFY(page.grab().save(kScreenshots + QStringLiteral("/runs_page_preflight.png")));
         QVERIFY(registryEntries(*m_hosts, 0).isEmpty());
         QVERIFY(registryEntries(*m_hosts, 1).isEmpty());
@@ -169,7 +176,8 @@ private slots:
         QString error;
         QVERIFY2(page.startMultiNodeRun(configPath, &error), qPrintable(error));
         const NodeStateModel& nodes = *page.clusterPanel()->nodesModel();
-        QTRY_VERIFY_WITH_TIMEOUT(nodes.state(0) == "running" && nodes.state(1) == "running", 120000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            nodes.state(0) == "running" && nodes.state(1) == "running", 120000);
         QCOMPARE(nodes.runFolder(), m_runDir);
         // Rank 0's events, read over SFTP from node 0.
         QTRY_VERIFY_WITH_TIMEOUT(page.history().lastStep() >= 4, 180000);
@@ -182,11 +190,13 @@ private slots:
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 90000);
         QCOMPARE(finished.first().first().toInt(), 130); // stopped, as the launch reports it
         for (int k = 0; k < 2; ++k)
-            QVERIFY2(nodes.state(k).startsWith(QStringLiteral("exited")), qPrintable(nodes.state(k) + nodes.detail(k)));
+            QVERIFY2(nodes.state(k).startsWith(QStringLiteral("exited")),
+                qPrintable(nodes.state(k) + nodes.detail(k)));
         QTRY_VERIFY_WITH_TIMEOUT(page.history().end().has_value(), 30000);
         QCOMPARE(page.history().end()->status, std::string("stopped"));
         QCOMPARE(processesWith(configPath), QString());
-        qInfo("followed %lld steps over SFTP; every node stopped", static_cast<long long>(page.history().lastStep()));
+        qInfo("followed %lld steps over SFTP; every node stopped",
+            static_cast<long long>(page.history().lastStep()));
     }
 
     void monitorPageListsAHostsRegistry()
@@ -196,7 +206,8 @@ private slots:
         page.resize(1400, 900);
         page.show();
         QSignalSpy listed(&page, &MonitorPage::registryListed);
-        page.listRuns(QStringLiteral("root@") + m_hosts->address(1), 22, m_hosts->userKey(), m_hosts->knownHosts(), kCli);
+        page.listRuns(QStringLiteral("root@") + m_hosts->address(1), 22, m_hosts->userKey(),
+            m_hosts->knownHosts(), kCli);
         QTRY_COMPARE_WITH_TIMEOUT(listed.count(), 1, 30000);
         QCOMPARE(listed.first().first().toString(), QString());
         QCOMPARE(page.registry()->rowCount(), 1);
@@ -204,15 +215,21 @@ private slots:
         QVERIFY(!page.followRegistryRow(0, &error));
         QVERIFY2(error.contains(QStringLiteral("node 1's part")), qPrintable(error));
 
-        page.listRuns(QStringLiteral("root@") + m_hosts->address(0), 22, m_hosts->userKey(), m_hosts->knownHosts(), kCli);
+        page.listRuns(QStringLiteral("root@") + m_hosts->address(0), 22, m_hosts->userKey(),
+            m_hosts->knownHosts(), kCli);
         QTRY_COMPARE_WITH_TIMEOUT(listed.count(), 2, 30000);
         QCOMPARE(listed.last().first().toString(), QString());
         const RegistryModel& registry = *page.registry();
         QCOMPARE(registry.rowCount(), 1);
-        QCOMPARE(registry.data(registry.index(0, RegistryModel::Node), Qt::DisplayRole).toString(), QStringLiteral("0/2"));
-        QCOMPARE(registry.data(registry.index(0, RegistryModel::Folder), Qt::DisplayRole).toString(), m_runDir);
-        QVERIFY2(registry.data(registry.index(0, RegistryModel::State), Qt::DisplayRole).toString() == QStringLiteral("stopped (exit 143)"),
-            qPrintable(registry.data(registry.index(0, RegistryModel::State), Qt::DisplayRole).toString()));
+        QCOMPARE(registry.data(registry.index(0, RegistryModel::Node), Qt::DisplayRole).toString(),
+            QStringLiteral("0/2"));
+        QCOMPARE(
+            registry.data(registry.index(0, RegistryModel::Folder), Qt::DisplayRole).toString(),
+            m_runDir);
+        QVERIFY2(registry.data(registry.index(0, RegistryModel::State), Qt::DisplayRole).toString()
+                == QStringLiteral("stopped (exit 143)"),
+            qPrintable(registry.data(registry.index(0, RegistryModel::State), Qt::DisplayRole)
+                           .toString()));
         QVERIFY2(page.followRegistryRow(0, &error), qPrintable(error));
         QTRY_VERIFY_WITH_TIMEOUT(page.history().end().has_value(), 30000);
         QCOMPARE(page.history().end()->status, std::string("stopped"));
@@ -260,7 +277,8 @@ private slots:
         QCOMPARE(stopped.first().first().toString(), QString());
         monitor.reset();
         const double monitorClosed = clock.elapsed() / 1000.0;
-        qInfo("node 0's SFTP hung: the Runs page closed in %.2f s, the Monitor page's stop was sent in %.2f s "
+        qInfo("node 0's SFTP hung: the Runs page closed in %.2f s, the Monitor page's stop was "
+              "sent in %.2f s "
               "and the page closed in %.2f s",
             runsClosed, stopSent, monitorClosed);
         QVERIFY2(runsClosed <= 5, qPrintable(QString::number(runsClosed)));

@@ -13,10 +13,7 @@ class TestOverlayBackground : public QObject {
     Q_OBJECT
 
 private slots:
-    void init()
-    {
-        QThreadPool::globalInstance()->waitForDone();
-    }
+    void init() { QThreadPool::globalInstance()->waitForDone(); }
 
     // The decimator alone: only the latest request is answered, with what
     // decimating on this thread gives.
@@ -43,12 +40,14 @@ private slots:
             }
             curves->push_back(std::move(series));
         }
-        const tb::ui::DecimationRequest a{curves, QCPRange(0, 200000), 500}, b{curves, QCPRange(1000, 9000), 700};
+        const tb::ui::DecimationRequest a{curves, QCPRange(0, 200000), 500},
+            b{curves, QCPRange(1000, 9000), 700};
         tb::ui::BackgroundDecimator decimator;
         QList<tb::ui::DecimationRequest> answered;
         std::vector<tb::ui::DecimatedCurve> last;
         connect(&decimator, &tb::ui::BackgroundDecimator::decimated, this,
-            [&](const tb::ui::DecimationRequest& request, const std::vector<tb::ui::DecimatedCurve>& got) {
+            [&](const tb::ui::DecimationRequest& request,
+                const std::vector<tb::ui::DecimatedCurve>& got) {
                 answered.append(request);
                 last = got;
             });
@@ -66,12 +65,15 @@ private slots:
             return;
         const tb::ui::DecimationRequest& latest = sequence.endsWith(u'B') ? b : a;
         QVERIFY(answered.constFirst() == latest);
-        const auto expected = tb::ui::decimatedCurves(*curves, latest.range.lower, latest.range.upper, latest.columns);
+        const auto expected = tb::ui::decimatedCurves(
+            *curves, latest.range.lower, latest.range.upper, latest.columns);
         QCOMPARE(last.size(), expected->size());
         for (std::size_t c = 0; c < last.size(); ++c)
-            QVERIFY(std::equal(last[c].points.begin(), last[c].points.end(), (*expected)[c].points.begin(),
-                (*expected)[c].points.end(),
-                [](const QCPGraphData& x, const QCPGraphData& y) { return x.key == y.key && x.value == y.value; }));
+            QVERIFY(std::equal(last[c].points.begin(), last[c].points.end(),
+                (*expected)[c].points.begin(), (*expected)[c].points.end(),
+                [](const QCPGraphData& x, const QCPGraphData& y) {
+                    return x.key == y.key && x.value == y.value;
+                }));
     }
 
     void moveShowsOldImageThenExactCurves_data()
@@ -121,7 +123,8 @@ private slots:
         // Then the exact curves, as the UI thread decimating gives them.
         hold.release();
         QTRY_VERIFY(!charts.isDecimating());
-        QTRY_VERIFY(rendersOf(charts, OverlayCharts::MemoryPanel) > renders[OverlayCharts::MemoryPanel]);
+        QTRY_VERIFY(
+            rendersOf(charts, OverlayCharts::MemoryPanel) > renders[OverlayCharts::MemoryPanel]);
         QCOMPARE(charts.decimationCount(), decimations + 1);
         reference.replot(QCustomPlot::rpImmediateRefresh);
         const QString different = differentPoints(charts, reference);

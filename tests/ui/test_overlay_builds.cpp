@@ -13,10 +13,7 @@ class TestOverlayBuilds : public QObject {
     Q_OBJECT
 
 private slots:
-    void init()
-    {
-        QThreadPool::globalInstance()->waitForDone();
-    }
+    void init() { QThreadPool::globalInstance()->waitForDone(); }
 
     // New data (a followed run grown, runs picked or unpicked) is made and
     // decimated on the pool: setRuns returns at once, the panels keep what
@@ -34,7 +31,8 @@ private slots:
     {
         QFETCH(QString, how);
         constexpr int kSteps = 20000;
-        const QVector<ComparedRun> before = runs(3, kSteps), after = changedRuns(before, kSteps, how);
+        const QVector<ComparedRun> before = runs(3, kSteps),
+                                   after = changedRuns(before, kSteps, how);
         OverlayCharts charts, reference;
         showWith(charts, before, true);
         showWith(reference, after, false);
@@ -94,7 +92,8 @@ private slots:
         showWith(reference, data, false);
         QCPAxis* keys = charts.curve(0, OverlayCharts::LossPanel)->keyAxis();
         QList<double> shown; // the runs' length at each answer applied
-        connect(&charts, &OverlayCharts::curvesDecimated, this, [&] { shown.append(shownSteps(charts)); });
+        connect(&charts, &OverlayCharts::curvesDecimated, this,
+            [&] { shown.append(shownSteps(charts)); });
         {
             // Every job asked for waits, so each step supersedes the one before.
             PoolHold hold;
@@ -139,7 +138,8 @@ private slots:
         QTest::addColumn<bool>("evalAfter");
         QTest::addColumn<int>("axis");
         QTest::addRow("steps") << false << int(tb::metrics::XAxis::Step);
-        QTest::addRow("wall time, validation after the last step") << true << int(tb::metrics::XAxis::WallSeconds);
+        QTest::addRow("wall time, validation after the last step")
+            << true << int(tb::metrics::XAxis::WallSeconds);
     }
     void buildsShowWhileRunsGrowFasterThanThey()
     {
@@ -160,7 +160,8 @@ private slots:
             gate->go.acquire();
         });
         QList<double> shown;
-        connect(&charts, &OverlayCharts::curvesDecimated, this, [&] { shown.append(shownSteps(charts)); });
+        connect(&charts, &OverlayCharts::curvesDecimated, this,
+            [&] { shown.append(shownSteps(charts)); });
         const int coalesced = charts.decimator().coalescedBuilds();
 
         int steps = kSteps + 1, building = steps; // the runs' length, and that of the build running
@@ -170,7 +171,8 @@ private slots:
             for (int call = 0; call < kCallsPerBuild; ++call)
                 charts.setRuns(followedRuns(++steps, evalAfter));
             gate->go.release();
-            QTRY_COMPARE(shownSteps(charts), lastKey(followedRuns(building, false), charts.xAxis()));
+            QTRY_COMPARE(
+                shownSteps(charts), lastKey(followedRuns(building, false), charts.xAxis()));
             QTRY_VERIFY(holdsView(charts));
             building = steps;
         }
@@ -184,7 +186,9 @@ private slots:
         showWith(reference, followedRuns(steps, evalAfter), false);
         QCOMPARE(shownSteps(charts), lastKey(followedRuns(steps, false), charts.xAxis()));
         // The validation point past the steps widened the range fitted.
-        QCOMPARE(charts.curve(0, OverlayCharts::LossPanel)->keyAxis()->range().upper > shownSteps(charts), evalAfter);
+        QCOMPARE(charts.curve(0, OverlayCharts::LossPanel)->keyAxis()->range().upper
+                > shownSteps(charts),
+            evalAfter);
         QCOMPARE(charts.curve(0, OverlayCharts::LossPanel)->keyAxis()->range(),
             reference.curve(0, OverlayCharts::LossPanel)->keyAxis()->range());
         const QString different = differentPoints(charts, reference);

@@ -26,13 +26,16 @@ std::shared_ptr<const tb::metrics::RunHistory> decayingRun(int index, int steps)
 {
     using nlohmann::json;
     auto history = std::make_shared<tb::metrics::RunHistory>();
-    history->apply(*tb::metrics::parseEvent(tb::metrics::makeEvent(tb::metrics::EventType::RunStart, 0, 1.0e9,
-        {{"run_id", "run-" + std::to_string(index)}, {"world_size", 1}, {"config", json::object()}}).dump()));
+    history->apply(*tb::metrics::parseEvent(tb::metrics::makeEvent(tb::metrics::EventType::RunStart,
+        0, 1.0e9,
+        {{"run_id", "run-" + std::to_string(index)}, {"world_size", 1},
+            {"config", json::object()}}).dump()));
     tb::metrics::Event step{tb::metrics::EventType::Step, "step", 0, 1.0e9,
         {{"step", 0}, {"loss", 0.0}, {"lr", 0.0}, {"tokens", 256}, {"step_seconds", 0.5},
             {"tokens_per_second", 0.0}, {"mem_peak_bytes", int64_t(0)}}};
     for (int s = 1; s <= steps; ++s) {
-        const double progress = double(s) / steps, noise = std::sin(s * 12.9898 + index * 78.233) * 0.05;
+        const double progress = double(s) / steps,
+                     noise = std::sin(s * 12.9898 + index * 78.233) * 0.05;
         step.timeSeconds = 1.0e9 + s * 0.5;
         step.body["step"] = s;
         step.body["loss"] = 2.0 + 2.0 * std::exp(-5 * progress) + 0.04 * index + noise;
@@ -48,7 +51,8 @@ QVector<ComparedRun> runs(int count, int steps, bool decaying = false)
 {
     QVector<ComparedRun> out;
     for (int i = 0; i < count; ++i)
-        out.append({QStringLiteral("run-%1").arg(i), decaying ? decayingRun(i, steps) : tb::test::zigzagRun(i, steps), {}, {}});
+        out.append({QStringLiteral("run-%1").arg(i),
+            decaying ? decayingRun(i, steps) : tb::test::zigzagRun(i, steps), {}, {}});
     return out;
 }
 
@@ -64,10 +68,13 @@ int pixelsOf(const QImage& image, const QRect& panel, QColor color, const QRect&
                 continue;
             const QColor c = image.pixelColor(column, row);
             if (!color.isValid())
-                count += std::max({c.red(), c.green(), c.blue()}) - std::min({c.red(), c.green(), c.blue()}) > 40;
+                count += std::max({c.red(), c.green(), c.blue()})
+                        - std::min({c.red(), c.green(), c.blue()})
+                    > 40;
             else
                 count += std::abs(c.red() - color.red()) + std::abs(c.green() - color.green())
-                        + std::abs(c.blue() - color.blue()) <= 24;
+                        + std::abs(c.blue() - color.blue())
+                    <= 24;
         }
     return count;
 }
@@ -101,7 +108,8 @@ QImage drawnDirectly(OverlayCharts& charts)
 // as text when it is off).
 int largestDifference(const QImage& a, const QImage& b, const OverlayCharts& charts)
 {
-    const QImage x = a.convertToFormat(QImage::Format_ARGB32), y = b.convertToFormat(QImage::Format_ARGB32);
+    const QImage x = a.convertToFormat(QImage::Format_ARGB32),
+                 y = b.convertToFormat(QImage::Format_ARGB32);
     int largest = 0;
     for (int p = 0; p < OverlayCharts::PanelCount; ++p) {
         const QRect panel = charts.curve(0, OverlayCharts::Panel(p))->keyAxis()->axisRect()->rect();
@@ -109,7 +117,8 @@ int largestDifference(const QImage& a, const QImage& b, const OverlayCharts& cha
             for (int column = panel.left(); column <= panel.right(); ++column) {
                 const QRgb p1 = x.pixel(column, row), p2 = y.pixel(column, row);
                 for (int shift : {0, 8, 16, 24})
-                    largest = std::max(largest, std::abs(int((p1 >> shift) & 0xff) - int((p2 >> shift) & 0xff)));
+                    largest = std::max(
+                        largest, std::abs(int((p1 >> shift) & 0xff) - int((p2 >> shift) & 0xff)));
             }
     }
     return largest;
@@ -127,13 +136,14 @@ void userMove(OverlayCharts& charts, const QString& how)
 {
     const QPoint at = inLossPanel(charts, 0.5);
     if (how == QLatin1String("wheel")) {
-        QWheelEvent wheel(at, charts.mapToGlobal(at), {}, QPoint(0, 120), Qt::NoButton, Qt::NoModifier,
-            Qt::NoScrollPhase, false);
+        QWheelEvent wheel(at, charts.mapToGlobal(at), {}, QPoint(0, 120), Qt::NoButton,
+            Qt::NoModifier, Qt::NoScrollPhase, false);
         QApplication::sendEvent(&charts, &wheel);
     } else if (how == QLatin1String("drag")) {
         const QPoint to = inLossPanel(charts, 0.3);
         QTest::mousePress(&charts, Qt::LeftButton, {}, at);
-        QMouseEvent move(QEvent::MouseMove, to, charts.mapToGlobal(to), Qt::NoButton, Qt::LeftButton, Qt::NoModifier);
+        QMouseEvent move(QEvent::MouseMove, to, charts.mapToGlobal(to), Qt::NoButton,
+            Qt::LeftButton, Qt::NoModifier);
         QApplication::sendEvent(&charts, &move);
         QTest::mouseRelease(&charts, Qt::LeftButton, {}, to);
     } else if (how == QLatin1String("double-click")) {
@@ -191,7 +201,8 @@ private slots:
         const Counts before = countsOf(charts);
         QVERIFY(before.decimations >= 1);
         QCPAxis* keys = charts.curve(0, OverlayCharts::LossPanel)->keyAxis();
-        const QVector<QCPGraphData> shown(charts.curve(0, OverlayCharts::LossPanel)->data()->constBegin(),
+        const QVector<QCPGraphData> shown(
+            charts.curve(0, OverlayCharts::LossPanel)->data()->constBegin(),
             charts.curve(0, OverlayCharts::LossPanel)->data()->constEnd());
         if (change == QLatin1String("zoom"))
             keys->scaleRange(0.5);
@@ -207,12 +218,15 @@ private slots:
         charts.replot(QCustomPlot::rpImmediateRefresh);
         const Counts after = countsOf(charts);
         QCOMPARE(after.decimations > before.decimations, decimated);
-        QCOMPARE(after.renders[OverlayCharts::LossPanel] > before.renders[OverlayCharts::LossPanel], lossDrawn);
+        QCOMPARE(after.renders[OverlayCharts::LossPanel] > before.renders[OverlayCharts::LossPanel],
+            lossDrawn);
         for (int p = OverlayCharts::LearningRatePanel; p < OverlayCharts::PanelCount; ++p)
             QCOMPARE(after.renders[p] > before.renders[p], othersDrawn);
         const QCPGraphDataContainer& now = *charts.curve(0, OverlayCharts::LossPanel)->data();
-        const bool changed = !std::equal(shown.begin(), shown.end(), now.constBegin(), now.constEnd(),
-            [](const QCPGraphData& a, const QCPGraphData& b) { return a.key == b.key && a.value == b.value; });
+        const bool changed = !std::equal(shown.begin(), shown.end(), now.constBegin(),
+            now.constEnd(), [](const QCPGraphData& a, const QCPGraphData& b) {
+                return a.key == b.key && a.value == b.value;
+            });
         QCOMPARE(changed, decimated);
     }
 
@@ -332,7 +346,8 @@ private slots:
                 settled(reference);
             }
             QCOMPARE(keys->range() == chosen, kept);
-            QCOMPARE(keys->range(), reference.curve(0, OverlayCharts::LossPanel)->keyAxis()->range());
+            QCOMPARE(
+                keys->range(), reference.curve(0, OverlayCharts::LossPanel)->keyAxis()->range());
             QCOMPARE(charts.curve(0, OverlayCharts::LossPanel)->data()->size(),
                 reference.curve(0, OverlayCharts::LossPanel)->data()->size());
         }
@@ -368,17 +383,21 @@ private slots:
                                      .arg(kRuns)
                                      .arg(zoomed ? QStringLiteral("_zoomed") : QString());
             QVERIFY2(image.save(path), qPrintable(path));
-            const QRect legend = charts.findChild<QCPLegend*>(QStringLiteral("runsLegend"))->outerRect();
+            const QRect legend =
+                charts.findChild<QCPLegend*>(QStringLiteral("runsLegend"))->outerRect();
             for (int p = 0; p < OverlayCharts::PanelCount; ++p) {
-                const QRect panel = charts.curve(0, OverlayCharts::Panel(p))->keyAxis()->axisRect()->rect();
+                const QRect panel =
+                    charts.curve(0, OverlayCharts::Panel(p))->keyAxis()->axisRect()->rect();
                 const int coloured = pixelsOf(image, panel, {}, legend);
-                QVERIFY2(coloured > 5000, qPrintable(QStringLiteral("%1: panel %2, %3").arg(path).arg(p).arg(coloured)));
+                QVERIFY2(coloured > 5000,
+                    qPrintable(QStringLiteral("%1: panel %2, %3").arg(path).arg(p).arg(coloured)));
                 // Zoomed in, the curves are antialiased and seldom cover a
                 // pixel whole, so only the whole range shows the last run's
                 // colour itself.
                 if (!zoomed) {
                     const int last = pixelsOf(image, panel, tb::ui::runColor(kRuns - 1), legend);
-                    QVERIFY2(last > 100, qPrintable(QStringLiteral("%1: panel %2, %3").arg(path).arg(p).arg(last)));
+                    QVERIFY2(last > 100,
+                        qPrintable(QStringLiteral("%1: panel %2, %3").arg(path).arg(p).arg(last)));
                 }
             }
         }

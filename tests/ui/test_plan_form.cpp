@@ -11,9 +11,9 @@
 #include "plan/plan_options.h"
 
 #include <QApplication>
-#include <QSettings>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QSettings>
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QStandardPaths>
@@ -63,13 +63,16 @@ private slots:
         QVERIFY(page.input().engine == plan::Engine::Tunebench);
         const plan::PlanResult& r = *page.result();
         QCOMPARE(r.phases.size(), size_t(5));
-        const QString peak = QStringLiteral("<b>%1 %2</b>")
-                                 .arg(QString::fromStdString(std::string(plan::phaseLabel(r.peakPhase()->phase))).toLower(),
-                                     QString::fromStdString(common::formatBytes(r.perGpuBytes)));
+        const QString peak =
+            QStringLiteral("<b>%1 %2</b>")
+                .arg(QString::fromStdString(std::string(plan::phaseLabel(r.peakPhase()->phase)))
+                         .toLower(),
+                    QString::fromStdString(common::formatBytes(r.perGpuBytes)));
         QVERIFY2(page.detailsText().contains(peak), qPrintable(page.detailsText()));
         page.resize(1500, 1000);
         QVERIFY(page.grab().save(tb::test::qBuildPath("screenshots/planner_tunebench_phases.png")));
-        engine->setCurrentIndex(engine->findData(QStringLiteral("reference"))); // what the next test opens on
+        engine->setCurrentIndex(
+            engine->findData(QStringLiteral("reference"))); // what the next test opens on
     }
 
     // The Hugging Face Trainer's evaluation batch: offered with that engine
@@ -89,12 +92,14 @@ private slots:
         QCOMPARE(page.input().evalBatch, 8);
         QVERIFY(page.result());
         QCOMPARE(page.result()->peakPhase()->phase, plan::Phase::Evaluation);
-        QVERIFY2(page.detailsText().contains(QStringLiteral("evaluation")), qPrintable(page.detailsText()));
+        QVERIFY2(page.detailsText().contains(QStringLiteral("evaluation")),
+            qPrintable(page.detailsText()));
         page.resize(1500, 1000);
         QVERIFY(page.grab().save(tb::test::qBuildPath("screenshots/planner_hf_evaluation.png")));
         engine->setCurrentIndex(engine->findData(QStringLiteral("tunebench")));
         QCOMPARE(evalBatch->value(), 0); // no stale evaluation under another engine
-        engine->setCurrentIndex(engine->findData(QStringLiteral("reference"))); // what the next test opens on
+        engine->setCurrentIndex(
+            engine->findData(QStringLiteral("reference"))); // what the next test opens on
     }
 
     // A plan whose GPUs fit but whose node cannot hold what its ranks load
@@ -110,7 +115,8 @@ private slots:
         in.gpusPerNode = 8;
         in.microBatch = 1;
         page.setInput(in);
-        QVERIFY2(page.verdictText().contains(QStringLiteral("host memory")), qPrintable(page.verdictText()));
+        QVERIFY2(page.verdictText().contains(QStringLiteral("host memory")),
+            qPrintable(page.verdictText()));
         QVERIFY2(page.detailsText().contains(QStringLiteral("loading the model needs")),
             qPrintable(page.detailsText()));
         QVERIFY2(page.detailsText().contains(QStringLiteral("host memory while loading")),
@@ -161,7 +167,8 @@ private slots:
         // The form opens on the planner's defaults, every option as PlanInput{} has it.
         form->setInput(plan::PlanInput{});
         for (const plan::PlanOption& option : plan::planOptions())
-            QCOMPARE(plan::valueText(option, form->input()), plan::valueText(option, plan::PlanInput{}));
+            QCOMPARE(
+                plan::valueText(option, form->input()), plan::valueText(option, plan::PlanInput{}));
     }
 
     // The offloads the chosen sharding refuses are greyed out, and say why in

@@ -18,8 +18,8 @@
 #include <QCompleter>
 #include <QDir>
 #include <QDoubleSpinBox>
-#include <QLabel>
 #include <QFile>
+#include <QLabel>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -34,8 +34,7 @@ using tb::ui::PlannerPage;
 
 namespace {
 
-template <typename T>
-T* child(QWidget* parent, const char* name)
+template <typename T> T* child(QWidget* parent, const char* name)
 {
     T* found = parent->findChild<T*>(QLatin1String(name));
     if (!found)
@@ -146,16 +145,16 @@ private slots:
         QVERIFY(page.result().has_value());
         const plan::PlanResult& result = *page.result();
         QVERIFY(result.perGpuBytes > 0);
-        QVERIFY(page.verdictText().startsWith(result.fits ? QStringLiteral("Fits")
-                                                          : QStringLiteral("Does not fit")));
+        QVERIFY(page.verdictText().startsWith(
+            result.fits ? QStringLiteral("Fits") : QStringLiteral("Does not fit")));
         // The chart stacks exactly the planner's components.
-        QVERIFY(qAbs(segmentSumGiB(page.breakdownChart()) - result.perGpuBytes / common::kGiB)
-                < 1e-9);
+        QVERIFY(
+            qAbs(segmentSumGiB(page.breakdownChart()) - result.perGpuBytes / common::kGiB) < 1e-9);
         QCOMPARE(page.breakdownChart()->capacityGiB(), result.usableBytes / common::kGiB);
         for (int i = 0; i < plan::kMemoryCategoryCount; ++i) {
             const auto category = static_cast<plan::MemoryCategory>(i);
             QCOMPARE(page.breakdownChart()->segmentGiB(category),
-                     result.categoryBytes(category) / common::kGiB);
+                result.categoryBytes(category) / common::kGiB);
         }
     }
 
@@ -176,7 +175,7 @@ private slots:
         QCOMPARE(page.breakdownChart()->peakMarkGiB(peak), bytes / common::kGiB);
         QVERIFY2(page.breakdownChart()->peaksText().contains(
                      QString::fromStdString(common::formatBytes(bytes))),
-                 qPrintable(page.breakdownChart()->peaksText()));
+            qPrintable(page.breakdownChart()->peaksText()));
     }
 
     // A plan on a calibrated device applies the calibration and says so.
@@ -192,7 +191,7 @@ private slots:
         calibration.set(plan::calibrateDevice(page.result()->gpuId, {run, run}));
         page.setCalibration(calibration);
         QVERIFY2(page.detailsText().contains(QStringLiteral("calibrated by 2 runs on ")),
-                 qPrintable(page.detailsText()));
+            qPrintable(page.detailsText()));
         QCOMPARE(page.result()->figure("utilisation")->value, 0.2);
     }
 
@@ -203,7 +202,7 @@ private slots:
         const plan::MemoryComponent* weights = page.result()->component("weights");
         QVERIFY(weights);
         QVERIFY2(tip.contains(QString::fromStdString(weights->explanation).toHtmlEscaped()),
-                 qPrintable(tip));
+            qPrintable(tip));
     }
 
     void microBatchMovesActivations_data()
@@ -240,7 +239,8 @@ private slots:
             completer->setCurrentRow(row);
             found << completer->currentCompletion();
         }
-        QVERIFY2(found.contains(QStringLiteral("Llama-3.3-70B-Instruct")), qPrintable(found.join(',')));
+        QVERIFY2(
+            found.contains(QStringLiteral("Llama-3.3-70B-Instruct")), qPrintable(found.join(',')));
         QVERIFY(found.contains(QStringLiteral("Llama-2-70B")));
         QVERIFY(!found.contains(QStringLiteral("Mistral-7B-v0.1")));
     }
@@ -250,9 +250,10 @@ private slots:
         PlannerPage page;
         auto* combo = child<QComboBox>(&page, "modelCombo");
         combo->setEditText(QStringLiteral("lama-3-8b"));
-        QVERIFY2(page.errorText().contains(QStringLiteral("lama-3-8b")), qPrintable(page.errorText()));
+        QVERIFY2(
+            page.errorText().contains(QStringLiteral("lama-3-8b")), qPrintable(page.errorText()));
         QVERIFY2(page.errorText().contains(QStringLiteral("Llama-3-8B"), Qt::CaseInsensitive),
-                 qPrintable(page.errorText()));
+            qPrintable(page.errorText()));
         combo->setEditText(QStringLiteral("Llama-3-8B"));
         QVERIFY(page.errorText().isEmpty());
     }
@@ -305,11 +306,11 @@ private slots:
     {
         PlannerPage page;
         new QAbstractItemModelTester(page.recommendationModel(),
-                                     QAbstractItemModelTester::FailureReportingMode::QtTest, &page);
+            QAbstractItemModelTester::FailureReportingMode::QtTest, &page);
         new QAbstractItemModelTester(page.recommendationFilter(),
-                                     QAbstractItemModelTester::FailureReportingMode::QtTest, &page);
-        new QAbstractItemModelTester(page.rejectedModel(),
-                                     QAbstractItemModelTester::FailureReportingMode::QtTest, &page);
+            QAbstractItemModelTester::FailureReportingMode::QtTest, &page);
+        new QAbstractItemModelTester(
+            page.rejectedModel(), QAbstractItemModelTester::FailureReportingMode::QtTest, &page);
         page.setInput(headlinePlan(QStringLiteral("llama-3-8b-full-2xa100-40gb-fsdp")));
         QVERIFY(waitForRecommendations(page));
         QVERIFY(page.recommendationModel()->rowCount() > 0);
@@ -355,7 +356,10 @@ private slots:
         child<QSpinBox>(&page, "maxNodesSpin")->setValue(1);
         QVERIFY(filter->rowCount() > 0);
         for (int row = 0; row < filter->rowCount(); ++row)
-            QCOMPARE(filter->index(row, ui::RecommendationModel::Nodes).data(ui::RecommendationModel::kSortRole).toInt(), 1);
+            QCOMPARE(filter->index(row, ui::RecommendationModel::Nodes)
+                         .data(ui::RecommendationModel::kSortRole)
+                         .toInt(),
+                1);
 
         // Clicking a row applies that option to the plan and the charts.
         QTableView* view = page.recommendationView();
@@ -449,7 +453,7 @@ private slots:
         const auto bad = page.importDeepSpeed(deepspeed);
         QVERIFY(!bad.ok());
         QVERIFY2(QString::fromStdString(bad.error().toString()).contains(QStringLiteral("stage")),
-                 bad.error().toString().c_str());
+            bad.error().toString().c_str());
         QVERIFY(page.input().sharding == plan::Sharding::FsdpGradOp); // unchanged
     }
 
@@ -459,8 +463,8 @@ private slots:
         auto* explanations = page.findChild<QTableView*>(QStringLiteral("explanationView"));
         QVERIFY(explanations);
         QAbstractItemModel* model = explanations->model();
-        new QAbstractItemModelTester(model, QAbstractItemModelTester::FailureReportingMode::QtTest,
-                                     &page);
+        new QAbstractItemModelTester(
+            model, QAbstractItemModelTester::FailureReportingMode::QtTest, &page);
         int coloured = 0;
         for (const plan::MemoryComponent& component : page.result()->memory) {
             if (component.bytes <= 0)
@@ -468,7 +472,7 @@ private slots:
             const QModelIndex index = model->index(coloured++, 0);
             QCOMPARE(index.data().toString(), QString::fromStdString(component.label));
             QCOMPARE(index.data(Qt::DecorationRole).value<QColor>(),
-                     ui::categoryColor(component.category));
+                ui::categoryColor(component.category));
         }
         QVERIFY(coloured > 3);
     }
@@ -485,8 +489,9 @@ private slots:
         const plan::PlanInput before = page.input();
         const auto status = page.openPlan(path);
         QVERIFY(!status.ok());
-        QVERIFY2(QString::fromStdString(status.error().toString()).contains(QStringLiteral("micro_batch")),
-                 status.error().toString().c_str());
+        QVERIFY2(QString::fromStdString(status.error().toString())
+                     .contains(QStringLiteral("micro_batch")),
+            status.error().toString().c_str());
         QCOMPARE(page.input().microBatch, before.microBatch);
     }
 
@@ -521,7 +526,8 @@ private slots:
         QVERIFY(d.longestRow < 512);
         auto* note = child<QLabel>(page, "runDataLabel");
         QVERIFY(note->isVisible());
-        QVERIFY2(note->text().contains(QStringLiteral("the longest row %1 of 512").arg(d.longestRow)),
+        QVERIFY2(
+            note->text().contains(QStringLiteral("the longest row %1 of 512").arg(d.longestRow)),
             qPrintable(note->text()));
         QVERIFY(!child<QDoubleSpinBox>(page, "datasetSamplesSpin")->isEnabled());
         QVERIFY(page->result().has_value());
@@ -559,7 +565,8 @@ private slots:
         QVERIFY(window.grab().save(path));
         child<QTabWidget>(page, "plannerTabs")->setCurrentIndex(1);
         QTest::qWait(50);
-        QVERIFY(window.grab().save(m_screenshotDir + QStringLiteral("/planner_%1_whatif.png").arg(name)));
+        QVERIFY(window.grab().save(
+            m_screenshotDir + QStringLiteral("/planner_%1_whatif.png").arg(name)));
     }
 
 private:

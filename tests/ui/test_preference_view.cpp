@@ -30,12 +30,12 @@
 #include <algorithm>
 #include <cmath>
 
+using nlohmann::json;
 using tb::metrics::EventType;
 using tb::metrics::makeEvent;
 using tb::test::appendLine;
 using tb::ui::PreferenceCharts;
 using tb::ui::RunsPage;
-using nlohmann::json;
 
 namespace {
 
@@ -92,7 +92,8 @@ std::vector<json> eventsOf(const QString& folder, const std::string& type)
 }
 
 // `graph`'s points equal (step, `scale` x dpo[`key`]) of each step event.
-void compareToEvents(const QCPGraph* graph, const std::vector<json>& steps, const char* key, double scale)
+void compareToEvents(
+    const QCPGraph* graph, const std::vector<json>& steps, const char* key, double scale)
 {
     QCOMPARE(graph->dataCount(), int(steps.size()));
     for (int i = 0; i < graph->dataCount(); ++i) {
@@ -112,7 +113,8 @@ private slots:
     {
         QVERIFY(m_dir.isValid());
         QDir().mkpath(tb::test::qBuildPath("screenshots"));
-        QStandardPaths::setTestModeEnabled(true); // the Compare page keeps its folder in the settings
+        QStandardPaths::setTestModeEnabled(
+            true); // the Compare page keeps its folder in the settings
         QCoreApplication::setOrganizationName(QStringLiteral("tunebench-test-preference"));
     }
 
@@ -127,7 +129,8 @@ private slots:
         QTest::addRow("a null figure") << QStringLiteral("null") << true << true << QString();
         QTest::addRow("a figure of the wrong type")
             << QStringLiteral("\"0.02\"") << true << true
-            << QStringLiteral("step 2: field 'dpo.rewards_margin': got \"0.02\", expected a number or null");
+            << QStringLiteral(
+                   "step 2: field 'dpo.rewards_margin': got \"0.02\", expected a number or null");
     }
 
     void appearsOnlyForADpoRun()
@@ -158,15 +161,17 @@ private slots:
             QVERIFY2(messages.filter(problem).size() == 1, qPrintable(messages.join('\n')));
         if (!charts)
             return;
-        for (QCPGraph* graph : {charts->rewardsChosen(), charts->rewardsRejected(), charts->margin(),
-                 charts->accuracy()})
+        for (QCPGraph* graph : {charts->rewardsChosen(), charts->rewardsRejected(),
+                 charts->margin(), charts->accuracy()})
             QCOMPARE(graph->dataCount(), 3);
         QCOMPARE(std::isnan(charts->margin()->data()->at(1)->value), marginGap);
         QCOMPARE(charts->accuracy()->data()->at(2)->value, 75.0);
         QCOMPARE(charts->rewardsRejected()->data()->at(2)->value, -0.03);
-        QVERIFY2(charts->title().startsWith(QStringLiteral("DPO at step 3: reward margin 0.030, accuracy 75 %")),
+        QVERIFY2(charts->title().startsWith(
+                     QStringLiteral("DPO at step 3: reward margin 0.030, accuracy 75 %")),
             qPrintable(charts->title()));
-        QVERIFY2(charts->describeStepNear(2.2).contains(marginGap ? "reward margin n/a" : "reward margin 0.020"),
+        QVERIFY2(charts->describeStepNear(2.2).contains(
+                     marginGap ? "reward margin n/a" : "reward margin 0.020"),
             qPrintable(charts->describeStepNear(2.2)));
 
         // Another run in the same page: a supervised one shows no DPO charts.
@@ -203,7 +208,8 @@ private slots:
         QElapsedTimer opening;
         opening.start();
         page.followRunFolder(folder);
-        QTRY_VERIFY_WITH_TIMEOUT(preferenceOf(page) && preferenceOf(page)->margin()->dataCount() == kSteps, 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            preferenceOf(page) && preferenceOf(page)->margin()->dataCount() == kSteps, 60000);
         const qint64 openMs = opening.elapsed();
         PreferenceCharts* charts = preferenceOf(page);
         QCOMPARE(charts->rewardsChosen()->dataCount(), kSteps);
@@ -229,14 +235,17 @@ private slots:
     void compareOverlaysDpoRuns()
     {
         const QString root = m_dir.filePath(QStringLiteral("compare"));
-        const QStringList names{QStringLiteral("beta-0.1"), QStringLiteral("sft"), QStringLiteral("beta-0.5")};
+        const QStringList names{
+            QStringLiteral("beta-0.1"), QStringLiteral("sft"), QStringLiteral("beta-0.5")};
         for (int r = 0; r < names.size(); ++r) {
-            const QString events = root + QLatin1Char('/') + names[r] + QStringLiteral("/events.jsonl");
+            const QString events =
+                root + QLatin1Char('/') + names[r] + QStringLiteral("/events.jsonl");
             QVERIFY(QDir().mkpath(QFileInfo(events).path()));
             appendLine(events, runStart(names[r].toStdString(), r == 1 ? "sft" : "dpo"));
             for (int number = 1; number <= 20; ++number) {
                 const double margin = (r + 1) * 0.2 * number * (1.0 + 0.15 * (number % 3));
-                appendLine(events, step(number, r == 1 ? QString() : figures(number, QString::number(margin))));
+                appendLine(events,
+                    step(number, r == 1 ? QString() : figures(number, QString::number(margin))));
             }
         }
         tb::ui::ComparePage page;
@@ -252,7 +261,8 @@ private slots:
         tb::ui::PreferenceOverlay* overlay = page.preferenceOverlay();
         QTRY_COMPARE(overlay->runCount(), 2);
         QVERIFY(page.preferenceTabShown());
-        QTRY_COMPARE(page.overlay()->runCount(), 3); // built on the pool: its colours to compare with
+        QTRY_COMPARE(
+            page.overlay()->runCount(), 3); // built on the pool: its colours to compare with
         QList<int> dpoRuns; // the DPO runs' places among the compared runs
         for (int c = 0; c < page.comparedRuns().size(); ++c)
             if (page.comparedRuns()[c].preference)
@@ -296,8 +306,9 @@ private slots:
         QProcess trainer;
         trainer.setProcessChannelMode(QProcess::MergedChannels);
         trainer.start(tb::test::qBuildPath("app/cli/tunebench-cli"),
-            {QStringLiteral("train"), tb::test::qSourcePath("presets/recipes/dpo.yaml"), QStringLiteral("--output"),
-                runDir, QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--quiet")});
+            {QStringLiteral("train"), tb::test::qSourcePath("presets/recipes/dpo.yaml"),
+                QStringLiteral("--output"), runDir, QStringLiteral("--threads"),
+                QStringLiteral("1"), QStringLiteral("--quiet")});
         QVERIFY(trainer.waitForFinished(240000));
         QVERIFY2(trainer.exitStatus() == QProcess::NormalExit && trainer.exitCode() == 0,
             trainer.readAll().constData());
@@ -317,11 +328,12 @@ private slots:
         compareToEvents(charts->margin(), steps, "rewards_margin", 1.0);
         compareToEvents(charts->accuracy(), steps, "rewards_accuracy", 100.0);
         const json& last = steps.back().at("dpo");
-        const QString logps = QStringLiteral("log p chosen %1 (reference %2), rejected %3 (reference %4)")
-                                  .arg(last.at("logps_chosen").get<double>(), 0, 'f', 2)
-                                  .arg(last.at("ref_logps_chosen").get<double>(), 0, 'f', 2)
-                                  .arg(last.at("logps_rejected").get<double>(), 0, 'f', 2)
-                                  .arg(last.at("ref_logps_rejected").get<double>(), 0, 'f', 2);
+        const QString logps =
+            QStringLiteral("log p chosen %1 (reference %2), rejected %3 (reference %4)")
+                .arg(last.at("logps_chosen").get<double>(), 0, 'f', 2)
+                .arg(last.at("ref_logps_chosen").get<double>(), 0, 'f', 2)
+                .arg(last.at("logps_rejected").get<double>(), 0, 'f', 2)
+                .arg(last.at("ref_logps_rejected").get<double>(), 0, 'f', 2);
         QVERIFY2(charts->title().contains(logps), qPrintable(charts->title() + " / " + logps));
         QTest::qWait(100); // the queued replot
         QVERIFY(page.grab().save(tb::test::qBuildPath("screenshots/runs_page_dpo.png")));

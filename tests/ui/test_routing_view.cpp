@@ -18,12 +18,12 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+using nlohmann::json;
 using tb::metrics::EventType;
 using tb::metrics::makeEvent;
+using tb::test::appendLine;
 using tb::ui::RoutingCharts;
 using tb::ui::RunsPage;
-using tb::test::appendLine;
-using nlohmann::json;
 
 namespace {
 
@@ -99,7 +99,8 @@ private slots:
         const QString events = folder + QStringLiteral("/events.jsonl");
         appendLine(events, runStart());
         for (int step = 1; step <= 3; ++step)
-            appendLine(events, moeStep(step, routed ? loads(2, 4, false) : json(), auxLoss ? 2.0 : -1));
+            appendLine(
+                events, moeStep(step, routed ? loads(2, 4, false) : json(), auxLoss ? 2.0 : -1));
 
         RunsPage page;
         page.resize(1400, 900);
@@ -117,10 +118,12 @@ private slots:
         QCOMPARE(routing->heatMap()->data()->keySize(), 4);
         QCOMPARE(routing->heatMap()->data()->valueSize(), 2);
         QCOMPARE(routing->heatMap()->data()->cell(3, 1), 1.0); // the even share
-        QVERIFY2(routing->title().contains(QStringLiteral("step 3\nbusiest 1.00x")), qPrintable(routing->title()));
+        QVERIFY2(routing->title().contains(QStringLiteral("step 3\nbusiest 1.00x")),
+            qPrintable(routing->title()));
 
         // Another folder, of a dense run: the routing charts go.
-        const QString dense = m_dir.filePath(QStringLiteral("dense-after-") + QTest::currentDataTag());
+        const QString dense =
+            m_dir.filePath(QStringLiteral("dense-after-") + QTest::currentDataTag());
         QVERIFY(QDir().mkpath(dense));
         appendLine(dense + "/events.jsonl", runStart());
         appendLine(dense + "/events.jsonl", moeStep(1, json()));
@@ -153,7 +156,8 @@ private slots:
         // Experts 0 and 1 took everything: 4x the even share, the others none.
         QCOMPARE(routing->heatMap()->data()->cell(0, 2), 4.0);
         QCOMPARE(routing->heatMap()->data()->cell(5, 2), RoutingCharts::kShareLow);
-        QVERIFY2(routing->title().contains(QStringLiteral("busiest 4.00x")), qPrintable(routing->title()));
+        QVERIFY2(routing->title().contains(QStringLiteral("busiest 4.00x")),
+            qPrintable(routing->title()));
 
         appendLine(events, runStart(2));
         appendLine(events, moeStep(3, loads(3, 8, false)));
@@ -193,7 +197,8 @@ private slots:
         constexpr int kSteps = 5000;
         for (int step = 1; step <= kSteps; ++step)
             file.write(QByteArray::fromStdString(
-                moeStep(step, routed ? loads(32, 8, step % 7 == 0) : json(), routed ? 2.0 : -1) + "\n"));
+                moeStep(step, routed ? loads(32, 8, step % 7 == 0) : json(), routed ? 2.0 : -1)
+                + "\n"));
         file.close();
 
         RunsPage page;
@@ -207,7 +212,8 @@ private slots:
             60000);
         if (routed)
             QCOMPARE(routingOf(page)->balancePointCount(), kSteps);
-        qInfo("%d steps (%s) opened and drawn in %lld ms", kSteps, QTest::currentDataTag(), clock.elapsed());
+        qInfo("%d steps (%s) opened and drawn in %lld ms", kSteps, QTest::currentDataTag(),
+            clock.elapsed());
     }
 
     // The curves of a value per step take the raster engine's line drawer

@@ -20,13 +20,13 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+using nlohmann::json;
 using tb::metrics::EventType;
 using tb::metrics::makeEvent;
-using tb::ui::RunsPage;
-using nlohmann::json;
-using tb::test::writeEndlessRunConfig;
 using tb::test::appendLine;
 using tb::test::stepLine;
+using tb::test::writeEndlessRunConfig;
+using tb::ui::RunsPage;
 
 namespace {
 
@@ -34,7 +34,8 @@ std::string runStart()
 {
     return makeEvent(EventType::RunStart, 0, 1.0e9,
         {{"run_id", "demo"}, {"world_size", 2}, {"config", json::object()},
-            {"model", {{"name", "stories260K"}, {"params_total", 260000}, {"params_trainable", 8192}}},
+            {"model",
+                {{"name", "stories260K"}, {"params_total", 260000}, {"params_trainable", 8192}}},
             {"global_batch", 16}, {"total_steps", 8}, {"sharding", "zero3"}})
         .dump();
 }
@@ -49,8 +50,8 @@ tb::metrics::RunHistory historyWithEveryCurve()
     tb::metrics::RunHistory history;
     history.apply(*tb::metrics::parseEvent(makeEvent(EventType::RunStart, 0, 1.0e9,
         {{"run_id", "demo"}, {"world_size", 1}, {"config", json::object()},
-            {"prediction", prediction.toJson()}})
-                                               .dump()));
+            {"prediction",
+                prediction.toJson()}}).dump()));
     for (int number = 1; number <= 3; ++number)
         history.apply(*tb::metrics::parseEvent(stepLine(number, 2000.0, 300000000, 400000000)));
     history.apply(*tb::metrics::parseEvent(
@@ -94,31 +95,38 @@ private slots:
         QTRY_COMPARE(page.charts()->lossPointCount(), 3);
         QCOMPARE(page.charts()->throughputPointCount(), 3);
         QCOMPARE(page.charts()->memoryPointCount(), 3);
-        QVERIFY2(page.summaryText().contains(QStringLiteral("step 3 of 8")), qPrintable(page.summaryText()));
+        QVERIFY2(page.summaryText().contains(QStringLiteral("step 3 of 8")),
+            qPrintable(page.summaryText()));
         QVERIFY(page.summaryText().contains(QStringLiteral("2 ranks, zero3")));
         QVERIFY(page.summaryText().endsWith(QStringLiteral("running")));
         // Written without a pid: nothing this page could signal.
         QVERIFY(!page.canStop());
-        QVERIFY2(page.stopRun().contains(QStringLiteral("names no pid")), qPrintable(page.messageTexts().join('\n')));
+        QVERIFY2(page.stopRun().contains(QStringLiteral("names no pid")),
+            qPrintable(page.messageTexts().join('\n')));
 
         // The trainer goes on: two steps, an evaluation, a warning, and a
         // line torn by a crash that the next writer closed.
         appendLine(events, stepLine(4, 2000.0, 300000000, 400000000));
         appendLine(events, stepLine(5, 2000.0, 300000000, 400000000));
-        appendLine(events, makeEvent(EventType::Eval, 0, 1.0e9, {{"step", 5}, {"loss", 2.6}}).dump());
+        appendLine(
+            events, makeEvent(EventType::Eval, 0, 1.0e9, {{"step", 5}, {"loss", 2.6}}).dump());
         appendLine(events,
-            makeEvent(EventType::Warning, 0, 1.0e9, {{"message", "a warning from the trainer"}}).dump());
+            makeEvent(EventType::Warning, 0, 1.0e9, {{"message", "a warning from the trainer"}})
+                .dump());
         appendLine(events, "{\"schema\":1,\"type\":\"step\",\"ti");
         QTRY_COMPARE(page.charts()->lossPointCount(), 5);
         QCOMPARE(page.charts()->evalPointCount(), 1);
         const QStringList messages = page.messageTexts().mid(1); // after the refused stop
         QCOMPARE(messages.size(), 2);
-        QVERIFY2(messages[0].contains(QStringLiteral("[warning, after step 5] a warning from the trainer")),
+        QVERIFY2(messages[0].contains(
+                     QStringLiteral("[warning, after step 5] a warning from the trainer")),
             qPrintable(messages[0]));
-        QVERIFY2(messages[1].startsWith(QStringLiteral("[unreadable, after step 5] ")), qPrintable(messages[1]));
+        QVERIFY2(messages[1].startsWith(QStringLiteral("[unreadable, after step 5] ")),
+            qPrintable(messages[1]));
         QVERIFY2(messages[1].contains(events + QStringLiteral(":9")), qPrintable(messages[1]));
 
-        appendLine(events, makeEvent(EventType::RunEnd, 0, 1.0e9, {{"status", "completed"}, {"steps", 5}}).dump());
+        appendLine(events,
+            makeEvent(EventType::RunEnd, 0, 1.0e9, {{"status", "completed"}, {"steps", 5}}).dump());
         QTRY_VERIFY(page.summaryText().endsWith(QStringLiteral("completed")));
         QVERIFY(page.summaryText().contains(QStringLiteral("validation loss 2.6000 at step 5")));
     }
@@ -156,15 +164,18 @@ private slots:
         const int total = rows * 3 + 7;
         QVector<tb::metrics::StreamItem> items;
         for (int line = 1; line <= total; ++line) {
-            items.push_back({uint64_t(line), 0, std::nullopt, "line " + std::to_string(line) + std::string(8000, 'x')});
+            items.push_back({uint64_t(line), 0, std::nullopt,
+                "line " + std::to_string(line) + std::string(8000, 'x')});
             if (line % 1000 == 0 || line == total) // in batches, as a follower reads them
                 view.addLines(std::exchange(items, {}));
         }
         view.addNote(QStringLiteral("a note of the page"));
         const QStringList texts = view.messageTexts();
         QCOMPARE(texts.size(), rows + 1);
-        QCOMPARE(texts.first(), QStringLiteral("... and %1 earlier message(s), not shown").arg(total + 1 - rows));
-        QVERIFY2(texts[texts.size() - 2].contains(QStringLiteral("line %1x").arg(total)), qPrintable(texts[texts.size() - 2].left(80)));
+        QCOMPARE(texts.first(),
+            QStringLiteral("... and %1 earlier message(s), not shown").arg(total + 1 - rows));
+        QVERIFY2(texts[texts.size() - 2].contains(QStringLiteral("line %1x").arg(total)),
+            qPrintable(texts[texts.size() - 2].left(80)));
         QCOMPARE(texts.last(), QStringLiteral("a note of the page"));
         for (const QString& text : texts)
             QVERIFY(text.size() < int(tb::metrics::RunHistory::kMaxMessageBytes) + 80);
@@ -187,7 +198,8 @@ private slots:
         file.write(QByteArray::fromStdString(runStart() + "\n"));
         file.close();
         QTRY_VERIFY(!page.messageTexts().isEmpty());
-        QVERIFY2(page.messageTexts().last().contains(QStringLiteral("shrank")), qPrintable(page.messageTexts().last()));
+        QVERIFY2(page.messageTexts().last().contains(QStringLiteral("shrank")),
+            qPrintable(page.messageTexts().last()));
         QVERIFY(page.messageTexts().last().contains(QStringLiteral("stopped following")));
     }
 
@@ -198,8 +210,8 @@ private slots:
     void curvesAreDrawnOnePixelWide_data()
     {
         QTest::addColumn<QString>("curve");
-        for (const char* curve : {"training loss", "validation loss", "tokens/s", "predicted", "resident",
-                 "peak", "predicted peak"})
+        for (const char* curve : {"training loss", "validation loss", "tokens/s", "predicted",
+                 "resident", "peak", "predicted peak"})
             QTest::addRow("%s", curve) << QString::fromLatin1(curve);
     }
 
@@ -234,11 +246,13 @@ private slots:
         QVERIFY(marks);
         QCOMPARE(marks->data()->at(0)->key, 4.0);
         QVERIFY(marks->data()->at(0)->value <= marks->valueAxis()->range().upper);
-        auto* legend = qobject_cast<QCPLegend*>(marks->valueAxis()->axisRect()->insetLayout()->elementAt(0));
+        auto* legend =
+            qobject_cast<QCPLegend*>(marks->valueAxis()->axisRect()->insetLayout()->elementAt(0));
         QVERIFY(legend && legend->hasItemWithPlottable(marks));
         charts.resize(900, 600);
         charts.replot();
-        QVERIFY(charts.grab().save(tb::test::qBuildPath("screenshots/runs_page_loss_not_finite.png")));
+        QVERIFY(
+            charts.grab().save(tb::test::qBuildPath("screenshots/runs_page_loss_not_finite.png")));
         charts.showHistory(historyWithEveryCurve());
         QCOMPARE(charts.notFiniteLossCount(), 0);
         QVERIFY(!legend->hasItemWithPlottable(marks));
@@ -254,7 +268,8 @@ private slots:
         RunsPage page;
         QString error;
         QVERIFY(!page.startRun(config, 1, &error));
-        QVERIFY2(error.contains(config) && error.contains(QStringLiteral("micro_batch")), qPrintable(error));
+        QVERIFY2(error.contains(config) && error.contains(QStringLiteral("micro_batch")),
+            qPrintable(error));
         QVERIFY(!page.launcher()->isRunning());
     }
 
@@ -266,7 +281,8 @@ private slots:
             TB_SKIP(why);
         const QString runDir = m_dir.filePath(QStringLiteral("real-run"));
         const QString config = m_dir.filePath(QStringLiteral("real.yaml"));
-        QVERIFY(writeEndlessRunConfig(config, runDir, QStringLiteral("distributed: {sharding: zero3}\n")));
+        QVERIFY(writeEndlessRunConfig(
+            config, runDir, QStringLiteral("distributed: {sharding: zero3}\n")));
 
         RunsPage page;
         page.resize(1400, 900);
@@ -279,7 +295,8 @@ private slots:
         QVERIFY(page.launcher()->isRunning());
         QTRY_VERIFY_WITH_TIMEOUT(page.charts()->lossPointCount() >= 6, 120000);
         QVERIFY(page.charts()->evalPointCount() >= 2);
-        QVERIFY2(page.summaryText().contains(QStringLiteral("2 ranks, zero3")), qPrintable(page.summaryText()));
+        QVERIFY2(page.summaryText().contains(QStringLiteral("2 ranks, zero3")),
+            qPrintable(page.summaryText()));
         QVERIFY(page.grab().save(tb::test::qBuildPath("screenshots/runs_page.png")));
 
         QVERIFY(page.canStop());
@@ -289,7 +306,8 @@ private slots:
         QTRY_VERIFY(page.history().end().has_value());
         QCOMPARE(page.history().end()->status, std::string("stopped"));
         QVERIFY(page.history().lastCheckpointStep() >= 6);
-        QVERIFY2(page.summaryText().endsWith(QStringLiteral("stopped")) || page.summaryText().contains(QStringLiteral("· stopped")),
+        QVERIFY2(page.summaryText().endsWith(QStringLiteral("stopped"))
+                || page.summaryText().contains(QStringLiteral("· stopped")),
             qPrintable(page.summaryText()));
         qInfo("followed %lld steps live, stopped with a checkpoint at step %lld",
             static_cast<long long>(page.history().lastStep()),

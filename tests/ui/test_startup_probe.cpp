@@ -34,7 +34,8 @@ private slots:
             qputenv("TUNEBENCH_STARTUP_PROBE", value);
         QWidget window;
         QCOMPARE(tb::ui::armStartupProbe(&window), armed);
-        QCOMPARE(window.findChildren<QObject*>().size(), armed ? 1 : 0); // the probe, owned by the window
+        QCOMPARE(window.findChildren<QObject*>().size(),
+            armed ? 1 : 0); // the probe, owned by the window
         qunsetenv("TUNEBENCH_STARTUP_PROBE");
     }
 
@@ -48,7 +49,8 @@ private slots:
         gui.setProcessEnvironment(env);
         auto nowNs = [] {
             return std::chrono::duration_cast<std::chrono::nanoseconds>(
-                std::chrono::steady_clock::now().time_since_epoch()).count();
+                std::chrono::steady_clock::now().time_since_epoch())
+                .count();
         };
         const qint64 before = nowNs();
         gui.start(QString::fromUtf8(tb::test::guiProgram()), {});

@@ -75,8 +75,8 @@ void BackgroundDecimator::request(const DecimationRequest& request)
     m_cancel = cancelled;
     // The job holds its own references: the curves, its flag, the counter.
     auto work = [request, cancelled, stopped = m_stopped]() -> Decimated {
-        auto curves = decimatedCurves(*request.curves, request.range.lower, request.range.upper, request.columns,
-            cancelled.get());
+        auto curves = decimatedCurves(*request.curves, request.range.lower, request.range.upper,
+            request.columns, cancelled.get());
         if (!curves) {
             ++*stopped;
             return nullptr;
@@ -111,7 +111,8 @@ void BackgroundDecimator::startBuild(CurveBuild build)
     m_building = id;
     auto cancelled = std::make_shared<std::atomic<bool>>(false);
     m_cancelBuild = cancelled;
-    auto work = [build = std::move(build), cancelled, stopped = m_stopped, hook = m_buildHook]() -> Built {
+    auto work = [build = std::move(build), cancelled, stopped = m_stopped,
+                    hook = m_buildHook]() -> Built {
         if (hook)
             hook();
         Built built = builtCurves(build, cancelled.get());

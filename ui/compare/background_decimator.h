@@ -34,8 +34,8 @@ struct DecimationRequest {
 // once `cancelled` is set.
 struct CurveBuild {
     QVector<ComparedRun> runs;
-    std::function<std::optional<std::vector<CurveSeries>>(const QVector<ComparedRun>& runs,
-        const std::atomic<bool>* cancelled)>
+    std::function<std::optional<std::vector<CurveSeries>>(
+        const QVector<ComparedRun>& runs, const std::atomic<bool>* cancelled)>
         make;
     QCPRange fallback;
     int columns = 0;
@@ -82,7 +82,8 @@ public:
 
 signals:
     // On this object's thread, for the latest request only.
-    void decimated(const tb::ui::DecimationRequest& request, const std::vector<tb::ui::DecimatedCurve>& curves);
+    void decimated(const tb::ui::DecimationRequest& request,
+        const std::vector<tb::ui::DecimatedCurve>& curves);
     // On this object's thread, for each build not cancelled nor replaced
     // before it started, in the order asked for: `request` holds the new
     // curves of `runs`, their whole key range and the width.

@@ -93,11 +93,13 @@ ComparedRun CompareFollower::snapshot(const std::string& dir, bool changed)
     ComparedRun run;
     run.dir = QString::fromStdString(dir);
     const metrics::RunHistory* history = m_catalog.history(dir);
-    run.history = std::make_shared<const metrics::RunHistory>(history ? *history : metrics::RunHistory{});
+    run.history =
+        std::make_shared<const metrics::RunHistory>(history ? *history : metrics::RunHistory{});
     for (const auto& [rank, rankHistory] : m_catalog.rankHistories(dir))
         run.ranks.emplaceBack(rank, std::make_shared<const metrics::RunHistory>(*rankHistory));
     run.predictedCurve = predictedCurve(dir, *run.history);
-    if (const metrics::PreferenceHistory* preference = m_catalog.preference(dir); preference && preference->any())
+    if (const metrics::PreferenceHistory* preference = m_catalog.preference(dir);
+        preference && preference->any())
         run.preference = std::make_shared<const metrics::PreferenceHistory>(*preference);
     m_snapshots[dir] = run;
     return run;

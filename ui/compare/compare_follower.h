@@ -56,14 +56,16 @@ private:
     void poll();
     void ensureTimer();
     ComparedRun snapshot(const std::string& dir, bool changed);
-    QVector<QPair<int, double>> predictedCurve(const std::string& dir, const metrics::RunHistory& history);
+    QVector<QPair<int, double>> predictedCurve(
+        const std::string& dir, const metrics::RunHistory& history);
 
     QTimer* m_timer = nullptr;
     metrics::LiveCatalog m_catalog;
     QStringList m_picked;
     bool m_pickedChanged = false;
     std::map<std::string, ComparedRun> m_snapshots;
-    std::map<std::string, QVector<QPair<int, double>>> m_curves; // by folder: a recipe never changes
+    std::map<std::string, QVector<QPair<int, double>>>
+        m_curves; // by folder: a recipe never changes
 };
 
 } // namespace tb::ui

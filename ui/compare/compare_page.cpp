@@ -36,7 +36,10 @@ namespace {
 
 constexpr int kSmoothingSteps = 100; // the slider's 0..99 is a weight of 0..0.99
 
-QString fromStd(const std::string& text) { return QString::fromStdString(text); }
+QString fromStd(const std::string& text)
+{
+    return QString::fromStdString(text);
+}
 
 } // namespace
 
@@ -55,8 +58,9 @@ ComparePage::ComparePage(QWidget* parent)
     m_follower = new CompareFollower;
     connect(m_follower, &CompareFollower::catalogRead, this, &ComparePage::onCatalogRead);
     connect(m_follower, &CompareFollower::runsRead, this, &ComparePage::onRunsRead);
-    m_reader = std::make_unique<WorkerThread<CompareFollower>>(m_follower, QStringLiteral("compare reader"), this,
-        &CompareFollower::stop, WorkerThread<CompareFollower>::Stop::Blocking);
+    m_reader = std::make_unique<WorkerThread<CompareFollower>>(m_follower,
+        QStringLiteral("compare reader"), this, &CompareFollower::stop,
+        WorkerThread<CompareFollower>::Stop::Blocking);
 
     connect(m_model, &RunsModel::pickedChanged, this, &ComparePage::onPickedChanged);
     connect(m_notifier, &RunEndNotifier::statusMessage, this, &ComparePage::statusMessage);
@@ -76,7 +80,8 @@ void ComparePage::buildLayout()
     m_folderEdit = new QLineEdit(this);
     m_folderEdit->setObjectName(QStringLiteral("runsFolder"));
     m_folderEdit->setPlaceholderText(tr("a folder of run folders (each with an events.jsonl)"));
-    connect(m_folderEdit, &QLineEdit::editingFinished, this, [this] { setRunsFolder(m_folderEdit->text().trimmed()); });
+    connect(m_folderEdit, &QLineEdit::editingFinished, this,
+        [this] { setRunsFolder(m_folderEdit->text().trimmed()); });
     top->addWidget(m_folderEdit, 2);
     auto* browse = new QToolButton(this);
     browse->setText(QStringLiteral("…"));
@@ -92,7 +97,8 @@ void ComparePage::buildLayout()
     m_filter->setObjectName(QStringLiteral("runsFilter"));
     m_filter->setPlaceholderText(tr("name, model, method, state…"));
     m_filter->setClearButtonEnabled(true);
-    connect(m_filter, &QLineEdit::textChanged, m_proxy, &QSortFilterProxyModel::setFilterFixedString);
+    connect(
+        m_filter, &QLineEdit::textChanged, m_proxy, &QSortFilterProxyModel::setFilterFixedString);
     top->addWidget(m_filter, 1);
     layout->addLayout(top);
 
@@ -221,7 +227,8 @@ void ComparePage::setRunsFolder(const QString& folder)
     m_probe->setRunsFolder(m_folder);
     m_model->setRuns({});
     AppSettings().setValue(settings::compareFolder, m_folder);
-    QMetaObject::invokeMethod(m_follower, "setRoot", Qt::QueuedConnection, Q_ARG(QString, m_folder));
+    QMetaObject::invokeMethod(
+        m_follower, "setRoot", Qt::QueuedConnection, Q_ARG(QString, m_folder));
 }
 
 void ComparePage::setPicked(const QString& dir, bool picked)
@@ -233,7 +240,8 @@ void ComparePage::onPickedChanged(const QStringList& dirs)
 {
     m_notifier->setFollowed(dirs);
     updatePrediction();
-    QMetaObject::invokeMethod(m_follower, "setPicked", Qt::QueuedConnection, Q_ARG(QStringList, dirs));
+    QMetaObject::invokeMethod(
+        m_follower, "setPicked", Qt::QueuedConnection, Q_ARG(QStringList, dirs));
 }
 
 void ComparePage::onCatalogRead(const QVector<tb::metrics::RunEntry>& runs)
@@ -268,7 +276,8 @@ void ComparePage::onRunsRead(const QVector<tb::ui::ComparedRun>& runs)
         const QSignalBlocker blocker(m_rankRun);
         m_rankRun->clear();
         for (const ComparedRun& run : runs) {
-            const QString name = run.history->start() ? fromStd(run.history->start()->runId) : run.dir;
+            const QString name =
+                run.history->start() ? fromStd(run.history->start()->runId) : run.dir;
             m_rankRun->addItem(tr("%1 (%2 ranks)").arg(name).arg(run.ranks.size() + 1), run.dir);
         }
         const int index = m_rankRun->findData(current);
@@ -332,12 +341,14 @@ void ComparePage::updateScaling()
     const std::vector<metrics::ScalingPoint> points = metrics::scalingPoints(sameRecipe);
     // The planner's curve over the counts measured.
     const int largest = points.empty() ? 0 : points.back().gpus;
-    predictedCurve.erase(std::remove_if(predictedCurve.begin(), predictedCurve.end(),
-                             [largest](const QPair<int, double>& point) { return point.first > largest; }),
+    predictedCurve.erase(
+        std::remove_if(predictedCurve.begin(), predictedCurve.end(),
+            [largest](const QPair<int, double>& point) { return point.first > largest; }),
         predictedCurve.end());
     m_scaling->setPoints(points, predictedCurve);
     QString note = points.empty() ? tr("Tick runs of one recipe at several sizes (or run a probe).")
-                                  : tr("%n run(s) of one recipe; efficiency against the smallest.", nullptr, int(points.size()));
+                                  : tr("%n run(s) of one recipe; efficiency against the smallest.",
+                                      nullptr, int(points.size()));
     if (!leftOut.isEmpty())
         note += QLatin1Char(' ') + tr("Left out: %1.").arg(leftOut.join(QStringLiteral(", ")));
     m_scalingNote->setText(note);

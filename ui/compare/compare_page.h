@@ -1,10 +1,10 @@
 #pragma once
 
-#include "worker_thread.h"
 #include "compare/compare_follower.h"
+#include "worker_thread.h"
 
-#include <memory>
 #include <QWidget>
+#include <memory>
 
 class QCheckBox;
 class QComboBox;

@@ -16,8 +16,8 @@ struct PixelLine {
 // `start` and `length`: the panel's left and width, or its bottom and
 // height going up (`upward`). Nothing where the range has no extent or a log
 // range reaches zero.
-std::optional<PixelLine> pixelLine(double start, double length, const QCPRange& range, QCPAxis::ScaleType scale,
-    bool upward)
+std::optional<PixelLine> pixelLine(
+    double start, double length, const QCPRange& range, QCPAxis::ScaleType scale, bool upward)
 {
     double lower = range.lower, upper = range.upper;
     if (scale == QCPAxis::stLogarithmic) {
@@ -34,7 +34,8 @@ std::optional<PixelLine> pixelLine(double start, double length, const QCPRange& 
 
 // The scale and offset along one axis that take a pixel of the old view to
 // the pixel the new view draws the same coordinate at.
-std::optional<std::pair<double, double>> pixelToPixel(std::optional<PixelLine> from, std::optional<PixelLine> to)
+std::optional<std::pair<double, double>> pixelToPixel(
+    std::optional<PixelLine> from, std::optional<PixelLine> to)
 {
     if (!from || !to)
         return std::nullopt;
@@ -92,8 +93,9 @@ CurveCanvas::View CurveCanvas::currentView(const QCPPainter* painter) const
     const QCPAxis* keyAxis = m_panel->axis(QCPAxis::atBottom);
     const QCPAxis* valueAxis = m_panel->axis(QCPAxis::atLeft);
     // The graphs' clip, as QCPLayer sets it: the panel one pixel up.
-    return {m_panel->rect().translated(0, -1), keyAxis->range(), valueAxis->range(), keyAxis->scaleType(),
-        valueAxis->scaleType(), painter->device() ? painter->device()->devicePixelRatioF() : 1.0};
+    return {m_panel->rect().translated(0, -1), keyAxis->range(), valueAxis->range(),
+        keyAxis->scaleType(), valueAxis->scaleType(),
+        painter->device() ? painter->device()->devicePixelRatioF() : 1.0};
 }
 
 void CurveCanvas::drawGraphs(QCPPainter* painter)
@@ -124,9 +126,11 @@ bool CurveCanvas::drawStretched(QCPPainter* painter, const View& view)
     // The panel's own rectangle, which QCustomPlot's axes map from; the
     // views hold the graphs' clip, one pixel up.
     const QRect from = m_view.rect.translated(0, 1), to = view.rect.translated(0, 1);
-    const auto x = pixelToPixel(pixelLine(from.left(), from.width(), m_view.keys, m_view.keyScale, false),
-        pixelLine(to.left(), to.width(), view.keys, view.keyScale, false));
-    const auto y = pixelToPixel(pixelLine(from.bottom(), from.height(), m_view.values, m_view.valueScale, true),
+    const auto x =
+        pixelToPixel(pixelLine(from.left(), from.width(), m_view.keys, m_view.keyScale, false),
+            pixelLine(to.left(), to.width(), view.keys, view.keyScale, false));
+    const auto y = pixelToPixel(
+        pixelLine(from.bottom(), from.height(), m_view.values, m_view.valueScale, true),
         pixelLine(to.bottom(), to.height(), view.values, view.valueScale, true));
     if (!x || !y)
         return false;

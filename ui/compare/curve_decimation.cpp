@@ -27,8 +27,8 @@ struct Columns {
 // The end of the run of points in the same column as keys[begin]: guessed
 // from the previous column's count and walked from there, so a column costs
 // a few key tests instead of one per point.
-std::size_t columnEnd(std::span<const double> keys, std::size_t begin, std::size_t end, std::size_t guess,
-    const Columns& columns)
+std::size_t columnEnd(std::span<const double> keys, std::size_t begin, std::size_t end,
+    std::size_t guess, const Columns& columns)
 {
     const long column = columns.of(keys[begin]);
     std::size_t inside = begin; // the last point known to be in the column
@@ -48,8 +48,8 @@ std::size_t columnEnd(std::span<const double> keys, std::size_t begin, std::size
 // The column's points [begin, end) reduced to its lowest and highest (the
 // first of each where several tie), in their order: the vertical stroke
 // that covers the column's pixels, joined to the next column's.
-void appendExtremes(QVector<QCPGraphData>& out, std::span<const double> keys, std::span<const double> values,
-    std::size_t begin, std::size_t end)
+void appendExtremes(QVector<QCPGraphData>& out, std::span<const double> keys,
+    std::span<const double> values, std::size_t begin, std::size_t end)
 {
     std::size_t lowest = begin, highest = begin;
     double low = values[begin], high = values[begin];
@@ -81,8 +81,10 @@ DecimatedCurve decimatedCurve(std::span<const double> keys, std::span<const doub
     if (n == 0)
         return curve;
     // The visible points and one on each side.
-    std::size_t begin = std::size_t(std::lower_bound(keys.begin(), keys.begin() + n, lower) - keys.begin());
-    std::size_t end = std::size_t(std::upper_bound(keys.begin(), keys.begin() + n, upper) - keys.begin());
+    std::size_t begin =
+        std::size_t(std::lower_bound(keys.begin(), keys.begin() + n, lower) - keys.begin());
+    std::size_t end =
+        std::size_t(std::upper_bound(keys.begin(), keys.begin() + n, upper) - keys.begin());
     begin = begin > 0 ? begin - 1 : 0;
     end = std::min(n, end + 1);
     const int width = std::max(1, columns);
@@ -111,14 +113,15 @@ QCPRange keyRangeOf(const std::vector<CurveSeries>& curves, const QCPRange& fall
     for (const CurveSeries& s : curves) {
         if (s.keys.empty())
             continue;
-        whole = whole ? QCPRange(std::min(whole->lower, s.keys.front()), std::max(whole->upper, s.keys.back()))
+        whole = whole ? QCPRange(
+                    std::min(whole->lower, s.keys.front()), std::max(whole->upper, s.keys.back()))
                       : QCPRange(s.keys.front(), s.keys.back());
     }
     return whole.value_or(fallback);
 }
 
-std::optional<std::vector<DecimatedCurve>> decimatedCurves(const std::vector<CurveSeries>& curves, double lower,
-    double upper, int columns, const std::atomic<bool>* cancelled)
+std::optional<std::vector<DecimatedCurve>> decimatedCurves(const std::vector<CurveSeries>& curves,
+    double lower, double upper, int columns, const std::atomic<bool>* cancelled)
 {
     std::vector<DecimatedCurve> out;
     out.reserve(curves.size());

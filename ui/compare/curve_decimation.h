@@ -34,7 +34,7 @@ QCPRange keyRangeOf(const std::vector<CurveSeries>& curves, const QCPRange& fall
 // when `cancelled` is set before the last one is done. It is checked
 // between curves (a curve of 100,000 points takes about half a millisecond),
 // so a job whose range the user has already left stops soon.
-std::optional<std::vector<DecimatedCurve>> decimatedCurves(const std::vector<CurveSeries>& curves, double lower,
-    double upper, int columns, const std::atomic<bool>* cancelled = nullptr);
+std::optional<std::vector<DecimatedCurve>> decimatedCurves(const std::vector<CurveSeries>& curves,
+    double lower, double upper, int columns, const std::atomic<bool>* cancelled = nullptr);
 
 } // namespace tb::ui

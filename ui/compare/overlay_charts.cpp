@@ -16,9 +16,12 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 QString xLabel(metrics::XAxis axis)
 {
     switch (axis) {
-    case metrics::XAxis::Tokens: return QObject::tr("tokens seen");
-    case metrics::XAxis::WallSeconds: return QObject::tr("wall time since the run started (s)");
-    case metrics::XAxis::Step: break;
+    case metrics::XAxis::Tokens:
+        return QObject::tr("tokens seen");
+    case metrics::XAxis::WallSeconds:
+        return QObject::tr("wall time since the run started (s)");
+    case metrics::XAxis::Step:
+        break;
     }
     return QObject::tr("optimizer step");
 }
@@ -27,12 +30,16 @@ QString xLabel(metrics::XAxis axis)
 double valueIn(OverlayCharts::Panel panel, const metrics::StepRecord& step)
 {
     switch (panel) {
-    case OverlayCharts::LossPanel: return step.loss;
-    case OverlayCharts::LearningRatePanel: return step.learningRate;
-    case OverlayCharts::ThroughputPanel: return step.tokensPerSecond;
+    case OverlayCharts::LossPanel:
+        return step.loss;
+    case OverlayCharts::LearningRatePanel:
+        return step.learningRate;
+    case OverlayCharts::ThroughputPanel:
+        return step.tokensPerSecond;
     case OverlayCharts::MemoryPanel:
         return double(step.memPeakBytes >= 0 ? step.memPeakBytes : step.memAllocatedBytes) / kGiB;
-    case OverlayCharts::PanelCount: break;
+    case OverlayCharts::PanelCount:
+        break;
     }
     return -1;
 }
@@ -64,8 +71,8 @@ void fillCurve(std::vector<double>& keys, std::vector<double>& values, const std
 // Every run's whole curves, run by run, a panel after another; nothing once
 // `cancelled` is set (looked at between runs). Reads only `runs`, so a job
 // on the pool may make them.
-std::optional<std::vector<CurveSeries>> curvesOf(const QVector<ComparedRun>& runs, metrics::XAxis axis,
-    double smoothing, const std::atomic<bool>* cancelled)
+std::optional<std::vector<CurveSeries>> curvesOf(const QVector<ComparedRun>& runs,
+    metrics::XAxis axis, double smoothing, const std::atomic<bool>* cancelled)
 {
     std::vector<CurveSeries> curves(size_t(runs.size() * OverlayCharts::PanelCount));
     for (qsizetype r = 0; r < runs.size(); ++r) {
@@ -91,8 +98,8 @@ OverlayCharts::OverlayCharts(QWidget* parent)
     plotLayout()->clear();
     // Each panel's legend lists only the graphs added to it by hand.
     setAutoAddPlottableToLegend(false);
-    const QString labels[PanelCount] = {tr("loss (nats/token)"), tr("learning rate"), tr("tokens/s"),
-        tr("peak memory (GiB)")};
+    const QString labels[PanelCount] = {
+        tr("loss (nats/token)"), tr("learning rate"), tr("tokens/s"), tr("peak memory (GiB)")};
     auto* group = new QCPMarginGroup(this);
     for (int p = 0; p < PanelCount; ++p) {
         m_panels[p] = new QCPAxisRect(this);
@@ -118,13 +125,15 @@ OverlayCharts::OverlayCharts(QWidget* parent)
         if (std::exchange(m_renderRefused, false))
             replot(QCustomPlot::rpQueuedReplot); // the panels left waiting
     });
-    connect(&m_decimator, &BackgroundDecimator::decimated, this, &OverlayCharts::decimatedInBackground);
+    connect(
+        &m_decimator, &BackgroundDecimator::decimated, this, &OverlayCharts::decimatedInBackground);
     connect(&m_decimator, &BackgroundDecimator::built, this, &OverlayCharts::builtInBackground);
     // One x-axis: panning or zooming one panel moves the others.
     for (QCPAxisRect* panel : m_panels) {
         for (QCPAxisRect* other : m_panels) {
             if (other != panel)
-                connect(panel->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::rangeChanged),
+                connect(panel->axis(QCPAxis::atBottom),
+                    qOverload<const QCPRange&>(&QCPAxis::rangeChanged),
                     other->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::setRange));
         }
     }
@@ -144,8 +153,10 @@ void OverlayCharts::ensureGraphs(int runs)
     while (m_graphs.size() < runs) {
         std::array<CanvasGraph*, PanelCount + 1> graphs{};
         for (int p = 0; p <= PanelCount; ++p) {
-            QCPAxisRect* panel = m_panels[p == PanelCount ? LossPanel : p]; // validation: with the loss
-            graphs[size_t(p)] = new CanvasGraph(panel->axis(QCPAxis::atBottom), panel->axis(QCPAxis::atLeft));
+            QCPAxisRect* panel =
+                m_panels[p == PanelCount ? LossPanel : p]; // validation: with the loss
+            graphs[size_t(p)] =
+                new CanvasGraph(panel->axis(QCPAxis::atBottom), panel->axis(QCPAxis::atLeft));
             graphs[size_t(p)]->setLayer(QStringLiteral("curveData"));
         }
         // The graphs hold at most two points a pixel column already
@@ -206,7 +217,8 @@ bool OverlayCharts::prepareCurves(bool exact)
         return false;
     }
     m_decimator.cancel();
-    const auto curves = decimatedCurves(*m_curves, request.range.lower, request.range.upper, request.columns);
+    const auto curves =
+        decimatedCurves(*m_curves, request.range.lower, request.range.upper, request.columns);
     applyDecimation(request, *curves);
     return true;
 }
@@ -223,7 +235,8 @@ bool OverlayCharts::takeRenderTurn()
     return false;
 }
 
-void OverlayCharts::applyDecimation(const DecimationRequest& request, const std::vector<DecimatedCurve>& curves)
+void OverlayCharts::applyDecimation(
+    const DecimationRequest& request, const std::vector<DecimatedCurve>& curves)
 {
     // The canvases see their view change and draw the new points then: the
     // images stay valid pictures of the previous view meanwhile.
@@ -240,7 +253,8 @@ void OverlayCharts::applyDecimation(const DecimationRequest& request, const std:
         }
 }
 
-void OverlayCharts::decimatedInBackground(const DecimationRequest& request, const std::vector<DecimatedCurve>& curves)
+void OverlayCharts::decimatedInBackground(
+    const DecimationRequest& request, const std::vector<DecimatedCurve>& curves)
 {
     // The view may have moved since the replot that asked (its own replot,
     // queued, asks again); curves of runs since replaced are never applied.
@@ -304,7 +318,8 @@ void OverlayCharts::showRuns(const QVector<ComparedRun>& runs)
     for (qsizetype r = 0; r < runs.size(); ++r) {
         const metrics::RunHistory& history = *runs[r].history;
         const QColor color = runColor(int(r));
-        const QString name = history.start() ? QString::fromStdString(history.start()->runId) : runs[r].dir;
+        const QString name =
+            history.start() ? QString::fromStdString(history.start()->runId) : runs[r].dir;
         m_shownDirs.append(runs[r].dir);
         for (int p = 0; p < PanelCount; ++p) {
             QCPGraph* graph = m_graphs[r][size_t(p)];
@@ -329,7 +344,8 @@ void OverlayCharts::redraw()
     m_decimator.cancelBuild(); // what it would show is made here
     const std::optional<QCPRange> held = heldView(m_runs);
     showRuns(m_runs);
-    m_curves = std::make_shared<const std::vector<CurveSeries>>(*curvesOf(m_runs, m_xAxis, m_smoothing, nullptr));
+    m_curves = std::make_shared<const std::vector<CurveSeries>>(
+        *curvesOf(m_runs, m_xAxis, m_smoothing, nullptr));
     invalidateCanvases();
     // The whole range first, so the ranges fitted below see every extreme.
     keyAxis()->setRange(wholeKeyRange());
@@ -349,13 +365,15 @@ void OverlayCharts::buildInBackground()
     if (!heldView(m_runs))
         m_decimator.cancel();
     m_decimator.build({m_runs,
-        [axis = m_xAxis, smoothing = m_smoothing](const QVector<ComparedRun>& runs,
-            const std::atomic<bool>* cancelled) { return curvesOf(runs, axis, smoothing, cancelled); },
+        [axis = m_xAxis, smoothing = m_smoothing](
+            const QVector<ComparedRun>& runs, const std::atomic<bool>* cancelled) {
+            return curvesOf(runs, axis, smoothing, cancelled);
+        },
         keyAxis()->range(), m_columnsAsked});
 }
 
-void OverlayCharts::builtInBackground(const QVector<ComparedRun>& runs, const DecimationRequest& request,
-    const std::vector<DecimatedCurve>& curves)
+void OverlayCharts::builtInBackground(const QVector<ComparedRun>& runs,
+    const DecimationRequest& request, const std::vector<DecimatedCurve>& curves)
 {
     m_decimator.cancel(); // a pan's job over the curves replaced
     const std::optional<QCPRange> held = heldView(runs);
@@ -383,8 +401,9 @@ bool OverlayCharts::followsRuns() const
 
 std::optional<QCPRange> OverlayCharts::heldView(const QVector<ComparedRun>& runs) const
 {
-    const bool sameRuns = std::equal(runs.begin(), runs.end(), m_shownDirs.begin(), m_shownDirs.end(),
-        [](const ComparedRun& run, const QString& dir) { return run.dir == dir; });
+    const bool sameRuns =
+        std::equal(runs.begin(), runs.end(), m_shownDirs.begin(), m_shownDirs.end(),
+            [](const ComparedRun& run, const QString& dir) { return run.dir == dir; });
     if (followsRuns() || !sameRuns)
         return std::nullopt;
     return keyAxis()->range();
@@ -410,9 +429,12 @@ void OverlayCharts::fitKeyRange()
     // every validation point.
     std::optional<QCPRange> keys;
     const auto include = [&keys](const QCPRange& range) {
-        keys = keys ? QCPRange(std::min(keys->lower, range.lower), std::max(keys->upper, range.upper)) : range;
+        keys = keys
+            ? QCPRange(std::min(keys->lower, range.lower), std::max(keys->upper, range.upper))
+            : range;
     };
-    if (std::any_of(m_curves->begin(), m_curves->end(), [](const CurveSeries& s) { return !s.keys.empty(); }))
+    if (std::any_of(m_curves->begin(), m_curves->end(),
+            [](const CurveSeries& s) { return !s.keys.empty(); }))
         include(wholeKeyRange());
     for (const auto& graphs : m_graphs) {
         bool found = false;
@@ -433,11 +455,15 @@ void OverlayCharts::fitValueRanges()
         bool any = false;
         QCPRange values;
         for (const auto& graphs : m_graphs) {
-            for (QCPGraph* graph : {graphs[size_t(p)], p == LossPanel ? graphs[PanelCount] : nullptr}) {
+            for (QCPGraph* graph :
+                {graphs[size_t(p)], p == LossPanel ? graphs[PanelCount] : nullptr}) {
                 bool found = false;
-                const QCPRange range = graph ? graph->getValueRange(found, QCP::sdBoth) : QCPRange();
+                const QCPRange range =
+                    graph ? graph->getValueRange(found, QCP::sdBoth) : QCPRange();
                 if (found)
-                    values = any ? QCPRange(std::min(values.lower, range.lower), std::max(values.upper, range.upper)) : range;
+                    values = any ? QCPRange(std::min(values.lower, range.lower),
+                                 std::max(values.upper, range.upper))
+                                 : range;
                 any = any || found;
             }
         }

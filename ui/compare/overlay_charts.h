@@ -105,8 +105,10 @@ private:
     // decimating in the background); a canvas refused draws its image moved
     // and another replot follows.
     bool takeRenderTurn();
-    void applyDecimation(const DecimationRequest& request, const std::vector<DecimatedCurve>& curves);
-    void decimatedInBackground(const DecimationRequest& request, const std::vector<DecimatedCurve>& curves);
+    void applyDecimation(
+        const DecimationRequest& request, const std::vector<DecimatedCurve>& curves);
+    void decimatedInBackground(
+        const DecimationRequest& request, const std::vector<DecimatedCurve>& curves);
     QCPRange wholeKeyRange() const; // every series' keys, the axis's range when there are none
     QCPAxis* keyAxis() const { return m_panels[LossPanel]->axis(QCPAxis::atBottom); }
 
@@ -117,7 +119,8 @@ private:
     QVector<std::array<CanvasGraph*, PanelCount + 1>> m_graphs; // the last: validation points
     // Each run's panels' whole curves, run by run; replaced, never changed,
     // so a background job may go on reading the previous ones.
-    std::shared_ptr<const std::vector<CurveSeries>> m_curves = std::make_shared<std::vector<CurveSeries>>();
+    std::shared_ptr<const std::vector<CurveSeries>> m_curves =
+        std::make_shared<std::vector<CurveSeries>>();
     DecimationRequest m_decimated; // what the graphs hold
     int m_columnsAsked = 0; // the width the latest build was asked for
     // The x range last fitted to the runs: the view follows them while it

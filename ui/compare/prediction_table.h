@@ -14,9 +14,26 @@ class PredictionTable : public QTableWidget {
     Q_OBJECT
 
 public:
-    enum Column { Run, Device, Rate, PredictedRate, RateRatio, StepTime, PredictedStepTime,
-        StepTimeRatio, Peak, PredictedPeak, PeakRatio, LoadPeak, PredictedLoadPeak, LoadPeakRatio,
-        ExportPeak, PredictedExportPeak, ExportPeakRatio, ColumnCount };
+    enum Column {
+        Run,
+        Device,
+        Rate,
+        PredictedRate,
+        RateRatio,
+        StepTime,
+        PredictedStepTime,
+        StepTimeRatio,
+        Peak,
+        PredictedPeak,
+        PeakRatio,
+        LoadPeak,
+        PredictedLoadPeak,
+        LoadPeakRatio,
+        ExportPeak,
+        PredictedExportPeak,
+        ExportPeakRatio,
+        ColumnCount
+    };
 
     explicit PredictionTable(QWidget* parent = nullptr);
 

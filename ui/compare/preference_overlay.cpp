@@ -62,8 +62,10 @@ void PreferenceOverlay::setRuns(const QVector<ComparedRun>& runs)
 
 void PreferenceOverlay::addRun(const ComparedRun& run, const QColor& color)
 {
-    const QString name = run.history->start() ? QString::fromStdString(run.history->start()->runId) : run.dir;
-    QCPGraph* margin = addGraph(m_marginPanel->axis(QCPAxis::atBottom), m_marginPanel->axis(QCPAxis::atLeft));
+    const QString name =
+        run.history->start() ? QString::fromStdString(run.history->start()->runId) : run.dir;
+    QCPGraph* margin =
+        addGraph(m_marginPanel->axis(QCPAxis::atBottom), m_marginPanel->axis(QCPAxis::atLeft));
     QCPGraph* accuracy =
         addGraph(m_accuracyPanel->axis(QCPAxis::atBottom), m_accuracyPanel->axis(QCPAxis::atLeft));
     for (QCPGraph* graph : {margin, accuracy}) {
@@ -98,14 +100,17 @@ void PreferenceOverlay::fitRanges()
         bool found = false;
         const QCPRange keys = graph->getKeyRange(found);
         if (found) {
-            steps = any ? QCPRange(std::min(steps.lower, keys.lower), std::max(steps.upper, keys.upper)) : keys;
+            steps = any
+                ? QCPRange(std::min(steps.lower, keys.lower), std::max(steps.upper, keys.upper))
+                : keys;
             any = true;
         }
         const QCPRange values = graph->getValueRange(found);
         if (found)
             margins.expand(values);
     }
-    m_marginPanel->axis(QCPAxis::atBottom)->setRange(steps.lower, std::max(steps.upper, steps.lower + 1));
+    m_marginPanel->axis(QCPAxis::atBottom)
+        ->setRange(steps.lower, std::max(steps.upper, steps.lower + 1));
     const double pad = std::max(margins.size() * 0.08, 1e-3);
     m_marginPanel->axis(QCPAxis::atLeft)->setRange(margins.lower - pad, margins.upper + pad);
 }

@@ -56,8 +56,9 @@ RankCharts::RankCharts(QWidget* parent)
     auto* group = new QCPMarginGroup(this);
     for (QCPAxisRect* panel : {m_timePanel, m_memoryPanel})
         panel->setMarginGroup(QCP::msLeft | QCP::msRight, group);
-    connect(m_timePanel->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::rangeChanged),
-        m_memoryPanel->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::setRange));
+    connect(m_timePanel->axis(QCPAxis::atBottom),
+        qOverload<const QCPRange&>(&QCPAxis::rangeChanged), m_memoryPanel->axis(QCPAxis::atBottom),
+        qOverload<const QCPRange&>(&QCPAxis::setRange));
     m_legend = new QCPLegend;
     m_timePanel->insetLayout()->addElement(m_legend, Qt::AlignTop | Qt::AlignRight);
     m_legend->setLayer(QStringLiteral("legend"));
@@ -70,9 +71,12 @@ void RankCharts::setRun(const ComparedRun& run)
     for (const auto& [rank, history] : run.ranks)
         ranks.emplaceBack(rank, history.get());
     while (m_graphs.size() < ranks.size()) {
-        QCPGraph* time = addGraph(m_timePanel->axis(QCPAxis::atBottom), m_timePanel->axis(QCPAxis::atLeft));
-        QCPGraph* memory = addGraph(m_memoryPanel->axis(QCPAxis::atBottom), m_memoryPanel->axis(QCPAxis::atLeft));
-        QCPGraph* predicted = addGraph(m_memoryPanel->axis(QCPAxis::atBottom), m_memoryPanel->axis(QCPAxis::atLeft));
+        QCPGraph* time =
+            addGraph(m_timePanel->axis(QCPAxis::atBottom), m_timePanel->axis(QCPAxis::atLeft));
+        QCPGraph* memory =
+            addGraph(m_memoryPanel->axis(QCPAxis::atBottom), m_memoryPanel->axis(QCPAxis::atLeft));
+        QCPGraph* predicted =
+            addGraph(m_memoryPanel->axis(QCPAxis::atBottom), m_memoryPanel->axis(QCPAxis::atLeft));
         time->addToLegend(m_legend);
         m_graphs.emplaceBack(time, memory);
         m_predicted.append(predicted);

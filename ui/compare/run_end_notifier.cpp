@@ -31,12 +31,14 @@ bool desktopNotificationsAvailable()
 
 QString endText(const metrics::RunEntry& run)
 {
-    QString text = QObject::tr("%1 %2 after %3 steps").arg(QString::fromStdString(run.name),
-        QString::fromStdString(run.state)).arg(run.steps);
+    QString text = QObject::tr("%1 %2 after %3 steps")
+                       .arg(QString::fromStdString(run.name), QString::fromStdString(run.state))
+                       .arg(run.steps);
     if (std::isfinite(run.lastLoss))
         text += QObject::tr(", loss %1").arg(run.lastLoss, 0, 'f', 4);
     if (run.durationSeconds >= 0)
-        text += QObject::tr(", %1").arg(QString::fromStdString(common::formatDuration(run.durationSeconds)));
+        text += QObject::tr(", %1").arg(
+            QString::fromStdString(common::formatDuration(run.durationSeconds)));
     return text;
 }
 
@@ -82,11 +84,12 @@ void RunEndNotifier::notify(const metrics::RunEntry& run)
         shown = sendDesktopNotification(title, text);
     else if (m_tray) {
         m_tray->showMessage(title, text,
-            run.state == "failed" || run.state == "lost" ? QSystemTrayIcon::Critical : QSystemTrayIcon::Information);
+            run.state == "failed" || run.state == "lost" ? QSystemTrayIcon::Critical
+                                                         : QSystemTrayIcon::Information);
         shown = true;
     }
-    emit statusMessage(shown ? text
-                             : tr("%1 (no desktop notification service: shown only here)").arg(text));
+    emit statusMessage(
+        shown ? text : tr("%1 (no desktop notification service: shown only here)").arg(text));
     emit runEnded(QString::fromStdString(run.dir), QString::fromStdString(run.state), text);
 }
 

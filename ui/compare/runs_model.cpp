@@ -10,7 +10,10 @@ namespace tb::ui {
 
 namespace {
 
-QString fromStd(const std::string& text) { return QString::fromStdString(text); }
+QString fromStd(const std::string& text)
+{
+    return QString::fromStdString(text);
+}
 
 QString ranksText(const metrics::RunEntry& run)
 {
@@ -93,7 +96,8 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
         return run.problem.empty() ? fromStd(run.dir) : fromStd(run.dir + ": " + run.problem);
     case Qt::TextAlignmentRole:
         return index.column() >= Ranks && index.column() != State
-            ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant();
+            ? QVariant(Qt::AlignRight | Qt::AlignVCenter)
+            : QVariant();
     default:
         return {};
     }
@@ -104,37 +108,53 @@ QVariant RunsModel::display(const metrics::RunEntry& run, int column) const
     if (!run.problem.empty())
         return column == Name ? fromStd(run.name) : column == State ? tr("unreadable") : QVariant();
     switch (column) {
-    case Name: return fromStd(run.name);
-    case Model: return fromStd(run.modelName);
-    case Method: return fromStd(run.method);
-    case Ranks: return ranksText(run);
-    case State: return fromStd(run.state);
+    case Name:
+        return fromStd(run.name);
+    case Model:
+        return fromStd(run.modelName);
+    case Method:
+        return fromStd(run.method);
+    case Ranks:
+        return ranksText(run);
+    case State:
+        return fromStd(run.state);
     case Steps:
         return run.totalSteps > 0 ? QStringLiteral("%1/%2").arg(run.steps).arg(run.totalSteps)
                                   : QString::number(run.steps);
-    case Loss: return std::isfinite(run.lastLoss) ? QString::number(run.lastLoss, 'f', 4) : QString();
+    case Loss:
+        return std::isfinite(run.lastLoss) ? QString::number(run.lastLoss, 'f', 4) : QString();
     case TokensPerSecond:
         return run.tokensPerSecond > 0 ? QString::number(run.tokensPerSecond, 'f', 0) : QString();
     case Started:
         return run.startSeconds > 0
-            ? QDateTime::fromMSecsSinceEpoch(qint64(run.startSeconds * 1000)).toString(QStringLiteral("yyyy-MM-dd HH:mm"))
+            ? QDateTime::fromMSecsSinceEpoch(qint64(run.startSeconds * 1000))
+                  .toString(QStringLiteral("yyyy-MM-dd HH:mm"))
             : QString();
     case Duration:
-        return run.durationSeconds >= 0 ? fromStd(common::formatDuration(run.durationSeconds)) : QString();
-    default: return {};
+        return run.durationSeconds >= 0 ? fromStd(common::formatDuration(run.durationSeconds))
+                                        : QString();
+    default:
+        return {};
     }
 }
 
 QVariant RunsModel::sortKey(const metrics::RunEntry& run, int column) const
 {
     switch (column) {
-    case Ranks: return run.worldSize;
-    case Steps: return qlonglong(run.steps);
-    case Loss: return std::isfinite(run.lastLoss) ? run.lastLoss : 1e300;
-    case TokensPerSecond: return run.tokensPerSecond;
-    case Started: return run.startSeconds;
-    case Duration: return run.durationSeconds;
-    default: return display(run, column);
+    case Ranks:
+        return run.worldSize;
+    case Steps:
+        return qlonglong(run.steps);
+    case Loss:
+        return std::isfinite(run.lastLoss) ? run.lastLoss : 1e300;
+    case TokensPerSecond:
+        return run.tokensPerSecond;
+    case Started:
+        return run.startSeconds;
+    case Duration:
+        return run.durationSeconds;
+    default:
+        return display(run, column);
     }
 }
 

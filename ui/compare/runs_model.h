@@ -14,7 +14,19 @@ class RunsModel : public QAbstractTableModel {
     Q_OBJECT
 
 public:
-    enum Column { Name, Model, Method, Ranks, State, Steps, Loss, TokensPerSecond, Started, Duration, ColumnCount };
+    enum Column {
+        Name,
+        Model,
+        Method,
+        Ranks,
+        State,
+        Steps,
+        Loss,
+        TokensPerSecond,
+        Started,
+        Duration,
+        ColumnCount
+    };
     static constexpr int kSortRole = Qt::UserRole;
     static constexpr int kDirRole = Qt::UserRole + 1;
 

@@ -11,13 +11,15 @@ const QColor kMeasured(31, 119, 180);
 const QColor kPredicted(255, 127, 14);
 const QColor kIdeal(110, 110, 110);
 
-QCPGraph* graphIn(QCustomPlot* plot, QCPAxisRect* panel, const QString& name, const QPen& pen, bool points)
+QCPGraph* graphIn(
+    QCustomPlot* plot, QCPAxisRect* panel, const QString& name, const QPen& pen, bool points)
 {
     QCPGraph* graph = plot->addGraph(panel->axis(QCPAxis::atBottom), panel->axis(QCPAxis::atLeft));
     graph->setName(name);
     graph->setPen(pen);
     if (points)
-        graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, pen.color(), pen.color(), 8));
+        graph->setScatterStyle(
+            QCPScatterStyle(QCPScatterStyle::ssDisc, pen.color(), pen.color(), 8));
     return graph;
 }
 
@@ -56,10 +58,12 @@ ScalingChart::ScalingChart(QWidget* parent)
     }
     const QPen dashed(kIdeal, 1.2, Qt::DashLine);
     m_ideal = graphIn(this, m_ratePanel, tr("ideal (linear from the smallest run)"), dashed, false);
-    m_predicted = graphIn(this, m_ratePanel, tr("planner's prediction"), QPen(kPredicted, 1.6), true);
+    m_predicted =
+        graphIn(this, m_ratePanel, tr("planner's prediction"), QPen(kPredicted, 1.6), true);
     m_measured = graphIn(this, m_ratePanel, tr("measured"), QPen(kMeasured, 2.0), true);
     m_idealEfficiency = graphIn(this, m_efficiencyPanel, tr("ideal"), dashed, false);
-    m_predictedEfficiency = graphIn(this, m_efficiencyPanel, tr("predicted"), QPen(kPredicted, 1.6), true);
+    m_predictedEfficiency =
+        graphIn(this, m_efficiencyPanel, tr("predicted"), QPen(kPredicted, 1.6), true);
     m_efficiency = graphIn(this, m_efficiencyPanel, tr("measured"), QPen(kMeasured, 2.0), true);
     auto* legendBox = new QCPLegend;
     m_ratePanel->insetLayout()->addElement(legendBox, Qt::AlignTop | Qt::AlignLeft);
@@ -69,8 +73,8 @@ ScalingChart::ScalingChart(QWidget* parent)
         graph->addToLegend(legendBox);
 }
 
-void ScalingChart::setPoints(
-    const std::vector<metrics::ScalingPoint>& points, const QVector<QPair<int, double>>& predictedCurve)
+void ScalingChart::setPoints(const std::vector<metrics::ScalingPoint>& points,
+    const QVector<QPair<int, double>>& predictedCurve)
 {
     QVector<double> counts, rates, efficiencies;
     std::map<int, double> predicted;

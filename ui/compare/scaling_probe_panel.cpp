@@ -29,7 +29,8 @@ ScalingProbePanel::ScalingProbePanel(QWidget* parent)
     auto* browse = new QToolButton(this);
     browse->setText(QStringLiteral("…"));
     connect(browse, &QToolButton::clicked, this, [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Recipe"), m_config->text(), tr("Run configs (*.yaml *.yml)"));
+        const QString path = QFileDialog::getOpenFileName(
+            this, tr("Recipe"), m_config->text(), tr("Run configs (*.yaml *.yml)"));
         if (!path.isEmpty())
             m_config->setText(path);
     });
@@ -55,12 +56,13 @@ ScalingProbePanel::ScalingProbePanel(QWidget* parent)
     layout->addWidget(m_stop);
     m_status = new QLabel(this);
     layout->addWidget(m_status);
-    connect(m_launcher, &RunLauncher::finished, this, [this](int exitCode, const QString& description) {
-        m_run->setEnabled(true);
-        m_stop->setEnabled(false);
-        m_status->setText(exitCode == 0 ? tr("probe done") : description);
-        emit probeFinished(exitCode);
-    });
+    connect(
+        m_launcher, &RunLauncher::finished, this, [this](int exitCode, const QString& description) {
+            m_run->setEnabled(true);
+            m_stop->setEnabled(false);
+            m_status->setText(exitCode == 0 ? tr("probe done") : description);
+            emit probeFinished(exitCode);
+        });
 }
 
 bool ScalingProbePanel::start(const QString& configPath, const QString& rankCounts, int steps,
@@ -71,10 +73,16 @@ bool ScalingProbePanel::start(const QString& configPath, const QString& rankCoun
         return false;
     }
     const QString stem = QFileInfo(configPath).completeBaseName();
-    *outDir = QDir(runsFolder).filePath(QStringLiteral("scaling-%1-%2").arg(stem,
-        QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"))));
-    if (!m_launcher->startCli({QStringLiteral("scaling"), configPath, QStringLiteral("--nproc"), rankCounts,
-            QStringLiteral("--steps"), QString::number(steps), QStringLiteral("--out"), *outDir}, error))
+    *outDir =
+        QDir(runsFolder)
+            .filePath(
+                QStringLiteral("scaling-%1-%2")
+                    .arg(stem,
+                        QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"))));
+    if (!m_launcher->startCli({QStringLiteral("scaling"), configPath, QStringLiteral("--nproc"),
+                                  rankCounts, QStringLiteral("--steps"), QString::number(steps),
+                                  QStringLiteral("--out"), *outDir},
+            error))
         return false;
     m_config->setText(configPath);
     m_counts->setText(rankCounts);
@@ -89,7 +97,8 @@ bool ScalingProbePanel::start(const QString& configPath, const QString& rankCoun
 void ScalingProbePanel::startFromForm()
 {
     QString outDir, error;
-    if (!start(m_config->text().trimmed(), m_counts->text().trimmed(), m_steps->value(), m_runsFolder, &outDir, &error)) {
+    if (!start(m_config->text().trimmed(), m_counts->text().trimmed(), m_steps->value(),
+            m_runsFolder, &outDir, &error)) {
         m_status->setText(tr("not started: %1").arg(error));
         emit startRefused(error);
     }

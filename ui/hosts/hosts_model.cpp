@@ -11,14 +11,18 @@ namespace tb::ui {
 
 namespace {
 
-QString fromStd(const std::string& text) { return QString::fromStdString(text); }
+QString fromStd(const std::string& text)
+{
+    return QString::fromStdString(text);
+}
 
 // "8 x NVIDIA H100 80GB HBM3 (80.0 GiB), 3 % busy"; different models are
 // listed one after the other.
 QString describeGpus(const remote::HostFacts& facts)
 {
     if (facts.gpus.empty())
-        return QObject::tr("none (%1)").arg(fromStd(facts.gpuNote.empty() ? "no GPU listed" : facts.gpuNote));
+        return QObject::tr("none (%1)")
+            .arg(fromStd(facts.gpuNote.empty() ? "no GPU listed" : facts.gpuNote));
     QStringList groups;
     std::size_t index = 0;
     while (index < facts.gpus.size()) {
@@ -48,7 +52,9 @@ QString describeTrainers(const remote::HostFacts& facts)
     QStringList pids;
     for (const remote::RunningTrainer& trainer : facts.trainers)
         pids << QString::number(trainer.pid);
-    return QObject::tr("%1 (pid %2)").arg(facts.trainers.size()).arg(pids.join(QStringLiteral(", ")));
+    return QObject::tr("%1 (pid %2)")
+        .arg(facts.trainers.size())
+        .arg(pids.join(QStringLiteral(", ")));
 }
 
 } // namespace
@@ -77,7 +83,8 @@ QString HostsModel::label(const Entry& entry)
 QString HostsModel::cellText(const Entry& entry, int column) const
 {
     if (column == Host)
-        return label(entry) + (entry.facts ? QStringLiteral(" — ") + fromStd(entry.facts->hostName) : QString());
+        return label(entry)
+            + (entry.facts ? QStringLiteral(" — ") + fromStd(entry.facts->hostName) : QString());
     if (column == Status) {
         if (entry.probing)
             return tr("probing…");

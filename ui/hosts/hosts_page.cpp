@@ -26,7 +26,8 @@ ProbeResult probeEntry(const std::optional<remote::SshTarget>& target)
 {
     if (!target)
         return remote::probeLocalHost();
-    common::Result<std::unique_ptr<remote::SshSession>> session = remote::SshSession::connect(*target);
+    common::Result<std::unique_ptr<remote::SshSession>> session =
+        remote::SshSession::connect(*target);
     if (!session)
         return session.error();
     return remote::probeHost(**session);
@@ -34,7 +35,8 @@ ProbeResult probeEntry(const std::optional<remote::SshTarget>& target)
 
 QString serialise(const remote::SshTarget& target)
 {
-    return QStringList{QString::fromStdString((target.user.empty() ? "" : target.user + "@") + target.host),
+    return QStringList{
+        QString::fromStdString((target.user.empty() ? "" : target.user + "@") + target.host),
         QString::number(target.port), QString::fromStdString(target.identityFile),
         QString::fromStdString(target.knownHostsFile)}
         .join(QLatin1Char('|'));
@@ -147,16 +149,18 @@ void HostsPage::probe(int row)
     m_model->setProbing(row);
     const QString label = HostsModel::label(entry);
     const auto target = entry.target;
-    m_jobs->run(label, [target] { return probeEntry(target); }, [this, label](const ProbeResult& result) {
-        // Rows may have moved while the probe ran: find this host again.
-        for (int current = 0; current < m_model->rowCount(); ++current) {
-            if (HostsModel::label(m_model->entries()[std::size_t(current)]) == label) {
-                m_model->setResult(current, result);
-                emit probeFinished(current);
-                break;
+    m_jobs->run(
+        label, [target] { return probeEntry(target); },
+        [this, label](const ProbeResult& result) {
+            // Rows may have moved while the probe ran: find this host again.
+            for (int current = 0; current < m_model->rowCount(); ++current) {
+                if (HostsModel::label(m_model->entries()[std::size_t(current)]) == label) {
+                    m_model->setResult(current, result);
+                    emit probeFinished(current);
+                    break;
+                }
             }
-        }
-    });
+        });
 }
 
 void HostsPage::saveHosts() const

@@ -25,8 +25,8 @@ public:
 
     // False (with `error`) for a bad host text or one already listed; the
     // new host is probed at once.
-    bool addHost(const QString& host, int port, const QString& identity,
-        const QString& knownHosts, QString* error);
+    bool addHost(const QString& host, int port, const QString& identity, const QString& knownHosts,
+        QString* error);
     void removeSelectedHost();
     void probeAll();
 

@@ -10,8 +10,8 @@
 #include "runs/run_view.h"
 
 #include <QGridLayout>
-#include <QHeaderView>
 #include <QHBoxLayout>
+#include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
@@ -29,7 +29,8 @@ using RegistryResult = common::Result<std::vector<launch::RegistryEntry>>;
 // On the thread pool: connecting and the command there block.
 RegistryResult readRegistry(const remote::SshTarget& target, const std::string& remoteCli)
 {
-    common::Result<std::unique_ptr<remote::SshSession>> session = remote::SshSession::connect(target);
+    common::Result<std::unique_ptr<remote::SshSession>> session =
+        remote::SshSession::connect(target);
     if (!session)
         return session.error();
     return remote::remoteRegistry(**session, remoteCli);
@@ -38,9 +39,11 @@ RegistryResult readRegistry(const remote::SshTarget& target, const std::string& 
 // On the thread pool, over a connection of its own: the follower's may be
 // waiting on an SFTP server that stopped answering (a hung file system),
 // and a stop must not wait behind it.
-common::Result<long long> stopOverNewConnection(const remote::SshTarget& target, const metrics::RunHistory& history)
+common::Result<long long> stopOverNewConnection(
+    const remote::SshTarget& target, const metrics::RunHistory& history)
 {
-    common::Result<std::unique_ptr<remote::SshSession>> session = remote::SshSession::connect(target);
+    common::Result<std::unique_ptr<remote::SshSession>> session =
+        remote::SshSession::connect(target);
     if (!session)
         return session.error();
     return remote::stopRemoteRun(**session, history);
@@ -50,7 +53,8 @@ common::Result<long long> stopOverNewConnection(const remote::SshTarget& target,
 common::Result<remote::SshTarget> targetOf(
     const QString& host, int port, const QString& identity, const QString& knownHosts)
 {
-    const common::Result<remote::SshTarget> parsed = remote::parseSshTarget(host.trimmed().toStdString());
+    const common::Result<remote::SshTarget> parsed =
+        remote::parseSshTarget(host.trimmed().toStdString());
     if (!parsed)
         return parsed.error();
     remote::SshTarget target = parsed.value();
@@ -74,8 +78,9 @@ MonitorPage::MonitorPage(QWidget* parent)
     connect(m_follower, &RunFollower::linesRead, this, &MonitorPage::onLinesRead);
     connect(m_follower, &RunFollower::readFailed, this, &MonitorPage::onReadFailed);
     // A connect in progress finishes (or times out) before the thread can end.
-    m_reader = std::make_unique<WorkerThread<RemoteFollower>>(m_follower, QStringLiteral("ssh monitor"), this,
-        &RemoteFollower::disconnectFromHost, WorkerThread<RemoteFollower>::Stop::Queued);
+    m_reader =
+        std::make_unique<WorkerThread<RemoteFollower>>(m_follower, QStringLiteral("ssh monitor"),
+            this, &RemoteFollower::disconnectFromHost, WorkerThread<RemoteFollower>::Stop::Queued);
     updateButtons();
 }
 
@@ -101,7 +106,8 @@ void MonitorPage::buildLayout()
     m_identity = new QLineEdit(this);
     m_identity->setPlaceholderText(tr("default: ssh-agent, then the keys in ~/.ssh"));
     m_knownHosts = new QLineEdit(this);
-    m_knownHosts->setPlaceholderText(tr("default: ~/.ssh/known_hosts (the host's key must be there)"));
+    m_knownHosts->setPlaceholderText(
+        tr("default: ~/.ssh/known_hosts (the host's key must be there)"));
     form->addWidget(new QLabel(tr("Host"), this), 0, 0);
     form->addWidget(m_host, 0, 1);
     form->addWidget(new QLabel(tr("Port"), this), 0, 2);
@@ -138,7 +144,8 @@ void MonitorPage::buildLayout()
     buttons->addWidget(m_disconnect);
     buttons->addWidget(m_stop);
     m_listRuns = new QPushButton(tr("List runs"), this);
-    m_listRuns->setToolTip(tr("The host's run registry: runs started there detached or across hosts"));
+    m_listRuns->setToolTip(
+        tr("The host's run registry: runs started there detached or across hosts"));
     m_followRun = new QPushButton(tr("Follow picked run"), this);
     connect(m_listRuns, &QPushButton::clicked, this, &MonitorPage::listRunsFromForm);
     connect(m_followRun, &QPushButton::clicked, this, &MonitorPage::followPickedRun);
@@ -195,11 +202,12 @@ void MonitorPage::connectTo(const QString& host, int port, const QString& identi
 
 void MonitorPage::listRunsFromForm()
 {
-    listRuns(m_host->text(), m_port->value(), m_identity->text(), m_knownHosts->text(), m_remoteCli->text());
+    listRuns(m_host->text(), m_port->value(), m_identity->text(), m_knownHosts->text(),
+        m_remoteCli->text());
 }
 
-void MonitorPage::listRuns(const QString& host, int port, const QString& identity, const QString& knownHosts,
-    const QString& remoteCli)
+void MonitorPage::listRuns(const QString& host, int port, const QString& identity,
+    const QString& knownHosts, const QString& remoteCli)
 {
     m_host->setText(host);
     m_port->setValue(port);
@@ -213,16 +221,20 @@ void MonitorPage::listRuns(const QString& host, int port, const QString& identit
         return;
     }
     const remote::SshTarget target = parsed.value();
-    const QString cli = remoteCli.trimmed().isEmpty() ? RunLauncher::findCli() : remoteCli.trimmed();
-    setStatus(tr("Reading the run registry of %1 …").arg(QString::fromStdString(target.describe())), false);
+    const QString cli =
+        remoteCli.trimmed().isEmpty() ? RunLauncher::findCli() : remoteCli.trimmed();
+    setStatus(tr("Reading the run registry of %1 …").arg(QString::fromStdString(target.describe())),
+        false);
     const std::string cliPath = cli.toStdString();
     const auto listed = [this, target](const RegistryResult& result) {
         const QString where = QString::fromStdString(target.describe());
         if (result) {
             m_registry->setEntries(*result);
-            setStatus(result->empty() ? tr("No runs in the registry of %1.").arg(where)
-                                      : tr("%n run part(s) in the registry of %1; pick one to follow.", nullptr,
-                                            int(result->size())).arg(where),
+            setStatus(result->empty()
+                    ? tr("No runs in the registry of %1.").arg(where)
+                    : tr("%n run part(s) in the registry of %1; pick one to follow.", nullptr,
+                        int(result->size()))
+                          .arg(where),
                 false);
         } else {
             setStatus(QString::fromStdString(result.error().toString()), true);
@@ -230,7 +242,9 @@ void MonitorPage::listRuns(const QString& host, int port, const QString& identit
         updateButtons();
         emit registryListed(result ? QString() : m_status->text());
     };
-    m_jobs->run(QStringLiteral("registry"), [target, cliPath] { return readRegistry(target, cliPath); }, listed);
+    m_jobs->run(
+        QStringLiteral("registry"), [target, cliPath] { return readRegistry(target, cliPath); },
+        listed);
     updateButtons();
 }
 
@@ -242,7 +256,8 @@ bool MonitorPage::followRegistryRow(int row, QString* error)
     }
     const launch::RegistryEntry& entry = m_registry->entries()[std::size_t(row)];
     if (entry.nodeRank != 0) {
-        *error = tr("this is node %1's part of run %2; rank 0 writes the events on node 0: list that host's runs")
+        *error = tr("this is node %1's part of run %2; rank 0 writes the events on node 0: list "
+                    "that host's runs")
                      .arg(entry.nodeRank)
                      .arg(QString::fromStdString(entry.runId));
         return false;
@@ -262,7 +277,8 @@ void MonitorPage::followPickedRun()
 void MonitorPage::disconnectFromHost()
 {
     ++m_generation; // whatever is still in flight is dropped
-    QMetaObject::invokeMethod(m_follower, &RemoteFollower::disconnectFromHost, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        m_follower, &RemoteFollower::disconnectFromHost, Qt::QueuedConnection);
     const bool was = m_connected || m_connecting;
     m_connected = false;
     m_connecting = false;
@@ -281,9 +297,11 @@ void MonitorPage::stopRun()
     const remote::SshTarget target = *m_followedHost;
     const metrics::RunHistory history = m_view->history();
     m_jobs->run(
-        QStringLiteral("stop"), [target, history] { return stopOverNewConnection(target, history); },
+        QStringLiteral("stop"),
+        [target, history] { return stopOverNewConnection(target, history); },
         [this](const common::Result<long long>& pid) {
-            onStopFinished(pid ? QString() : QString::fromStdString(pid.error().message), pid ? *pid : -1);
+            onStopFinished(
+                pid ? QString() : QString::fromStdString(pid.error().message), pid ? *pid : -1);
         });
 }
 

@@ -1,14 +1,14 @@
 #pragma once
 
-#include "worker_thread.h"
 #include "job_runner.h"
 #include "metrics/event_stream_parser.h"
 #include "metrics/run_history.h"
 #include "remote/ssh_target.h"
+#include "worker_thread.h"
 
+#include <QWidget>
 #include <memory>
 #include <optional>
-#include <QWidget>
 
 class QLabel;
 class QLineEdit;

@@ -43,12 +43,18 @@ QVariant RegistryModel::data(const QModelIndex& index, int role) const
     if (role != Qt::DisplayRole)
         return {};
     switch (index.column()) {
-    case Run: return QString::fromStdString(entry.runId);
-    case Node: return QStringLiteral("%1/%2").arg(entry.nodeRank).arg(entry.nnodes);
-    case State: return stateText(entry);
-    case Pid: return entry.pid;
-    case Started: return QString::fromStdString(entry.startedAt);
-    case Folder: return QString::fromStdString(entry.runDir);
+    case Run:
+        return QString::fromStdString(entry.runId);
+    case Node:
+        return QStringLiteral("%1/%2").arg(entry.nodeRank).arg(entry.nnodes);
+    case State:
+        return stateText(entry);
+    case Pid:
+        return entry.pid;
+    case Started:
+        return QString::fromStdString(entry.startedAt);
+    case Folder:
+        return QString::fromStdString(entry.runDir);
     }
     return {};
 }
@@ -58,12 +64,18 @@ QVariant RegistryModel::headerData(int section, Qt::Orientation orientation, int
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     switch (section) {
-    case Run: return tr("Run");
-    case Node: return tr("Node");
-    case State: return tr("State");
-    case Pid: return tr("Launcher pid");
-    case Started: return tr("Started (UTC)");
-    case Folder: return tr("Run folder");
+    case Run:
+        return tr("Run");
+    case Node:
+        return tr("Node");
+    case State:
+        return tr("State");
+    case Pid:
+        return tr("Launcher pid");
+    case Started:
+        return tr("Started (UTC)");
+    case Folder:
+        return tr("Run folder");
     }
     return {};
 }

@@ -32,7 +32,8 @@ void RemoteFollower::connectTo(const QString& host, int port, const QString& ide
     where.port = port;
     where.identityFile = identity.trimmed().toStdString();
     where.knownHostsFile = knownHosts.trimmed().toStdString();
-    common::Result<std::unique_ptr<remote::SshSession>> session = remote::SshSession::connect(where);
+    common::Result<std::unique_ptr<remote::SshSession>> session =
+        remote::SshSession::connect(where);
     if (!session) {
         emit connectFailed(attempt, QString::fromStdString(session.error().toString()));
         return;
@@ -42,7 +43,8 @@ void RemoteFollower::connectTo(const QString& host, int port, const QString& ide
         m_session = std::move(session).value();
     }
     const std::string events = runDir.trimmed().toStdString() + "/events.jsonl";
-    auto reader = std::make_unique<metrics::EventFileReader>(remote::sftpEventSource(*m_session, events));
+    auto reader =
+        std::make_unique<metrics::EventFileReader>(remote::sftpEventSource(*m_session, events));
     const QString name = QString::fromStdString(reader->path());
     emit connected(attempt, name);
     followReader(std::move(reader));

@@ -5,8 +5,8 @@
 
 namespace tb::ui {
 
-NotBuiltPage::NotBuiltPage(const QString& title, const QString& purpose,
-                           const QString& arrivesWith, QWidget* parent)
+NotBuiltPage::NotBuiltPage(
+    const QString& title, const QString& purpose, const QString& arrivesWith, QWidget* parent)
     : QWidget(parent)
 {
     auto* layout = new QVBoxLayout(this);
@@ -24,7 +24,7 @@ NotBuiltPage::NotBuiltPage(const QString& title, const QString& purpose,
     auto* status = new QLabel(tr("<b>Not built yet.</b> This page arrives with %1. "
                                  "Nothing here is simulated.")
                                   .arg(arrivesWith),
-                              this);
+        this);
     status->setObjectName(QStringLiteral("notBuiltStatus"));
     status->setWordWrap(true);
     status->setStyleSheet(QStringLiteral("QLabel { background: palette(alternate-base); "

@@ -11,7 +11,7 @@ class NotBuiltPage : public QWidget {
 
 public:
     NotBuiltPage(const QString& title, const QString& purpose, const QString& arrivesWith,
-                 QWidget* parent = nullptr);
+        QWidget* parent = nullptr);
 };
 
 } // namespace tb::ui

@@ -163,15 +163,15 @@ QString BreakdownChart::segmentToolTip(plan::MemoryCategory category) const
 {
     QString text = QStringLiteral("<b>%1: %2</b>")
                        .arg(QString::fromStdString(std::string(plan::categoryLabel(category))),
-                            gib(m_result.categoryBytes(category)));
+                           gib(m_result.categoryBytes(category)));
     for (const plan::MemoryComponent& component : m_result.memory) {
         if (component.category != category || component.bytes <= 0)
             continue;
-        text += QStringLiteral("<br><b>%1</b> %2<br>&nbsp;&nbsp;%3<br>&nbsp;&nbsp;<i>%4</i>")
-                    .arg(QString::fromStdString(component.label).toHtmlEscaped(),
-                         gib(component.bytes),
-                         QString::fromStdString(component.explanation).toHtmlEscaped(),
-                         QString::fromStdString(component.source).toHtmlEscaped());
+        text +=
+            QStringLiteral("<br><b>%1</b> %2<br>&nbsp;&nbsp;%3<br>&nbsp;&nbsp;<i>%4</i>")
+                .arg(QString::fromStdString(component.label).toHtmlEscaped(), gib(component.bytes),
+                    QString::fromStdString(component.explanation).toHtmlEscaped(),
+                    QString::fromStdString(component.source).toHtmlEscaped());
     }
     return text;
 }
@@ -182,8 +182,8 @@ void BreakdownChart::showToolTipAt(QMouseEvent* event)
         QCPBars* bars = m_segments[static_cast<size_t>(i)];
         const double distance = bars->selectTest(event->position(), false);
         if (distance >= 0) { // inside a segment
-            QToolTip::showText(event->globalPosition().toPoint(),
-                               segmentToolTip(categoryAt(i)), this);
+            QToolTip::showText(
+                event->globalPosition().toPoint(), segmentToolTip(categoryAt(i)), this);
             return;
         }
     }

@@ -16,7 +16,7 @@ QString figureValue(const plan::Figure& figure)
     if (figure.unit.empty())
         return QString::number(figure.value, 'g', 4);
     return QStringLiteral("%1 %2").arg(QString::fromStdString(common::formatCount(figure.value)),
-                                       QString::fromStdString(figure.unit));
+        QString::fromStdString(figure.unit));
 }
 
 } // namespace
@@ -28,19 +28,18 @@ void ComponentModel::setResult(const plan::PlanResult& result)
     for (const plan::MemoryComponent& c : result.memory) {
         if (c.bytes <= 0)
             continue;
-        m_rows.push_back({QString::fromStdString(c.label),
-                          QString::fromStdString(common::formatBytes(c.bytes)),
-                          QString::fromStdString(c.explanation), QString::fromStdString(c.source),
-                          categoryColor(c.category)});
+        m_rows.push_back(
+            {QString::fromStdString(c.label), QString::fromStdString(common::formatBytes(c.bytes)),
+                QString::fromStdString(c.explanation), QString::fromStdString(c.source),
+                categoryColor(c.category)});
     }
     if (result.cpuBytesPerNode > 0)
         m_rows.push_back({tr("CPU memory per node (offload)"),
-                          QString::fromStdString(common::formatBytes(result.cpuBytesPerNode)),
-                          QString::fromStdString(result.cpuExplanation), QString(), QColor()});
+            QString::fromStdString(common::formatBytes(result.cpuBytesPerNode)),
+            QString::fromStdString(result.cpuExplanation), QString(), QColor()});
     for (const plan::Figure& f : result.figures)
         m_rows.push_back({QString::fromStdString(f.label), figureValue(f),
-                          QString::fromStdString(f.explanation), QString::fromStdString(f.source),
-                          QColor()});
+            QString::fromStdString(f.explanation), QString::fromStdString(f.source), QColor()});
     endResetModel();
 }
 

@@ -47,20 +47,18 @@ std::string recommendationsCsv(const plan::Recommendation& recommendation)
         std::string notes;
         for (const std::string& note : o.notes)
             notes += (notes.empty() ? "" : "; ") + note;
-        out << rank++ << ',' << csvField(o.vmSize) << ',' << csvField(o.gpuId) << ','
-            << o.gpusTotal << ',' << o.nodes << ',' << plan::toString(o.strategy) << ','
+        out << rank++ << ',' << csvField(o.vmSize) << ',' << csvField(o.gpuId) << ',' << o.gpusTotal
+            << ',' << o.nodes << ',' << plan::toString(o.strategy) << ','
             << plan::toString(o.precision) << ',' << (o.fits ? "true" : "false") << ','
-            << static_cast<long long>(o.perGpuBytes) << ','
-            << static_cast<long long>(o.usableBytes) << ',' << o.tokensPerSecond << ','
-            << o.hours << ',' << o.usdPerHour << ',' << o.costUsd << ',' << csvField(notes)
-            << '\n';
+            << static_cast<long long>(o.perGpuBytes) << ',' << static_cast<long long>(o.usableBytes)
+            << ',' << o.tokensPerSecond << ',' << o.hours << ',' << o.usdPerHour << ',' << o.costUsd
+            << ',' << csvField(notes) << '\n';
     }
     return out.str();
 }
 
 std::string planReportMarkdown(const plan::PlanInput& input, const plan::PlanResult& result,
-                               const plan::Recommendation* recommendation,
-                               const ReportImages& images)
+    const plan::Recommendation* recommendation, const ReportImages& images)
 {
     using common::formatBytes;
     std::ostringstream md;
@@ -85,7 +83,8 @@ std::string planReportMarkdown(const plan::PlanInput& input, const plan::PlanRes
     if (!images.breakdownPng.isEmpty())
         md << "\n![Per-GPU memory](" << images.breakdownPng.toStdString() << ")\n";
 
-    md << "\n## Memory per GPU\n\n| Term | Bytes | How it is computed | Source |\n|---|---:|---|---|\n";
+    md << "\n## Memory per GPU\n\n| Term | Bytes | How it is computed | Source "
+          "|\n|---|---:|---|---|\n";
     for (const plan::MemoryComponent& c : result.memory) {
         if (c.bytes > 0)
             md << "| " << cell(c.label) << " | " << formatBytes(c.bytes) << " | "

@@ -21,8 +21,7 @@ struct ReportImages {
     QString whatIfPng;
 };
 std::string planReportMarkdown(const plan::PlanInput& input, const plan::PlanResult& result,
-                               const plan::Recommendation* recommendation,
-                               const ReportImages& images);
+    const plan::Recommendation* recommendation, const ReportImages& images);
 
 common::Status writeTextFile(const QString& path, const std::string& content);
 

@@ -11,8 +11,8 @@
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QGroupBox>
-#include <QLabel>
 #include <QHBoxLayout>
+#include <QLabel>
 #include <QLineEdit>
 #include <QSignalBlocker>
 #include <QSpinBox>
@@ -92,8 +92,8 @@ QDoubleSpinBox* realBox(QWidget* parent, std::string_view key)
 
 // A combo over an enum's CLI spellings, showing a readable label.
 template <typename Enum>
-QComboBox* enumCombo(QWidget* parent, std::string_view key,
-    const std::vector<std::pair<Enum, QString>>& entries)
+QComboBox* enumCombo(
+    QWidget* parent, std::string_view key, const std::vector<std::pair<Enum, QString>>& entries)
 {
     auto* combo = bound(new QComboBox(parent), key);
     combo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
@@ -180,7 +180,8 @@ QWidget* PlanForm::createModelGroup()
         const plan::TrainerSupport trainer = plan::tunebenchTrainerSupport(spec);
         m_model->setItemData(m_model->count() - 1,
             QString::fromStdString(spec.hfRepoId)
-                + (trainer.runs ? QString() : QStringLiteral("\n") + QString::fromStdString(trainer.reason)),
+                + (trainer.runs ? QString()
+                                : QStringLiteral("\n") + QString::fromStdString(trainer.reason)),
             Qt::ToolTipRole);
     }
     // Type-to-filter: "70b" finds every 70B model wherever the text occurs.
@@ -204,9 +205,9 @@ QWidget* PlanForm::createMethodGroup()
 {
     QFormLayout* form = nullptr;
     QGroupBox* box = group(tr("Method"), this, &form);
-    m_method = enumCombo<plan::Method>(box, "method", {{plan::Method::Full, tr("Full fine-tune")},
-                                             {plan::Method::Lora, tr("LoRA")},
-                                             {plan::Method::Qlora, tr("QLoRA (4-bit NF4 base)")}});
+    m_method = enumCombo<plan::Method>(box, "method",
+        {{plan::Method::Full, tr("Full fine-tune")}, {plan::Method::Lora, tr("LoRA")},
+            {plan::Method::Qlora, tr("QLoRA (4-bit NF4 base)")}});
     m_method->setObjectName(QStringLiteral("methodCombo"));
     m_objective = enumCombo<plan::Objective>(box, "objective",
         {{plan::Objective::Sft, tr("Supervised (next token)")},
@@ -243,16 +244,16 @@ QWidget* PlanForm::createPrecisionGroup()
 {
     QFormLayout* form = nullptr;
     QGroupBox* box = group(tr("Precision and optimizer"), this, &form);
-    m_precision = enumCombo<plan::Precision>(
-        box, "precision", {{plan::Precision::Fp32, tr("fp32")},
-              {plan::Precision::Fp16Mixed, tr("fp16 mixed (fp32 master)")},
-              {plan::Precision::Bf16Mixed, tr("bf16 mixed (fp32 master)")},
-              {plan::Precision::Bf16, tr("pure bf16")}});
+    m_precision = enumCombo<plan::Precision>(box, "precision",
+        {{plan::Precision::Fp32, tr("fp32")},
+            {plan::Precision::Fp16Mixed, tr("fp16 mixed (fp32 master)")},
+            {plan::Precision::Bf16Mixed, tr("bf16 mixed (fp32 master)")},
+            {plan::Precision::Bf16, tr("pure bf16")}});
     m_precision->setObjectName(QStringLiteral("precisionCombo"));
-    m_optimizer = enumCombo<plan::Optimizer>(box, "optimizer", {{plan::Optimizer::AdamW, tr("AdamW")},
-                                                   {plan::Optimizer::AdamW8bit, tr("8-bit AdamW")},
-                                                   {plan::Optimizer::Sgd, tr("SGD + momentum")},
-                                                   {plan::Optimizer::Adafactor, tr("Adafactor")}});
+    m_optimizer = enumCombo<plan::Optimizer>(box, "optimizer",
+        {{plan::Optimizer::AdamW, tr("AdamW")}, {plan::Optimizer::AdamW8bit, tr("8-bit AdamW")},
+            {plan::Optimizer::Sgd, tr("SGD + momentum")},
+            {plan::Optimizer::Adafactor, tr("Adafactor")}});
     m_optimizer->setObjectName(QStringLiteral("optimizerCombo"));
     m_optimizerKernel = enumCombo<plan::OptimizerKernel>(box, "optimizer_kernel",
         {{plan::OptimizerKernel::Auto, tr("as the trainer runs it")},
@@ -269,34 +270,32 @@ QWidget* PlanForm::createParallelismGroup()
 {
     QFormLayout* form = nullptr;
     QGroupBox* box = group(tr("Parallelism and hardware"), this, &form);
-    m_sharding = enumCombo<plan::Sharding>(
-        box, "sharding", {{plan::Sharding::Ddp, tr("DDP (replicated)")},
-              {plan::Sharding::Zero1, tr("ZeRO-1")},
-              {plan::Sharding::Zero2, tr("ZeRO-2")},
-              {plan::Sharding::Zero3, tr("ZeRO-3")},
-              {plan::Sharding::FsdpFull, tr("FSDP FULL_SHARD")},
-              {plan::Sharding::FsdpGradOp, tr("FSDP SHARD_GRAD_OP")},
-              {plan::Sharding::FsdpHybrid, tr("FSDP HYBRID_SHARD")}});
+    m_sharding = enumCombo<plan::Sharding>(box, "sharding",
+        {{plan::Sharding::Ddp, tr("DDP (replicated)")}, {plan::Sharding::Zero1, tr("ZeRO-1")},
+            {plan::Sharding::Zero2, tr("ZeRO-2")}, {plan::Sharding::Zero3, tr("ZeRO-3")},
+            {plan::Sharding::FsdpFull, tr("FSDP FULL_SHARD")},
+            {plan::Sharding::FsdpGradOp, tr("FSDP SHARD_GRAD_OP")},
+            {plan::Sharding::FsdpHybrid, tr("FSDP HYBRID_SHARD")}});
     m_sharding->setObjectName(QStringLiteral("shardingCombo"));
-    m_offload = enumCombo<plan::Offload>(
-        box, "offload", {{plan::Offload::None, tr("none")},
-              {plan::Offload::Optimizer, tr("optimizer states to CPU")},
-              {plan::Offload::OptimizerAndParams, tr("optimizer + parameters to CPU")}});
+    m_offload = enumCombo<plan::Offload>(box, "offload",
+        {{plan::Offload::None, tr("none")},
+            {plan::Offload::Optimizer, tr("optimizer states to CPU")},
+            {plan::Offload::OptimizerAndParams, tr("optimizer + parameters to CPU")}});
     m_offload->setObjectName(QStringLiteral("offloadCombo"));
     m_gradientCheckpointing =
         bound(new QCheckBox(tr("recompute every layer"), box), "gradient_checkpointing");
-    m_attention = enumCombo<plan::Attention>(
-        box, "attention", {{plan::Attention::Sdpa, tr("SDPA / flash (no score matrix)")},
-              {plan::Attention::Eager, tr("eager (stores scores)")}});
-    m_loss = enumCombo<plan::LossMode>(
-        box, "loss", {{plan::LossMode::Auto, tr("as the trainer computes it")},
-              {plan::LossMode::Chunked, tr("chunked cross-entropy")},
-              {plan::LossMode::FullFp32, tr("full fp32 logits (HF Trainer)")},
-              {plan::LossMode::Fused, tr("fused linear + CE")}});
-    m_engine = enumCombo<plan::Engine>(
-        box, "engine", {{plan::Engine::Reference, tr("DeepSpeed ZeRO / PyTorch FSDP")},
-              {plan::Engine::Tunebench, tr("Tunebench's trainer")},
-              {plan::Engine::HfTrainer, tr("Hugging Face Trainer + peft")}});
+    m_attention = enumCombo<plan::Attention>(box, "attention",
+        {{plan::Attention::Sdpa, tr("SDPA / flash (no score matrix)")},
+            {plan::Attention::Eager, tr("eager (stores scores)")}});
+    m_loss = enumCombo<plan::LossMode>(box, "loss",
+        {{plan::LossMode::Auto, tr("as the trainer computes it")},
+            {plan::LossMode::Chunked, tr("chunked cross-entropy")},
+            {plan::LossMode::FullFp32, tr("full fp32 logits (HF Trainer)")},
+            {plan::LossMode::Fused, tr("fused linear + CE")}});
+    m_engine = enumCombo<plan::Engine>(box, "engine",
+        {{plan::Engine::Reference, tr("DeepSpeed ZeRO / PyTorch FSDP")},
+            {plan::Engine::Tunebench, tr("Tunebench's trainer")},
+            {plan::Engine::HfTrainer, tr("Hugging Face Trainer + peft")}});
     m_engine->setObjectName(QStringLiteral("engineCombo"));
 
     m_vmSize = new QComboBox(box);
@@ -310,7 +309,7 @@ QWidget* PlanForm::createParallelismGroup()
                               .arg(name)
                               .arg(vm.gpusPerVm)
                               .arg(QString::fromStdString(vm.gpuId)),
-                          name);
+            name);
     }
     m_gpu = new QComboBox(box);
     m_gpu->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
@@ -412,8 +411,9 @@ void PlanForm::markRefusedOffloads()
         const auto refused = offload ? common::checkOffload(*sharding, *offload) : std::nullopt;
         QStandardItem* item = items->item(i);
         item->setEnabled(!refused);
-        item->setToolTip(
-            refused ? QString::fromStdString(refused->problem + " (" + refused->hint + ")") : QString());
+        item->setToolTip(refused
+                ? QString::fromStdString(refused->problem + " (" + refused->hint + ")")
+                : QString());
     }
 }
 
@@ -422,8 +422,8 @@ void PlanForm::updateEnabledState()
     markRefusedOffloads();
     const bool lora = m_method->currentData().toString() != QLatin1String("full");
     // LoRA's settings only take room when they mean something.
-    for (QWidget* widget : std::initializer_list<QWidget*>{m_loraRank, m_loraAlpha, m_loraDropout,
-                                                           m_loraTargets, m_loraExpertTargets})
+    for (QWidget* widget : std::initializer_list<QWidget*>{
+             m_loraRank, m_loraAlpha, m_loraDropout, m_loraTargets, m_loraExpertTargets})
         m_methodForm->setRowVisible(widget, lora);
     // A VM fixes the GPU kind; the GPU list is for planning without one.
     const bool vmChosen = !m_vmSize->currentData().toString().isEmpty();
@@ -451,8 +451,8 @@ plan::PlanInput PlanForm::input() const
         if (!key.isValid())
             continue;
         // The widgets' ranges are the table's, so nothing here is refused.
-        plan::assignText(optionAt(key.toString().toStdString()), in,
-            widgetText(widget).toStdString());
+        plan::assignText(
+            optionAt(key.toString().toStdString()), in, widgetText(widget).toStdString());
     }
     in.vmSize = m_vmSize->currentData().toString().toStdString();
     in.gpu = in.vmSize.empty() ? m_gpu->currentData().toString().toStdString() : std::string();
@@ -470,7 +470,8 @@ void PlanForm::setInput(const plan::PlanInput& in)
         blockers.push_back(std::make_unique<QSignalBlocker>(child));
 
     m_model->setEditText(QString::fromStdString(in.model));
-    const int modelIndex = m_model->findText(QString::fromStdString(in.model), Qt::MatchFixedString);
+    const int modelIndex =
+        m_model->findText(QString::fromStdString(in.model), Qt::MatchFixedString);
     if (modelIndex >= 0)
         m_model->setCurrentIndex(modelIndex);
     for (QWidget* widget : findChildren<QWidget*>()) {

@@ -76,8 +76,8 @@ PlannerPage::PlannerPage(QWidget* parent)
 
     // Restore the last plan; a bad stored plan falls back to the defaults.
     AppSettings settings;
-    auto stored = plan::parsePlanYaml(settings.value(settings::plannerPlan).toStdString(),
-                                      "settings");
+    auto stored =
+        plan::parsePlanYaml(settings.value(settings::plannerPlan).toStdString(), "settings");
     setInput(stored.ok() ? stored.value() : plan::PlanInput{});
 }
 
@@ -86,7 +86,7 @@ void PlannerPage::showCatalogError(QVBoxLayout* layout)
     auto* label = new QLabel(tr("<b>The planner's presets could not be loaded.</b><br>%1<br>"
                                 "Set TUNEBENCH_PRESETS_DIR to the presets folder.")
                                  .arg(m_catalogError.toHtmlEscaped()),
-                             this);
+        this);
     label->setObjectName(QStringLiteral("catalogError"));
     label->setWordWrap(true);
     layout->addWidget(label);
@@ -109,7 +109,7 @@ void PlannerPage::createRecommendationRunner()
     m_runner = new RecommendationRunner(*m_catalog, this);
     connect(m_runner, &RecommendationRunner::finished, this, &PlannerPage::showRecommendation);
     connect(m_runner, &RecommendationRunner::progressed, m_recommendationsPanel,
-            &RecommendationsPanel::showProgress);
+        &RecommendationsPanel::showProgress);
     m_recommendTimer = new QTimer(this);
     m_recommendTimer->setSingleShot(true);
     m_recommendTimer->setInterval(150); // let a spin box settle before sweeping
@@ -156,48 +156,45 @@ QWidget* PlannerPage::createToolBar()
         layout->addWidget(button);
     };
     addButton(tr("Open plan…"), QStringLiteral("openPlanButton"), [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Open plan"), QString(),
-                                                          tr("Plan (*.yaml *.yml)"));
+        const QString path = QFileDialog::getOpenFileName(
+            this, tr("Open plan"), QString(), tr("Plan (*.yaml *.yml)"));
         if (!path.isEmpty())
             runFileAction(tr("Open plan"), openPlan(path));
     });
     addButton(tr("Save plan…"), QStringLiteral("savePlanButton"), [this] {
-        const QString path = QFileDialog::getSaveFileName(this, tr("Save plan"),
-                                                          QStringLiteral("plan.yaml"),
-                                                          tr("Plan (*.yaml *.yml)"));
+        const QString path = QFileDialog::getSaveFileName(
+            this, tr("Save plan"), QStringLiteral("plan.yaml"), tr("Plan (*.yaml *.yml)"));
         if (!path.isEmpty())
             runFileAction(tr("Save plan"), savePlan(path));
     });
     addButton(tr("Plan a run…"), QStringLiteral("planRunButton"), [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Plan a run config on its data"),
-                                                          QString(), tr("Run config (*.yaml *.yml)"));
+        const QString path = QFileDialog::getOpenFileName(
+            this, tr("Plan a run config on its data"), QString(), tr("Run config (*.yaml *.yml)"));
         if (!path.isEmpty())
             planRun(path);
     });
     addButton(tr("Import DeepSpeed…"), QStringLiteral("importDeepSpeedButton"), [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Import a DeepSpeed config"),
-                                                          QString(), tr("JSON (*.json)"));
+        const QString path = QFileDialog::getOpenFileName(
+            this, tr("Import a DeepSpeed config"), QString(), tr("JSON (*.json)"));
         if (!path.isEmpty())
             runFileAction(tr("Import DeepSpeed"), importDeepSpeed(path));
     });
     addButton(tr("Import accelerate…"), QStringLiteral("importAccelerateButton"), [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Import an accelerate config"),
-                                                          QString(), tr("YAML (*.yaml *.yml)"));
+        const QString path = QFileDialog::getOpenFileName(
+            this, tr("Import an accelerate config"), QString(), tr("YAML (*.yaml *.yml)"));
         if (!path.isEmpty())
             runFileAction(tr("Import accelerate"), importAccelerate(path));
     });
     layout->addSpacing(16);
     addButton(tr("Export report…"), QStringLiteral("exportReportButton"), [this] {
         const QString path = QFileDialog::getSaveFileName(this, tr("Export a Markdown report"),
-                                                          QStringLiteral("plan-report.md"),
-                                                          tr("Markdown (*.md)"));
+            QStringLiteral("plan-report.md"), tr("Markdown (*.md)"));
         if (!path.isEmpty())
             runFileAction(tr("Export report"), exportReport(path));
     });
     addButton(tr("Export CSV…"), QStringLiteral("exportCsvButton"), [this] {
         const QString path = QFileDialog::getSaveFileName(this, tr("Export recommendations"),
-                                                          QStringLiteral("recommendations.csv"),
-                                                          tr("CSV (*.csv)"));
+            QStringLiteral("recommendations.csv"), tr("CSV (*.csv)"));
         if (!path.isEmpty())
             runFileAction(tr("Export CSV"), exportRecommendationsCsv(path));
     });
@@ -233,8 +230,8 @@ QWidget* PlannerPage::createResultsPanel()
     auto* tabs = new QTabWidget(panel);
     tabs->setObjectName(QStringLiteral("plannerTabs"));
     m_recommendationsPanel = new RecommendationsPanel(tabs);
-    connect(m_recommendationsPanel, &RecommendationsPanel::optionChosen, this,
-            &PlannerPage::setInput);
+    connect(
+        m_recommendationsPanel, &RecommendationsPanel::optionChosen, this, &PlannerPage::setInput);
     tabs->addTab(m_recommendationsPanel, tr("Recommendations"));
     tabs->addTab(createWhatIfTab(), tr("What if"));
     tabs->addTab(createExplanationsTab(), tr("Explanations"));
@@ -366,7 +363,8 @@ void PlannerPage::updateWhatIf()
         return;
     const plan::PlanInput in = m_form->input();
     const plan::GpuSpec* gpu = m_catalog->findGpu(m_result->gpuId);
-    const plan::VmSize* vm = m_result->vmSize.empty() ? nullptr : m_catalog->findVm(m_result->vmSize);
+    const plan::VmSize* vm =
+        m_result->vmSize.empty() ? nullptr : m_catalog->findVm(m_result->vmSize);
     if (!gpu)
         return;
     long long current = in.microBatch;
@@ -376,12 +374,11 @@ void PlannerPage::updateWhatIf()
         current = m_result->worldSize;
     const int gpusPerVm = vm ? vm->gpusPerVm : m_result->gpusPerNode;
     const auto values = sweepValues(m_whatIfAxis, current, gpusPerVm);
-    m_whatIf->setSweep(m_whatIfAxis, plan::sweepPlan(in, *m_model, *gpu, vm, m_whatIfAxis, values),
-                       current);
+    m_whatIf->setSweep(
+        m_whatIfAxis, plan::sweepPlan(in, *m_model, *gpu, vm, m_whatIfAxis, values), current);
 
     m_largestMicroBatch = plan::largestFittingMicroBatch(in, *m_model, *gpu, vm, 1024);
-    m_largestMicroBatchLabel->setText(
-        m_largestMicroBatch
+    m_largestMicroBatchLabel->setText(m_largestMicroBatch
             ? tr("Largest micro-batch that fits: <b>%1</b> (at %2 tokens)")
                   .arg(*m_largestMicroBatch)
                   .arg(in.seqLen)

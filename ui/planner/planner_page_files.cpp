@@ -73,16 +73,16 @@ common::Status PlannerPage::exportReport(const QString& markdownPath)
         return common::Error{"no plan to export: " + errorText().toStdString(), {}};
     const QFileInfo info(markdownPath);
     const QString stem = info.completeBaseName();
-    ReportImages images{stem + QStringLiteral("-memory.png"), stem + QStringLiteral("-what-if.png")};
+    ReportImages images{
+        stem + QStringLiteral("-memory.png"), stem + QStringLiteral("-what-if.png")};
     const QString dir = info.absolutePath() + QLatin1Char('/');
     if (!m_breakdown->savePng(dir + images.breakdownPng, 900, 240)
         || !m_whatIf->savePng(dir + images.whatIfPng, 900, 360))
-        return common::Error{"cannot write the chart images beside " + markdownPath.toStdString(),
-                             {}};
+        return common::Error{
+            "cannot write the chart images beside " + markdownPath.toStdString(), {}};
     return writeTextFile(markdownPath,
-                         planReportMarkdown(input(), *m_result,
-                                            m_recommendation ? &*m_recommendation : nullptr,
-                                            images));
+        planReportMarkdown(
+            input(), *m_result, m_recommendation ? &*m_recommendation : nullptr, images));
 }
 
 common::Status PlannerPage::exportRecommendationsCsv(const QString& path) const

@@ -118,8 +118,9 @@ QVariant RecommendationModel::data(const QModelIndex& index, int role) const
         QStringList lines;
         lines << tr("%1 per GPU of %2 usable")
                      .arg(text(common::formatBytes(o->perGpuBytes)),
-                          text(common::formatBytes(o->usableBytes)));
-        lines << tr("%1 per hour for %2 node(s)").arg(text(common::formatMoney(o->usdPerHour)))
+                         text(common::formatBytes(o->usableBytes)));
+        lines << tr("%1 per hour for %2 node(s)")
+                     .arg(text(common::formatMoney(o->usdPerHour)))
                      .arg(o->nodes);
         if (!o->trainer.runs)
             lines << tr("Not for Tunebench's trainer: %1").arg(text(o->trainer.reason));

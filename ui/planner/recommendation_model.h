@@ -18,8 +18,20 @@ public:
     // Cost and time first after the setup: what a user compares; the table
     // must not need scrolling to show them.
     // Trainer: whether Tunebench's own trainer runs on the option's GPUs.
-    enum Column { Rank, VmSize, Gpus, Nodes, Strategy, Cost, Hours, TokensPerSecond, MemoryUsed,
-                  Fits, Trainer, ColumnCount };
+    enum Column {
+        Rank,
+        VmSize,
+        Gpus,
+        Nodes,
+        Strategy,
+        Cost,
+        Hours,
+        TokensPerSecond,
+        MemoryUsed,
+        Fits,
+        Trainer,
+        ColumnCount
+    };
     static constexpr int kSortRole = Qt::UserRole + 1;
 
     using QAbstractTableModel::QAbstractTableModel;

@@ -21,7 +21,7 @@ RecommendationRunner::~RecommendationRunner()
 }
 
 void RecommendationRunner::start(const plan::PlanInput& input, const model::ModelSpec& model,
-                                 const plan::RecommendOptions& options)
+    const plan::RecommendOptions& options)
 {
     cancel();
     auto cancelFlag = std::make_shared<std::atomic<bool>>(false);

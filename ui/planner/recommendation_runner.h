@@ -22,7 +22,7 @@ public:
     ~RecommendationRunner() override;
 
     void start(const plan::PlanInput& input, const model::ModelSpec& model,
-               const plan::RecommendOptions& options);
+        const plan::RecommendOptions& options);
     void cancel();
     bool isRunning() const;
 

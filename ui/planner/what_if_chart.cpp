@@ -92,8 +92,8 @@ WhatIfChart::WhatIfChart(QWidget* parent)
     m_overCapacity = addGraph(xAxis, yAxis);
     m_overCapacity->setName(tr("does not fit"));
     m_overCapacity->setLineStyle(QCPGraph::lsNone);
-    m_overCapacity->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc,
-                                                    overCapacityColor(), 8));
+    m_overCapacity->setScatterStyle(
+        QCPScatterStyle(QCPScatterStyle::ssDisc, overCapacityColor(), 8));
 
     m_throughput = addGraph(xAxis, yAxis2);
     m_throughput->setName(tr("tokens/s"));
@@ -127,8 +127,8 @@ WhatIfChart::WhatIfChart(QWidget* parent)
     axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
 }
 
-void WhatIfChart::setSweep(plan::SweepAxis axis, const std::vector<plan::SweepPoint>& points,
-                           long long currentValue)
+void WhatIfChart::setSweep(
+    plan::SweepAxis axis, const std::vector<plan::SweepPoint>& points, long long currentValue)
 {
     QVector<double> keys;
     QVector<double> memory;
@@ -165,8 +165,8 @@ void WhatIfChart::setSweep(plan::SweepAxis axis, const std::vector<plan::SweepPo
     m_capacityLine->point2->setCoords(1, usable);
     // Above the line at the left: where small values usually fit, under it.
     m_capacityLabel->position->setCoords(0.01, usable);
-    m_capacityLabel->setText(tr("usable %1").arg(QString::fromStdString(
-        common::formatBytes(usable * common::kGiB))));
+    m_capacityLabel->setText(
+        tr("usable %1").arg(QString::fromStdString(common::formatBytes(usable * common::kGiB))));
     m_currentLine->point1->setCoords(double(currentValue), 0);
     m_currentLine->point2->setCoords(double(currentValue), 1);
 

@@ -16,8 +16,8 @@ class WhatIfChart : public QCustomPlot {
 public:
     explicit WhatIfChart(QWidget* parent = nullptr);
 
-    void setSweep(plan::SweepAxis axis, const std::vector<plan::SweepPoint>& points,
-                  long long currentValue);
+    void setSweep(
+        plan::SweepAxis axis, const std::vector<plan::SweepPoint>& points, long long currentValue);
 
     int pointCount() const;
     int fittingPointCount() const;

@@ -68,12 +68,16 @@ QVariant ClusterHostsModel::data(const QModelIndex& index, int role) const
     if (role != Qt::DisplayRole && role != Qt::EditRole)
         return {};
     switch (index.column()) {
-    case Host: return hostOf(index.row());
-    case Slots: return choice.slotCount;
+    case Host:
+        return hostOf(index.row());
+    case Slots:
+        return choice.slotCount;
     case Gpus:
         if (m_inventory) {
             const int row = m_inventoryRows[std::size_t(index.row())];
-            const QString gpus = m_inventory->data(m_inventory->index(row, HostsModel::Gpus), Qt::DisplayRole).toString();
+            const QString gpus =
+                m_inventory->data(m_inventory->index(row, HostsModel::Gpus), Qt::DisplayRole)
+                    .toString();
             return gpus.isEmpty() ? tr("not probed yet (Hosts page)") : gpus;
         }
         return {};
@@ -86,13 +90,17 @@ QVariant ClusterHostsModel::headerData(int section, Qt::Orientation orientation,
     if (orientation != Qt::Horizontal)
         return {};
     if (role == Qt::ToolTipRole && section == Host)
-        return tr("The picked hosts are the run's nodes in this order: the first is node 0 (rank 0, the master)");
+        return tr("The picked hosts are the run's nodes in this order: the first is node 0 (rank "
+                  "0, the master)");
     if (role != Qt::DisplayRole)
         return {};
     switch (section) {
-    case Host: return tr("Host");
-    case Slots: return tr("Slots");
-    case Gpus: return tr("GPUs (last probe)");
+    case Host:
+        return tr("Host");
+    case Slots:
+        return tr("Slots");
+    case Gpus:
+        return tr("GPUs (last probe)");
     }
     return {};
 }

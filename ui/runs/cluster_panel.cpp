@@ -7,13 +7,13 @@
 
 #include <QCheckBox>
 #include <QGridLayout>
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
 #include <QProcess>
 #include <QTableView>
 #include <QTemporaryDir>
-#include <QHBoxLayout>
 #include <QVBoxLayout>
 
 namespace tb::ui {
@@ -22,14 +22,16 @@ namespace {
 
 // The one key and known hosts file every picked host uses (the launch takes
 // one of each), else why there is none.
-QString sharedSshFiles(const std::vector<ClusterHostsModel::Node>& nodes, std::string* key, std::string* knownHosts)
+QString sharedSshFiles(
+    const std::vector<ClusterHostsModel::Node>& nodes, std::string* key, std::string* knownHosts)
 {
     *key = nodes.front().target.identityFile;
     *knownHosts = nodes.front().target.knownHostsFile;
     for (const ClusterHostsModel::Node& node : nodes) {
         if (node.target.identityFile != *key || node.target.knownHostsFile != *knownHosts)
-            return QObject::tr("%1 and %2 use different keys or known hosts files; a launch uses one of each "
-                               "(set them alike on the Hosts page)")
+            return QObject::tr(
+                "%1 and %2 use different keys or known hosts files; a launch uses one of each "
+                "(set them alike on the Hosts page)")
                 .arg(QString::fromStdString(nodes.front().target.describe()),
                     QString::fromStdString(node.target.describe()));
     }
@@ -46,8 +48,9 @@ ClusterPanel::ClusterPanel(QWidget* parent)
     setObjectName(QStringLiteral("clusterPanel"));
     setCheckable(true);
     setChecked(false);
-    setToolTip(tr("Checked: Start runs tunebench-cli launch --hostfile on the picked hosts, after a "
-                  "preflight of every one; unchecked: on this machine"));
+    setToolTip(
+        tr("Checked: Start runs tunebench-cli launch --hostfile on the picked hosts, after a "
+           "preflight of every one; unchecked: on this machine"));
     // Unchecked, the box is its title only: the page keeps its room for a
     // run on this machine.
     auto* body = new QWidget(this);
@@ -76,9 +79,11 @@ ClusterPanel::ClusterPanel(QWidget* parent)
     layout->addWidget(new QLabel(tr("Nodes"), this), 0, 1);
     layout->addWidget(m_hostsTable, 1, 0);
     layout->addWidget(m_nodesTable, 1, 1);
-    m_sync = new QCheckBox(tr("Copy the run config, model and data to every node first (--sync)"), this);
-    m_sync->setToolTip(tr("Over SFTP, to the same paths; files already equal are skipped, an interrupted "
-                          "copy goes on"));
+    m_sync =
+        new QCheckBox(tr("Copy the run config, model and data to every node first (--sync)"), this);
+    m_sync->setToolTip(
+        tr("Over SFTP, to the same paths; files already equal are skipped, an interrupted "
+           "copy goes on"));
     auto* trainerRow = new QHBoxLayout;
     trainerRow->addWidget(new QLabel(tr("Trainer arguments"), this));
     trainerRow->addWidget(m_trainerArguments, 1);
@@ -89,7 +94,8 @@ ClusterPanel::ClusterPanel(QWidget* parent)
     // The tables scroll; the charts below keep most of the page.
     m_hostsTable->setMaximumHeight(130);
     m_nodesTable->setMaximumHeight(130);
-    connect(m_nodes, &QAbstractItemModel::dataChanged, m_nodesTable, &QTableView::resizeRowsToContents);
+    connect(
+        m_nodes, &QAbstractItemModel::dataChanged, m_nodesTable, &QTableView::resizeRowsToContents);
 }
 
 ClusterPanel::~ClusterPanel() = default;
@@ -103,7 +109,9 @@ void ClusterPanel::setTrainerArguments(const QStringList& arguments)
 {
     QStringList quoted;
     for (const QString& argument : arguments)
-        quoted << (argument.contains(QLatin1Char(' ')) ? QLatin1Char('"') + argument + QLatin1Char('"') : argument);
+        quoted << (argument.contains(QLatin1Char(' '))
+                ? QLatin1Char('"') + argument + QLatin1Char('"')
+                : argument);
     m_trainerArguments->setText(quoted.join(QLatin1Char(' ')));
 }
 
@@ -127,20 +135,21 @@ std::optional<QStringList> ClusterPanel::launchArguments(const QString& configPa
     const QString trainer = m_trainerArguments->text().trimmed();
     const QStringList trainerArguments = QProcess::splitCommand(trainer);
     if (!trainer.isEmpty() && trainerArguments.isEmpty()) {
-        *error = tr("trainer arguments: cannot split '%1' into words (an unclosed quote?)").arg(trainer);
+        *error =
+            tr("trainer arguments: cannot split '%1' into words (an unclosed quote?)").arg(trainer);
         return std::nullopt;
     }
     m_hostfileDir = std::make_unique<QTemporaryDir>();
     m_hostfile = m_hostfileDir->filePath(QStringLiteral("hostfile"));
-    const common::Status written =
-        m_hostfileDir->isValid() ? common::writeFileAtomic(m_hostfile.toStdString(), hostfileText(nodes).toStdString())
-                                 : common::Status(common::Error{"no temporary folder for the hostfile", {}});
+    const common::Status written = m_hostfileDir->isValid()
+        ? common::writeFileAtomic(m_hostfile.toStdString(), hostfileText(nodes).toStdString())
+        : common::Status(common::Error{"no temporary folder for the hostfile", {}});
     if (!written) {
         *error = QString::fromStdString(written.error().toString());
         return std::nullopt;
     }
-    QStringList arguments{QStringLiteral("launch"), configPath, QStringLiteral("--hostfile"), m_hostfile,
-        QStringLiteral("--status-json")};
+    QStringList arguments{QStringLiteral("launch"), configPath, QStringLiteral("--hostfile"),
+        m_hostfile, QStringLiteral("--status-json")};
     if (!key.empty())
         arguments << QStringLiteral("--ssh-key") << QString::fromStdString(key);
     if (!knownHosts.empty())

@@ -7,8 +7,8 @@ namespace tb::ui {
 
 QString whyNotStoppable(const metrics::RunHistory& history)
 {
-    const common::Result<long long> pid = metrics::stoppableTrainer(
-        history, common::hostName(), common::processCommandLine);
+    const common::Result<long long> pid =
+        metrics::stoppableTrainer(history, common::hostName(), common::processCommandLine);
     return pid ? QString() : QString::fromStdString(pid.error().message);
 }
 

@@ -25,10 +25,14 @@ QString qs(const std::string& text)
 QString shownState(const remote::NodeUpdate& update)
 {
     switch (update.state) {
-    case NodeState::Checked: return QStringLiteral("preflight passed");
-    case NodeState::CheckFailed: return kPreflightFailed;
-    case NodeState::Exited: return QStringLiteral("exited %1").arg(update.exitCode.value_or(-1));
-    default: return qs(std::string(remote::toString(update.state)));
+    case NodeState::Checked:
+        return QStringLiteral("preflight passed");
+    case NodeState::CheckFailed:
+        return kPreflightFailed;
+    case NodeState::Exited:
+        return QStringLiteral("exited %1").arg(update.exitCode.value_or(-1));
+    default:
+        return qs(std::string(remote::toString(update.state)));
     }
 }
 
@@ -94,10 +98,14 @@ QString NodeStateModel::displayText(int row, int column) const
 {
     const Row& node = m_rows[std::size_t(row)];
     switch (column) {
-    case Node: return QString::number(row);
-    case Host: return node.host;
-    case State: return node.state;
-    case Detail: return node.detail;
+    case Node:
+        return QString::number(row);
+    case Host:
+        return node.host;
+    case State:
+        return node.state;
+    case Detail:
+        return node.detail;
     }
     return {};
 }
@@ -107,10 +115,14 @@ QVariant NodeStateModel::headerData(int section, Qt::Orientation orientation, in
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     switch (section) {
-    case Node: return tr("Node");
-    case Host: return tr("Host");
-    case State: return tr("State");
-    case Detail: return tr("Detail");
+    case Node:
+        return tr("Node");
+    case Host:
+        return tr("Host");
+    case State:
+        return tr("State");
+    case Detail:
+        return tr("Detail");
     }
     return {};
 }
@@ -120,7 +132,8 @@ void NodeStateModel::reset(const QStringList& hosts)
     beginResetModel();
     m_rows.clear();
     for (const QString& host : hosts)
-        m_rows.push_back(Row{host, kPreflight, tr("checking: host key, build, run config, inputs, disk, port"), false});
+        m_rows.push_back(Row{host, kPreflight,
+            tr("checking: host key, build, run config, inputs, disk, port"), false});
     m_runFolder.clear();
     m_problems.clear();
     endResetModel();
@@ -132,7 +145,8 @@ bool NodeStateModel::apply(const remote::LauncherStatus& status)
     switch (status.type) {
     case Type::Node: {
         const remote::NodeUpdate& update = status.node;
-        setRow(update.node, qs(update.host), shownState(update), shownDetail(update), isFailure(update));
+        setRow(update.node, qs(update.host), shownState(update), shownDetail(update),
+            isFailure(update));
         if (update.node == 0 && !update.runFolder.empty())
             m_runFolder = qs(update.runFolder);
         return true;
@@ -160,8 +174,8 @@ void NodeStateModel::launcherFinished(int exitCode)
     for (int node = 0; node < rowCount(); ++node) {
         const Row& row = m_rows[std::size_t(node)];
         if (row.state == kPreflight)
-            setRow(node, row.host, tr("not checked"), tr("the launch ended before this node's check was reported"),
-                false);
+            setRow(node, row.host, tr("not checked"),
+                tr("the launch ended before this node's check was reported"), false);
     }
 }
 
@@ -175,7 +189,8 @@ QString NodeStateModel::detail(int node) const
     return node >= 0 && node < rowCount() ? m_rows[std::size_t(node)].detail : QString();
 }
 
-void NodeStateModel::setRow(int node, const QString& host, const QString& state, const QString& detail, bool failed)
+void NodeStateModel::setRow(
+    int node, const QString& host, const QString& state, const QString& detail, bool failed)
 {
     if (node < 0)
         return;

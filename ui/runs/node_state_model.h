@@ -49,7 +49,8 @@ private:
         QString detail;
         bool failed = false;
     };
-    void setRow(int node, const QString& host, const QString& state, const QString& detail, bool failed);
+    void setRow(
+        int node, const QString& host, const QString& state, const QString& detail, bool failed);
 
     std::vector<Row> m_rows;
     QString m_runFolder;

@@ -33,8 +33,9 @@ QString describe(const PreferencePoint& point)
         "rewards: chosen %4, rejected %5 (\u03b2 \u00d7 log-ratio to the reference, nats)\n"
         "log p chosen %6 (reference %7), rejected %8 (reference %9), nats")
         .arg(point.step)
-        .arg(figure(point.rewardsMargin), percent(point.rewardsAccuracy), figure(point.rewardsChosen),
-            figure(point.rewardsRejected), figure(point.logpsChosen, 2), figure(point.refLogpsChosen, 2),
+        .arg(figure(point.rewardsMargin), percent(point.rewardsAccuracy),
+            figure(point.rewardsChosen), figure(point.rewardsRejected),
+            figure(point.logpsChosen, 2), figure(point.refLogpsChosen, 2),
             figure(point.logpsRejected, 2), figure(point.refLogpsRejected, 2));
 }
 
@@ -56,7 +57,8 @@ QCPRange padded(const QCPRange& span)
 // In the corner the first steps leave free: every figure starts at 0 (the
 // adapter starts as the reference), rewards mostly fall from there and the
 // margin rises; the newest steps at the right are never covered.
-void addLegend(QCPAxisRect* panel, const QFont& font, Qt::Alignment corner, std::initializer_list<QCPGraph*> graphs)
+void addLegend(QCPAxisRect* panel, const QFont& font, Qt::Alignment corner,
+    std::initializer_list<QCPGraph*> graphs)
 {
     auto* legend = new QCPLegend;
     panel->insetLayout()->addElement(legend, corner);
@@ -97,12 +99,14 @@ PreferenceCharts::PreferenceCharts(QWidget* parent)
 
     // One step axis: panning or zooming one panel moves the others.
     auto* group = new QCPMarginGroup(this);
-    const std::initializer_list<QCPAxisRect*> panels{m_rewardsPanel, m_marginPanel, m_accuracyPanel};
+    const std::initializer_list<QCPAxisRect*> panels{
+        m_rewardsPanel, m_marginPanel, m_accuracyPanel};
     for (QCPAxisRect* panel : panels) {
         panel->setMarginGroup(QCP::msLeft | QCP::msRight, group);
         for (QCPAxisRect* other : panels)
             if (other != panel)
-                connect(panel->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::rangeChanged),
+                connect(panel->axis(QCPAxis::atBottom),
+                    qOverload<const QCPRange&>(&QCPAxis::rangeChanged),
                     other->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::setRange));
     }
     plotLayout()->setRowStretchFactor(0, 0.01);
@@ -173,7 +177,9 @@ QString PreferenceCharts::describeStepNear(double step) const
     const auto end = points.begin() + ptrdiff_t(std::min(m_pointsShown, points.size()));
     auto after = std::lower_bound(points.begin(), end, step,
         [](const PreferencePoint& point, double at) { return double(point.step) < at; });
-    if (after == end || (after != points.begin() && step - double((after - 1)->step) < double(after->step) - step))
+    if (after == end
+        || (after != points.begin()
+            && step - double((after - 1)->step) < double(after->step) - step))
         --after;
     return describe(*after);
 }
@@ -191,6 +197,9 @@ void PreferenceCharts::showFiguresAt(QMouseEvent* event)
     QToolTip::hideText();
 }
 
-QString PreferenceCharts::title() const { return m_title->text(); }
+QString PreferenceCharts::title() const
+{
+    return m_title->text();
+}
 
 } // namespace tb::ui

@@ -19,7 +19,8 @@ class PreferenceCharts : public QCustomPlot {
 public:
     explicit PreferenceCharts(QWidget* parent = nullptr);
 
-    void showHistory(const metrics::RunHistory& history, const metrics::PreferenceHistory& preference);
+    void showHistory(
+        const metrics::RunHistory& history, const metrics::PreferenceHistory& preference);
 
     QCPGraph* rewardsChosen() const { return m_chosen; }
     QCPGraph* rewardsRejected() const { return m_rejected; }
@@ -43,7 +44,8 @@ private:
     QCPGraph* m_margin = nullptr;
     QCPGraph* m_accuracy = nullptr;
 
-    const metrics::PreferenceHistory* m_shown = nullptr; // for the tooltip; outlives this (RunView owns both)
+    const metrics::PreferenceHistory* m_shown =
+        nullptr; // for the tooltip; outlives this (RunView owns both)
     size_t m_pointsShown = 0;
     uint64_t m_purgesSeen = 0;
     QCPRange m_rewardsSpan{0, 0}; // every reward drawn, and 0

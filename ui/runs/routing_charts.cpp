@@ -91,13 +91,16 @@ RoutingCharts::RoutingCharts(QWidget* parent)
 
     m_balancePanel = addStepPanel(this, 2, tr("busiest expert / even share"));
     m_balancePanel->axis(QCPAxis::atBottom)->setLabel(tr("optimizer step"));
-    m_worst = addGraph(m_balancePanel->axis(QCPAxis::atBottom), m_balancePanel->axis(QCPAxis::atLeft));
+    m_worst =
+        addGraph(m_balancePanel->axis(QCPAxis::atBottom), m_balancePanel->axis(QCPAxis::atLeft));
     m_worst->setName(tr("worst layer"));
     m_worst->setPen(stepCurvePen(QColor(178, 24, 43)));
-    m_mean = addGraph(m_balancePanel->axis(QCPAxis::atBottom), m_balancePanel->axis(QCPAxis::atLeft));
+    m_mean =
+        addGraph(m_balancePanel->axis(QCPAxis::atBottom), m_balancePanel->axis(QCPAxis::atLeft));
     m_mean->setName(tr("mean of layers"));
     m_mean->setPen(stepCurvePen(QColor(33, 102, 172)));
-    m_even = addGraph(m_balancePanel->axis(QCPAxis::atBottom), m_balancePanel->axis(QCPAxis::atLeft));
+    m_even =
+        addGraph(m_balancePanel->axis(QCPAxis::atBottom), m_balancePanel->axis(QCPAxis::atLeft));
     m_even->setName(tr("even"));
     m_even->setPen(QPen(QColor(120, 120, 120), 1.2, Qt::DotLine));
     auto* panelLegend = new QCPLegend;
@@ -265,8 +268,17 @@ void RoutingCharts::showCellAt(QMouseEvent* event)
         this);
 }
 
-int RoutingCharts::balancePointCount() const { return m_worst->dataCount(); }
-int RoutingCharts::auxLossPointCount() const { return m_auxLoss ? m_auxLoss->dataCount() : 0; }
-QString RoutingCharts::title() const { return m_title->text(); }
+int RoutingCharts::balancePointCount() const
+{
+    return m_worst->dataCount();
+}
+int RoutingCharts::auxLossPointCount() const
+{
+    return m_auxLoss ? m_auxLoss->dataCount() : 0;
+}
+QString RoutingCharts::title() const
+{
+    return m_title->text();
+}
 
 } // namespace tb::ui

@@ -26,7 +26,8 @@ void rescale(QCPGraph* graph)
     bool found = false;
     const QCPRange range = graph->getValueRange(found);
     if (found)
-        graph->valueAxis()->setRange(range.lower >= 0 ? 0 : range.lower, range.upper * 1.08 + 1e-12);
+        graph->valueAxis()->setRange(
+            range.lower >= 0 ? 0 : range.lower, range.upper * 1.08 + 1e-12);
 }
 
 // Keeps `extra` (a predicted level) in view on `graph`'s value axis.
@@ -57,7 +58,8 @@ RunCharts::RunCharts(QWidget* parent)
         panel->setMarginGroup(QCP::msLeft | QCP::msRight, group);
         for (QCPAxisRect* other : {lossPanel, speedPanel, memoryPanel}) {
             if (other != panel)
-                connect(panel->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::rangeChanged),
+                connect(panel->axis(QCPAxis::atBottom),
+                    qOverload<const QCPRange&>(&QCPAxis::rangeChanged),
                     other->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::setRange));
         }
     }
@@ -139,7 +141,7 @@ void RunCharts::showHistory(const metrics::RunHistory& history)
     const QCPRange evalRange = m_evalLoss->getValueRange(evalFound);
     if (evalFound)
         lossRange = found ? QCPRange(std::min(lossRange.lower, evalRange.lower),
-                                std::max(lossRange.upper, evalRange.upper))
+                        std::max(lossRange.upper, evalRange.upper))
                           : evalRange;
     if (found || evalFound)
         m_loss->valueAxis()->setRange(0, lossRange.upper * 1.08 + 1e-12);
@@ -170,7 +172,8 @@ void RunCharts::markNotFinite(const metrics::RunHistory& history)
     std::sort(steps.begin(), steps.end());
     const double top = m_loss->valueAxis()->range().upper * 0.95;
     m_notFinite->setData(steps, QVector<double>(steps.size(), top), true);
-    auto* panelLegend = qobject_cast<QCPLegend*>(m_loss->valueAxis()->axisRect()->insetLayout()->elementAt(0));
+    auto* panelLegend =
+        qobject_cast<QCPLegend*>(m_loss->valueAxis()->axisRect()->insetLayout()->elementAt(0));
     if (!panelLegend)
         return;
     if (steps.isEmpty())
@@ -198,16 +201,31 @@ void RunCharts::showPrediction(const metrics::RunHistory& history)
 
 void RunCharts::clearCurves()
 {
-    for (QCPGraph* graph : {m_loss, m_evalLoss, m_notFinite, m_tokensPerSecond, m_memory, m_peakMemory,
-             m_predictedSpeed, m_predictedPeak})
+    for (QCPGraph* graph : {m_loss, m_evalLoss, m_notFinite, m_tokensPerSecond, m_memory,
+             m_peakMemory, m_predictedSpeed, m_predictedPeak})
         graph->data()->clear();
     replot(QCustomPlot::rpQueuedReplot);
 }
 
-int RunCharts::lossPointCount() const { return m_loss->dataCount(); }
-int RunCharts::evalPointCount() const { return m_evalLoss->dataCount(); }
-int RunCharts::notFiniteLossCount() const { return m_notFinite->dataCount(); }
-int RunCharts::throughputPointCount() const { return m_tokensPerSecond->dataCount(); }
-int RunCharts::memoryPointCount() const { return m_memory->dataCount(); }
+int RunCharts::lossPointCount() const
+{
+    return m_loss->dataCount();
+}
+int RunCharts::evalPointCount() const
+{
+    return m_evalLoss->dataCount();
+}
+int RunCharts::notFiniteLossCount() const
+{
+    return m_notFinite->dataCount();
+}
+int RunCharts::throughputPointCount() const
+{
+    return m_tokensPerSecond->dataCount();
+}
+int RunCharts::memoryPointCount() const
+{
+    return m_memory->dataCount();
+}
 
 } // namespace tb::ui

@@ -44,10 +44,9 @@ RunLauncher::~RunLauncher()
 QString RunLauncher::findCli()
 {
     const QDir here(QCoreApplication::applicationDirPath());
-    for (const QString& candidate :
-        {here.filePath(QStringLiteral("tunebench-cli")),
-            here.filePath(QStringLiteral("../cli/tunebench-cli")),
-            here.filePath(QStringLiteral("../../app/cli/tunebench-cli"))}) {
+    for (const QString& candidate : {here.filePath(QStringLiteral("tunebench-cli")),
+             here.filePath(QStringLiteral("../cli/tunebench-cli")),
+             here.filePath(QStringLiteral("../../app/cli/tunebench-cli"))}) {
         const QFileInfo info(candidate);
         if (info.isFile() && info.isExecutable())
             return info.canonicalFilePath();
@@ -58,10 +57,12 @@ QString RunLauncher::findCli()
 bool RunLauncher::start(const QString& configPath, int ranks, QString* error)
 {
     return startCli(
-        {QStringLiteral("launch"), configPath, QStringLiteral("--nproc"), QString::number(ranks)}, error);
+        {QStringLiteral("launch"), configPath, QStringLiteral("--nproc"), QString::number(ranks)},
+        error);
 }
 
-bool RunLauncher::startCli(const QStringList& arguments, QString* error, Output output, OnClose onClose)
+bool RunLauncher::startCli(
+    const QStringList& arguments, QString* error, Output output, OnClose onClose)
 {
     if (isRunning()) {
         *error = tr("a run is already going; stop it first");
@@ -81,16 +82,18 @@ bool RunLauncher::startCli(const QStringList& arguments, QString* error, Output 
         output == Output::Merged ? QProcess::MergedChannels : QProcess::SeparateChannels);
     connect(m_process, &QProcess::readyReadStandardOutput, this, [this] { readOutput(); });
     connect(m_process, &QProcess::readyReadStandardError, this, [this] { readOutput(); });
-    connect(m_process, &QProcess::finished, this,
-        [this](int exitCode, QProcess::ExitStatus status) {
+    connect(
+        m_process, &QProcess::finished, this, [this](int exitCode, QProcess::ExitStatus status) {
             readOutput(true);
             emit finished(exitCode,
-                status == QProcess::CrashExit ? tr("the launcher crashed")
-                                              : tr("the launcher exited with status %1").arg(exitCode));
+                status == QProcess::CrashExit
+                    ? tr("the launcher crashed")
+                    : tr("the launcher exited with status %1").arg(exitCode));
         });
     connect(m_process, &QProcess::errorOccurred, this, [this](QProcess::ProcessError failure) {
         if (failure == QProcess::FailedToStart)
-            emit finished(-1, tr("%1 could not be started: %2").arg(m_program, m_process->errorString()));
+            emit finished(
+                -1, tr("%1 could not be started: %2").arg(m_program, m_process->errorString()));
     });
     m_process->start(m_program, arguments);
     return true;
@@ -127,7 +130,8 @@ void RunLauncher::readOutput(bool flush)
         split(m_partialLine, m_process->readAllStandardOutput(), output);
         return;
     }
-    split(m_partialLine, m_process->readAllStandardOutput(), [this](const QString& line) { emit statusLine(line); });
+    split(m_partialLine, m_process->readAllStandardOutput(),
+        [this](const QString& line) { emit statusLine(line); });
     split(m_partialErrorLine, m_process->readAllStandardError(), output);
 }
 

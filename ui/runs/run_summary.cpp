@@ -13,14 +13,18 @@ namespace tb::ui {
 
 namespace {
 
-QString fromStd(const std::string& text) { return QString::fromStdString(text); }
+QString fromStd(const std::string& text)
+{
+    return QString::fromStdString(text);
+}
 
 QString describeStart(const metrics::RunStartInfo& start)
 {
     QStringList parts;
     QString model = start.modelName.empty() ? QObject::tr("model") : fromStd(start.modelName);
     if (start.paramsTotal > 0) {
-        model += QObject::tr(" (%1 params").arg(fromStd(common::formatCount(double(start.paramsTotal))));
+        model +=
+            QObject::tr(" (%1 params").arg(fromStd(common::formatCount(double(start.paramsTotal))));
         if (start.paramsTrainable >= 0 && start.paramsTrainable < start.paramsTotal)
             model += QObject::tr(", %1 trainable")
                          .arg(fromStd(common::formatCount(double(start.paramsTrainable))));
@@ -52,7 +56,8 @@ QString describePrediction(const metrics::RunHistory& history)
     if (prediction->tokensPerSecond > 0)
         parts << QObject::tr("predicted %1%2")
                      .arg(fromStd(common::formatRate(prediction->tokensPerSecond, "tokens")),
-                         ratioText(metrics::steadyTokensPerSecond(history.steps()), prediction->tokensPerSecond));
+                         ratioText(metrics::steadyTokensPerSecond(history.steps()),
+                             prediction->tokensPerSecond));
     if (prediction->peakBytesPerRank > 0) {
         int64_t peak = -1;
         for (const metrics::StepRecord& step : history.steps())

@@ -117,7 +117,8 @@ void RunView::show()
     }
     if (m_preferenceCharts)
         m_preferenceCharts->showHistory(m_history, m_preference);
-    m_summary->setStyleSheet(runState(m_history) == QStringLiteral("failed") ? kErrorStyle : QString());
+    m_summary->setStyleSheet(
+        runState(m_history) == QStringLiteral("failed") ? kErrorStyle : QString());
     m_summary->setText(describeRun(m_history));
     const std::deque<metrics::RunMessage>& messages = m_history.messages();
     const uint64_t first = m_history.droppedMessages(); // the number of messages[0]

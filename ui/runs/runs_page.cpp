@@ -44,10 +44,11 @@ RunsPage::RunsPage(QWidget* parent)
 #ifdef TB_HAVE_SSH
     // One follower for both: a folder here, or node 0's over SFTP.
     auto* remote = new RemoteFollower;
-    connect(remote, &RemoteFollower::connected, this, [this](quint64 generation, const QString& events) {
-        if (generation == m_generation)
-            m_folderLabel->setText(tr("Following %1 on node 0 over SFTP").arg(events));
-    });
+    connect(remote, &RemoteFollower::connected, this,
+        [this](quint64 generation, const QString& events) {
+            if (generation == m_generation)
+                m_folderLabel->setText(tr("Following %1 on node 0 over SFTP").arg(events));
+        });
     connect(remote, &RemoteFollower::connectFailed, this, &RunsPage::onReadFailed);
     m_follower = remote;
     m_remoteFollower = remote;
@@ -56,8 +57,9 @@ RunsPage::RunsPage(QWidget* parent)
 #endif
     connect(m_follower, &RunFollower::linesRead, this, &RunsPage::onLinesRead);
     connect(m_follower, &RunFollower::readFailed, this, &RunsPage::onReadFailed);
-    m_reader = std::make_unique<WorkerThread<RunFollower>>(m_follower, QStringLiteral("run event reader"), this,
-        &RunFollower::stop, WorkerThread<RunFollower>::Stop::Blocking);
+    m_reader =
+        std::make_unique<WorkerThread<RunFollower>>(m_follower, QStringLiteral("run event reader"),
+            this, &RunFollower::stop, WorkerThread<RunFollower>::Stop::Blocking);
 
     connect(m_launcher, &RunLauncher::outputLine, this, &RunsPage::onLauncherLine);
 #ifdef TB_HAVE_SSH
@@ -148,7 +150,8 @@ void RunsPage::followRunFolder(const QString& dir)
 
 bool RunsPage::startRun(const QString& configPath, int ranks, QString* error)
 {
-    const common::Result<config::RunConfig> loaded = config::loadRunConfig(configPath.toStdString());
+    const common::Result<config::RunConfig> loaded =
+        config::loadRunConfig(configPath.toStdString());
     if (!loaded) {
         *error = QString::fromStdString(loaded.error().toString());
         return false;
@@ -159,9 +162,8 @@ bool RunsPage::startRun(const QString& configPath, int ranks, QString* error)
     m_configPath->setText(configPath);
     m_ranks->setValue(ranks);
     m_output->clear();
-    m_output->appendPlainText(tr("— %1 launch %2 --nproc %3")
-                                  .arg(m_launcher->cliProgram(), configPath)
-                                  .arg(ranks));
+    m_output->appendPlainText(
+        tr("— %1 launch %2 --nproc %3").arg(m_launcher->cliProgram(), configPath).arg(ranks));
     followRunFolder(QString::fromStdString(loaded->output.dir));
     updateButtons();
     return true;
@@ -175,7 +177,8 @@ void RunsPage::onLauncherLine(const QString& line)
 #ifdef TB_HAVE_SSH
 void RunsPage::onLauncherStatus(const QString& line)
 {
-    const common::Result<remote::LauncherStatus> status = remote::parseLauncherStatus(line.toStdString());
+    const common::Result<remote::LauncherStatus> status =
+        remote::parseLauncherStatus(line.toStdString());
     if (!status) {
         m_output->appendPlainText(QString::fromStdString(status.error().message));
         return;
@@ -194,10 +197,11 @@ void RunsPage::onLauncherFinished(int exitCode, const QString& description)
         NodeStateModel* nodes = m_cluster->nodesModel();
         nodes->launcherFinished(exitCode);
         if (m_awaitingNodeZero)
-            m_folderLabel->setText(tr("The launch ended before node 0 ran; no run folder to follow."));
+            m_folderLabel->setText(
+                tr("The launch ended before node 0 ran; no run folder to follow."));
         if (!nodes->problems().isEmpty())
-            m_view->setSummaryError(tr("The preflight found %n problem(s); nothing was started:\n", nullptr,
-                                        int(nodes->problems().size()))
+            m_view->setSummaryError(tr("The preflight found %n problem(s); nothing was started:\n",
+                                        nullptr, int(nodes->problems().size()))
                 + nodes->problems().join(QLatin1Char('\n')));
     }
 #endif
@@ -217,12 +221,14 @@ bool RunsPage::startMultiNodeRun(const QString& configPath, QString* error)
         *error = tr("a run is already going; stop it first");
         return false;
     }
-    const common::Result<config::RunConfig> loaded = config::loadRunConfig(configPath.toStdString());
+    const common::Result<config::RunConfig> loaded =
+        config::loadRunConfig(configPath.toStdString());
     if (!loaded) {
         *error = QString::fromStdString(loaded.error().toString());
         return false;
     }
-    const QString absolute = QFileInfo(configPath).absoluteFilePath(); // the same path on every node
+    const QString absolute =
+        QFileInfo(configPath).absoluteFilePath(); // the same path on every node
     const std::optional<QStringList> arguments = m_cluster->launchArguments(absolute, error);
     if (!arguments
         || !m_launcher->startCli(
@@ -232,14 +238,16 @@ bool RunsPage::startMultiNodeRun(const QString& configPath, QString* error)
     m_configPath->setText(configPath);
     m_cluster->setChecked(true);
     m_output->clear();
-    m_output->appendPlainText(QStringLiteral("— %1 %2").arg(m_launcher->cliProgram(), arguments->join(QLatin1Char(' '))));
+    m_output->appendPlainText(
+        QStringLiteral("— %1 %2").arg(m_launcher->cliProgram(), arguments->join(QLatin1Char(' '))));
     // Until node 0 names its folder, whatever the last run's follower still
     // sends is dropped (onLinesRead).
     QMetaObject::invokeMethod(m_follower, &RunFollower::stop, Qt::QueuedConnection);
     m_awaitingNodeZero = true;
     m_folder.clear();
     m_view->reset();
-    m_folderLabel->setText(tr("Preflight of every node; rank 0's run folder is followed once node 0 runs."));
+    m_folderLabel->setText(
+        tr("Preflight of every node; rank 0's run folder is followed once node 0 runs."));
     updateButtons();
     return true;
 }
@@ -247,7 +255,8 @@ bool RunsPage::startMultiNodeRun(const QString& configPath, QString* error)
 void RunsPage::followRemoteFolder(const QString& dir)
 {
     const remote::SshTarget& master = m_cluster->masterTarget();
-    const QString host = QString::fromStdString((master.user.empty() ? "" : master.user + "@") + master.host);
+    const QString host =
+        QString::fromStdString((master.user.empty() ? "" : master.user + "@") + master.host);
     m_awaitingNodeZero = false;
     m_folder = dir;
     m_view->reset();
@@ -258,7 +267,7 @@ void RunsPage::followRemoteFolder(const QString& dir)
         Q_ARG(QString, QString::fromStdString(master.knownHostsFile)), Q_ARG(QString, dir));
 }
 #else
-void RunsPage::followRemoteFolder(const QString&) {}
+void RunsPage::followRemoteFolder(const QString&) { }
 #endif
 
 QString RunsPage::stopRun()
@@ -322,8 +331,8 @@ void RunsPage::onReadFailed(quint64 generation, const QString& message)
 {
     if (!isCurrent(generation))
         return;
-    m_view->addLines({metrics::StreamItem{0, 0, std::nullopt,
-        message.toStdString() + " (stopped following)"}});
+    m_view->addLines(
+        {metrics::StreamItem{0, 0, std::nullopt, message.toStdString() + " (stopped following)"}});
     updateButtons();
     emit historyChanged();
 }

@@ -1,11 +1,11 @@
 #pragma once
 
-#include "worker_thread.h"
 #include "metrics/event_stream_parser.h"
 #include "metrics/run_history.h"
+#include "worker_thread.h"
 
-#include <memory>
 #include <QWidget>
+#include <memory>
 
 class QLabel;
 class QLineEdit;
@@ -45,7 +45,10 @@ public:
 #ifdef TB_HAVE_SSH
     // The Hosts page's machines, to pick a multi-node run's hosts from.
     void setHostInventory(HostsModel* inventory);
-    ClusterPanel* clusterPanel() const { return m_cluster; }
+    ClusterPanel* clusterPanel() const
+    {
+        return m_cluster;
+    }
     // `tunebench-cli launch CONFIG --hostfile ...` on the hosts picked in the
     // cluster panel; rank 0's folder is followed on node 0 once the launch
     // names it. False with `error` set when it cannot start.
@@ -58,8 +61,14 @@ public:
 
     const metrics::RunHistory& history() const;
     RunCharts* charts() const;
-    RunLauncher* launcher() const { return m_launcher; }
-    QString followedFolder() const { return m_folder; }
+    RunLauncher* launcher() const
+    {
+        return m_launcher;
+    }
+    QString followedFolder() const
+    {
+        return m_folder;
+    }
     QString summaryText() const;
     QStringList messageTexts() const;
     bool canStop() const;

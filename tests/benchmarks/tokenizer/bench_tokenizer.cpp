@@ -197,8 +197,8 @@ int main(int argc, char** argv)
     if (std::filesystem::exists(llama3))
         benchmark("Llama 3", llama3, text, textFile, scan);
     else
-        std::printf("\nLlama 3: %s is missing (packaging/setup.sh test installs it)\n",
-            llama3.c_str());
+        std::printf(
+            "\nLlama 3: %s is missing (packaging/setup.sh test installs it)\n", llama3.c_str());
     benchmark("stories260K", tb::test::demoModelDir() + "/tokenizer.json", text, textFile, scan);
     return 0;
 }

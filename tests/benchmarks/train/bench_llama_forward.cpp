@@ -89,6 +89,7 @@ int main(int argc, char** argv)
             c.backend == AttentionBackend::Fused ? "fused" : "plain", tokensPerSecond, gflops,
             reference, 100.0 * gflops / reference);
     }
-    std::printf("\nfused attention: at::scaled_dot_product_attention (LibTorch %s)\n", TORCH_VERSION);
+    std::printf(
+        "\nfused attention: at::scaled_dot_product_attention (LibTorch %s)\n", TORCH_VERSION);
     return 0;
 }

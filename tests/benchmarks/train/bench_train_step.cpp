@@ -56,7 +56,6 @@ using tb::bench::median;
 using tb::bench::stories15mShape;
 using tb::bench::timed;
 
-
 std::string configJson(const LlamaConfig& c)
 {
     char text[1024];
@@ -206,7 +205,8 @@ int runCase(const Case& c, const Settings& s, const std::string& configPath)
     std::vector<double> stepTimes, matmulTimes;
     for (int i = 0; i < s.steps; ++i) {
         stepTimes.push_back(timed([&] {
-            (void)trainStep(*session.model, *session.parameters, *session.optimizer, {batch}, 1e-4, 1.0);
+            (void)trainStep(
+                *session.model, *session.parameters, *session.optimizer, {batch}, 1e-4, 1.0);
         }));
         matmulTimes.push_back(timed([&] { torch::matmul(a, b); }));
     }

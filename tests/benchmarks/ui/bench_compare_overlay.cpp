@@ -70,8 +70,10 @@ std::shared_ptr<const tb::metrics::RunHistory> syntheticRun(int index)
 {
     using nlohmann::json;
     auto history = std::make_shared<tb::metrics::RunHistory>();
-    history->apply(*tb::metrics::parseEvent(tb::metrics::makeEvent(tb::metrics::EventType::RunStart, 0, 1.0e9,
-        {{"run_id", "run-" + std::to_string(index)}, {"world_size", 1}, {"config", json::object()}}).dump()));
+    history->apply(*tb::metrics::parseEvent(tb::metrics::makeEvent(tb::metrics::EventType::RunStart,
+        0, 1.0e9,
+        {{"run_id", "run-" + std::to_string(index)}, {"world_size", 1},
+            {"config", json::object()}}).dump()));
     tb::metrics::Event step = stepEvent();
     for (int s = 1; s <= kSteps; ++s) {
         setStep(step, index, s);
@@ -124,12 +126,13 @@ void drawEveryCurve(tb::ui::OverlayCharts& charts, QImage& image)
 }
 
 struct PanFigures {
-    double frameMs = 0;     // the move and the replot that shows it, median
-    double longestMs = 0;   // the longest the UI thread was held until the exact curves, median
-    double exactMs = 0;     // from the move until the exact curves were drawn, median
+    double frameMs = 0; // the move and the replot that shows it, median
+    double longestMs = 0; // the longest the UI thread was held until the exact curves, median
+    double exactMs = 0; // from the move until the exact curves were drawn, median
 };
 
-bool exactCurvesDrawn(const tb::ui::OverlayCharts& charts, const int (&renders)[tb::ui::OverlayCharts::PanelCount])
+bool exactCurvesDrawn(
+    const tb::ui::OverlayCharts& charts, const int (&renders)[tb::ui::OverlayCharts::PanelCount])
 {
     for (int p = 0; p < tb::ui::OverlayCharts::PanelCount; ++p)
         if (charts.curveRenderCount(tb::ui::OverlayCharts::Panel(p)) == renders[p])
@@ -210,8 +213,9 @@ void drag(tb::ui::OverlayCharts& charts, int frames, double& longestFrameMs, dou
 }
 
 struct GrowthFigures {
-    double heldMs = 0;  // setRuns itself
-    double gapMs = 0;   // the longest gap between two ticks of a 5 ms timer until the new curves were drawn
+    double heldMs = 0; // setRuns itself
+    double gapMs =
+        0; // the longest gap between two ticks of a 5 ms timer until the new curves were drawn
     double drawnMs = 0; // from setRuns until every panel drew the new curves
 };
 
@@ -265,7 +269,8 @@ GrowthFigures growOnce(tb::ui::OverlayCharts& charts, const QVector<tb::ui::Comp
     QObject::connect(&ticker, &QTimer::timeout, &loop, [&] {
         figures.gapMs = std::max(figures.gapMs, double(sinceTick.nsecsElapsed()) / 1e6);
         sinceTick.start();
-        if (drawn || (clock.isValid() && clock.elapsed() > 60'000)) // never drawn: a bug, not a figure
+        if (drawn
+            || (clock.isValid() && clock.elapsed() > 60'000)) // never drawn: a bug, not a figure
             loop.quit();
     });
     QObject::connect(&charts, &QCustomPlot::afterReplot, &loop, [&] {
@@ -286,8 +291,8 @@ GrowthFigures growOnce(tb::ui::OverlayCharts& charts, const QVector<tb::ui::Comp
 }
 
 struct FollowFigures {
-    int calls = 0;            // setRuns
-    int shown = 0;            // new curves applied
+    int calls = 0; // setRuns
+    int shown = 0; // new curves applied
     double longestWaitMs = 0; // the curves unchanged, from the first call
 };
 
@@ -307,8 +312,8 @@ QVector<tb::ui::ComparedRun> firstGrown(const QVector<tb::ui::ComparedRun>& runs
 
 // setRuns every `intervalMs` for `durationMs`, background decimation on;
 // then until the last runs are shown.
-FollowFigures followFaster(tb::ui::OverlayCharts& charts, QVector<tb::ui::ComparedRun>& runs, int intervalMs,
-    int durationMs)
+FollowFigures followFaster(tb::ui::OverlayCharts& charts, QVector<tb::ui::ComparedRun>& runs,
+    int intervalMs, int durationMs)
 {
     charts.setBackgroundDecimation(true);
     FollowFigures figures;
@@ -330,21 +335,24 @@ FollowFigures followFaster(tb::ui::OverlayCharts& charts, QVector<tb::ui::Compar
         if (std::exchange(shownCurves, charts.curveSeries().get()) == shownCurves)
             return; // a view's curves, not new runs'
         ++figures.shown;
-        figures.longestWaitMs = std::max(figures.longestWaitMs, double(sinceShown.nsecsElapsed()) / 1e6);
+        figures.longestWaitMs =
+            std::max(figures.longestWaitMs, double(sinceShown.nsecsElapsed()) / 1e6);
         sinceShown.start();
     });
     clock.start();
     sinceShown.start();
     ticker.start();
     loop.exec();
-    figures.longestWaitMs = std::max(figures.longestWaitMs, double(sinceShown.nsecsElapsed()) / 1e6);
+    figures.longestWaitMs =
+        std::max(figures.longestWaitMs, double(sinceShown.nsecsElapsed()) / 1e6);
     while (charts.isDecimating())
         QApplication::processEvents(QEventLoop::WaitForMoreEvents, 100);
     return figures;
 }
 
 // Follower ticks, each run a step longer every time: medians.
-GrowthFigures medianGrowth(tb::ui::OverlayCharts& charts, QVector<tb::ui::ComparedRun>& runs, bool background)
+GrowthFigures medianGrowth(
+    tb::ui::OverlayCharts& charts, QVector<tb::ui::ComparedRun>& runs, bool background)
 {
     charts.setBackgroundDecimation(background);
     replotNow(charts);
@@ -414,32 +422,42 @@ int main(int argc, char** argv)
 
     std::printf("overlay, %d runs x %d steps (4 panels, %lld points), %dx%d\n", kRuns, kSteps,
         4LL * kRuns * kSteps, charts.width(), charts.height());
-    std::printf("  histories folded               %9.1f ms (not the page's work: setup)\n", buildMs);
+    std::printf(
+        "  histories folded               %9.1f ms (not the page's work: setup)\n", buildMs);
     std::printf("  setRuns and first replot       %9.1f ms (background decimation off)\n", loadMs);
-    std::printf("  repaint, median of %d          %9.2f ms (curves decimated %d, drawn %d times again)\n",
+    std::printf(
+        "  repaint, median of %d          %9.2f ms (curves decimated %d, drawn %d times again)\n",
         kRepaints, fullMs, decimatedAgain, drawnAgain);
     std::printf("  every curve drawn (before)     %9.2f ms\n", everyCurveMs);
     std::printf("  empty repaint (reference)      %9.2f ms\n", emptyMs);
     std::printf("  ratio repaint / before         %9.2fx\n", fullMs / everyCurveMs);
     std::printf("  ratio repaint / empty          %9.2fx\n", fullMs / emptyMs);
-    std::printf("pan by half a percent, median of %d   UI thread per frame   longest UI turn   exact curves drawn\n", kPans);
-    std::printf("  synchronous (decimated on the UI thread) %9.2f ms %14.2f ms %14.2f ms\n", sync.frameMs,
-        sync.longestMs, sync.exactMs);
-    std::printf("  background (previous image moved)        %9.2f ms %14.2f ms %14.2f ms\n", background.frameMs,
-        background.longestMs, background.exactMs);
+    std::printf("pan by half a percent, median of %d   UI thread per frame   longest UI turn   "
+                "exact curves drawn\n",
+        kPans);
+    std::printf("  synchronous (decimated on the UI thread) %9.2f ms %14.2f ms %14.2f ms\n",
+        sync.frameMs, sync.longestMs, sync.exactMs);
+    std::printf("  background (previous image moved)        %9.2f ms %14.2f ms %14.2f ms\n",
+        background.frameMs, background.longestMs, background.exactMs);
     std::printf("  ratio background / synchronous           %9.2fx %14.2fx %14.2fx\n",
-        background.frameMs / sync.frameMs, background.longestMs / sync.longestMs, background.exactMs / sync.exactMs);
-    std::printf("drag, a move every 16 ms for 120 frames (background): longest frame %.2f ms, longest other turn %.2f ms, "
+        background.frameMs / sync.frameMs, background.longestMs / sync.longestMs,
+        background.exactMs / sync.exactMs);
+    std::printf("drag, a move every 16 ms for 120 frames (background): longest frame %.2f ms, "
+                "longest other turn %.2f ms, "
                 "jobs stopped early %d\n",
         dragFrameMs, dragTurnMs, charts.decimator().stoppedJobs());
-    std::printf("every run a step longer (setRuns, as the follower each second), median of %d\n", kGrowths);
-    std::printf("                                  setRuns held   longest 5 ms timer gap   until drawn\n");
-    std::printf("  background decimation off       %9.2f ms %18.2f ms %14.2f ms\n", grownSync.heldMs,
-        grownSync.gapMs, grownSync.drawnMs);
-    std::printf("  background decimation on        %9.2f ms %18.2f ms %14.2f ms\n", grown.heldMs, grown.gapMs,
-        grown.drawnMs);
-    std::printf("  ratio on / off                  %9.2fx %18.2fx %14.2fx\n", grown.heldMs / grownSync.heldMs,
-        grown.gapMs / grownSync.gapMs, grown.drawnMs / grownSync.drawnMs);
-    std::printf("  ratio on / empty repaint        %9.2fx %18.2fx\n", grown.heldMs / emptyMs, grown.gapMs / emptyMs);
+    std::printf(
+        "every run a step longer (setRuns, as the follower each second), median of %d\n", kGrowths);
+    std::printf(
+        "                                  setRuns held   longest 5 ms timer gap   until drawn\n");
+    std::printf("  background decimation off       %9.2f ms %18.2f ms %14.2f ms\n",
+        grownSync.heldMs, grownSync.gapMs, grownSync.drawnMs);
+    std::printf("  background decimation on        %9.2f ms %18.2f ms %14.2f ms\n", grown.heldMs,
+        grown.gapMs, grown.drawnMs);
+    std::printf("  ratio on / off                  %9.2fx %18.2fx %14.2fx\n",
+        grown.heldMs / grownSync.heldMs, grown.gapMs / grownSync.gapMs,
+        grown.drawnMs / grownSync.drawnMs);
+    std::printf("  ratio on / empty repaint        %9.2fx %18.2fx\n", grown.heldMs / emptyMs,
+        grown.gapMs / emptyMs);
     return printFollow(charts, runs);
 }

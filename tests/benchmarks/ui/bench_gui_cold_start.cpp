@@ -48,7 +48,8 @@ std::optional<double> coldStartMs(const QString& program, const QString& configD
     if (process.exitCode() != 0 || at < 0 || at + 1 >= words.size())
         return std::nullopt;
     const double frameNs = words[at + 1].toDouble();
-    return (frameNs - double(std::chrono::duration_cast<std::chrono::nanoseconds>(started).count())) / 1e6;
+    return (frameNs - double(std::chrono::duration_cast<std::chrono::nanoseconds>(started).count()))
+        / 1e6;
 }
 
 double median(std::vector<double> samples)
@@ -67,7 +68,8 @@ int main(int argc, char** argv)
     QTemporaryDir config;
     std::vector<double> guiMs, bareMs;
     for (int i = 0; i < kWarmup + kRuns; ++i) {
-        const std::optional<double> g = coldStartMs(gui, config.path()), b = coldStartMs(bare, config.path());
+        const std::optional<double> g = coldStartMs(gui, config.path()),
+                                    b = coldStartMs(bare, config.path());
         if (!g || !b) {
             std::fprintf(stderr, "no first frame reported by %s (is there a display?)\n",
                 qPrintable(!g ? gui : bare));
@@ -80,9 +82,11 @@ int main(int argc, char** argv)
     }
     std::printf("cold start to the first frame, median of %d (min-max)\n", kRuns);
     std::printf("  tunebench GUI            %8.1f ms (%.1f-%.1f)\n", median(guiMs),
-        *std::min_element(guiMs.begin(), guiMs.end()), *std::max_element(guiMs.begin(), guiMs.end()));
+        *std::min_element(guiMs.begin(), guiMs.end()),
+        *std::max_element(guiMs.begin(), guiMs.end()));
     std::printf("  bare QWidget (reference) %8.1f ms (%.1f-%.1f)\n", median(bareMs),
-        *std::min_element(bareMs.begin(), bareMs.end()), *std::max_element(bareMs.begin(), bareMs.end()));
+        *std::min_element(bareMs.begin(), bareMs.end()),
+        *std::max_element(bareMs.begin(), bareMs.end()));
     std::printf("  ratio                    %8.2fx\n", median(guiMs) / median(bareMs));
     return 0;
 }

@@ -83,10 +83,10 @@ int main(int argc, char** argv)
     const Stats ours = summarise(refresh);
     const Stats base = summarise(reference);
     std::printf("planner input change -> repainted charts: median %.2f ms, p95 %.2f ms (%d runs)\n",
-                ours.medianMs, ours.p95Ms, kRuns);
+        ours.medianMs, ours.p95Ms, kRuns);
     std::printf("reference, empty charts repainted:      median %.2f ms, p95 %.2f ms\n",
-                base.medianMs, base.p95Ms);
+        base.medianMs, base.p95Ms);
     std::printf("ratio to reference: %.2fx; share of a 16 ms frame: %.0f %%\n",
-                ours.medianMs / base.medianMs, 100.0 * ours.medianMs / 16.0);
+        ours.medianMs / base.medianMs, 100.0 * ours.medianMs / 16.0);
     return 0;
 }

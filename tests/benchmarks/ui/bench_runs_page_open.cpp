@@ -158,8 +158,9 @@ Replots measureReplots(tb::ui::RunCharts* charts)
 
 void printReplots(const Replots& replots)
 {
-    std::printf("charts replot, median of %d: %.1f ms as drawn, %.1f ms with one-pixel pens (%.2fx), "
-                "%.1f ms without curves (reference; as drawn %.2fx)\n",
+    std::printf(
+        "charts replot, median of %d: %.1f ms as drawn, %.1f ms with one-pixel pens (%.2fx), "
+        "%.1f ms without curves (reference; as drawn %.2fx)\n",
         kReplots, replots.drawnMs, replots.onePixelMs, replots.drawnMs / replots.onePixelMs,
         replots.emptyMs, replots.drawnMs / replots.emptyMs);
 }
@@ -171,7 +172,8 @@ bool everyStepPlotted(const tb::ui::RunsPage& page, int steps, bool routed)
     if (!routed)
         return true;
     const auto* routing = page.findChild<tb::ui::RoutingCharts*>();
-    return routing && routing->balancePointCount() >= steps && routing->auxLossPointCount() >= steps;
+    return routing && routing->balancePointCount() >= steps
+        && routing->auxLossPointCount() >= steps;
 }
 
 // From followRunFolder() to every step plotted and drawn, on a new page,
@@ -186,7 +188,8 @@ Opening openRun(const QString& folder, int steps, bool routed, const QString& sc
     QElapsedTimer sinceBeat;
     Opening opening;
     QObject::connect(&heartbeat, &QTimer::timeout, [&] {
-        opening.longestGapMs = std::max(opening.longestGapMs, double(sinceBeat.nsecsElapsed()) / 1e6);
+        opening.longestGapMs =
+            std::max(opening.longestGapMs, double(sinceBeat.nsecsElapsed()) / 1e6);
         sinceBeat.restart();
     });
     QApplication::processEvents();
@@ -250,8 +253,12 @@ int benchMoe(int steps)
     QTemporaryDir moe;
     if (!writeRun(dense.path(), steps, false) || !writeRun(moe.path(), steps, true))
         return 1;
-    const auto events = [](const QTemporaryDir& dir) { return dir.filePath(QStringLiteral("events.jsonl")); };
-    const auto megabytes = [&](const QTemporaryDir& dir) { return double(QFile(events(dir)).size()) / 1e6; };
+    const auto events = [](const QTemporaryDir& dir) {
+        return dir.filePath(QStringLiteral("events.jsonl"));
+    };
+    const auto megabytes = [&](const QTemporaryDir& dir) {
+        return double(QFile(events(dir)).size()) / 1e6;
+    };
     const double denseReaderMs = readerAloneMs(events(dense));
     const double moeReaderMs = readerAloneMs(events(moe));
     // The first page of a process pays for fonts and pixmap caches: not a
@@ -259,7 +266,8 @@ int benchMoe(int steps)
     openRun(dense.path(), steps, false);
     const Opening denseOpening = openRun(dense.path(), steps, false);
     const Opening moeOpening = openRun(moe.path(), steps, true);
-    std::printf("run of %d steps; dense %.1f MB, mixture of experts (%d layers x %d experts) %.1f MB\n",
+    std::printf(
+        "run of %d steps; dense %.1f MB, mixture of experts (%d layers x %d experts) %.1f MB\n",
         steps, megabytes(dense), kMoeLayers, kExperts, megabytes(moe));
     std::printf("dense run, open to every step plotted: %.0f ms (longest UI-thread gap %.1f ms)\n",
         denseOpening.openMs, denseOpening.longestGapMs);
@@ -281,6 +289,8 @@ int main(int argc, char** argv)
     const bool moe = argc > 1 && std::strcmp(argv[1], "--moe") == 0;
     const bool screenshot = argc > 2 && std::strcmp(argv[1], "--screenshot") == 0;
     const int stepsArg = moe ? 2 : screenshot ? 3 : 1;
-    const int steps = argc > stepsArg ? std::max(1, std::atoi(argv[stepsArg])) : (moe ? 5000 : 100000);
-    return moe ? benchMoe(steps) : benchDense(steps, screenshot ? QString::fromLocal8Bit(argv[2]) : QString());
+    const int steps =
+        argc > stepsArg ? std::max(1, std::atoi(argv[stepsArg])) : (moe ? 5000 : 100000);
+    return moe ? benchMoe(steps)
+               : benchDense(steps, screenshot ? QString::fromLocal8Bit(argv[2]) : QString());
 }
