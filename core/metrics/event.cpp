@@ -1,5 +1,6 @@
 #include "metrics/event.h"
 
+#include "common/json_document.h"
 #include "common/json_text.h"
 
 #include <array>
@@ -89,14 +90,6 @@ std::vector<Required> requiredFields(EventType type)
     return {};
 }
 
-std::string shortText(const json& value)
-{
-    std::string text = value.dump();
-    if (text.size() > 40)
-        text = text.substr(0, 37) + "...";
-    return text;
-}
-
 } // namespace
 
 std::string_view eventTypeName(EventType type)
@@ -138,7 +131,7 @@ common::Result<Event> parseEvent(std::string_view line)
     if (body.is_discarded())
         return Error{"not valid JSON: " + problem, {}};
     if (!body.is_object())
-        return Error{"expected a JSON object, got " + shortText(body), {}};
+        return Error{"expected a JSON object, got " + common::shownJson(body, 40), {}};
 
     const auto schema = body.find("schema");
     if (schema == body.end() || !schema->is_number_integer())
@@ -158,7 +151,7 @@ common::Result<Event> parseEvent(std::string_view line)
     if (rank == body.end() || !rank->is_number_integer() || rank->get<long long>() < 0
         || rank->get<long long>() > 1'000'000)
         return Error{"field 'rank': expected a rank from 0, got "
-                + (rank == body.end() ? std::string("nothing") : shortText(*rank)),
+                + (rank == body.end() ? std::string("nothing") : common::shownJson(*rank, 40)),
             {}};
 
     Event event;
@@ -174,7 +167,7 @@ common::Result<Event> parseEvent(std::string_view line)
                 {}};
         if (!hasKind(*it, required.kind))
             return Error{event.typeName + " event: field '" + std::string(required.field)
-                    + "': got " + shortText(*it) + ", expected "
+                    + "': got " + common::shownJson(*it, 40) + ", expected "
                     + std::string(kindName(required.kind)),
                 {}};
     }

@@ -1,5 +1,6 @@
 #include "safetensors/header_parser.h"
 
+#include "common/json_document.h"
 #include "common/text.h"
 
 #include <nlohmann/json.hpp>
@@ -34,14 +35,6 @@ std::string shown(std::string_view text)
 std::string tensorField(const std::string& name, const char* field)
 {
     return "tensor " + shown(name) + " field '" + field + "'";
-}
-
-std::string shortDump(const json& value)
-{
-    std::string text = value.dump(-1, ' ', true, json::error_handler_t::replace);
-    if (text.size() > 80)
-        text = text.substr(0, 77) + "...";
-    return text;
 }
 
 // Depth outside strings; nlohmann's parser copes with deep input, but a
@@ -84,7 +77,8 @@ Result<TensorInfo> parseEntry(
         return Error::at(fileName, "header", "a tensor has an empty name");
     if (!entry.is_object())
         return Error::at(fileName, "tensor " + shown(name),
-            "got " + shortDump(entry) + ", expected an object with dtype, shape and data_offsets");
+            "got " + common::shownJson(entry)
+                + ", expected an object with dtype, shape and data_offsets");
     for (const auto& [key, value] : entry.items()) {
         if (key != "dtype" && key != "shape" && key != "data_offsets")
             return Error::at(fileName, "tensor " + shown(name),
@@ -97,7 +91,7 @@ Result<TensorInfo> parseEntry(
     const auto dtypeIt = entry.find("dtype");
     if (dtypeIt == entry.end() || !dtypeIt->is_string())
         return Error::at(fileName, tensorField(name, "dtype"),
-            dtypeIt == entry.end() ? "missing" : "got " + shortDump(*dtypeIt),
+            dtypeIt == entry.end() ? "missing" : "got " + common::shownJson(*dtypeIt),
             "expected one of " + supportedDTypeList());
     const std::string dtypeText = dtypeIt->get<std::string>();
     const std::optional<DType> dtype = parseDType(dtypeText);
@@ -113,18 +107,19 @@ Result<TensorInfo> parseEntry(
     const auto shapeIt = entry.find("shape");
     if (shapeIt == entry.end() || !shapeIt->is_array())
         return Error::at(fileName, tensorField(name, "shape"),
-            shapeIt == entry.end() ? "missing" : "got " + shortDump(*shapeIt),
+            shapeIt == entry.end() ? "missing" : "got " + common::shownJson(*shapeIt),
             "expected an array of non-negative integers");
     uint64_t elements = 1;
     for (const json& dim : *shapeIt) {
         if (!dim.is_number_unsigned())
             return Error::at(fileName, tensorField(name, "shape"),
-                "got " + shortDump(*shapeIt) + ", expected an array of non-negative integers");
+                "got " + common::shownJson(*shapeIt)
+                    + ", expected an array of non-negative integers");
         const uint64_t size = dim.get<uint64_t>();
         if (size > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
             || !multiplyChecked(elements, size, elements))
             return Error::at(fileName, tensorField(name, "shape"),
-                "got " + shortDump(*shapeIt) + ", its element count overflows");
+                "got " + common::shownJson(*shapeIt) + ", its element count overflows");
         info.shape.push_back(static_cast<int64_t>(size));
     }
 
@@ -132,24 +127,24 @@ Result<TensorInfo> parseEntry(
     if (offsetsIt == entry.end() || !offsetsIt->is_array() || offsetsIt->size() != 2
         || !(*offsetsIt)[0].is_number_unsigned() || !(*offsetsIt)[1].is_number_unsigned())
         return Error::at(fileName, tensorField(name, "data_offsets"),
-            offsetsIt == entry.end() ? "missing" : "got " + shortDump(*offsetsIt),
+            offsetsIt == entry.end() ? "missing" : "got " + common::shownJson(*offsetsIt),
             "expected [begin, end], two non-negative integers");
     info.dataBegin = (*offsetsIt)[0].get<uint64_t>();
     info.dataEnd = (*offsetsIt)[1].get<uint64_t>();
     if (info.dataBegin > info.dataEnd)
         return Error::at(fileName, tensorField(name, "data_offsets"),
-            "got " + shortDump(*offsetsIt) + ", begin is after end");
+            "got " + common::shownJson(*offsetsIt) + ", begin is after end");
     if (info.dataEnd > dataBytes)
         return Error::at(fileName, tensorField(name, "data_offsets"),
-            "got " + shortDump(*offsetsIt) + ", but the data region has only "
+            "got " + common::shownJson(*offsetsIt) + ", but the data region has only "
                 + std::to_string(dataBytes) + " bytes");
 
     uint64_t expectedBytes = 0;
     if (!multiplyChecked(elements, static_cast<uint64_t>(dtypeBytes(info.dtype)), expectedBytes)
         || expectedBytes != info.byteCount())
         return Error::at(fileName, tensorField(name, "data_offsets"),
-            "spans " + std::to_string(info.byteCount()) + " bytes, but shape " + shortDump(*shapeIt)
-                + " of " + dtypeText + " needs "
+            "spans " + std::to_string(info.byteCount()) + " bytes, but shape "
+                + common::shownJson(*shapeIt) + " of " + dtypeText + " needs "
                 + (expectedBytes == 0 && elements != 0 ? std::string("too many")
                                                        : std::to_string(expectedBytes)));
     return info;
@@ -160,12 +155,12 @@ Result<std::map<std::string, std::string>> parseMetadata(
 {
     if (!value.is_object())
         return Error::at(fileName, "__metadata__",
-            "got " + shortDump(value) + ", expected an object of strings");
+            "got " + common::shownJson(value) + ", expected an object of strings");
     std::map<std::string, std::string> metadata;
     for (const auto& [key, item] : value.items()) {
         if (!item.is_string())
             return Error::at(fileName, "__metadata__ key " + shown(key),
-                "got " + shortDump(item) + ", expected a string");
+                "got " + common::shownJson(item) + ", expected a string");
         metadata.emplace(key, item.get<std::string>());
     }
     return metadata;
@@ -273,7 +268,8 @@ Result<Header> parseHeader(std::string_view text, uint64_t dataBytes, const std:
     if (!duplicateKey.empty())
         return Error::at(fileName, "header", "key " + shown(duplicateKey) + " appears twice");
     if (!root.is_object())
-        return Error::at(fileName, "header", "got " + shortDump(root) + ", expected a JSON object");
+        return Error::at(
+            fileName, "header", "got " + common::shownJson(root) + ", expected a JSON object");
 
     Header header;
     header.headerBytes = text.size();

@@ -2,6 +2,7 @@
 
 #include "tokenizer/unicode.h"
 
+#include "common/json_document.h"
 #include "common/json_text.h"
 
 #include <nlohmann/json.hpp>
@@ -29,8 +30,7 @@ const char* kExpectedFields = "one of text, prompt, instruction, input, output, 
 
 std::string shown(const nlohmann::json& value)
 {
-    std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    return text.size() > 60 ? text.substr(0, 60) + "..." : text;
+    return common::shownJson(value, 60);
 }
 
 bool isExtension(const std::string& path, std::string_view extension)
