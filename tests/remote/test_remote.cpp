@@ -6,6 +6,7 @@
 #include "../support/endless_run.h"
 #include "../support/event_lines.h"
 #include "remote_cli.h"
+#include "silent_port.h"
 
 #include "launch/run_registry.h"
 #include "launch/text_quote.h"
@@ -22,11 +23,6 @@
 #include <QRegularExpression>
 #include <QStandardPaths>
 #include <QtTest>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <csignal>
@@ -49,37 +45,6 @@ QString commandLineOf(long long pid)
         ? QString::fromUtf8(file.readAll()).replace(QChar(0), QChar(' '))
         : QString();
 }
-
-// A port on loopback that takes TCP connections (the kernel's backlog) and
-// never says a word: an sshd hung before its banner.
-class SilentPort {
-public:
-    SilentPort()
-        : m_socket(::socket(AF_INET, SOCK_STREAM, 0))
-    {
-        sockaddr_in address{};
-        address.sin_family = AF_INET;
-        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t size = sizeof address;
-        if (m_socket < 0 || ::bind(m_socket, reinterpret_cast<sockaddr*>(&address), size) != 0
-            || ::listen(m_socket, 16) != 0
-            || ::getsockname(m_socket, reinterpret_cast<sockaddr*>(&address), &size) != 0)
-            return;
-        m_port = ntohs(address.sin_port);
-    }
-    ~SilentPort()
-    {
-        if (m_socket >= 0)
-            ::close(m_socket);
-    }
-    SilentPort(const SilentPort&) = delete;
-    SilentPort& operator=(const SilentPort&) = delete;
-    int port() const { return m_port; }
-
-private:
-    int m_socket = -1;
-    int m_port = 0;
-};
 
 } // namespace
 
@@ -227,7 +192,7 @@ private slots:
     // bounds are the timeout, not measurements.
     void aConnectUnderWayEndsOnInterrupt()
     {
-        const SilentPort silent;
+        const tb::test::SilentPort silent;
         QVERIFY(silent.port() > 0);
         SshTarget mute = target();
         mute.port = silent.port();
