@@ -67,6 +67,7 @@ private slots:
         }
         QVERIFY2(page.view()->summaryText().contains(QStringLiteral("<b>Llama-3.1-8B</b><img")),
             qPrintable(page.view()->summaryText()));
+        QVERIFY(page.grab().save(tb::test::qBuildPath("screenshots/monitor_page_markup.png")));
         QVERIFY(page.canStop()); // decided there, over SSH: this run names no pid
         QSignalSpy stopped(&page, &MonitorPage::stopFinished);
         page.stopRun();
