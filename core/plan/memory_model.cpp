@@ -176,7 +176,7 @@ HostStates zero12States(const PlanContext& ctx, MemoryBuilder& b)
 // the quantization constants only where they are sharded with the codes.
 double parameterBytes(const PlanContext& ctx, double trainableBytes)
 {
-    const double constants = quantConstantsStayWhole(ctx) ? 0 : kQuantConstantsPerParam;
+    const double constants = quantConstantsStayWhole(ctx) ? 0 : quantConstantsPerParam(ctx);
     return ctx.frozen16 * ctx.frozenBytes + lowBitBytes(ctx) + ctx.quantized * constants
         + ctx.trainable * trainableBytes;
 }

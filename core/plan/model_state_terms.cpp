@@ -119,16 +119,21 @@ void addQuantConstants(MemoryBuilder& b, double frozenDivisor)
         return;
     const bool whole = quantConstantsStayWhole(ctx);
     const Term constants{
-        ctx.quantized, "block weights", kQuantConstantsPerParam, "", whole ? 1 : frozenDivisor};
+        ctx.quantized, "block weights", quantConstantsPerParam(ctx), "", whole ? 1 : frozenDivisor};
     if (auto* c = b.add("quant_constants", MemoryCategory::Weights, "NF4 quantization constants",
             constants.bytes(), whole && ctx.world > 1 ? kSrcQuantState : kSrcQlora);
-        c && ctx.explain)
+        c && ctx.explain) {
+        const std::string layout = ctx.in.doubleQuant
+            ? "double quantization: 1/64 B 8-bit absmax + 4/(64x256) B fp32 second level, 0.127 "
+              "bits/param"
+            : "no double quantization: 4/64 B fp32 absmax per block of 64, 0.5 bits/param";
         constants.explain(*c,
-            whole && ctx.world > 1
-                ? " (double quantization, 0.127 bits/param; bitsandbytes' quant_state is no "
-                  "parameter, so FSDP and ZeRO-3 neither shard nor offload it: whole on every GPU)"
-                : " (double quantization: 1/64 B 8-bit absmax + 4/(64x256) B fp32 second level, "
-                  "0.127 bits/param)");
+            " (" + layout
+                + (whole && ctx.world > 1
+                        ? "; bitsandbytes' quant_state is no parameter, so FSDP and ZeRO-3 "
+                          "neither shard nor offload it: whole on every GPU)"
+                        : ")"));
+    }
 }
 
 void addWeights(MemoryBuilder& b, const WeightLayout& layout)

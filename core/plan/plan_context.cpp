@@ -183,6 +183,11 @@ double lowBitParams(const PlanContext& ctx)
     return ctx.quantized + ctx.mxfp4;
 }
 
+double quantConstantsPerParam(const PlanContext& ctx)
+{
+    return ctx.in.doubleQuant ? kDoubleQuantConstantsPerParam : kQuantConstantsPerParam;
+}
+
 double lowBitBytes(const PlanContext& ctx)
 {
     return ctx.quantized * kNf4BytesPerParam + ctx.mxfp4 * model::kMxfp4BitsPerWeight / 8;

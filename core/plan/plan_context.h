@@ -136,7 +136,12 @@ double loraParamsPerLayer(const model::ModelSpec& model, const LoraSettings& lor
 double expertLoraParams(const model::ModelSpec& model, const LoraSettings& lora,
     double* largestLayer, std::vector<std::string>* unknown, ExpertLoraWeights* adapted = nullptr);
 
-inline constexpr double kQuantConstantsPerParam = 1.0 / 64 + 4.0 / (64.0 * 256.0);
+// NF4's quantization constants per weight (QLoRA Sec. 2): an fp32 absmax per
+// block of 64, or with double quantization an 8-bit one and an fp32 scale
+// per 256 of those.
+inline constexpr double kQuantConstantsPerParam = 4.0 / 64;
+inline constexpr double kDoubleQuantConstantsPerParam = 1.0 / 64 + 4.0 / (64.0 * 256.0);
+double quantConstantsPerParam(const PlanContext& ctx);
 inline constexpr double kNf4BytesPerParam = 0.5;
 
 // The frozen parameters held below 16 bits (QLoRA's NF4 codes, gpt-oss's

@@ -303,6 +303,9 @@ common::Status validatePlanInput(const PlanInput& in)
     if (in.optimizerKernel == OptimizerKernel::Foreach && in.engine == Engine::Tunebench)
         problems.push_back("optimizer_kernel: foreach, expected fused or auto with engine "
                            "tunebench (Tunebench's trainer runs the fused kernel)");
+    if (in.method == Method::Qlora && !in.doubleQuant && in.engine == Engine::Tunebench)
+        problems.push_back("double_quant: false, expected true with engine tunebench (Tunebench's "
+                           "trainer always quantises the NF4 blocks' absmax again)");
     if (in.objective == Objective::Dpo)
         refuseForDpo(in, problems);
     if (in.engine == Engine::HfTrainer)

@@ -139,6 +139,10 @@ struct PlanInput {
     std::string model = "Llama-3.1-8B";
 
     Method method = Method::Lora;
+    // QLoRA: the NF4 blocks' fp32 absmax quantised again to 8 bits, as
+    // bitsandbytes' bnb_4bit_use_double_quant (QLoRA Sec. 2). transformers'
+    // BitsAndBytesConfig leaves it off; Tunebench's trainer always does it.
+    bool doubleQuant = true;
     Objective objective = Objective::Sft;
     Mxfp4Experts mxfp4Experts = Mxfp4Experts::Stored;
     LoraSettings lora;

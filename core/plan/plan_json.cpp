@@ -27,6 +27,7 @@ json planResultToJson(const PlanInput& input, const PlanResult& r)
     out["schema"] = "tunebench.plan/1";
     out["model"] = r.modelName;
     out["method"] = toString(input.method);
+    out["double_quant"] = input.method == Method::Qlora ? json(input.doubleQuant) : json(nullptr);
     out["objective"] = toString(input.objective);
     out["mxfp4_experts"] = toString(input.mxfp4Experts);
     out["precision"] = r.precision;

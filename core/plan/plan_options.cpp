@@ -29,6 +29,11 @@ const PlanOption kOptions[] = {
     {"model", "model", "preset name, HF repo id, or a config.json (or its folder)", "", 0, 0, 0,
         TB_FIELD(model)},
     {"method", "method", "training method", "", 0, 0, 0, TB_FIELD(method)},
+    {"double_quant", "double-quant",
+        "QLoRA: the NF4 blocks' fp32 absmax quantised again to 8 bits, 0.127 instead of 0.5 "
+        "bits a weight (bitsandbytes' bnb_4bit_use_double_quant; transformers' "
+        "BitsAndBytesConfig leaves it off)",
+        "", 0, 0, 0, TB_FIELD(doubleQuant)},
     {"objective", "objective",
         "what the run optimises: sft (next-token loss) or dpo (preference pairs: micro_batch "
         "pairs of two rows, a reference forward without gradient; lora or qlora, pairs never "

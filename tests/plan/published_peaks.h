@@ -112,6 +112,14 @@ inline std::vector<std::string> targetsOf(const std::string& text)
     return targets;
 }
 
+inline bool flagOf(const std::map<std::string, std::string>& f, const char* column, int line)
+{
+    const std::string& text = f.at(column);
+    if (text != "true" && text != "false")
+        fail(line, column, text, "true or false");
+    return text == "true";
+}
+
 inline tb::plan::PlanInput inputOf(const std::map<std::string, std::string>& f, int line)
 {
     using namespace tb::plan;
@@ -121,6 +129,10 @@ inline tb::plan::PlanInput inputOf(const std::map<std::string, std::string>& f, 
         in.method == Method::Full ? 16 : int(number(f.at("lora_rank"), line, "lora_rank"));
     in.lora.targetModules = targetsOf(f.at("lora_targets"));
     in.lora.dropout = number(f.at("lora_dropout"), line, "lora_dropout");
+    if (in.method == Method::Qlora)
+        in.doubleQuant = flagOf(f, "double_quant", line);
+    else if (!f.at("double_quant").empty())
+        fail(line, "double_quant", f.at("double_quant"), "empty (QLoRA's alone)");
     in.precision = parsed(
         parsePrecision(f.at("precision")), line, "precision", f.at("precision"), "a precision");
     in.optimizer = parsed(
@@ -133,10 +145,7 @@ inline tb::plan::PlanInput inputOf(const std::map<std::string, std::string>& f, 
         parsed(parseOffload(f.at("offload")), line, "offload", f.at("offload"), "an offload");
     in.gpusPerNode = int(number(f.at("gpus"), line, "gpus"));
     in.nodes = 1;
-    const std::string& ckpt = f.at("grad_ckpt");
-    if (ckpt != "true" && ckpt != "false")
-        fail(line, "grad_ckpt", ckpt, "true or false");
-    in.gradientCheckpointing = ckpt == "true";
+    in.gradientCheckpointing = flagOf(f, "grad_ckpt", line);
     in.microBatch = int(number(f.at("micro_batch"), line, "micro_batch"));
     in.seqLen = int(number(f.at("seq_len"), line, "seq_len"));
     in.gradAccum = int(number(f.at("grad_accum"), line, "grad_accum"));

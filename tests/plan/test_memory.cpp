@@ -319,6 +319,55 @@ private slots:
         QVERIFY(std::fabs(constants->bytes * 8 / quantised - 0.127) < 0.001);
     }
 
+    // NF4's constants per quantised weight (QLoRA Sec. 2): an fp32 absmax per
+    // 64 is 0.5 bits; quantised again, 8 bits per 64 plus an fp32 scale per
+    // 256 blocks, 0.127. Under FSDP they stay whole on every GPU (4.2).
+    void quantizationConstants_data()
+    {
+        QTest::addColumn<bool>("doubleQuant");
+        QTest::addColumn<int>("gpus");
+        QTest::addColumn<double>("bitsPerWeight");
+        QTest::addColumn<QString>("said");
+        QTest::newRow("double, 1 GPU") << true << 1 << 8 * (1.0 / 64 + 4.0 / 16384) << "0.127";
+        QTest::newRow("single, 1 GPU") << false << 1 << 0.5 << "no double quantization";
+        QTest::newRow("single, FSDP 8 GPUs") << false << 8 << 0.5 << "whole on every GPU";
+    }
+    void quantizationConstants()
+    {
+        QFETCH(bool, doubleQuant);
+        QFETCH(int, gpus);
+        QFETCH(double, bitsPerWeight);
+        QFETCH(QString, said);
+        const model::ModelSpec& spec = presetModel("Llama-3.1-8B");
+        plan::PlanInput in = fullInput(gpus > 1 ? Sharding::FsdpFull : Sharding::Ddp, gpus, 1);
+        in.method = plan::Method::Qlora;
+        in.doubleQuant = doubleQuant;
+        const plan::PlanResult r = plan::estimatePlan(in, spec, presetGpu("A100-80GB-SXM"));
+        const plan::MemoryComponent* constants = r.component("quant_constants");
+        QVERIFY(constants);
+        const double quantised = double(model::countParameters(spec).blockLinear);
+        QCOMPARE(constants->bytes * 8 / quantised, bitsPerWeight);
+        QVERIFY2(QString::fromStdString(constants->explanation).contains(said),
+            constants->explanation.c_str());
+    }
+
+    // Our trainer always double-quantises; a plan of it without is refused,
+    // naming the field, not planned as something the run would not do.
+    void ourTrainerRefusesSingleQuantization()
+    {
+        plan::PlanInput in = fullInput(Sharding::Ddp, 1, 1);
+        in.method = plan::Method::Qlora;
+        in.doubleQuant = false;
+        QVERIFY(plan::validatePlanInput(in).ok());
+        in.engine = plan::Engine::Tunebench;
+        const common::Status refused = plan::validatePlanInput(in);
+        QVERIFY(!refused.ok());
+        QVERIFY2(
+            refused.error().message.find("double_quant: false, expected true with engine tunebench")
+                != std::string::npos,
+            refused.error().message.c_str());
+    }
+
     void mixtureOfExpertsMethods()
     {
         const model::ModelSpec& spec = presetModel("Mixtral-8x7B-v0.1");

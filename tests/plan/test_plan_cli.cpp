@@ -6,6 +6,7 @@
 
 #include <QtTest>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 // Runs the built tunebench-cli: the README's first command, --json for
@@ -194,6 +195,33 @@ private slots:
         QCOMPARE(full.exitCode, 2);
         QVERIFY2(
             full.err.contains("method: full, but mxfp4_experts: stored"), qPrintable(full.err));
+    }
+
+    // QLoRA's constants without double quantization, as transformers'
+    // BitsAndBytesConfig defaults: 0.5 instead of 0.127 bits a weight, said
+    // in the JSON; our trainer always double-quantises, so it refuses.
+    void doubleQuantFromTheCommandLine()
+    {
+        const QStringList args{
+            "--model", "Llama-2-70B", "--method", "qlora", "--gpu", "H100-SXM", "--json"};
+        const Run on = plan(args);
+        const Run off = plan(args + QStringList{"--no-double-quant"});
+        QCOMPARE(on.exitCode, 0);
+        QCOMPARE(off.exitCode, 0);
+        const nlohmann::json a = nlohmann::json::parse(on.out.toStdString());
+        const nlohmann::json b = nlohmann::json::parse(off.out.toStdString());
+        QCOMPARE(a["double_quant"], true);
+        QCOMPARE(b["double_quant"], false);
+        const double more = b["per_gpu_bytes"]["weights"].get<double>()
+            - a["per_gpu_bytes"]["weights"].get<double>();
+        const double quantised =
+            80.0 * (2 * 8192.0 * 8192 + 2 * 8192.0 * 1024 + 3 * 8192.0 * 28672);
+        const double expected = quantised * (4.0 / 64 - (1.0 / 64 + 4.0 / 16384)); // 3.19 GB
+        QVERIFY2(std::fabs(more - expected) < 16, qPrintable(QString::number(more, 'f', 0)));
+        const Run ours = plan(args + QStringList{"--no-double-quant", "--engine", "tunebench"});
+        QCOMPARE(ours.exitCode, 2);
+        QVERIFY2(ours.err.contains("double_quant: false, expected true with engine tunebench"),
+            qPrintable(ours.err));
     }
 
     void badInput_data()

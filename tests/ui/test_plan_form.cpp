@@ -11,6 +11,7 @@
 #include "plan/plan_options.h"
 
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QSettings>
@@ -192,6 +193,27 @@ private slots:
         QVERIFY(!item("optimizer")->isEnabled()); // FSDP offloads everything or nothing
         sharding->setCurrentIndex(sharding->findData(QStringLiteral("zero3")));
         QVERIFY(item("optimizer+params")->isEnabled() && item("optimizer")->isEnabled());
+    }
+
+    // Double quantization is QLoRA's alone, and Tunebench's trainer always
+    // does it: the box shows for QLoRA and is fixed on for our trainer.
+    void doubleQuantIsQlorasAndFixedForOurTrainer()
+    {
+        PlannerPage page;
+        auto* method = child<QComboBox>(page.form(), "methodCombo");
+        auto* engine = child<QComboBox>(page.form(), "engineCombo");
+        auto* doubleQuant = child<QCheckBox>(page.form(), "doubleQuantCheck");
+        engine->setCurrentIndex(engine->findData(QStringLiteral("reference")));
+        method->setCurrentIndex(method->findData(QStringLiteral("lora")));
+        QVERIFY(!doubleQuant->isVisibleTo(page.form()));
+        method->setCurrentIndex(method->findData(QStringLiteral("qlora")));
+        QVERIFY(doubleQuant->isVisibleTo(page.form()) && doubleQuant->isEnabled());
+        doubleQuant->setChecked(false);
+        QCOMPARE(page.input().doubleQuant, false);
+        engine->setCurrentIndex(engine->findData(QStringLiteral("tunebench")));
+        QVERIFY(!doubleQuant->isEnabled());
+        QCOMPARE(page.input().doubleQuant, true);
+        QVERIFY(plan::validatePlanInput(page.input()).ok());
     }
 
     // An imported DeepSpeed setting the form has no widget for stays in the plan.

@@ -209,6 +209,13 @@ QWidget* PlanForm::createMethodGroup()
         {{plan::Method::Full, tr("Full fine-tune")}, {plan::Method::Lora, tr("LoRA")},
             {plan::Method::Qlora, tr("QLoRA (4-bit NF4 base)")}});
     m_method->setObjectName(QStringLiteral("methodCombo"));
+    m_doubleQuant =
+        bound(new QCheckBox(tr("double quantization (absmax in 8 bits)"), box), "double_quant");
+    m_doubleQuant->setObjectName(QStringLiteral("doubleQuantCheck"));
+    m_doubleQuant->setToolTip(
+        tr("bitsandbytes' bnb_4bit_use_double_quant: 0.127 instead of 0.5 bits of constants a "
+           "weight. transformers' BitsAndBytesConfig leaves it off; Tunebench's trainer always "
+           "does it"));
     m_objective = enumCombo<plan::Objective>(box, "objective",
         {{plan::Objective::Sft, tr("Supervised (next token)")},
             {plan::Objective::Dpo, tr("DPO (preference pairs)")}});
@@ -230,6 +237,7 @@ QWidget* PlanForm::createMethodGroup()
            "frozen (LoRA on the other projections), upcast they train like any other"));
     m_methodForm = form;
     form->addRow(tr("Method"), m_method);
+    form->addRow(tr("4-bit constants"), m_doubleQuant);
     form->addRow(tr("Objective"), m_objective);
     form->addRow(tr("LoRA rank"), m_loraRank);
     form->addRow(tr("LoRA alpha"), m_loraAlpha);
@@ -425,6 +433,13 @@ void PlanForm::updateEnabledState()
     for (QWidget* widget : std::initializer_list<QWidget*>{
              m_loraRank, m_loraAlpha, m_loraDropout, m_loraTargets, m_loraExpertTargets})
         m_methodForm->setRowVisible(widget, lora);
+    m_methodForm->setRowVisible(
+        m_doubleQuant, m_method->currentData().toString() == QLatin1String("qlora"));
+    // Tunebench's trainer always double-quantises: the one choice it runs.
+    const bool tunebench = m_engine->currentData().toString() == QLatin1String("tunebench");
+    if (tunebench)
+        m_doubleQuant->setChecked(true);
+    m_doubleQuant->setEnabled(!tunebench);
     // A VM fixes the GPU kind; the GPU list is for planning without one.
     const bool vmChosen = !m_vmSize->currentData().toString().isEmpty();
     m_gpu->setEnabled(!vmChosen);

@@ -58,6 +58,7 @@ private:
     QComboBox* m_method = nullptr;
     QComboBox* m_objective = nullptr;
     QComboBox* m_mxfp4Experts = nullptr;
+    QCheckBox* m_doubleQuant = nullptr;
     QSpinBox* m_loraRank = nullptr;
     QDoubleSpinBox* m_loraAlpha = nullptr;
     QDoubleSpinBox* m_loraDropout = nullptr;
