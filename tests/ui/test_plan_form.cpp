@@ -210,6 +210,8 @@ private slots:
         QVERIFY(doubleQuant->isVisibleTo(page.form()) && doubleQuant->isEnabled());
         doubleQuant->setChecked(false);
         QCOMPARE(page.input().doubleQuant, false);
+        page.resize(1500, 950);
+        QVERIFY(page.grab().save(tb::test::qBuildPath("screenshots/planner_double_quant.png")));
         engine->setCurrentIndex(engine->findData(QStringLiteral("tunebench")));
         QVERIFY(!doubleQuant->isEnabled());
         QCOMPARE(page.input().doubleQuant, true);
