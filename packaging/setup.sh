@@ -219,22 +219,28 @@ build_default() {
 
 # The main job builds only what it runs: the GUI, the CLI and the trainer
 # the CLI starts (about half the preset's targets are tests and
-# benchmarks); the test command builds the rest in the same folder.
+# benchmarks); the test command builds the rest in the same folder. The
+# GUI and the CLI link no LibTorch, so they are built first and the default
+# plan is printed before the trainer's slow translation units start.
 run_main_job() {
     local flavour
     flavour=$(torch_flavour)
     timed "python environment ($flavour)" python_env_for_build "$flavour"
-    build_targets=(tunebench tunebench-cli tunebench-trainer)
-    timed "build: the GUI, the CLI and the trainer" build default \
-        -DTUNEBENCH_TORCH_FLAVOUR="$flavour" -DTUNEBENCH_TORCH_VENV="$root/.venv/$flavour"
+    local configure=(-DTUNEBENCH_TORCH_FLAVOUR="$flavour" -DTUNEBENCH_TORCH_VENV="$root/.venv/$flavour")
+    build_targets=(tunebench tunebench-cli)
+    timed "build: the planner (the GUI and the CLI)" build default "${configure[@]}"
+    log "the default plan, from the CLI (the trainer builds next)"
+    build/default/app/cli/tunebench-cli plan
+    stage_times+=("$(printf '%-44s %4d s' "(the default plan printed, since the start)" $SECONDS)")
+    build_targets=(tunebench-trainer)
+    timed "build: the trainer" build default "${configure[@]}"
     trap - EXIT
     print_stage_times
     if have_display; then
         log "opening Tunebench on the default plan"
         exec build/default/app/gui/tunebench
     fi
-    log "no display: printing the default plan from the CLI"
-    exec build/default/app/cli/tunebench-cli plan
+    log "no display: the default plan is printed above; tunebench-cli train runs the trainer"
 }
 
 # Runs "$@" as one stage of the test run and remembers how long it took.
