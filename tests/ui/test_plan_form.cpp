@@ -5,6 +5,7 @@
 #include "../support/qt_test_paths.h"
 #include "planner/plan_form.h"
 #include "planner/planner_page.h"
+#include "planner_fixture.h"
 
 #include "common/text.h"
 #include "common/units.h"
@@ -23,17 +24,7 @@
 using namespace tb;
 using tb::ui::PlannerPage;
 
-namespace {
-
-template <typename T> T* child(QWidget* parent, const char* name)
-{
-    T* found = parent->findChild<T*>(QLatin1String(name));
-    if (!found)
-        qFatal("no child '%s'", name);
-    return found;
-}
-
-} // namespace
+using tb::test::child;
 
 class TestPlanForm : public QObject {
     Q_OBJECT

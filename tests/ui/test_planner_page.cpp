@@ -5,15 +5,16 @@
 #include "planner/plan_form.h"
 #include "planner/planner_page.h"
 #include "planner/recommendation_model.h"
-#include "planner/what_if_chart.h"
+#include "planner_fixture.h"
 
 #include "common/atomic_file.h"
 #include "common/units.h"
 #include "launch/run_data_profile.h"
+#include "plan/catalog.h"
+#include "plan/trainer_support.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
-#include <QCheckBox>
 #include <QComboBox>
 #include <QCompleter>
 #include <QDir>
@@ -30,17 +31,12 @@
 #include <QTest>
 
 using namespace tb;
+using tb::test::child;
+using tb::test::headlinePlan;
+using tb::test::waitForRecommendations;
 using tb::ui::PlannerPage;
 
 namespace {
-
-template <typename T> T* child(QWidget* parent, const char* name)
-{
-    T* found = parent->findChild<T*>(QLatin1String(name));
-    if (!found)
-        qFatal("no child '%s'", name);
-    return found;
-}
 
 double segmentSumGiB(const ui::BreakdownChart* chart)
 {
@@ -48,62 +44,6 @@ double segmentSumGiB(const ui::BreakdownChart* chart)
     for (int i = 0; i < plan::kMemoryCategoryCount; ++i)
         sum += chart->segmentGiB(static_cast<plan::MemoryCategory>(i));
     return sum;
-}
-
-bool waitForRecommendations(PlannerPage& page)
-{
-    return QTest::qWaitFor([&] { return !page.recommendationsPending(); }, 20000);
-}
-
-plan::PlanInput headlinePlan(const QString& name)
-{
-    plan::PlanInput in;
-    in.vmSize.clear();
-    in.nodes = 1;
-    if (name == QLatin1String("mistral-7b-lora-4xv100-ddp")) {
-        in.model = "Mistral-7B-v0.1";
-        in.method = plan::Method::Lora;
-        in.precision = plan::Precision::Fp16Mixed; // V100 has no bf16
-        in.gpu = "V100-16GB";
-        in.gpusPerNode = 4;
-        in.sharding = plan::Sharding::Ddp;
-        in.microBatch = 2;
-        in.seqLen = 1024;
-    } else if (name == QLatin1String("llama-3-8b-full-2xa100-40gb-fsdp")) {
-        in.model = "Llama-3-8B";
-        in.method = plan::Method::Full;
-        in.gpu = "A100-40GB-SXM";
-        in.gpusPerNode = 2;
-        in.sharding = plan::Sharding::FsdpFull;
-        in.microBatch = 1;
-        in.seqLen = 2048;
-    } else if (name == QLatin1String("mixtral-8x7b-qlora-1xa100")) {
-        in.model = "Mixtral-8x7B-v0.1";
-        in.method = plan::Method::Qlora;
-        in.gpu = "A100-80GB-SXM";
-        in.gpusPerNode = 1;
-        in.sharding = plan::Sharding::Ddp;
-        in.microBatch = 2;
-        in.seqLen = 2048;
-    } else if (name == QLatin1String("llama-3.1-8b-qlora-hf-trainer-1xa10")) {
-        in.model = "Llama-3.1-8B";
-        in.method = plan::Method::Qlora;
-        in.engine = plan::Engine::HfTrainer; // TRL's SFTTrainer with peft
-        in.gpu = "A10";
-        in.gpusPerNode = 1;
-        in.sharding = plan::Sharding::Ddp;
-        in.microBatch = 1;
-        in.seqLen = 2048;
-    } else {
-        in.model = "Llama-3.3-70B-Instruct";
-        in.method = plan::Method::Lora;
-        in.gpu = "H100-SXM";
-        in.gpusPerNode = 2;
-        in.sharding = plan::Sharding::FsdpFull;
-        in.microBatch = 1;
-        in.seqLen = 2048;
-    }
-    return in;
 }
 
 // The main window at a screenshot's size on its Planner page, shown.
@@ -245,6 +185,40 @@ private slots:
         QVERIFY(!found.contains(QStringLiteral("Mistral-7B-v0.1")));
     }
 
+    // Each model's tooltip names its Hugging Face repository and, for a
+    // family the trainer does not compute, why not: the words of the same
+    // family list the trainer refuses a config.json by.
+    void modelPickerTooltipSaysWhatTheTrainerRuns_data()
+    {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<QString>("repo");
+        QTest::addColumn<bool>("runs");
+        QTest::addRow("Llama") << "Llama-3.1-8B"
+                               << "meta-llama/Llama-3.1-8B" << true;
+        QTest::addRow("gpt-oss") << "gpt-oss-20b"
+                                 << "openai/gpt-oss-20b" << false;
+    }
+    void modelPickerTooltipSaysWhatTheTrainerRuns()
+    {
+        QFETCH(QString, model);
+        QFETCH(QString, repo);
+        QFETCH(bool, runs);
+        PlannerPage page;
+        auto* combo = child<QComboBox>(&page, "modelCombo");
+        const int row = combo->findText(model);
+        QVERIFY2(row >= 0, qPrintable(model));
+        const QString tip = combo->itemData(row, Qt::ToolTipRole).toString();
+        const common::Result<plan::Catalog> catalog = plan::Catalog::loadDefault();
+        QVERIFY(catalog.ok());
+        const model::ModelSpec* spec = catalog->findModel(model.toStdString());
+        QVERIFY(spec);
+        const plan::TrainerSupport trainer = plan::tunebenchTrainerSupport(*spec);
+        QCOMPARE(trainer.runs, runs);
+        QCOMPARE(tip,
+            runs ? repo : repo + QStringLiteral("\n") + QString::fromStdString(trainer.reason));
+        QVERIFY2(runs || tip.contains(QStringLiteral("gpt-oss")), qPrintable(tip));
+    }
+
     void unknownModelIsAClearError()
     {
         PlannerPage page;
@@ -256,118 +230,6 @@ private slots:
             qPrintable(page.errorText()));
         combo->setEditText(QStringLiteral("Llama-3-8B"));
         QVERIFY(page.errorText().isEmpty());
-    }
-
-    void whatIfShowsWhereItStopsFitting()
-    {
-        PlannerPage page;
-        plan::PlanInput fitting = headlinePlan(QStringLiteral("llama-3-8b-full-2xa100-40gb-fsdp"));
-        fitting.method = plan::Method::Lora; // full AdamW does not fit 2 x 40 GB at all
-        page.setInput(fitting);
-        page.setWhatIfAxis(plan::SweepAxis::MicroBatch);
-        const ui::WhatIfChart* chart = page.whatIfChart();
-        QVERIFY(chart->pointCount() >= 10);
-        QVERIFY(chart->fittingPointCount() < chart->pointCount()); // 128 x 2048 cannot fit in 40 GB
-        QVERIFY(page.largestFittingMicroBatch().has_value());
-        QCOMPARE(chart->capacityGiB(), page.result()->usableBytes / common::kGiB);
-        // The answer is the boundary: it fits, one more does not.
-        plan::PlanInput in = page.input();
-        in.microBatch = *page.largestFittingMicroBatch();
-        page.setInput(in);
-        QVERIFY(page.result()->fits);
-        in.microBatch += 1;
-        page.setInput(in);
-        QVERIFY(!page.result()->fits);
-        page.setWhatIfAxis(plan::SweepAxis::SeqLen);
-        QVERIFY(chart->pointCount() >= 10);
-        page.setWhatIfAxis(plan::SweepAxis::GpuCount);
-        QVERIFY(chart->pointCount() >= 2);
-    }
-
-    // The memory axis stops near twice the capacity; what it cuts off is
-    // said in words, and only then.
-    void whatIfSaysWhatIsOffTheScale()
-    {
-        PlannerPage page;
-        page.setInput(headlinePlan(QStringLiteral("llama-3.3-70b-lora-2xh100-fsdp")));
-        page.setWhatIfAxis(plan::SweepAxis::MicroBatch);
-        const ui::WhatIfChart* chart = page.whatIfChart();
-        double highest = 0;
-        for (const QCPGraphData& point : *chart->graph(0)->data())
-            highest = std::max(highest, point.value);
-        QVERIFY(highest > chart->yAxis->range().upper); // 70B at micro-batch 128 x 2048 tokens
-        QVERIFY2(chart->offScaleNote().contains(QStringLiteral("at micro-batch 128")),
-            qPrintable(chart->offScaleNote()));
-        page.setWhatIfAxis(plan::SweepAxis::GpuCount); // memory only falls with more GPUs
-        QVERIFY2(chart->offScaleNote().isEmpty(), qPrintable(chart->offScaleNote()));
-    }
-
-    void recommendationsTableFiltersAndApplies()
-    {
-        PlannerPage page;
-        new QAbstractItemModelTester(page.recommendationModel(),
-            QAbstractItemModelTester::FailureReportingMode::QtTest, &page);
-        new QAbstractItemModelTester(page.recommendationFilter(),
-            QAbstractItemModelTester::FailureReportingMode::QtTest, &page);
-        new QAbstractItemModelTester(
-            page.rejectedModel(), QAbstractItemModelTester::FailureReportingMode::QtTest, &page);
-        page.setInput(headlinePlan(QStringLiteral("llama-3-8b-full-2xa100-40gb-fsdp")));
-        QVERIFY(waitForRecommendations(page));
-        QVERIFY(page.recommendationModel()->rowCount() > 0);
-        QVERIFY(page.rejectedModel()->rowCount() > 0);
-
-        // In the recommender's order (cost in 1 % bands, then fewer nodes) ...
-        auto* filter = page.recommendationFilter();
-        const auto costAt = [&](int row) {
-            return filter->index(row, ui::RecommendationModel::Cost)
-                .data(ui::RecommendationModel::kSortRole)
-                .toDouble();
-        };
-        for (int row = 1; row < filter->rowCount(); ++row)
-            QVERIFY(costAt(row - 1) <= costAt(row) * 1.0201);
-        // ... and a header click sorts numerically, not alphabetically.
-        page.recommendationView()->sortByColumn(ui::RecommendationModel::Cost, Qt::AscendingOrder);
-        for (int row = 1; row < filter->rowCount(); ++row)
-            QVERIFY(costAt(row - 1) <= costAt(row));
-        page.recommendationView()->sortByColumn(ui::RecommendationModel::Rank, Qt::AscendingOrder);
-
-        // One row per VM size by default; all options when unticked.
-        const int bestOnly = filter->rowCount();
-        child<QCheckBox>(&page, "bestPerVmCheck")->setChecked(false);
-        QVERIFY(filter->rowCount() > bestOnly);
-        QCOMPARE(filter->rowCount(), page.recommendationModel()->rowCount());
-
-        // Options Tunebench's trainer cannot run (MI300X) are marked, and hidden on request.
-        const auto trainerRunsAt = [&](int row) {
-            return filter->index(row, ui::RecommendationModel::Trainer)
-                .data(ui::RecommendationModel::kSortRole)
-                .toBool();
-        };
-        bool anyNotRunnable = false;
-        for (int row = 0; row < filter->rowCount(); ++row)
-            anyNotRunnable = anyNotRunnable || !trainerRunsAt(row);
-        QVERIFY(anyNotRunnable);
-        child<QCheckBox>(&page, "trainerRunnableCheck")->setChecked(true);
-        QVERIFY(filter->rowCount() > 0);
-        for (int row = 0; row < filter->rowCount(); ++row)
-            QVERIFY(trainerRunsAt(row));
-        child<QCheckBox>(&page, "trainerRunnableCheck")->setChecked(false);
-
-        child<QSpinBox>(&page, "maxNodesSpin")->setValue(1);
-        QVERIFY(filter->rowCount() > 0);
-        for (int row = 0; row < filter->rowCount(); ++row)
-            QCOMPARE(filter->index(row, ui::RecommendationModel::Nodes)
-                         .data(ui::RecommendationModel::kSortRole)
-                         .toInt(),
-                1);
-
-        // Clicking a row applies that option to the plan and the charts.
-        QTableView* view = page.recommendationView();
-        const QModelIndex first = filter->index(0, ui::RecommendationModel::VmSize);
-        const QString vm = first.data().toString();
-        emit view->clicked(first);
-        QCOMPARE(QString::fromStdString(page.input().vmSize), vm);
-        QCOMPARE(QString::fromStdString(page.result()->vmSize), vm);
     }
 
     void plansPersistAcrossRestarts()
