@@ -1,146 +1,20 @@
-#include "../support/test_paths.h"
-#include "launch/run_registry.h"
-
-#include <QtTest>
-
-#include <QElapsedTimer>
-#include <QProcess>
-#include <QRegularExpression>
-#include <QTemporaryDir>
-
-#include <cerrno>
-#include <csignal>
-#include <sched.h>
-#include <sys/stat.h>
+#include "launch_cli_fixture.h"
 
 // tunebench-cli launch as a user runs it: the real binary starting the fake
 // trainer as every rank (--trainer). Environment, output, failure of one
-// rank, SIGTERM/SIGINT forwarding, SIGKILL after the grace period, bad input.
-namespace {
+// rank, SIGTERM/SIGINT forwarding, SIGKILL after the grace period, bad input
+// (--detach and the run registry: test_launch_detached).
+using tb::test::linesOf;
+using tb::test::Outcome;
+using tb::test::processGone;
+using tb::test::rankPids;
+using tb::test::summarySeconds;
 
-struct Outcome {
-    int exitCode = -1; // -1: did not finish in time
-    QByteArray out;
-    QByteArray err;
-    qint64 elapsedMs = 0;
-};
-
-QList<QByteArray> linesOf(const QByteArray& text)
-{
-    QList<QByteArray> lines = text.split('\n');
-    if (!lines.isEmpty() && lines.last().isEmpty())
-        lines.removeLast();
-    return lines;
-}
-
-// The "X s" of the launcher's summary ("... ended in 0.004 s").
-double summarySeconds(const QByteArray& err)
-{
-    const QRegularExpression pattern(QStringLiteral(" in ([0-9.]+) s"));
-    const QRegularExpressionMatch match = pattern.match(QString::fromUtf8(err));
-    return match.hasMatch() ? match.captured(1).toDouble() : -1.0;
-}
-
-// The pids the fake trainer printed ("pid 1234 rank 0").
-QList<qint64> rankPids(const QByteArray& out)
-{
-    QList<qint64> pids;
-    const QRegularExpression pattern(QStringLiteral("\\] pid (\\d+) rank"));
-    auto it = pattern.globalMatch(QString::fromUtf8(out));
-    while (it.hasNext())
-        pids << it.next().captured(1).toLongLong();
-    return pids;
-}
-
-bool processGone(qint64 pid)
-{
-    return ::kill(pid_t(pid), 0) != 0 && errno == ESRCH;
-}
-
-} // namespace
-
-class TestLaunchCli : public QObject {
+class TestLaunchCli : public tb::test::LaunchCliFixture {
     Q_OBJECT
 
-    QTemporaryDir m_dir;
-    QString m_config;
-
-    QStringList launchArgs(const QStringList& options, const QStringList& trainerArgs) const
-    {
-        QStringList args{QStringLiteral("launch"), m_config, QStringLiteral("--trainer"),
-            QString::fromUtf8(tb::test::fakeTrainerProgram())};
-        args << options;
-        if (!trainerArgs.isEmpty())
-            args << QStringLiteral("--") << trainerArgs;
-        return args;
-    }
-
-    // Runs the launcher; when `readyRanks` > 0, waits until that many ranks
-    // are ready, then sends `signal` (once per entry) to the launcher.
-    Outcome launch(const QStringList& args, int timeoutMs = 30000, int readyRanks = 0,
-        const QList<int>& signalsToSend = {}, const QProcessEnvironment& env = {})
-    {
-        QProcess process;
-        if (!env.isEmpty())
-            process.setProcessEnvironment(env);
-        QElapsedTimer timer;
-        timer.start();
-        process.start(QString::fromUtf8(tb::test::cliProgram()), args);
-        if (!process.waitForStarted(10000))
-            return {};
-        if (readyRanks > 0) {
-            QDir dir(m_dir.path());
-            QElapsedTimer waited;
-            waited.start();
-            while (dir.entryList({QStringLiteral("ready.*")}, QDir::Files).size() < readyRanks
-                && waited.elapsed() < 20000)
-                QTest::qWait(20);
-            for (const int sig : signalsToSend) {
-                ::kill(pid_t(process.processId()), sig);
-                QTest::qWait(50);
-            }
-        }
-        // waitForFinished() is false for a process that already ended during qWait().
-        const bool finished =
-            process.waitForFinished(timeoutMs) || process.state() == QProcess::NotRunning;
-        Outcome outcome;
-        outcome.elapsedMs = timer.elapsed();
-        if (!finished) {
-            process.kill();
-            process.waitForFinished();
-        } else {
-            outcome.exitCode =
-                process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -2;
-        }
-        outcome.out = process.readAllStandardOutput();
-        outcome.err = process.readAllStandardError();
-        return outcome;
-    }
-
-    static int modeOf(const std::string& path)
-    {
-        struct stat info { };
-        return ::stat(path.c_str(), &info) == 0 ? int(info.st_mode & 07777) : -1;
-    }
-
-    QString readyPrefix() const { return m_dir.filePath(QStringLiteral("ready")); }
-
-    void clearReadyFiles()
-    {
-        QDir dir(m_dir.path());
-        for (const QString& name : dir.entryList({QStringLiteral("ready.*")}, QDir::Files))
-            dir.remove(name);
-    }
-
 private slots:
-    void initTestCase()
-    {
-        QVERIFY(m_dir.isValid());
-        m_config = m_dir.filePath(QStringLiteral("run.yaml"));
-        QFile file(m_config);
-        QVERIFY(file.open(QIODevice::WriteOnly));
-        file.write("model: ./model\ndata:\n  train: train.jsonl\n");
-    }
+    void initTestCase() { QVERIFY(writeConfig()); }
 
     void init() { clearReadyFiles(); }
 
@@ -396,104 +270,6 @@ private slots:
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(QString::fromUtf8(r.err).contains(expected), r.err.constData());
         QVERIFY(!r.out.contains("[rank"));
-    }
-
-    // --detach: the launcher leaves, records itself in the registry, runs
-    // its ranks to the end and records how it ended; monitor lists it.
-    void detachedLaunchIsRegistered()
-    {
-        QTemporaryDir state;
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.insert(QStringLiteral("XDG_STATE_HOME"), state.path());
-        const Outcome started =
-            launch(launchArgs({"--nproc", "2", "--detach", "--run-id", "detached-1"}, {}), 30000, 0,
-                {}, env);
-        QCOMPARE(started.exitCode, 0);
-        const auto entry = tb::launch::registryEntryFromJson(started.out.toStdString(), "stdout");
-        QVERIFY2(entry.ok(), started.out.constData());
-        QCOMPARE(entry->runId, std::string("detached-1"));
-        QCOMPARE(entry->state, std::string("running"));
-        QVERIFY(entry->pid > 0);
-        const std::string dir = state.path().toStdString() + "/tunebench/runs";
-        const std::string path = tb::launch::registryEntryPath(dir, "detached-1", 0);
-        QCOMPARE(QString::fromStdString(entry->log),
-            QString::fromStdString(path.substr(0, path.size() - 5) + ".log"));
-        // Private: the entries and logs hold configs, paths and the ranks' output.
-        QCOMPARE(modeOf(dir), 0700);
-        QCOMPARE(modeOf(path), 0600);
-        QCOMPARE(modeOf(entry->log), 0600);
-        QElapsedTimer waited;
-        waited.start();
-        auto ended = tb::launch::readRegistryEntry(path);
-        while ((!ended.ok() || ended->state != "exited") && waited.elapsed() < 20000) {
-            QTest::qWait(50);
-            ended = tb::launch::readRegistryEntry(path);
-        }
-        QVERIFY(ended.ok());
-        QCOMPARE(ended->state, std::string("exited"));
-        QCOMPARE(ended->exitCode, 0);
-        QVERIFY2(QString::fromStdString(ended->summary).startsWith("all 2 ranks finished"),
-            ended->summary.c_str());
-        QFile log(QString::fromStdString(entry->log));
-        QVERIFY(log.open(QIODevice::ReadOnly));
-        QVERIFY(log.readAll().contains("[rank 1] "));
-        QProcess monitor;
-        monitor.setProcessEnvironment(env);
-        monitor.start(QString::fromUtf8(tb::test::cliProgram()), {QStringLiteral("monitor")});
-        QVERIFY(monitor.waitForFinished(10000));
-        const QString listed = QString::fromUtf8(monitor.readAllStandardOutput());
-        QVERIFY2(listed.contains(QStringLiteral("detached-1"))
-                && listed.contains(QStringLiteral("exit 0")),
-            qPrintable(listed));
-    }
-
-    // The registry is refused, read or written, where another user could
-    // have planted it: no HOME to put it in (once a /tmp fallback), or a
-    // folder that others may write to.
-    void registryRefusals_data()
-    {
-        QTest::addColumn<QString>("where"); // "no-home" or "group-writable"
-        QTest::addColumn<QStringList>("args");
-        QTest::addColumn<int>("exitCode");
-        QTest::addColumn<QString>("expected");
-        const QStringList detach{"--detach", "--run-id", "refused-1"};
-        QTest::addRow("node-check --registry, no HOME")
-            << "no-home" << QStringList{"node-check", "--registry"} << 1
-            << "node-check: run registry: HOME is not set";
-        QTest::addRow("launch --detach, no HOME")
-            << "no-home" << detach << 2 << "launch --detach: run registry: HOME is not set";
-        QTest::addRow("node-check --signal, group-writable")
-            << "group-writable" << QStringList{"node-check", "--signal", "TERM", "--run-id", "x"}
-            << 1 << "lets other users write to it, expected 0700";
-        QTest::addRow("launch --detach, group-writable")
-            << "group-writable" << detach << 2 << "lets other users write to it, expected 0700";
-    }
-
-    void registryRefusals()
-    {
-        QFETCH(QString, where);
-        QFETCH(QStringList, args);
-        QFETCH(int, exitCode);
-        QFETCH(QString, expected);
-        QTemporaryDir state;
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.remove(QStringLiteral("XDG_STATE_HOME"));
-        if (where == "no-home") {
-            env.remove(QStringLiteral("HOME"));
-        } else {
-            env.insert(QStringLiteral("XDG_STATE_HOME"), state.path());
-            const QString runs = state.filePath(QStringLiteral("tunebench/runs"));
-            QVERIFY(QDir().mkpath(runs));
-            QVERIFY(QFile::setPermissions(runs,
-                QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner
-                    | QFileDevice::WriteGroup | QFileDevice::ExeGroup));
-        }
-        const QStringList full = args.value(0) == "node-check" ? args : launchArgs(args, {});
-        const Outcome r = launch(full, 30000, 0, {}, env);
-        QCOMPARE(r.exitCode, exitCode);
-        QVERIFY2(QString::fromUtf8(r.err).contains(expected), r.err.constData());
-        if (where == "group-writable") // nothing written there
-            QVERIFY(QDir(state.filePath(QStringLiteral("tunebench/runs"))).isEmpty());
     }
 
     void badConfigNamesTheField()
