@@ -45,8 +45,10 @@ std::string methodText(const plan::PlanInput& in, const plan::PlanResult& r)
     if (in.method == plan::Method::Full) {
         text << "full fine-tune (" << formatCount(double(r.paramsTrainable)) << " trainable)";
     } else {
-        text << (in.method == plan::Method::Qlora ? "QLoRA (NF4 base)" : "LoRA")
-             << " r=" << in.lora.rank << " on ";
+        std::string name = in.method == plan::Method::Qlora ? "QLoRA (NF4 base)" : "LoRA";
+        if (in.method == plan::Method::Qlora && !in.doubleQuant)
+            name = "QLoRA (NF4 base, no double quantization)";
+        text << name << " r=" << in.lora.rank << " on ";
         if (in.lora.targetModules.empty()) {
             text << "every linear layer";
         } else {

@@ -212,6 +212,10 @@ private slots:
         const nlohmann::json b = nlohmann::json::parse(off.out.toStdString());
         QCOMPARE(a["double_quant"], true);
         QCOMPARE(b["double_quant"], false);
+        const Run text = plan({"--model", "Llama-2-70B", "--method", "qlora", "--gpu", "H100-SXM",
+            "--no-double-quant"});
+        QVERIFY2(text.out.contains("QLoRA (NF4 base, no double quantization) r=16"),
+            qPrintable(text.out));
         const double more = b["per_gpu_bytes"]["weights"].get<double>()
             - a["per_gpu_bytes"]["weights"].get<double>();
         const double quantised =
