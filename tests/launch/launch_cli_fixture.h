@@ -4,6 +4,7 @@
 // are ready.
 #pragma once
 
+#include "../support/file_mode.h"
 #include "../support/test_paths.h"
 
 #include <QtTest>
@@ -15,7 +16,6 @@
 
 #include <cerrno>
 #include <csignal>
-#include <sys/stat.h>
 
 namespace tb::test {
 
@@ -113,12 +113,6 @@ protected:
         outcome.out = process.readAllStandardOutput();
         outcome.err = process.readAllStandardError();
         return outcome;
-    }
-
-    static int modeOf(const std::string& path)
-    {
-        struct stat info { };
-        return ::stat(path.c_str(), &info) == 0 ? int(info.st_mode & 07777) : -1;
     }
 
     QString readyPrefix() const { return m_dir.filePath(QStringLiteral("ready")); }

@@ -5,6 +5,7 @@
 
 #include "launch/run_registry.h"
 
+using tb::test::modeOf;
 using tb::test::Outcome;
 
 class TestLaunchDetached : public tb::test::LaunchCliFixture {

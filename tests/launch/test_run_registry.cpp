@@ -1,5 +1,6 @@
 // The run registry: an entry's numbers read by type and range, entries
 // written, read and listed, a private folder, and no folder without a home.
+#include "../support/file_mode.h"
 #include "launch/run_registry.h"
 
 #include <nlohmann/json.hpp>
@@ -7,8 +8,9 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include <sys/stat.h>
 #include <unistd.h>
+
+using tb::test::modeOf;
 
 class TestRunRegistry : public QObject {
     Q_OBJECT
@@ -208,13 +210,6 @@ private slots:
         }
         QVERIFY(dir.ok());
         QCOMPARE(QString::fromStdString(*dir), expected);
-    }
-
-private:
-    static int modeOf(const std::string& path)
-    {
-        struct stat info { };
-        return ::stat(path.c_str(), &info) == 0 ? int(info.st_mode & 07777) : -1;
     }
 };
 
