@@ -117,6 +117,8 @@ std::string replace(
             break;
         s.replace(at, from.size(), to);
         at += to.size();
+        if (s.size() > kMaxTextBytes)
+            fail("replace makes a string longer than " + std::to_string(kMaxTextBytes) + " bytes");
     }
     return s;
 }
@@ -155,7 +157,7 @@ Value stringMethod(const std::string& s, const std::string& name, const Argument
     if (name == "join" && first) {
         std::string out;
         const ValueList items = iterate(*first);
-        for (std::size_t i = 0; i < items.size(); ++i)
+        for (std::size_t i = 0; i < items.size() && out.size() <= kMaxTextBytes; ++i)
             out += (i ? s : "") + expectText(items[i], "join's items");
         return Value::of(std::move(out));
     }
@@ -248,12 +250,17 @@ std::string indent(const std::string& s, const Arguments& arguments)
 {
     const Value* width = arguments.get(0, "width");
     const Value* first = arguments.get(1, "first");
-    const std::string pad(std::size_t(width ? expectInteger(*width, "indent width") : 4), ' ');
+    const std::int64_t columns = width ? expectInteger(*width, "indent width") : 4;
+    if (columns < 0 || columns > 1000)
+        fail("indent width " + std::to_string(columns) + " is outside 0 to 1000");
+    const std::string pad(std::size_t(columns), ' ');
     std::string out = first && first->truthy() ? pad : "";
     for (std::size_t i = 0; i < s.size(); ++i) {
         out += s[i];
         if (s[i] == '\n' && i + 1 < s.size() && s[i + 1] != '\n')
             out += pad;
+        if (out.size() > kMaxTextBytes)
+            fail("indent makes a string longer than " + std::to_string(kMaxTextBytes) + " bytes");
     }
     return out;
 }

@@ -11,11 +11,6 @@
 // transformers' additions (raise_exception, strftime_now, its tojson).
 namespace tb::jinja::detail {
 
-// What went wrong while rendering, without the place (the renderer adds it).
-struct RenderError {
-    std::string what;
-};
-
 // The template asked to stop (raise_exception): its own words.
 struct TemplateException {
     std::string message;

@@ -77,7 +77,18 @@ private:
         return Flow::Normal;
     }
 
+    // Errors of the statement itself (a loop over what cannot be iterated,
+    // a bad unpacking) with the statement's place.
     Flow execute(const Node& node)
+    {
+        try {
+            return executeUnlocated(node);
+        } catch (const RenderError& error) {
+            fail(node.where, error.what);
+        }
+    }
+
+    Flow executeUnlocated(const Node& node)
     {
         switch (node.kind) {
         case Node::Kind::Text:
@@ -295,8 +306,11 @@ private:
             return Value::of(std::move(joined));
         }
         if (op == "*" && a.kind == Value::Kind::String && b.kind == Value::Kind::Int) {
+            const std::int64_t times = std::max<std::int64_t>(b.integer, 0);
+            if (times > 0 && a.text.size() > kMaxTextBytes / std::size_t(times))
+                fail(where, "string repetition passes " + std::to_string(kMaxTextBytes) + " bytes");
             std::string out;
-            for (std::int64_t i = 0; i < std::min<std::int64_t>(b.integer, 1 << 20); ++i)
+            for (std::int64_t i = 0; i < times; ++i)
                 out += a.text;
             return Value::of(std::move(out));
         }

@@ -37,10 +37,33 @@ Value Value::of(double d)
     return v;
 }
 
+namespace {
+
+// A container's depth and bytes with `item` (and its key) added, or a
+// RenderError.
+void include(Value& container, const Value& item, std::size_t keyBytes = 0)
+{
+    if (item.isNamespace)
+        throw detail::RenderError{"a namespace cannot be kept in a list or dict"};
+    container.depth = std::max(container.depth, item.depth + 1);
+    if (container.depth > kMaxValueDepth)
+        throw detail::RenderError{
+            "values nest deeper than " + std::to_string(kMaxValueDepth) + " levels"};
+    container.bytes += item.bytes + keyBytes;
+    if (container.bytes > kMaxValueBytes)
+        throw detail::RenderError{
+            "a list or dict holds more than " + std::to_string(kMaxValueBytes) + " bytes of text"};
+}
+
+} // namespace
+
 Value Value::of(std::string s)
 {
+    if (s.size() > kMaxTextBytes)
+        throw detail::RenderError{"a string passes " + std::to_string(kMaxTextBytes) + " bytes"};
     Value v;
     v.kind = Kind::String;
+    v.bytes = s.size();
     v.text = std::move(s);
     return v;
 }
@@ -49,6 +72,9 @@ Value Value::of(ValueList l)
 {
     Value v;
     v.kind = Kind::List;
+    v.depth = 1;
+    for (const Value& item : l)
+        include(v, item);
     v.list = std::make_shared<ValueList>(std::move(l));
     return v;
 }
@@ -57,6 +83,9 @@ Value Value::of(ValueDict d)
 {
     Value v;
     v.kind = Kind::Dict;
+    v.depth = 1;
+    for (const auto& entry : d)
+        include(v, entry.second, entry.first.size());
     v.dict = std::make_shared<ValueDict>(std::move(d));
     return v;
 }
@@ -137,6 +166,7 @@ Value* Value::find(const std::string& key)
 
 void Value::set(const std::string& key, Value value)
 {
+    include(*this, value, key.size());
     if (Value* existing = find(key))
         *existing = std::move(value);
     else
@@ -244,6 +274,15 @@ std::string jsonString(const std::string& s)
     return out + "\"";
 }
 
+// Printing a value may not write more than a string may hold (indentation
+// and separators make the text longer than the value's own bytes).
+void checkLength(const std::string& text)
+{
+    if (text.size() > kMaxTextBytes)
+        throw detail::RenderError{
+            "printing a value passes " + std::to_string(kMaxTextBytes) + " bytes"};
+}
+
 void appendJson(const Value& v, int indent, int depth, std::string& out)
 {
     const bool pretty = indent >= 0;
@@ -278,6 +317,7 @@ void appendJson(const Value& v, int indent, int depth, std::string& out)
         }
         out += "[";
         for (std::size_t i = 0; i < v.list->size(); ++i) {
+            checkLength(out);
             out += i ? separator : "";
             newline(depth + 1);
             appendJson((*v.list)[i], indent, depth + 1, out);
@@ -292,6 +332,7 @@ void appendJson(const Value& v, int indent, int depth, std::string& out)
         }
         out += "{";
         for (std::size_t i = 0; i < v.dict->size(); ++i) {
+            checkLength(out);
             out += i ? separator : "";
             newline(depth + 1);
             out += jsonString((*v.dict)[i].first) + ": ";
@@ -334,14 +375,18 @@ std::string Value::repr() const
         return stringRepr(text);
     case Kind::List: {
         std::string out = "[";
-        for (std::size_t i = 0; i < list->size(); ++i)
+        for (std::size_t i = 0; i < list->size(); ++i) {
+            checkLength(out);
             out += (i ? ", " : "") + (*list)[i].repr();
+        }
         return out + "]";
     }
     case Kind::Dict: {
         std::string out = isNamespace ? "<Namespace {" : "{";
-        for (std::size_t i = 0; i < dict->size(); ++i)
+        for (std::size_t i = 0; i < dict->size(); ++i) {
+            checkLength(out);
             out += (i ? ", " : "") + stringRepr((*dict)[i].first) + ": " + (*dict)[i].second.repr();
+        }
         return out + (isNamespace ? "}>" : "}");
     }
     }

@@ -214,6 +214,21 @@ private slots:
                                 << "the output passes";
         QTest::addRow("range") << "{{ range(10000000) | length }}"
                                << "range is longer than";
+        QTest::addRow("a string doubling")
+            << "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s "
+               "%}{% endfor %}"
+            << "a string passes";
+        QTest::addRow("a list of big strings")
+            << "{% set ns = namespace(l=[]) %}{% for i in range(100) %}{% set ns.l = ns.l + ['x' "
+               "* 10000000] %}{% endfor %}"
+            << "a list or dict holds more than";
+        QTest::addRow("a namespace holding itself")
+            << "{% set ns = namespace(a=1) %}{% set ns.a = [ns] %}{{ ns }}"
+            << "a namespace cannot be kept in a list or dict";
+        QTest::addRow("values nesting")
+            << "{% set ns = namespace(x=1) %}{% for i in range(200) %}{% set ns.x = [ns.x] %}{% "
+               "endfor %}"
+            << "values nest deeper than 100";
     }
     void limitsHold()
     {
