@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <cmath>
 #include <ctime>
 
@@ -265,17 +266,27 @@ std::string indent(const std::string& s, const Arguments& arguments)
     return out;
 }
 
+// A double as an int, as Python's int() truncates it; an Error outside int64.
+Value truncated(double d)
+{
+    if (!(std::fabs(d) < 9.2e18))
+        fail("int() of " + Value::of(d).repr() + " is outside a 64-bit integer");
+    return Value::of(std::int64_t(d));
+}
+
 Value numberFilter(const std::string& name, const Value& input, const Arguments& arguments)
 {
     const Value* fallback = arguments.get(0, "default");
+    if (input.kind == Value::Kind::Int)
+        return name == "int" ? input : Value::of(input.number());
     if (input.isNumber())
-        return name == "int" ? Value::of(std::int64_t(input.number())) : Value::of(input.number());
+        return name == "int" ? truncated(input.number()) : Value::of(input.number());
     if (input.kind == Value::Kind::String) {
         try {
             std::size_t used = 0;
             const double parsed = std::stod(input.text, &used);
             if (used == input.text.size())
-                return name == "int" ? Value::of(std::int64_t(parsed)) : Value::of(parsed);
+                return name == "int" ? truncated(parsed) : Value::of(parsed);
         } catch (const std::exception&) {
         }
     }
@@ -414,10 +425,14 @@ Value applyFilter(const std::string& name, const Value& input, const Arguments& 
     }
     if (name == "int" || name == "float")
         return numberFilter(name, input, arguments);
-    if (name == "abs" && input.isNumber())
-        return input.kind == Value::Kind::Float
-            ? Value::of(std::fabs(input.real))
-            : Value::of(std::int64_t(std::llabs(std::int64_t(input.number()))));
+    if (name == "abs" && input.kind == Value::Kind::Float)
+        return Value::of(std::fabs(input.real));
+    if (name == "abs" && input.isNumber()) {
+        const std::int64_t n = expectInteger(input, "abs");
+        if (n == INT64_MIN)
+            fail("integer overflow in abs");
+        return Value::of(n < 0 ? -n : n);
+    }
     if (name == "indent")
         return Value::of(indent(expectText(input, "indent's input"), arguments));
     if (name == "safe")

@@ -193,7 +193,7 @@ common::Result<Token> Lexer::lexToken(std::size_t& i)
         const auto digitAt = [&](std::size_t at) {
             return at < m_source.size() && std::isdigit(static_cast<unsigned char>(m_source[at]));
         };
-        if (m_source[i] == '.' && digitAt(i + 1)) {
+        if (i < m_source.size() && m_source[i] == '.' && digitAt(i + 1)) {
             token.kind = Token::Kind::Float;
             ++i;
             while (digitAt(i))

@@ -1,6 +1,7 @@
 #include "jinja/parser.h"
 
 #include <charconv>
+#include <cstdlib>
 #include <set>
 
 namespace tb::jinja {
@@ -291,9 +292,7 @@ private:
                 auto node = make(Expr::Kind::Attribute);
                 if (m_in.peek().kind == Token::Kind::Integer) {
                     node->kind = Expr::Kind::Item;
-                    auto index = make(Expr::Kind::Literal);
-                    index->value = Value::of(std::int64_t(std::stoll(m_in.next().text)));
-                    node->items.push_back(std::move(index));
+                    node->items.push_back(primary());
                 } else {
                     node->name = m_in.expectName();
                 }
@@ -378,8 +377,8 @@ private:
                 throw ParseError{token.where, "integer '" + digits + "' is out of range"};
             return literal(Value::of(number));
         }
-        case Token::Kind::Float:
-            return literal(Value::of(std::stod(m_in.next().text)));
+        case Token::Kind::Float: // Python reads a float too large for a double as inf
+            return literal(Value::of(std::strtod(m_in.next().text.c_str(), nullptr)));
         case Token::Kind::Name:
             return name();
         case Token::Kind::Operator:

@@ -4,6 +4,7 @@
 #include "jinja/builtins.h"
 #include "jinja/parser.h"
 
+#include <climits>
 #include <cmath>
 #include <map>
 
@@ -322,16 +323,24 @@ private:
         const double x = a.number(), y = b.number();
         if ((op == "/" || op == "//" || op == "%") && y == 0)
             fail(where, "division by zero");
-        if (integers && op == "**" && y >= 0)
-            return Value::of(std::int64_t(std::llround(std::pow(x, y))));
+        if (integers && op == "**" && y >= 0) {
+            const double power = std::pow(x, y);
+            if (!(std::fabs(power) < 9.2e18))
+                fail(where, "integer overflow in **");
+            return Value::of(std::int64_t(std::llround(power)));
+        }
         if (integers && op != "/" && op != "**") {
-            const auto i = std::int64_t(x), j = std::int64_t(y);
-            if (op == "+")
-                return Value::of(i + j);
-            if (op == "-")
-                return Value::of(i - j);
-            if (op == "*")
-                return Value::of(i * j);
+            const std::int64_t i = a.kind == Value::Kind::Int ? a.integer : std::int64_t(a.boolean);
+            const std::int64_t j = b.kind == Value::Kind::Int ? b.integer : std::int64_t(b.boolean);
+            std::int64_t r = 0;
+            const bool overflow = op == "+" ? __builtin_add_overflow(i, j, &r)
+                : op == "-"                 ? __builtin_sub_overflow(i, j, &r)
+                : op == "*"                 ? __builtin_mul_overflow(i, j, &r)
+                                            : (i == INT64_MIN && j == -1);
+            if (overflow)
+                fail(where, "integer overflow in " + op);
+            if (op == "+" || op == "-" || op == "*")
+                return Value::of(r);
             const std::int64_t q = i / j - ((i % j != 0) && ((i < 0) != (j < 0)) ? 1 : 0);
             return op == "//" ? Value::of(q) : Value::of(i - q * j);
         }
@@ -448,7 +457,10 @@ private:
             const Value v = evaluate(*expr.items[0]);
             if (v.kind == Value::Kind::Float)
                 return Value::of(-v.real);
-            return Value::of(-detail::expectInteger(v, "unary minus's operand"));
+            const std::int64_t n = detail::expectInteger(v, "unary minus's operand");
+            if (n == INT64_MIN)
+                fail(expr.where, "integer overflow in unary minus");
+            return Value::of(-n);
         }
         case Expr::Kind::Binary:
             return binary(expr);
