@@ -25,10 +25,11 @@ template <> struct Names<DpoLossType> {
             {DpoLossType::Robust, "robust"}}};
 };
 template <> struct Names<PromptTemplate> {
-    static constexpr std::array<common::Spelling<PromptTemplate>, 6> table{
-        {{PromptTemplate::Auto, "auto"}, {PromptTemplate::Alpaca, "alpaca"},
-            {PromptTemplate::Llama3, "llama3"}, {PromptTemplate::ChatMl, "chatml"},
-            {PromptTemplate::Mistral, "mistral"}, {PromptTemplate::None, "none"}}};
+    static constexpr std::array<common::Spelling<PromptTemplate>, 7> table{
+        {{PromptTemplate::Auto, "auto"}, {PromptTemplate::Model, "model"},
+            {PromptTemplate::Alpaca, "alpaca"}, {PromptTemplate::Llama3, "llama3"},
+            {PromptTemplate::ChatMl, "chatml"}, {PromptTemplate::Mistral, "mistral"},
+            {PromptTemplate::None, "none"}}};
 };
 template <> struct Names<MalformedPolicy> {
     static constexpr std::array<common::Spelling<MalformedPolicy>, 2> table{

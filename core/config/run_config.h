@@ -27,10 +27,11 @@ using common::toString;
 // Preference: JSON Lines (or an array) of {prompt, chosen, rejected} strings,
 // TRL's plain preference format; only with objective dpo.
 enum class DataFormat { Alpaca, Chat, Csv, Text, Preference };
-// How records become text: a chat template, the Alpaca prompt, or none.
-// Auto picks the model's own chat format when tokenizer_config.json has one we
-// recognise, else Alpaca for instruction records.
-enum class PromptTemplate { Auto, Alpaca, Llama3, ChatMl, Mistral, None };
+// How records become text: the model's own chat template (its Jinja, as
+// transformers' apply_chat_template renders it), a built-in chat format, the
+// Alpaca prompt, or none. Auto picks the model's own template when the
+// tokenizer folder has one, else Alpaca for instruction records.
+enum class PromptTemplate { Auto, Alpaca, Llama3, ChatMl, Mistral, None, Model };
 enum class MalformedPolicy { Skip, Fail };
 enum class Schedule { Cosine, Linear, Constant };
 // Auto: CUDA when LibTorch sees a GPU, else the CPU (resolved by the trainer).

@@ -315,7 +315,7 @@ void checkCombinations(const RunConfig& config, ReadState& state)
         if (tmpl == PromptTemplate::Alpaca)
             state.problem("data.template",
                 "got alpaca, but chat data needs a chat template; expected auto, "
-                "llama3, chatml, mistral or none");
+                "model, llama3, chatml, mistral or none");
         if (state.has("data.instruction"))
             state.warning("data.instruction", "ignored: chat records carry their own messages");
     }

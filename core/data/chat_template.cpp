@@ -26,7 +26,7 @@ std::optional<PromptTemplate> detectChatTemplate(std::string_view jinja)
     return std::nullopt;
 }
 
-common::Result<std::optional<PromptTemplate>> modelChatTemplate(const std::string& path)
+common::Result<std::optional<ChatTemplateText>> modelChatTemplateText(const std::string& path)
 {
     std::error_code error;
     const fs::path folder =
@@ -56,35 +56,51 @@ common::Result<std::optional<PromptTemplate>> modelChatTemplate(const std::strin
                 configPath.string(), "", std::string("not valid JSON: ") + exception.what());
         }
     }
+    if (!jinja.empty())
+        return std::optional<ChatTemplateText>{ChatTemplateText{jinja, configPath.string()}};
     const fs::path jinjaPath = folder / "chat_template.jinja";
-    if (jinja.empty() && fs::is_regular_file(jinjaPath, error)) {
+    if (fs::is_regular_file(jinjaPath, error)) {
         const common::Result<std::string> text = common::readFile(jinjaPath.string());
         if (!text.ok())
             return text.error();
-        jinja = text.value();
+        if (!text.value().empty())
+            return std::optional<ChatTemplateText>{
+                ChatTemplateText{text.value(), jinjaPath.string()}};
     }
-    if (jinja.empty())
-        return std::optional<PromptTemplate>{};
-    return detectChatTemplate(jinja);
+    return std::optional<ChatTemplateText>{};
 }
 
-common::Result<PromptTemplate> resolveTemplate(PromptTemplate requested, config::DataFormat format,
-    std::optional<PromptTemplate> modelTemplate)
+common::Result<std::optional<PromptTemplate>> modelChatTemplate(const std::string& path)
+{
+    const common::Result<std::optional<ChatTemplateText>> text = modelChatTemplateText(path);
+    if (!text.ok())
+        return text.error();
+    if (!text.value())
+        return std::optional<PromptTemplate>{};
+    return detectChatTemplate(text.value()->jinja);
+}
+
+common::Result<PromptTemplate> resolveTemplate(
+    PromptTemplate requested, config::DataFormat format, bool hasModelTemplate)
 {
     // Plain text and plain preference pairs are tokenized as written.
     if (format == config::DataFormat::Text || format == config::DataFormat::Preference)
         return PromptTemplate::None;
+    if (requested == PromptTemplate::Model && !hasModelTemplate)
+        return common::Error{"data.template: model, but the tokenizer folder has no chat template "
+                             "(tokenizer_config.json chat_template, or chat_template.jinja)",
+            "set data.template to llama3, chatml, mistral or none"};
     if (requested != PromptTemplate::Auto) {
         if (format == config::DataFormat::Chat && requested == PromptTemplate::Alpaca)
             return common::Error{"data.template: alpaca cannot format chat records",
-                "use llama3, chatml, mistral or none"};
+                "use model, llama3, chatml, mistral or none"};
         return requested;
     }
-    if (modelTemplate)
-        return *modelTemplate;
+    if (hasModelTemplate)
+        return PromptTemplate::Model;
     if (format == config::DataFormat::Chat)
-        return common::Error{"data.template: auto found no chat template Tunebench recognises "
-                             "in the model's tokenizer_config.json",
+        return common::Error{"data.template: auto found no chat template in the model's "
+                             "tokenizer folder (tokenizer_config.json or chat_template.jinja)",
             "set data.template to llama3, chatml, mistral or none"};
     return PromptTemplate::Alpaca;
 }

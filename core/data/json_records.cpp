@@ -88,9 +88,40 @@ common::Result<Record> instructionRecord(const json& object, const ReaderOptions
     return record;
 }
 
+// A ShareGPT message's speaker ("from") as a role: human and gpt are its
+// own names for the user and the assistant. Empty for any other.
+std::string shareGptRole(const std::string& from)
+{
+    if (from == "human" || from == "user")
+        return "user";
+    if (from == "gpt" || from == "assistant")
+        return "assistant";
+    return from == "system" ? from : std::string{};
+}
+
+// One message: OpenAI's {role, content}, or ShareGPT's {from, value}.
+common::Status readMessage(const json& message, ChatMessage& parsed)
+{
+    const bool shareGpt = !message.contains("role") && message.contains("from");
+    common::Status status = readText(message, shareGpt ? "from" : "role", true, parsed.role);
+    if (status.ok())
+        status = readText(message, shareGpt ? "value" : "content", true, parsed.content);
+    if (!status.ok() || !shareGpt)
+        return status;
+    const std::string from = parsed.role;
+    parsed.role = shareGptRole(from);
+    if (parsed.role.empty())
+        return common::Error{"from '" + from + "', expected system, human or gpt", {}};
+    return common::Ok{};
+}
+
 common::Result<Record> chatRecord(const json& object, const ReaderOptions& options)
 {
-    const std::string& name = options.columns.messages;
+    std::string name = options.columns.messages;
+    // ShareGPT keeps the turns under "conversations".
+    if (!lookup(object, name) && name == config::ColumnMap{}.messages
+        && object.contains("conversations"))
+        name = "conversations";
     const json* messages = lookup(object, name);
     if (!messages)
         return common::Error{"'" + name + "' is missing", {}};
@@ -108,9 +139,7 @@ common::Result<Record> chatRecord(const json& object, const ReaderOptions& optio
         if (!message.is_object())
             return common::Error{where + " is " + typeName(message) + ", expected an object", {}};
         ChatMessage parsed;
-        common::Status status = readText(message, "role", true, parsed.role);
-        if (status.ok())
-            status = readText(message, "content", true, parsed.content);
+        const common::Status status = readMessage(message, parsed);
         if (!status.ok())
             return common::Error{where + ": " + status.error().message, {}};
         if (parsed.role != "system" && parsed.role != "user" && parsed.role != "assistant")

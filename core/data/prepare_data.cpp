@@ -1,5 +1,7 @@
 #include "data/prepare_data.h"
 
+#include "data/model_chat_template.h"
+
 #include "data/chat_template.h"
 #include "data/dataset_reader.h"
 #include "data/preference_pairs.h"
@@ -45,17 +47,62 @@ common::Result<std::vector<Record>> readAll(const std::vector<std::string>& file
     return all;
 }
 
+// How records become text: the resolved format and, for Model, the
+// model's own template.
+struct ResolvedTemplate {
+    config::PromptTemplate format = config::PromptTemplate::None;
+    std::optional<ModelChatTemplate> model;
+};
+
+// data.template resolved against the tokenizer folder. Auto takes the
+// model's own template; one this engine cannot parse falls back to the
+// built-in format its markers name (or Alpaca for instruction records),
+// with a warning that says why.
+common::Result<ResolvedTemplate> resolveFormat(const config::RunConfig& config,
+    const tokenizer::Tokenizer& tokenizer, std::vector<std::string>& warnings)
+{
+    const config::DataConfig& data = config.data;
+    common::Result<std::optional<ChatTemplateText>> text = modelChatTemplateText(config.tokenizer);
+    if (!text.ok())
+        return text.error();
+    common::Result<config::PromptTemplate> format =
+        resolveTemplate(data.promptTemplate, data.format, text.value().has_value());
+    if (!format.ok())
+        return format.error();
+    ResolvedTemplate resolved{format.value(), std::nullopt};
+    if (format.value() != config::PromptTemplate::Model)
+        return resolved;
+    const ChatTemplateText& jinja = *text.value();
+    common::Result<ModelChatTemplate> model = ModelChatTemplate::parse(
+        jinja.jinja, jinja.origin, tokenizer.config().bosToken, tokenizer.config().eosToken);
+    if (model.ok()) {
+        resolved.model = std::move(model).value();
+        return resolved;
+    }
+    if (data.promptTemplate == config::PromptTemplate::Model)
+        return model.error();
+    const std::optional<config::PromptTemplate> builtin = detectChatTemplate(jinja.jinja);
+    resolved.format = builtin                     ? *builtin
+        : data.format == config::DataFormat::Chat ? config::PromptTemplate::None
+                                                  : config::PromptTemplate::Alpaca;
+    if (!builtin && data.format == config::DataFormat::Chat)
+        return model.error();
+    warnings.push_back(model.error().message + "; data.template auto uses the built-in "
+        + std::string(config::toString(resolved.format)) + " format instead");
+    return resolved;
+}
+
 common::Result<std::vector<TokenizedExample>> tokenizeAll(const std::vector<Record>& records,
-    config::PromptTemplate format, const tokenizer::Tokenizer& tokenizer,
-    config::MalformedPolicy policy, ReadReport& report, std::string_view stage,
-    const PrepareCallbacks& callbacks)
+    config::PromptTemplate format, const ModelChatTemplate* model,
+    const tokenizer::Tokenizer& tokenizer, config::MalformedPolicy policy, ReadReport& report,
+    std::string_view stage, const PrepareCallbacks& callbacks)
 {
     std::vector<TokenizedExample> examples;
     examples.reserve(records.size());
     for (std::size_t i = 0; i < records.size(); ++i) {
         if (i % kProgressEvery == 0 && i > 0 && !keepGoing(callbacks, stage, i, records.size()))
             return cancelled();
-        const common::Result<FormattedExample> formatted = formatRecord(records[i], format);
+        const common::Result<FormattedExample> formatted = formatRecord(records[i], format, model);
         if (!formatted.ok()) {
             const common::Status status =
                 report.malformed({records[i].source, formatted.error().message}, policy);
@@ -162,19 +209,16 @@ common::Result<PreparedData> prepareData(const config::RunConfig& config,
     if (data.format == config::DataFormat::Preference)
         return preparePreferenceRows(std::move(prepared), trainRecords, data, tokenizer);
 
-    common::Result<std::optional<config::PromptTemplate>> modelTemplate =
-        modelChatTemplate(config.tokenizer);
-    if (!modelTemplate.ok())
-        return modelTemplate.error();
-    const common::Result<config::PromptTemplate> format =
-        resolveTemplate(data.promptTemplate, data.format, modelTemplate.value());
-    if (!format.ok())
-        return format.error();
-    stats.promptTemplate = format.value();
-    for (const std::string& marker : templateMarkers(format.value())) {
+    common::Result<ResolvedTemplate> resolved = resolveFormat(config, tokenizer, stats.warnings);
+    if (!resolved.ok())
+        return resolved.error();
+    const config::PromptTemplate format = resolved.value().format;
+    const ModelChatTemplate* model = resolved.value().model ? &*resolved.value().model : nullptr;
+    stats.promptTemplate = format;
+    for (const std::string& marker : templateMarkers(format)) {
         if (!tokenizer.tokenToId(marker))
             stats.warnings.push_back("the tokenizer has no token '" + marker + "' of the "
-                + std::string(config::toString(format.value()))
+                + std::string(config::toString(format))
                 + " format: it is spelled out in several tokens");
     }
     if (!tokenizer.eosId())
@@ -185,12 +229,12 @@ common::Result<PreparedData> prepareData(const config::RunConfig& config,
         Xoshiro256 random(deriveSeed(config.training.seed, kPackStream));
         shuffleInPlace(trainRecords, random);
     }
-    common::Result<std::vector<TokenizedExample>> trainTokens = tokenizeAll(trainRecords,
-        format.value(), tokenizer, data.malformed, stats.records, "tokenize train", callbacks);
+    common::Result<std::vector<TokenizedExample>> trainTokens = tokenizeAll(trainRecords, format,
+        model, tokenizer, data.malformed, stats.records, "tokenize train", callbacks);
     if (!trainTokens.ok())
         return trainTokens.error();
     common::Result<std::vector<TokenizedExample>> validationTokens = tokenizeAll(validationRecords,
-        format.value(), tokenizer, data.malformed, stats.records, "tokenize validation", callbacks);
+        format, model, tokenizer, data.malformed, stats.records, "tokenize validation", callbacks);
     if (!validationTokens.ok())
         return validationTokens.error();
 

@@ -1,5 +1,7 @@
 #include "data/prompt_format.h"
 
+#include "data/model_chat_template.h"
+
 #include "common/text.h"
 
 namespace tb::data {
@@ -55,22 +57,6 @@ private:
     }
     std::vector<Segment> m_segments;
 };
-
-// Instruction records become a conversation for the chat formats.
-std::vector<ChatMessage> asMessages(const Record& record)
-{
-    if (record.kind == RecordKind::Chat)
-        return record.messages;
-    std::vector<ChatMessage> messages;
-    if (!record.system.empty())
-        messages.push_back({"system", record.system});
-    std::string user = record.instruction;
-    if (!record.input.empty())
-        user += (user.empty() ? "" : "\n\n") + record.input;
-    messages.push_back({"user", user});
-    messages.push_back({"assistant", record.response});
-    return messages;
-}
 
 FormattedExample llama3(const std::vector<ChatMessage>& messages)
 {
@@ -176,6 +162,21 @@ FormattedExample plain(const Record& record)
 
 } // namespace
 
+std::vector<ChatMessage> asMessages(const Record& record)
+{
+    if (record.kind == RecordKind::Chat)
+        return record.messages;
+    std::vector<ChatMessage> messages;
+    if (!record.system.empty())
+        messages.push_back({"system", record.system});
+    std::string user = record.instruction;
+    if (!record.input.empty())
+        user += (user.empty() ? "" : "\n\n") + record.input;
+    messages.push_back({"user", user});
+    messages.push_back({"assistant", record.response});
+    return messages;
+}
+
 std::string FormattedExample::text() const
 {
     std::string joined;
@@ -197,8 +198,14 @@ std::string alpacaPrompt(std::string_view instruction, std::string_view input)
     return prompt;
 }
 
-common::Result<FormattedExample> formatRecord(const Record& record, PromptTemplate format)
+common::Result<FormattedExample> formatRecord(
+    const Record& record, PromptTemplate format, const ModelChatTemplate* model)
 {
+    if (format == PromptTemplate::Model) {
+        if (!model)
+            return common::Error{"data.template: model, but the model has no chat template", {}};
+        return model->format(record);
+    }
     common::Result<FormattedExample> result = common::Error{"", {}};
     if (record.kind == RecordKind::Text) {
         result = FormattedExample{{Segment{record.text, true}}, true, true, {}};
@@ -220,6 +227,7 @@ common::Result<FormattedExample> formatRecord(const Record& record, PromptTempla
             result = plain(record);
             break;
         case PromptTemplate::Auto:
+        case PromptTemplate::Model:
             result = common::Error{"the prompt template is not resolved (auto)", {}};
             break;
         }

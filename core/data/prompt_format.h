@@ -34,12 +34,21 @@ struct FormattedExample {
     std::string text() const;
 };
 
+class ModelChatTemplate;
+
 // The text of `record` in `format` (not Auto: see resolveTemplate). Prompt
 // parts are not trainable; responses (every assistant message) are. Text
-// records are one trainable segment whatever the format. An Error names
-// what the record lacks for this format (e.g. Mistral needs user and
+// records are one trainable segment whatever the format. Model formats
+// with `model`, the model's own template (an Error without one). An Error
+// names what the record lacks for this format (e.g. Mistral needs user and
 // assistant turns to alternate).
-common::Result<FormattedExample> formatRecord(const Record& record, config::PromptTemplate format);
+common::Result<FormattedExample> formatRecord(
+    const Record& record, config::PromptTemplate format, const ModelChatTemplate* model = nullptr);
+
+// An instruction record as a conversation: an optional system message, the
+// user's instruction and input, the assistant's response. Chat records as
+// they are.
+std::vector<ChatMessage> asMessages(const Record& record);
 
 // The special strings a chat format writes: the tokenizer should know each
 // as one token, or the format is spelled out in pieces (a warning).

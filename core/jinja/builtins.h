@@ -29,6 +29,10 @@ bool applyTest(const std::string& name, const Value& input, const Arguments& arg
 Value callMethod(const Value& object, const std::string& name, const Arguments& arguments);
 Value callFunction(const std::string& name, const Arguments& arguments);
 
+// A binary operator other than `and` and `or` (which short-circuit):
+// + - * / // % ** ~ == != < > <= >= in, "not in".
+Value applyOperator(const std::string& op, const Value& left, const Value& right);
+
 // Python's str(x) for a value that must be text in an operation, or a
 // RenderError naming the operation and the type.
 const std::string& expectText(const Value& value, const char* what);

@@ -394,6 +394,14 @@ common::Result<std::unique_ptr<TrainingSession>> buildSession(const config::RunC
     if (!prepared)
         return prepared.error();
     session->data = std::move(prepared).value();
+    // Which format the records took, and what the data's preparation warns
+    // of (a chat template that fell back to a built-in format, a marker the
+    // tokenizer splits), where the user reads the run's warnings.
+    report(options,
+        "data: records formatted with the "
+            + std::string(config::toString(session->data.stats.promptTemplate)) + " template");
+    for (const std::string& warning : session->data.stats.warnings)
+        session->warnings.push_back("data: " + warning);
     if (session->data.train.empty())
         return Error::at(config.data.trainFiles.empty() ? config.model : config.data.trainFiles[0],
             "", "no training example left after reading and tokenizing the data");

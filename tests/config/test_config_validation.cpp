@@ -137,7 +137,7 @@ private slots:
         QTest::addRow("bad template")
             << base + "  template: llama2\n"
             << "data.template"
-            << "expected auto, alpaca, llama3, chatml, mistral or none" << 4;
+            << "expected auto, model, alpaca, llama3, chatml, mistral or none" << 4;
         QTest::addRow("chat with alpaca template") << base + "  format: chat\n  template: alpaca\n"
                                                    << "data.template"
                                                    << "chat data needs a chat template" << 5;

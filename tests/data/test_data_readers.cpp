@@ -159,6 +159,17 @@ private slots:
                    "c.jsonl:5: messages[1]: a system message is only allowed first",
                    "c.jsonl:6: messages[0]: 'content' is missing",
                    "c.jsonl:7: 'messages' is missing"};
+        QTest::addRow("sharegpt")
+            << chat << "s.jsonl"
+            << "{\"conversations\":[{\"from\":\"system\",\"value\":\"s\"},{\"from\":\"human\","
+               "\"value\":\"q\"},{\"from\":\"gpt\",\"value\":\"a\"}]}\n"
+               "{\"conversations\":[{\"from\":\"human\",\"value\":\"q\"},{\"from\":"
+               "\"observation\",\"value\":\"{}\"}]}\n"
+               "{\"conversations\":[{\"from\":\"human\"}]}\n"
+            << 1
+            << QStringList{"s.jsonl:2: conversations[1]: from 'observation', expected system, "
+                           "human or gpt",
+                   "s.jsonl:3: conversations[0]: 'value' is missing"};
         // Review M1: a line nested 200,000 deep is one malformed line, and the
         // next line is still read.
         QTest::addRow("jsonl, a line 200,000 deep")
@@ -200,6 +211,10 @@ private slots:
         QCOMPARE(found.size(), issues.size());
         for (int i = 0; i < issues.size(); ++i)
             QVERIFY2(found[i].startsWith(issues[i]), qPrintable(found[i] + " / " + issues[i]));
+        for (const Record& record : skipped.records) // ShareGPT's speakers read as roles
+            for (const ChatMessage& message : record.messages)
+                QVERIFY(message.role == "system" || message.role == "user"
+                    || message.role == "assistant");
 
         // With malformed: fail, the first one stops the read with the same words.
         const Parsed failed = parse(text.toStdString(),

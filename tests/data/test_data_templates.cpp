@@ -275,37 +275,38 @@ private slots:
     {
         QTest::addColumn<int>("requested");
         QTest::addColumn<int>("format");
-        QTest::addColumn<int>("model"); // -1: none
+        QTest::addColumn<bool>("modelTemplate");
         QTest::addColumn<int>("expected"); // -1: an error
-        const int none = -1;
+        const int error = -1;
         QTest::addRow("auto, instruction, no model template")
-            << int(PromptTemplate::Auto) << int(DataFormat::Alpaca) << none
+            << int(PromptTemplate::Auto) << int(DataFormat::Alpaca) << false
             << int(PromptTemplate::Alpaca);
-        QTest::addRow("auto, csv, llama3 model")
-            << int(PromptTemplate::Auto) << int(DataFormat::Csv) << int(PromptTemplate::Llama3)
-            << int(PromptTemplate::Llama3);
-        QTest::addRow("auto, chat, chatml model")
-            << int(PromptTemplate::Auto) << int(DataFormat::Chat) << int(PromptTemplate::ChatMl)
-            << int(PromptTemplate::ChatMl);
+        QTest::addRow("auto, csv, a model template")
+            << int(PromptTemplate::Auto) << int(DataFormat::Csv) << true
+            << int(PromptTemplate::Model);
+        QTest::addRow("auto, chat, a model template")
+            << int(PromptTemplate::Auto) << int(DataFormat::Chat) << true
+            << int(PromptTemplate::Model);
         QTest::addRow("auto, chat, no model template")
-            << int(PromptTemplate::Auto) << int(DataFormat::Chat) << none << none;
-        QTest::addRow("explicit wins")
-            << int(PromptTemplate::Mistral) << int(DataFormat::Alpaca)
-            << int(PromptTemplate::Llama3) << int(PromptTemplate::Mistral);
+            << int(PromptTemplate::Auto) << int(DataFormat::Chat) << false << error;
+        QTest::addRow("model without a template")
+            << int(PromptTemplate::Model) << int(DataFormat::Chat) << false << error;
+        QTest::addRow("explicit wins") << int(PromptTemplate::Mistral) << int(DataFormat::Alpaca)
+                                       << true << int(PromptTemplate::Mistral);
         QTest::addRow("alpaca on chat")
-            << int(PromptTemplate::Alpaca) << int(DataFormat::Chat) << none << none;
+            << int(PromptTemplate::Alpaca) << int(DataFormat::Chat) << false << error;
         QTest::addRow("text ignores templates")
-            << int(PromptTemplate::Auto) << int(DataFormat::Text) << int(PromptTemplate::Llama3)
+            << int(PromptTemplate::Auto) << int(DataFormat::Text) << true
             << int(PromptTemplate::None);
     }
     void resolve()
     {
         QFETCH(int, requested);
         QFETCH(int, format);
-        QFETCH(int, model);
+        QFETCH(bool, modelTemplate);
         QFETCH(int, expected);
-        const auto resolved = resolveTemplate(PromptTemplate(requested), DataFormat(format),
-            model < 0 ? std::nullopt : std::optional(PromptTemplate(model)));
+        const auto resolved =
+            resolveTemplate(PromptTemplate(requested), DataFormat(format), modelTemplate);
         QCOMPARE(resolved.ok(), expected >= 0);
         if (resolved.ok())
             QCOMPARE(int(resolved.value()), expected);

@@ -1,0 +1,156 @@
+#include "data/model_chat_template.h"
+
+#include "common/text.h"
+
+#include <algorithm>
+#include <string_view>
+
+namespace tb::data {
+
+namespace {
+
+jinja::Value tokenValue(const std::optional<std::string>& token)
+{
+    // A tokenizer without the token leaves the variable undefined, as
+    // apply_chat_template does.
+    return token ? jinja::Value::of(*token) : jinja::Value{};
+}
+
+std::size_t commonPrefix(std::string_view a, std::string_view b)
+{
+    return static_cast<std::size_t>(
+        std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
+}
+
+// Segments from the whole text and its trainable byte ranges (sorted, apart).
+std::vector<Segment> split(
+    const std::string& text, const std::vector<std::pair<std::size_t, std::size_t>>& trainable)
+{
+    std::vector<Segment> segments;
+    std::size_t at = 0;
+    for (const auto& [begin, end] : trainable) {
+        if (begin > at)
+            segments.push_back(Segment{text.substr(at, begin - at), false});
+        if (end > begin)
+            segments.push_back(Segment{text.substr(begin, end - begin), true});
+        at = std::max(at, end);
+    }
+    if (at < text.size())
+        segments.push_back(Segment{text.substr(at), false});
+    return segments;
+}
+
+// Where assistant turn's text ends in the whole conversation's `text`, the
+// turn starting at `start`. `alone` is the template's text with this turn
+// last, where the turn's end is plain: what follows its content there (an
+// end-of-turn marker, an EOS written at the very end) is the turn's
+// suffix, and in `text` the turn ends after its content and as much of
+// that suffix as `text` has there. A template may write a turn otherwise
+// once more turns follow (Qwen3 drops an earlier answer's reasoning block),
+// so the content is looked for in `text` itself. Content the template
+// changes (trims, splits) is found trimmed, or else the turn ends where
+// `alone` and `text` part.
+std::size_t answerEnd(const std::string& text, const std::string& alone, std::size_t start,
+    const std::string& content)
+{
+    for (const std::string& written : {content, common::trim(content)}) {
+        const std::size_t inAlone = alone.find(written, start);
+        const std::size_t inText = text.find(written, start);
+        if (written.empty() || inAlone == std::string::npos || inText == std::string::npos)
+            continue;
+        const std::string_view suffix = std::string_view(alone).substr(inAlone + written.size());
+        const std::size_t end = inText + written.size();
+        std::size_t kept = commonPrefix(suffix, std::string_view(text).substr(end));
+        // Where only part of the suffix follows, the two can share the first
+        // characters of different markers ("</s>" and "<|user|>"): keep
+        // what ends at a marker's or a line's end.
+        if (kept < suffix.size()) {
+            const std::size_t boundary = suffix.substr(0, kept).find_last_of(">\n");
+            kept = boundary == std::string::npos ? 0 : boundary + 1;
+        }
+        return end + kept;
+    }
+    return commonPrefix(alone, text);
+}
+
+} // namespace
+
+common::Result<ModelChatTemplate> ModelChatTemplate::parse(const std::string& jinja,
+    const std::string& origin, std::optional<std::string> bosToken,
+    std::optional<std::string> eosToken)
+{
+    common::Result<jinja::Template> parsed = jinja::Template::parse(jinja);
+    if (!parsed.ok())
+        return common::Error::at(origin, "chat_template", parsed.error().message,
+            "set data.template to llama3, chatml, mistral or none to use a built-in format");
+    ModelChatTemplate model;
+    model.m_template = std::move(parsed).value();
+    model.m_origin = origin;
+    model.m_bos = std::move(bosToken);
+    model.m_eos = std::move(eosToken);
+    return model;
+}
+
+common::Result<jinja::Rendered> ModelChatTemplate::render(
+    const std::vector<ChatMessage>& messages, std::size_t count, bool generationPrompt) const
+{
+    jinja::ValueList turns;
+    for (std::size_t i = 0; i < count; ++i)
+        turns.push_back(
+            jinja::Value::of(jinja::ValueDict{{"role", jinja::Value::of(messages[i].role)},
+                {"content", jinja::Value::of(messages[i].content)}}));
+    const jinja::Value variables =
+        jinja::Value::of(jinja::ValueDict{{"messages", jinja::Value::of(std::move(turns))},
+            {"tools", jinja::Value::none()}, {"documents", jinja::Value::none()},
+            {"add_generation_prompt", jinja::Value::of(generationPrompt)},
+            {"bos_token", tokenValue(m_bos)}, {"eos_token", tokenValue(m_eos)}});
+    common::Result<jinja::Rendered> rendered = m_template.render(variables);
+    if (!rendered.ok())
+        return common::Error{m_origin + ": chat_template: " + rendered.error().message, {}};
+    return rendered;
+}
+
+common::Result<FormattedExample> ModelChatTemplate::format(const Record& record) const
+{
+    if (record.kind == RecordKind::Text)
+        return FormattedExample{{Segment{record.text, true}}, true, true, record.source};
+    std::vector<ChatMessage> messages;
+    try {
+        messages = asMessages(record);
+        common::Result<jinja::Rendered> whole = render(messages, messages.size(), false);
+        if (!whole.ok())
+            return whole.error();
+        const std::string& text = whole.value().text;
+        std::vector<std::pair<std::size_t, std::size_t>> trainable = whole.value().generated;
+        if (trainable.empty()) {
+            for (std::size_t i = 0; i < messages.size(); ++i) {
+                if (messages[i].role != "assistant")
+                    continue;
+                common::Result<jinja::Rendered> before = render(messages, i, true);
+                common::Result<jinja::Rendered> upTo = render(messages, i + 1, false);
+                if (!before.ok())
+                    return before.error();
+                if (!upTo.ok())
+                    return upTo.error();
+                const std::string& prompt = before.value().text;
+                if (!text.starts_with(prompt))
+                    return common::Error{m_origin
+                            + ": chat_template writes the turns before message " + std::to_string(i)
+                            + " differently once later turns follow, so its "
+                              "answer cannot be told apart",
+                        "use a built-in data.template (llama3, chatml, mistral) or shorten the "
+                        "conversation"};
+                const std::size_t end =
+                    answerEnd(text, upTo.value().text, prompt.size(), messages[i].content);
+                trainable.emplace_back(prompt.size(), std::max(end, prompt.size()));
+            }
+        }
+        std::sort(trainable.begin(), trainable.end());
+        return FormattedExample{split(text, trainable), false, false, record.source};
+    } catch (const jinja::detail::RenderError& error) {
+        // A message too large for the engine's values.
+        return common::Error{m_origin + ": chat_template: " + error.what, {}};
+    }
+}
+
+} // namespace tb::data
