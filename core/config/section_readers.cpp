@@ -280,10 +280,12 @@ void checkPreferenceTuning(const RunConfig& config, ReadState& state)
         state.warning("data.columns",
             "ignored: preference pairs are read from prompt, chosen "
             "and rejected");
-    if (data.promptTemplate != PromptTemplate::Auto && data.promptTemplate != PromptTemplate::None)
+    if (data.promptTemplate != PromptTemplate::Auto && data.promptTemplate != PromptTemplate::None
+        && data.promptTemplate != PromptTemplate::Model)
         state.problem("data.template",
             "got " + std::string(toString(data.promptTemplate))
-                + ", but plain preference pairs are tokenized as written; expected auto or none");
+                + ", but plain preference pairs are tokenized as written and conversational ones "
+                  "through the model's own template; expected auto, model or none");
 }
 
 } // namespace

@@ -115,26 +115,18 @@ common::Status readMessage(const json& message, ChatMessage& parsed)
     return common::Ok{};
 }
 
-common::Result<Record> chatRecord(const json& object, const ReaderOptions& options)
+// A list of messages under `name`: each {role, content} (or ShareGPT's
+// {from, value}), roles system, user or assistant, a system message first
+// only.
+common::Status readMessages(
+    const json& list, const std::string& name, std::vector<ChatMessage>& out)
 {
-    std::string name = options.columns.messages;
-    // ShareGPT keeps the turns under "conversations".
-    if (!lookup(object, name) && name == config::ColumnMap{}.messages
-        && object.contains("conversations"))
-        name = "conversations";
-    const json* messages = lookup(object, name);
-    if (!messages)
-        return common::Error{"'" + name + "' is missing", {}};
-    if (!messages->is_array() || messages->empty())
-        return common::Error{"'" + name + "' is " + typeName(*messages)
-                + (messages->is_array() ? " and empty" : "")
-                + ", expected a list of {role, content}",
+    if (!list.is_array() || list.empty())
+        return common::Error{"'" + name + "' is " + typeName(list)
+                + (list.is_array() ? " and empty" : "") + ", expected a list of {role, content}",
             {}};
-    Record record;
-    record.kind = RecordKind::Chat;
-    bool hasAnswer = false;
-    for (std::size_t i = 0; i < messages->size(); ++i) {
-        const json& message = (*messages)[i];
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        const json& message = list[i];
         const std::string where = name + "[" + std::to_string(i) + "]";
         if (!message.is_object())
             return common::Error{where + " is " + typeName(message) + ", expected an object", {}};
@@ -147,19 +139,83 @@ common::Result<Record> chatRecord(const json& object, const ReaderOptions& optio
                 where + ": role '" + parsed.role + "', expected system, user or assistant", {}};
         if (parsed.role == "system" && i != 0)
             return common::Error{where + ": a system message is only allowed first", {}};
-        hasAnswer =
-            hasAnswer || (parsed.role == "assistant" && !common::trim(parsed.content).empty());
-        record.messages.push_back(std::move(parsed));
+        out.push_back(std::move(parsed));
     }
+    return common::Ok{};
+}
+
+common::Result<Record> chatRecord(const json& object, const ReaderOptions& options)
+{
+    std::string name = options.columns.messages;
+    // ShareGPT keeps the turns under "conversations".
+    if (!lookup(object, name) && name == config::ColumnMap{}.messages
+        && object.contains("conversations"))
+        name = "conversations";
+    const json* messages = lookup(object, name);
+    if (!messages)
+        return common::Error{"'" + name + "' is missing", {}};
+    Record record;
+    record.kind = RecordKind::Chat;
+    if (common::Status status = readMessages(*messages, name, record.messages); !status.ok())
+        return status.error();
+    const bool hasAnswer =
+        std::any_of(record.messages.begin(), record.messages.end(), [](const ChatMessage& m) {
+            return m.role == "assistant" && !common::trim(m.content).empty();
+        });
     if (!hasAnswer)
         return common::Error{"no assistant message with content: nothing to learn", {}};
     return record;
 }
 
-// TRL's plain preference pair. A field that is a list is the conversational
-// form, which is not read yet: said as such rather than as a wrong type.
+// TRL's conversational pair: lists of messages. Without a prompt, the
+// prompt is the turns chosen and rejected share (TRL's extract_prompt).
+common::Result<Record> conversationalPreference(const json& object)
+{
+    Record record;
+    record.kind = RecordKind::Preference;
+    const json* prompt = lookup(object, "prompt");
+    if (prompt && !prompt->is_array())
+        return common::Error{"'prompt' is " + typeName(*prompt)
+                + ", but 'chosen' is a list of messages: expected both conversational or both "
+                  "plain",
+            {}};
+    for (const auto& [name, out] : {std::pair{"chosen", &record.chosenMessages},
+             std::pair{"rejected", &record.rejectedMessages},
+             std::pair{"prompt", &record.promptMessages}}) {
+        const json* list = lookup(object, name);
+        if (!list && std::string_view(name) == "prompt")
+            continue;
+        if (!list)
+            return common::Error{std::string("'") + name + "' is missing", {}};
+        if (common::Status status = readMessages(*list, name, *out); !status.ok())
+            return status.error();
+    }
+    if (!prompt) {
+        auto& chosen = record.chosenMessages;
+        auto& rejected = record.rejectedMessages;
+        const auto shared =
+            std::mismatch(chosen.begin(), chosen.end(), rejected.begin(), rejected.end());
+        record.promptMessages.assign(chosen.begin(), shared.first);
+        chosen.erase(chosen.begin(), shared.first);
+        rejected.erase(rejected.begin(), shared.second);
+        if (record.promptMessages.empty())
+            return common::Error{"'chosen' and 'rejected' share no turn and there is no 'prompt': "
+                                 "the pair has no prompt",
+                {}};
+    }
+    if (record.chosenMessages.empty() || record.rejectedMessages.empty())
+        return common::Error{"a completion has no turn after the prompt", {}};
+    if (record.chosenMessages == record.rejectedMessages)
+        return common::Error{"'chosen' equals 'rejected': the pair prefers nothing", {}};
+    return record;
+}
+
+// TRL's preference pair: plain (three strings), or conversational when
+// 'chosen' is a list of messages.
 common::Result<Record> preferenceRecord(const json& object)
 {
+    if (const json* chosen = lookup(object, "chosen"); chosen && chosen->is_array())
+        return conversationalPreference(object);
     Record record;
     record.kind = RecordKind::Preference;
     using Field = std::pair<const char*, std::string*>;
@@ -169,8 +225,8 @@ common::Result<Record> preferenceRecord(const json& object)
         const json* value = lookup(object, name);
         if (value && value->is_array())
             return common::Error{std::string("'") + name
-                    + "' is a list of messages: conversational preference pairs are not "
-                      "supported yet; expected a string",
+                    + "' is a list of messages, but 'chosen' is a string: expected both "
+                      "conversational or both plain",
                 {}};
         if (common::Status status = readText(object, name, true, *out); !status.ok())
             return status.error();

@@ -110,6 +110,20 @@ common::Result<jinja::Rendered> ModelChatTemplate::render(
     return rendered;
 }
 
+common::Result<std::string> ModelChatTemplate::renderText(
+    const std::vector<ChatMessage>& messages, bool generationPrompt) const
+{
+    try {
+        common::Result<jinja::Rendered> rendered =
+            render(messages, messages.size(), generationPrompt);
+        if (!rendered.ok())
+            return rendered.error();
+        return std::move(rendered.value().text);
+    } catch (const jinja::detail::RenderError& error) {
+        return common::Error{m_origin + ": chat_template: " + error.what, {}};
+    }
+}
+
 common::Result<FormattedExample> ModelChatTemplate::format(const Record& record) const
 {
     if (record.kind == RecordKind::Text)

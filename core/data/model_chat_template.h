@@ -37,6 +37,12 @@ public:
     // turns cannot be told apart.
     common::Result<FormattedExample> format(const Record& record) const;
 
+    // The text of `messages` as apply_chat_template(messages, tokenize=False,
+    // add_generation_prompt=generationPrompt) writes it; an Error when the
+    // template refuses them.
+    common::Result<std::string> renderText(
+        const std::vector<ChatMessage>& messages, bool generationPrompt) const;
+
     const std::string& origin() const { return m_origin; }
 
 private:

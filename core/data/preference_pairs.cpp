@@ -1,5 +1,7 @@
 #include "data/preference_pairs.h"
 
+#include "data/model_chat_template.h"
+
 #include <algorithm>
 
 namespace tb::data {
@@ -29,21 +31,62 @@ TokenizedExample completionRow(std::vector<std::int32_t> ids, std::size_t prompt
     return row;
 }
 
-} // namespace
+// The three id lists of a conversational pair (see the header).
+struct PairIds {
+    std::vector<std::int32_t> prompt;
+    std::vector<std::int32_t> chosen;
+    std::vector<std::int32_t> rejected;
+};
 
-common::Result<PreferencePair> tokenizePreferencePair(
-    const Record& record, const tokenizer::Tokenizer& tokenizer)
+common::Result<PairIds> conversationalIds(
+    const Record& record, const tokenizer::Tokenizer& tokenizer, const ModelChatTemplate& model)
+{
+    const auto withPrompt = [&](const std::vector<ChatMessage>& completion) {
+        std::vector<ChatMessage> turns = record.promptMessages;
+        turns.insert(turns.end(), completion.begin(), completion.end());
+        return model.renderText(turns, false);
+    };
+    common::Result<std::string> prompt = model.renderText(record.promptMessages, true);
+    if (!prompt.ok())
+        return prompt.error();
+    common::Result<std::string> chosen = withPrompt(record.chosenMessages);
+    if (!chosen.ok())
+        return chosen.error();
+    common::Result<std::string> rejected = withPrompt(record.rejectedMessages);
+    if (!rejected.ok())
+        return rejected.error();
+    return PairIds{tokenizer.encode(prompt.value(), false), tokenizer.encode(chosen.value(), false),
+        tokenizer.encode(rejected.value(), false)};
+}
+
+common::Result<PairIds> plainIds(const Record& record, const tokenizer::Tokenizer& tokenizer)
 {
     const std::optional<std::string>& eos = tokenizer.config().eosToken;
     if (!eos || !tokenizer.eosId())
         return common::Error{"the tokenizer names no EOS token (tokenizer_config.json eos_token): "
                              "a completion's end cannot be marked",
             "set eos_token in tokenizer_config.json"};
-    const std::vector<std::int32_t> prompt = tokenizer.encode(record.prompt, true);
-    std::vector<std::int32_t> chosen =
-        tokenizer.encode(record.prompt + withEos(record.chosen, *eos), true);
-    std::vector<std::int32_t> rejected =
-        tokenizer.encode(record.prompt + withEos(record.rejected, *eos), true);
+    return PairIds{tokenizer.encode(record.prompt, true),
+        tokenizer.encode(record.prompt + withEos(record.chosen, *eos), true),
+        tokenizer.encode(record.prompt + withEos(record.rejected, *eos), true)};
+}
+
+} // namespace
+
+common::Result<PreferencePair> tokenizePreferencePair(
+    const Record& record, const tokenizer::Tokenizer& tokenizer, const ModelChatTemplate* model)
+{
+    if (record.conversational() && !model)
+        return common::Error{"a conversational pair needs the model's chat template: the "
+                             "tokenizer folder has none, or data.template is none",
+            "use plain pairs (strings), or a model whose tokenizer_config.json has a "
+            "chat_template"};
+    common::Result<PairIds> ids = record.conversational()
+        ? conversationalIds(record, tokenizer, *model)
+        : plainIds(record, tokenizer);
+    if (!ids.ok())
+        return ids.error();
+    auto& [prompt, chosen, rejected] = ids.value();
     PreferencePair pair;
     pair.promptTokens = std::min(commonPrefix(prompt, chosen), commonPrefix(prompt, rejected));
     if (pair.promptTokens == chosen.size() || pair.promptTokens == rejected.size())
@@ -83,18 +126,19 @@ std::vector<TokenizedExample> preferenceRows(
 
 common::Result<std::vector<PreferencePair>> tokenizePreferencePairs(
     const std::vector<Record>& records, const tokenizer::Tokenizer& tokenizer,
-    config::MalformedPolicy policy, ReadReport& report)
+    config::MalformedPolicy policy, ReadReport& report, const ModelChatTemplate* model)
 {
     std::vector<PreferencePair> pairs;
     pairs.reserve(records.size());
     for (const Record& record : records) {
-        common::Result<PreferencePair> pair = tokenizePreferencePair(record, tokenizer);
+        common::Result<PreferencePair> pair = tokenizePreferencePair(record, tokenizer, model);
         if (pair.ok()) {
             pairs.push_back(std::move(pair).value());
             continue;
         }
-        if (!tokenizer.eosId())
-            return pair.error(); // the tokenizer's, not the record's
+        // The tokenizer's or the template's problem, not the record's.
+        if ((!record.conversational() && !tokenizer.eosId()) || (record.conversational() && !model))
+            return pair.error();
         if (common::Status status = report.malformed({record.source, pair.error().message}, policy);
             !status.ok())
             return status.error();

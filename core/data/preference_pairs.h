@@ -16,6 +16,8 @@
 // pairs is made of (docs/DATA.md, "Preference pairs").
 namespace tb::data {
 
+class ModelChatTemplate;
+
 // The rows of one pair: the prompt followed by each completion, labels on
 // the completion's tokens only.
 struct PreferencePair {
@@ -32,8 +34,17 @@ struct PreferencePair {
 // belongs to the completion) and the rest of each row its completion. An
 // Error when the tokenizer names no EOS token, or a completion has no
 // token of its own.
-common::Result<PreferencePair> tokenizePreferencePair(
-    const Record& record, const tokenizer::Tokenizer& tokenizer);
+//
+// A conversational pair as TRL 1.16 tokenizes one (trl/trainer/dpo_trainer.py,
+// _prepare_dataset): the prompt's turns with the generation prompt, the
+// prompt's and chosen turns, the prompt's and rejected turns, each through
+// the model's chat template and tokenized without the tokenizer's own
+// special tokens (apply_chat_template(tokenize=True)); the prompt is the
+// common prefix of the three, and no EOS is appended (the template ends
+// each turn). An Error when `model` is null (the model has no chat
+// template, or data.template is none) or the template refuses the turns.
+common::Result<PreferencePair> tokenizePreferencePair(const Record& record,
+    const tokenizer::Tokenizer& tokenizer, const ModelChatTemplate* model = nullptr);
 
 // Rows ready for batching, a pair's chosen row then its rejected row (pair i
 // at rows 2i and 2i + 1; data::BatchOptions::rowsPerSample 2 batches them
@@ -48,6 +59,6 @@ std::vector<TokenizedExample> preferenceRows(
 // through `report` as malformed (skipped, or an Error under `policy` fail).
 common::Result<std::vector<PreferencePair>> tokenizePreferencePairs(
     const std::vector<Record>& records, const tokenizer::Tokenizer& tokenizer,
-    config::MalformedPolicy policy, ReadReport& report);
+    config::MalformedPolicy policy, ReadReport& report, const ModelChatTemplate* model = nullptr);
 
 } // namespace tb::data

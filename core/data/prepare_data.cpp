@@ -10,6 +10,8 @@
 #include "data/split.h"
 #include "data/tokenize.h"
 
+#include <algorithm>
+
 namespace tb::data {
 
 namespace {
@@ -139,14 +141,45 @@ std::string joinFiles(const std::vector<std::string>& files)
 
 // DPO's rows: a pair's chosen row then its rejected row (preference_pairs.h).
 // The run config allows no validation data with preference pairs.
+// The model's own template for conversational pairs, unless data.template
+// is none (plain pairs are tokenized as written either way).
+common::Result<std::optional<ModelChatTemplate>> pairTemplate(
+    const config::RunConfig& config, const tokenizer::Tokenizer& tokenizer)
+{
+    if (config.data.promptTemplate == config::PromptTemplate::None)
+        return std::optional<ModelChatTemplate>{};
+    common::Result<std::optional<ChatTemplateText>> text = modelChatTemplateText(config.tokenizer);
+    if (!text.ok())
+        return text.error();
+    if (!text.value())
+        return std::optional<ModelChatTemplate>{};
+    common::Result<ModelChatTemplate> model = ModelChatTemplate::parse(text.value()->jinja,
+        text.value()->origin, tokenizer.config().bosToken, tokenizer.config().eosToken);
+    if (!model.ok())
+        return model.error();
+    return std::optional<ModelChatTemplate>{std::move(model).value()};
+}
+
 common::Result<PreparedData> preparePreferenceRows(PreparedData prepared,
-    const std::vector<Record>& records, const config::DataConfig& data,
+    const std::vector<Record>& records, const config::RunConfig& config,
     const tokenizer::Tokenizer& tokenizer)
 {
+    const config::DataConfig& data = config.data;
     DataStats& stats = prepared.stats;
     stats.promptTemplate = config::PromptTemplate::None;
-    common::Result<std::vector<PreferencePair>> pairs =
-        tokenizePreferencePairs(records, tokenizer, data.malformed, stats.records);
+    const bool conversational = std::any_of(
+        records.begin(), records.end(), [](const Record& r) { return r.conversational(); });
+    std::optional<ModelChatTemplate> model;
+    if (conversational) {
+        common::Result<std::optional<ModelChatTemplate>> loaded = pairTemplate(config, tokenizer);
+        if (!loaded.ok())
+            return loaded.error();
+        model = std::move(loaded).value();
+        if (model)
+            stats.promptTemplate = config::PromptTemplate::Model;
+    }
+    common::Result<std::vector<PreferencePair>> pairs = tokenizePreferencePairs(
+        records, tokenizer, data.malformed, stats.records, model ? &*model : nullptr);
     if (!pairs.ok())
         return pairs.error();
     prepared.train = preferenceRows(
@@ -207,7 +240,7 @@ common::Result<PreparedData> prepareData(const config::RunConfig& config,
     stats.trainRecords = trainRecords.size();
     stats.validationRecords = validationRecords.size();
     if (data.format == config::DataFormat::Preference)
-        return preparePreferenceRows(std::move(prepared), trainRecords, data, tokenizer);
+        return preparePreferenceRows(std::move(prepared), trainRecords, config, tokenizer);
 
     common::Result<ResolvedTemplate> resolved = resolveFormat(config, tokenizer, stats.warnings);
     if (!resolved.ok())

@@ -44,6 +44,13 @@ struct Record {
     std::string prompt;
     std::string chosen;
     std::string rejected;
+    // Conversational pairs (TRL's conversational form): the turns of the
+    // prompt and of each completion; empty for plain pairs.
+    std::vector<ChatMessage> promptMessages;
+    std::vector<ChatMessage> chosenMessages;
+    std::vector<ChatMessage> rejectedMessages;
+
+    bool conversational() const { return !chosenMessages.empty(); }
 
     SourcePosition source;
 };

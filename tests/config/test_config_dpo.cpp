@@ -129,7 +129,7 @@ private slots:
                                           << "validation of preference pairs" << 6;
         QTest::addRow("chat template") << base + "  template: llama3\n"
                                        << "data.template"
-                                       << "expected auto or none" << 6;
+                                       << "expected auto, model or none" << 6;
     }
     void rejects()
     {

@@ -86,9 +86,21 @@ private slots:
                                         << "'rejected' is empty";
         QTest::addRow("same completions") << R"({"prompt": "p", "chosen": "a", "rejected": "a"})"
                                           << "'chosen' equals 'rejected'";
-        QTest::addRow("conversational")
+        QTest::addRow("a conversational prompt, plain completions")
             << R"({"prompt": [{"role": "user", "content": "p"}], "chosen": "a", "rejected": "b"})"
-            << "'prompt' is a list of messages: conversational preference pairs are not supported";
+            << "'prompt' is a list of messages, but 'chosen' is a string";
+        QTest::addRow("a plain prompt, conversational completions")
+            << R"({"prompt": "p", "chosen": [{"role": "assistant", "content": "a"}], "rejected": [{"role": "assistant", "content": "b"}]})"
+            << "'prompt' is string, but 'chosen' is a list of messages";
+        QTest::addRow("conversational, no shared turn")
+            << R"({"chosen": [{"role": "user", "content": "p"}, {"role": "assistant", "content": "a"}], "rejected": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "b"}]})"
+            << "share no turn and there is no 'prompt'";
+        QTest::addRow("conversational, the same completions")
+            << R"({"prompt": [{"role": "user", "content": "p"}], "chosen": [{"role": "assistant", "content": "a"}], "rejected": [{"role": "assistant", "content": "a"}]})"
+            << "'chosen' equals 'rejected'";
+        QTest::addRow("conversational, a bad role")
+            << R"({"prompt": [{"role": "user", "content": "p"}], "chosen": [{"role": "bot", "content": "a"}], "rejected": [{"role": "assistant", "content": "b"}]})"
+            << "chosen[0]: role 'bot', expected system, user or assistant";
         QTest::addRow("not an object") << R"(["p", "a", "b"])"
                                        << "expected a JSON object";
     }
@@ -114,6 +126,28 @@ private slots:
         QCOMPARE(kept.value().size(), size_t(1));
         QCOMPARE(skipping.malformedCount(), size_t(1));
         QCOMPARE(skipping.issues().front().where.line, size_t(2));
+    }
+
+    // TRL's conversational form: the prompt the turns share when there is
+    // none, and no tokenization without the model's chat template.
+    void readsConversationalPairs()
+    {
+        const std::string text =
+            R"({"chosen": [{"role": "system", "content": "Be kind."}, {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}], "rejected": [{"role": "system", "content": "Be kind."}, {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Go away."}]})";
+        ReadReport report;
+        const auto records = parseRecords(
+            text, "pairs.jsonl", pairOptions(tb::config::MalformedPolicy::Fail), report);
+        QVERIFY2(records.ok(), records.ok() ? "" : records.error().toString().c_str());
+        const Record& record = records.value().front();
+        QVERIFY(record.conversational());
+        QCOMPARE(record.promptMessages.size(), size_t(2));
+        QCOMPARE(record.promptMessages.back().content, std::string("Hi"));
+        QCOMPARE(record.chosenMessages, (std::vector<ChatMessage>{{"assistant", "Hello!"}}));
+        QCOMPARE(record.rejectedMessages, (std::vector<ChatMessage>{{"assistant", "Go away."}}));
+        const auto tokenized = tokenizePreferencePair(record, demoTokenizer());
+        QVERIFY(!tokenized.ok());
+        QVERIFY(QString::fromStdString(tokenized.error().message)
+                    .contains("needs the model's chat template"));
     }
 
     // TRL: the EOS text appended to each completion, prompt and prompt +

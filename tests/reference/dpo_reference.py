@@ -100,11 +100,31 @@ def common_prefix(a, b):
     return n
 
 
+def extract_prompt(pair):
+    """TRL's extract_prompt on a conversational pair without a prompt: the
+    turns chosen and rejected share, then the rest of each."""
+    chosen, rejected = pair["chosen"], pair["rejected"]
+    n = 0
+    while n < min(len(chosen), len(rejected)) and chosen[n] == rejected[n]:
+        n += 1
+    return {"prompt": chosen[:n], "chosen": chosen[n:], "rejected": rejected[n:]}
+
+
+def chat_ids(tokenizer, messages, **kwargs):
+    """apply_chat_template(tokenize=True) as TRL's _tokenize calls it."""
+    return list(tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True,
+                                              **kwargs)["input_ids"])
+
+
 def tokenize_pairs(args):
-    """TRL's DPOTrainer (1.16) rule for plain pairs, in transformers: the EOS
-    text appended to each completion that lacks it; prompt, prompt + chosen
-    and prompt + rejected tokenized with special tokens; the prompt their
-    common prefix, the rest the completions."""
+    """TRL's DPOTrainer (1.16, trl/trainer/dpo_trainer.py _prepare_dataset)
+    rule, in transformers. Plain pairs: the EOS text appended to each
+    completion that lacks it; prompt, prompt + chosen and prompt + rejected
+    tokenized with special tokens. Conversational pairs (prompt extracted
+    from chosen and rejected when absent): the prompt's turns with the
+    generation prompt, prompt + chosen and prompt + rejected turns, each
+    through the tokenizer's chat template, no EOS added. Either way the
+    prompt is the common prefix of the three, the rest the completions."""
     import transformers
     tokenizer = transformers.AutoTokenizer.from_pretrained(args.tokenizer, local_files_only=True)
     eos = tokenizer.eos_token
@@ -112,10 +132,18 @@ def tokenize_pairs(args):
     with open(args.pairs, encoding="utf-8") as lines:
         for line in lines:
             pair = json.loads(line)
-            ends = {k: pair[k] if pair[k].endswith(eos) else pair[k] + eos for k in ("chosen", "rejected")}
-            prompt = tokenizer(pair["prompt"])["input_ids"]
-            chosen = tokenizer(pair["prompt"] + ends["chosen"])["input_ids"]
-            rejected = tokenizer(pair["prompt"] + ends["rejected"])["input_ids"]
+            if isinstance(pair["chosen"], list):
+                if "prompt" not in pair:
+                    pair = extract_prompt(pair)
+                prompt = chat_ids(tokenizer, pair["prompt"], add_generation_prompt=True)
+                chosen = chat_ids(tokenizer, pair["prompt"] + pair["chosen"])
+                rejected = chat_ids(tokenizer, pair["prompt"] + pair["rejected"])
+            else:
+                ends = {k: pair[k] if pair[k].endswith(eos) else pair[k] + eos
+                        for k in ("chosen", "rejected")}
+                prompt = tokenizer(pair["prompt"])["input_ids"]
+                chosen = tokenizer(pair["prompt"] + ends["chosen"])["input_ids"]
+                rejected = tokenizer(pair["prompt"] + ends["rejected"])["input_ids"]
             n = min(common_prefix(prompt, chosen), common_prefix(prompt, rejected))
             rows.append({"prompt_ids": prompt[:n], "chosen_ids": chosen[n:],
                          "rejected_ids": rejected[n:]})

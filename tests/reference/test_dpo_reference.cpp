@@ -1,11 +1,14 @@
 // LibTorch before Qt (LIBTORCH.md: Qt's keywords break its headers).
 #include "../support/qt_test_paths.h"
 #include "data/batch.h"
+#include "data/chat_template.h"
 #include "data/dataset_reader.h"
+#include "data/model_chat_template.h"
 #include "data/preference_pairs.h"
 #include "hf_step_compare.h"
 #include "train/dpo_step.h"
 
+#include <QDir>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -113,6 +116,38 @@ const char* const kTokenizedPairs =
     "{\"prompt\": \"The sun is\", \"chosen\": \"hot and big\", \"rejected\": \"n't here\"}"
     "\n";
 
+// TRL's conversational pairs: an explicit prompt, a prompt TRL extracts from
+// the turns chosen and rejected share (a system turn among them), a prompt of
+// several turns.
+const char* const kConversationalPairs =
+    R"({"prompt": [{"role": "user", "content": "Tell me about a cat."}], "chosen": [{"role": "assistant", "content": "Tom the cat sleeps in the sun."}], "rejected": [{"role": "assistant", "content": "No."}]})"
+    "\n"
+    R"({"chosen": [{"role": "system", "content": "Be kind."}, {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello there!"}], "rejected": [{"role": "system", "content": "Be kind."}, {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Go away."}]})"
+    "\n"
+    R"({"prompt": [{"role": "user", "content": "Name a fruit."}, {"role": "assistant", "content": "Apple."}, {"role": "user", "content": "Another?"}], "chosen": [{"role": "assistant", "content": "Pear."}], "rejected": [{"role": "assistant", "content": "Apple again."}]})"
+    "\n";
+
+// A copy of the demo model's tokenizer folder whose tokenizer_config.json
+// carries `chatTemplate` (from tests/data/chat_templates); empty on failure.
+QString tokenizerWithTemplate(const QString& folder, const QString& chatTemplate)
+{
+    QDir().mkpath(folder);
+    const QString demo = test::qDemoModelDir();
+    if (!QFile::copy(demo + "/tokenizer.json", folder + "/tokenizer.json"))
+        return {};
+    QFile config(demo + "/tokenizer_config.json");
+    QFile jinja(test::qSourcePath("tests/data/chat_templates/" + chatTemplate.toStdString()));
+    if (!config.open(QIODevice::ReadOnly) || !jinja.open(QIODevice::ReadOnly))
+        return {};
+    QJsonObject settings = QJsonDocument::fromJson(config.readAll()).object();
+    settings.insert("chat_template", QString::fromUtf8(jinja.readAll()));
+    QFile out(folder + "/tokenizer_config.json");
+    if (!out.open(QIODevice::WriteOnly))
+        return {};
+    out.write(QJsonDocument(settings).toJson());
+    return folder;
+}
+
 std::vector<std::int32_t> idsOf(const QJsonValue& value)
 {
     std::vector<std::int32_t> ids;
@@ -152,18 +187,36 @@ private slots:
                 + problem));
     }
 
+    // Plain pairs on the demo tokenizer, and conversational pairs (an
+    // explicit prompt, a prompt TRL extracts, a prompt of several turns)
+    // through two published chat templates put in a copy of its folder.
+    void tokenizesPairsAsTrl_data()
+    {
+        QTest::addColumn<QByteArray>("pairs");
+        QTest::addColumn<QString>("chatTemplate"); // empty: the demo folder as it is
+        QTest::addRow("plain") << QByteArray(kTokenizedPairs) << QString();
+        for (const char* name :
+            {"Qwen-Qwen2.5-7B-Instruct.jinja", "meta-llama-Llama-3.3-70B-Instruct.jinja"})
+            QTest::addRow("conversational, %s", name)
+                << QByteArray(kConversationalPairs) << QString::fromLatin1(name);
+    }
     void tokenizesPairsAsTrl()
     {
+        QFETCH(QByteArray, pairs);
+        QFETCH(QString, chatTemplate);
         QTemporaryDir dir;
-        const QString pairs = dir.filePath("pairs.jsonl");
-        QFile file(pairs);
+        const QString pairsFile = dir.filePath("pairs.jsonl");
+        QFile file(pairsFile);
         QVERIFY(file.open(QIODevice::WriteOnly));
-        file.write(kTokenizedPairs);
+        file.write(pairs);
         file.close();
+        const QString model = chatTemplate.isEmpty()
+            ? test::qDemoModelDir()
+            : tokenizerWithTemplate(dir.filePath("tokenizer"), chatTemplate);
+        QVERIFY(!model.isEmpty());
         const QString out = dir.filePath("trl.json");
-        const QString model = test::qDemoModelDir();
         const QString problem =
-            ask({"tokenize-pairs", "--tokenizer", model, "--pairs", pairs, "--out", out});
+            ask({"tokenize-pairs", "--tokenizer", model, "--pairs", pairsFile, "--out", out});
         QVERIFY2(problem.isEmpty(), qPrintable(problem));
         QFile answer(out);
         QVERIFY(answer.open(QIODevice::ReadOnly));
@@ -171,16 +224,26 @@ private slots:
 
         const auto tokenizer = tokenizer::Tokenizer::load(model.toStdString());
         QVERIFY(tokenizer.ok());
+        std::optional<data::ModelChatTemplate> chat;
+        if (!chatTemplate.isEmpty()) {
+            const auto text = data::modelChatTemplateText(model.toStdString());
+            QVERIFY(text.ok() && text.value());
+            auto parsed = data::ModelChatTemplate::parse(text.value()->jinja, text.value()->origin,
+                tokenizer.value().config().bosToken, tokenizer.value().config().eosToken);
+            QVERIFY2(parsed.ok(), parsed.ok() ? "" : parsed.error().message.c_str());
+            chat = std::move(parsed).value();
+        }
         data::ReaderOptions options;
         options.format = config::DataFormat::Preference;
         options.malformed = config::MalformedPolicy::Fail;
         data::ReadReport report;
-        const auto records = data::readRecords(pairs.toStdString(), options, report);
+        const auto records = data::readRecords(pairsFile.toStdString(), options, report);
         QVERIFY2(records.ok(), records.ok() ? "" : records.error().toString().c_str());
         QCOMPARE(records.value().size(), std::size_t(theirs.size()));
         for (std::size_t i = 0; i < records.value().size(); ++i) {
-            const auto ours = data::tokenizePreferencePair(records.value()[i], tokenizer.value());
-            QVERIFY(ours.ok());
+            const auto ours = data::tokenizePreferencePair(
+                records.value()[i], tokenizer.value(), chat ? &*chat : nullptr);
+            QVERIFY2(ours.ok(), ours.ok() ? "" : ours.error().toString().c_str());
             const data::PreferencePair& pair = ours.value();
             const QJsonObject trl = theirs[static_cast<int>(i)].toObject();
             const std::vector<std::int32_t> prompt = idsOf(trl.value("prompt_ids"));
