@@ -208,6 +208,8 @@ private:
                 break;
             slice = true;
         }
+        if (!slice && !parts.front())
+            m_in.fail("expected an index or a slice, got " + TokenCursor::describe(m_in.peek()));
         m_in.expect("]");
         auto node = make(slice ? Expr::Kind::Slice : Expr::Kind::Item);
         node->object = std::move(object);

@@ -175,6 +175,8 @@ private slots:
                                    << "line 2, column 1: '{% endfor %}' without";
         QTest::addRow("macro") << "{% macro f() %}{% endmacro %}"
                                << "'{% macro %}' is not supported";
+        QTest::addRow("empty subscript") << "{{ messages[ ] }}"
+                                         << "line 1, column 14: expected an index or a slice";
         QTest::addRow("bad character") << "{{ a ; b }}"
                                        << "unexpected character ';'";
         QTest::addRow("raise_exception") << "{{ raise_exception('System role not supported') }}"
