@@ -126,8 +126,6 @@ common::Result<std::string> ModelChatTemplate::renderText(
 
 common::Result<FormattedExample> ModelChatTemplate::format(const Record& record) const
 {
-    if (record.kind == RecordKind::Text)
-        return FormattedExample{{Segment{record.text, true}}, true, true, record.source};
     std::vector<ChatMessage> messages;
     try {
         messages = asMessages(record);

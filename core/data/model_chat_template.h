@@ -23,7 +23,7 @@ public:
         std::optional<std::string> eosToken);
 
     // The conversation as the template writes it (instruction records as a
-    // system, user and assistant turn), tokenized later without the
+    // system, user and assistant turn; plain text is formatRecord's), tokenized later without the
     // tokenizer's own special tokens, as apply_chat_template does. The text
     // each assistant turn adds is trainable: from where the template's text
     // for the turns before it, with the generation prompt, ends, to where

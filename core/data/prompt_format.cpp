@@ -201,7 +201,7 @@ std::string alpacaPrompt(std::string_view instruction, std::string_view input)
 common::Result<FormattedExample> formatRecord(
     const Record& record, PromptTemplate format, const ModelChatTemplate* model)
 {
-    if (format == PromptTemplate::Model) {
+    if (format == PromptTemplate::Model && record.kind != RecordKind::Text) {
         if (!model)
             return common::Error{"data.template: model, but the model has no chat template", {}};
         return model->format(record);

@@ -13,11 +13,6 @@ namespace {
 constexpr const char* kWhitespace = " \t\n\r\f\v";
 constexpr std::int64_t kMaxRange = 100000;
 
-[[noreturn]] void fail(std::string what)
-{
-    throw RenderError{std::move(what)};
-}
-
 std::string strip(const std::string& s, const std::string& chars, bool left, bool right)
 {
     std::size_t begin = left ? s.find_first_not_of(chars) : 0;
@@ -190,6 +185,11 @@ Value dictMethod(const Value& dict, const std::string& name, const Arguments& ar
 }
 
 } // namespace
+
+void fail(std::string what)
+{
+    throw RenderError{std::move(what)};
+}
 
 const Value* Arguments::get(std::size_t index, const char* name) const
 {

@@ -16,6 +16,9 @@ struct TemplateException {
     std::string message;
 };
 
+// Stops the rendering with `what` (the renderer adds the place).
+[[noreturn]] void fail(std::string what);
+
 struct Arguments {
     std::vector<Value> positional;
     std::vector<std::pair<std::string, Value>> named;

@@ -9,11 +9,6 @@ namespace tb::jinja::detail {
 
 namespace {
 
-[[noreturn]] void fail(std::string what)
-{
-    throw RenderError{std::move(what)};
-}
-
 std::int64_t codePoints(const std::string& s)
 {
     return std::int64_t(std::count_if(

@@ -9,11 +9,6 @@ namespace tb::jinja::detail {
 
 namespace {
 
-[[noreturn]] void fail(std::string what)
-{
-    throw RenderError{std::move(what)};
-}
-
 Value arithmetic(const std::string& op, const Value& a, const Value& b)
 {
     if (op == "+" && a.kind == Value::Kind::String && b.kind == Value::Kind::String)

@@ -1,4 +1,4 @@
-#include "../support/test_data.h"
+#include "../support/chat_template_folder.h"
 #include "common/atomic_file.h"
 #include "config/run_config.h"
 #include "data/model_chat_template.h"
@@ -7,10 +7,6 @@
 
 #include <QTemporaryDir>
 #include <QTest>
-
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 // Records through the chat templates models are published with
 // (tests/data/chat_templates; their text is held against transformers by
@@ -24,11 +20,7 @@ namespace {
 
 std::string publishedTemplate(const QString& name)
 {
-    std::ifstream in(
-        tb::test::sourcePath("tests/data/chat_templates/" + name.toStdString()), std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
+    return tb::test::publishedChatTemplate(name.toStdString());
 }
 
 Record chat(std::vector<ChatMessage> messages)
@@ -176,19 +168,13 @@ private slots:
     void prepareUsesTheModelsOwnTemplate()
     {
         QTemporaryDir dir;
-        const std::filesystem::path folder = dir.path().toStdString();
-        for (const char* name : {"tokenizer.json", "config.json"})
-            std::filesystem::copy_file(
-                std::filesystem::path(tb::test::demoModelDir()) / name, folder / name);
-        nlohmann::json config = {{"bos_token", "<s>"}, {"eos_token", "</s>"},
-            {"chat_template", publishedTemplate("Qwen-Qwen2.5-7B-Instruct.jinja")}};
-        QVERIFY(
-            tb::common::writeFileAtomic((folder / "tokenizer_config.json").string(), config.dump())
-                .ok());
-        const auto tokenizer = tb::tokenizer::Tokenizer::load(folder.string());
+        const std::string folder = tb::test::demoTokenizerWithTemplate(
+            dir.filePath("tokenizer").toStdString(), "Qwen-Qwen2.5-7B-Instruct.jinja");
+        QVERIFY(!folder.empty());
+        const auto tokenizer = tb::tokenizer::Tokenizer::load(folder);
         QVERIFY(tokenizer.ok());
         tb::config::RunConfig run;
-        run.tokenizer = folder.string();
+        run.tokenizer = folder;
         run.data.trainFiles = {tb::test::sourcePath("resources/demo/tiny_chat.jsonl")};
         run.data.format = tb::config::DataFormat::Chat;
         run.data.packing = false;

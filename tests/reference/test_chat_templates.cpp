@@ -1,13 +1,11 @@
 #include "../support/qt_test_paths.h"
+#include "common/atomic_file.h"
 #include "jinja/template.h"
 
 #include <QDir>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
-
-#include <fstream>
-#include <sstream>
 
 // The chat templates models are published with (tests/data/chat_templates),
 // rendered by Tunebench's Jinja engine and by transformers' own
@@ -21,10 +19,8 @@ namespace {
 
 std::string readFile(const QString& path)
 {
-    std::ifstream in(path.toStdString(), std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
+    const auto text = tb::common::readFile(path.toStdString());
+    return text.ok() ? text.value() : std::string();
 }
 
 // The variables apply_chat_template gives a template: the messages without
@@ -90,7 +86,7 @@ private slots:
         }
         QTemporaryDir dir;
         const QString casesFile = dir.filePath("cases.json");
-        std::ofstream(casesFile.toStdString()) << m_cases.dump();
+        QVERIFY(tb::common::writeFileAtomic(casesFile.toStdString(), m_cases.dump()).ok());
         QProcess python;
         python.start(QString::fromUtf8(tb::test::referencePython()),
             {tb::test::qSourcePath("tests/reference/chat_template_reference.py"), casesFile});

@@ -1,4 +1,5 @@
 // LibTorch before Qt (LIBTORCH.md: Qt's keywords break its headers).
+#include "../support/chat_template_folder.h"
 #include "../support/qt_test_paths.h"
 #include "data/batch.h"
 #include "data/chat_template.h"
@@ -8,7 +9,6 @@
 #include "hf_step_compare.h"
 #include "train/dpo_step.h"
 
-#include <QDir>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -127,27 +127,6 @@ const char* const kConversationalPairs =
     R"({"prompt": [{"role": "user", "content": "Name a fruit."}, {"role": "assistant", "content": "Apple."}, {"role": "user", "content": "Another?"}], "chosen": [{"role": "assistant", "content": "Pear."}], "rejected": [{"role": "assistant", "content": "Apple again."}]})"
     "\n";
 
-// A copy of the demo model's tokenizer folder whose tokenizer_config.json
-// carries `chatTemplate` (from tests/data/chat_templates); empty on failure.
-QString tokenizerWithTemplate(const QString& folder, const QString& chatTemplate)
-{
-    QDir().mkpath(folder);
-    const QString demo = test::qDemoModelDir();
-    if (!QFile::copy(demo + "/tokenizer.json", folder + "/tokenizer.json"))
-        return {};
-    QFile config(demo + "/tokenizer_config.json");
-    QFile jinja(test::qSourcePath("tests/data/chat_templates/" + chatTemplate.toStdString()));
-    if (!config.open(QIODevice::ReadOnly) || !jinja.open(QIODevice::ReadOnly))
-        return {};
-    QJsonObject settings = QJsonDocument::fromJson(config.readAll()).object();
-    settings.insert("chat_template", QString::fromUtf8(jinja.readAll()));
-    QFile out(folder + "/tokenizer_config.json");
-    if (!out.open(QIODevice::WriteOnly))
-        return {};
-    out.write(QJsonDocument(settings).toJson());
-    return folder;
-}
-
 std::vector<std::int32_t> idsOf(const QJsonValue& value)
 {
     std::vector<std::int32_t> ids;
@@ -212,7 +191,8 @@ private slots:
         file.close();
         const QString model = chatTemplate.isEmpty()
             ? test::qDemoModelDir()
-            : tokenizerWithTemplate(dir.filePath("tokenizer"), chatTemplate);
+            : QString::fromStdString(tb::test::demoTokenizerWithTemplate(
+                dir.filePath("tokenizer").toStdString(), chatTemplate.toStdString()));
         QVERIFY(!model.isEmpty());
         const QString out = dir.filePath("trl.json");
         const QString problem =
