@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,14 @@ bool isControlCharacter(char c);
 // (never ending inside a UTF-8 sequence) and "... (N more bytes)": text from
 // a file or another machine kept or shown where its size must be bounded.
 std::string clipText(std::string_view text, size_t maxBytes);
+
+// How many leading elements `a` and `b` share: characters of two texts,
+// token ids of two sequences.
+template <typename Sequence> size_t commonPrefixLength(const Sequence& a, const Sequence& b)
+{
+    return static_cast<size_t>(
+        std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
+}
 
 // Levenshtein distance, for "did you mean" suggestions on unknown names.
 size_t editDistance(std::string_view a, std::string_view b);

@@ -31,6 +31,10 @@ enum class Sharding {
     FsdpHybrid, // HYBRID_SHARD: FULL_SHARD inside a node, replicated across nodes
 };
 
+// What the run optimises: Sft, the next-token loss; Dpo, DPO on preference
+// pairs (train/dpo_step.h; planned as docs/PLANNER.md 4.15 says).
+enum class Objective { Sft, Dpo };
+
 enum class Offload {
     None,
     Optimizer, // optimizer states (and the fp32 master) in CPU memory, step on CPU
@@ -86,6 +90,10 @@ inline constexpr std::array kOffloadSpellings = std::to_array<Spelling<Offload>>
     {Offload::OptimizerAndParams, "params"},
     {Offload::OptimizerAndParams, "all"},
 });
+inline constexpr std::array kObjectiveSpellings = std::to_array<Spelling<Objective>>({
+    {Objective::Sft, "sft"},
+    {Objective::Dpo, "dpo"},
+});
 
 // The canonical spelling of `value`.
 template <typename Enum, size_t N>
@@ -136,6 +144,9 @@ template <> struct SpellingTable<Sharding> {
 template <> struct SpellingTable<Offload> {
     static constexpr const auto& table = kOffloadSpellings;
 };
+template <> struct SpellingTable<Objective> {
+    static constexpr const auto& table = kObjectiveSpellings;
+};
 
 inline std::string_view toString(Method value)
 {
@@ -152,6 +163,10 @@ inline std::string_view toString(Sharding value)
 inline std::string_view toString(Offload value)
 {
     return spellingOf(kOffloadSpellings, value);
+}
+inline std::string_view toString(Objective value)
+{
+    return spellingOf(kObjectiveSpellings, value);
 }
 
 } // namespace tb::common

@@ -15,10 +15,6 @@ template <> struct Names<DataFormat> {
         {{DataFormat::Alpaca, "alpaca"}, {DataFormat::Chat, "chat"}, {DataFormat::Csv, "csv"},
             {DataFormat::Text, "text"}, {DataFormat::Preference, "preference"}}};
 };
-template <> struct Names<Objective> {
-    static constexpr std::array<common::Spelling<Objective>, 2> table{
-        {{Objective::Sft, "sft"}, {Objective::Dpo, "dpo"}}};
-};
 template <> struct Names<DpoLossType> {
     static constexpr std::array<common::Spelling<DpoLossType>, 3> table{
         {{DpoLossType::Sigmoid, "sigmoid"}, {DpoLossType::Ipo, "ipo"},
@@ -79,7 +75,7 @@ TB_CONFIG_ENUM(Schedule)
 TB_CONFIG_NAMES(Precision)
 TB_CONFIG_ENUM(Device)
 TB_CONFIG_ENUM(ExportKind)
-TB_CONFIG_ENUM(Objective)
+TB_CONFIG_NAMES(Objective)
 TB_CONFIG_ENUM(DpoLossType)
 TB_CONFIG_NAMES(Sharding)
 TB_CONFIG_NAMES(Offload)

@@ -20,6 +20,7 @@ namespace tb::config {
 // common/training_terms.h has them; the trainer runs every precision but
 // fp16-mixed (the loader refuses it).
 using common::Method;
+using common::Objective;
 using common::Offload;
 using common::Precision;
 using common::Sharding;
@@ -37,9 +38,6 @@ enum class Schedule { Cosine, Linear, Constant };
 // Auto: CUDA when LibTorch sees a GPU, else the CPU (resolved by the trainer).
 enum class Device { Cpu, Cuda, Auto };
 enum class ExportKind { Adapter, Merged, Both };
-// What the run optimises: the next-token loss of supervised fine-tuning, or
-// the preference loss of DPO on preference pairs (docs/TRAINING.md).
-enum class Objective { Sft, Dpo };
 // DPO's loss on the pair's log-ratio difference: sigmoid (Rafailov et al.
 // 2023, with label smoothing: conservative DPO), ipo (Azar et al. 2023), or
 // robust (Chowdhury et al. 2024), as TRL's DPOTrainer names them.
@@ -53,7 +51,6 @@ std::string_view toString(MalformedPolicy value);
 std::string_view toString(Schedule value);
 std::string_view toString(Device value);
 std::string_view toString(ExportKind value);
-std::string_view toString(Objective value);
 std::string_view toString(DpoLossType value);
 
 // The value spelled `text` (exact, lower case; an alias too), or nullopt;

@@ -1,5 +1,7 @@
 #include "data/csv_parser.h"
 
+#include <optional>
+
 namespace tb::data {
 
 namespace {
@@ -56,19 +58,28 @@ private:
         if (!atEnd() && m_text[m_position] == '"')
             return readQuotedField(field, row);
         while (!atEnd()) {
-            const char c = m_text[m_position];
-            if (c == ',') {
-                ++m_position;
-                return false;
-            }
-            if (c == '\n' || c == '\r') {
-                consumeLineBreak();
-                return true;
-            }
-            field += c;
+            if (const std::optional<bool> ended = fieldEnd())
+                return *ended;
+            field += m_text[m_position];
             ++m_position;
         }
         return true;
+    }
+
+    // At a separator or a line break: consumes it, and says whether it
+    // ended the record. Else nullopt.
+    std::optional<bool> fieldEnd()
+    {
+        const char c = m_text[m_position];
+        if (c == ',') {
+            ++m_position;
+            return false;
+        }
+        if (c == '\n' || c == '\r') {
+            consumeLineBreak();
+            return true;
+        }
+        return std::nullopt;
     }
 
     bool readQuotedField(std::string& field, CsvRow& row)
@@ -102,15 +113,9 @@ private:
         // After the closing quote only a separator or the end may follow.
         bool reported = false;
         while (!atEnd()) {
+            if (const std::optional<bool> ended = fieldEnd())
+                return *ended;
             const char c = m_text[m_position];
-            if (c == ',') {
-                ++m_position;
-                return false;
-            }
-            if (c == '\n' || c == '\r') {
-                consumeLineBreak();
-                return true;
-            }
             if (!reported && row.problem.empty()) {
                 row.problem = "text after the closing quote of field "
                     + std::to_string(row.fields.size() + 1) + " on line " + std::to_string(m_line);

@@ -297,6 +297,26 @@ common::Error jsonError(
         std::string("not valid JSON: ") + error.what());
 }
 
+common::Result<Record> recordOfValue(
+    const json& value, const ReaderOptions& options, const SourcePosition& where)
+{
+    if (!value.is_object())
+        return common::Error{"expected a JSON object, got " + typeName(value), {}};
+    return recordFromJson(value, options, where);
+}
+
+// A record read, or its problem reported as the malformed policy says: an
+// error only when the policy is to fail.
+common::Status keep(common::Result<Record> record, const SourcePosition& where,
+    const ReaderOptions& options, ReadReport& report, std::vector<Record>& records)
+{
+    if (!record.ok())
+        return report.malformed({where, record.error().message}, options.malformed);
+    report.countRecord();
+    records.push_back(std::move(record).value());
+    return common::Ok{};
+}
+
 common::Result<std::vector<Record>> parseArray(std::string_view text, const std::string& fileName,
     const ReaderOptions& options, ReadReport& report)
 {
@@ -318,19 +338,10 @@ common::Result<std::vector<Record>> parseArray(std::string_view text, const std:
     records.reserve(document.size());
     for (std::size_t i = 0; i < document.size(); ++i) {
         SourcePosition where{fileName, i < offsets.size() ? lineOfOffset(text, offsets[i]) : 0, i};
-        common::Result<Record> record = document[i].is_object()
-            ? recordFromJson(document[i], options, where)
-            : common::Result<Record>(
-                common::Error{"expected a JSON object, got " + typeName(document[i]), {}});
-        if (!record.ok()) {
-            const common::Status status =
-                report.malformed({where, record.error().message}, options.malformed);
-            if (!status.ok())
-                return status.error();
-            continue;
-        }
-        report.countRecord();
-        records.push_back(std::move(record).value());
+        if (common::Status kept =
+                keep(recordOfValue(document[i], options, where), where, options, report, records);
+            !kept.ok())
+            return kept.error();
     }
     return records;
 }
@@ -353,22 +364,13 @@ common::Result<std::vector<Record>> parseLines(std::string_view text, const std:
         const SourcePosition where{fileName, lineNumber, std::nullopt};
         common::Result<Record> record = common::Error{"", {}};
         try {
-            const json object = common::parseJson(line);
-            record = object.is_object() ? recordFromJson(object, options, where)
-                                        : common::Result<Record>(common::Error{
-                                            "expected a JSON object, got " + typeName(object), {}});
+            record = recordOfValue(common::parseJson(line), options, where);
         } catch (const json::exception& error) {
             record = common::Error{std::string("not valid JSON: ") + error.what(), {}};
         }
-        if (!record.ok()) {
-            const common::Status status =
-                report.malformed({where, record.error().message}, options.malformed);
-            if (!status.ok())
-                return status.error();
-            continue;
-        }
-        report.countRecord();
-        records.push_back(std::move(record).value());
+        if (common::Status kept = keep(std::move(record), where, options, report, records);
+            !kept.ok())
+            return kept.error();
     }
     return records;
 }

@@ -16,12 +16,6 @@ jinja::Value tokenValue(const std::optional<std::string>& token)
     return token ? jinja::Value::of(*token) : jinja::Value{};
 }
 
-std::size_t commonPrefix(std::string_view a, std::string_view b)
-{
-    return static_cast<std::size_t>(
-        std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
-}
-
 // Segments from the whole text and its trainable byte ranges (sorted, apart).
 std::vector<Segment> split(
     const std::string& text, const std::vector<std::pair<std::size_t, std::size_t>>& trainable)
@@ -60,7 +54,7 @@ std::size_t answerEnd(const std::string& text, const std::string& alone, std::si
             continue;
         const std::string_view suffix = std::string_view(alone).substr(inAlone + written.size());
         const std::size_t end = inText + written.size();
-        std::size_t kept = commonPrefix(suffix, std::string_view(text).substr(end));
+        std::size_t kept = common::commonPrefixLength(suffix, std::string_view(text).substr(end));
         // Where only part of the suffix follows, the two can share the first
         // characters of different markers ("</s>" and "<|user|>"): keep
         // what ends at a marker's or a line's end.
@@ -70,7 +64,7 @@ std::size_t answerEnd(const std::string& text, const std::string& alone, std::si
         }
         return end + kept;
     }
-    return commonPrefix(alone, text);
+    return common::commonPrefixLength<std::string_view>(alone, text);
 }
 
 } // namespace

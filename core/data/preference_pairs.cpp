@@ -2,17 +2,13 @@
 
 #include "data/model_chat_template.h"
 
+#include "common/text.h"
+
 #include <algorithm>
 
 namespace tb::data {
 
 namespace {
-
-std::size_t commonPrefix(const std::vector<std::int32_t>& a, const std::vector<std::int32_t>& b)
-{
-    const auto mismatch = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
-    return static_cast<std::size_t>(mismatch.first - a.begin());
-}
 
 // TRL appends the EOS text unless the completion already ends with it.
 std::string withEos(const std::string& completion, const std::string& eos)
@@ -88,7 +84,8 @@ common::Result<PreferencePair> tokenizePreferencePair(
         return ids.error();
     auto& [prompt, chosen, rejected] = ids.value();
     PreferencePair pair;
-    pair.promptTokens = std::min(commonPrefix(prompt, chosen), commonPrefix(prompt, rejected));
+    pair.promptTokens = std::min(
+        common::commonPrefixLength(prompt, chosen), common::commonPrefixLength(prompt, rejected));
     if (pair.promptTokens == chosen.size() || pair.promptTokens == rejected.size())
         return common::Error{"a completion has no token after the prompt's", {}};
     pair.chosen = completionRow(std::move(chosen), pair.promptTokens);

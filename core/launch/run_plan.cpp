@@ -16,7 +16,7 @@ plan::PlanInput planInputOfRun(
     plan::PlanInput in;
     in.model = c.model;
     in.method = c.method;
-    in.objective = c.isPreferenceTuning() ? plan::Objective::Dpo : plan::Objective::Sft;
+    in.objective = c.objective;
     in.lora.rank = c.lora.rank;
     in.lora.alpha = c.lora.alpha;
     in.lora.dropout = c.lora.dropout;

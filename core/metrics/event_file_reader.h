@@ -22,7 +22,7 @@ public:
     // What a poll reads at most by default: a long file already written (or
     // one that is not an event file at all) comes in batches of this size,
     // so a follower holds one batch's events at a time, never the file's.
-    static constexpr uint64_t kBytesPerBatch = 4 * 1024 * 1024;
+    static constexpr uint64_t kBytesPerBatch = uint64_t{4} << 20;
 
     // New complete lines since the last poll, reading at most about
     // `maxBytes` (whole 64 KiB reads); moreAvailable() says whether the file

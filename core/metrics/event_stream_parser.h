@@ -35,7 +35,7 @@ public:
 
     // A line longer than this is reported and dropped, so a stream without
     // newlines cannot grow the buffer without bound.
-    static constexpr size_t kMaxLineBytes = 16 * 1024 * 1024;
+    static constexpr size_t kMaxLineBytes = size_t{16} << 20;
     // Why a line was rejected is cut to this (a JSON error may quote the
     // line), so an unreadable line costs a reader little however long it is.
     static constexpr size_t kMaxErrorBytes = 1024;

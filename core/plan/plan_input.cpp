@@ -41,9 +41,6 @@ constexpr std::array kEngines = {Spelling<Engine>{Engine::Reference, "reference"
     Spelling<Engine>{Engine::HfTrainer, "hf-trainer"}, Spelling<Engine>{Engine::Reference, "fsdp"},
     Spelling<Engine>{Engine::HfTrainer, "transformers"},
     Spelling<Engine>{Engine::HfTrainer, "trl"}};
-// As the run config spells its objective (config/run_config.cpp).
-constexpr std::array kObjectives = {
-    Spelling<Objective>{Objective::Sft, "sft"}, Spelling<Objective>{Objective::Dpo, "dpo"}};
 constexpr std::array kMxfp4Experts = {Spelling<Mxfp4Experts>{Mxfp4Experts::Stored, "stored"},
     Spelling<Mxfp4Experts>{Mxfp4Experts::Upcast, "upcast"}};
 
@@ -75,11 +72,6 @@ std::string_view toString(LossMode value)
 std::string_view toString(Engine value)
 {
     return common::spellingOf(kEngines, value);
-}
-
-std::string_view toString(Objective value)
-{
-    return common::spellingOf(kObjectives, value);
 }
 
 std::string_view toString(Mxfp4Experts value)
@@ -126,7 +118,7 @@ std::optional<Engine> parseEngine(std::string_view text)
 
 std::optional<Objective> parseObjective(std::string_view text)
 {
-    return parseIn(kObjectives, text);
+    return parseIn(common::kObjectiveSpellings, text);
 }
 
 std::optional<Mxfp4Experts> parseMxfp4Experts(std::string_view text)
@@ -172,7 +164,7 @@ std::vector<std::string> engineNames()
 }
 std::vector<std::string> objectiveNames()
 {
-    return common::canonicalSpellings(kObjectives);
+    return common::canonicalSpellings(common::kObjectiveSpellings);
 }
 std::vector<std::string> mxfp4ExpertsNames()
 {

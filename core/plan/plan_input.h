@@ -21,6 +21,7 @@ namespace tb::plan {
 // Method, precision, sharding and offload, with their spellings, are shared
 // with the run configuration.
 using common::Method;
+using common::Objective;
 using common::Offload;
 using common::Precision;
 using common::Sharding;
@@ -101,13 +102,6 @@ struct FsdpSettings {
 // (docs/PLANNER.md 4.14).
 enum class Engine { Reference, Tunebench, HfTrainer };
 
-// What the run optimises (config::Objective of the run config): Sft, the
-// next-token loss; Dpo, DPO on preference pairs as our trainer runs it
-// (train/dpo_step.h): micro_batch counts pairs, each two padded rows (chosen,
-// rejected) in one forward, after a reference forward of the same rows
-// without gradient and with the adapter disabled (docs/PLANNER.md 4.15).
-enum class Objective { Sft, Dpo };
-
 // How a model whose experts are published in MXFP4 (gpt-oss) holds them in
 // training: Stored, as published (4.25 bits a weight, frozen: no gradient
 // reaches them, so only LoRA on the other projections trains), or Upcast,
@@ -143,6 +137,10 @@ struct PlanInput {
     // bitsandbytes' bnb_4bit_use_double_quant (QLoRA Sec. 2). transformers'
     // BitsAndBytesConfig leaves it off; Tunebench's trainer always does it.
     bool doubleQuant = true;
+    // Dpo as our trainer runs it (train/dpo_step.h): micro_batch counts
+    // pairs, each two padded rows (chosen, rejected) in one forward, after a
+    // reference forward of the same rows without gradient and with the
+    // adapter disabled (docs/PLANNER.md 4.15).
     Objective objective = Objective::Sft;
     Mxfp4Experts mxfp4Experts = Mxfp4Experts::Stored;
     LoraSettings lora;
@@ -210,7 +208,6 @@ std::string_view toString(OptimizerKernel value); // "auto", "foreach", "fused"
 std::string_view toString(Attention value);
 std::string_view toString(LossMode value);
 std::string_view toString(Engine value); // "reference", "tunebench", "hf-trainer"
-std::string_view toString(Objective value); // "sft", "dpo"
 std::string_view toString(Mxfp4Experts value); // "stored", "upcast"
 
 // The loss an engine computes when the input says auto: transformers' fp32

@@ -255,12 +255,8 @@ std::unique_ptr<Decoder> parseDecoder(const JsonNode& node)
 {
     const std::string type = node.typeName();
     if (type == "Sequence") {
-        const JsonNode list = node.member("decoders", "a list of decoders");
-        const std::size_t count = list.arraySize("a list of decoders");
-        std::vector<std::unique_ptr<Decoder>> parts;
-        for (std::size_t i = 0; i < count; ++i)
-            parts.push_back(parseDecoder(list.element(i)));
-        return std::make_unique<SequenceDecoder>(std::move(parts));
+        return std::make_unique<SequenceDecoder>(
+            sequenceParts<Decoder>(node, "decoders", "a list of decoders", parseDecoder));
     }
     if (type == "ByteLevel")
         return std::make_unique<ByteLevelDecoder>();

@@ -3,9 +3,11 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tb::tokenizer::detail {
 
@@ -60,6 +62,20 @@ private:
     const nlohmann::json* m_value;
     std::string m_path;
 };
+
+// A "Sequence" component's parts: each element of its list `key` read by
+// `parse` (a normalizer's, pre-tokenizer's or decoder's own parser).
+template <typename Part, typename Parse>
+std::vector<std::unique_ptr<Part>> sequenceParts(
+    const JsonNode& node, std::string_view key, std::string_view expected, Parse parse)
+{
+    const JsonNode list = node.member(key, expected);
+    const std::size_t count = list.arraySize(expected);
+    std::vector<std::unique_ptr<Part>> parts;
+    for (std::size_t i = 0; i < count; ++i)
+        parts.push_back(parse(list.element(i)));
+    return parts;
+}
 
 // A short, single-line rendering of a JSON value for error messages.
 std::string describe(const nlohmann::json& value);

@@ -135,12 +135,8 @@ std::unique_ptr<Normalizer> parseNormalizer(const JsonNode& node)
 {
     const std::string type = node.typeName();
     if (type == "Sequence") {
-        const JsonNode list = node.member("normalizers", "a list of normalizers");
-        const std::size_t count = list.arraySize("a list of normalizers");
-        std::vector<std::unique_ptr<Normalizer>> parts;
-        for (std::size_t i = 0; i < count; ++i)
-            parts.push_back(parseNormalizer(list.element(i)));
-        return std::make_unique<SequenceNormalizer>(std::move(parts));
+        return std::make_unique<SequenceNormalizer>(sequenceParts<Normalizer>(
+            node, "normalizers", "a list of normalizers", parseNormalizer));
     }
     if (type == "Prepend")
         return std::make_unique<PrependNormalizer>(

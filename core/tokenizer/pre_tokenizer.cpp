@@ -263,12 +263,8 @@ std::unique_ptr<PreTokenizer> parsePreTokenizer(const JsonNode& node)
 {
     const std::string type = node.typeName();
     if (type == "Sequence") {
-        const JsonNode list = node.member("pretokenizers", "a list of pre-tokenizers");
-        const std::size_t count = list.arraySize("a list of pre-tokenizers");
-        std::vector<std::unique_ptr<PreTokenizer>> parts;
-        for (std::size_t i = 0; i < count; ++i)
-            parts.push_back(parsePreTokenizer(list.element(i)));
-        return std::make_unique<SequencePreTokenizer>(std::move(parts));
+        return std::make_unique<SequencePreTokenizer>(sequenceParts<PreTokenizer>(
+            node, "pretokenizers", "a list of pre-tokenizers", parsePreTokenizer));
     }
     if (type == "Split")
         return std::make_unique<SplitPreTokenizer>(

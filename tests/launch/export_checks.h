@@ -2,6 +2,7 @@
 
 // What test_exports reads its exports back with: bash for the scripts (the
 // syntax, and runs against stand-ins for the cluster's tools) and yaml-cpp.
+#include "../support/cli_outcome.h"
 #include "plan/plan_input.h"
 
 #include <QFile>
@@ -17,23 +18,14 @@
 
 namespace tb::test {
 
-struct Shell {
-    int exitCode = -1;
-    QString out;
-    QString err;
-};
+using Shell = CliOutcome;
 
-inline Shell runBash(const QStringList& args, const QProcessEnvironment& env = {})
+inline Shell runBash(const QStringList& args,
+    const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment())
 {
-    QProcess bash;
-    if (!env.isEmpty())
-        bash.setProcessEnvironment(env);
-    bash.start(QStringLiteral("bash"), args);
-    if (!bash.waitForFinished(20000))
-        return {};
-    return {bash.exitStatus() == QProcess::NormalExit ? bash.exitCode() : -2,
-        QString::fromUtf8(bash.readAllStandardOutput()),
-        QString::fromUtf8(bash.readAllStandardError())};
+    ProgramSetup setup;
+    setup.environment = env;
+    return runProgram(QStringLiteral("bash"), args, 20000, setup);
 }
 
 // `bash -n`: the script parses.

@@ -1,3 +1,4 @@
+#include "../support/cli_outcome.h"
 #include "../support/qt_test_paths.h"
 
 #include <QtTest>
@@ -12,24 +13,14 @@
 // message that names the file and the field.
 namespace {
 
-struct Outcome {
-    int exitCode = -1;
-    QString out;
-    QString err;
-};
+using Outcome = tb::test::CliOutcome;
 
 Outcome runCli(const QStringList& args)
 {
-    QProcess process;
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.insert("TUNEBENCH_PRESETS_DIR", tb::test::qSourcePath("presets"));
-    process.setProcessEnvironment(env);
-    process.start(QString::fromUtf8(tb::test::cliProgram()), QStringList{"export"} + args);
-    if (!process.waitForFinished(30000))
-        return {};
-    return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -2,
-        QString::fromUtf8(process.readAllStandardOutput()),
-        QString::fromUtf8(process.readAllStandardError())};
+    tb::test::ProgramSetup setup;
+    setup.environment.insert("TUNEBENCH_PRESETS_DIR", tb::test::qSourcePath("presets"));
+    return tb::test::runProgram(
+        QString::fromUtf8(tb::test::cliProgram()), QStringList{"export"} + args, 30000, setup);
 }
 
 bool writeText(const QString& path, const QByteArray& text)

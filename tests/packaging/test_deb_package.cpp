@@ -1,3 +1,4 @@
+#include "../support/cli_outcome.h"
 #include "../support/skip.h"
 #include "../support/test_paths.h"
 
@@ -18,25 +19,14 @@
 // loads its LibTorch through its rpath, and the GUI reports its version.
 namespace {
 
-struct Outcome {
-    bool ok = false;
-    QString out;
-    QString err;
-};
+using Outcome = tb::test::CliOutcome;
 
 Outcome run(const QString& program, const QStringList& arguments, int timeoutMs,
     const QProcessEnvironment& environment = QProcessEnvironment::systemEnvironment())
 {
-    QProcess process;
-    process.setProcessEnvironment(environment);
-    process.start(program, arguments);
-    const bool finished = process.waitForFinished(timeoutMs);
-    if (!finished)
-        process.kill();
-    process.waitForFinished(5000);
-    return {finished && process.exitStatus() == QProcess::NormalExit && process.exitCode() == 0,
-        QString::fromUtf8(process.readAllStandardOutput()),
-        QString::fromUtf8(process.readAllStandardError())};
+    tb::test::ProgramSetup setup;
+    setup.environment = environment;
+    return tb::test::runProgram(program, arguments, timeoutMs, setup);
 }
 
 QString describe(const QString& what, const Outcome& outcome)
@@ -95,30 +85,31 @@ private slots:
             qEnvironmentVariable("TB_DEBIAN_MIRROR", "http://deb.debian.org/debian");
         const Outcome bootstrapped = run("debootstrap",
             {"--variant=minbase", "bookworm", root, mirror}, 900000, cleanEnvironment());
-        QVERIFY2(bootstrapped.ok, qPrintable(describe("debootstrap", bootstrapped)));
+        QVERIFY2(bootstrapped.exitCode == 0, qPrintable(describe("debootstrap", bootstrapped)));
         qInfo("debootstrap: %.0f s", double(clock.restart()) / 1000);
 
         // A running Debian has /proc: the CLI finds its presets and the
         // trainer beside itself through /proc/self/exe.
-        QVERIFY(run("mount", {"-t", "proc", "proc", root + "/proc"}, 30000).ok);
+        QVERIFY(run("mount", {"-t", "proc", "proc", root + "/proc"}, 30000).exitCode == 0);
         const auto unmount = qScopeGuard([&] { run("umount", {root + "/proc"}, 30000); });
         QVERIFY(QFile::copy(m_package, root + "/tmp/tunebench.deb"));
         const Outcome updated = inRoot({"apt-get", "update", "-q"});
-        QVERIFY2(updated.ok, qPrintable(describe("apt-get update", updated)));
+        QVERIFY2(updated.exitCode == 0, qPrintable(describe("apt-get update", updated)));
         const Outcome installed = inRoot(
             {"apt-get", "install", "-y", "-q", "--no-install-recommends", "/tmp/tunebench.deb"},
             900000);
-        QVERIFY2(installed.ok, qPrintable(describe("apt-get install", installed)));
+        QVERIFY2(installed.exitCode == 0, qPrintable(describe("apt-get install", installed)));
         qInfo("apt-get install with its dependencies: %.0f s", double(clock.restart()) / 1000);
 
         // The CLI finds the installed presets and plans.
         const Outcome planned = inRoot({"tunebench-cli", "plan"});
-        QVERIFY2(planned.ok, qPrintable(describe("tunebench-cli plan", planned)));
+        QVERIFY2(planned.exitCode == 0, qPrintable(describe("tunebench-cli plan", planned)));
         QVERIFY2(planned.out.contains("GiB"), qPrintable(planned.out));
         // The trainer starts: every library it links, LibTorch's included,
         // is found (the dynamic loader stops before main otherwise).
         const Outcome trainer = inRoot({"tunebench-cli", "train", "--help"});
-        QVERIFY2(trainer.ok, qPrintable(describe("tunebench-cli train --help", trainer)));
+        QVERIFY2(
+            trainer.exitCode == 0, qPrintable(describe("tunebench-cli train --help", trainer)));
         QVERIFY2(trainer.out.contains("--resume"), qPrintable(trainer.out));
         // An installed recipe trains as it stands: the demo model and data
         // it names are installed beside it.
@@ -126,11 +117,12 @@ private slots:
             inRoot({"tunebench-cli", "train", "/usr/share/tunebench/presets/recipes/lora.yaml",
                        "--max-steps", "2", "--threads", "1", "--output", "/tmp/recipe-run"},
                 300000);
-        QVERIFY2(recipe.ok, qPrintable(describe("tunebench-cli train lora.yaml", recipe)));
+        QVERIFY2(
+            recipe.exitCode == 0, qPrintable(describe("tunebench-cli train lora.yaml", recipe)));
         QVERIFY(QFileInfo::exists(root + "/tmp/recipe-run/events.jsonl"));
         // The GUI loads Qt and its platform plugin and answers --version.
         const Outcome gui = inRoot({"env", "QT_QPA_PLATFORM=offscreen", "tunebench", "--version"});
-        QVERIFY2(gui.ok, qPrintable(describe("tunebench --version", gui)));
+        QVERIFY2(gui.exitCode == 0, qPrintable(describe("tunebench --version", gui)));
         QCOMPARE(gui.out.trimmed(), QStringLiteral("Tunebench " TB_VERSION));
     }
 };

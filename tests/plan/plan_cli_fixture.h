@@ -3,6 +3,7 @@
 // the user's (both kept in a scratch folder).
 #pragma once
 
+#include "../support/cli_outcome.h"
 #include "../support/qt_test_paths.h"
 
 #include <QtTest>
@@ -11,27 +12,17 @@ namespace tb::test {
 
 class PlanCliFixture : public QObject {
 protected:
-    struct Run {
-        int exitCode = -1;
-        QString out;
-        QString err;
-    };
+    using Run = CliOutcome;
 
     Run plan(const QStringList& args)
     {
-        QProcess process;
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.insert("TUNEBENCH_PRESETS_DIR", tb::test::qSourcePath("presets"));
+        ProgramSetup setup;
+        setup.environment.insert("TUNEBENCH_PRESETS_DIR", tb::test::qSourcePath("presets"));
         // No calibration file of the user's, and this machine's CPU figures kept apart.
-        env.insert("TUNEBENCH_CALIBRATION", m_scratch.filePath("calibration.json"));
-        env.insert("XDG_CACHE_HOME", m_scratch.path());
-        process.setProcessEnvironment(env);
-        process.start(QString::fromUtf8(tb::test::cliProgram()), QStringList{"plan"} + args);
-        if (!process.waitForFinished(60000))
-            return {};
-        return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -2,
-            QString::fromUtf8(process.readAllStandardOutput()),
-            QString::fromUtf8(process.readAllStandardError())};
+        setup.environment.insert("TUNEBENCH_CALIBRATION", m_scratch.filePath("calibration.json"));
+        setup.environment.insert("XDG_CACHE_HOME", m_scratch.path());
+        return runProgram(
+            QString::fromUtf8(cliProgram()), QStringList{"plan"} + args, 60000, setup);
     }
 
     QTemporaryDir m_scratch;

@@ -1,4 +1,5 @@
 #include "../support/qt_test_paths.h"
+#include "plan_cli_fixture.h"
 #include "plan_fixture.h"
 
 #include "plan/plan_file.h"
@@ -53,7 +54,7 @@ bool near(double a, double b, double relative = 1e-9)
 
 } // namespace
 
-class TestDpoPlan : public QObject {
+class TestDpoPlan : public tb::test::PlanCliFixture {
     Q_OBJECT
 
 private slots:
@@ -201,31 +202,20 @@ private slots:
 
     void readFromTheCli()
     {
-        QTemporaryDir scratch;
-        QProcess process;
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.insert("TUNEBENCH_PRESETS_DIR", tb::test::qSourcePath("presets"));
-        env.insert("TUNEBENCH_CALIBRATION", scratch.filePath("calibration.json"));
-        process.setProcessEnvironment(env);
-        process.start(QString::fromUtf8(tb::test::cliProgram()),
-            {"plan", "--model", "Llama-3.1-8B", "--objective", "dpo", "--json"});
-        QVERIFY(process.waitForFinished(60000));
-        QCOMPARE(process.exitCode(), 0);
-        const nlohmann::json out =
-            nlohmann::json::parse(process.readAllStandardOutput().toStdString());
+        const Run run = plan({"--model", "Llama-3.1-8B", "--objective", "dpo", "--json"});
+        QCOMPARE(run.exitCode, 0);
+        const nlohmann::json out = nlohmann::json::parse(run.out.toStdString());
         QCOMPARE(out["objective"], "dpo");
         bool reference = false;
         for (const nlohmann::json& c : out["components"])
             reference = reference || c["key"] == "dpo_reference";
         QVERIFY(reference);
 
-        process.start(QString::fromUtf8(tb::test::cliProgram()),
-            {"plan", "--model", "Llama-3.1-8B", "--objective", "ppo"});
-        QVERIFY(process.waitForFinished(60000));
-        QCOMPARE(process.exitCode(), 2);
-        const QString err = QString::fromUtf8(process.readAllStandardError());
-        QVERIFY2(err.contains("--objective") && err.contains("ppo") && err.contains("sft or dpo"),
-            qPrintable(err));
+        const Run refused = plan({"--model", "Llama-3.1-8B", "--objective", "ppo"});
+        QCOMPARE(refused.exitCode, 2);
+        QVERIFY2(refused.err.contains("--objective") && refused.err.contains("ppo")
+                && refused.err.contains("sft or dpo"),
+            qPrintable(refused.err));
     }
 };
 

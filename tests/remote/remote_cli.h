@@ -3,39 +3,24 @@
 // What the suites against a loopback sshd share: tunebench-cli run with the
 // flags a user gives to reach that host, and the run_start line their event
 // files begin with.
+#include "../support/cli_outcome.h"
 #include "../support/qt_test_paths.h"
 #include "sshd_target.h"
 
 #include "metrics/event.h"
 
-#include <QProcess>
 #include <QStringList>
 
 namespace tb::test {
 
-struct CliRun {
-    int exitCode = -1; // -1: it crashed, or ran past the timeout and was killed
-    QString out;
-    QString err; // "timed out" first when it ran past the timeout
-};
+using CliRun = CliOutcome;
 
 inline CliRun runCli(
     const QStringList& arguments, int timeoutMs = 120000, const QString& workingDir = {})
 {
-    QProcess process;
-    if (!workingDir.isEmpty())
-        process.setWorkingDirectory(workingDir);
-    process.start(qBuildPath("app/cli/tunebench-cli"), arguments);
-    CliRun run;
-    if (!process.waitForFinished(timeoutMs)) {
-        process.kill();
-        process.waitForFinished();
-        run.err = QStringLiteral("timed out\n");
-    }
-    run.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
-    run.out = QString::fromUtf8(process.readAllStandardOutput());
-    run.err += QString::fromUtf8(process.readAllStandardError());
-    return run;
+    ProgramSetup setup;
+    setup.workingDirectory = workingDir;
+    return runProgram(qBuildPath("app/cli/tunebench-cli"), arguments, timeoutMs, setup);
 }
 
 // --host, --port, --identity and --known-hosts for `server`.

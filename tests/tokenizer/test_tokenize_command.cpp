@@ -1,5 +1,6 @@
 // `tunebench-cli tokenize` as a user meets it: the real binary, stdin in,
 // ids or counts out, exit status 2 with the file and field on bad input.
+#include "../support/cli_outcome.h"
 #include "../support/qt_test_paths.h"
 #include "fixtures.h"
 
@@ -7,29 +8,19 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
 
 namespace {
 
-struct Outcome {
-    int exitCode;
-    QString out;
-    QString err;
-};
+using Outcome = tb::test::CliOutcome;
 
 Outcome runCli(const QStringList& arguments, const QByteArray& input = {})
 {
-    QProcess process;
-    process.start(QString::fromUtf8(tb::test::cliProgram()), QStringList{"tokenize"} + arguments);
-    process.write(input);
-    process.closeWriteChannel();
-    if (!process.waitForFinished(30'000))
-        return {-1, {}, QStringLiteral("timed out")};
-    return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1,
-        QString::fromUtf8(process.readAllStandardOutput()),
-        QString::fromUtf8(process.readAllStandardError())};
+    tb::test::ProgramSetup setup;
+    setup.input = input;
+    return tb::test::runProgram(QString::fromUtf8(tb::test::cliProgram()),
+        QStringList{"tokenize"} + arguments, 30'000, setup);
 }
 
 void writeFile(const QString& path, const QByteArray& content)

@@ -1,9 +1,9 @@
+#include "../support/cli_outcome.h"
 #include "../support/qt_test_paths.h"
 #include "common/atomic_file.h"
 
 #include <nlohmann/json.hpp>
 
-#include <QProcess>
 #include <QTest>
 
 #include <filesystem>
@@ -11,19 +11,11 @@
 // tunebench-cli eval and generate as a user runs them, on stories260K.
 namespace {
 
-struct Run {
-    int exitCode = -1;
-    QString out;
-    QString err;
-};
+using Run = tb::test::CliOutcome;
 
 Run cli(const QStringList& arguments)
 {
-    QProcess process;
-    process.start(tb::test::qBuildPath("app/cli/tunebench-cli"), arguments);
-    process.waitForFinished(120000);
-    return {process.exitCode(), QString::fromUtf8(process.readAllStandardOutput()),
-        QString::fromUtf8(process.readAllStandardError())};
+    return tb::test::runProgram(tb::test::qBuildPath("app/cli/tunebench-cli"), arguments, 120000);
 }
 
 const QString kModel = tb::test::qDemoModelDir();

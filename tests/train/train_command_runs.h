@@ -3,6 +3,7 @@
 // Running `tunebench-cli train` as a user does, for the suites that test it
 // (test_train_command, test_checkpoint_resume): the CLI, the demo model and
 // data, the run's events, a config writer and a wait on an event.
+#include "../support/cli_outcome.h"
 #include "../support/qt_test_paths.h"
 #include "../support/write_or_stop.h"
 #include "common/atomic_file.h"
@@ -32,24 +33,14 @@ inline const QString kCli = tb::test::qBuildPath("app/cli/tunebench-cli");
 inline const std::string kModel = tb::test::demoModelDir();
 inline const std::string kDemo = tb::test::sourcePath("resources/demo/tiny_instructions.jsonl");
 
-struct Run {
-    int exitCode = -1;
-    QString out;
-    QString err;
-};
+using Run = tb::test::CliOutcome;
 
 inline Run cli(const QStringList& arguments, int timeoutMs = 240000,
     const QProcessEnvironment& environment = QProcessEnvironment::systemEnvironment())
 {
-    QProcess process;
-    process.setProcessEnvironment(environment);
-    process.start(kCli, arguments);
-    if (!process.waitForFinished(timeoutMs))
-        process.kill();
-    process.waitForFinished();
-    return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1,
-        QString::fromUtf8(process.readAllStandardOutput()),
-        QString::fromUtf8(process.readAllStandardError())};
+    tb::test::ProgramSetup setup;
+    setup.environment = environment;
+    return tb::test::runProgram(kCli, arguments, timeoutMs, setup);
 }
 
 inline std::vector<json> events(const std::string& runDir)
