@@ -9,7 +9,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string.h> // strsignal
 #include <string>
@@ -205,40 +207,73 @@ double numberAfter(int argc, char** argv, const char* flag, double fallback)
     return fallback;
 }
 
-// The local addresses listening on `port`, as /proc/net/tcp and tcp6 write
-// them (hex, in network byte order word by word).
-std::vector<std::string> listenersOn(int port)
+// A listening TCP socket: its local address as /proc/net/tcp and tcp6 write
+// it (hex, in network byte order word by word) and its port.
+struct Listener {
+    std::string address;
+    int port = 0;
+};
+
+// The socket inodes this process holds open (/proc/self/fd links
+// "socket:[N]"): other processes' listeners on the machine are not ours.
+std::set<std::string> ownSocketInodes()
 {
-    std::vector<std::string> found;
+    std::set<std::string> inodes;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+        std::error_code error;
+        const std::string target = std::filesystem::read_symlink(entry.path(), error).string();
+        if (!error && target.starts_with("socket:[") && target.ends_with("]"))
+            inodes.insert(target.substr(8, target.size() - 9));
+    }
+    return inodes;
+}
+
+std::vector<Listener> ownListeners()
+{
+    const std::set<std::string> inodes = ownSocketInodes();
+    std::vector<Listener> found;
     for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
         std::ifstream in(table);
         std::string line;
         std::getline(in, line); // the header
         while (std::getline(in, line)) {
             std::istringstream fields(line);
-            std::string slot, local, remote, state;
-            fields >> slot >> local >> remote >> state;
+            std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+            fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid
+                >> timeout >> inode;
             const size_t colon = local.rfind(':');
-            if (state == "0A" && colon != std::string::npos
-                && std::stoi(local.substr(colon + 1), nullptr, 16) == port)
-                found.push_back(local.substr(0, colon));
+            if (state == "0A" && colon != std::string::npos && inodes.contains(inode))
+                found.push_back(
+                    {local.substr(0, colon), std::stoi(local.substr(colon + 1), nullptr, 16)});
         }
     }
     return found;
 }
 
-// Rank 0's store listens on the loopback only when MASTER_ADDR is the
-// loopback: no other interface reaches it.
-void checkStoreListener(const tb::dist::RankEnvironment& environment)
+bool isLoopbackHex(const std::string& address)
 {
-    if (environment.rank != 0)
-        return;
-    const std::vector<std::string> listeners = listenersOn(environment.masterPort);
-    check(!listeners.empty(),
-        "nothing listens on MASTER_PORT " + std::to_string(environment.masterPort));
-    for (const std::string& address : listeners)
-        check(address == "0100007F" || address == "00000000000000000000000001000000",
-            "the store listens on " + address + " (hex, /proc/net/tcp), not on the loopback only");
+    return address == "0100007F" || address == "00000000000000000000000001000000";
+}
+
+// A job on one machine (MASTER_ADDR the loopback) listens on the loopback
+// only: rank 0's store, and every rank's Gloo pairs, which no other
+// interface may reach (neither is authenticated).
+void checkListeners(const tb::dist::RankEnvironment& environment)
+{
+    const std::vector<Listener> listeners = ownListeners();
+    const bool servesStore = std::any_of(listeners.begin(), listeners.end(),
+        [&](const Listener& l) { return l.port == environment.masterPort; });
+    check(servesStore == (environment.rank == 0),
+        environment.rank == 0
+            ? "rank 0 does not listen on MASTER_PORT " + std::to_string(environment.masterPort)
+            : "a rank other than 0 listens on MASTER_PORT");
+    const bool servesGloo = std::any_of(listeners.begin(), listeners.end(),
+        [&](const Listener& l) { return l.port != environment.masterPort; });
+    check(servesGloo, "no Gloo listener found among this rank's sockets");
+    for (const Listener& listener : listeners)
+        check(isLoopbackHex(listener.address),
+            "port " + std::to_string(listener.port) + " listens on " + listener.address
+                + " (hex, /proc/net/tcp), not on the loopback only");
 }
 
 } // namespace
@@ -249,7 +284,7 @@ int main(int argc, char** argv)
         std::fprintf(stderr,
             "usage: dist_worker collectives|die-after-rendezvous|freeze-after-rendezvous|"
             "slow-arrival|"
-            "rendezvous-only|time-allreduce|store-listener [--timeout S] [--heartbeat S] "
+            "rendezvous-only|time-allreduce|listeners [--timeout S] [--heartbeat S] "
             "[--dying-rank R] [--late-rank R --delay S]\n");
         return 2;
     }
@@ -289,8 +324,8 @@ int main(int argc, char** argv)
                 scenario == "die-after-rendezvous" ? SIGKILL : SIGSTOP);
         else if (scenario == "time-allreduce")
             timeAllReduce(world.value());
-        else if (scenario == "store-listener")
-            checkStoreListener(*environment);
+        else if (scenario == "listeners")
+            checkListeners(*environment);
         else if (scenario != "rendezvous-only") {
             std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
             return 2;

@@ -62,11 +62,11 @@ private slots:
         QVERIFY2(describeFailures(results).isEmpty(), qPrintable(describeFailures(results)));
     }
 
-    // The store has no authentication: a job on one machine keeps it off
-    // every other interface (docs/LAUNCH.md, "What listens").
-    void storeListensOnTheLoopbackOnly()
+    // Neither the store nor Gloo authenticates: a job on one machine keeps
+    // both off every other interface (docs/LAUNCH.md, "What listens").
+    void storeAndGlooListenOnTheLoopbackOnly()
     {
-        const auto results = runWorkers(JobLayout{2, 0, {}, {}}, {"store-listener"}, 60.0);
+        const auto results = runWorkers(JobLayout{2, 0, {}, {}}, {"listeners"}, 60.0);
         QVERIFY2(describeFailures(results).isEmpty(), qPrintable(describeFailures(results)));
     }
 

@@ -1,8 +1,8 @@
 // core/remote against a real OpenSSH sshd on loopback: commands, host-key
 // and key checks, an event file followed over SFTP, a host that stops
-// answering, a connect to one that never answers, the host probe, a login shell that prints a
-// banner, and a preflight of thousands of unreachable nodes. `monitor` is in test_remote_monitor,
-// `fetch` and --sync's copies in test_remote_transfer.
+// answering, the socket's keepalive, a connect to one that never answers, the host probe, a login
+// shell that prints a banner, and a preflight of thousands of unreachable nodes. `monitor` is in
+// test_remote_monitor, `fetch` and --sync's copies in test_remote_transfer.
 #include "../support/endless_run.h"
 #include "../support/event_lines.h"
 #include "remote_cli.h"
@@ -26,8 +26,15 @@
 
 #include <atomic>
 #include <csignal>
+#include <filesystem>
 #include <memory>
+#include <set>
 #include <thread>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 using tb::remote::SshSession;
 using tb::remote::SshTarget;
@@ -37,6 +44,28 @@ using tb::test::runCli;
 using tb::test::stepLine;
 
 namespace {
+
+// This process's TCP sockets connected to `port` on the loopback.
+std::set<int> socketsTo(int port)
+{
+    std::set<int> found;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+        const int fd = std::stoi(entry.path().filename().string());
+        sockaddr_in peer{};
+        socklen_t length = sizeof peer;
+        if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) == 0
+            && peer.sin_family == AF_INET && ntohs(peer.sin_port) == port)
+            found.insert(fd);
+    }
+    return found;
+}
+
+int socketOption(int fd, int level, int name)
+{
+    int value = -1;
+    socklen_t length = sizeof value;
+    return ::getsockopt(fd, level, name, &value, &length) == 0 ? value : -1;
+}
 
 QString commandLineOf(long long pid)
 {
@@ -183,6 +212,30 @@ private slots:
         // watchdog this poll never returns.
         QVERIFY2(milliseconds < 20000, qPrintable(QString::number(milliseconds)));
         QVERIFY(!(*session)->run("true").ok()); // the connection is closed for good
+    }
+
+    // A peer that vanishes without a word (a host powered off, a network
+    // partition) is noticed by the kernel: the connection's socket sends
+    // keepalive probes after the target's timeout of silence and gives up
+    // on unacknowledged data after twice that (libssh 0.10 ignores
+    // ServerAliveInterval and TCPKeepAlive, review H3).
+    void theKernelNoticesAPeerThatVanished()
+    {
+        const std::set<int> before = socketsTo(m_server.port());
+        SshTarget three = target();
+        three.timeoutSeconds = 3;
+        auto session = SshSession::connect(three);
+        QVERIFY(session.ok());
+        std::set<int> made = socketsTo(m_server.port());
+        for (const int fd : before)
+            made.erase(fd);
+        QCOMPARE(made.size(), size_t(1));
+        const int fd = *made.begin();
+        QCOMPARE(socketOption(fd, SOL_SOCKET, SO_KEEPALIVE), 1);
+        QCOMPARE(socketOption(fd, IPPROTO_TCP, TCP_KEEPIDLE), 3);
+        QCOMPARE(socketOption(fd, IPPROTO_TCP, TCP_KEEPINTVL), 3);
+        QCOMPARE(socketOption(fd, IPPROTO_TCP, TCP_KEEPCNT), 3);
+        QCOMPARE(socketOption(fd, IPPROTO_TCP, TCP_USER_TIMEOUT), 6000);
     }
 
     // A host that takes the connection and never answers, with a minute's
