@@ -8,14 +8,28 @@ JsonTooDeep::JsonTooDeep()
 {
 }
 
-nlohmann::json parseJson(std::string_view text)
+namespace {
+
+template <typename Json> Json parseLimited(std::string_view text)
 {
-    const auto limit = [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    const auto limit = [](int depth, typename Json::parse_event_t, Json&) {
         if (depth > kMaxJsonDepth)
             throw JsonTooDeep();
         return true;
     };
-    return nlohmann::json::parse(text.begin(), text.end(), limit);
+    return Json::parse(text.begin(), text.end(), limit);
+}
+
+} // namespace
+
+nlohmann::json parseJson(std::string_view text)
+{
+    return parseLimited<nlohmann::json>(text);
+}
+
+nlohmann::ordered_json parseOrderedJson(std::string_view text)
+{
+    return parseLimited<nlohmann::ordered_json>(text);
 }
 
 nlohmann::json parseJsonOrDiscard(std::string_view text, std::string* problem)

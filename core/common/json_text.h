@@ -27,6 +27,9 @@ struct JsonTooDeep : nlohmann::json::exception {
 // nlohmann::json::parse with the depth limit: throws what it throws
 // (parse_error, out_of_range for numbers it cannot hold) and JsonTooDeep.
 nlohmann::json parseJson(std::string_view text);
+// The same keeping each object's keys in the text's order: records whose
+// values reach a model's chat template, which sees them as Python would.
+nlohmann::ordered_json parseOrderedJson(std::string_view text);
 
 // The same without exceptions: a discarded value on any error, and what
 // was wrong in `problem` when given.

@@ -1,66 +1,24 @@
 #include "data/json_records.h"
 
+#include "data/chat_messages.h"
+#include "data/json_fields.h"
+
 #include "common/json_text.h"
 #include "common/text.h"
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 
 namespace tb::data {
 
 namespace {
 
-using nlohmann::json;
-
-const json* lookup(const json& object, const std::string& name)
-{
-    if (const auto it = object.find(name); it != object.end())
-        return &*it;
-    // A dotted path into nested data, e.g. self-instruct's instances.0.output.
-    if (name.find('.') == std::string::npos)
-        return nullptr;
-    const json* node = &object;
-    for (const std::string& part : common::split(name, '.')) {
-        if (node->is_object()) {
-            const auto it = node->find(part);
-            if (it == node->end())
-                return nullptr;
-            node = &*it;
-        } else if (node->is_array()) {
-            std::size_t index = 0;
-            const auto [end, error] =
-                std::from_chars(part.data(), part.data() + part.size(), index);
-            if (error != std::errc() || end != part.data() + part.size() || index >= node->size())
-                return nullptr;
-            node = &(*node)[index];
-        } else {
-            return nullptr;
-        }
-    }
-    return node;
-}
-
-std::string typeName(const json& value)
-{
-    return value.is_null() ? "null" : value.type_name();
-}
-
-// A string field: absent or null is allowed when `required` is false.
-common::Status readText(
-    const json& object, const std::string& name, bool required, std::string& out)
-{
-    const json* value = lookup(object, name);
-    if (!value || value->is_null()) {
-        if (required)
-            return common::Error{"'" + name + "' is missing", {}};
-        return common::Ok{};
-    }
-    if (!value->is_string())
-        return common::Error{"'" + name + "' is " + typeName(*value) + ", expected a string", {}};
-    out = value->get<std::string>();
-    return common::Ok{};
-}
+using detail::json;
+using detail::lookup;
+using detail::readMessages;
+using detail::readText;
+using detail::readTools;
+using detail::typeName;
 
 common::Result<Record> instructionRecord(const json& object, const ReaderOptions& options)
 {
@@ -88,62 +46,6 @@ common::Result<Record> instructionRecord(const json& object, const ReaderOptions
     return record;
 }
 
-// A ShareGPT message's speaker ("from") as a role: human and gpt are its
-// own names for the user and the assistant. Empty for any other.
-std::string shareGptRole(const std::string& from)
-{
-    if (from == "human" || from == "user")
-        return "user";
-    if (from == "gpt" || from == "assistant")
-        return "assistant";
-    return from == "system" ? from : std::string{};
-}
-
-// One message: OpenAI's {role, content}, or ShareGPT's {from, value}.
-common::Status readMessage(const json& message, ChatMessage& parsed)
-{
-    const bool shareGpt = !message.contains("role") && message.contains("from");
-    common::Status status = readText(message, shareGpt ? "from" : "role", true, parsed.role);
-    if (status.ok())
-        status = readText(message, shareGpt ? "value" : "content", true, parsed.content);
-    if (!status.ok() || !shareGpt)
-        return status;
-    const std::string from = parsed.role;
-    parsed.role = shareGptRole(from);
-    if (parsed.role.empty())
-        return common::Error{"from '" + from + "', expected system, human or gpt", {}};
-    return common::Ok{};
-}
-
-// A list of messages under `name`: each {role, content} (or ShareGPT's
-// {from, value}), roles system, user or assistant, a system message first
-// only.
-common::Status readMessages(
-    const json& list, const std::string& name, std::vector<ChatMessage>& out)
-{
-    if (!list.is_array() || list.empty())
-        return common::Error{"'" + name + "' is " + typeName(list)
-                + (list.is_array() ? " and empty" : "") + ", expected a list of {role, content}",
-            {}};
-    for (std::size_t i = 0; i < list.size(); ++i) {
-        const json& message = list[i];
-        const std::string where = name + "[" + std::to_string(i) + "]";
-        if (!message.is_object())
-            return common::Error{where + " is " + typeName(message) + ", expected an object", {}};
-        ChatMessage parsed;
-        const common::Status status = readMessage(message, parsed);
-        if (!status.ok())
-            return common::Error{where + ": " + status.error().message, {}};
-        if (parsed.role != "system" && parsed.role != "user" && parsed.role != "assistant")
-            return common::Error{
-                where + ": role '" + parsed.role + "', expected system, user or assistant", {}};
-        if (parsed.role == "system" && i != 0)
-            return common::Error{where + ": a system message is only allowed first", {}};
-        out.push_back(std::move(parsed));
-    }
-    return common::Ok{};
-}
-
 common::Result<Record> chatRecord(const json& object, const ReaderOptions& options)
 {
     std::string name = options.columns.messages;
@@ -156,14 +58,19 @@ common::Result<Record> chatRecord(const json& object, const ReaderOptions& optio
         return common::Error{"'" + name + "' is missing", {}};
     Record record;
     record.kind = RecordKind::Chat;
-    if (common::Status status = readMessages(*messages, name, record.messages); !status.ok())
+    common::Status status = readMessages(*messages, name, record.messages);
+    if (status.ok())
+        status = readTools(object, record.tools);
+    if (!status.ok())
         return status.error();
     const bool hasAnswer =
         std::any_of(record.messages.begin(), record.messages.end(), [](const ChatMessage& m) {
-            return m.role == "assistant" && !common::trim(m.content).empty();
+            return m.role == "assistant" && m.trained
+                && (m.hasToolCalls() || !common::trim(m.content).empty());
         });
     if (!hasAnswer)
-        return common::Error{"no assistant message with content: nothing to learn", {}};
+        return common::Error{
+            "no trained assistant message with content or tool calls: nothing to learn", {}};
     return record;
 }
 
@@ -190,6 +97,8 @@ common::Result<Record> conversationalPreference(const json& object)
         if (common::Status status = readMessages(*list, name, *out); !status.ok())
             return status.error();
     }
+    if (common::Status status = readTools(object, record.tools); !status.ok())
+        return status.error();
     if (!prompt) {
         auto& chosen = record.chosenMessages;
         auto& rejected = record.rejectedMessages;
@@ -324,7 +233,7 @@ common::Result<std::vector<Record>> parseArray(std::string_view text, const std:
     try {
         // Depth-bounded, with no size limit: a dataset may be larger than
         // any config file.
-        document = common::parseJson(text);
+        document = common::parseOrderedJson(text);
     } catch (const json::parse_error& error) {
         return jsonError(fileName, text, error);
     } catch (const json::exception& error) {
@@ -364,7 +273,7 @@ common::Result<std::vector<Record>> parseLines(std::string_view text, const std:
         const SourcePosition where{fileName, lineNumber, std::nullopt};
         common::Result<Record> record = common::Error{"", {}};
         try {
-            record = recordOfValue(common::parseJson(line), options, where);
+            record = recordOfValue(common::parseOrderedJson(line), options, where);
         } catch (const json::exception& error) {
             record = common::Error{std::string("not valid JSON: ") + error.what(), {}};
         }
@@ -378,7 +287,7 @@ common::Result<std::vector<Record>> parseLines(std::string_view text, const std:
 } // namespace
 
 common::Result<Record> recordFromJson(
-    const nlohmann::json& object, const ReaderOptions& options, const SourcePosition& where)
+    const nlohmann::ordered_json& object, const ReaderOptions& options, const SourcePosition& where)
 {
     common::Result<Record> record = options.format == config::DataFormat::Chat
         ? chatRecord(object, options)

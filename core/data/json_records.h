@@ -16,8 +16,8 @@ namespace tb::data {
 // or a preference pair (its prompt, chosen and rejected strings).
 // Column names may be dotted paths into nested objects and arrays
 // ("instances.0.output"), tried after the name as a plain key.
-common::Result<Record> recordFromJson(
-    const nlohmann::json& object, const ReaderOptions& options, const SourcePosition& where);
+common::Result<Record> recordFromJson(const nlohmann::ordered_json& object,
+    const ReaderOptions& options, const SourcePosition& where);
 
 // A JSON array of objects (one record per element) or JSON Lines (one object
 // per line; blank lines skipped), told apart by the first character. A

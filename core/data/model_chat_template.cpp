@@ -67,6 +67,20 @@ std::size_t answerEnd(const std::string& text, const std::string& alone, std::si
     return common::commonPrefixLength<std::string_view>(alone, text);
 }
 
+// A message as apply_chat_template gives it to the template: role,
+// content (absent when the record has none) and every other key of the
+// record's message, in its order.
+jinja::Value messageValue(const ChatMessage& message)
+{
+    jinja::ValueDict entries{{"role", jinja::Value::of(message.role)}};
+    if (!message.contentAbsent)
+        entries.emplace_back("content", jinja::Value::of(message.content));
+    if (message.fields.is_object())
+        for (const auto& [key, value] : message.fields.items())
+            entries.emplace_back(key, jinja::Value::fromJson(value));
+    return jinja::Value::of(std::move(entries));
+}
+
 } // namespace
 
 common::Result<ModelChatTemplate> ModelChatTemplate::parse(const std::string& jinja,
@@ -85,17 +99,16 @@ common::Result<ModelChatTemplate> ModelChatTemplate::parse(const std::string& ji
     return model;
 }
 
-common::Result<jinja::Rendered> ModelChatTemplate::render(
-    const std::vector<ChatMessage>& messages, std::size_t count, bool generationPrompt) const
+common::Result<jinja::Rendered> ModelChatTemplate::render(const std::vector<ChatMessage>& messages,
+    std::size_t count, bool generationPrompt, const nlohmann::ordered_json& tools) const
 {
     jinja::ValueList turns;
     for (std::size_t i = 0; i < count; ++i)
-        turns.push_back(
-            jinja::Value::of(jinja::ValueDict{{"role", jinja::Value::of(messages[i].role)},
-                {"content", jinja::Value::of(messages[i].content)}}));
+        turns.push_back(messageValue(messages[i]));
     const jinja::Value variables =
         jinja::Value::of(jinja::ValueDict{{"messages", jinja::Value::of(std::move(turns))},
-            {"tools", jinja::Value::none()}, {"documents", jinja::Value::none()},
+            {"tools", tools.is_null() ? jinja::Value::none() : jinja::Value::fromJson(tools)},
+            {"documents", jinja::Value::none()},
             {"add_generation_prompt", jinja::Value::of(generationPrompt)},
             {"bos_token", tokenValue(m_bos)}, {"eos_token", tokenValue(m_eos)}});
     common::Result<jinja::Rendered> rendered = m_template.render(variables);
@@ -104,12 +117,12 @@ common::Result<jinja::Rendered> ModelChatTemplate::render(
     return rendered;
 }
 
-common::Result<std::string> ModelChatTemplate::renderText(
-    const std::vector<ChatMessage>& messages, bool generationPrompt) const
+common::Result<std::string> ModelChatTemplate::renderText(const std::vector<ChatMessage>& messages,
+    bool generationPrompt, const nlohmann::ordered_json& tools) const
 {
     try {
         common::Result<jinja::Rendered> rendered =
-            render(messages, messages.size(), generationPrompt);
+            render(messages, messages.size(), generationPrompt, tools);
         if (!rendered.ok())
             return rendered.error();
         return std::move(rendered.value().text);
@@ -123,17 +136,24 @@ common::Result<FormattedExample> ModelChatTemplate::format(const Record& record)
     std::vector<ChatMessage> messages;
     try {
         messages = asMessages(record);
-        common::Result<jinja::Rendered> whole = render(messages, messages.size(), false);
+        common::Result<jinja::Rendered> whole =
+            render(messages, messages.size(), false, record.tools);
         if (!whole.ok())
             return whole.error();
         const std::string& text = whole.value().text;
-        std::vector<std::pair<std::size_t, std::size_t>> trainable = whole.value().generated;
+        // A turn left untrained (weight 0) cannot be told apart among the
+        // template's {% generation %} ranges: each turn is then found alone.
+        const bool allTrained = std::all_of(
+            messages.begin(), messages.end(), [](const ChatMessage& m) { return m.trained; });
+        std::vector<std::pair<std::size_t, std::size_t>> trainable;
+        if (allTrained)
+            trainable = whole.value().generated;
         if (trainable.empty()) {
             for (std::size_t i = 0; i < messages.size(); ++i) {
-                if (messages[i].role != "assistant")
+                if (messages[i].role != "assistant" || !messages[i].trained)
                     continue;
-                common::Result<jinja::Rendered> before = render(messages, i, true);
-                common::Result<jinja::Rendered> upTo = render(messages, i + 1, false);
+                common::Result<jinja::Rendered> before = render(messages, i, true, record.tools);
+                common::Result<jinja::Rendered> upTo = render(messages, i + 1, false, record.tools);
                 if (!before.ok())
                     return before.error();
                 if (!upTo.ok())

@@ -40,9 +40,10 @@ common::Result<PairIds> conversationalIds(
     const auto withPrompt = [&](const std::vector<ChatMessage>& completion) {
         std::vector<ChatMessage> turns = record.promptMessages;
         turns.insert(turns.end(), completion.begin(), completion.end());
-        return model.renderText(turns, false);
+        return model.renderText(turns, false, record.tools);
     };
-    common::Result<std::string> prompt = model.renderText(record.promptMessages, true);
+    common::Result<std::string> prompt =
+        model.renderText(record.promptMessages, true, record.tools);
     if (!prompt.ok())
         return prompt.error();
     common::Result<std::string> chosen = withPrompt(record.chosenMessages);

@@ -58,6 +58,12 @@ private:
     std::vector<Segment> m_segments;
 };
 
+// An assistant turn the record does not leave untrained (weight 0).
+bool learned(const ChatMessage& message)
+{
+    return message.role == "assistant" && message.trained;
+}
+
 FormattedExample llama3(const std::vector<ChatMessage>& messages)
 {
     Builder out;
@@ -67,7 +73,7 @@ FormattedExample llama3(const std::vector<ChatMessage>& messages)
             std::string(kLlama3HeaderStart) + message.role + std::string(kLlama3HeaderEnd);
         out.prompt(header);
         const std::string content = common::trim(message.content);
-        if (message.role == "assistant") {
+        if (learned(message)) {
             out.answer(content);
             out.answer(kLlama3EndOfTurn);
         } else {
@@ -83,7 +89,7 @@ FormattedExample chatMl(const std::vector<ChatMessage>& messages)
     Builder out;
     for (const ChatMessage& message : messages) {
         out.prompt(std::string(kChatMlStart) + message.role + "\n");
-        if (message.role == "assistant") {
+        if (learned(message)) {
             out.answer(message.content);
             out.answer(kChatMlEnd);
         } else {
@@ -118,9 +124,12 @@ common::Result<FormattedExample> mistral(std::vector<ChatMessage> messages)
             out.prompt(kMistralInstOpen);
             out.prompt(messages[i].content);
             out.prompt(kMistralInstClose);
-        } else {
+        } else if (learned(messages[i])) {
             out.answer(messages[i].content);
             out.answer(kMistralEos);
+        } else {
+            out.prompt(messages[i].content);
+            out.prompt(kMistralEos);
         }
     }
     return FormattedExample{out.take(), false, false, {}};
@@ -144,7 +153,7 @@ FormattedExample plain(const Record& record)
         for (std::size_t i = 0; i < record.messages.size(); ++i) {
             const ChatMessage& message = record.messages[i];
             const std::string text = message.content + (i + 1 < record.messages.size() ? "\n" : "");
-            if (message.role == "assistant")
+            if (learned(message))
                 out.answer(text);
             else
                 out.prompt(text);
@@ -206,6 +215,11 @@ common::Result<FormattedExample> formatRecord(
             return common::Error{"data.template: model, but the model has no chat template", {}};
         return model->format(record);
     }
+    if (record.kind != RecordKind::Text && record.usesTools())
+        return common::Error{"tools, a tool call or a tool's answer: the built-in "
+                + std::string(config::toString(format)) + " format cannot write them",
+            "set data.template to model: the model's own chat template writes them as the model "
+            "was trained to read them"};
     common::Result<FormattedExample> result = common::Error{"", {}};
     if (record.kind == RecordKind::Text) {
         result = FormattedExample{{Segment{record.text, true}}, true, true, {}};

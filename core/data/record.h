@@ -1,5 +1,7 @@
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -19,9 +21,21 @@ struct SourcePosition {
 };
 
 struct ChatMessage {
-    std::string role; // system, user or assistant
+    std::string role; // system, user, assistant or tool
     std::string content;
+    // The message's other keys as the record gives them (tool_calls,
+    // tool_call_id, name, ...), in the record's order: a model's own chat
+    // template sees them all, as apply_chat_template passes a message whole.
+    // An object, or null when there are none.
+    nlohmann::ordered_json fields = nullptr;
+    // The record has no content (or null): an assistant turn of tool calls
+    // only. A model's template then sees no content key, as transformers
+    // drops a None value.
+    bool contentAbsent = false;
+    // OpenAI's per-message weight: 0 leaves an assistant turn untrained.
+    bool trained = true;
 
+    bool hasToolCalls() const;
     bool operator==(const ChatMessage&) const = default;
 };
 
@@ -37,6 +51,11 @@ struct Record {
     std::string response;
     // Chat records.
     std::vector<ChatMessage> messages;
+    // The functions a conversation may call (their JSON schemas, as the
+    // record's "tools" gives them), passed to the model's template as
+    // apply_chat_template's tools; null when none. Chat records and
+    // conversational pairs.
+    nlohmann::ordered_json tools = nullptr;
     // Plain text documents.
     std::string text;
     // Preference pairs (TRL's plain form): a prompt and two completions of
@@ -51,6 +70,9 @@ struct Record {
     std::vector<ChatMessage> rejectedMessages;
 
     bool conversational() const { return !chosenMessages.empty(); }
+    // Tools, a tool call or a tool's answer: what only a model's own
+    // template can write.
+    bool usesTools() const;
 
     SourcePosition source;
 };

@@ -308,6 +308,12 @@ Value callMethod(const Value& object, const std::string& name, const Arguments& 
     fail("'" + object.typeName() + "' has no method '" + name + "'");
 }
 
+bool isGlobalFunction(const std::string& name)
+{
+    return name == "raise_exception" || name == "namespace" || name == "dict" || name == "range"
+        || name == "strftime_now";
+}
+
 Value callFunction(const std::string& name, const Arguments& arguments)
 {
     if (name == "raise_exception") {

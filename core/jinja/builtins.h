@@ -31,6 +31,10 @@ Value applyFilter(const std::string& name, const Value& input, const Arguments& 
 bool applyTest(const std::string& name, const Value& input, const Arguments& arguments);
 Value callMethod(const Value& object, const std::string& name, const Arguments& arguments);
 Value callFunction(const std::string& name, const Arguments& arguments);
+// A global function callFunction runs (raise_exception, strftime_now, ...):
+// such a name is defined, as in transformers' environment, where templates
+// test `strftime_now is defined` before calling it.
+bool isGlobalFunction(const std::string& name);
 
 // A binary operator other than `and` and `or` (which short-circuit):
 // + - * / // % ** ~ == != < > <= >= in, "not in".

@@ -307,6 +307,16 @@ private:
         return detail::applyOperator(op, left, evaluate(*expr.items[1]));
     }
 
+    bool test(const Expr& expr)
+    {
+        const bool definedTest = expr.name == "defined" || expr.name == "undefined";
+        if (definedTest && expr.object->kind == Expr::Kind::Name
+            && detail::isGlobalFunction(expr.object->name)
+            && lookup(expr.object->name).isUndefined())
+            return expr.name == "defined";
+        return detail::applyTest(expr.name, evaluate(*expr.object), arguments(expr.arguments));
+    }
+
     Value evaluate(const Expr& expr)
     {
         try {
@@ -348,9 +358,7 @@ private:
             return detail::applyFilter(
                 expr.name, evaluate(*expr.object), arguments(expr.arguments));
         case Expr::Kind::Test:
-            return Value::of(
-                detail::applyTest(expr.name, evaluate(*expr.object), arguments(expr.arguments))
-                != expr.negated);
+            return Value::of(test(expr) != expr.negated);
         case Expr::Kind::Not:
             return Value::of(!evaluate(*expr.items[0]).truthy());
         case Expr::Kind::Negate: {

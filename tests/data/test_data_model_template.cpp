@@ -4,6 +4,7 @@
 #include "data/model_chat_template.h"
 #include "data/prepare_data.h"
 #include "tokenizer/tokenizer.h"
+#include "trained_texts.h"
 
 #include <QTemporaryDir>
 #include <QTest>
@@ -15,6 +16,7 @@
 // tokenizer_config.json carries one.
 using namespace tb::data;
 using tb::config::PromptTemplate;
+using tb::test::trainedTexts;
 
 namespace {
 
@@ -34,15 +36,6 @@ Record chat(std::vector<ChatMessage> messages)
 
 const std::vector<ChatMessage> kTwoTurns{{"user", "Name a fruit."}, {"assistant", "Apple."},
     {"user", "Another?"}, {"assistant", "Pear."}};
-
-QStringList trainedTexts(const FormattedExample& example)
-{
-    QStringList texts;
-    for (const Segment& segment : example.segments)
-        if (segment.trainable)
-            texts << QString::fromStdString(segment.text);
-    return texts;
-}
 
 } // namespace
 

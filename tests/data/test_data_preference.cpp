@@ -100,7 +100,7 @@ private slots:
             << "'chosen' equals 'rejected'";
         QTest::addRow("conversational, a bad role")
             << R"({"prompt": [{"role": "user", "content": "p"}], "chosen": [{"role": "bot", "content": "a"}], "rejected": [{"role": "assistant", "content": "b"}]})"
-            << "chosen[0]: role 'bot', expected system, user or assistant";
+            << "chosen[0]: role 'bot', expected system, user, assistant or tool";
         QTest::addRow("not an object") << R"(["p", "a", "b"])"
                                        << "expected a JSON object";
     }

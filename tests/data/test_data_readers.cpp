@@ -154,8 +154,8 @@ private slots:
                "{\"msgs\":[]}\n"
             << 1
             << QStringList{"c.jsonl:2: 'messages' is array and empty",
-                   "c.jsonl:3: no assistant message with content",
-                   "c.jsonl:4: messages[0]: role 'bot', expected system, user or assistant",
+                   "c.jsonl:3: no trained assistant message with content or tool calls",
+                   "c.jsonl:4: messages[0]: role 'bot', expected system, user, assistant or tool",
                    "c.jsonl:5: messages[1]: a system message is only allowed first",
                    "c.jsonl:6: messages[0]: 'content' is missing",
                    "c.jsonl:7: 'messages' is missing"};
@@ -164,11 +164,11 @@ private slots:
             << "{\"conversations\":[{\"from\":\"system\",\"value\":\"s\"},{\"from\":\"human\","
                "\"value\":\"q\"},{\"from\":\"gpt\",\"value\":\"a\"}]}\n"
                "{\"conversations\":[{\"from\":\"human\",\"value\":\"q\"},{\"from\":"
-               "\"observation\",\"value\":\"{}\"}]}\n"
+               "\"bot\",\"value\":\"{}\"}]}\n"
                "{\"conversations\":[{\"from\":\"human\"}]}\n"
             << 1
-            << QStringList{"s.jsonl:2: conversations[1]: from 'observation', expected system, "
-                           "human or gpt",
+            << QStringList{"s.jsonl:2: conversations[1]: from 'bot', expected system, "
+                           "human, gpt, function_call or observation",
                    "s.jsonl:3: conversations[0]: 'value' is missing"};
         // Review M1: a line nested 200,000 deep is one malformed line, and the
         // next line is still read.

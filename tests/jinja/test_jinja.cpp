@@ -91,6 +91,10 @@ private slots:
         QTest::addRow("tests") << "{{ missing is defined }}{{ nothing is none }}{{ tools is "
                                   "iterable }}{{ tools[0] is mapping }}{{ n is not string }}"
                                << "FalseTrueTrueTrueTrue";
+        QTest::addRow("global functions are defined")
+            << "{{ strftime_now is defined }}{{ raise_exception is undefined }}{{ range is not "
+               "defined }}"
+            << "TrueFalseFalse";
         QTest::addRow("in and not in")
             << "{{ 'user' in messages[1].role }}{{ 'tool_calls' not in messages[2] }}{{ 2 in "
                "[1, 2] }}"
