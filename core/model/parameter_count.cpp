@@ -28,7 +28,8 @@ ParameterCount countParameters(const ModelSpec& spec)
         largestLinear = std::max(largestLinear, one);
     }
     if (spec.qkNorm)
-        count.attentionPerLayer += 2 * (spec.norm == NormKind::LayerNorm ? 2 : 1) * spec.headDim;
+        count.attentionPerLayer +=
+            std::int64_t{2} * (spec.norm == NormKind::LayerNorm ? 2 : 1) * spec.headDim;
     count.attentionPerLayer += attentionSinksPerLayer(spec);
     count.normsPerLayer = spec.normsPerLayer * normParams;
     count.perLayer = count.attentionPerLayer + count.mlpPerLayer + count.normsPerLayer;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -22,7 +23,7 @@ namespace tb::plan {
 
 namespace {
 
-constexpr int kBlock = 256;
+constexpr std::ptrdiff_t kBlock = 256;
 // A training step's GEMMs on a CPU reach about half of a plain GEMM's rate
 // once the element-wise work between them is counted: an assumption until
 // the compare-runs calibration measures it.
@@ -35,13 +36,13 @@ constexpr double kLoopbackGBps = 10;
 // row of B is loaded once for four of them.
 void multiplyBlock(const float* __restrict a, const float* __restrict b, float* __restrict c)
 {
-    for (int i = 0; i < kBlock; i += 4)
-        for (int k = 0; k < kBlock; ++k) {
+    for (std::ptrdiff_t i = 0; i < kBlock; i += 4)
+        for (std::ptrdiff_t k = 0; k < kBlock; ++k) {
             const float a0 = a[i * kBlock + k], a1 = a[(i + 1) * kBlock + k];
             const float a2 = a[(i + 2) * kBlock + k], a3 = a[(i + 3) * kBlock + k];
             const float* __restrict bRow = b + k * kBlock;
             float* __restrict c0 = c + i * kBlock;
-            for (int j = 0; j < kBlock; ++j) {
+            for (std::ptrdiff_t j = 0; j < kBlock; ++j) {
                 const float bj = bRow[j];
                 c0[j] += a0 * bj;
                 c0[kBlock + j] += a1 * bj;
@@ -57,8 +58,8 @@ void multiplyBlock(const float* __restrict a, const float* __restrict b, float* 
 // rather than leaving it at 0.
 long long multiplyUntil(std::chrono::steady_clock::time_point deadline)
 {
-    std::vector<float> a(kBlock * kBlock, 0.5f), b(kBlock * kBlock, 0.25f),
-        c(kBlock * kBlock, 0.0f);
+    constexpr auto kElements = static_cast<std::size_t>(kBlock * kBlock);
+    std::vector<float> a(kElements, 0.5f), b(kElements, 0.25f), c(kElements, 0.0f);
     long long blocks = 0;
     do {
         multiplyBlock(a.data(), b.data(), c.data());

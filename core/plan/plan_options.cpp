@@ -169,6 +169,8 @@ std::optional<BackwardPrefetch> parsePrefetch(std::string_view text)
 
 // Each choice type's spellings (canonical first) and parser, found by the
 // type of the field.
+// Enum is a type, which takes no parentheses.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define TB_CHOICE(Enum, names, parse)                                                              \
     std::vector<std::string> namesOf(Enum*)                                                        \
     {                                                                                              \
@@ -178,6 +180,7 @@ std::optional<BackwardPrefetch> parsePrefetch(std::string_view text)
     {                                                                                              \
         return parse(text);                                                                        \
     }
+// NOLINTEND(bugprone-macro-parentheses)
 TB_CHOICE(Method, methodNames, parseMethod)
 TB_CHOICE(Precision, precisionNames, parsePrecision)
 TB_CHOICE(Optimizer, optimizerNames, parseOptimizer)

@@ -5,6 +5,8 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <cstddef>
+
 namespace tb::tokenizer::detail {
 
 namespace {
@@ -27,7 +29,7 @@ struct ThreadMatchState {
     {
         data = pcre2_match_data_create(1, nullptr);
         context = pcre2_match_context_create(nullptr);
-        jitStack = pcre2_jit_stack_create(32 * 1024, 4 * 1024 * 1024, nullptr);
+        jitStack = pcre2_jit_stack_create(std::size_t{32} << 10, std::size_t{4} << 20, nullptr);
         if (context != nullptr) {
             pcre2_set_match_limit(context, kMatchLimit);
             pcre2_set_depth_limit(context, kDepthLimit);
