@@ -4,8 +4,9 @@
 #   packaging/setup.sh run    install what is missing, build, open the GUI on
 #                             the default plan (with no display: print that
 #                             plan from the CLI instead)
-#   packaging/setup.sh test   install what is missing, build, make the Debian
-#                             package, run every test suite, the AddressSanitizer
+#   packaging/setup.sh test   install what is missing, build, run clang-tidy
+#                             over core/, make the Debian package, run every
+#                             test suite, the AddressSanitizer
 #                             and ThreadSanitizer builds and a short libFuzzer
 #                             run, and compile the CUDA configuration of the
 #                             trainer; prints each stage's time
@@ -289,6 +290,8 @@ run_tests() {
     timed "node environment" node_env
     timed "build: default" build default -DTUNEBENCH_TORCH_FLAVOUR=cpu \
         -DTUNEBENCH_TORCH_VENV="$root/.venv/cpu"
+    log "clang-tidy (.clang-tidy's checks) over core/"
+    timed "clang-tidy: core/" python3 packaging/clang_tidy.py --build build/default
     # The Debian package; test_deb_package installs it into a clean root.
     log "Debian package (cpack -G DEB)"
     timed "cpack -G DEB" bash -c 'cd build/default && cpack -G DEB >/dev/null && ls -l tunebench_*.deb'

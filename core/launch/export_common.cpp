@@ -107,7 +107,7 @@ std::string slurmTimeLimit(double plannedHours)
     // Capped at 365 days: past that the plan is not a job anyone will queue.
     const long long minutes =
         std::min(365LL * 24 * 60, (long long)std::ceil(hours * 60.0 * 1.25 + 30.0));
-    const long long days = minutes / (24 * 60);
+    const long long days = minutes / (24LL * 60);
     const long long hh = (minutes / 60) % 24;
     const long long mm = minutes % 60;
     char text[48];

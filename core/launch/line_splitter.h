@@ -15,7 +15,7 @@ class LineSplitter {
 public:
     using LineHandler = std::function<void(std::string_view line)>;
 
-    explicit LineSplitter(size_t maxLineBytes = 64 * 1024);
+    explicit LineSplitter(size_t maxLineBytes = size_t{64} << 10);
 
     // Calls `handler` for each line completed by `bytes` (without its newline).
     void append(std::string_view bytes, const LineHandler& handler);

@@ -26,7 +26,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int kPollMilliseconds = 20; // how soon a cancel request or an exit is noticed
-constexpr size_t kReadBytes = 64 * 1024;
+constexpr size_t kReadBytes = size_t{64} << 10;
 
 struct Rank {
     RankReport report;

@@ -27,7 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 using common::Error;
 
-constexpr size_t kChunk = 32 * 1024; // what one SFTP write or read carries
+constexpr size_t kChunk = size_t{32} << 10; // what one SFTP write or read carries
 constexpr size_t kInFlight = 32; // reads asked for before the first answer is awaited
 const char* const kPartSuffix = ".tbpart";
 

@@ -19,7 +19,9 @@ common::Result<ParallelContext> ParallelContext::join(
     options.backend = device.is_cuda() ? dist::Backend::Nccl : dist::Backend::Gloo;
     options.timeoutSeconds = config.distributed.timeoutSeconds;
     if (device.is_cuda())
-        options.cudaDevice = device.index();
+        // A device index is a signed byte whose sign means something (-1:
+        // none): widened as it is.
+        options.cudaDevice = device.index(); // NOLINT(bugprone-signed-char-misuse)
     auto world = dist::rendezvous(*environment, options);
     if (!world)
         return world.error();

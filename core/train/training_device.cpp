@@ -55,7 +55,9 @@ common::Result<c10::Device> cudaDevice(const config::RunConfig& config, int loca
                 ? "check nvidia-smi, the driver and CUDA_VISIBLE_DEVICES"
                 : "this trainer is built against the CPU wheel of PyTorch: build it with "
                   "TUNEBENCH_TORCH=cuda packaging/setup.sh build, or set device: cpu");
-    const auto count = static_cast<int>(torch::cuda::device_count());
+    // A signed byte (c10::DeviceIndex), widened as it is.
+    const auto count =
+        static_cast<int>(torch::cuda::device_count()); // NOLINT(bugprone-signed-char-misuse)
     if (oneGpuPerTask(count))
         localRank = 0;
     if (localRank >= count)
