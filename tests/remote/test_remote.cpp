@@ -5,6 +5,7 @@
 // test_remote_monitor, `fetch` and --sync's copies in test_remote_transfer.
 #include "../support/endless_run.h"
 #include "../support/event_lines.h"
+#include "process_facts.h"
 #include "remote_cli.h"
 #include "silent_port.h"
 
@@ -26,56 +27,18 @@
 
 #include <atomic>
 #include <csignal>
-#include <filesystem>
 #include <memory>
-#include <set>
 #include <thread>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
 
 using tb::remote::SshSession;
 using tb::remote::SshTarget;
 using tb::test::appendLine;
 using tb::test::CliRun;
+using tb::test::commandLineOf;
 using tb::test::runCli;
+using tb::test::socketOption;
+using tb::test::socketsTo;
 using tb::test::stepLine;
-
-namespace {
-
-// This process's TCP sockets connected to `port` on the loopback.
-std::set<int> socketsTo(int port)
-{
-    std::set<int> found;
-    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
-        const int fd = std::stoi(entry.path().filename().string());
-        sockaddr_in peer{};
-        socklen_t length = sizeof peer;
-        if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) == 0
-            && peer.sin_family == AF_INET && ntohs(peer.sin_port) == port)
-            found.insert(fd);
-    }
-    return found;
-}
-
-int socketOption(int fd, int level, int name)
-{
-    int value = -1;
-    socklen_t length = sizeof value;
-    return ::getsockopt(fd, level, name, &value, &length) == 0 ? value : -1;
-}
-
-QString commandLineOf(long long pid)
-{
-    QFile file(QStringLiteral("/proc/%1/cmdline").arg(pid));
-    return file.open(QIODevice::ReadOnly)
-        ? QString::fromUtf8(file.readAll()).replace(QChar(0), QChar(' '))
-        : QString();
-}
-
-} // namespace
 
 class TestRemote : public QObject {
     Q_OBJECT
