@@ -19,12 +19,8 @@ namespace tb::config {
 // Method, precision, sharding and offload are the planner's, spelled as
 // common/training_terms.h has them; the trainer runs every precision but
 // fp16-mixed (the loader refuses it).
-using common::Method;
-using common::Objective;
-using common::Offload;
-using common::Precision;
-using common::Sharding;
-using common::toString;
+using common::Method, common::Objective, common::Offload, common::Precision, common::Sharding,
+    common::toString;
 // Preference: JSON Lines (or an array) of {prompt, chosen, rejected} strings,
 // TRL's plain preference format; only with objective dpo.
 enum class DataFormat { Alpaca, Chat, Csv, Text, Preference };

@@ -37,9 +37,9 @@ common::Status shareGptToolCall(ChatMessage& message)
     json call;
     try {
         call = common::parseOrderedJson(message.content);
-    } catch (const json::exception&) {
-        return common::Error{
-            "a function_call's value is not JSON, expected {\"name\": ..., \"arguments\": ...}",
+    } catch (const json::exception& e) {
+        return common::Error{"a function_call's value is not JSON (" + std::string(e.what())
+                + "), expected {\"name\": ..., \"arguments\": ...}",
             {}};
     }
     json calls = call.is_array() ? call : json::array({call});
@@ -178,18 +178,19 @@ common::Status readTools(const json& object, json& tools)
     if (!given || given->is_null())
         return common::Ok{};
     json list = *given;
+    std::string notAList = " that is not a JSON list";
     if (given->is_string()) {
         try {
             list = common::parseOrderedJson(given->get<std::string>());
-        } catch (const json::exception&) {
+        } catch (const json::exception& e) {
+            notAList = " that is not JSON (" + std::string(e.what()) + ")";
             list = json();
         }
     }
     const bool schemas = list.is_array()
         && std::all_of(list.begin(), list.end(), [](const json& t) { return t.is_object(); });
     if (!schemas)
-        return common::Error{"'tools' is " + typeName(*given)
-                + (given->is_string() ? " that is not a JSON list" : "")
+        return common::Error{"'tools' is " + typeName(*given) + (given->is_string() ? notAList : "")
                 + ", expected a list of function schemas (or a JSON text holding one)",
             {}};
     tools = list.empty() ? json() : std::move(list);

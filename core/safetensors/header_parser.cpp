@@ -37,30 +37,9 @@ std::string tensorField(const std::string& name, const char* field)
     return "tensor " + shown(name) + " field '" + field + "'";
 }
 
-// Depth outside strings; nlohmann's parser copes with deep input, but a
-// header never needs it.
-int maxNestingDepth(std::string_view text)
-{
-    int depth = 0;
-    int maxDepth = 0;
-    bool inString = false;
-    for (size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        if (inString) {
-            if (c == '\\')
-                ++i;
-            else if (c == '"')
-                inString = false;
-        } else if (c == '"') {
-            inString = true;
-        } else if (c == '{' || c == '[') {
-            maxDepth = std::max(maxDepth, ++depth);
-        } else if (c == '}' || c == ']') {
-            --depth;
-        }
-    }
-    return maxDepth;
-}
+// Thrown by the parser's callback at the first container nested deeper
+// than kMaxJsonDepth, so the parser stops there instead of building it.
+struct TooDeep { };
 
 bool multiplyChecked(uint64_t a, uint64_t b, uint64_t& out)
 {
@@ -238,15 +217,16 @@ Result<Header> parseHeader(std::string_view text, uint64_t dataBytes, const std:
     if (text.empty() || text.front() != '{')
         return Error::at(fileName, "header", "does not start with '{'",
             "the file is corrupt or not a safetensors file");
-    if (maxNestingDepth(text) > kMaxJsonDepth)
-        return Error::at(fileName, "header",
-            "JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-
     // nlohmann keeps the last of duplicate keys silently; a header with two
     // entries of one name is ambiguous, so catch them while parsing.
     std::vector<std::set<std::string>> keysByDepth;
     std::string duplicateKey;
-    const json::parser_callback_t onEvent = [&](int, json::parse_event_t event, json& parsed) {
+    const json::parser_callback_t onEvent = [&](int depth, json::parse_event_t event,
+                                                json& parsed) {
+        const bool opens =
+            event == json::parse_event_t::object_start || event == json::parse_event_t::array_start;
+        if (opens && depth >= kMaxJsonDepth) // depth counts the containers around it
+            throw TooDeep{};
         if (event == json::parse_event_t::object_start) {
             keysByDepth.emplace_back();
         } else if (event == json::parse_event_t::object_end) {
@@ -262,6 +242,9 @@ Result<Header> parseHeader(std::string_view text, uint64_t dataBytes, const std:
     json root;
     try {
         root = json::parse(text.begin(), text.end(), onEvent);
+    } catch (const TooDeep&) {
+        return Error::at(fileName, "header",
+            "JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     } catch (const json::exception& e) {
         return Error::at(fileName, "header", std::string("invalid JSON: ") + e.what());
     }

@@ -239,16 +239,6 @@ private:
     std::string m_suffix;
 };
 
-char32_t oneCharacter(const JsonNode& node)
-{
-    const std::string text = node.string("exactly one character");
-    std::size_t pos = 0;
-    const char32_t cp = text.empty() ? 0 : nextCodePoint(text, pos);
-    if (text.empty() || pos != text.size())
-        node.fail("exactly one character");
-    return cp;
-}
-
 } // namespace
 
 std::unique_ptr<Decoder> parseDecoder(const JsonNode& node)
@@ -265,7 +255,7 @@ std::unique_ptr<Decoder> parseDecoder(const JsonNode& node)
     if (type == "Fuse")
         return std::make_unique<FuseDecoder>();
     if (type == "Strip") {
-        const char32_t content = oneCharacter(node.member("content", "one character"));
+        const char32_t content = node.member("content", "one character").character();
         constexpr long long kMaxStrip = 1 << 20;
         const auto start = node.member("start", "a count").integer(0, kMaxStrip);
         const auto stop = node.member("stop", "a count").integer(0, kMaxStrip);

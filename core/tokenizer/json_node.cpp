@@ -1,5 +1,7 @@
 #include "tokenizer/json_node.h"
 
+#include "tokenizer/unicode.h"
+
 #include <cmath>
 #include <limits>
 
@@ -107,6 +109,16 @@ std::string JsonNode::string(std::string_view expected) const
     if (!m_value->is_string())
         fail(expected);
     return m_value->get<std::string>();
+}
+
+char32_t JsonNode::character() const
+{
+    const std::string text = string("exactly one character");
+    std::size_t pos = 0;
+    const char32_t cp = text.empty() ? 0 : nextCodePoint(text, pos);
+    if (text.empty() || pos != text.size())
+        fail("exactly one character");
+    return cp;
 }
 
 bool JsonNode::boolean() const

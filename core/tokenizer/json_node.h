@@ -43,6 +43,7 @@ public:
     JsonNode element(std::size_t index) const;
 
     std::string string(std::string_view expected = "a string") const;
+    char32_t character() const; // a string of exactly one code point
     bool boolean() const;
     long long integer(long long min, long long max) const;
     double number() const;

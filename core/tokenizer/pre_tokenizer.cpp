@@ -229,16 +229,6 @@ std::unique_ptr<PreTokenizer> regexSplit(
     return std::make_unique<SplitPreTokenizer>(Pattern::regex(pattern), behavior, invert);
 }
 
-char32_t singleCharacter(const JsonNode& node)
-{
-    const std::string text = node.string("exactly one character");
-    std::size_t pos = 0;
-    const char32_t cp = text.empty() ? 0 : nextCodePoint(text, pos);
-    if (text.empty() || pos != text.size())
-        node.fail("exactly one character");
-    return cp;
-}
-
 } // namespace
 
 const std::string& byteLevelChar(unsigned char byte)
@@ -291,7 +281,7 @@ std::unique_ptr<PreTokenizer> parsePreTokenizer(const JsonNode& node)
     if (type == "Whitespace")
         return regexSplit(R"(\w+|[^\w\s]+)", SplitBehavior::Removed, true);
     if (type == "CharDelimiterSplit") {
-        const char32_t delimiter = singleCharacter(node.member("delimiter", "one character"));
+        const char32_t delimiter = node.member("delimiter", "one character").character();
         return charSplit(
             [delimiter](char32_t cp) { return cp == delimiter; }, SplitBehavior::Removed);
     }

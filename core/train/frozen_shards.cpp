@@ -82,11 +82,7 @@ FrozenShards::FrozenShards(const std::vector<std::pair<std::string, torch::Tenso
     ShardSpec shard, bool shardOnHost)
     : m_shardOnHost(shardOnHost)
 {
-    const std::vector<std::vector<size_t>> indicesOf = layOut(tensors, shard);
-    torch::NoGradGuard noGrad;
-    for (size_t u = 0; u < m_units.size(); ++u) {
-        Unit& unit = m_units[u];
-        const std::vector<size_t>& indices = indicesOf[u];
+    fillUnits(tensors, shard, [&](Unit& unit, const std::vector<size_t>& indices) {
         const torch::Device device = tensors[indices.front()].second.device();
         unit.whole = torch::zeros({unit.paddedBytes}, torch::dtype(torch::kByte).device(device));
         for (size_t k = 0; k < indices.size(); ++k) {
@@ -99,19 +95,14 @@ FrozenShards::FrozenShards(const std::vector<std::pair<std::string, torch::Tenso
             unit.whole.narrow(0, unit.shardBytes * shard.rank, unit.shardBytes);
         unit.shard = own.to(shardOptions(device), /*non_blocking=*/false, /*copy=*/true);
         releaseStorage(unit.whole);
-    }
-    m_peak = residentBytes();
+    });
 }
 
 FrozenShards::FrozenShards(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
     ShardSpec shard, bool shardOnHost, const torch::Device& device, const ByteReader& read)
     : m_shardOnHost(shardOnHost)
 {
-    const std::vector<std::vector<size_t>> indicesOf = layOut(tensors, shard);
-    torch::NoGradGuard noGrad;
-    for (size_t u = 0; u < m_units.size(); ++u) {
-        Unit& unit = m_units[u];
-        const std::vector<size_t>& indices = indicesOf[u];
+    fillUnits(tensors, shard, [&](Unit& unit, const std::vector<size_t>& indices) {
         unit.whole =
             tensorWithoutStorage({unit.paddedBytes}, torch::dtype(torch::kByte).device(device));
         unit.shard = torch::zeros({unit.shardBytes}, shardOptions(device));
@@ -133,7 +124,16 @@ FrozenShards::FrozenShards(const std::vector<std::pair<std::string, torch::Tenso
         for (size_t k = 0; k < indices.size(); ++k)
             pointInto(tensors[indices[k]].second, unit.whole, unit.entries[k]);
         releaseStorage(unit.whole);
-    }
+    });
+}
+
+void FrozenShards::fillUnits(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+    ShardSpec shard, const std::function<void(Unit&, const std::vector<size_t>&)>& fill)
+{
+    const std::vector<std::vector<size_t>> indicesOf = layOut(tensors, shard);
+    torch::NoGradGuard noGrad;
+    for (size_t u = 0; u < m_units.size(); ++u)
+        fill(m_units[u], indicesOf[u]);
     m_peak = residentBytes();
 }
 

@@ -80,6 +80,9 @@ private:
     // Units in id order, entries in model order; each entry's tensor index.
     std::vector<std::vector<size_t>> layOut(
         const std::vector<std::pair<std::string, torch::Tensor>>& tensors, ShardSpec shard);
+    // Lays the units out and has `fill` build each from its tensors' indices.
+    void fillUnits(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+        ShardSpec shard, const std::function<void(Unit&, const std::vector<size_t>&)>& fill);
     // Where this rank keeps a shard of `whole`.
     torch::TensorOptions shardOptions(const torch::Device& device) const;
 

@@ -140,13 +140,20 @@ private slots:
             << "no trained assistant message with content or tool calls: nothing to learn";
         QTest::addRow("tools as text that is no list")
             << chat(user + ", " + answer, ", \"tools\": \"get_weather(city)\"")
+            << "'tools' is string that is not JSON ([json.exception.parse_error.101] parse error "
+               "at line 1, column 1: syntax error while parsing value - invalid literal; last "
+               "read: 'g'), expected a list of function schemas";
+        QTest::addRow("tools as text holding an object")
+            << chat(user + ", " + answer, ", \"tools\": \"{\\\"name\\\": \\\"f\\\"}\"")
             << "'tools' is string that is not a JSON list, expected a list of function schemas";
         QTest::addRow("tools as a number") << chat(user + ", " + answer,
             R"(, "tools": 5)") << "'tools' is number, expected a list of function schemas";
         QTest::addRow("a function_call that is not JSON")
             << "{\"conversations\": [{\"from\": \"human\", \"value\": \"Hi\"}, {\"from\": "
                "\"function_call\", \"value\": \"get_weather(Paris)\"}]}"
-            << "conversations[1]: a function_call's value is not JSON";
+            << "conversations[1]: a function_call's value is not JSON ([json.exception."
+               "parse_error.101] parse error at line 1, column 1: syntax error while parsing value "
+               "- invalid literal; last read: 'g'), expected {\"name\"";
     }
     void refusals()
     {

@@ -261,6 +261,12 @@ private slots:
         add("entry not object", R"({"w":[1]})", data8, "tensor 'w': got [1]");
         add("deep nesting", "{\"w\":" + std::string(100, '[') + std::string(100, ']') + "}", data8,
             "nests deeper than 16");
+        // The root and 15 arrays are 16 containers: shallow enough to pass the
+        // bound, so the entry is refused for its own shape.
+        add("sixteen containers", "{\"w\":" + std::string(15, '[') + std::string(15, ']') + "}",
+            data8, "tensor 'w': got [[[");
+        add("seventeen containers", "{\"w\":" + std::string(16, '[') + std::string(16, ']') + "}",
+            data8, "nests deeper than 16");
         add("control bytes in name shown escaped",
             "{\"w\\u0001\":{\"dtype\":\"X\",\"shape\":[2],\"data_offsets\":[0,8]}}", data8,
             "tensor 'w\\x01' field 'dtype'");
