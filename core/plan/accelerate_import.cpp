@@ -109,6 +109,13 @@ void readFsdp(MapReader& top, yaml::ProblemList& problems, ImportResult& result)
     }
     result.applied.push_back("distributed_type FSDP -> sharding "
         + std::string(toString(in.sharding)) + ", offload " + std::string(toString(in.offload)));
+    // accelerate's accumulate() and the Hugging Face Trainer enter FSDP's
+    // no_sync on every micro-batch but the last; only a script that sets
+    // GradientAccumulationPlugin(sync_each_batch=True) does not.
+    in.fsdp.noSync = isFsdp(in.sharding);
+    if (in.fsdp.noSync)
+        result.applied.push_back("fsdp.no_sync = true (accelerate accumulates gradients unsharded "
+                                 "unless the script sets sync_each_batch)");
 }
 
 void readDeepSpeed(MapReader& top, yaml::ProblemList& problems, ImportResult& result)

@@ -287,6 +287,56 @@ void addFullShardBuffers(
     }
 }
 
+// The gradient of a decoder layer's unit that holds its adapters beside its
+// frozen weights: a flat parameter's gradient is as large as the flat
+// parameter, frozen parts included (PyTorch's FSDP documentation: mixing
+// frozen and trainable parameters in a unit costs the gradient memory of
+// not freezing them). QLoRA's codes are stored in a 16-bit dtype under
+// FSDP, so their gradient is the size of the codes.
+double layerUnitGradientBytes(const PlanContext& ctx, double gradBytes)
+{
+    if (ctx.qlora)
+        return layerGatherBytes(ctx);
+    return (double(ctx.counts.perLayer) + ctx.loraPerLayer) * gradBytes;
+}
+
+// Gradient accumulation under no_sync holds every unit's gradient
+// unsharded from the first micro-batch to the step.
+bool holdsUnshardedGradients(const PlanContext& ctx)
+{
+    return ctx.in.fsdp.noSync && ctx.in.gradAccum > 1;
+}
+
+// FSDP's gradients: sharded like the parameters after each micro-batch's
+// reduce-scatter, or whole under no_sync; each unit with a trainable
+// parameter has one, over the whole unit when adapters share their
+// layer's unit.
+void addFsdpGradients(const PlanContext& ctx, MemoryBuilder& b, double gradBytes, double shards)
+{
+    const bool whole = holdsUnshardedGradients(ctx);
+    const bool layerUnits = ctx.in.fsdp.adaptersInLayerUnits && ctx.lora;
+    if (!layerUnits) {
+        addGradients(b, whole ? gradBytes : 0, whole ? 0 : gradBytes, shards,
+            whole ? " (unsharded under no_sync, parameter dtype)" : " (sharded, parameter dtype)");
+        return;
+    }
+    const double layers = double(ctx.model.numLayers);
+    const double perLayer = layerUnitGradientBytes(ctx, gradBytes);
+    const double divisor = whole ? 1 : shards;
+    if (auto* c = b.add("gradients", MemoryCategory::Gradients, "Gradients",
+            layers * perLayer / divisor, kSrcFsdp);
+        c && ctx.explain) {
+        Line l(c->explanation);
+        l << Fixed{layers, 0} << " decoder layer units x " << Bytes{perLayer}
+          << " (the adapters share each layer's unit, so its gradient covers the frozen weights)";
+        if (whole)
+            l << ", unsharded under no_sync";
+        else
+            l << " / " << Fixed{shards, 0} << " GPUs";
+        l << " = " << Bytes{c->bytes};
+    }
+}
+
 // FSDP: the persistent copy is the sharded flat parameter in its original
 // dtype (fp32 under mixed precision: it is the master); 16-bit copies exist
 // only while a unit is gathered.
@@ -305,16 +355,21 @@ HostStates fsdpStates(const PlanContext& ctx, MemoryBuilder& b, Sharding s, bool
                 .where = s == Sharding::FsdpHybrid ? ", sharded inside the node"
                                                    : ", sharded over all GPUs",
                 .label = ctx.mixed ? "Weights (fp32 shards = master)" : "Weights"});
-        addGradients(b, 0, grad, S, " (sharded, parameter dtype)");
+        addFsdpGradients(ctx, b, grad, S);
         addOptimizer(b, S);
     } else {
         host.bytesPerGpu =
             (ctx.trainable * (shardBytes + grad + ctx.optimizerBytes) + parameterBytes(ctx, 0)) / S;
         host.what = "FSDP CPUOffload: parameter shards, gradients and optimizer states";
         addQuantConstants(b, S);
+        // no_sync keeps the unsharded gradients on the GPU, offload or not.
+        if (holdsUnshardedGradients(ctx))
+            addFsdpGradients(ctx, b, grad, S);
     }
     const double rootGrads = ctx.full ? rootParams(ctx) * ctx.act : 0;
-    const double layerGrads = (ctx.full ? double(ctx.counts.perLayer) : ctx.loraPerLayer) * ctx.act;
+    const double layerGrads = ctx.in.fsdp.adaptersInLayerUnits && ctx.lora
+        ? layerUnitGradientBytes(ctx, grad)
+        : (ctx.full ? double(ctx.counts.perLayer) : ctx.loraPerLayer) * ctx.act;
     if (s == Sharding::FsdpGradOp)
         addGradOpBuffers(ctx, b, layerGrads, rootGrads);
     else

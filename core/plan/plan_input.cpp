@@ -255,6 +255,29 @@ void refuseForHfTrainer(const PlanInput& in, std::vector<std::string>& problems)
               "loaded in bf16 is planned as bf16)");
 }
 
+// FSDP's gradient settings describe how another framework drives PyTorch's
+// FSDP; each is refused where it cannot mean anything.
+void refuseFsdpGradientSettings(const PlanInput& in, std::vector<std::string>& problems)
+{
+    const auto refuse = [&](const char* key, const std::string& because) {
+        problems.push_back(std::string(key) + ": true, expected false " + because);
+    };
+    for (const auto& [key, set] : {std::pair{"fsdp.no_sync", in.fsdp.noSync},
+             std::pair{"fsdp.adapters_in_layer_units", in.fsdp.adaptersInLayerUnits}}) {
+        if (!set)
+            continue;
+        if (!isFsdp(in.sharding))
+            refuse(
+                key, "with sharding " + std::string(toString(in.sharding)) + " (an FSDP setting)");
+        else if (in.engine == Engine::Tunebench)
+            refuse(key,
+                "with engine tunebench (Tunebench's trainer reduce-scatters every "
+                "micro-batch and keeps adapters apart from the frozen weights)");
+    }
+    if (in.fsdp.adaptersInLayerUnits && in.method == Method::Full)
+        refuse("fsdp.adapters_in_layer_units", "with method full (there are no adapters)");
+}
+
 // What DPO cannot run as planned: our trainer's reference is the base with
 // the adapter disabled, which a full fine-tune does not have.
 void refuseForDpo(const PlanInput& in, std::vector<std::string>& problems)
@@ -298,6 +321,7 @@ common::Status validatePlanInput(const PlanInput& in)
     if (in.method == Method::Qlora && !in.doubleQuant && in.engine == Engine::Tunebench)
         problems.push_back("double_quant: false, expected true with engine tunebench (Tunebench's "
                            "trainer always quantises the NF4 blocks' absmax again)");
+    refuseFsdpGradientSettings(in, problems);
     if (in.objective == Objective::Dpo)
         refuseForDpo(in, problems);
     if (in.engine == Engine::HfTrainer)

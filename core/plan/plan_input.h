@@ -20,12 +20,8 @@ namespace tb::plan {
 
 // Method, precision, sharding and offload, with their spellings, are shared
 // with the run configuration.
-using common::Method;
-using common::Objective;
-using common::Offload;
-using common::Precision;
-using common::Sharding;
-using common::toString;
+using common::Method, common::Objective, common::Offload, common::Precision, common::Sharding,
+    common::toString;
 
 enum class Optimizer {
     AdamW, // two fp32 moments
@@ -81,12 +77,24 @@ struct DeepSpeedSettings {
     double paramBufferSize = 1e8; // offload_param.buffer_size (elements)
 };
 
-// FSDP settings that change how many units are gathered at once.
+// FSDP settings that change how many units are gathered at once, and how
+// long and how large the gradients are held.
 enum class BackwardPrefetch { Pre, Post, None };
 struct FsdpSettings {
     BackwardPrefetch backwardPrefetch = BackwardPrefetch::Pre; // PyTorch's default
     bool forwardPrefetch = false;
     bool limitAllGathers = true;
+    // Gradient accumulation inside FSDP's no_sync (Lightning Fabric's
+    // no_backward_sync, accelerate without sync_each_batch, fsdp_qlora's
+    // --no_sync): every unit's gradient stays unsharded on every GPU from
+    // the first micro-batch to the step, instead of a reduce-scatter each.
+    bool noSync = false;
+    // LoRA adapters inside their decoder layer's unit, beside its frozen
+    // weights (use_orig_params with a wrap by layer, as lit-gpt wraps by
+    // Block), rather than in units of their own (peft's and fsdp_qlora's
+    // wrap policies): the unit's one flat gradient covers the frozen
+    // weights too.
+    bool adaptersInLayerUnits = false;
 };
 
 // Whose implementation of a sharding the memory model follows. Reference:

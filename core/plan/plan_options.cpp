@@ -137,6 +137,13 @@ const PlanOption kOptions[] = {
         TB_FIELD(fsdp.forwardPrefetch)},
     {"fsdp.limit_all_gathers", "", "FSDP limit_all_gathers", "", 0, 0, 0,
         TB_FIELD(fsdp.limitAllGathers)},
+    {"fsdp.no_sync", "",
+        "FSDP accumulates gradients under no_sync: unsharded on every GPU until the step", "", 0, 0,
+        0, TB_FIELD(fsdp.noSync)},
+    {"fsdp.adapters_in_layer_units", "",
+        "LoRA adapters share their layer's FSDP unit (use_orig_params): its gradient covers the "
+        "frozen weights",
+        "", 0, 0, 0, TB_FIELD(fsdp.adaptersInLayerUnits)},
     {"calibration.utilisation", "utilisation",
         "achievable fraction of dense peak; 0: the GPU preset's", "", 0, 1, 3,
         TB_FIELD(utilisationOverride)},

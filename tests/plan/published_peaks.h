@@ -2,6 +2,7 @@
 
 #include "../support/test_paths.h"
 #include "plan/plan_input.h"
+#include "plan/plan_options.h"
 #include "plan/plan_result.h"
 
 #include <QtTest>
@@ -120,6 +121,23 @@ inline bool flagOf(const std::map<std::string, std::string>& f, const char* colu
     return text == "true";
 }
 
+// The `settings` column: plan file keys the columns do not have, as
+// key=value separated by ';' ("fsdp.no_sync=true"), set through the option
+// table as a plan file sets them.
+inline void applySettings(tb::plan::PlanInput& in, const std::string& text, int line)
+{
+    for (const std::string& setting : targetsOf(text)) {
+        const size_t equals = setting.find('=');
+        const tb::plan::PlanOption* option = equals == std::string::npos
+            ? nullptr
+            : tb::plan::findPlanOption(setting.substr(0, equals));
+        if (!option)
+            fail(line, "settings", setting, "key=value with a plan file key");
+        if (const auto refused = tb::plan::assignText(*option, in, setting.substr(equals + 1)))
+            fail(line, "settings", setting, refused->c_str());
+    }
+}
+
 inline tb::plan::PlanInput inputOf(const std::map<std::string, std::string>& f, int line)
 {
     using namespace tb::plan;
@@ -155,6 +173,7 @@ inline tb::plan::PlanInput inputOf(const std::map<std::string, std::string>& f, 
     in.lossChunks = int(number(f.at("loss_chunks"), line, "loss_chunks"));
     in.engine = parsed(
         parseEngine(f.at("engine")), line, "engine", f.at("engine"), "reference or hf-trainer");
+    applySettings(in, f.at("settings"), line);
     in.gpu = f.at("gpu");
     in.vmSize.clear();
     return in;

@@ -430,6 +430,9 @@ private slots:
         QCOMPARE(int(imported->input.precision), int(precision));
         QCOMPARE(imported->input.gpusPerNode, gpusPerNode);
         QCOMPARE(imported->input.nodes, nodes);
+        // accelerate accumulates under FSDP's no_sync (docs/PLANNER.md 4.17).
+        QCOMPARE(imported->input.fsdp.noSync, plan::isFsdp(sharding));
+        QVERIFY(plan::validatePlanInput(imported->input).ok());
     }
 
     void accelerateErrors_data()

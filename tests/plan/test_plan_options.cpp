@@ -28,9 +28,12 @@ std::string planFileWith(const PlanOption& option, const std::string& text)
     const std::string line = std::string(plan::nameInSection(option)) + ": " + value + "\n";
     std::string file = option.key == "model" ? "" : "model: Llama-3.1-8B\n";
     // Every offload is valid with ZeRO-3; every engine but hf-trainer (DDP
-    // only), which alone plans an evaluation.
+    // only), which alone plans an evaluation; FSDP's settings describe an
+    // FSDP run, the adapters' place a LoRA one.
     if (option.key == "eval_batch")
         file += "engine: hf-trainer\n";
+    else if (plan::sectionOf(option) == "fsdp")
+        file += "sharding: fsdp-full\nmethod: lora\n";
     else if (option.key != "sharding" && option.key != "engine")
         file += "sharding: zero3\n";
     if (section.empty())

@@ -130,6 +130,88 @@ private slots:
         QVERIFY(offloaded.figure("offload_seconds"));
     }
 
+    // How the framework accumulates and wraps decides FSDP's gradients
+    // (docs/PLANNER.md 4.17): sharded after each micro-batch's
+    // reduce-scatter, or unsharded on every GPU under no_sync; the
+    // adapters' own, or their whole layer's when they share its unit.
+    void fsdpGradientsFollowTheFrameworksAccumulation_data()
+    {
+        QTest::addColumn<bool>("full");
+        QTest::addColumn<bool>("noSync");
+        QTest::addColumn<bool>("inLayerUnits");
+        QTest::addColumn<int>("gradAccum");
+        QTest::addColumn<bool>("whole"); // held unsharded
+        QTest::addColumn<bool>("covered"); // the frozen layer weights have gradients too
+        QTest::addRow("LoRA, reduce-scatter") << false << false << false << 8 << false << false;
+        QTest::addRow("LoRA, no_sync") << false << true << false << 8 << true << false;
+        QTest::addRow("LoRA, no_sync without accumulation")
+            << false << true << false << 1 << false << false;
+        QTest::addRow("LoRA in layer units") << false << false << true << 8 << false << true;
+        QTest::addRow("LoRA in layer units, no_sync (lit-gpt)")
+            << false << true << true << 8 << true << true;
+        QTest::addRow("full, no_sync") << true << true << false << 8 << true << false;
+    }
+    void fsdpGradientsFollowTheFrameworksAccumulation()
+    {
+        QFETCH(bool, full);
+        QFETCH(bool, noSync);
+        QFETCH(bool, inLayerUnits);
+        QFETCH(int, gradAccum);
+        QFETCH(bool, whole);
+        QFETCH(bool, covered);
+        const model::ModelSpec& spec = presetModel("Llama-2-7B");
+        const plan::GpuSpec& gpu = presetGpu("A100-80GB-SXM");
+        plan::PlanInput in = fullInput(Sharding::FsdpFull, 2, 1);
+        in.method = full ? plan::Method::Full : plan::Method::Lora;
+        in.precision = plan::Precision::Bf16;
+        in.gradAccum = gradAccum;
+        const double reduceScattered =
+            plan::estimatePlan(in, spec, gpu).component("gradients")->bytes;
+        in.fsdp.noSync = noSync;
+        in.fsdp.adaptersInLayerUnits = inLayerUnits;
+        QVERIFY(plan::validatePlanInput(in).ok());
+        const plan::PlanResult r = plan::estimatePlan(in, spec, gpu);
+        const model::ParameterCount counts = model::countParameters(spec);
+        const double frozenLayers = covered ? 2.0 * double(counts.layers) : 0;
+        const double gpus = 2;
+        const double expected = (frozenLayers + reduceScattered * gpus) / (whole ? 1 : gpus);
+        QCOMPARE(r.component("gradients")->bytes, expected);
+        QVERIFY(!r.component("gradients")->explanation.empty());
+    }
+
+    void fsdpGradientSettingsThatCannotApplyAreRefused_data()
+    {
+        QTest::addColumn<Sharding>("sharding");
+        QTest::addColumn<plan::Engine>("engine");
+        QTest::addColumn<bool>("full");
+        QTest::addColumn<QString>("message");
+        QTest::addRow("ZeRO-3") << Sharding::Zero3 << plan::Engine::Reference << false
+                                << "fsdp.no_sync: true, expected false with sharding zero3";
+        QTest::addRow("our trainer")
+            << Sharding::FsdpFull << plan::Engine::Tunebench << false
+            << "fsdp.adapters_in_layer_units: true, expected false with engine tunebench";
+        QTest::addRow("a full fine-tune")
+            << Sharding::FsdpFull << plan::Engine::Reference << true
+            << "fsdp.adapters_in_layer_units: true, expected false with method full";
+    }
+    void fsdpGradientSettingsThatCannotApplyAreRefused()
+    {
+        QFETCH(Sharding, sharding);
+        QFETCH(plan::Engine, engine);
+        QFETCH(bool, full);
+        QFETCH(QString, message);
+        plan::PlanInput in = fullInput(sharding, 2, 1);
+        in.method = full ? plan::Method::Full : plan::Method::Lora;
+        in.engine = engine;
+        in.gradAccum = 4;
+        in.fsdp.noSync = true;
+        in.fsdp.adaptersInLayerUnits = true;
+        const common::Status valid = plan::validatePlanInput(in);
+        QVERIFY(!valid);
+        QVERIFY2(QString::fromStdString(valid.error().message).contains(message),
+            valid.error().message.c_str());
+    }
+
     void ddpBucketCopy()
     {
         plan::PlanInput in = fullInput(Sharding::Ddp, 8, 1);
