@@ -62,6 +62,11 @@ std::array<HfArchitecture, 11> makeTable()
     table[6].slidingPeriod = 2;
     table[7].slidingPeriod = 6;
     table[7].slidingRopeTheta = 10000.0;
+    table[7].hiddenSize = 2304;
+    table[7].intermediateSize = 9216;
+    table[7].numLayers = 26;
+    table[7].numHeads = 8;
+    table[7].vocabSize = 262208;
     table[8].window = HfArchitecture::Window::Always; // no default: sliding_window null
     table[8].experts = HfArchitecture::Experts::Mixtral;
     table[9].window = HfArchitecture::Window::WithFlag;

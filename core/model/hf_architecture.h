@@ -15,6 +15,14 @@ struct HfArchitecture {
     const char* modelType = "llama";
 
     // Defaults of missing fields.
+    // The shape, where published configs leave it to the configuration
+    // class (Gemma 3's image-text text_config: head count, vocabulary);
+    // 0: the field is required.
+    std::int64_t hiddenSize = 0;
+    std::int64_t intermediateSize = 0;
+    std::int64_t numLayers = 0;
+    std::int64_t numHeads = 0;
+    std::int64_t vocabSize = 0;
     bool tieWordEmbeddings = false;
     std::int64_t maxPositionEmbeddings = 2048;
     std::int64_t numKvHeads = 0; // 0: num_attention_heads

@@ -20,11 +20,14 @@ using detail::typeName;
 
 void readShape(Reader& reader, HfConfig& config, const HfArchitecture& arch)
 {
-    config.hiddenSize = reader.integer("hidden_size", true).value_or(0);
-    config.intermediateSize = reader.integer("intermediate_size", true).value_or(0);
-    config.numLayers = reader.integer("num_hidden_layers", true).value_or(0);
-    config.numHeads = reader.integer("num_attention_heads", true).value_or(0);
-    config.vocabSize = reader.integer("vocab_size", true).value_or(0);
+    const auto shape = [&](const char* field, std::int64_t fallback) {
+        return reader.integer(field, fallback == 0).value_or(fallback);
+    };
+    config.hiddenSize = shape("hidden_size", arch.hiddenSize);
+    config.intermediateSize = shape("intermediate_size", arch.intermediateSize);
+    config.numLayers = shape("num_hidden_layers", arch.numLayers);
+    config.numHeads = shape("num_attention_heads", arch.numHeads);
+    config.vocabSize = shape("vocab_size", arch.vocabSize);
     config.maxPositionEmbeddings =
         reader.integer("max_position_embeddings", false).value_or(arch.maxPositionEmbeddings);
     const bool kvGiven = reader.has("num_key_value_heads");
@@ -130,6 +133,31 @@ void readAttentionWindow(Reader& reader, HfConfig& config, const HfArchitecture&
     }
 }
 
+// The model's class, special tokens and dtype.
+void readClassAndTokens(Reader& reader, HfConfig& config)
+{
+    if (const json* architectures = reader.find("architectures")) {
+        if (!architectures->is_array() || architectures->size() != 1
+            || !architectures->front().is_string())
+            reader.problem("architectures",
+                "got " + architectures->dump() + ", expected a list with one architecture name");
+        else
+            config.architecture = architectures->front().get<std::string>();
+    }
+    if (reader.has("bos_token_id")) {
+        const std::vector<std::int64_t> bos = reader.tokenIds("bos_token_id");
+        if (bos.size() == 1)
+            config.bosTokenId = bos.front();
+        else if (!bos.empty())
+            reader.problem("bos_token_id", "got a list, expected one token id");
+    }
+    config.eosTokenIds = reader.tokenIds("eos_token_id");
+    for (const char* field : {"torch_dtype", "dtype"}) {
+        if (const json* dtype = reader.find(field); dtype && dtype->is_string())
+            config.torchDtype = dtype->get<std::string>();
+    }
+}
+
 void readRunnerFacts(Reader& reader, HfConfig& config, const HfArchitecture& arch)
 {
     // The first given; Gemma 2 and 3 read hidden_activation only, and their
@@ -159,26 +187,7 @@ void readRunnerFacts(Reader& reader, HfConfig& config, const HfArchitecture& arc
             reader.problem(
                 "partial_rotary_factor", "got " + typeName(factor) + ", expected a number");
     }
-    if (const json* architectures = reader.find("architectures")) {
-        if (!architectures->is_array() || architectures->size() != 1
-            || !architectures->front().is_string())
-            reader.problem("architectures",
-                "got " + architectures->dump() + ", expected a list with one architecture name");
-        else
-            config.architecture = architectures->front().get<std::string>();
-    }
-    if (reader.has("bos_token_id")) {
-        const std::vector<std::int64_t> bos = reader.tokenIds("bos_token_id");
-        if (bos.size() == 1)
-            config.bosTokenId = bos.front();
-        else if (!bos.empty())
-            reader.problem("bos_token_id", "got a list, expected one token id");
-    }
-    config.eosTokenIds = reader.tokenIds("eos_token_id");
-    for (const char* field : {"torch_dtype", "dtype"}) {
-        if (const json* dtype = reader.find(field); dtype && dtype->is_string())
-            config.torchDtype = dtype->get<std::string>();
-    }
+    readClassAndTokens(reader, config);
 }
 
 const HfArchitecture& readModelType(Reader& reader, HfConfig& config)
@@ -200,6 +209,29 @@ const HfArchitecture& readModelType(Reader& reader, HfConfig& config)
     return llamaArchitecture();
 }
 
+// What a multimodal config keeps outside its text_config and the language
+// model still needs: the model's class, its special tokens, its dtype, and
+// whether its head is tied to the embedding (Gemma3ForConditionalGeneration
+// ties it by default).
+void adoptMultimodalFacts(const json& object, HfConfig& config, std::vector<std::string>& problems)
+{
+    Reader reader{object, config.source, problems, {}};
+    HfConfig outer;
+    readClassAndTokens(reader, outer);
+    config.fromTextConfig = true;
+    if (const json* type = reader.find("model_type"); type && type->is_string())
+        config.multimodalType = type->get<std::string>();
+    config.architecture = outer.architecture;
+    if (config.eosTokenIds.empty())
+        config.eosTokenIds = outer.eosTokenIds;
+    if (!config.bosTokenId)
+        config.bosTokenId = outer.bosTokenId;
+    if (config.torchDtype.empty())
+        config.torchDtype = outer.torchDtype;
+    if (const std::optional<bool> tied = reader.boolean("tie_word_embeddings"))
+        config.tieWordEmbeddings = *tied;
+}
+
 common::Result<HfConfig> configFromObject(
     const json& object, const std::string& origin, const std::string& name, int depth)
 {
@@ -210,11 +242,14 @@ common::Result<HfConfig> configFromObject(
     if (const auto text = object.find("text_config");
         text != object.end() && text->is_object() && depth == 0) {
         common::Result<HfConfig> inner = configFromObject(*text, origin, name, depth + 1);
-        if (inner.ok()) {
-            inner.value().fromTextConfig = true;
-            inner.value().warnings.push_back(
-                "read the decoder from text_config; vision or audio towers are not counted");
-        }
+        if (!inner.ok())
+            return inner;
+        std::vector<std::string> problems;
+        adoptMultimodalFacts(object, inner.value(), problems);
+        if (!problems.empty())
+            return common::Error{common::joinLines(problems), {}};
+        inner.value().warnings.push_back(
+            "read the decoder from text_config; vision or audio towers are not counted");
         return inner;
     }
 

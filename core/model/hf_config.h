@@ -96,6 +96,17 @@ struct HfConfig : ModelSpec {
     std::string dropoutField;
     double dropout = 0;
     bool fromTextConfig = false; // read from a multimodal config's text_config
+    // The multimodal config's own model_type ("gemma3") when fromTextConfig;
+    // `architecture`, the token ids, the dtype and the head's tie are then
+    // the multimodal model's, which its config holds outside text_config.
+    std::string multimodalType;
+    // Gemma 3's image-text model, whose language model the trainer trains
+    // as text (the vision tower and its projector are left out).
+    bool isGemma3Multimodal() const
+    {
+        return fromTextConfig && multimodalType == "gemma3" && modelType == "gemma3_text"
+            && (architecture.empty() || architecture == "Gemma3ForConditionalGeneration");
+    }
 
     // A mixture of experts' routing (the counts are ModelSpec's): whether the
     // top-k weights are renormalised to sum to one (Mixtral always;

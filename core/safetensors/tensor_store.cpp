@@ -131,6 +131,28 @@ Result<TensorStore> TensorStore::open(const std::string& path)
     return store;
 }
 
+common::Status TensorStore::rename(
+    const std::function<std::optional<std::string>(std::string_view stored)>& rename)
+{
+    std::map<std::string, Location, std::less<>> renamed;
+    std::map<std::string, std::string, std::less<>> storedAs;
+    for (const auto& [name, location] : m_index) {
+        std::optional<std::string> as = rename(name);
+        if (!as) {
+            ++m_leftOut;
+            continue;
+        }
+        if (const auto taken = storedAs.find(*as); taken != storedAs.end())
+            return common::Error::at(m_files[location.file].path(), "tensor '" + name + "'",
+                "is read as '" + *as + "', as is tensor '" + taken->second + "'",
+                "a checkpoint holds each weight once");
+        storedAs.emplace(*as, name);
+        renamed.emplace(std::move(*as), location);
+    }
+    m_index = std::move(renamed);
+    return common::Ok{};
+}
+
 std::vector<std::string> TensorStore::names() const
 {
     std::vector<std::string> names;

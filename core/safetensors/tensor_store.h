@@ -3,7 +3,9 @@
 #include "common/error.h"
 #include "safetensors/safetensors_file.h"
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +21,15 @@ public:
     // file is validated; with an index, each listed tensor must be in the
     // shard the index names and every tensor of a shard must be listed.
     static common::Result<TensorStore> open(const std::string& path);
+
+    // Re-keys every tensor by `rename`: the stored name to the name the
+    // model reads it by, or nullopt to leave the tensor out (a multimodal
+    // checkpoint's vision tower under its language model). Two tensors
+    // given one name are refused, naming both.
+    common::Status rename(
+        const std::function<std::optional<std::string>(std::string_view stored)>& rename);
+    // How many tensors rename left out.
+    size_t leftOutCount() const { return m_leftOut; }
 
     std::vector<std::string> names() const; // sorted
     size_t tensorCount() const { return m_index.size(); }
@@ -45,6 +56,7 @@ private:
     std::vector<SafetensorsFile> m_files;
     std::map<std::string, Location, std::less<>> m_index;
     mutable uint64_t m_bytesRead = 0;
+    size_t m_leftOut = 0;
 };
 
 } // namespace tb::safetensors

@@ -1,5 +1,6 @@
 #include "train/lora.h"
 
+#include "model/multimodal_language_model.h"
 #include "train/expert_lora.h"
 #include "train/llama_model.h"
 #include "train/nf4.h"
@@ -8,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <regex>
 #include <set>
 
 namespace tb::train {
@@ -144,11 +147,66 @@ common::Status checkTargetsSelect(LlamaForCausalLm& model, const LoraSpec& spec,
     return common::Ok{};
 }
 
+// The projection names `pattern` selects, by each projection's name in the
+// model the adapter was made for; refused unless it selects a name in every
+// layer or in none, which is what a list of names can say.
+common::Result<std::vector<std::string>> targetsOfPattern(
+    LlamaForCausalLm& model, const std::string& pattern)
+{
+    std::regex selects;
+    try {
+        selects = std::regex(pattern);
+    } catch (const std::regex_error& e) {
+        return common::Error{"LoRA target_modules '" + pattern
+                + "' is not a regular expression Tunebench reads: " + e.what(),
+            "use a list of module names"};
+    }
+    const std::string prefix = model::decoderModulePrefix(model.config());
+    std::map<std::string, std::pair<int, int>> countsOf; // name -> {selected, in the model}
+    for (const auto& [name, layer] : model.projections()) {
+        if (LlamaForCausalLm::isExpertProjection(name))
+            continue;
+        const std::string theirs = name.starts_with("model.") ? prefix + name.substr(6) : name;
+        auto& [selected, present] = countsOf[lastName(name)];
+        ++present;
+        selected += std::regex_match(theirs, selects) ? 1 : 0;
+    }
+    std::vector<std::string> targets;
+    for (const auto& [name, counts] : countsOf) {
+        if (counts.first == 0)
+            continue;
+        if (counts.first != counts.second)
+            return common::Error{"LoRA target_modules '" + pattern + "' selects " + name + " in "
+                    + std::to_string(counts.first) + " of " + std::to_string(counts.second)
+                    + " layers",
+                "Tunebench adapts a projection in every layer or in none"};
+        targets.push_back(name);
+    }
+    if (targets.empty())
+        return common::Error{"LoRA target_modules '" + pattern + "' selects no projection of this "
+                + model.config().modelType + " model",
+            adaptableModules(model.config())};
+    return targets;
+}
+
 } // namespace
 
-common::Result<std::vector<std::string>> attachLora(LlamaForCausalLm& model, const LoraSpec& spec,
-    std::uint64_t seed, std::optional<at::Generator> dropoutGenerator)
+common::Result<std::vector<std::string>> targetModuleNames(
+    LlamaForCausalLm& model, const LoraSpec& spec)
 {
+    if (spec.targetPattern.empty())
+        return spec.targetModules;
+    return targetsOfPattern(model, spec.targetPattern);
+}
+
+common::Result<std::vector<std::string>> attachLora(LlamaForCausalLm& model,
+    const LoraSpec& requested, std::uint64_t seed, std::optional<at::Generator> dropoutGenerator)
+{
+    LoraSpec spec = requested;
+    common::Result<std::vector<std::string>> targets = targetModuleNames(model, requested);
+    if (!targets)
+        return targets.error();
+    spec.targetModules = std::move(targets).value();
     if (spec.rank < 1)
         return common::Error{"LoRA rank must be at least 1, got " + std::to_string(spec.rank), {}};
     if (spec.targetModules.empty() && spec.targetParameters.empty())

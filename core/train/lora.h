@@ -67,6 +67,11 @@ struct LoraSpec {
     double dropout = common::kLoraDropoutDefault;
     bool rsLora = false; // scaling alpha / sqrt(r) (rsLoRA, Kalajdzievski 2023)
     std::vector<std::string> targetModules; // q_proj ... down_proj
+    // peft's target_modules given as one regular expression instead (an
+    // adapter_config.json's string, matched in full against each module's
+    // name in the model the adapter was made for); attachLora turns it into
+    // targetModules, the same names in every layer.
+    std::string targetPattern;
     // Expert weights by transformers' names, as peft's target_parameters
     // ("mlp.experts.gate_up_proj", "mlp.experts.down_proj"): expert_lora.h.
     std::vector<std::string> targetParameters;
@@ -77,6 +82,11 @@ struct LoraSpec {
 // The targets that select only experts in a mixture of experts (its MLP
 // names), which LoRA does not adapt; empty for a dense model.
 std::vector<std::string> expertOnlyTargets(const LlamaConfig& config, const LoraSpec& spec);
+
+// The projection names `spec` adapts in `model`: its targetModules, or the
+// names its targetPattern selects (in every layer, else refused).
+common::Result<std::vector<std::string>> targetModuleNames(
+    LlamaForCausalLm& model, const LoraSpec& spec);
 
 // Wraps every projection whose last name is in spec.targetModules in a
 // LoraLinear, in the model's dtype. A is drawn as PEFT's default

@@ -1,5 +1,7 @@
 #include "train/merged_export.h"
 
+#include "common/atomic_file.h"
+#include "model/multimodal_language_model.h"
 #include "safetensors/writer.h"
 #include "train/expert_lora.h"
 #include "train/flat_parameters.h"
@@ -211,6 +213,23 @@ common::Status appendUnit(safetensors::SafetensorsStream& stream,
     return common::Ok{};
 }
 
+// The base's config.json; of an image-text model, its language model's
+// alone, as the export holds only the language model's weights.
+common::Status writeExportConfig(
+    LlamaForCausalLm& model, const std::string& modelDir, const std::string& to)
+{
+    const std::string from = modelDir + "/config.json";
+    if (!model.config().isGemma3Multimodal())
+        return std::filesystem::exists(from) ? copyFileAtomic(from, to) : common::Ok{};
+    const common::Result<std::string> text = common::readFile(from);
+    if (!text)
+        return text.error();
+    const common::Result<std::string> config = model::languageModelConfigJson(*text, from);
+    if (!config)
+        return config.error();
+    return common::writeFileAtomic(to, *config);
+}
+
 } // namespace
 
 common::Status exportMergedModel(LlamaForCausalLm& model, const std::string& dir,
@@ -259,10 +278,12 @@ common::Status exportMergedModel(LlamaForCausalLm& model, const std::string& dir
     const std::string tokenizerFolder = fs::is_directory(tokenizerDir)
         ? tokenizerDir
         : fs::path(tokenizerDir).parent_path().string();
-    for (const auto& [folder, name] : std::vector<std::pair<std::string, const char*>>{
-             {modelDir, "config.json"}, {modelDir, "generation_config.json"},
-             {tokenizerFolder, "tokenizer.json"}, {tokenizerFolder, "tokenizer_config.json"},
-             {tokenizerFolder, "special_tokens_map.json"}, {tokenizerFolder, "tokenizer.model"}}) {
+    if (auto status = writeExportConfig(model, modelDir, staging->file("config.json")); !status)
+        return status;
+    for (const auto& [folder, name] :
+        std::vector<std::pair<std::string, const char*>>{{modelDir, "generation_config.json"},
+            {tokenizerFolder, "tokenizer.json"}, {tokenizerFolder, "tokenizer_config.json"},
+            {tokenizerFolder, "special_tokens_map.json"}, {tokenizerFolder, "tokenizer.model"}}) {
         if (auto status = copyIfPresent(folder, name); !status)
             return status;
     }

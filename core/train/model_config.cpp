@@ -43,9 +43,11 @@ Error refusal(const model::HfConfig& config, const std::string& field, const std
 
 common::Status refuseUnknownModel(const model::HfConfig& config)
 {
-    if (config.fromTextConfig)
-        return refusal(config, "text_config", "multimodal models are not supported",
-            "train the text model on its own");
+    if (config.fromTextConfig && !config.isGemma3Multimodal())
+        return refusal(config, "text_config",
+            "multimodal model_type '" + config.multimodalType + "' is not supported",
+            "Gemma 3's (Gemma3ForConditionalGeneration) trains its language model; train another "
+            "model's text model on its own");
     if (const model::TrainerFamilySupport support = model::trainerFamilySupport(config.modelType);
         !support.runs) {
         std::string supported;
@@ -55,7 +57,8 @@ common::Status refuseUnknownModel(const model::HfConfig& config)
             "'" + config.modelType + "' is not supported: " + support.reason,
             "supported: " + supported);
     }
-    if (!config.architecture.empty() && !contains(kArchitectures, config.architecture))
+    if (!config.architecture.empty() && !contains(kArchitectures, config.architecture)
+        && !config.isGemma3Multimodal())
         return refusal(config, "architectures", "'" + config.architecture + "' is not supported",
             "supported: " + joined(kArchitectures));
     return common::Ok{};

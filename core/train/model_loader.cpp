@@ -1,5 +1,6 @@
 #include "train/model_loader.h"
 
+#include "model/multimodal_language_model.h"
 #include "safetensors/tensor_store.h"
 #include "safetensors/writer.h"
 #include "train/llama_model.h"
@@ -149,13 +150,27 @@ Status saveWeights(LlamaForCausalLm& model, const std::string& path, ComputeDTyp
     }
 }
 
+Result<safetensors::TensorStore> openModelWeights(
+    const std::string& modelDir, const LlamaConfig& config)
+{
+    Result<safetensors::TensorStore> store = safetensors::TensorStore::open(modelDir);
+    if (!store || !config.isGemma3Multimodal())
+        return store;
+    if (auto status = store.value().rename([&](std::string_view stored) {
+            return model::languageModelTensorName(config, stored);
+        });
+        !status)
+        return status.error();
+    return store;
+}
+
 Result<std::shared_ptr<LlamaForCausalLm>> loadCausalLm(
     const std::string& modelDir, ComputeDType dtype)
 {
     const Result<LlamaConfig> config = loadLlamaConfig(modelDir);
     if (!config)
         return config.error();
-    const Result<safetensors::TensorStore> store = safetensors::TensorStore::open(modelDir);
+    const Result<safetensors::TensorStore> store = openModelWeights(modelDir, *config);
     if (!store)
         return store.error();
     std::shared_ptr<LlamaForCausalLm> model;

@@ -35,6 +35,12 @@ common::Status checkStoredWeights(
 // transformers writes it.
 common::Status saveWeights(LlamaForCausalLm& model, const std::string& path, ComputeDType storeAs);
 
+// The safetensors weights of a model folder by our names: of a multimodal
+// checkpoint, its language model's alone (model/multimodal_language_model.h);
+// the store's leftOutCount() says how many tensors were left out.
+common::Result<safetensors::TensorStore> openModelWeights(
+    const std::string& modelDir, const LlamaConfig& config);
+
 // config.json and the safetensors weights of a Hugging Face model folder.
 common::Result<std::shared_ptr<LlamaForCausalLm>> loadCausalLm(
     const std::string& modelDir, ComputeDType dtype);

@@ -2,6 +2,7 @@
 
 #include "common/atomic_file.h"
 #include "common/json_document.h"
+#include "model/multimodal_language_model.h"
 #include "safetensors/safetensors_file.h"
 #include "safetensors/writer.h"
 #include "train/expert_lora.h"
@@ -67,6 +68,35 @@ bool readNameList(const json& list, std::vector<std::string>& names, bool allowE
     return true;
 }
 
+// peft's name of our parameter `name` in the model the checkpoint was made
+// for: the experts' matrices as peft wraps them, the decoder under the
+// multimodal model's prefix (model/multimodal_language_model.h).
+std::string peftNameOf(LlamaForCausalLm& model, const std::string& name)
+{
+    const std::string expertAware = peftParameterName(model, name);
+    const std::string prefix = model::decoderModulePrefix(model.config());
+    return expertAware.starts_with("model.") ? prefix + expertAware.substr(6) : expertAware;
+}
+
+// target_modules as saved: the wrapped projections' names, or for a
+// multimodal model a regular expression that selects them in its language
+// model alone (a name list would adapt the vision tower's q_proj as well).
+json targetModulesOf(LlamaForCausalLm& model)
+{
+    std::set<std::string> wrapped;
+    for (const auto& [name, layer] : loraLayers(model))
+        wrapped.insert(name.substr(name.rfind('.') + 1));
+    if (!model.config().isGemma3Multimodal())
+        return std::vector<std::string>(wrapped.begin(), wrapped.end());
+    std::string names;
+    for (const std::string& name : wrapped)
+        names += (names.empty() ? "" : "|") + name;
+    std::string prefix;
+    for (const char c : model::decoderModulePrefix(model.config()))
+        prefix += c == '.' ? std::string("\\.") : std::string(1, c);
+    return prefix + ".*\\.(" + names + ")";
+}
+
 } // namespace
 
 std::string peftTensorName(const std::string& parameterName)
@@ -93,8 +123,8 @@ common::Status savePeftAdapter(LlamaForCausalLm& model, const LoraSpec& spec,
             const torch::Tensor& source = found != values.end() ? found->second : item.value();
             keep.push_back(source.detach().to(torch::kCPU, torch::kFloat).contiguous());
             const torch::Tensor& tensor = keep.back();
-            tensors.push_back({peftTensorName(peftParameterName(model, name)),
-                safetensors::DType::F32, tensor.sizes().vec(),
+            tensors.push_back({peftTensorName(peftNameOf(model, name)), safetensors::DType::F32,
+                tensor.sizes().vec(),
                 {static_cast<const std::byte*>(tensor.data_ptr()), tensor.nbytes()}});
         }
         if (tensors.empty())
@@ -108,10 +138,7 @@ common::Status savePeftAdapter(LlamaForCausalLm& model, const LoraSpec& spec,
     }
     // The modules wrapped, as peft finds them in the model: the fused
     // qkv_proj of Phi-3 where the run named q_proj.
-    std::set<std::string> wrapped;
-    for (const auto& [name, layer] : loraLayers(model))
-        wrapped.insert(name.substr(name.rfind('.') + 1));
-    const std::vector<std::string> targets(wrapped.begin(), wrapped.end());
+    const json targets = targetModulesOf(model);
     const json config = {{"alpha_pattern", json::object()}, {"auto_mapping", nullptr},
         {"base_model_name_or_path", baseModelPath}, {"bias", "none"}, {"fan_in_fan_out", false},
         {"inference_mode", true}, {"init_lora_weights", true}, {"layers_pattern", nullptr},
@@ -179,8 +206,11 @@ common::Result<LoraSpec> readPeftAdapterConfig(const std::string& dir)
     if (!readNameList(field("target_parameters"), spec.targetParameters, true))
         return refuse("target_parameters", "expected null or a list of parameter names");
     const bool allowEmpty = !spec.targetParameters.empty();
-    if (!readNameList(field("target_modules"), spec.targetModules, allowEmpty))
-        return refuse("target_modules", "expected a list of module names");
+    if (field("target_modules").is_string())
+        spec.targetPattern = field("target_modules").get<std::string>();
+    else if (!readNameList(field("target_modules"), spec.targetModules, allowEmpty))
+        return refuse(
+            "target_modules", "expected a list of module names or one regular expression");
     return spec;
 }
 
@@ -195,7 +225,7 @@ common::Status loadPeftAdapter(LlamaForCausalLm& model, const std::string& dir)
     for (auto& item : model.named_parameters()) {
         if (item.key().find(".lora_A.") != std::string::npos
             || item.key().find(".lora_B.") != std::string::npos)
-            parameters.emplace(peftParameterName(model, item.key()), item.value());
+            parameters.emplace(peftNameOf(model, item.key()), item.value());
     }
     if (parameters.empty())
         return Error::at(path, "", "the model has no LoRA layers to load into");

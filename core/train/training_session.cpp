@@ -178,7 +178,14 @@ common::Status attachAdapters(
         auto adapter = readPeftAdapterConfig(initAdapter);
         if (!adapter)
             return adapter.error();
-        if (auto status = checkAdapterMatches(*adapter, session.lora, initAdapter); !status)
+        // A target_modules pattern is compared by the names it selects.
+        LoraSpec given = adapter.value();
+        common::Result<std::vector<std::string>> targets = targetModuleNames(model, given);
+        if (!targets)
+            return Error::at(initAdapter + "/adapter_config.json", "field 'target_modules'",
+                targets.error().message, targets.error().hint);
+        given.targetModules = std::move(targets).value();
+        if (auto status = checkAdapterMatches(given, session.lora, initAdapter); !status)
             return status;
         if (auto status = loadPeftAdapter(model, initAdapter); !status)
             return status;
@@ -371,9 +378,15 @@ common::Result<std::unique_ptr<TrainingSession>> buildSession(const config::RunC
         return llama.error();
     if (auto status = checkVocabulary(config, *tokenizer, llama->vocabSize); !status)
         return status.error();
-    common::Result<safetensors::TensorStore> store = safetensors::TensorStore::open(config.model);
+    common::Result<safetensors::TensorStore> store = openModelWeights(config.model, *llama);
     if (!store)
         return store.error();
+    if (store->leftOutCount() > 0)
+        report(options,
+            "an image-text model: its language model trains as text, its vision tower and "
+            "projector ("
+                + std::to_string(store->leftOutCount())
+                + " tensors) are left out, and the merged export is the language model alone");
     std::shared_ptr<LlamaForCausalLm> base;
     if (!shardedLoad) {
         try {

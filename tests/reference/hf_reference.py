@@ -39,6 +39,18 @@ EXPERT_PARAMETERS = {"both": ["mlp.experts.gate_up_proj", "mlp.experts.down_proj
                      "down": ["mlp.experts.down_proj"]}
 MOE_TYPES = ("mixtral", "qwen3_moe")
 PEFT_PREFIX = "base_model.model."
+# Gemma 3's image-text model: its decoder under model.language_model, as
+# transformers 5 names it; our trainer trains that language model alone.
+MULTIMODAL_TYPES = ("gemma3",)
+LANGUAGE_MODEL_PREFIX = "model.language_model."
+# transformers 5 stores Gemma 3 as Google published it (language_model.model.*,
+# vision_tower.*); transformers 4.52 to 4.57 stored its own module names,
+# which fine-tuned checkpoints of that time carry: stored name prefixes.
+NESTED_LAYOUT = (("language_model.model.", "model.language_model."),
+                 ("language_model.lm_head.", "lm_head."),
+                 ("vision_tower.", "model.vision_tower."),
+                 ("multi_modal_projector.", "model.multi_modal_projector."))
+NESTED_SUFFIX = "-nested"
 
 
 class ReferenceError(Exception):
@@ -98,6 +110,15 @@ def tiny_config(family):
                                              query_pre_attn_scalar=12, sliding_window=5,
                                              layer_types=["sliding_attention", "full_attention"],
                                              rope_parameters=rope)
+    if family == "gemma3-vl":
+        # Gemma 3's image-text model: the gemma3 language model above beside
+        # a one-layer SigLIP tower (two 14-pixel patches a side, four image
+        # tokens), which text alone never reaches.
+        vision = transformers.SiglipVisionConfig(hidden_size=16, intermediate_size=24,
+                                                 num_hidden_layers=1, num_attention_heads=2,
+                                                 image_size=28, patch_size=14)
+        return transformers.Gemma3Config(text_config=tiny_config("gemma3").to_dict(),
+                                         vision_config=vision.to_dict(), mm_tokens_per_image=4)
     if family == "phi3":
         # Fused qkv_proj and gate_up_proj, a window on every layer.
         return transformers.Phi3Config(**common, num_key_value_heads=2, sliding_window=5,
@@ -146,10 +167,28 @@ def randomize(model, seed):
 
 def make_models(args):
     for family in args.families.split(","):
+        nested = family.endswith(NESTED_SUFFIX)
         torch.manual_seed(args.seed)
-        model = transformers.AutoModelForCausalLM.from_config(tiny_config(family))
+        config = tiny_config(family[:-len(NESTED_SUFFIX)] if nested else family)
+        model = transformers.AutoModelForCausalLM.from_config(config)
         randomize(model, args.seed)
-        model.save_pretrained(os.path.join(args.out, family), safe_serialization=True)
+        folder = os.path.join(args.out, family)
+        model.save_pretrained(folder, safe_serialization=True)
+        if nested:
+            store_nested(os.path.join(folder, "model.safetensors"))
+
+
+def store_nested(path):
+    """The same tensors under the names transformers 4.52 to 4.57 stored."""
+    tensors = load_file(path)
+    renamed = {}
+    for name, tensor in tensors.items():
+        for stored, nested in NESTED_LAYOUT:
+            if name.startswith(stored):
+                name = nested + name[len(stored):]
+                break
+        renamed[name] = tensor
+    save_file(renamed, path, metadata={"format": "pt"})
 
 
 def load_model(folder, dtype, attention="eager"):
@@ -226,6 +265,10 @@ def peft_lora(model, seed, experts=None):
     targets = FUSED_LORA_TARGETS if fused else LORA_TARGETS
     if model.config.model_type in MOE_TYPES:
         targets = ATTENTION_LORA_TARGETS
+    if model.config.model_type in MULTIMODAL_TYPES:
+        # The language model's projections alone: a list of names would
+        # adapt the vision tower's q_proj, k_proj and v_proj too.
+        targets = re.escape(LANGUAGE_MODEL_PREFIX) + r".*\.(" + "|".join(targets) + ")"
     config = peft.LoraConfig(r=4, lora_alpha=8.0, lora_dropout=0.0, target_modules=targets,
                              target_parameters=EXPERT_PARAMETERS[experts] if experts else None,
                              task_type="CAUSAL_LM")
@@ -256,6 +299,11 @@ def train_step(args):
         model = peft_lora(model, args.seed, args.expert_lora)
         model.save_pretrained(args.make_adapter, safe_serialization=True)
     model.train()
+    if model.config.model_type in MULTIMODAL_TYPES:
+        # Our trainer trains the language model alone; the tower stays.
+        for name, parameter in model.named_parameters():
+            if not name.removeprefix(PEFT_PREFIX).startswith(LANGUAGE_MODEL_PREFIX):
+                parameter.requires_grad_(False)
     named = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
     groups = [{"params": [p for n, p in named if decays(n, p)], "weight_decay": args.weight_decay},
               {"params": [p for n, p in named if not decays(n, p)], "weight_decay": 0.0}]
@@ -288,6 +336,8 @@ def our_name(name, nested=False, experts=()):
     ours is "expert_lora.<weight>.lora_A" beside the experts."""
     name = peft_name(name)
     name = name[len(PEFT_PREFIX):] if name.startswith(PEFT_PREFIX) else name
+    if name.startswith(LANGUAGE_MODEL_PREFIX):
+        name = "model." + name[len(LANGUAGE_MODEL_PREFIX):]
     match = re.fullmatch(r"(model\.layers\.\d+\.mlp)\.experts\.(base_layer\.)?(lora_[AB]\.weight)",
                          name)
     if not match:

@@ -249,10 +249,17 @@ inline StepComparison compareOptimizerStep(const QString& folder, const QString&
         }
         lora = *spec;
     }
-    session.config = stepConfig(folder, method, lora);
     const auto base = loadOrFail(folder, ComputeDType::Float32, &result.problem);
     if (!base)
         return result;
+    // A run config lists names: those a target_modules pattern selects.
+    const auto targets = train::targetModuleNames(*base, lora);
+    if (!targets) {
+        result.problem = QString::fromStdString(targets.error().toString());
+        return result;
+    }
+    lora.targetModules = *targets;
+    session.config = stepConfig(folder, method, lora);
     const auto prepared = train::prepareTrainableModel(session, base, adapter.toStdString());
     if (!prepared) {
         result.problem = QString::fromStdString(prepared.error().toString());

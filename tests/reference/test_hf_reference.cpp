@@ -29,7 +29,7 @@ namespace {
 
 const QString kStories = QStringLiteral("stories260K");
 const QStringList kFamilies = {kStories, "llama2", "llama3", "mistral", "qwen2", "qwen3", "gemma2",
-    "gemma3", "phi3", "phi3-longrope", "mixtral", "qwen3_moe"};
+    "gemma3", "gemma3-vl", "gemma3-vl-nested", "phi3", "phi3-longrope", "mixtral", "qwen3_moe"};
 
 void addFamilyRows()
 {

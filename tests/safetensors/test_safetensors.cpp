@@ -116,6 +116,40 @@ private slots:
         QVERIFY(errorOf(status.error()).contains("temporary file"));
     }
 
+    // A multimodal checkpoint read as its language model: tensors renamed,
+    // some left out, each still read from its own bytes.
+    void storeRenamesAndLeavesOut()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("m.safetensors").toStdString();
+        const auto a = pattern(4, 1);
+        const auto b = pattern(4, 2);
+        QVERIFY(
+            writeSafetensors(path, {{"lm.a", DType::F32, {1}, a}, {"tower.b", DType::F32, {1}, b}})
+                .ok());
+        auto store = TensorStore::open(path);
+        QVERIFY(store.ok());
+        QVERIFY(store.value()
+                    .rename([](std::string_view stored) -> std::optional<std::string> {
+                        if (stored.starts_with("tower."))
+                            return std::nullopt;
+                        return "model." + std::string(stored.substr(3));
+                    })
+                    .ok());
+        QCOMPARE(store->names(), std::vector<std::string>{"model.a"});
+        QCOMPARE(store->leftOutCount(), size_t(1));
+        std::vector<std::byte> read(4);
+        QVERIFY(store->read("model.a", read).ok());
+        QVERIFY(read == a);
+        // Two stored tensors read as one name are refused, naming both.
+        auto again = TensorStore::open(path);
+        QVERIFY(again.ok());
+        const auto clash = again.value().rename([](std::string_view) { return std::string("w"); });
+        QVERIFY(!clash.ok());
+        QVERIFY2(errorOf(clash.error()).contains("is read as 'w', as is tensor 'lm.a'"),
+            qPrintable(errorOf(clash.error())));
+    }
+
     void rewriteReplacesAtomically()
     {
         QTemporaryDir dir;

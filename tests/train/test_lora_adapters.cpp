@@ -169,6 +169,60 @@ private slots:
         QVERIFY(refused.error().message.find("lora_") != std::string::npos);
     }
 
+    // peft's target_modules as one regular expression, matched in full
+    // against each projection's name: the names it selects in every layer,
+    // or a refusal naming what it does.
+    void targetPatternsSelectNames_data()
+    {
+        QTest::addColumn<QString>("pattern");
+        QTest::addColumn<QStringList>("names"); // empty: refused
+        QTest::addColumn<QString>("refusal");
+        QTest::addRow("every projection") << ".*proj"
+                                          << QStringList{"down_proj", "gate_proj", "k_proj",
+                                                 "o_proj", "q_proj", "up_proj", "v_proj"}
+                                          << "";
+        QTest::addRow("attention by alternatives")
+            << "model\\.layers\\.\\d+\\.self_attn\\.(q_proj|v_proj)"
+            << QStringList{"q_proj", "v_proj"} << "";
+        QTest::addRow("one layer only") << "model\\.layers\\.0\\..*q_proj" << QStringList{}
+                                        << "selects q_proj in 1 of 2 layers";
+        QTest::addRow("nothing") << "vision_tower.*" << QStringList{} << "selects no projection";
+        QTest::addRow("not a regular expression")
+            << "(q_proj" << QStringList{} << "is not a regular expression Tunebench reads";
+    }
+    void targetPatternsSelectNames()
+    {
+        QFETCH(QString, pattern);
+        QFETCH(QStringList, names);
+        QFETCH(QString, refusal);
+        QTemporaryDir dir;
+        const nlohmann::json config = {{"peft_type", "LORA"}, {"r", 4}, {"lora_alpha", 8},
+            {"target_modules", pattern.toStdString()}, {"bias", "none"}};
+        QVERIFY(common::writeFileAtomic(
+            dir.filePath("adapter_config.json").toStdString(), config.dump())
+                    .ok());
+        const auto read = readPeftAdapterConfig(dir.path().toStdString());
+        QVERIFY2(read.ok(), read.ok() ? "" : read.error().message.c_str());
+        QCOMPARE(QString::fromStdString(read->targetPattern), pattern);
+        auto model = createCausalLm(testutil::tinyConfig(), ComputeDType::Float32);
+        const auto selected = targetModuleNames(*model, *read);
+        if (names.isEmpty()) {
+            QVERIFY(!selected.ok());
+            QVERIFY2(QString::fromStdString(selected.error().message).contains(refusal),
+                selected.error().message.c_str());
+            QVERIFY(!attachLora(*model, *read, 1).ok());
+            return;
+        }
+        QVERIFY2(selected.ok(), selected.ok() ? "" : selected.error().message.c_str());
+        QStringList got;
+        for (const std::string& name : *selected)
+            got << QString::fromStdString(name);
+        QCOMPARE(got, names);
+        const auto wrapped = attachLora(*model, *read, 1);
+        QVERIFY(wrapped.ok());
+        QCOMPARE(wrapped->size(), size_t(2 * names.size()));
+    }
+
     void unsupportedAdapterConfigsAreRefused_data()
     {
         QTest::addColumn<QString>("change");
@@ -179,8 +233,6 @@ private slots:
                                         << "bias";
         QTest::addRow("modules to save") << R"({"modules_to_save": ["lm_head"]})"
                                          << "modules_to_save";
-        QTest::addRow("regex targets") << R"({"target_modules": ".*proj"})"
-                                       << "target_modules";
         QTest::addRow("rank pattern") << R"({"rank_pattern": {"q_proj": 8}})"
                                       << "rank_pattern";
         QTest::addRow("another method") << R"({"peft_type": "IA3"})"

@@ -80,6 +80,17 @@ const char* kQwen3_30bA3b = R"({"architectures":["Qwen3MoeForCausalLM"],"attenti
  "rope_theta":1000000.0,"router_aux_loss_coef":0.001,"sliding_window":null,
  "tie_word_embeddings":false,"torch_dtype":"bfloat16","use_cache":true,
  "use_sliding_window":false,"vocab_size":151936})";
+// google/gemma-3-4b-it as published: an image-text model whose text_config
+// leaves most fields to Gemma3TextConfig's defaults.
+const char* kGemma3_4b = R"({"architectures":["Gemma3ForConditionalGeneration"],
+ "boi_token_index":255999,"eoi_token_index":256000,"eos_token_id":[1,106],
+ "image_token_index":262144,"initializer_range":0.02,"mm_tokens_per_image":256,
+ "model_type":"gemma3","text_config":{"hidden_size":2560,"intermediate_size":10240,
+ "model_type":"gemma3_text","num_hidden_layers":34,
+ "rope_scaling":{"factor":8.0,"rope_type":"linear"},"sliding_window":1024},
+ "torch_dtype":"bfloat16","vision_config":{"hidden_size":1152,"image_size":896,
+ "intermediate_size":4304,"model_type":"siglip_vision_model","num_attention_heads":16,
+ "num_hidden_layers":27,"patch_size":14,"vision_use_head":false}})";
 const char* kGemma3_1b = R"({"architectures":["Gemma3ForCausalLM"],"attention_bias":false,
  "attention_dropout":0.0,"attn_logit_softcapping":null,"bos_token_id":2,
  "cache_implementation":"hybrid","eos_token_id":[1,106],"final_logit_softcapping":null,
@@ -135,6 +146,8 @@ private slots:
         QTest::addRow("Qwen3-8B") << kQwen3_8b << 8190735360LL << 4 << false << false;
         QTest::addRow("gemma-2-2b") << kGemma2_2b << 2614341888LL << 2 << true << false;
         QTest::addRow("gemma-3-1b-it") << kGemma3_1b << 999885952LL << 4 << true << false;
+        QTest::addRow("gemma-3-4b-it's language model")
+            << kGemma3_4b << 3880263168LL << 2 << true << false;
         QTest::addRow("Phi-3-mini-4k-instruct")
             << kPhi3Mini4k << 3821079552LL << 1 << false << false;
         QTest::addRow("Mixtral-8x7B-v0.1") << kMixtral8x7b << 46702792704LL << 4 << false << false;
@@ -192,6 +205,16 @@ private slots:
         QCOMPARE(config->slidingWindow.value_or(0), 512);
         QVERIFY(config->layerIsWindowed(0) && config->layerUsesSlidingRope(4));
         QVERIFY(!config->layerIsWindowed(5) && !config->layerUsesSlidingRope(5));
+        // Gemma 3's image-text model: its language model, with the class,
+        // the special tokens and the dtype from outside text_config.
+        config = parseLlamaConfig(kGemma3_4b, "c.json");
+        QVERIFY(config.ok());
+        QVERIFY(config->isGemma3Multimodal());
+        QCOMPARE(config->architecture, std::string("Gemma3ForConditionalGeneration"));
+        QCOMPARE(config->eosTokenIds, (std::vector<std::int64_t>{1, 106}));
+        QCOMPARE(config->torchDtype, std::string("bfloat16"));
+        QCOMPARE(config->ropeScaling.type, RopeScalingType::Linear);
+        QCOMPARE(config->slidingWindow.value_or(0), 1024);
         // Llama's attention_bias puts a bias on q, k, v and o.
         config = parseLlamaConfig(
             withField(kTinyLlama, R"("attention_bias":true)").toStdString(), "c.json");
@@ -221,6 +244,11 @@ private slots:
                 "quantization_config":{"quant_method":"mxfp4"}})"
             << "field 'model_type': 'gpt_oss' is not supported: gpt-oss: the trainer does not "
                "compute its attention sinks";
+        QTest::addRow("an image-text model other than Gemma 3's")
+            << QString(R"({"model_type":"llava","architectures":["LlavaForConditionalGeneration"],
+                "text_config":%1})")
+                   .arg(kTinyLlama)
+            << "field 'text_config': multimodal model_type 'llava' is not supported";
         QTest::addRow("architecture")
             << edit(kTinyLlama, "LlamaForCausalLM", "LlamaForSequenceClassification")
             << "field 'architectures': 'LlamaForSequenceClassification' is not supported";
