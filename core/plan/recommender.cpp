@@ -242,6 +242,10 @@ void sweepStrategy(const VmSize& vm, const GpuSpec& gpu, const VmScreen& screen,
     const int swept = std::max(kSweptNodes, 1);
     PlanInput candidate = screen.base;
     candidate.sharding = strategy;
+    // How FSDP is driven (docs/PLANNER.md 4.17) says nothing of ZeRO or DDP:
+    // those candidates are planned without it, not refused for it.
+    if (!isFsdp(strategy))
+        candidate.fsdp.noSync = candidate.fsdp.adaptersInLayerUnits = false;
     if (common::Status valid = validatePlanInput(candidate); !valid) {
         rejections.addVm(vm, {strategy}, std::max(1, std::min(options.maxNodes, swept)),
             RejectReason::InvalidCombination, valid.error().message);

@@ -3,6 +3,7 @@
 #include "plan/recommender.h"
 
 #include <atomic>
+#include <set>
 #include <thread>
 
 using namespace tb;
@@ -103,6 +104,30 @@ private slots:
         QVERIFY(!rec.options.empty());
         for (const plan::RecommendedOption& o : rec.options)
             QVERIFY2(o.strategy == plan::Sharding::Ddp, o.vmSize.c_str());
+        for (const plan::RejectedOption& r : rec.rejected)
+            QVERIFY2(r.reason != RejectReason::InvalidCombination, r.detail.c_str());
+    }
+
+    // FSDP's gradient settings apply to the FSDP candidates: with them set,
+    // ZeRO and DDP are still tried, and FSDP is planned with them.
+    void fsdpSettingsApplyToFsdpCandidates()
+    {
+        plan::PlanInput in;
+        in.method = plan::Method::Lora;
+        in.gradAccum = 8;
+        in.fsdp.noSync = true;
+        in.fsdp.adaptersInLayerUnits = true;
+        plan::RecommendOptions options;
+        options.maxNodes = 2;
+        const plan::Recommendation rec =
+            plan::recommend(in, presetModel("Llama-3.1-8B"), presetCatalog(), options);
+        std::set<plan::Sharding> strategies;
+        for (const plan::RecommendedOption& o : rec.options) {
+            strategies.insert(o.strategy);
+            QCOMPARE(o.input.fsdp.noSync, plan::isFsdp(o.strategy));
+        }
+        QVERIFY(strategies.contains(plan::Sharding::Zero3));
+        QVERIFY(strategies.contains(plan::Sharding::FsdpFull));
         for (const plan::RejectedOption& r : rec.rejected)
             QVERIFY2(r.reason != RejectReason::InvalidCombination, r.detail.c_str());
     }
