@@ -1,6 +1,7 @@
 #include "train/lora.h"
 
 #include "model/multimodal_language_model.h"
+#include "tokenizer/full_match.h"
 #include "train/expert_lora.h"
 #include "train/llama_model.h"
 #include "train/nf4.h"
@@ -10,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <regex>
 #include <set>
 
 namespace tb::train {
@@ -153,14 +153,11 @@ common::Status checkTargetsSelect(LlamaForCausalLm& model, const LoraSpec& spec,
 common::Result<std::vector<std::string>> targetsOfPattern(
     LlamaForCausalLm& model, const std::string& pattern)
 {
-    std::regex selects;
-    try {
-        selects = std::regex(pattern);
-    } catch (const std::regex_error& e) {
+    const common::Result<tokenizer::FullMatch> selects = tokenizer::FullMatch::compile(pattern);
+    if (!selects)
         return common::Error{"LoRA target_modules '" + pattern
-                + "' is not a regular expression Tunebench reads: " + e.what(),
+                + "' is not a regular expression Tunebench reads: " + selects.error().message,
             "use a list of module names"};
-    }
     const std::string prefix = model::decoderModulePrefix(model.config());
     std::map<std::string, std::pair<int, int>> countsOf; // name -> {selected, in the model}
     for (const auto& [name, layer] : model.projections()) {
@@ -169,7 +166,7 @@ common::Result<std::vector<std::string>> targetsOfPattern(
         const std::string theirs = name.starts_with("model.") ? prefix + name.substr(6) : name;
         auto& [selected, present] = countsOf[lastName(name)];
         ++present;
-        selected += std::regex_match(theirs, selects) ? 1 : 0;
+        selected += selects->matches(theirs) ? 1 : 0;
     }
     std::vector<std::string> targets;
     for (const auto& [name, counts] : countsOf) {

@@ -187,6 +187,9 @@ private slots:
         QTest::addRow("one layer only") << "model\\.layers\\.0\\..*q_proj" << QStringList{}
                                         << "selects q_proj in 1 of 2 layers";
         QTest::addRow("nothing") << "vision_tower.*" << QStringList{} << "selects no projection";
+        // Exponential for a backtracking matcher; PCRE2's match limit ends it.
+        QTest::addRow("catastrophic backtracking")
+            << "(.*.*)*X" << QStringList{} << "selects no projection";
         QTest::addRow("not a regular expression")
             << "(q_proj" << QStringList{} << "is not a regular expression Tunebench reads";
     }
