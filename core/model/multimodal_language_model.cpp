@@ -31,6 +31,13 @@ std::string decoderModulePrefix(const HfConfig& config)
     return config.isGemma3Multimodal() ? "model.language_model." : std::string(kOurDecoder);
 }
 
+std::string decoderModuleName(const HfConfig& config, std::string_view ours)
+{
+    if (!ours.starts_with(kOurDecoder))
+        return std::string(ours);
+    return decoderModulePrefix(config).append(ours.substr(kOurDecoder.size()));
+}
+
 std::optional<std::string> languageModelTensorName(const HfConfig& config, std::string_view stored)
 {
     if (!config.isGemma3Multimodal())

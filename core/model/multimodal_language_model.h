@@ -19,6 +19,11 @@ namespace tb::model {
 // "model.language_model." for Gemma 3's image-text model.
 std::string decoderModulePrefix(const HfConfig& config);
 
+// The name transformers and peft give our decoder module or parameter
+// `ours` ("model.layers.0.self_attn.q_proj") in the model the checkpoint
+// was made for.
+std::string decoderModuleName(const HfConfig& config, std::string_view ours);
+
 // Our name of the tensor stored as `stored`; nullopt for a tensor of the
 // vision tower or its projector, which the trainer leaves out. Reads both
 // layouts of Gemma 3's checkpoints: transformers 5's

@@ -158,12 +158,11 @@ common::Result<std::vector<std::string>> targetsOfPattern(
         return common::Error{"LoRA target_modules '" + pattern
                 + "' is not a regular expression Tunebench reads: " + selects.error().message,
             "use a list of module names"};
-    const std::string prefix = model::decoderModulePrefix(model.config());
     std::map<std::string, std::pair<int, int>> countsOf; // name -> {selected, in the model}
     for (const auto& [name, layer] : model.projections()) {
         if (LlamaForCausalLm::isExpertProjection(name))
             continue;
-        const std::string theirs = name.starts_with("model.") ? prefix + name.substr(6) : name;
+        const std::string theirs = model::decoderModuleName(model.config(), name);
         auto& [selected, present] = countsOf[lastName(name)];
         ++present;
         selected += selects->matches(theirs) ? 1 : 0;

@@ -73,9 +73,7 @@ bool readNameList(const json& list, std::vector<std::string>& names, bool allowE
 // multimodal model's prefix (model/multimodal_language_model.h).
 std::string peftNameOf(LlamaForCausalLm& model, const std::string& name)
 {
-    const std::string expertAware = peftParameterName(model, name);
-    const std::string prefix = model::decoderModulePrefix(model.config());
-    return expertAware.starts_with("model.") ? prefix + expertAware.substr(6) : expertAware;
+    return model::decoderModuleName(model.config(), peftParameterName(model, name));
 }
 
 // target_modules as saved: the wrapped projections' names, or for a

@@ -74,6 +74,16 @@ private slots:
         QCOMPARE(QString::fromStdString(name.value_or("")), ours);
     }
 
+    // Our decoder's module names as peft names them in each model.
+    void decoderModulesByTheirNames()
+    {
+        QCOMPARE(model::decoderModuleName(parsed(kGemma3_4b), "model.layers.1.mlp.up_proj"),
+            std::string("model.language_model.layers.1.mlp.up_proj"));
+        QCOMPARE(model::decoderModuleName(parsed(kLlama), "model.layers.1.mlp.up_proj"),
+            std::string("model.layers.1.mlp.up_proj"));
+        QCOMPARE(model::decoderModuleName(parsed(kGemma3_4b), "lm_head"), std::string("lm_head"));
+    }
+
     // A causal LM's names are ours already.
     void aCausalLmKeepsItsNames()
     {
