@@ -5,11 +5,13 @@
 // tensor as PyTorch's saved-tensor hooks list them for the versions in
 // packaging/python-reference.txt (docs/PLANNER.md 4.14):
 //
-// * peft keeps adapters in fp32 and casts each adapter's input to the
+// * peft keeps adapters in fp32 (in the model's dtype for a sharded QLoRA,
+//   PlanContext::adapterBytes) and casts each adapter's input to the
 //   adapter's dtype before lora_A (LoraLayer._cast_input_dtype): without
-//   autocast every adapted linear saves its own fp32 copy of its input;
-//   under autocast lora_A's matmul saves its own 16-bit copy. Only an input
-//   already in fp32 is shared, one tensor for the adapters reading it.
+//   autocast every adapted linear saves its own copy of its input in that
+//   dtype; under autocast lora_A's matmul saves its own 16-bit copy. Only an
+//   input already in the dtype the matmul reads is shared, one tensor for
+//   the adapters reading it.
 // * bitsandbytes' 4-bit matmul saves no input (MatMul4Bit keeps (None, B))
 //   and returns its output in its input's dtype, autocast or not.
 // * prepare_model_for_kbit_training makes every parameter that is not 4-bit
@@ -67,6 +69,8 @@ double projectionInputs(const PlanContext& ctx, const Dtypes& d)
     const int n = model::blockLinearShapes(ctx.model, shapes);
     const double t = ctx.tokensPerMicro;
     const bool dropout = ctx.lora && ctx.in.lora.dropout > 0;
+    // The dtype lora_A's matmul reads: autocast's 16 bits, else the adapter's.
+    const double read = ctx.autocast ? 2 : ctx.adapterBytes;
     bool shared[4] = {false, false, false, false};
     double bytes = 0;
     for (int i = 0; i < n; ++i) {
@@ -75,15 +79,14 @@ double projectionInputs(const PlanContext& ctx, const Dtypes& d)
         if (in == 0)
             continue;
         const double inputBytes = d.of(input);
-        if (ctx.full || (!dropout && !ctx.autocast && inputBytes == 4)) {
+        if (ctx.full || (!dropout && inputBytes == read && inputBytes == ctx.adapterBytes)) {
             if (ctx.full || ctx.targets.has(shapes[i].kind))
                 shared[int(input)] = true;
         } else if (ctx.targets.has(shapes[i].kind)) {
-            const double copy = ctx.autocast ? 2 : 4; // the matmul's copy, or peft's fp32 cast
-            bytes += (copy + (dropout ? 1 : 0)) * t * in; // + dropout's mask
+            bytes += (read + (dropout ? 1 : 0)) * t * in; // its own copy, + dropout's mask
         }
         if (ctx.lora && ctx.targets.has(shapes[i].kind))
-            bytes += (ctx.autocast ? 2 : 4) * t * double(ctx.in.lora.rank); // lora_A's output
+            bytes += read * t * double(ctx.in.lora.rank); // lora_A's output
     }
     const model::ModelSpec& m = ctx.model;
     const double width[4] = {double(m.hiddenSize), double(m.queryDim()), double(m.hiddenSize),
@@ -127,11 +130,12 @@ double hfAutocastCopies(const PlanContext& ctx)
 {
     if (!ctx.autocast)
         return 0;
-    // lora_A and lora_B cast to 16 bits once a forward and saved for
+    // fp32 lora_A and lora_B cast to 16 bits once a forward and saved for
     // backward; QLoRA's fp32 lm_head likewise.
+    const double adapters = ctx.adapterBytes == 4 ? ctx.trainable : 0;
     const double head =
         ctx.kbitUpcast ? double(ctx.model.vocabSize) * double(ctx.model.hiddenSize) : 0;
-    return 2 * (ctx.trainable + head);
+    return 2 * (adapters + head);
 }
 
 } // namespace tb::plan::detail

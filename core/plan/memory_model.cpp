@@ -337,6 +337,16 @@ void addFsdpGradients(const PlanContext& ctx, MemoryBuilder& b, double gradBytes
     }
 }
 
+// PyTorch's FSDP runs FULL_SHARD and SHARD_GRAD_OP as NO_SHARD on a world
+// of one GPU: each flat parameter is used in place, with no gathered copy
+// unless mixed precision casts it.
+bool runsAsNoShard(const PlanContext& ctx, Sharding s)
+{
+    return ctx.world == 1 && ctx.in.engine != Engine::Tunebench && !ctx.mixed
+        && ctx.in.offload == Offload::None
+        && (s == Sharding::FsdpFull || s == Sharding::FsdpGradOp);
+}
+
 // FSDP: the persistent copy is the sharded flat parameter in its original
 // dtype (fp32 under mixed precision: it is the master); 16-bit copies exist
 // only while a unit is gathered.
@@ -352,8 +362,9 @@ HostStates fsdpStates(const PlanContext& ctx, MemoryBuilder& b, Sharding s, bool
                 .trainableBytes = shardBytes,
                 .trainableDtype = shardBytes == 4 ? "fp32" : "bf16",
                 .trainableDivisor = S,
-                .where = s == Sharding::FsdpHybrid ? ", sharded inside the node"
-                                                   : ", sharded over all GPUs",
+                .where = runsAsNoShard(ctx, s)  ? ", whole (FSDP runs NO_SHARD on one GPU)"
+                    : s == Sharding::FsdpHybrid ? ", sharded inside the node"
+                                                : ", sharded over all GPUs",
                 .label = ctx.mixed ? "Weights (fp32 shards = master)" : "Weights"});
         addFsdpGradients(ctx, b, grad, S);
         addOptimizer(b, S);
@@ -370,6 +381,8 @@ HostStates fsdpStates(const PlanContext& ctx, MemoryBuilder& b, Sharding s, bool
     const double layerGrads = ctx.in.fsdp.adaptersInLayerUnits && ctx.lora
         ? layerUnitGradientBytes(ctx, grad)
         : (ctx.full ? double(ctx.counts.perLayer) : ctx.loraPerLayer) * ctx.act;
+    if (runsAsNoShard(ctx, s))
+        return host;
     if (s == Sharding::FsdpGradOp)
         addGradOpBuffers(ctx, b, layerGrads, rootGrads);
     else

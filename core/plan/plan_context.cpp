@@ -291,8 +291,10 @@ void sizeElements(PlanContext& ctx)
     ctx.autocast = ctx.hf && ctx.mixed;
     // TRL and the peft recipes prepare an unsharded 4-bit model for training:
     // every parameter that is not 4-bit becomes fp32, so the embeddings, and
-    // with them the hidden states, are fp32 (4.14).
-    ctx.kbitUpcast = ctx.hf && ctx.qlora;
+    // with them the hidden states, are fp32 (4.14). A model FSDP shards is
+    // left as loaded, its adapters in the model's dtype (4.18).
+    ctx.shardedQlora = ctx.hf && ctx.qlora && isFsdp(ctx.in.sharding);
+    ctx.kbitUpcast = ctx.hf && ctx.qlora && !ctx.shardedQlora;
     if (ctx.kbitUpcast) {
         ctx.frozenBytes = 4;
         ctx.frozenName = "fp32";
@@ -300,7 +302,8 @@ void sizeElements(PlanContext& ctx)
     ctx.streamBytes = ctx.kbitUpcast ? 4 : ctx.act;
     // peft keeps adapters in fp32 (autocast_adapter_dtype); our trainer and
     // the reference engines keep them in the working dtype unless mixed.
-    ctx.adapterBytes = ctx.lora && (ctx.mixed || ctx.hf) ? 4 : p == Precision::Fp32 ? 4 : 2;
+    const bool fp32Adapters = ctx.mixed || (ctx.hf && !ctx.shardedQlora);
+    ctx.adapterBytes = ctx.lora && fp32Adapters ? 4 : p == Precision::Fp32 ? 4 : 2;
     const DataProfile& data = ctx.in.data;
     ctx.peakSeqLen = data.measured() ? double(data.longestRow) : double(std::max(1, ctx.in.seqLen));
     ctx.meanSeqLen =
@@ -311,7 +314,9 @@ void sizeElements(PlanContext& ctx)
     ctx.completionTokens = data.measured() && data.peakLossTokens > 0
         ? std::min(double(data.peakLossTokens), ctx.tokensPerMicro)
         : ctx.tokensPerMicro;
-    ctx.optimizerStateBytes = p == Precision::Bf16 && ctx.adapterBytes != 4 ? 2 : 4;
+    // AdamW's states take their parameter's dtype; a full fine-tune's are
+    // fp32 beside a master copy unless the model trains in pure bf16.
+    ctx.optimizerStateBytes = ctx.lora ? ctx.adapterBytes : p == Precision::Bf16 ? 2 : 4;
     switch (ctx.in.optimizer) {
     case Optimizer::AdamW:
         ctx.optimizerBytes = 2 * ctx.optimizerStateBytes;

@@ -81,6 +81,9 @@ struct PlanContext {
     bool hf = false;
     bool autocast = false;
     bool kbitUpcast = false;
+    // QLoRA that FSDP shards under the Trainer: TRL skips
+    // prepare_model_for_kbit_training and peft's fp32 adapter cast.
+    bool shardedQlora = false;
     double streamBytes = 2;
     LossMode loss = LossMode::Chunked; // the input's, auto resolved
     // The row length the largest micro-batch is padded to (the run's longest

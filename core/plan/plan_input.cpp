@@ -239,10 +239,14 @@ namespace {
 // plan it instead.
 void refuseForHfTrainer(const PlanInput& in, std::vector<std::string>& problems)
 {
-    if (in.sharding != Sharding::Ddp || in.offload != Offload::None)
-        problems.push_back("engine: hf-trainer plans one GPU or DDP, expected sharding ddp and "
-                           "offload none (under ZeRO or FSDP the states are DeepSpeed's or FSDP's: "
-                           "engine reference)");
+    if (in.sharding == Sharding::Ddp && in.offload != Offload::None)
+        problems.push_back("offload: " + std::string(toString(in.offload))
+            + " with engine hf-trainer and sharding ddp, expected none (the Trainer offloads "
+              "through DeepSpeed or FSDP: set the sharding)");
+    if (in.sharding != Sharding::Ddp && !isFsdp(in.sharding))
+        problems.push_back("sharding: " + std::string(toString(in.sharding))
+            + " with engine hf-trainer, expected ddp or an FSDP strategy (accelerate's FSDP "
+              "plugin); the Trainer's DeepSpeed integration is planned with engine reference");
     if (in.loss == LossMode::Chunked)
         problems.push_back("loss: chunked, expected auto, full-fp32 or fused with engine "
                            "hf-trainer (transformers computes the loss on the whole batch's fp32 "

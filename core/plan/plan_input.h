@@ -104,10 +104,11 @@ struct FsdpSettings {
 // its ZeRO-3 is FSDP's full sharding over the same per-layer units, with no
 // DeepSpeed buckets or live-parameter budget (docs/DISTRIBUTED.md).
 // HfTrainer: a transformers model with peft's adapters under the Hugging
-// Face Trainer (or TRL's SFTTrainer) on one GPU or DDP, as the versions of
-// packaging/python-reference.txt run it: fp32 adapters, QLoRA's fp32 casts
-// (prepare_model_for_kbit_training), the loss on the whole batch's logits
-// (docs/PLANNER.md 4.14).
+// Face Trainer (or TRL's SFTTrainer) on one GPU, DDP or accelerate's FSDP,
+// as the versions of packaging/python-reference.txt run it: fp32 adapters,
+// QLoRA's fp32 casts (prepare_model_for_kbit_training) unless FSDP shards
+// the model, the loss on the whole batch's logits (docs/PLANNER.md 4.14,
+// 4.18).
 enum class Engine { Reference, Tunebench, HfTrainer };
 
 // How a model whose experts are published in MXFP4 (gpt-oss) holds them in

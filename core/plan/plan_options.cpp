@@ -80,7 +80,7 @@ const PlanOption kOptions[] = {
     {"engine", "engine",
         "whose implementation the memory model follows: reference (DeepSpeed's ZeRO, PyTorch's "
         "FSDP), tunebench (Tunebench's trainer) or hf-trainer (the Hugging Face Trainer or TRL "
-        "with peft, one GPU or DDP)",
+        "with peft: one GPU, DDP or accelerate's FSDP)",
         "", 0, 0, 0, TB_FIELD(engine)},
     {"ddp_bucket_view", "ddp-bucket-view",
         "DDP's gradient_as_bucket_view (off: the buckets are a second copy of the gradients)", "",

@@ -11,6 +11,7 @@ using namespace tb;
 
 Q_DECLARE_METATYPE(tb::plan::PlanInput)
 Q_DECLARE_METATYPE(tb::plan::Engine)
+Q_DECLARE_METATYPE(tb::plan::Sharding)
 
 namespace {
 
@@ -76,6 +77,57 @@ private slots:
         QCOMPARE(bytesOf(hf, "optimizer"), 8 * trainable);
     }
 
+    // Under FSDP TRL leaves a sharded QLoRA as loaded (4.18): the weights
+    // that are not 4-bit stay bf16 and the adapters, their gradients and
+    // AdamW's states are bf16, each sharded over the two GPUs.
+    void shardedQloraKeepsTheModelsDtype()
+    {
+        plan::PlanInput in = hfInput(plan::Method::Qlora, plan::Precision::Bf16);
+        in.sharding = plan::Sharding::FsdpFull;
+        in.gpusPerNode = 2;
+        in.gpu.clear();
+        in.vmSize = "Standard_ND96amsr_A100_v4";
+        const plan::PlanResult hf = planOf(in);
+        in.engine = plan::Engine::Reference;
+        in.loss = plan::LossMode::FullFp32;
+        const plan::PlanResult reference = planOf(in);
+        const double trainable = double(hf.paramsTrainable);
+        QCOMPARE(bytesOf(hf, "weights"), bytesOf(reference, "weights"));
+        QCOMPARE(bytesOf(hf, "lora_weights"), 2 * trainable / 2);
+        QCOMPARE(bytesOf(hf, "optimizer"), 4 * trainable / 2);
+        // The same model under DDP is prepared: fp32 adapters.
+        in.engine = plan::Engine::HfTrainer;
+        in.loss = plan::LossMode::Auto;
+        in.sharding = plan::Sharding::Ddp;
+        QCOMPARE(bytesOf(planOf(in), "lora_weights"), 4 * trainable);
+    }
+
+    // PyTorch runs FULL_SHARD and SHARD_GRAD_OP as NO_SHARD on one GPU: no
+    // gathered copy of any unit; two GPUs gather.
+    void fsdpOnOneGpuGathersNothing_data()
+    {
+        QTest::addColumn<plan::Sharding>("sharding");
+        QTest::addColumn<int>("gpus");
+        QTest::addColumn<bool>("gathers");
+        QTest::newRow("full shard, 1 GPU") << plan::Sharding::FsdpFull << 1 << false;
+        QTest::newRow("grad-op, 1 GPU") << plan::Sharding::FsdpGradOp << 1 << false;
+        QTest::newRow("full shard, 2 GPUs") << plan::Sharding::FsdpFull << 2 << true;
+    }
+    void fsdpOnOneGpuGathersNothing()
+    {
+        QFETCH(plan::Sharding, sharding);
+        QFETCH(int, gpus);
+        QFETCH(bool, gathers);
+        plan::PlanInput in = hfInput(plan::Method::Lora, plan::Precision::Bf16);
+        in.sharding = sharding;
+        in.gpusPerNode = gpus;
+        in.gpu.clear();
+        in.vmSize = "Standard_ND96amsr_A100_v4";
+        const plan::PlanResult r = planOf(in);
+        QCOMPARE(bytesOf(r, "gather_buffers") > 0, gathers);
+        QCOMPARE(bytesOf(r, "weights_full") > 0, gathers && sharding == plan::Sharding::FsdpGradOp);
+    }
+
     // The Trainer drops the model's output before backward: the loss holds
     // 12 B per logit at its peak, not the 14 of a loop that keeps it.
     void theLossIsTheWholeBatchsFp32Logits()
@@ -109,7 +161,15 @@ private slots:
         QTest::addColumn<QString>("message");
         plan::PlanInput zero3 = hfInput(plan::Method::Lora, plan::Precision::Bf16);
         zero3.sharding = plan::Sharding::Zero3;
-        QTest::addRow("zero3") << zero3 << "expected sharding ddp and offload none";
+        QTest::addRow("zero3") << zero3
+                               << "sharding: zero3 with engine hf-trainer, expected ddp "
+                                  "or an FSDP strategy";
+        plan::PlanInput ddpOffload = hfInput(plan::Method::Lora, plan::Precision::Bf16);
+        ddpOffload.offload = plan::Offload::Optimizer;
+        QTest::addRow("offload under ddp")
+            << ddpOffload
+            << "offload: optimizer with engine hf-trainer and sharding ddp, "
+               "expected none";
         plan::PlanInput chunked = hfInput(plan::Method::Lora, plan::Precision::Bf16);
         chunked.loss = plan::LossMode::Chunked;
         QTest::addRow("chunked loss")

@@ -3,7 +3,10 @@
 Builds transformers' LlamaForCausalLM from a config.json, prepares it as the
 Hugging Face Trainer with peft (and TRL's SFTTrainer) prepares it for the
 method (QLoRA: bitsandbytes NF4 through BitsAndBytesConfig, then peft's
-prepare_model_for_kbit_training; LoRA and QLoRA: get_peft_model), runs one
+prepare_model_for_kbit_training; LoRA and QLoRA: get_peft_model; a QLoRA
+that FSDP would shard as TRL prepares it: its 4-bit codes stored in the
+model's dtype, no prepare_model_for_kbit_training, adapters in the model's
+dtype, autocast_adapter_dtype=False), runs one
 step so that the optimizer's states exist, then profiles a second step
 (forward, transformers' own loss, backward, AdamW) with PyTorch's profiler
 (profile_memory) on the CPU. The step's peak is the bytes alive before it
@@ -17,7 +20,7 @@ no_grad (and the step's autocast), the model in eval mode.
 
 usage: hf_step_peak.py CONFIG_DIR CASE...
 CASE: method:precision:checkpointing:batch:seq[:eval_batch], e.g.
-qlora:bf16-mixed:ckpt:2:256:8 (method full|lora|qlora; precision as the
+qlora:bf16-mixed:ckpt:2:256:8 (method full|lora|qlora|qlora-sharded; precision as the
 planner spells it: fp32, bf16 (the model loaded in bf16) or bf16-mixed
 (loaded in bf16, the step under bf16 autocast, as the Trainer's bf16=True
 runs it); ckpt|nockpt).
@@ -41,17 +44,22 @@ LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", 
 
 
 def load_model(folder, method, dtype):
-    if method != "qlora":
+    if not method.startswith("qlora"):
         return LlamaForCausalLM.from_pretrained(folder, dtype=dtype)
+    # FSDP can shard only 4-bit codes stored in the model's dtype
+    # (bnb_4bit_quant_storage), as the FSDP-QLoRA recipes load them.
+    storage = {"bnb_4bit_quant_storage": dtype} if method == "qlora-sharded" else {}
     quantization = BitsAndBytesConfig(
         load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=dtype,
-        bnb_4bit_use_double_quant=True)
+        bnb_4bit_use_double_quant=True, **storage)
     return LlamaForCausalLM.from_pretrained(
         folder, dtype=dtype, quantization_config=quantization, device_map="cpu")
 
 
 def prepare(model, method, checkpointing):
-    # As TRL's SFTTrainer._prepare_peft_model does for an unsharded model.
+    # As TRL's SFTTrainer._prepare_peft_model does: prepare_model_for_kbit_training
+    # for a 4-bit model unless it is sharded, whose adapters peft then keeps
+    # in the model's dtype (autocast_adapter_dtype=False).
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 
     if method == "qlora":
@@ -64,7 +72,7 @@ def prepare(model, method, checkpointing):
         model.enable_input_require_grads()
     config = LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, lora_dropout=0.0,
                         target_modules=LORA_TARGETS, task_type="CAUSAL_LM")
-    return get_peft_model(model, config)
+    return get_peft_model(model, config, autocast_adapter_dtype=method != "qlora-sharded")
 
 
 def live_storage_bytes():

@@ -13,7 +13,9 @@
 // transformers, peft and bitsandbytes allocate in one training step as the
 // Hugging Face Trainer runs them, measured by PyTorch's profiler on the CPU
 // (hf_step_peak.py): the step's peak_allocated, model states included, and
-// the evaluation's (the Trainer's prediction_step at its default batch).
+// the evaluation's (the Trainer's prediction_step at its default batch). A
+// QLoRA prepared for FSDP is planned as FSDP on one GPU, which PyTorch runs
+// unsharded.
 using namespace tb;
 
 Q_DECLARE_METATYPE(tb::plan::Method)
@@ -39,6 +41,7 @@ struct Case {
     plan::Method method;
     plan::Precision precision;
     bool checkpointing;
+    bool sharded = false; // QLoRA as TRL prepares it for FSDP, planned on one GPU
 };
 
 std::vector<Case> cases()
@@ -48,14 +51,17 @@ std::vector<Case> cases()
     return {{Method::Lora, Precision::Bf16, false}, {Method::Lora, Precision::Bf16, true},
         {Method::Qlora, Precision::Bf16, false}, {Method::Qlora, Precision::Bf16, true},
         {Method::Full, Precision::Fp32, false}, {Method::Full, Precision::Bf16, true},
-        {Method::Lora, Precision::Bf16Mixed, false}, {Method::Qlora, Precision::Bf16Mixed, true}};
+        {Method::Lora, Precision::Bf16Mixed, false}, {Method::Qlora, Precision::Bf16Mixed, true},
+        {Method::Qlora, Precision::Bf16, false, true},
+        {Method::Qlora, Precision::Bf16, true, true}};
 }
 
 // Case names as the script takes them: method:precision:checkpointing:batch:seq:eval_batch.
 QString caseOf(const Case& c)
 {
     return QStringLiteral("%1:%2:%3:%4:%5:%6")
-        .arg(QString::fromStdString(std::string(plan::toString(c.method))),
+        .arg(QString::fromStdString(std::string(plan::toString(c.method)))
+                + (c.sharded ? "-sharded" : ""),
             QString::fromStdString(std::string(plan::toString(c.precision))),
             c.checkpointing ? "ckpt" : "nockpt")
         .arg(kMicroBatch)
@@ -79,6 +85,8 @@ class TestHfStepPeak : public QObject {
         in.precision = c.precision;
         in.engine = engine;
         in.gradientCheckpointing = c.checkpointing;
+        if (c.sharded)
+            in.sharding = plan::Sharding::FsdpFull;
         in.lora.rank = kLoraRank;
         in.lora.dropout = 0;
         in.optimizerKernel = plan::OptimizerKernel::Fused;
