@@ -20,4 +20,5 @@ function(tunebench_core_library name)
     # core/ is Qt-free: no moc.
     set_target_properties(tb_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON AUTOMOC OFF)
     tunebench_warnings(tb_${name})
+    tunebench_unity(tb_${name})
 endfunction()

@@ -60,6 +60,36 @@ def tidy_command_of(entry):
     return kept
 
 
+UNITY_INCLUDE = re.compile(r'^#include "([^"]+)"$', re.MULTILINE)
+
+
+def unit_entries(entry):
+    """A compile database entry as the units it compiles: a unity batch
+    (cmake/TunebenchUnity.cmake) is each file it includes, with the batch's
+    flags and the object path that file has in a build without batches, so
+    that a file's cache key is the same either way."""
+    file = Path(entry["file"])
+    if file.parent.name != "Unity" or not file.name.startswith("unity_"):
+        return [entry]
+    target_dir = file.parent.parent  # <build>/<folder>/CMakeFiles/<target>.dir
+    build_root = Path(entry["directory"])
+    binary_dir = target_dir.parent.parent
+    source_dir = ROOT / binary_dir.relative_to(build_root)
+    units = []
+    for source in UNITY_INCLUDE.findall(file.read_text()):
+        path = Path(source)
+        # CMake names an object by its source's path below the target's
+        # source folder, or below its build folder for a generated source.
+        base = source_dir if path.is_relative_to(source_dir) else binary_dir
+        relative = path.relative_to(base) if path.is_relative_to(base) else Path(path.name)
+        object_file = target_dir / (str(relative) + ".o")
+        command = entry["command"].replace(
+            f"-o {(file.parent / (file.name + '.o')).relative_to(build_root)}",
+            f"-o {object_file.relative_to(build_root)}").replace(f"-c {file}", f"-c {source}")
+        units.append(dict(entry, file=source, command=command))
+    return units
+
+
 def normalised(text, build):
     """`text` with the build folder's and the checkout's paths as marks (the
     build folder first: it lies inside the checkout)."""
@@ -150,8 +180,8 @@ def main():
     database_file = build / "compile_commands.json"
     if not database_file.exists():
         sys.exit(f"{database_file}: missing; configure the build first (cmake --preset default)")
-    entries = [e for e in json.loads(database_file.read_text())
-               if Path(e["file"]).resolve().is_relative_to(ROOT / "core")]
+    entries = [unit for e in json.loads(database_file.read_text()) for unit in unit_entries(e)
+               if Path(unit["file"]).resolve().is_relative_to(ROOT / "core")]
     if headers := headers_with_nolint():
         sys.exit("NOLINT in a header, which the cache cannot see (put it in the .cpp that needs "
                  "it, or fix the finding): " + ", ".join(headers))

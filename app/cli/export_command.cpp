@@ -27,7 +27,7 @@ std::string joined(const std::vector<std::string>& names)
     return text;
 }
 
-ArgParser makeParser()
+ArgParser exportParser()
 {
     ArgParser p("export",
         "Write a plan (and the run config the trainer will read) as a job for another\n"
@@ -170,7 +170,7 @@ common::Result<Rendered> render(launch::ExportFormat format, const ArgParser& p)
 
 int runExport(const Args& args)
 {
-    ArgParser p = makeParser();
+    ArgParser p = exportParser();
     if (const std::optional<int> status = p.parseOrExitStatus(args))
         return *status;
     const std::vector<std::string> positionals = p.positionals();

@@ -23,7 +23,7 @@ namespace tb::cli {
 
 namespace {
 
-ArgParser makeParser()
+ArgParser fetchParser()
 {
     ArgParser p("fetch",
         "Copy a finished run's exports back from the machine it ran on, over SFTP: the\n"
@@ -143,7 +143,7 @@ int fetch(const ArgParser& p)
 
 int runFetch(const Args& args)
 {
-    ArgParser p = makeParser();
+    ArgParser p = fetchParser();
     if (const std::optional<int> status = p.parseOrExitStatus(args))
         return *status;
     if (!p.isSet("host") || (p.positionals().size() == 1) == p.isSet("run")

@@ -94,7 +94,7 @@ private:
     std::string m_buffer;
 };
 
-ArgParser makeParser()
+ArgParser launchParser()
 {
     ArgParser p("launch",
         "Start this node's ranks of a run, like torchrun --nproc_per_node: each rank runs\n"
@@ -264,7 +264,7 @@ int runLaunch(const Args& allArgs)
     const Args args(allArgs.begin(), dashes);
     const std::vector<std::string> extra(
         dashes == allArgs.end() ? dashes : dashes + 1, allArgs.end());
-    ArgParser p = makeParser();
+    ArgParser p = launchParser();
     if (const std::optional<int> status = p.parseOrExitStatus(args))
         return *status;
     if (p.isSet("hostfile"))

@@ -45,7 +45,7 @@ void onDetachSignal(int)
     g_detach = true;
 }
 
-ArgParser makeParser()
+ArgParser monitorParser()
 {
     ArgParser p("monitor",
         "Follow a run from its folder: every step, evaluation, warning and error as the run "
@@ -264,7 +264,7 @@ int exitStatusOf(const metrics::RunHistory& history)
 
 int runMonitor(const Args& args)
 {
-    ArgParser p = makeParser();
+    ArgParser p = monitorParser();
     if (const std::optional<int> status = p.parseOrExitStatus(args))
         return *status;
     if (p.positionals().size() > 1 || (p.positionals().size() == 1 && p.isSet("run"))) {

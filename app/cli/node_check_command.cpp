@@ -24,7 +24,7 @@ namespace tb::cli {
 
 namespace {
 
-ArgParser makeParser()
+ArgParser nodeCheckParser()
 {
     ArgParser p("node-check",
         "What 'launch --hostfile' asks of each node over SSH (JSON on stdout).\n"
@@ -146,7 +146,7 @@ int runPortCheck(const ArgParser& p)
 
 int runNodeCheck(const Args& args)
 {
-    ArgParser p = makeParser();
+    ArgParser p = nodeCheckParser();
     if (const std::optional<int> status = p.parseOrExitStatus(args))
         return *status;
     if (p.isSet("run-id")) {

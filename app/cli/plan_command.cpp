@@ -72,7 +72,7 @@ void addPlanOptions(ArgParser& p)
     }
 }
 
-ArgParser makeParser()
+ArgParser planParser()
 {
     ArgParser p("plan",
         "Per-GPU memory, throughput, time and cost of a fine-tune, with the formula and source of\n"
@@ -292,7 +292,7 @@ int fail(const Error& error)
 
 int runPlan(const Args& args)
 {
-    ArgParser p = makeParser();
+    ArgParser p = planParser();
     if (Status parsed = p.parse(args); !parsed)
         return fail(parsed.error());
     if (p.helpRequested()) {

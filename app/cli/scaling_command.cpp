@@ -37,7 +37,7 @@ void forwardSignal(int signal)
         ::kill(pid_t(g_child), signal);
 }
 
-ArgParser makeParser()
+ArgParser scalingParser()
 {
     ArgParser p("scaling",
         "Scaling probe: run the recipe of RUN.yaml at each rank count for a few steps, one "
@@ -122,7 +122,7 @@ int launchAndWait(const fs::path& config, int ranks, const fs::path& log)
 
 int runScaling(const Args& args)
 {
-    ArgParser p = makeParser();
+    ArgParser p = scalingParser();
     if (const std::optional<int> status = p.parseOrExitStatus(args))
         return *status;
     if (p.positionals().size() != 1) {

@@ -15,7 +15,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr auto kPollInterval = std::chrono::milliseconds(20);
+constexpr auto kChallengePoll = std::chrono::milliseconds(20);
 constexpr std::size_t kNonceBytes = 16;
 const std::string kChallengeKey = "join/challenge";
 const std::string kNoSecret = "none";
@@ -67,7 +67,7 @@ std::optional<std::string> awaitKey(
     while (!store.check({key})) {
         if (Clock::now() >= deadline)
             return std::nullopt;
-        std::this_thread::sleep_for(kPollInterval);
+        std::this_thread::sleep_for(kChallengePoll);
     }
     const std::vector<std::uint8_t> bytes = store.get(key);
     return std::string(bytes.begin(), bytes.end());

@@ -9,7 +9,7 @@ namespace {
 
 // Outside every job's prefix, so every rank that reaches the store reads it.
 const std::string kRunIdKey = "tunebench/run_id";
-constexpr auto kPollInterval = std::chrono::milliseconds(50);
+constexpr auto kRunIdPoll = std::chrono::milliseconds(50);
 
 } // namespace
 
@@ -31,7 +31,7 @@ common::Status checkRunId(c10d::Store& store, const RankEnvironment& environment
         while (!store.check({kRunIdKey})) {
             if (std::chrono::steady_clock::now() >= deadline)
                 return common::Ok{};
-            std::this_thread::sleep_for(kPollInterval);
+            std::this_thread::sleep_for(kRunIdPoll);
         }
         const std::vector<std::uint8_t> bytes = store.get(kRunIdKey);
         const std::string served(bytes.begin(), bytes.end());

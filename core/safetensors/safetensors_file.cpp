@@ -66,12 +66,12 @@ Result<SafetensorsFile> SafetensorsFile::open(const std::string& path)
     if (!headerBytes)
         return headerBytes.error();
 
-    std::string json(*headerBytes, '\0');
-    if (auto status = preadAll(
-            file.m_fd, reinterpret_cast<std::byte*>(json.data()), json.size(), 8, path, "header");
+    std::string headerText(*headerBytes, '\0');
+    if (auto status = preadAll(file.m_fd, reinterpret_cast<std::byte*>(headerText.data()),
+            headerText.size(), 8, path, "header");
         !status)
         return status.error();
-    Result<Header> header = parseHeader(json, file.m_fileBytes - 8 - *headerBytes, path);
+    Result<Header> header = parseHeader(headerText, file.m_fileBytes - 8 - *headerBytes, path);
     if (!header)
         return header.error();
     file.m_header = std::move(header).value();

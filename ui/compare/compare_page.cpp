@@ -1,4 +1,5 @@
 #include "compare/compare_page.h"
+#include "qs.h"
 
 #include "app_settings.h"
 
@@ -35,11 +36,6 @@ namespace tb::ui {
 namespace {
 
 constexpr int kSmoothingSteps = 100; // the slider's 0..99 is a weight of 0..0.99
-
-QString fromStd(const std::string& text)
-{
-    return QString::fromStdString(text);
-}
 
 } // namespace
 
@@ -249,8 +245,8 @@ void ComparePage::onCatalogRead(const QVector<tb::metrics::RunEntry>& runs)
     m_model->setRuns(runs);
     if (!m_probeDir.isEmpty()) {
         for (const metrics::RunEntry& run : runs) {
-            if (fromStd(run.dir).startsWith(m_probeDir + QLatin1Char('/')))
-                m_model->setPicked(fromStd(run.dir), true);
+            if (qs(run.dir).startsWith(m_probeDir + QLatin1Char('/')))
+                m_model->setPicked(qs(run.dir), true);
         }
     }
     m_notifier->update(runs);
@@ -276,8 +272,7 @@ void ComparePage::onRunsRead(const QVector<tb::ui::ComparedRun>& runs)
         const QSignalBlocker blocker(m_rankRun);
         m_rankRun->clear();
         for (const ComparedRun& run : runs) {
-            const QString name =
-                run.history->start() ? fromStd(run.history->start()->runId) : run.dir;
+            const QString name = run.history->start() ? qs(run.history->start()->runId) : run.dir;
             m_rankRun->addItem(tr("%1 (%2 ranks)").arg(name).arg(run.ranks.size() + 1), run.dir);
         }
         const int index = m_rankRun->findData(current);
@@ -305,7 +300,7 @@ QVector<metrics::RunEntry> ComparePage::pickedEntries() const
     QVector<metrics::RunEntry> picked;
     for (const QString& dir : m_model->pickedDirs()) {
         for (const metrics::RunEntry& run : m_model->runs()) {
-            if (fromStd(run.dir) == dir)
+            if (qs(run.dir) == dir)
                 picked.append(run);
         }
     }
@@ -326,13 +321,13 @@ void ComparePage::updateScaling()
         if (sameRecipe.empty() && recipe.is_null())
             recipe = key;
         const std::string difference = metrics::firstDifference(recipe, key);
-        const QString name = fromStd(run.history->start()->runId);
+        const QString name = qs(run.history->start()->runId);
         if (!difference.empty()) {
-            leftOut << tr("%1 (differs in %2)").arg(name, fromStd(difference));
+            leftOut << tr("%1 (differs in %2)").arg(name, qs(difference));
             continue;
         }
         for (const metrics::RunEntry& entry : m_model->runs()) {
-            if (fromStd(entry.dir) == run.dir)
+            if (qs(entry.dir) == run.dir)
                 sameRecipe.push_back(entry);
         }
         if (predictedCurve.isEmpty())

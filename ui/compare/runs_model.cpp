@@ -1,4 +1,5 @@
 #include "compare/runs_model.h"
+#include "qs.h"
 
 #include "common/units.h"
 
@@ -9,11 +10,6 @@
 namespace tb::ui {
 
 namespace {
-
-QString fromStd(const std::string& text)
-{
-    return QString::fromStdString(text);
-}
 
 QString ranksText(const metrics::RunEntry& run)
 {
@@ -60,7 +56,7 @@ void RunsModel::setPicked(const QString& dir, bool picked)
 int RunsModel::rowOf(const QString& dir) const
 {
     for (qsizetype row = 0; row < m_runs.size(); ++row) {
-        if (fromStd(m_runs[row].dir) == dir)
+        if (qs(m_runs[row].dir) == dir)
             return int(row);
     }
     return -1;
@@ -87,13 +83,13 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
     case kSortRole:
         return sortKey(run, index.column());
     case kDirRole:
-        return fromStd(run.dir);
+        return qs(run.dir);
     case Qt::CheckStateRole:
         if (index.column() == Name)
-            return m_picked.contains(fromStd(run.dir)) ? Qt::Checked : Qt::Unchecked;
+            return m_picked.contains(qs(run.dir)) ? Qt::Checked : Qt::Unchecked;
         return {};
     case Qt::ToolTipRole:
-        return run.problem.empty() ? fromStd(run.dir) : fromStd(run.dir + ": " + run.problem);
+        return run.problem.empty() ? qs(run.dir) : qs(run.dir + ": " + run.problem);
     case Qt::TextAlignmentRole:
         return index.column() >= Ranks && index.column() != State
             ? QVariant(Qt::AlignRight | Qt::AlignVCenter)
@@ -106,18 +102,18 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
 QVariant RunsModel::display(const metrics::RunEntry& run, int column) const
 {
     if (!run.problem.empty())
-        return column == Name ? fromStd(run.name) : column == State ? tr("unreadable") : QVariant();
+        return column == Name ? qs(run.name) : column == State ? tr("unreadable") : QVariant();
     switch (column) {
     case Name:
-        return fromStd(run.name);
+        return qs(run.name);
     case Model:
-        return fromStd(run.modelName);
+        return qs(run.modelName);
     case Method:
-        return fromStd(run.method);
+        return qs(run.method);
     case Ranks:
         return ranksText(run);
     case State:
-        return fromStd(run.state);
+        return qs(run.state);
     case Steps:
         return run.totalSteps > 0 ? QStringLiteral("%1/%2").arg(run.steps).arg(run.totalSteps)
                                   : QString::number(run.steps);
@@ -131,7 +127,7 @@ QVariant RunsModel::display(const metrics::RunEntry& run, int column) const
                   .toString(QStringLiteral("yyyy-MM-dd HH:mm"))
             : QString();
     case Duration:
-        return run.durationSeconds >= 0 ? fromStd(common::formatDuration(run.durationSeconds))
+        return run.durationSeconds >= 0 ? qs(common::formatDuration(run.durationSeconds))
                                         : QString();
     default:
         return {};
@@ -163,7 +159,7 @@ bool RunsModel::setData(const QModelIndex& index, const QVariant& value, int rol
     if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)
         || role != Qt::CheckStateRole || index.column() != Name)
         return false;
-    setPicked(fromStd(m_runs[index.row()].dir), value.value<Qt::CheckState>() == Qt::Checked);
+    setPicked(qs(m_runs[index.row()].dir), value.value<Qt::CheckState>() == Qt::Checked);
     return true;
 }
 

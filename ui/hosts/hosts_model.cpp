@@ -1,4 +1,5 @@
 #include "hosts/hosts_model.h"
+#include "qs.h"
 
 #include "plain_tooltip.h"
 
@@ -11,18 +12,13 @@ namespace tb::ui {
 
 namespace {
 
-QString fromStd(const std::string& text)
-{
-    return QString::fromStdString(text);
-}
-
 // "8 x NVIDIA H100 80GB HBM3 (80.0 GiB), 3 % busy"; different models are
 // listed one after the other.
 QString describeGpus(const remote::HostFacts& facts)
 {
     if (facts.gpus.empty())
         return QObject::tr("none (%1)")
-            .arg(fromStd(facts.gpuNote.empty() ? "no GPU listed" : facts.gpuNote));
+            .arg(qs(facts.gpuNote.empty() ? "no GPU listed" : facts.gpuNote));
     QStringList groups;
     std::size_t index = 0;
     while (index < facts.gpus.size()) {
@@ -33,10 +29,10 @@ QString describeGpus(const remote::HostFacts& facts)
             busiest = std::max(busiest, facts.gpus[same].utilizationPercent);
             ++same;
         }
-        QString text = QStringLiteral("%1 x %2").arg(same - index).arg(fromStd(first.name));
+        QString text = QStringLiteral("%1 x %2").arg(same - index).arg(qs(first.name));
         if (first.memoryTotalMiB > 0)
             text += QStringLiteral(" (%1)").arg(
-                fromStd(common::formatBytes(double(first.memoryTotalMiB) * 1024 * 1024)));
+                qs(common::formatBytes(double(first.memoryTotalMiB) * 1024 * 1024)));
         if (busiest >= 0)
             text += QObject::tr(", up to %1 % busy").arg(busiest);
         groups << text;
@@ -77,14 +73,14 @@ int HostsModel::columnCount(const QModelIndex& parent) const
 
 QString HostsModel::label(const Entry& entry)
 {
-    return entry.target ? fromStd(entry.target->describe()) : tr("this machine");
+    return entry.target ? qs(entry.target->describe()) : tr("this machine");
 }
 
 QString HostsModel::cellText(const Entry& entry, int column) const
 {
     if (column == Host)
         return label(entry)
-            + (entry.facts ? QStringLiteral(" — ") + fromStd(entry.facts->hostName) : QString());
+            + (entry.facts ? QStringLiteral(" — ") + qs(entry.facts->hostName) : QString());
     if (column == Status) {
         if (entry.probing)
             return tr("probing…");
@@ -102,8 +98,8 @@ QString HostsModel::cellText(const Entry& entry, int column) const
         if (facts.memoryTotalBytes < 0)
             return {};
         return tr("%1 free of %2")
-            .arg(fromStd(common::formatBytes(double(facts.memoryAvailableBytes))),
-                fromStd(common::formatBytes(double(facts.memoryTotalBytes))));
+            .arg(qs(common::formatBytes(double(facts.memoryAvailableBytes))),
+                qs(common::formatBytes(double(facts.memoryTotalBytes))));
     case Gpus:
         return describeGpus(facts);
     case Trainers:
@@ -184,7 +180,7 @@ void HostsModel::setResult(int row, const common::Result<remote::HostFacts>& res
         entry.facts = *result;
         entry.error.clear();
     } else {
-        entry.error = fromStd(result.error().toString());
+        entry.error = qs(result.error().toString());
     }
     emit dataChanged(index(row, 0), index(row, ColumnCount - 1));
 }

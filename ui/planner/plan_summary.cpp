@@ -1,4 +1,5 @@
 #include "planner/plan_summary.h"
+#include "qs.h"
 
 #include "common/units.h"
 
@@ -7,11 +8,6 @@
 namespace tb::ui {
 
 namespace {
-
-QString qs(const std::string& text)
-{
-    return QString::fromStdString(text);
-}
 
 QString bytes(double value)
 {

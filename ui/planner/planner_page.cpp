@@ -1,4 +1,5 @@
 #include "planner/planner_page.h"
+#include "qs.h"
 
 #include "app_settings.h"
 #include "plan/plan_file.h"
@@ -29,11 +30,6 @@
 namespace tb::ui {
 
 namespace {
-
-QString qs(const std::string& text)
-{
-    return QString::fromStdString(text);
-}
 
 // The inputs the recommender's answer depends on (the recommender says
 // which it sweeps itself).

@@ -1,4 +1,5 @@
 #include "runs/node_state_model.h"
+#include "qs.h"
 
 #include "plain_tooltip.h"
 
@@ -15,11 +16,6 @@ const QString kPreflight = QStringLiteral("preflight");
 const QString kPreflightFailed = QStringLiteral("preflight failed");
 
 using remote::NodeState;
-
-QString qs(const std::string& text)
-{
-    return QString::fromStdString(text);
-}
 
 // What a node's state means to someone watching the nodes.
 QString shownState(const remote::NodeUpdate& update)

@@ -1,4 +1,5 @@
 #include "runs/run_summary.h"
+#include "qs.h"
 
 #include "common/units.h"
 #include "metrics/run_compare.h"
@@ -13,26 +14,20 @@ namespace tb::ui {
 
 namespace {
 
-QString fromStd(const std::string& text)
-{
-    return QString::fromStdString(text);
-}
-
 QString describeStart(const metrics::RunStartInfo& start)
 {
     QStringList parts;
-    QString model = start.modelName.empty() ? QObject::tr("model") : fromStd(start.modelName);
+    QString model = start.modelName.empty() ? QObject::tr("model") : qs(start.modelName);
     if (start.paramsTotal > 0) {
-        model +=
-            QObject::tr(" (%1 params").arg(fromStd(common::formatCount(double(start.paramsTotal))));
+        model += QObject::tr(" (%1 params").arg(qs(common::formatCount(double(start.paramsTotal))));
         if (start.paramsTrainable >= 0 && start.paramsTrainable < start.paramsTotal)
             model += QObject::tr(", %1 trainable")
-                         .arg(fromStd(common::formatCount(double(start.paramsTrainable))));
+                         .arg(qs(common::formatCount(double(start.paramsTrainable))));
         model += QStringLiteral(")");
     }
     parts << model;
     if (start.worldSize > 1)
-        parts << QObject::tr("%1 ranks, %2").arg(start.worldSize).arg(fromStd(start.sharding));
+        parts << QObject::tr("%1 ranks, %2").arg(start.worldSize).arg(qs(start.sharding));
     else
         parts << QObject::tr("1 process");
     if (start.globalBatch > 0)
@@ -55,7 +50,7 @@ QString describePrediction(const metrics::RunHistory& history)
     QStringList parts;
     if (prediction->tokensPerSecond > 0)
         parts << QObject::tr("predicted %1%2")
-                     .arg(fromStd(common::formatRate(prediction->tokensPerSecond, "tokens")),
+                     .arg(qs(common::formatRate(prediction->tokensPerSecond, "tokens")),
                          ratioText(metrics::steadyTokensPerSecond(history.steps()),
                              prediction->tokensPerSecond));
     if (prediction->peakBytesPerRank > 0) {
@@ -63,7 +58,7 @@ QString describePrediction(const metrics::RunHistory& history)
         for (const metrics::StepRecord& step : history.steps())
             peak = std::max(peak, step.memPeakBytes);
         parts << QObject::tr("predicted peak %1%2")
-                     .arg(fromStd(common::formatBytes(double(prediction->peakBytesPerRank))),
+                     .arg(qs(common::formatBytes(double(prediction->peakBytesPerRank))),
                          ratioText(double(peak), double(prediction->peakBytesPerRank)));
     }
     return parts.join(QStringLiteral(" · "));
@@ -74,7 +69,7 @@ QString describePrediction(const metrics::RunHistory& history)
 QString runState(const metrics::RunHistory& history)
 {
     if (history.end())
-        return fromStd(history.end()->status);
+        return qs(history.end()->status);
     return QObject::tr("running");
 }
 
@@ -93,7 +88,7 @@ QString describeRun(const metrics::RunHistory& history)
         if (std::isfinite(last.loss))
             parts << QObject::tr("loss %1").arg(last.loss, 0, 'f', 4);
         if (last.tokensPerSecond > 0)
-            parts << fromStd(common::formatRate(last.tokensPerSecond, "tokens"));
+            parts << qs(common::formatRate(last.tokensPerSecond, "tokens"));
     }
     if (!history.evals().empty())
         parts << QObject::tr("validation loss %1 at step %2")
@@ -105,7 +100,7 @@ QString describeRun(const metrics::RunHistory& history)
         parts << predicted;
     QString state = runState(history);
     if (history.end() && !history.end()->message.empty())
-        state += QStringLiteral(": ") + fromStd(history.end()->message);
+        state += QStringLiteral(": ") + qs(history.end()->message);
     parts << state;
     return parts.join(QStringLiteral(" · "));
 }
