@@ -10,23 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include <cstdio>
 #include <iostream>
 #include <thread>
 #include <unistd.h>
 
 namespace tb::cli {
-
-namespace {
-
-std::string fixed(double value, int decimals)
-{
-    char text[64];
-    std::snprintf(text, sizeof text, "%.*f", decimals, value);
-    return text;
-}
-
-} // namespace
 
 int runEval(const Args& args)
 {
@@ -143,11 +131,12 @@ int runEval(const Args& args)
               << "data        " << dataPath << ": " << result->sequences << " documents, " << tokens
               << " tokens (" << result->truncatedSequences << " cut to " << *seqLen << ", "
               << result->droppedTokens << " tokens left out)\n"
-              << "mean loss   " << fixed(result->meanLoss, 6) << " nats/token over "
+              << "mean loss   " << common::formatFixed(result->meanLoss, 6) << " nats/token over "
               << result->predictedTokens << " predicted tokens\n"
-              << "perplexity  " << fixed(result->perplexity, 4) << "\n"
+              << "perplexity  " << common::formatFixed(result->perplexity, 4) << "\n"
               << "time        " << common::formatDuration(result->seconds) << " ("
-              << fixed(tokensPerSecond, 0) << " tokens/s, " << *threads << " threads)\n";
+              << common::formatFixed(tokensPerSecond, 0) << " tokens/s, " << *threads
+              << " threads)\n";
     return kExitOk;
 }
 

@@ -39,13 +39,6 @@ void installStopHandlers()
     sigaction(SIGTERM, &action, nullptr);
 }
 
-std::string fixed(double value, int decimals)
-{
-    char text[64];
-    std::snprintf(text, sizeof text, "%.*f", decimals, value);
-    return text;
-}
-
 std::string scientific(double value)
 {
     char text[64];
@@ -64,18 +57,19 @@ void printProgress(const train::TrainerProgress& item, long long logEvery)
         if (item.step % logEvery != 0 && item.step != item.totalSteps)
             break;
         std::cerr << "step    " << item.step << "/" << item.totalSteps << "  loss "
-                  << fixed(item.loss, 4) << "  lr " << scientific(item.learningRate) << "  grad "
-                  << fixed(item.gradNorm, 3) << "  "
+                  << common::formatFixed(item.loss, 4) << "  lr " << scientific(item.learningRate)
+                  << "  grad " << common::formatFixed(item.gradNorm, 3) << "  "
                   << common::formatRate(item.tokensPerSecond, "tok") << "  "
-                  << fixed(item.stepSeconds, 2) << " s/step"
+                  << common::formatFixed(item.stepSeconds, 2) << " s/step"
                   << (item.residentBytes >= 0 ? "  RSS "
                                  + common::formatBytes(static_cast<double>(item.residentBytes))
                                               : std::string())
                   << "  ETA " << common::formatDuration(item.etaSeconds) << "\n";
         break;
     case Kind::Eval:
-        std::cerr << "eval    step " << item.step << "  validation loss " << fixed(item.loss, 4)
-                  << " (perplexity " << fixed(std::exp(item.loss), 3) << ")\n";
+        std::cerr << "eval    step " << item.step << "  validation loss "
+                  << common::formatFixed(item.loss, 4) << " (perplexity "
+                  << common::formatFixed(std::exp(item.loss), 3) << ")\n";
         break;
     case Kind::Checkpoint:
         std::cerr << "saved   " << item.message << "\n";
@@ -183,13 +177,15 @@ int runTrain(const Args& args)
               << (outcome->message.empty() ? "" : ": " + outcome->message) << "\n"
               << "steps       " << outcome->steps << " of " << outcome->totalSteps << " in "
               << common::formatDuration(outcome->seconds) << "\n"
-              << "train loss  " << fixed(outcome->lastLoss, 4) << " (last step)\n";
+              << "train loss  " << common::formatFixed(outcome->lastLoss, 4) << " (last step)\n";
     if (outcome->firstEvalLoss || outcome->lastEvalLoss)
         std::cout << "eval loss   "
-                  << (outcome->firstEvalLoss ? fixed(*outcome->firstEvalLoss, 4) + " before, "
-                                             : std::string())
-                  << (outcome->lastEvalLoss ? fixed(*outcome->lastEvalLoss, 4) + " last"
-                                            : std::string())
+                  << (outcome->firstEvalLoss
+                             ? common::formatFixed(*outcome->firstEvalLoss, 4) + " before, "
+                             : std::string())
+                  << (outcome->lastEvalLoss
+                             ? common::formatFixed(*outcome->lastEvalLoss, 4) + " last"
+                             : std::string())
                   << "\n";
     std::cout << "run folder  " << outcome->runDir << "\n";
     if (!outcome->lastCheckpoint.empty())
