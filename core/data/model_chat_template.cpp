@@ -72,7 +72,9 @@ std::size_t answerEnd(const std::string& text, const std::string& alone, std::si
 // record's message, in its order.
 jinja::Value messageValue(const ChatMessage& message)
 {
-    jinja::ValueDict entries{{"role", jinja::Value::of(message.role)}};
+    jinja::ValueDict entries;
+    entries.reserve(2 + (message.fields.is_object() ? message.fields.size() : 0));
+    entries.emplace_back("role", jinja::Value::of(message.role));
     if (!message.contentAbsent)
         entries.emplace_back("content", jinja::Value::of(message.content));
     if (message.fields.is_object())
