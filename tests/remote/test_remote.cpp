@@ -269,8 +269,15 @@ private slots:
         QProcess trainer;
         QVERIFY(tb::test::startTrainer(trainer, config));
         const long long pid = trainer.processId();
-        // Exec'd once /proc shows its command line.
-        QTRY_VERIFY_WITH_TIMEOUT(commandLineOf(pid).contains(config), 30000);
+        // tunebench-cli execs the trainer in the same process: probe once
+        // /proc shows the trainer's command line, not the CLI's, which names
+        // the config too (a slow start, under a sanitizer, probed between).
+        const auto isTrainer = [&] {
+            const QString line = commandLineOf(pid);
+            return line.contains(QStringLiteral("tunebench-trainer train "))
+                && line.contains(config);
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(isTrainer(), 30000);
         const auto busy = tb::remote::probeHost(**session);
         trainer.kill();
         trainer.waitForFinished();
