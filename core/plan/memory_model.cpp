@@ -377,12 +377,12 @@ HostStates fsdpStates(const PlanContext& ctx, MemoryBuilder& b, Sharding s, bool
         if (holdsUnshardedGradients(ctx))
             addFsdpGradients(ctx, b, grad, S);
     }
+    if (runsAsNoShard(ctx, s))
+        return host;
     const double rootGrads = ctx.full ? rootParams(ctx) * ctx.act : 0;
     const double layerGrads = ctx.in.fsdp.adaptersInLayerUnits && ctx.lora
         ? layerUnitGradientBytes(ctx, grad)
         : (ctx.full ? double(ctx.counts.perLayer) : ctx.loraPerLayer) * ctx.act;
-    if (runsAsNoShard(ctx, s))
-        return host;
     if (s == Sharding::FsdpGradOp)
         addGradOpBuffers(ctx, b, layerGrads, rootGrads);
     else
