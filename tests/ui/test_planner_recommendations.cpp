@@ -5,6 +5,7 @@
 #include "planner_fixture.h"
 
 #include "planner/recommendation_model.h"
+#include "planner/recommendation_runner.h"
 #include "planner/what_if_chart.h"
 
 #include "common/units.h"
@@ -12,10 +13,14 @@
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QCheckBox>
+#include <QDir>
+#include <QFile>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardPaths>
 #include <QTableView>
+#include <QTemporaryDir>
 #include <QTest>
 
 using namespace tb;
@@ -23,6 +28,37 @@ using tb::test::child;
 using tb::test::headlinePlan;
 using tb::test::waitForRecommendations;
 using tb::ui::PlannerPage;
+
+// The shipped presets with `copies` more of every VM size in vms.yaml, each
+// copy's name suffixed: a sweep over it takes that many times longer.
+static bool writeLargeCatalog(const QString& dir, int copies)
+{
+    const QString shipped = QString::fromStdString(tb::test::sourcePath("presets"));
+    QDir().mkpath(dir + QStringLiteral("/hardware"));
+    if (!QFile::copy(shipped + QStringLiteral("/hardware/gpus.yaml"),
+            dir + QStringLiteral("/hardware/gpus.yaml")))
+        return false;
+    QDir().mkpath(dir + QStringLiteral("/models"));
+    for (const QFileInfo& model :
+        QDir(shipped + QStringLiteral("/models")).entryInfoList(QDir::Files))
+        if (!QFile::copy(model.filePath(), dir + QStringLiteral("/models/") + model.fileName()))
+            return false;
+    QFile in(shipped + QStringLiteral("/hardware/vms.yaml"));
+    if (!in.open(QIODevice::ReadOnly))
+        return false;
+    const QString text = QString::fromUtf8(in.readAll());
+    const qsizetype list = text.indexOf(QStringLiteral("\nvms:\n"));
+    if (list < 0)
+        return false;
+    const QString entries = text.mid(list + 6);
+    QString out = text;
+    static const QRegularExpression name(
+        QStringLiteral("^(  - name: \\S+)$"), QRegularExpression::MultilineOption);
+    for (int copy = 1; copy <= copies; ++copy)
+        out += QString(entries).replace(name, QStringLiteral("\\1_copy") + QString::number(copy));
+    QFile vms(dir + QStringLiteral("/hardware/vms.yaml"));
+    return vms.open(QIODevice::WriteOnly) && vms.write(out.toUtf8()) == out.toUtf8().size();
+}
 
 class TestPlannerRecommendations : public QObject {
     Q_OBJECT
@@ -80,6 +116,37 @@ private slots:
             qPrintable(chart->offScaleNote()));
         page.setWhatIfAxis(plan::SweepAxis::GpuCount); // memory only falls with more GPUs
         QVERIFY2(chart->offScaleNote().isEmpty(), qPrintable(chart->offScaleNote()));
+    }
+
+    // Closing the window while a sweep runs: the page's members die before
+    // its children, the runner among them, so a sweep must not read any of
+    // them (AddressSanitizer's GUI stage saw the catalog read after free).
+    // The catalog here holds 40 copies of every VM size, so the sweep is
+    // still running when the page goes.
+    void closingThePageDuringASweepIsSafe()
+    {
+        QTemporaryDir presets;
+        QVERIFY(presets.isValid());
+        QVERIFY(writeLargeCatalog(presets.path(), 40));
+        qputenv("TUNEBENCH_PRESETS_DIR", presets.path().toUtf8());
+        auto* page = new PlannerPage;
+        qunsetenv("TUNEBENCH_PRESETS_DIR");
+        QVERIFY2(page->errorText().isEmpty(), qPrintable(page->errorText()));
+        auto* runner = page->findChild<ui::RecommendationRunner*>();
+        QVERIFY(runner);
+        int reported = 0;
+        int total = 0;
+        connect(runner, &ui::RecommendationRunner::progressed, this, [&](int done, int of) {
+            reported = done;
+            total = of;
+        });
+        page->setInput(headlinePlan(QStringLiteral("llama-3.3-70b-lora-2xh100-fsdp")));
+        QVERIFY(QTest::qWaitFor([&] { return reported > 0; }, 20000));
+        QVERIFY2(reported < total && runner->isRunning(),
+            qPrintable(QStringLiteral("the sweep ended before the page closed: %1 of %2")
+                           .arg(reported)
+                           .arg(total)));
+        delete page;
     }
 
     void recommendationsTableFiltersAndApplies()

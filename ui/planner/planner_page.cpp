@@ -50,7 +50,7 @@ PlannerPage::PlannerPage(QWidget* parent)
         showCatalogError(layout);
         return;
     }
-    m_catalog = std::move(catalog).value();
+    m_catalog = std::make_shared<const plan::Catalog>(std::move(catalog).value());
     // A calibration file that does not load plans without one; its error is
     // what `tunebench-cli plan` reports for the same file.
     if (auto calibration = plan::loadCalibration(plan::defaultCalibrationPath()); calibration.ok())
@@ -102,7 +102,7 @@ QWidget* PlannerPage::createFormPanel()
 
 void PlannerPage::createRecommendationRunner()
 {
-    m_runner = new RecommendationRunner(*m_catalog, this);
+    m_runner = new RecommendationRunner(m_catalog, this);
     connect(m_runner, &RecommendationRunner::finished, this, &PlannerPage::showRecommendation);
     connect(m_runner, &RecommendationRunner::progressed, m_recommendationsPanel,
         &RecommendationsPanel::showProgress);

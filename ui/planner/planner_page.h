@@ -7,6 +7,7 @@
 
 #include <QWidget>
 
+#include <memory>
 #include <optional>
 
 class QComboBox;
@@ -98,7 +99,7 @@ private:
     void saveToSettings() const;
     void runFileAction(const QString& title, const common::Status& status);
 
-    std::optional<plan::Catalog> m_catalog;
+    std::shared_ptr<const plan::Catalog> m_catalog; // shared with the sweeps in flight
     plan::Calibration m_calibration;
     QString m_catalogError;
     std::optional<model::ModelSpec> m_model;

@@ -5,17 +5,18 @@
 
 namespace tb::ui {
 
-RecommendationRunner::RecommendationRunner(const plan::Catalog& catalog, QObject* parent)
+RecommendationRunner::RecommendationRunner(
+    std::shared_ptr<const plan::Catalog> catalog, QObject* parent)
     : QObject(parent)
-    , m_catalog(catalog)
+    , m_catalog(std::move(catalog))
     , m_jobs(new JobRunner(this))
 {
 }
 
 RecommendationRunner::~RecommendationRunner()
 {
-    // Sweeps read the catalog, which dies with the page: wait for every one,
-    // the cancelled ones included (they stop at the next VM size).
+    // No sweep outlives its runner, the cancelled ones included (they stop
+    // at the next VM size).
     cancel();
     m_jobs->waitForAll();
 }
@@ -29,7 +30,6 @@ void RecommendationRunner::start(const plan::PlanInput& input, const model::Mode
     const quint64 generation = ++m_generation;
 
     QPointer<RecommendationRunner> self(this);
-    const plan::Catalog* catalog = &m_catalog;
     const auto progress = [cancelFlag, self, generation](int done, int total) {
         if (self)
             QMetaObject::invokeMethod(
@@ -44,7 +44,7 @@ void RecommendationRunner::start(const plan::PlanInput& input, const model::Mode
     // A cancelled sweep still finishing reports nothing: the runner drops it.
     m_jobs->run(
         QStringLiteral("recommend"),
-        [input, model, catalog, options, progress] {
+        [input, model, catalog = m_catalog, options, progress] {
             return plan::recommend(input, model, *catalog, options, progress);
         },
         [this](const plan::Recommendation& result) {
