@@ -300,8 +300,8 @@ run_tests() {
     jobs=$(nproc)
     timed "ctest: default" xvfb-run -a -s "-screen 0 1600x1000x24" ctest --preset default -j "$jobs"
     timed "build: asan" build asan -DTUNEBENCH_TORCH_VENV="$root/.venv/cpu"
-    log "AddressSanitizer + UndefinedBehaviorSanitizer over the core, the trainer and SSH"
-    timed "ctest: asan" ctest --preset asan -j "$jobs"
+    log "AddressSanitizer + UndefinedBehaviorSanitizer over the core, the trainer, SSH and the GUI"
+    timed "ctest: asan" xvfb-run -a -s "-screen 0 1600x1000x24" ctest --preset asan -j "$jobs"
     timed "build: tsan" build tsan
     log "ThreadSanitizer over the suites with threads of their own"
     timed "ctest: tsan" ctest --preset tsan -j "$jobs"

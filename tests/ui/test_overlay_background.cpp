@@ -1,5 +1,8 @@
 #include "overlay_fixture.h"
 
+#include <map>
+#include <utility>
+
 // A pan or a zoom of the Compare page's overlay decimates on the thread
 // pool (compare/background_decimator.h): the replot that follows the move
 // shows each panel's previous image moved and scaled to the new range at
@@ -8,6 +11,18 @@
 // a page closed or runs removed while a job runs leave nothing behind.
 // test_overlay_builds covers new runs built there.
 using namespace tb::test::overlay;
+
+// The rows of a test draw the same runs, up to two million step events a
+// set: each set is built once (most of the AddressSanitizer stage's time
+// went into building them again). Histories are immutable, so rows share them.
+static const QVector<ComparedRun>& sharedRuns(int count, int steps)
+{
+    static std::map<std::pair<int, int>, QVector<ComparedRun>> built;
+    auto [set, isNew] = built.try_emplace({count, steps});
+    if (isNew)
+        set->second = runs(count, steps);
+    return set->second;
+}
 
 class TestOverlayBackground : public QObject {
     Q_OBJECT
@@ -88,7 +103,7 @@ private slots:
     {
         QFETCH(QString, how);
         // Enough points that the job outlasts the frame that starts it.
-        const QVector<ComparedRun> data = runs(6, 60000);
+        const QVector<ComparedRun> data = sharedRuns(6, 60000);
         OverlayCharts charts, reference;
         showWith(charts, data, true);
         showWith(reference, data, false);
@@ -142,7 +157,7 @@ private slots:
     void rapidMovesDrawOnlyTheLatest()
     {
         QFETCH(int, moves);
-        const QVector<ComparedRun> data = runs(4, 50000);
+        const QVector<ComparedRun> data = sharedRuns(4, 50000);
         OverlayCharts charts, reference;
         showWith(charts, data, true);
         showWith(reference, data, false);
@@ -187,7 +202,7 @@ private slots:
         charts->resize(900, 700);
         page->show();
         QVERIFY(QTest::qWaitForWindowExposed(page.get()));
-        charts->setRuns(runs(20, 100000));
+        charts->setRuns(sharedRuns(20, 100000));
         charts->replot(QCustomPlot::rpImmediateRefresh);
         settle(*charts);
         const std::weak_ptr<const std::vector<tb::ui::CurveSeries>> curves = charts->curveSeries();
