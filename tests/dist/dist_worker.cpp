@@ -5,6 +5,7 @@
 #include "dist/rendezvous.h"
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -255,9 +256,28 @@ bool isLoopbackHex(const std::string& address)
     return address == "0100007F" || address == "00000000000000000000000001000000";
 }
 
-// A job on one machine (MASTER_ADDR the loopback) listens on the loopback
-// only: rank 0's store, and every rank's Gloo pairs, which no other
-// interface may reach (neither is authenticated).
+bool isWildcardHex(const std::string& address)
+{
+    return address.find_first_not_of('0') == std::string::npos;
+}
+
+// An IPv4 address as /proc/net/tcp writes it: the 32-bit word in memory
+// order, in hex ("127.0.0.1" is 0100007F on a little-endian machine).
+std::string procHexOf(const std::string& address)
+{
+    in_addr parsed{};
+    if (::inet_pton(AF_INET, address.c_str(), &parsed) != 1)
+        return {};
+    char text[9];
+    std::snprintf(text, sizeof text, "%08X", parsed.s_addr);
+    return text;
+}
+
+// Rank 0 serves the store on MASTER_ADDR and no other rank serves it; every
+// rank has Gloo's listener. A job on one machine (MASTER_ADDR the loopback)
+// listens on the loopback only; a job across machines on the address each
+// rank reaches the others from, never on every interface (neither the store
+// nor Gloo is authenticated).
 void checkListeners(const tb::dist::RankEnvironment& environment)
 {
     const std::vector<Listener> listeners = ownListeners();
@@ -270,10 +290,20 @@ void checkListeners(const tb::dist::RankEnvironment& environment)
     const bool servesGloo = std::any_of(listeners.begin(), listeners.end(),
         [&](const Listener& l) { return l.port != environment.masterPort; });
     check(servesGloo, "no Gloo listener found among this rank's sockets");
-    for (const Listener& listener : listeners)
-        check(isLoopbackHex(listener.address),
-            "port " + std::to_string(listener.port) + " listens on " + listener.address
-                + " (hex, /proc/net/tcp), not on the loopback only");
+    const std::string masterHex = procHexOf(environment.masterAddr);
+    const bool oneMachine = isLoopbackHex(masterHex);
+    for (const Listener& listener : listeners) {
+        const std::string where = "port " + std::to_string(listener.port) + " listens on "
+            + listener.address + " (hex, /proc/net/tcp)";
+        if (oneMachine)
+            check(isLoopbackHex(listener.address), where + ", not on the loopback only");
+        else if (listener.port == environment.masterPort)
+            check(listener.address == masterHex,
+                where + ", not on MASTER_ADDR " + environment.masterAddr + " only");
+        else
+            check(!isWildcardHex(listener.address) && !isLoopbackHex(listener.address),
+                where + ", not on the one address this rank reaches the others from");
+    }
 }
 
 } // namespace

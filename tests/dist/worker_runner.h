@@ -1,7 +1,8 @@
 #pragma once
 
-// Starts dist_worker processes as the ranks of one job on loopback, the way
-// torchrun would (its environment variables), and waits for them with a bound.
+// Starts dist_worker processes as the ranks of one job, the way torchrun
+// would (its environment variables), and waits for them with a bound: on
+// loopback, or each rank in a network namespace of its own.
 #include "../support/test_paths.h"
 #include "common/run_secret.h"
 #include "launch/free_port.h"
@@ -41,6 +42,13 @@ struct JobLayout {
     // tunebench-cli launch gives it, but these get another one, or none.
     QList<int> ranksWithAnotherSecret = {};
     QList<int> ranksWithoutSecret = {};
+    // Across machines (network namespaces, test_rendezvous_network): the
+    // ranks' MASTER_ADDR, the namespace each rank starts in (`ip netns
+    // exec`; none given: this one), and the stray process's.
+    QString masterAddr = QStringLiteral("127.0.0.1");
+    QStringList rankNamespaces = {};
+    QString strayMasterAddr = {}; // empty: masterAddr
+    QString strayNamespace = {};
 };
 
 inline QString newSecret()
@@ -72,7 +80,9 @@ inline std::vector<RankResult> runWorkers(
             continue;
         auto environment = QProcessEnvironment::systemEnvironment();
         environment.insert("TORCHELASTIC_RUN_ID", isStray ? "other-" + runId : runId);
-        environment.insert("MASTER_ADDR", "127.0.0.1");
+        environment.insert("MASTER_ADDR",
+            isStray && !layout.strayMasterAddr.isEmpty() ? layout.strayMasterAddr
+                                                         : layout.masterAddr);
         environment.insert("MASTER_PORT", QString::number(port.value()));
         environment.insert("WORLD_SIZE", QString::number(layout.worldSize));
         environment.insert("RANK", QString::number(rank));
@@ -87,7 +97,15 @@ inline std::vector<RankResult> runWorkers(
         auto& process = processes[static_cast<std::size_t>(index)];
         process = std::make_unique<QProcess>();
         process->setProcessEnvironment(environment);
-        process->start(QString::fromUtf8(tb::test::distWorkerProgram()), arguments);
+        const QString inNamespace =
+            isStray ? layout.strayNamespace : layout.rankNamespaces.value(rank);
+        if (inNamespace.isEmpty())
+            process->start(QString::fromUtf8(tb::test::distWorkerProgram()), arguments);
+        else
+            process->start(QStringLiteral("ip"),
+                QStringList{QStringLiteral("netns"), QStringLiteral("exec"), inNamespace,
+                    QString::fromUtf8(tb::test::distWorkerProgram())}
+                    + arguments);
         results[static_cast<std::size_t>(index)].started = true;
         if (!process->waitForStarted(10000))
             qWarning("rank %d did not start: %s", rank, qPrintable(process->errorString()));
