@@ -4,6 +4,11 @@ if(TUNEBENCH_SANITIZE)
     add_compile_options(-fsanitize=${TUNEBENCH_SANITIZE} -fno-omit-frame-pointer
                         -fno-sanitize-recover=all)
     add_link_options(-fsanitize=${TUNEBENCH_SANITIZE})
+    # Every sanitized test links the static libraries it needs with their
+    # debug information: the asan build's executables came to 12 GB, which
+    # with a clone's other builds filled the disk. Compressed (zlib) they
+    # keep every symbol and line a report names, for a fraction of the space.
+    add_link_options(-Wl,--compress-debug-sections=zlib)
 endif()
 
 # The asan preset is Debug (-O0, docs/FUZZING.md), but the GUI's suites put
