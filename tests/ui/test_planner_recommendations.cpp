@@ -13,7 +13,6 @@
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QCheckBox>
-#include <QDir>
 #include <QFile>
 #include <QRegularExpression>
 #include <QSettings>
@@ -22,6 +21,9 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
+
+#include <filesystem>
+#include <system_error>
 
 using namespace tb;
 using tb::test::child;
@@ -34,15 +36,13 @@ using tb::ui::PlannerPage;
 static bool writeLargeCatalog(const QString& dir, int copies)
 {
     const QString shipped = QString::fromStdString(tb::test::sourcePath("presets"));
-    QDir().mkpath(dir + QStringLiteral("/hardware"));
-    if (!QFile::copy(shipped + QStringLiteral("/hardware/gpus.yaml"),
-            dir + QStringLiteral("/hardware/gpus.yaml")))
+    std::error_code error;
+    std::filesystem::copy(shipped.toStdString(), dir.toStdString(),
+        std::filesystem::copy_options::recursive
+            | std::filesystem::copy_options::overwrite_existing,
+        error);
+    if (error)
         return false;
-    QDir().mkpath(dir + QStringLiteral("/models"));
-    for (const QFileInfo& model :
-        QDir(shipped + QStringLiteral("/models")).entryInfoList(QDir::Files))
-        if (!QFile::copy(model.filePath(), dir + QStringLiteral("/models/") + model.fileName()))
-            return false;
     QFile in(shipped + QStringLiteral("/hardware/vms.yaml"));
     if (!in.open(QIODevice::ReadOnly))
         return false;
@@ -57,7 +57,8 @@ static bool writeLargeCatalog(const QString& dir, int copies)
     for (int copy = 1; copy <= copies; ++copy)
         out += QString(entries).replace(name, QStringLiteral("\\1_copy") + QString::number(copy));
     QFile vms(dir + QStringLiteral("/hardware/vms.yaml"));
-    return vms.open(QIODevice::WriteOnly) && vms.write(out.toUtf8()) == out.toUtf8().size();
+    return vms.open(QIODevice::WriteOnly | QIODevice::Truncate)
+        && vms.write(out.toUtf8()) == out.toUtf8().size();
 }
 
 class TestPlannerRecommendations : public QObject {
