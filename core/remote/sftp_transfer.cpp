@@ -1,6 +1,7 @@
 #include "remote/sftp_transfer.h"
 
 #include "common/atomic_file.h"
+#include "common/text.h"
 #include "launch/text_quote.h"
 #include "remote/file_checksums.h"
 #include "remote/remote_names.h"
@@ -27,7 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 using common::Error;
 
-constexpr size_t kChunk = size_t{32} << 10; // what one SFTP write or read carries
+constexpr size_t kChunk = size_t{32} << 10; // what one SFTP read carries
 constexpr size_t kInFlight = 32; // reads asked for before the first answer is awaited
 const char* const kPartSuffix = ".tbpart";
 
@@ -136,7 +137,7 @@ public:
                     + launch::shellQuote(fs::path(path).parent_path().string()));
             !made)
             return made;
-        if (common::Status sent = send(*sftp, path, part, *offset, size); !sent)
+        if (common::Status sent = send(path, part, *offset, size); !sent)
             return sent;
         common::Result<std::string> theirs = remoteSha256(m_session, part, size);
         common::Result<std::string> ours = localSha256(path);
@@ -170,33 +171,40 @@ public:
         return common::Ok{};
     }
 
-    // Sends `path` from `offset` on into `part` there, each chunk answered in time.
-    common::Status send(sftp_session sftp, const std::string& path, const std::string& part,
-        uint64_t offset, uint64_t size)
+    // Sends `path` from `offset` on into `part` there, through `cat` on an
+    // SSH channel rather than SFTP writes: libssh 0.10 has no asynchronous
+    // SFTP write, and one 32 KiB write a round trip is 0.6 MB/s at 50 ms.
+    // The part is new and private (umask 077), or the earlier copy's part of
+    // `offset` bytes (resumeOffset) that this one appends to.
+    common::Status send(
+        const std::string& path, const std::string& part, uint64_t offset, uint64_t size)
     {
-        SshSession::Bounded bounded(m_session);
-        // Private until whole; then it gets its owner's bits (ownerOnlyMode).
-        SftpFile file(
-            sftp_open(sftp, part.c_str(), O_WRONLY | O_CREAT | (offset ? 0 : O_TRUNC), 0600));
-        if (!file || sftp_seek64(file.get(), offset) != 0)
-            return Error{m_session.target().describe() + ": cannot write " + part + stalled(), {}};
         std::ifstream in(path, std::ios::binary);
         in.seekg(std::streamoff(offset));
-        std::vector<char> buffer(kChunk);
+        if (!in)
+            return Error{"cannot read " + path, {}};
         uint64_t done = offset;
         advance(path, done, size, done);
-        while (done < size) {
-            in.read(buffer.data(), std::streamsize(std::min<uint64_t>(kChunk, size - done)));
+        const auto next = [&](char* buffer, size_t capacity) -> size_t {
+            in.read(buffer, std::streamsize(std::min<uint64_t>(capacity, size - done)));
             const auto got = size_t(in.gcount());
-            if (got == 0 || sftp_write(file.get(), buffer.data(), got) != ssize_t(got))
-                return Error{m_session.target().describe() + ": writing " + part
-                        + " stopped at byte " + std::to_string(done) + stalled(),
-                    "run it again: the copy goes on from there"};
-            bounded.progressed();
             done += got;
             m_summary.bytesSent += got;
-            advance(path, done, size, got);
-        }
+            if (got > 0)
+                advance(path, done, size, got);
+            return got;
+        };
+        const std::string command = "umask 077 && exec cat " + std::string(offset ? ">> " : "> ")
+            + launch::shellQuote(part);
+        common::Result<CommandResult> sent = m_session.runWithInput(command, next);
+        if (!sent)
+            return Error{m_session.target().describe() + ": writing " + part + " stopped at byte "
+                    + std::to_string(done) + ": " + sent.error().toString(),
+                "run it again: the copy goes on from there"};
+        if (sent->exitStatus != 0)
+            return Error{m_session.target().describe() + ": cannot write " + part + ": "
+                    + common::trim(sent->errorOutput),
+                {}};
         return common::Ok{};
     }
 
@@ -279,7 +287,7 @@ private:
     // Reads `file` from `done` to `size` into `out` with up to kInFlight
     // reads outstanding: one read a round trip would bound a copy to
     // kChunk / RTT (0.6 MB/s at 50 ms). libssh 0.10 has this for reads only
-    // (sftp_async_*); writes stay one at a time.
+    // (sftp_async_*); send() writes through a channel instead.
     common::Status receive(sftp_file file, int out, const Names& names, uint64_t done,
         uint64_t size, SshSession::Bounded& bounded)
     {

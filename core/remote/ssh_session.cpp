@@ -57,31 +57,44 @@ std::string posixScript(
     return script + "{ " + withOutputStart(command) + "\n} </dev/null\n";
 }
 
-bool sendScript(ssh_channel channel, const std::string& script)
+// The script of runWithInput(): one line, no redirection of stdin, so
+// that what reaches stdin after the line is the command's. dash reads its
+// script in blocks, not a line at a time, so the input is sent only once the
+// line runs (its output start is seen): the shell has read all there was,
+// the line, and the command reads the rest.
+std::string streamingScript(const std::string& command)
 {
-    for (size_t sent = 0; sent < script.size();) {
-        const int n =
-            ssh_channel_write(channel, script.data() + sent, uint32_t(script.size() - sent));
+    return withOutputStart(command) + "\n";
+}
+
+bool writeAll(ssh_channel channel, const char* data, size_t size)
+{
+    for (size_t sent = 0; sent < size;) {
+        const int n = ssh_channel_write(channel, data + sent, uint32_t(size - sent));
         if (n <= 0)
             return false;
         sent += size_t(n);
     }
-    return ssh_channel_send_eof(channel) == SSH_OK;
+    return true;
+}
+
+// Where the output after the first line that is kOutputStart begins; npos
+// when there is no such line (yet, or the shell failed before it).
+size_t afterOutputStart(const std::string& text)
+{
+    const std::string line = kOutputStart + "\n";
+    if (text.starts_with(line))
+        return line.size();
+    const size_t newline = text.find("\n" + line);
+    return newline == std::string::npos ? newline : newline + 1 + line.size();
 }
 
 // What follows the first line that is kOutputStart; all of `text` when there
-// is none (the shell failed before it).
+// is none.
 void cutBeforeOutputStart(std::string& text)
 {
-    const std::string line = kOutputStart + "\n";
-    size_t start = 0;
-    if (!text.starts_with(line)) {
-        const size_t newline = text.find("\n" + line);
-        if (newline == std::string::npos)
-            return;
-        start = newline + 1;
-    }
-    text.erase(0, start + line.size());
+    if (const size_t start = afterOutputStart(text); start != std::string::npos)
+        text.erase(0, start);
 }
 
 // "20" for 19.4: a deadline as people read it, never below what was waited.
@@ -147,6 +160,36 @@ common::Status exportableNames(
 bool tooMuchOutput(const CommandResult& result)
 {
     return result.output.size() + result.errorOutput.size() > kMaxCommandOutputBytes;
+}
+
+enum class Sending { Sent, CommandEnded, Lost };
+
+// Sends `data` as the channel's window lets it go, never blocking on a full
+// window: while it waits it reads what the command prints, so a command that
+// ends before it has read everything (a folder it cannot write) is seen as
+// ended, where a blocking write would wait for room that never comes.
+Sending sendWithinWindow(ssh_channel channel, const char* data, size_t size, CommandResult& result,
+    SshSession::Bounded& bounded)
+{
+    for (size_t sent = 0; sent < size;) {
+        if (ssh_channel_is_eof(channel) || ssh_channel_is_closed(channel) || tooMuchOutput(result))
+            return Sending::CommandEnded;
+        const uint32_t window = ssh_channel_window_size(channel);
+        if (window == 0) {
+            pollfd readable{ssh_get_fd(ssh_channel_get_session(channel)), POLLIN, 0};
+            ::poll(&readable, 1, 100);
+            if (readAvailable(channel, result) == SSH_ERROR)
+                return Sending::Lost;
+            continue;
+        }
+        const int n = ssh_channel_write(
+            channel, data + sent, uint32_t(std::min<size_t>(window, size - sent)));
+        if (n == SSH_ERROR)
+            return ssh_channel_is_closed(channel) ? Sending::CommandEnded : Sending::Lost;
+        sent += size_t(n);
+        bounded.progressed();
+    }
+    return Sending::Sent;
 }
 
 Error outputError(const std::string& where, const std::string& command)
@@ -300,37 +343,90 @@ SshSession::~SshSession()
     ssh_free(m_session);
 }
 
+void SshSession::ChannelCloser::operator()(ssh_channel_struct* channel) const
+{
+    ssh_channel_close(channel);
+    ssh_channel_free(channel);
+}
+
+common::Result<SshSession::ShellChannel> SshSession::startShell(
+    const std::string& command, const std::string& script)
+{
+    const std::string where = m_target.describe();
+    const auto why = [this] { return failureReason(sessionError(m_session)); };
+    ShellChannel channel(ssh_channel_new(m_session));
+    if (!channel)
+        return Error{where + ": cannot open a channel: " + why(), {}};
+    if (ssh_channel_open_session(channel.get()) != SSH_OK
+        || ssh_channel_request_exec(channel.get(), kPosixShell) != SSH_OK
+        || !writeAll(channel.get(), script.data(), script.size()))
+        return Error{where + ": cannot run '" + command + "': " + why(), {}};
+    return channel;
+}
+
 common::Result<CommandResult> SshSession::run(const std::string& command, double seconds,
     const std::vector<std::pair<std::string, std::string>>& exports)
 {
-    const double limit = seconds > 0 ? seconds : m_target.timeoutSeconds;
     const std::string where = m_target.describe();
     if (common::Status plain = onlyPrintable(where, command); !plain)
         return plain.error();
     if (common::Status names = exportableNames(where, exports); !names)
         return names.error();
     Bounded bounded(*this);
-    const auto why = [this] { return failureReason(sessionError(m_session)); };
-    ssh_channel channel = ssh_channel_new(m_session);
+    common::Result<ShellChannel> channel = startShell(command, posixScript(command, exports));
     if (!channel)
-        return Error{where + ": cannot open a channel: " + why(), {}};
-    struct ChannelCloser {
-        ssh_channel channel;
-        ~ChannelCloser()
-        {
-            ssh_channel_close(channel);
-            ssh_channel_free(channel);
-        }
-    } closer{channel};
-    if (ssh_channel_open_session(channel) != SSH_OK
-        || ssh_channel_request_exec(channel, kPosixShell) != SSH_OK
-        || !sendScript(channel, posixScript(command, exports)))
-        return Error{where + ": cannot run '" + command + "': " + why(), {}};
+        return channel.error();
+    if (ssh_channel_send_eof(channel->get()) != SSH_OK)
+        return Error{
+            where + ": cannot run '" + command + "': " + failureReason(sessionError(m_session)),
+            {}};
+    return collect(
+        channel->get(), command, seconds > 0 ? seconds : m_target.timeoutSeconds, bounded);
+}
 
+common::Result<CommandResult> SshSession::runWithInput(
+    const std::string& command, const InputChunks& input)
+{
+    const std::string where = m_target.describe();
+    if (common::Status plain = onlyPrintable(where, command); !plain)
+        return plain.error();
+    Bounded bounded(*this);
+    common::Result<ShellChannel> shell = startShell(command, streamingScript(command));
+    if (!shell)
+        return shell.error();
+    ssh_channel channel = shell->get();
     CommandResult result;
+    const auto started = [](const CommandResult& r) {
+        return afterOutputStart(r.output) != std::string::npos;
+    };
+    if (common::Status waited =
+            readUntil(channel, command, m_target.timeoutSeconds, bounded, result, started);
+        !waited)
+        return waited.error();
+    if (!started(result)) // the shell ended before the command ran
+        return collect(channel, command, m_target.timeoutSeconds, bounded, std::move(result));
+    std::vector<char> buffer(kInputChunkBytes);
+    Sending sending = Sending::Sent;
+    for (size_t n = input(buffer.data(), buffer.size()); n > 0 && sending == Sending::Sent;) {
+        sending = sendWithinWindow(channel, buffer.data(), n, result, bounded);
+        n = sending == Sending::Sent ? input(buffer.data(), buffer.size()) : 0;
+    }
+    if (sending == Sending::Lost
+        || (sending == Sending::Sent && ssh_channel_send_eof(channel) != SSH_OK))
+        return Error{where + ": lost the connection while sending to '" + command
+                + "': " + failureReason(sessionError(m_session)),
+            {}};
+    return collect(channel, command, m_target.timeoutSeconds, bounded, std::move(result));
+}
+
+common::Status SshSession::readUntil(ssh_channel_struct* channel, const std::string& command,
+    double limit, Bounded& bounded, CommandResult& result,
+    const std::function<bool(const CommandResult&)>& done)
+{
+    const std::string where = m_target.describe();
     const auto deadline =
         Clock::now() + std::chrono::milliseconds(static_cast<long long>(limit * 1000));
-    while (!ssh_channel_is_eof(channel)) {
+    while (!ssh_channel_is_eof(channel) && !(done && done(result))) {
         bounded.progressed(); // the command's own deadline is below
         if (Clock::now() >= deadline)
             return Error{
@@ -339,15 +435,24 @@ common::Result<CommandResult> SshSession::run(const std::string& command, double
         const int got = readAvailable(channel, result);
         if (got == SSH_ERROR
             || (got == 0 && ssh_channel_poll_timeout(channel, 100, 0) == SSH_ERROR))
-            return Error{
-                where + ": lost the connection while running '" + command + "': " + why(), {}};
+            return Error{where + ": lost the connection while running '" + command
+                    + "': " + failureReason(sessionError(m_session)),
+                {}};
         if (tooMuchOutput(result))
             return outputError(where, command);
     }
+    return common::Ok{};
+}
+
+common::Result<CommandResult> SshSession::collect(ssh_channel_struct* channel,
+    const std::string& command, double limit, Bounded& bounded, CommandResult result)
+{
+    if (common::Status ended = readUntil(channel, command, limit, bounded, result, {}); !ended)
+        return ended.error();
     // What arrived together with the end of file.
     while (readAvailable(channel, result) > 0) {
         if (tooMuchOutput(result))
-            return outputError(where, command);
+            return outputError(m_target.describe(), command);
     }
     result.exitStatus = ssh_channel_get_exit_status(channel);
     cutBeforeOutputStart(result.output);

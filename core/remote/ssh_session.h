@@ -5,6 +5,7 @@
 #include "remote/ssh_target.h"
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -12,6 +13,7 @@
 
 // libssh's handles, kept out of every header but this one.
 struct ssh_session_struct;
+struct ssh_channel_struct;
 struct sftp_session_struct;
 
 namespace tb::remote {
@@ -66,6 +68,23 @@ public:
     common::Result<CommandResult> run(const std::string& command, double seconds = 0,
         const std::vector<std::pair<std::string, std::string>>& exports = {});
 
+    // Where runWithInput() takes its command's stdin from: fills `buffer`
+    // with up to `capacity` bytes and returns how many; 0 ends the input.
+    using InputChunks = std::function<std::size_t(char* buffer, std::size_t capacity)>;
+    static constexpr std::size_t kInputChunkBytes = std::size_t(256) << 10;
+
+    // Runs `command` as run() does, with `input`'s bytes on its stdin, then
+    // the end of file (`cat > FILE` is an upload). The bytes ride the SSH
+    // channel's flow control, as many in flight as its window holds, where
+    // an SFTP write waits for each answer: over a long round trip that is
+    // the difference between link speed and 32 KiB a round trip. No
+    // deadline covers the whole stream: each write must go out within the
+    // target's timeout, and the command must end within it after the last.
+    // A command that fails before it has read everything (a folder it
+    // cannot write) is a CommandResult with its exit status and stderr.
+    common::Result<CommandResult> runWithInput(
+        const std::string& command, const InputChunks& input);
+
     // The SFTP subsystem, opened on first use (a bounded call).
     common::Result<sftp_session_struct*> sftp();
 
@@ -100,6 +119,22 @@ public:
 private:
     SshSession(const SshTarget& target, ssh_session_struct* session);
     common::Status handshake();
+    struct ChannelCloser {
+        void operator()(ssh_channel_struct* channel) const;
+    };
+    using ShellChannel = std::unique_ptr<ssh_channel_struct, ChannelCloser>;
+    // A channel running `/bin/sh -s` with `script` sent on its stdin (the
+    // end of file not yet); errors name `command`.
+    common::Result<ShellChannel> startShell(const std::string& command, const std::string& script);
+    // Reads a command's output into `result` until `done` says so (empty:
+    // never) or its end of file, at most `limit` seconds.
+    common::Status readUntil(ssh_channel_struct* channel, const std::string& command, double limit,
+        Bounded& bounded, CommandResult& result,
+        const std::function<bool(const CommandResult&)>& done);
+    // A command's output and exit status once it has its input: at most
+    // `limit` seconds to its end of file; `result` holds what was read before.
+    common::Result<CommandResult> collect(ssh_channel_struct* channel, const std::string& command,
+        double limit, Bounded& bounded, CommandResult result = {});
 
     SshTarget m_target;
     ssh_session_struct* m_session = nullptr;

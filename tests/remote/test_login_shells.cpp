@@ -12,6 +12,9 @@
 
 #include <QtTest>
 
+#include <algorithm>
+#include <cstring>
+
 using tb::remote::SshSession;
 
 class TestLoginShells : public QObject {
@@ -109,6 +112,54 @@ private slots:
         QCOMPARE(QString::fromStdString(ran->output), QStringLiteral("out\n"));
         QCOMPARE(QString::fromStdString(ran->errorOutput), QStringLiteral("err\n"));
         QCOMPARE(ran->exitStatus, 3);
+    }
+
+    void inputReachesTheCommandWhole_data() { quotedPathsStayPaths_data(); }
+
+    // runWithInput, --sync's upload: every byte after the script reaches the
+    // command and none is run by a shell (the input starts with a command
+    // line and is larger than the channel's window, so a shell that read
+    // ahead would eat or run part of it); a command that fails before it
+    // reads is its exit status and stderr, not a hang on a full window.
+    void inputReachesTheCommandWhole()
+    {
+        QFETCH(QString, shell);
+        tb::test::SshdServer server;
+        const auto session = connectWithShell(server, shell);
+        if (!session)
+            return;
+        const QString marker = m_work.filePath(QFileInfo(shell).fileName() + "-ran");
+        QByteArray input = "touch " + marker.toUtf8() + "; exit 7\n";
+        while (input.size() < (6 << 20))
+            input += QByteArray::number(input.size()) + ' ';
+        const QString target = m_work.filePath(QFileInfo(shell).fileName() + " a'b.bin");
+        const auto feed = [&input](qsizetype& at) {
+            return [&input, &at](char* buffer, std::size_t capacity) {
+                const auto n = std::min<qsizetype>(qsizetype(capacity), input.size() - at);
+                std::memcpy(buffer, input.constData() + at, std::size_t(n));
+                at += n;
+                return std::size_t(n);
+            };
+        };
+        qsizetype sent = 0;
+        const auto ran = session->runWithInput(
+            "umask 077 && exec cat > " + tb::launch::shellQuote(target.toStdString()), feed(sent));
+        QVERIFY2(ran.ok(), ran.ok() ? "" : ran.error().toString().c_str());
+        QCOMPARE(ran->exitStatus, 0);
+        QFile copy(target);
+        QVERIFY(copy.open(QIODevice::ReadOnly));
+        QVERIFY2(copy.readAll() == input, "the copy differs from the input");
+        QCOMPARE(copy.permissions() & (QFileDevice::ReadGroup | QFileDevice::ReadOther),
+            QFileDevice::Permissions{});
+        QVERIFY2(!QFile::exists(marker), qPrintable("the input ran as a command under " + shell));
+
+        qsizetype refusedAt = 0;
+        const auto refused = session->runWithInput(
+            "exec cat > " + m_work.filePath("no/such/folder").toStdString(), feed(refusedAt));
+        QVERIFY2(refused.ok(), refused.ok() ? "" : refused.error().toString().c_str());
+        QVERIFY(refused->exitStatus != 0);
+        QVERIFY2(QString::fromStdString(refused->errorOutput).contains(QStringLiteral("no/such")),
+            refused->errorOutput.c_str());
     }
 
     void exportsReachTheCommandOnly_data() { quotedPathsStayPaths_data(); }
