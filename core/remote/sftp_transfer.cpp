@@ -29,7 +29,12 @@ namespace fs = std::filesystem;
 using common::Error;
 
 constexpr size_t kChunk = size_t{32} << 10; // what one SFTP read carries
-constexpr size_t kInFlight = 32; // reads asked for before the first answer is awaited
+constexpr size_t kInFlight = 32; // reads asked for on a channel before the first answer
+// A download of this much or more is striped over kStreams SFTP channels:
+// libssh 0.10 keeps a channel's receive window near 1 MB and has no call to
+// widen it, so one channel carries about 1 MB a round trip (12 MB/s at 50 ms).
+constexpr uint64_t kStripeFrom = uint64_t{8} << 20;
+constexpr size_t kStreams = 4;
 const char* const kPartSuffix = ".tbpart";
 
 common::Status runChecked(SshSession& session, const std::string& command)
@@ -218,9 +223,6 @@ public:
     common::Status download(
         const std::string& remotePath, uint64_t size, const std::string& localPath)
     {
-        common::Result<sftp_session_struct*> sftp = m_session.sftp();
-        if (!sftp)
-            return sftp.error();
         std::error_code error;
         common::Result<std::string> theirs = remoteSha256(m_session, remotePath, size);
         if (!theirs)
@@ -240,11 +242,18 @@ public:
             [&](uint64_t n) { return remoteSha256(m_session, remotePath, n, true); });
         if (!offset)
             return offset.error();
+        common::Result<std::vector<sftp_session_struct*>> channels =
+            m_session.sftpChannels(size - *offset >= kStripeFrom ? kStreams : 1);
+        if (!channels)
+            return channels.error();
         SshSession::Bounded bounded(m_session);
-        SftpFile file(sftp_open(*sftp, remotePath.c_str(), O_RDONLY, 0));
-        if (!file || sftp_seek64(file.get(), *offset) != 0)
-            return Error{
-                m_session.target().describe() + ": cannot read " + remotePath + stalled(), {}};
+        std::vector<SftpFile> files;
+        for (sftp_session channel : *channels) {
+            files.emplace_back(sftp_open(channel, remotePath.c_str(), O_RDONLY, 0));
+            if (!files.back())
+                return Error{
+                    m_session.target().describe() + ": cannot read " + remotePath + stalled(), {}};
+        }
         // O_NOFOLLOW: a symlink put where the part goes is refused, never
         // written through.
         LocalFile out(::open(part.c_str(),
@@ -252,11 +261,11 @@ public:
         if (!out)
             return Error{"cannot write " + part + ": " + std::strerror(errno), {}};
         advance(localPath, *offset, size, *offset);
-        if (common::Status received = receive(
-                file.get(), out.get(), {remotePath, part, localPath}, *offset, size, bounded);
+        if (common::Status received =
+                receive(files, out.get(), {remotePath, part, localPath}, *offset, size, bounded);
             !received)
             return received;
-        file.reset();
+        files.clear();
         if (::close(out.release()) != 0)
             return Error{"cannot write " + part + ": " + std::strerror(errno), {}};
         common::Result<std::string> ours = localSha256(part);
@@ -284,28 +293,38 @@ private:
         const std::string& local; // what progress names
     };
 
-    // Reads `file` from `done` to `size` into `out` with up to kInFlight
-    // reads outstanding: one read a round trip would bound a copy to
+    // Reads the file from `done` to `size` into `out`, its reads dealt in
+    // turn to `files` (one handle per SFTP channel) with up to kInFlight
+    // outstanding on each: one read a round trip would bound a copy to
     // kChunk / RTT (0.6 MB/s at 50 ms). libssh 0.10 has this for reads only
-    // (sftp_async_*); send() writes through a channel instead.
-    common::Status receive(sftp_file file, int out, const Names& names, uint64_t done,
-        uint64_t size, SshSession::Bounded& bounded)
+    // (sftp_async_*); send() writes through a channel instead. Answers are
+    // taken in offset order, so the part grows front to back.
+    common::Status receive(const std::vector<SftpFile>& files, int out, const Names& names,
+        uint64_t done, uint64_t size, SshSession::Bounded& bounded)
     {
-        std::deque<std::pair<int, uint32_t>> pending; // request id and length, in offset order
+        struct Read {
+            sftp_file file;
+            int id;
+            uint32_t length;
+        };
+        std::deque<Read> pending; // in offset order
         uint64_t requested = done;
+        size_t turn = 0;
         std::vector<char> buffer(kChunk);
         while (done < size) {
-            for (; pending.size() < kInFlight && requested < size;
-                 requested += pending.back().second) {
+            for (; pending.size() < kInFlight * files.size() && requested < size;
+                 requested += pending.back().length) {
                 const auto length = uint32_t(std::min<uint64_t>(kChunk, size - requested));
-                const int id = sftp_async_read_begin(file, length);
+                sftp_file file = files[turn++ % files.size()].get();
+                const int id =
+                    sftp_seek64(file, requested) == 0 ? sftp_async_read_begin(file, length) : -1;
                 if (id < 0)
                     return readStopped(names.remote, done);
-                pending.emplace_back(id, length);
+                pending.push_back({file, id, length});
             }
-            const auto [id, length] = pending.front();
+            const Read read = pending.front();
             pending.pop_front();
-            const int got = sftp_async_read(file, buffer.data(), kChunk, uint32_t(id));
+            const int got = sftp_async_read(read.file, buffer.data(), kChunk, uint32_t(read.id));
             if (got <= 0)
                 return readStopped(names.remote, done);
             bounded.progressed();
@@ -315,15 +334,13 @@ private:
             advance(names.local, done, size, uint64_t(got));
             // A short answer leaves a gap before the reads already asked
             // for: drop them and ask again from where this one ended.
-            if (uint32_t(got) < length && done < size) {
+            if (uint32_t(got) < read.length && done < size) {
                 for (; !pending.empty(); pending.pop_front()) {
-                    if (sftp_async_read(
-                            file, buffer.data(), kChunk, uint32_t(pending.front().first))
+                    const Read& dropped = pending.front();
+                    if (sftp_async_read(dropped.file, buffer.data(), kChunk, uint32_t(dropped.id))
                         < 0)
                         return readStopped(names.remote, done);
                 }
-                if (sftp_seek64(file, done) != 0)
-                    return readStopped(names.remote, done);
                 requested = done;
             }
         }

@@ -336,8 +336,8 @@ SshSession::SshSession(const SshTarget& target, ssh_session_struct* session)
 
 SshSession::~SshSession()
 {
-    if (m_sftp)
-        sftp_free(m_sftp);
+    for (sftp_session sftp : m_sftp)
+        sftp_free(sftp);
     if (ssh_is_connected(m_session))
         ssh_disconnect(m_session);
     ssh_free(m_session);
@@ -460,10 +460,8 @@ common::Result<CommandResult> SshSession::collect(ssh_channel_struct* channel,
     return result;
 }
 
-common::Result<sftp_session_struct*> SshSession::sftp()
+common::Result<sftp_session_struct*> SshSession::openSftp()
 {
-    if (m_sftp)
-        return m_sftp;
     const Bounded bounded(*this);
     sftp_session sftp = sftp_new(m_session);
     if (!sftp)
@@ -474,8 +472,31 @@ common::Result<sftp_session_struct*> SshSession::sftp()
         return Error{m_target.describe() + ": the SFTP subsystem did not start: " + reason,
             "is 'Subsystem sftp' enabled in the remote sshd_config?"};
     }
-    m_sftp = sftp;
-    return m_sftp;
+    return sftp;
+}
+
+common::Result<sftp_session_struct*> SshSession::sftp()
+{
+    if (!m_sftp.empty())
+        return m_sftp.front();
+    common::Result<sftp_session_struct*> opened = openSftp();
+    if (opened)
+        m_sftp.push_back(*opened);
+    return opened;
+}
+
+common::Result<std::vector<sftp_session_struct*>> SshSession::sftpChannels(std::size_t count)
+{
+    if (common::Result<sftp_session_struct*> first = sftp(); !first)
+        return first.error();
+    while (m_sftp.size() < count) {
+        common::Result<sftp_session_struct*> opened = openSftp();
+        if (!opened)
+            return opened.error();
+        m_sftp.push_back(*opened);
+    }
+    return std::vector<sftp_session_struct*>(
+        m_sftp.begin(), m_sftp.begin() + std::ptrdiff_t(count));
 }
 
 } // namespace tb::remote

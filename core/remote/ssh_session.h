@@ -87,6 +87,10 @@ public:
 
     // The SFTP subsystem, opened on first use (a bounded call).
     common::Result<sftp_session_struct*> sftp();
+    // `count` SFTP sessions, each on a channel of its own (sftp()'s first,
+    // the others opened on first use and kept): a read striped over them is
+    // bound by `count` receive windows, not by one.
+    common::Result<std::vector<sftp_session_struct*>> sftpChannels(std::size_t count);
 
     // Bounds the libssh calls made while it lives: each must get its answer
     // within the target's timeout (progressed() starts the count again
@@ -138,7 +142,8 @@ private:
 
     SshTarget m_target;
     ssh_session_struct* m_session = nullptr;
-    sftp_session_struct* m_sftp = nullptr;
+    std::vector<sftp_session_struct*> m_sftp; // sftp() is the first
+    common::Result<sftp_session_struct*> openSftp();
     CallWatchdog m_watchdog;
     int m_boundedDepth = 0; // Bounded scopes open (a failure path may nest one)
 };

@@ -200,6 +200,49 @@ private slots:
                 tb::remote::localSha256(weights.toStdString()).value());
     }
 
+    // A file of 8 MiB or more is read over several SFTP channels at once;
+    // the copy is the file byte for byte, from nothing or going on from a
+    // part whose length falls inside a read (not a multiple of 32 KiB).
+    void fetchStripesALargeFile_data()
+    {
+        QTest::addColumn<int>("mebibytes");
+        QTest::addColumn<qint64>("partBytes");
+        QTest::addColumn<QString>("summary");
+        QTest::newRow("7 MiB, one channel") << 7 << qint64(0) << "1 file(s) copied (0 resumed";
+        QTest::newRow("24 MiB, four channels") << 24 << qint64(0) << "1 file(s) copied (0 resumed";
+        QTest::newRow("24 MiB, from a part of 9 MiB and 5 bytes")
+            << 24 << qint64(9 * 1024 * 1024 + 5) << "1 file(s) copied (1 resumed";
+    }
+
+    void fetchStripesALargeFile()
+    {
+        QFETCH(int, mebibytes);
+        QFETCH(qint64, partBytes);
+        QFETCH(QString, summary);
+        const QString base =
+            m_work.filePath(QStringLiteral("striped-%1").arg(QTest::currentDataTag()));
+        const QString weights = base + "/remote/adapter/weights.bin";
+        QVERIFY(QDir().mkpath(base + "/remote/adapter"));
+        QVERIFY(writeNoise(weights, mebibytes));
+        if (partBytes > 0) {
+            QFile source(weights);
+            QVERIFY(source.open(QIODevice::ReadOnly));
+            QVERIFY(QDir().mkpath(base + "/here/adapter"));
+            QFile part(base + "/here/adapter/weights.bin.tbpart");
+            QVERIFY(part.open(QIODevice::WriteOnly));
+            QCOMPARE(part.write(source.read(partBytes)), partBytes);
+        }
+        const CliRun result =
+            runCli(QStringList{QStringLiteral("fetch"), base + "/remote", QStringLiteral("--what"),
+                       QStringLiteral("adapter"), QStringLiteral("--to"), base + "/here"}
+                + tb::test::cliSshArguments(m_server));
+        QVERIFY2(result.exitCode == 0, qPrintable(result.out + result.err));
+        QVERIFY2(result.out.contains(summary), qPrintable(result.out));
+        QCOMPARE(
+            tb::remote::localSha256((base + "/here/adapter/weights.bin").toStdString()).value(),
+            tb::remote::localSha256(weights.toStdString()).value());
+    }
+
     // --sync's check that a node already has a file waits for the slow
     // checksum of a large one too, and skips the copy.
     void syncWaitsForASlowChecksumOfALargeFile()
