@@ -67,9 +67,14 @@ void printProgress(const train::TrainerProgress& item, long long logEvery)
                   << "  ETA " << common::formatDuration(item.etaSeconds) << "\n";
         break;
     case Kind::Eval:
-        std::cerr << "eval    step " << item.step << "  validation loss "
-                  << common::formatFixed(item.loss, 4) << " (perplexity "
-                  << common::formatFixed(std::exp(item.loss), 3) << ")\n";
+        // A DPO run's sentence gives its pair figures; a perplexity of the
+        // pair loss would mean nothing.
+        if (!item.message.empty())
+            std::cerr << "eval    step " << item.step << "  " << item.message << "\n";
+        else
+            std::cerr << "eval    step " << item.step << "  validation loss "
+                      << common::formatFixed(item.loss, 4) << " (perplexity "
+                      << common::formatFixed(std::exp(item.loss), 3) << ")\n";
         break;
     case Kind::Checkpoint:
         std::cerr << "saved   " << item.message << "\n";

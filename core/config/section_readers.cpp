@@ -266,11 +266,6 @@ void checkPreferenceTuning(const RunConfig& config, ReadState& state)
             "a preference pair's chosen and rejected rows are compared whole; they cannot be "
             "packed",
             "remove data.packing");
-    if (config.hasValidationData())
-        state.problem(
-            state.has("data.validation_file") ? "data.validation_file" : "data.validation_split",
-            "validation of preference pairs is not implemented; objective dpo trains without "
-            "validation data");
     if (config.dpo.lossType == DpoLossType::Ipo && config.dpo.labelSmoothing > 0.0)
         state.problem("dpo.label_smoothing",
             "got " + std::to_string(config.dpo.labelSmoothing)

@@ -139,10 +139,17 @@ std::string joinFiles(const std::vector<std::string>& files)
     return text;
 }
 
-// DPO's rows: a pair's chosen row then its rejected row (preference_pairs.h).
-// The run config allows no validation data with preference pairs.
 // The model's own template for conversational pairs, unless data.template
 // is none (plain pairs are tokenized as written either way).
+common::Error noPairsLeft(const std::string& which, std::int64_t sequenceLength)
+{
+    return common::Error{"no " + which
+            + "preference pairs left: every pair was malformed or its prompt alone fills "
+              "data.sequence_length ("
+            + std::to_string(sequenceLength) + " tokens)",
+        "raise data.sequence_length"};
+}
+
 common::Result<std::optional<ModelChatTemplate>> pairTemplate(
     const config::RunConfig& config, const tokenizer::Tokenizer& tokenizer)
 {
@@ -160,15 +167,18 @@ common::Result<std::optional<ModelChatTemplate>> pairTemplate(
     return std::optional<ModelChatTemplate>{std::move(model).value()};
 }
 
+// DPO's rows: a pair's chosen row then its rejected row (preference_pairs.h),
+// for training and for validation alike.
 common::Result<PreparedData> preparePreferenceRows(PreparedData prepared,
-    const std::vector<Record>& records, const config::RunConfig& config,
-    const tokenizer::Tokenizer& tokenizer)
+    const std::vector<Record>& records, const std::vector<Record>& validationRecords,
+    const config::RunConfig& config, const tokenizer::Tokenizer& tokenizer)
 {
     const config::DataConfig& data = config.data;
     DataStats& stats = prepared.stats;
     stats.promptTemplate = config::PromptTemplate::None;
-    const bool conversational = std::any_of(
-        records.begin(), records.end(), [](const Record& r) { return r.conversational(); });
+    const auto isConversational = [](const Record& r) { return r.conversational(); };
+    const bool conversational = std::any_of(records.begin(), records.end(), isConversational)
+        || std::any_of(validationRecords.begin(), validationRecords.end(), isConversational);
     std::optional<ModelChatTemplate> model;
     if (conversational) {
         common::Result<std::optional<ModelChatTemplate>> loaded = pairTemplate(config, tokenizer);
@@ -182,13 +192,19 @@ common::Result<PreparedData> preparePreferenceRows(PreparedData prepared,
         records, tokenizer, data.malformed, stats.records, model ? &*model : nullptr);
     if (!pairs.ok())
         return pairs.error();
-    prepared.train = preferenceRows(
-        std::move(pairs).value(), static_cast<std::size_t>(data.sequenceLength), &stats.train);
+    const auto length = static_cast<std::size_t>(data.sequenceLength);
+    prepared.train = preferenceRows(std::move(pairs).value(), length, &stats.train);
     if (prepared.train.empty())
-        return common::Error{"no preference pairs left: every pair was malformed or its prompt "
-                             "alone fills data.sequence_length ("
-                + std::to_string(data.sequenceLength) + " tokens)",
-            "raise data.sequence_length"};
+        return noPairsLeft("", data.sequenceLength);
+    if (validationRecords.empty())
+        return prepared;
+    common::Result<std::vector<PreferencePair>> validation = tokenizePreferencePairs(
+        validationRecords, tokenizer, data.malformed, stats.records, model ? &*model : nullptr);
+    if (!validation.ok())
+        return validation.error();
+    prepared.validation = preferenceRows(std::move(validation).value(), length, &stats.validation);
+    if (prepared.validation.empty())
+        return noPairsLeft("validation ", data.sequenceLength);
     return prepared;
 }
 
@@ -240,7 +256,8 @@ common::Result<PreparedData> prepareData(const config::RunConfig& config,
     stats.trainRecords = trainRecords.size();
     stats.validationRecords = validationRecords.size();
     if (data.format == config::DataFormat::Preference)
-        return preparePreferenceRows(std::move(prepared), trainRecords, config, tokenizer);
+        return preparePreferenceRows(
+            std::move(prepared), trainRecords, validationRecords, config, tokenizer);
 
     common::Result<ResolvedTemplate> resolved = resolveFormat(config, tokenizer, stats.warnings);
     if (!resolved.ok())

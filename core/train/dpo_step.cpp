@@ -5,6 +5,7 @@
 #include "train/lora.h"
 
 #include <algorithm>
+#include <numeric>
 
 namespace tb::train {
 
@@ -67,11 +68,11 @@ torch::Tensor labelledTokens(const torch::Tensor& labels, const torch::TensorOpt
     return labels.narrow(1, 1, tokens - 1).ne(data::kIgnoreIndex).sum(1).to(options);
 }
 
-// One micro-batch: the reference pass, the policy pass and its backward;
-// returns the batch's figures (kFigureCount, double), the loss divided by
-// the step's pairs.
+// One micro-batch: the reference pass, the policy pass and, in training,
+// its backward; returns the batch's figures (kFigureCount, double), the
+// loss divided by the step's pairs.
 torch::Tensor pairBatch(LlamaForCausalLm& model, const data::Batch& batch,
-    const DpoLossSettings& settings, double stepPairs)
+    const DpoLossSettings& settings, double stepPairs, bool backward = true)
 {
     TORCH_CHECK(batch.rowsPerSample == 2 && batch.batchSize % 2 == 0,
         "a DPO batch holds whole preference pairs, chosen rows then rejected rows");
@@ -91,7 +92,8 @@ torch::Tensor pairBatch(LlamaForCausalLm& model, const data::Batch& batch,
     const torch::Tensor loss =
         dpoPairLoss(policy, reference, {tokens.chosen, tokens.rejected}, settings).sum()
         / stepPairs;
-    loss.backward();
+    if (backward)
+        loss.backward();
     const PairLogProbs rewards = dpoRewards(policy, reference, settings.beta);
     return torch::stack({loss.detach(), rewards.chosen.sum(), rewards.rejected.sum(),
                             (rewards.chosen - rewards.rejected).sum(),
@@ -140,11 +142,9 @@ std::vector<torch::Tensor> figureScalars(const torch::Tensor& sums)
     return scalars;
 }
 
-void fill(const std::vector<double>& read, DpoStepResult& result)
+// The figures read back, each but the loss divided by the pairs.
+void fillFigures(const std::vector<double>& read, double pairs, PreferenceFigures& f)
 {
-    const double pairs = std::max<double>(1.0, static_cast<double>(result.step.samples));
-    result.step.loss = read.at(kLoss);
-    PreferenceFigures& f = result.figures;
     f.rewardsChosen = read.at(kRewardsChosen) / pairs;
     f.rewardsRejected = read.at(kRewardsRejected) / pairs;
     f.rewardsMargin = read.at(kRewardsMargin) / pairs;
@@ -153,6 +153,13 @@ void fill(const std::vector<double>& read, DpoStepResult& result)
     f.logpsRejected = read.at(kLogpsRejected) / pairs;
     f.referenceLogpsChosen = read.at(kReferenceLogpsChosen) / pairs;
     f.referenceLogpsRejected = read.at(kReferenceLogpsRejected) / pairs;
+}
+
+void fill(const std::vector<double>& read, DpoStepResult& result)
+{
+    result.step.loss = read.at(kLoss);
+    fillFigures(
+        read, std::max<double>(1.0, static_cast<double>(result.step.samples)), result.figures);
 }
 
 } // namespace
@@ -180,6 +187,36 @@ torch::Tensor sequenceLogProbs(
             .gather(1, targets)
             .squeeze(1);
     return torch::zeros({rows}, options).index_add(0, rowOfKept.to(device), logProbs);
+}
+
+PreferenceEval evaluateDpo(LlamaForCausalLm& model, std::span<const data::TokenizedExample> rows,
+    std::size_t microBatch, std::int32_t padId, const DpoLossSettings& settings)
+{
+    PreferenceEval result;
+    const std::size_t pairs = rows.size() / 2;
+    if (pairs == 0 || microBatch == 0)
+        return result;
+    const bool wasTraining = model.is_training();
+    model.eval();
+    torch::NoGradGuard noGrad;
+    torch::Tensor sums = torch::zeros({kFigureCount},
+        torch::TensorOptions().dtype(torch::kDouble).device(model.outputWeight().device()));
+    const data::BatchOptions options{microBatch, padId, 0, 2};
+    std::vector<std::size_t> samples;
+    for (std::size_t first = 0; first < pairs; first += microBatch) {
+        samples.resize(std::min(microBatch, pairs - first));
+        std::iota(samples.begin(), samples.end(), first);
+        const data::Batch batch = data::collate(rows, data::rowsOfSamples(samples, 2), options);
+        sums += pairBatch(model, batch, settings, static_cast<double>(pairs), false);
+        result.tokens += static_cast<std::int64_t>(batch.tokens());
+    }
+    if (wasTraining)
+        model.train();
+    const std::vector<double> read = readToHost(figureScalars(sums));
+    result.pairs = static_cast<std::int64_t>(pairs);
+    result.loss = read.at(kLoss);
+    fillFigures(read, static_cast<double>(pairs), result.figures);
+    return result;
 }
 
 DpoStepResult accumulateDpoGradients(LlamaForCausalLm& model, FlatParameters& parameters,

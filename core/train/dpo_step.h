@@ -1,11 +1,15 @@
 #pragma once
 
 #include "data/batch.h"
+#include "data/tokenized_example.h"
 #include "train/adamw.h"
 #include "train/dpo_loss.h"
 #include "train/flat_parameters.h"
 #include "train/train_step.h"
 
+#include <cstddef>
+#include <cstdint>
+#include <span>
 #include <vector>
 
 // One optimizer step of DPO over micro-batches of preference pairs
@@ -51,6 +55,19 @@ torch::Tensor sequenceLogProbs(
 // gathered into the master gradients; no update. One process only.
 DpoStepResult accumulateDpoGradients(LlamaForCausalLm& model, FlatParameters& parameters,
     const std::vector<data::Batch>& batches, const DpoLossSettings& settings);
+
+// The DPO loss and figures over preference pairs laid out as the training
+// rows are (each pair's chosen row, then its rejected row), without
+// gradients and with dropout off, `microBatch` pairs a forward: TRL's
+// evaluation metrics, means over the pairs. One process only.
+struct [[nodiscard]] PreferenceEval {
+    double loss = 0.0; // the mean pair loss
+    PreferenceFigures figures;
+    std::int64_t pairs = 0;
+    std::int64_t tokens = 0; // real tokens of both rows of every pair
+};
+PreferenceEval evaluateDpo(LlamaForCausalLm& model, std::span<const data::TokenizedExample> rows,
+    std::size_t microBatch, std::int32_t padId, const DpoLossSettings& settings);
 
 // accumulateDpoGradients, then clipping and one AdamW update as trainStep.
 DpoStepResult trainDpoStep(LlamaForCausalLm& model, FlatParameters& parameters,

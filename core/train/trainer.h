@@ -20,7 +20,7 @@ std::string_view runStatusName(RunStatus status); // "completed", "stopped", "fa
 struct TrainerProgress {
     enum class Kind { Setup, Step, Eval, Checkpoint, Export, Warning };
     Kind kind = Kind::Setup;
-    std::string message; // Setup, Checkpoint, Export, Warning: a sentence
+    std::string message; // Setup, Checkpoint, Export, Warning; Eval of DPO: a sentence
     std::int64_t step = 0;
     std::int64_t totalSteps = 0;
     double loss = 0.0; // Step: training loss; Eval: validation loss

@@ -117,6 +117,7 @@ private:
     std::string addPrediction(nlohmann::json& fields);
     EvalLossResult evaluateValidation();
     void evaluate();
+    void evaluatePreference();
     void addStateFields(nlohmann::json& fields);
     void warnAboutSettings();
     common::Status checkpoint();

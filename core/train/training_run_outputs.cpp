@@ -49,6 +49,10 @@ void TrainingRun::evaluate()
 {
     if (m_session->data.validation.empty())
         return;
+    if (m_config.isPreferenceTuning()) {
+        evaluatePreference();
+        return;
+    }
     const EvalLossResult result = evaluateValidation();
     m_lastEvalStep = m_step;
     if (!m_outcome.firstEvalLoss && m_step == 0)
@@ -63,6 +67,33 @@ void TrainingRun::evaluate()
     item.step = m_step;
     item.totalSteps = m_totalSteps;
     item.loss = result.meanLoss;
+    progress(item);
+}
+
+// DPO's validation: the pair loss and TRL's figures over the validation
+// pairs (one process: objective dpo refuses more).
+void TrainingRun::evaluatePreference()
+{
+    const PreferenceEval result = evaluateDpo(*m_session->model, m_session->data.validation,
+        static_cast<std::size_t>(m_config.training.microBatch), m_session->padId,
+        DpoLossSettings::fromConfig(m_config.dpo));
+    m_lastEvalStep = m_step;
+    if (!m_outcome.firstEvalLoss && m_step == 0)
+        m_outcome.firstEvalLoss = result.loss;
+    m_outcome.lastEvalLoss = result.loss;
+    emit(metrics::EventType::Eval,
+        {{"step", m_step}, {"loss", std::isfinite(result.loss) ? json(result.loss) : json(nullptr)},
+            {"pairs", result.pairs}, {"tokens", result.tokens},
+            {"dpo", preferenceFields(result.figures)}});
+    TrainerProgress item;
+    item.kind = TrainerProgress::Kind::Eval;
+    item.step = m_step;
+    item.totalSteps = m_totalSteps;
+    item.loss = result.loss;
+    item.message = "validation DPO loss " + common::formatFixed(result.loss, 4) + ", margin "
+        + common::formatFixed(result.figures.rewardsMargin, 4) + ", accuracy "
+        + common::formatFixed(100.0 * result.figures.rewardsAccuracy, 1) + " % over "
+        + std::to_string(result.pairs) + " pairs";
     progress(item);
 }
 

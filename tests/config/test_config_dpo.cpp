@@ -124,9 +124,6 @@ private slots:
         QTest::addRow("packed pairs") << base + "  packing: true\n"
                                       << "data.packing"
                                       << "cannot be packed" << 6;
-        QTest::addRow("validation split") << base + "  validation_split: 0.1\n"
-                                          << "data.validation_split"
-                                          << "validation of preference pairs" << 6;
         QTest::addRow("chat template") << base + "  template: llama3\n"
                                        << "data.template"
                                        << "expected auto, model or none" << 6;

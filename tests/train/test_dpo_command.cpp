@@ -34,9 +34,10 @@ double figure(const json& step, const char* name)
     return step.at("dpo").at(name).get<double>();
 }
 
-// A DPO run of six steps on the pairs, the rest of the config as given.
-std::string writeDpoConfig(
-    const QTemporaryDir& dir, const std::string& name, const std::string& extra)
+// A DPO run of six steps on the pairs, the rest of the config as given
+// (`dataExtra` inside the data section).
+std::string writeDpoConfig(const QTemporaryDir& dir, const std::string& name,
+    const std::string& extra, const std::string& dataExtra = "")
 {
     const std::string pairs = dir.filePath("pairs.jsonl").toStdString();
     tb::test::writeOrStop(pairs, kPairs);
@@ -47,9 +48,8 @@ std::string writeDpoConfig(
               "lora:\n  rank: 4\n  alpha: 8\n  dropout: 0\n"
               "dpo:\n  beta: 0.1\n"
               "data:\n  train: "
-            + pairs
-            + "\n  format: preference\n  sequence_length: 64\n"
-              "training:\n  micro_batch: 2\n  max_steps: 6\n  learning_rate: 0.01\n"
+            + pairs + "\n  format: preference\n  sequence_length: 64\n" + dataExtra
+            + "training:\n  micro_batch: 2\n  max_steps: 6\n  learning_rate: 0.01\n"
               "  schedule: constant\n"
               "output:\n  dir: "
             + dir.filePath(QString::fromStdString(name)).toStdString() + "\n" + extra);
@@ -110,6 +110,46 @@ private slots:
         QVERIFY2(runs.out.contains("run"), qPrintable(runs.out));
         const Run compare = cli({"compare", QString::fromStdString(runDir)});
         QVERIFY2(compare.exitCode == 0, qPrintable(compare.out + compare.err));
+    }
+
+    // Held-out pairs are evaluated as TRL's DPOTrainer evaluates them: the
+    // eval event's loss is the mean pair loss, with the pairs' figures under
+    // "dpo". Before the first step the policy is its reference (B is zero):
+    // log 2, rewards and margin 0, no pair won. After six steps at a high
+    // rate on pairs written the same way, the held-out chosen completions
+    // have gained too, and the CLI prints the figures, not a perplexity.
+    void validatesOnHeldOutPairs()
+    {
+        QTemporaryDir dir;
+        const std::string heldOut = dir.filePath("held_out.jsonl").toStdString();
+        tb::test::writeOrStop(heldOut,
+            "{\"prompt\": \"Ben found a small bird.\", \"chosen\": \" He gave it some water and "
+            "it sang.\", \"rejected\": \" Bird bird bird.\"}\n"
+            "{\"prompt\": \"Mia had a new hat.\", \"chosen\": \" She wore it to the park and "
+            "smiled.\", \"rejected\": \" The end.\"}\n"
+            "{\"prompt\": \"The sun was hot.\", \"chosen\": \" The kids played in the water "
+            "all day.\", \"rejected\": \" Hot hot.\"}\n");
+        const std::string config =
+            writeDpoConfig(dir, "validated", "", "  validation_file: " + heldOut + "\n");
+        const std::string runDir = dir.filePath("validated").toStdString();
+        const Run run = cli({"train", QString::fromStdString(config)});
+        QVERIFY2(run.exitCode == 0, qPrintable(run.out + run.err));
+        const std::vector<json> evals = ofType(events(runDir), "eval");
+        QVERIFY2(evals.size() >= 2, qPrintable(run.err));
+        const json& before = evals.front();
+        QCOMPARE(before.at("step").get<int>(), 0);
+        QCOMPARE(before.at("pairs").get<int>(), 3);
+        QVERIFY(!before.contains("perplexity"));
+        QVERIFY(std::abs(before.at("loss").get<double>() - std::log(2.0)) < 1e-6);
+        QVERIFY(std::abs(figure(before, "rewards_chosen")) < 1e-6);
+        QVERIFY(std::abs(figure(before, "rewards_margin")) < 1e-6);
+        QCOMPARE(figure(before, "rewards_accuracy"), 0.0);
+        const json& after = evals.back();
+        QCOMPARE(after.at("step").get<int>(), 6);
+        QVERIFY2(figure(after, "rewards_margin") > 0.0, after.dump().c_str());
+        QVERIFY2(after.at("loss").get<double>() < std::log(2.0), after.dump().c_str());
+        QVERIFY2(run.err.contains("validation DPO loss"), qPrintable(run.err));
+        QVERIFY2(!run.err.contains("perplexity"), qPrintable(run.err));
     }
 
     // presets/recipes/dpo.yaml runs from a clone alone: the demo model and
