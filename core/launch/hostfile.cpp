@@ -1,6 +1,7 @@
 #include "launch/hostfile.h"
 
 #include "common/text.h"
+#include "launch/ssh_user_name.h"
 
 #include <algorithm>
 #include <charconv>
@@ -25,22 +26,6 @@ bool parseInt(std::string_view text, int low, int high, int& out)
         return false;
     out = value;
     return true;
-}
-
-// A user name is letters, digits, '.', '_' and '-', not starting with '-':
-// libssh expands it into a ProxyCommand's %r unchecked, where a shell reads
-// it (as OpenSSH's CVE-2023-51385), and an option-like name would reach ssh.
-std::string whyNotAUserName(const std::string& user)
-{
-    const auto allowed = [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
-            || c == '.' || c == '_' || c == '-';
-    };
-    if (!std::all_of(user.begin(), user.end(), allowed))
-        return "expected letters, digits, '.', '_' and '-' only";
-    if (user.front() == '-')
-        return "a user name does not start with '-'";
-    return {};
 }
 
 // "[user@]host[:port]"; an IPv6 address goes in brackets: "[fe80::1]:22".

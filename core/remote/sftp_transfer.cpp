@@ -419,12 +419,21 @@ struct SftpAttributesFree {
 };
 
 constexpr int kMaxListingDepth = 32;
+// Entries (files, folders, links) a fetched folder may hold: a run's
+// adapter or merged export holds tens, a host that answers readdir for ever
+// would otherwise fill this machine's memory.
+constexpr std::size_t kMaxListedEntries = 20000;
+
+struct Listing {
+    std::vector<RemoteFile> files;
+    std::size_t entries = 0;
+};
 
 // Every regular file under root/relative, over SFTP's readdir (no shell, one
 // name per entry): each name is checked as one path component, symbolic
 // links are not followed, partial copies (.tbpart) are left out.
 common::Status listTree(SshSession& session, sftp_session sftp, const std::string& root,
-    const std::string& relative, int depth, std::vector<RemoteFile>& into)
+    const std::string& relative, int depth, Listing& into)
 {
     const std::string path = relative.empty() ? root : root + "/" + relative;
     if (depth > kMaxListingDepth)
@@ -452,6 +461,10 @@ common::Status listTree(SshSession& session, sftp_session sftp, const std::strin
         const std::string name = entry->name ? entry->name : "";
         if (name == "." || name == "..")
             continue;
+        if (++into.entries > kMaxListedEntries)
+            return Error::at(session.target().describe() + ":" + root, "",
+                "holds more than " + std::to_string(kMaxListedEntries) + " entries",
+                "fetch copies a run's exports, which hold far fewer: is this the right folder?");
         if (auto valid = checkEntryName(name, session.target().describe() + ":" + path); !valid)
             return valid.error();
         const std::string child = relative.empty() ? name : relative + "/" + name;
@@ -459,7 +472,7 @@ common::Status listTree(SshSession& session, sftp_session sftp, const std::strin
             if (auto listed = listTree(session, sftp, root, child, depth + 1, into); !listed)
                 return listed;
         } else if (entry->type == SSH_FILEXFER_TYPE_REGULAR && !name.ends_with(kPartSuffix)) {
-            into.push_back({child, entry->size});
+            into.files.push_back({child, entry->size});
         }
     }
 }
@@ -472,9 +485,10 @@ common::Result<TransferSummary> downloadTree(SshSession& session, const std::str
     common::Result<sftp_session_struct*> sftp = session.sftp();
     if (!sftp)
         return sftp.error();
-    std::vector<RemoteFile> files;
-    if (auto listed = listTree(session, *sftp, remoteDir, "", 0, files); !listed)
+    Listing listing;
+    if (auto listed = listTree(session, *sftp, remoteDir, "", 0, listing); !listed)
         return listed.error();
+    std::vector<RemoteFile>& files = listing.files;
     if (files.empty())
         return Error{session.target().describe() + ": " + remoteDir + " holds no files", {}};
     std::sort(files.begin(), files.end(),
@@ -492,6 +506,11 @@ common::Result<TransferSummary> downloadTree(SshSession& session, const std::str
     fs::create_directories(localDir, made);
     if (made)
         return Error{"cannot make " + localDir + ": " + made.message(), {}};
+    // As makeFoldersUnder does below it: in a folder others can write to, a
+    // link put where this one goes would send the copies elsewhere.
+    if (fs::is_symlink(localDir, made))
+        return Error{localDir + " is a symbolic link: fetch writes only into real folders",
+            "remove the link, or fetch --to another folder"};
     Transfer transfer(session, progress, total);
     for (size_t i = 0; i < files.size(); ++i) {
         if (common::Status folders = makeFoldersUnder(localDir, files[i].relative); !folders)

@@ -1,5 +1,8 @@
 #include "remote/ssh_target.h"
 
+#include "common/text.h"
+#include "launch/ssh_user_name.h"
+
 namespace tb::remote {
 
 std::string SshTarget::describe() const
@@ -17,8 +20,13 @@ common::Result<SshTarget> parseSshTarget(const std::string& text)
         target.user = text.substr(0, at);
     const bool blank = target.host.empty() || (at != std::string::npos && target.user.empty());
     if (blank || target.host.find_first_of(" \t/:") != std::string::npos)
-        return common::Error{"host '" + text + "': expected [USER@]HOST, e.g. azureuser@10.0.0.4",
+        return common::Error{"host '" + common::escapeControl(text)
+                + "': expected [USER@]HOST, e.g. azureuser@10.0.0.4",
             "give the port with --port"};
+    if (const std::string why = launch::whyNotAUserName(target.user); !why.empty())
+        return common::Error{"host '" + common::escapeControl(text) + "': user '"
+                + common::escapeControl(target.user) + "': " + why,
+            "expected [USER@]HOST, e.g. azureuser@10.0.0.4"};
     return target;
 }
 

@@ -85,6 +85,10 @@ private slots:
             << QStringList{"run", "--port", "22"} << "--port needs --host";
         QTest::newRow("bad host") << QStringList{"run", "--host", "user@"}
                                   << "expected [USER@]HOST";
+        QTest::newRow("a user a ProxyCommand's shell would read") << QStringList{
+            "run", "--host", "$(touch x)@h"} << "user '$(touch x)': expected letters, digits";
+        QTest::newRow("an option for a user")
+            << QStringList{"run", "--host", "-x@h"} << "a user name does not start with '-'";
         QTest::newRow("bad port") << QStringList{"run", "--host", "h", "--port", "0"} << "--port";
         QTest::newRow("bad poll") << QStringList{"run", "--poll", "0"} << "--poll";
     }

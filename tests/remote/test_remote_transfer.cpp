@@ -53,6 +53,10 @@ private slots:
             << "local-symlink" << 1 << "cannot write";
         QTest::newRow("a symlink here where a folder goes")
             << "local-folder-symlink" << 1 << "sub: is a symbolic link here";
+        QTest::newRow("a symlink here where the adapter folder goes")
+            << "local-kind-symlink" << 1 << "adapter is a symbolic link";
+        QTest::newRow("a folder of more entries than a run's exports hold")
+            << "many-entries" << 1 << "holds more than 20000 entries";
         QTest::newRow("run folder with a trailing slash, default --to")
             << "trailing-slash" << 0 << "-> run/adapter";
         QTest::newRow("run folder ending in .., default --to")
@@ -89,6 +93,15 @@ private slots:
         if (twist == "local-folder-symlink") {
             QVERIFY(QDir().mkpath(here + "/fetched/adapter"));
             QVERIFY(QFile::link(outside, here + "/fetched/adapter/sub"));
+        }
+        if (twist == "local-kind-symlink") {
+            QVERIFY(QDir().mkpath(here + "/fetched"));
+            QVERIFY(QFile::link(outside, here + "/fetched/adapter"));
+        }
+        if (twist == "many-entries") { // refused while listing, before any copy
+            for (int i = 0; i < 20001; ++i)
+                QVERIFY(
+                    QFile(run + "/adapter/sub/" + QString::number(i)).open(QIODevice::WriteOnly));
         }
         if (twist == "local-symlink") {
             QVERIFY(QDir().mkpath(here + "/fetched/adapter"));
