@@ -33,7 +33,10 @@ ArgParser nodeCheckParser()
     p.addPositional("RUN.yaml", "the run config (absolute path)");
     p.addFlag("registry", "list this machine's run registry, one JSON entry a line");
     p.addOption("run-id", "ID", "with --registry or --signal: only this run");
-    p.addOption("listen", "PORT", "accept --peers connections on PORT (every address)");
+    p.addOption("listen", "PORT",
+        "accept --peers connections on PORT at --address, as rank 0's store will listen");
+    p.addOption("address", "ADDR",
+        "with --listen: MASTER_ADDR (every interface only if it is no address of this machine)");
     p.addOption("peers", "N", "connections --listen waits for (default 1)");
     p.addOption("connect", "HOST:PORT", "connect to HOST:PORT and send this node's check line");
     p.addOption("nonce", "HEX",
@@ -125,7 +128,14 @@ int runPortCheck(const ArgParser& p)
             return usage((!port ? port.error() : peers.error()).toString());
         if (p.isSet("node-rank"))
             return usage("--node-rank is for --connect");
-        return report(launch::acceptPeers(int(*port), int(*peers), nonce, *timeout));
+        if (!p.isSet("address"))
+            return usage("--listen needs --address MASTER_ADDR");
+        std::string warning;
+        const common::Status accepted = launch::acceptPeers(
+            p.value("address"), int(*port), int(*peers), nonce, *timeout, warning);
+        if (!warning.empty())
+            std::cerr << "node-check: " << warning << "\n";
+        return report(accepted);
     }
     const std::string address = p.value("connect");
     const size_t colon = address.rfind(':');

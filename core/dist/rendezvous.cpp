@@ -1,11 +1,11 @@
 #include "dist/rendezvous.h"
 
+#include "common/master_listener.h"
 #include "common/run_secret.h"
 #include "dist/arrival.h"
 #include "dist/communicators.h"
 #include "dist/join_proof.h"
 #include "dist/run_identity.h"
-#include "dist/store_listener.h"
 
 #include <algorithm>
 
@@ -56,7 +56,7 @@ common::Status checkOptions(const RendezvousOptions& options)
 }
 
 // Rank 0 serves the store, on a socket bound to MASTER_ADDR's address
-// (store_listener.h), unless the launcher's agent serves it (torchrun);
+// (common/master_listener.h), unless the launcher's agent serves it (torchrun);
 // every rank (rank 0 too) is a client of it. A client
 // retries the connection until the rendezvous timeout, so ranks may start in
 // any order.
@@ -69,7 +69,8 @@ common::Result<StoreHandle> connectStore(
     storeOptions.waitWorkers = false; // awaitAllRanks waits, and names who is missing
     storeOptions.timeout = toMilliseconds(timeoutSeconds);
     if (storeOptions.isServer) {
-        auto listener = listenForStore(environment.masterAddr, environment.masterPort);
+        auto listener = common::listenOnMasterAddress(
+            environment.masterAddr, environment.masterPort, "rank 0", "the store");
         if (!listener)
             return common::Error{rendezvousPlace(environment) + ": " + listener.error().message,
                 listener.error().hint};

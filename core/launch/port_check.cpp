@@ -1,5 +1,7 @@
 #include "launch/port_check.h"
 
+#include "common/master_listener.h"
+
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -63,39 +65,6 @@ int connectOnce(const addrinfo& address, Clock::time_point deadline, Socket& s)
     socklen_t length = sizeof error;
     ::getsockopt(s.fd, SOL_SOCKET, SO_ERROR, &error, &length);
     return error;
-}
-
-// Every address on `port`, IPv6 and IPv4 alike where the system has both.
-common::Status listenEverywhere(int port, Socket& listener)
-{
-    listener.fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int family = AF_INET6;
-    if (listener.fd < 0) {
-        listener.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        family = AF_INET;
-    }
-    const int off = 0, on = 1;
-    ::setsockopt(listener.fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-    int bound = -1;
-    if (family == AF_INET6) {
-        ::setsockopt(listener.fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
-        sockaddr_in6 address{};
-        address.sin6_family = AF_INET6;
-        address.sin6_port = htons(uint16_t(port));
-        address.sin6_addr = in6addr_any;
-        bound = ::bind(listener.fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-    } else {
-        sockaddr_in address{};
-        address.sin_family = AF_INET;
-        address.sin_port = htons(uint16_t(port));
-        address.sin_addr.s_addr = htonl(INADDR_ANY);
-        bound = ::bind(listener.fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-    }
-    if (bound != 0 || ::listen(listener.fd, 64) != 0)
-        return Error{
-            "port " + std::to_string(port) + " cannot be listened on: " + std::strerror(errno),
-            "another process holds it (a job still running?); give another --master-port"};
-    return common::Ok{};
 }
 
 // The connections accepted and not yet judged: each has until the check's
@@ -220,11 +189,18 @@ std::string whyNotANonce(const std::string& nonce)
     return {};
 }
 
-common::Status acceptPeers(int port, int peers, const std::string& nonce, double timeoutSeconds)
+common::Status acceptPeers(const std::string& address, int port, int peers,
+    const std::string& nonce, double timeoutSeconds, std::string& warning)
 {
+    // Where the store will listen, and no wider: the check must not open
+    // the port to more of the network than the run does.
+    common::Result<common::MasterListener> listening =
+        common::listenOnMasterAddress(address, port, "the port check", "the port check");
+    if (!listening)
+        return listening.error();
     Socket listener;
-    if (common::Status listening = listenEverywhere(port, listener); !listening)
-        return listening;
+    listener.fd = listening->fd;
+    warning = listening->warning;
     const auto deadline = Clock::now() + std::chrono::milliseconds(long(timeoutSeconds * 1000));
     PeerTally tally(peers, nonce);
     while (!tally.complete()) {

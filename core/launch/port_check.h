@@ -21,13 +21,15 @@ std::string newPortCheckNonce();
 // Empty when `nonce` is 8 to 64 hex digits, else what is wrong with it.
 std::string whyNotANonce(const std::string& nonce);
 
-// Binds every address (as the store does) on `port` and waits, at most
-// `timeoutSeconds`, until nodes 1..`peers` have each connected and sent
-// their portCheckLine with `nonce`. Connections that send anything else, or
-// nothing, are closed and not counted. Errors: the port is taken (naming the
-// errno), or nodes are missing, naming them and counting the connections
-// that did not count.
-common::Status acceptPeers(int port, int peers, const std::string& nonce, double timeoutSeconds);
+// Listens on `address`:`port` as rank 0's store will (MASTER_ADDR's own
+// address, every interface only when it is no address of this machine, and
+// then `warning` says so) and waits, at most `timeoutSeconds`, until nodes
+// 1..`peers` have each connected and sent their portCheckLine with `nonce`.
+// Connections that send anything else, or nothing, are closed and not
+// counted. Errors: the port is taken (naming the errno), or nodes are
+// missing, naming them and counting the connections that did not count.
+common::Status acceptPeers(const std::string& address, int port, int peers,
+    const std::string& nonce, double timeoutSeconds, std::string& warning);
 
 // Connects to host:port, trying again until `timeoutSeconds` have passed
 // (the master's listener may start a moment later), and sends node

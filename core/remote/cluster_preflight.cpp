@@ -165,8 +165,8 @@ common::Status ClusterLaunch::checkMasterPort(ClusterSink& sink)
         Node& node = *m_nodes[i];
         if (i == 0) {
             auto listen = master.cli(m_options.remoteCli,
-                {"node-check", "--listen", port, "--peers", std::to_string(m_nodes.size() - 1),
-                    "--nonce", nonce, "--timeout", seconds});
+                {"node-check", "--listen", port, "--address", m_options.masterAddr, "--peers",
+                    std::to_string(m_nodes.size() - 1), "--nonce", nonce, "--timeout", seconds});
             if (!listen || listen->exitStatus != 0)
                 problems[0] = master.name() + ": master port " + port + ": "
                     + (listen ? firstLine(listen->errorOutput) : listen.error().message);

@@ -53,14 +53,35 @@ int freePort()
 class TestPortCheck : public QObject {
     Q_OBJECT
 
+    std::string m_warning;
+
 private slots:
+    // The check opens the port no wider than the store will (review H2):
+    // with MASTER_ADDR 127.0.0.1, a node reaching this machine by another
+    // of its addresses (127.0.0.2, as a stranger on another interface would
+    // by the machine's LAN address) is refused, not counted.
+    void listensOnMasterAddrOnly()
+    {
+        const int port = freePort();
+        const std::string nonce = tb::launch::newPortCheckNonce();
+        std::string warning = "unset";
+        auto listening = std::async(std::launch::async,
+            [&] { return tb::launch::acceptPeers("127.0.0.1", port, 1, nonce, 3.0, warning); });
+        QVERIFY(!tb::launch::connectWithin("127.0.0.2", port, nonce, 1, 1.5).ok());
+        const tb::common::Status checked = listening.get();
+        QVERIFY(!checked.ok());
+        QVERIFY2(checked.error().message.find("0 of 1 node(s) connected") != std::string::npos,
+            checked.error().message.c_str());
+        QCOMPARE(warning, std::string());
+    }
+
     // Before, accept() alone counted: this check passed with node 1 blocked.
     void aBareConnectionIsNoNode()
     {
         const int port = freePort();
         const std::string nonce = tb::launch::newPortCheckNonce();
-        auto listening = std::async(
-            std::launch::async, [&] { return tb::launch::acceptPeers(port, 1, nonce, 3.0); });
+        auto listening = std::async(std::launch::async,
+            [&] { return tb::launch::acceptPeers("127.0.0.1", port, 1, nonce, 3.0, m_warning); });
         const BareConnection scanner(port);
         QVERIFY(scanner.fd >= 0);
         const tb::common::Status checked = listening.get();
@@ -79,8 +100,8 @@ private slots:
     {
         const int port = freePort();
         const std::string nonce = tb::launch::newPortCheckNonce();
-        auto listening = std::async(
-            std::launch::async, [&] { return tb::launch::acceptPeers(port, 2, nonce, 30.0); });
+        auto listening = std::async(std::launch::async,
+            [&] { return tb::launch::acceptPeers("127.0.0.1", port, 2, nonce, 30.0, m_warning); });
         const BareConnection scanner(port);
         QVERIFY(scanner.fd >= 0);
         QVERIFY(
@@ -96,8 +117,8 @@ private slots:
     {
         const int port = freePort();
         const std::string nonce = tb::launch::newPortCheckNonce();
-        auto listening = std::async(
-            std::launch::async, [&] { return tb::launch::acceptPeers(port, 2, nonce, 3.0); });
+        auto listening = std::async(std::launch::async,
+            [&] { return tb::launch::acceptPeers("127.0.0.1", port, 2, nonce, 3.0, m_warning); });
         for (const int rank : {1, 1, 3, 0})
             QVERIFY(tb::launch::connectWithin("127.0.0.1", port, nonce, rank, 10.0).ok());
         const tb::common::Status checked = listening.get();

@@ -109,7 +109,7 @@ private slots:
         QTest::newRow("changed host key") << 3 << "the host key changed";
         QTest::newRow("master port unreachable") << 4 << "cannot reach the master port";
         QTest::newRow("dataset missing") << 5 << "tiny_instructions.jsonl is missing";
-        QTest::newRow("master port taken") << 6 << "cannot be listened on";
+        QTest::newRow("master port taken") << 6 << "the port check cannot listen on";
         QTest::newRow("run folder not shared") << 7 << "is not shared with node 0 (node 0 wrote ";
     }
 
@@ -148,9 +148,10 @@ private slots:
             holder.start(QStringLiteral("ip"),
                 {QStringLiteral("netns"), QStringLiteral("exec"), cluster.hosts->ns(0), kCliPath,
                     QStringLiteral("node-check"), QStringLiteral("--listen"),
-                    QStringLiteral("29511"), QStringLiteral("--peers"), QStringLiteral("100"),
-                    QStringLiteral("--nonce"), QStringLiteral("0123456789abcdef"),
-                    QStringLiteral("--timeout"), QStringLiteral("60")});
+                    QStringLiteral("29511"), QStringLiteral("--address"), cluster.hosts->address(0),
+                    QStringLiteral("--peers"), QStringLiteral("100"), QStringLiteral("--nonce"),
+                    QStringLiteral("0123456789abcdef"), QStringLiteral("--timeout"),
+                    QStringLiteral("60")});
             QVERIFY(holder.waitForStarted());
             QTRY_VERIFY_WITH_TIMEOUT(listensOn(cluster.hosts->ns(0), 29511), 10000);
         }

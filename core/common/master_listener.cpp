@@ -1,4 +1,4 @@
-#include "dist/store_listener.h"
+#include "common/master_listener.h"
 
 #include <netdb.h>
 #include <netinet/in.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <memory>
 
-namespace tb::dist {
+namespace tb::common {
 
 namespace {
 
@@ -34,7 +34,7 @@ int listenOn(const addrinfo& address)
     return -1;
 }
 
-common::Result<std::unique_ptr<addrinfo, AddressListDeleter>> resolve(
+Result<std::unique_ptr<addrinfo, AddressListDeleter>> resolve(
     const char* address, int port, int flags)
 {
     addrinfo hints{};
@@ -44,7 +44,7 @@ common::Result<std::unique_ptr<addrinfo, AddressListDeleter>> resolve(
     addrinfo* found = nullptr;
     const std::string service = std::to_string(port);
     if (const int status = ::getaddrinfo(address, service.c_str(), &hints, &found); status != 0)
-        return common::Error{std::string("MASTER_ADDR ") + (address ? address : "(any)")
+        return Error{std::string("MASTER_ADDR ") + (address ? address : "(any)")
                 + " does not resolve: " + ::gai_strerror(status),
             {}};
     return std::unique_ptr<addrinfo, AddressListDeleter>(found);
@@ -52,7 +52,8 @@ common::Result<std::unique_ptr<addrinfo, AddressListDeleter>> resolve(
 
 } // namespace
 
-common::Result<StoreListener> listenForStore(const std::string& address, int port)
+Result<MasterListener> listenOnMasterAddress(
+    const std::string& address, int port, const std::string& who, const std::string& what)
 {
     auto resolved = resolve(address.c_str(), port, 0);
     if (!resolved)
@@ -61,13 +62,13 @@ common::Result<StoreListener> listenForStore(const std::string& address, int por
     int lastError = 0;
     for (const addrinfo* a = resolved->get(); a; a = a->ai_next) {
         if (const int fd = listenOn(*a); fd >= 0)
-            return StoreListener{fd, {}};
+            return MasterListener{fd, {}};
         lastError = errno;
         foreign = foreign || lastError == EADDRNOTAVAIL;
     }
     const std::string where = address + ":" + std::to_string(port);
     if (!foreign)
-        return common::Error{"rank 0 cannot listen on " + where + ": " + std::strerror(lastError),
+        return Error{who + " cannot listen on " + where + ": " + std::strerror(lastError),
             "is another job using MASTER_PORT?"};
     // Not an address of this machine (a NAT's public address that reaches
     // it): only every interface will do.
@@ -76,18 +77,16 @@ common::Result<StoreListener> listenForStore(const std::string& address, int por
         return any.error();
     for (const addrinfo* a = any->get(); a; a = a->ai_next) {
         if (const int fd = listenOn(*a); fd >= 0)
-            return StoreListener{fd,
-                "MASTER_ADDR " + address
-                    + " is no address of this machine: the store listens on "
-                      "every interface at port "
-                    + std::to_string(port)
+            return MasterListener{fd,
+                "MASTER_ADDR " + address + " is no address of this machine: " + what
+                    + " listens on every interface at port " + std::to_string(port)
                     + ", and has no authentication; keep the port closed to all but the "
                       "cluster's nodes (docs/LAUNCH.md, \"What listens\")"};
         lastError = errno;
     }
-    return common::Error{
-        "rank 0 cannot listen on port " + std::to_string(port) + ": " + std::strerror(lastError),
+    return Error{
+        who + " cannot listen on port " + std::to_string(port) + ": " + std::strerror(lastError),
         "is another job using MASTER_PORT?"};
 }
 
-} // namespace tb::dist
+} // namespace tb::common
