@@ -75,6 +75,25 @@ private slots:
         QCOMPARE(warning, std::string());
     }
 
+    // A MASTER_ADDR that is no address of this machine (a NAT's public one,
+    // here TEST-NET-1) is reached through every interface, as the store
+    // will be, and the warning says so.
+    void aForeignMasterAddrListensEverywhereAndSaysSo()
+    {
+        const int port = freePort();
+        const std::string nonce = tb::launch::newPortCheckNonce();
+        std::string warning;
+        auto listening = std::async(std::launch::async,
+            [&] { return tb::launch::acceptPeers("192.0.2.1", port, 1, nonce, 10.0, warning); });
+        QVERIFY(tb::launch::connectWithin("127.0.0.2", port, nonce, 1, 10.0).ok());
+        const tb::common::Status checked = listening.get();
+        QVERIFY2(checked.ok(), checked.ok() ? "" : checked.error().message.c_str());
+        QVERIFY2(warning.find("MASTER_ADDR 192.0.2.1 is no address of this machine: the port "
+                              "check listens on every interface")
+                != std::string::npos,
+            warning.c_str());
+    }
+
     // Before, accept() alone counted: this check passed with node 1 blocked.
     void aBareConnectionIsNoNode()
     {
