@@ -1,6 +1,7 @@
 // The preflight of a multi-node launch: every node checked at once, --sync,
 // and the master port (docs/LAUNCH.md).
 #include "common/text.h"
+#include "launch/address_scope.h"
 #include "launch/node_facts.h"
 #include "launch/port_check.h"
 #include "remote/bounded_workers.h"
@@ -188,6 +189,18 @@ common::Status ClusterLaunch::checkMasterPort(ClusterSink& sink)
         return Error{joinLines(found), {}};
     sink.note("master " + m_options.masterAddr + ":" + port
         + " free on node 0 and reachable from every node");
+    for (const std::string& address : launch::resolvedAddresses(m_options.masterAddr)) {
+        if (launch::isPublicAddress(address)) {
+            sink.note("warning: the master address " + m_options.masterAddr + " (" + address
+                + ") is public: the store (no authentication beyond the run's secret) and "
+                  "Gloo's traffic (gradients, not encrypted) go over the internet unless a "
+                  "firewall keeps port "
+                + port
+                + " to the cluster; give --master-addr node 0's private address "
+                  "(docs/LAUNCH.md, \"What listens\")");
+            break;
+        }
+    }
     return common::Ok{};
 }
 

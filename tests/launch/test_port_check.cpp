@@ -2,6 +2,7 @@
 // nodes that connect and send their rank with this check's nonce; a port
 // scanner's bare connection, a wrong nonce or a rank sent twice is no node.
 // Real sockets on this machine, node 0's side on a thread.
+#include "launch/address_scope.h"
 #include "launch/free_port.h"
 #include "launch/port_check.h"
 
@@ -146,6 +147,38 @@ private slots:
                      "1 of 2 node(s) connected within 3 s (missing node 2); 3 other")
                 != std::string::npos,
             checked.error().message.c_str());
+    }
+
+    // The preflight warns when MASTER_ADDR is public: the store and Gloo's
+    // plain traffic would cross the internet.
+    void publicAddresses_data()
+    {
+        QTest::addColumn<QString>("address");
+        QTest::addColumn<bool>("isPublic");
+        QTest::newRow("RFC 1918, 10/8") << "10.0.0.4" << false;
+        QTest::newRow("RFC 1918, 172.16/12") << "172.31.255.1" << false;
+        QTest::newRow("just past 172.16/12") << "172.32.0.1" << true;
+        QTest::newRow("RFC 1918, 192.168/16") << "192.168.1.20" << false;
+        QTest::newRow("CGNAT 100.64/10") << "100.100.0.1" << false;
+        QTest::newRow("loopback") << "127.0.0.1" << false;
+        QTest::newRow("link-local") << "169.254.169.254" << false;
+        QTest::newRow("TEST-NET-1") << "192.0.2.1" << false;
+        QTest::newRow("a public IPv4 address") << "20.42.73.29" << true;
+        QTest::newRow("IPv6 loopback") << "::1" << false;
+        QTest::newRow("IPv6 unique local") << "fd12:3456::1" << false;
+        QTest::newRow("IPv6 link-local") << "fe80::1" << false;
+        QTest::newRow("IPv6 documentation") << "2001:db8::1" << false;
+        QTest::newRow("a public IPv6 address") << "2603:1030::1" << true;
+        QTest::newRow("IPv4-mapped private") << "::ffff:10.1.2.3" << false;
+        QTest::newRow("IPv4-mapped public") << "::ffff:20.42.73.29" << true;
+        QTest::newRow("a host name is no numeric address") << "node0" << false;
+    }
+
+    void publicAddresses()
+    {
+        QFETCH(QString, address);
+        QFETCH(bool, isPublic);
+        QCOMPARE(tb::launch::isPublicAddress(address.toStdString()), isPublic);
     }
 
     void nonces_data()
