@@ -5,6 +5,7 @@
 #include "launch/text_quote.h"
 #include "remote/file_checksums.h"
 #include "remote/remote_names.h"
+#include "remote/sftp_listing.h"
 
 #include <libssh/sftp.h>
 
@@ -35,7 +36,6 @@ constexpr size_t kInFlight = 32; // reads asked for on a channel before the firs
 // widen it, so one channel carries about 1 MB a round trip (12 MB/s at 50 ms).
 constexpr uint64_t kStripeFrom = uint64_t{8} << 20;
 constexpr size_t kStreams = 4;
-const char* const kPartSuffix = ".tbpart";
 
 common::Status runChecked(SshSession& session, const std::string& command)
 {
@@ -404,89 +404,14 @@ common::Result<TransferSummary> uploadFiles(
     return transfer.summary();
 }
 
-namespace {
-
-struct RemoteFile {
-    std::string relative; // to the listed folder, '/'-separated
-    uint64_t size = 0;
-};
-
-struct SftpDirCloser {
-    void operator()(sftp_dir dir) const { sftp_closedir(dir); }
-};
-struct SftpAttributesFree {
-    void operator()(sftp_attributes attributes) const { sftp_attributes_free(attributes); }
-};
-
-constexpr int kMaxListingDepth = 32;
-// Entries (files, folders, links) a fetched folder may hold: a run's
-// adapter or merged export holds tens, a host that answers readdir for ever
-// would otherwise fill this machine's memory.
-constexpr std::size_t kMaxListedEntries = 20000;
-
-struct Listing {
-    std::vector<RemoteFile> files;
-    std::size_t entries = 0;
-};
-
-// Every regular file under root/relative, over SFTP's readdir (no shell, one
-// name per entry): each name is checked as one path component, symbolic
-// links are not followed, partial copies (.tbpart) are left out.
-common::Status listTree(SshSession& session, sftp_session sftp, const std::string& root,
-    const std::string& relative, int depth, Listing& into)
-{
-    const std::string path = relative.empty() ? root : root + "/" + relative;
-    if (depth > kMaxListingDepth)
-        return Error::at(session.target().describe() + ":" + path, "",
-            "is more than " + std::to_string(kMaxListingDepth) + " folders below " + root,
-            "is there a loop of folders there?");
-    SshSession::Bounded bounded(session);
-    const auto why = [&] {
-        return session.failureReason("SFTP error " + std::to_string(sftp_get_error(sftp)));
-    };
-    std::unique_ptr<sftp_dir_struct, SftpDirCloser> dir(sftp_opendir(sftp, path.c_str()));
-    if (!dir)
-        return Error{
-            session.target().describe() + ": cannot list " + path + " (" + why() + ")", {}};
-    for (;;) {
-        std::unique_ptr<sftp_attributes_struct, SftpAttributesFree> entry(
-            sftp_readdir(sftp, dir.get()));
-        if (!entry) {
-            if (sftp_dir_eof(dir.get()))
-                return common::Ok{};
-            return Error{
-                session.target().describe() + ": listing " + path + " stopped (" + why() + ")", {}};
-        }
-        bounded.progressed();
-        const std::string name = entry->name ? entry->name : "";
-        if (name == "." || name == "..")
-            continue;
-        if (++into.entries > kMaxListedEntries)
-            return Error::at(session.target().describe() + ":" + root, "",
-                "holds more than " + std::to_string(kMaxListedEntries) + " entries",
-                "fetch copies a run's exports, which hold far fewer: is this the right folder?");
-        if (auto valid = checkEntryName(name, session.target().describe() + ":" + path); !valid)
-            return valid.error();
-        const std::string child = relative.empty() ? name : relative + "/" + name;
-        if (entry->type == SSH_FILEXFER_TYPE_DIRECTORY) {
-            if (auto listed = listTree(session, sftp, root, child, depth + 1, into); !listed)
-                return listed;
-        } else if (entry->type == SSH_FILEXFER_TYPE_REGULAR && !name.ends_with(kPartSuffix)) {
-            into.files.push_back({child, entry->size});
-        }
-    }
-}
-
-} // namespace
-
 common::Result<TransferSummary> downloadTree(SshSession& session, const std::string& remoteDir,
     const std::string& localDir, const ProgressCallback& progress)
 {
     common::Result<sftp_session_struct*> sftp = session.sftp();
     if (!sftp)
         return sftp.error();
-    Listing listing;
-    if (auto listed = listTree(session, *sftp, remoteDir, "", 0, listing); !listed)
+    RemoteListing listing;
+    if (auto listed = listRemoteTree(session, *sftp, remoteDir, listing); !listed)
         return listed.error();
     std::vector<RemoteFile>& files = listing.files;
     if (files.empty())

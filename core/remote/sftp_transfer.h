@@ -16,6 +16,9 @@ namespace tb::remote {
 // renamed once its SHA-256 matches the source, so a file is either whole or
 // absent under its name; an interrupted copy goes on from the .tbpart it
 // left (when that part's SHA-256 is the source's first bytes).
+// What a copy under way is written as, beside its file: NAME.tbpart.
+inline constexpr const char* kPartSuffix = ".tbpart";
+
 struct TransferProgress {
     std::string path; // the file being copied (its destination)
     uint64_t fileBytesDone = 0;
