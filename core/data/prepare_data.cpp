@@ -139,8 +139,7 @@ std::string joinFiles(const std::vector<std::string>& files)
     return text;
 }
 
-// The model's own template for conversational pairs, unless data.template
-// is none (plain pairs are tokenized as written either way).
+// `which` ("", "validation ") pairs all dropped.
 common::Error noPairsLeft(const std::string& which, std::int64_t sequenceLength)
 {
     return common::Error{"no " + which
@@ -150,6 +149,8 @@ common::Error noPairsLeft(const std::string& which, std::int64_t sequenceLength)
         "raise data.sequence_length"};
 }
 
+// The model's own template for conversational pairs, unless data.template
+// is none (plain pairs are tokenized as written either way).
 common::Result<std::optional<ModelChatTemplate>> pairTemplate(
     const config::RunConfig& config, const tokenizer::Tokenizer& tokenizer)
 {
