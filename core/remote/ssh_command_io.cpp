@@ -163,8 +163,12 @@ Sending sendWithinWindow(ssh_channel channel, const char* data, size_t size, Com
         }
         const int n = ssh_channel_write(
             channel, data + sent, uint32_t(std::min<size_t>(window, size - sent)));
+        // A refused write on a live connection is the command's channel
+        // closing (libssh refuses once the peer's close has arrived, even
+        // with its last output still unread): the command ended.
         if (n == SSH_ERROR)
-            return ssh_channel_is_closed(channel) ? Sending::CommandEnded : Sending::Lost;
+            return ssh_is_connected(ssh_channel_get_session(channel)) ? Sending::CommandEnded
+                                                                      : Sending::Lost;
         sent += size_t(n);
         bounded.progressed();
     }
