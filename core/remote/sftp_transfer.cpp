@@ -202,10 +202,9 @@ public:
         const std::string command = "umask 077 && exec cat " + std::string(offset ? ">> " : "> ")
             + launch::shellQuote(part);
         common::Result<CommandResult> sent = m_session.runWithInput(command, next);
+        // The session's error names the host, the command and its part.
         if (!sent)
-            return Error{m_session.target().describe() + ": writing " + part + " stopped at byte "
-                    + std::to_string(done) + ": " + sent.error().toString(),
-                "run it again: the copy goes on from there"};
+            return Error{sent.error().message, "run it again: the copy goes on from there"};
         if (sent->exitStatus != 0)
             return Error{m_session.target().describe() + ": cannot write " + part + ": "
                     + common::trim(sent->errorOutput),
